@@ -1,0 +1,412 @@
+//! Readable rendering of JavaScript values (console arguments and results
+//! that are not JSON), in the style of Node's `util.inspect`.
+
+use std::fmt::Write as _;
+
+/// Nested objects deeper than this print as `[Object]`.
+const MAX_DEPTH: usize = 2;
+/// Array items and object properties shown before `... N more`.
+const MAX_ITEMS: usize = 100;
+/// Stop rendering one value past this many bytes.
+const MAX_LEN: usize = 64 * 1024;
+
+/// Renders `value` for a human; strings at the top level print bare.
+pub(crate) fn inspect<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    value: v8::Local<'s, v8::Value>,
+) -> String {
+    let mut w = Writer {
+        out: String::new(),
+        seen: Vec::new(),
+    };
+    w.value(scope, value, 0, true);
+    if w.out.len() > MAX_LEN {
+        let cut = floor_boundary(&w.out, MAX_LEN);
+        w.out.truncate(cut);
+        w.out.push('…');
+    }
+    w.out
+}
+
+/// Renders the completion value of a run: JSON when the value has a faithful
+/// JSON form, the readable form otherwise, `None` for `undefined`.
+pub(crate) fn render_result<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    value: v8::Local<'s, v8::Value>,
+) -> Option<String> {
+    if value.is_undefined() {
+        return None;
+    }
+    let json_faithful = value.is_null()
+        || value.is_boolean()
+        || value.is_string()
+        || (value.is_number() && value.number_value(scope).is_some_and(f64::is_finite))
+        || value.is_array()
+        || (value.is_object()
+            && !value.is_function()
+            && !value.is_map()
+            && !value.is_set()
+            && !value.is_promise()
+            && !value.is_native_error()
+            && !value.is_proxy()
+            && !value.is_weak_map()
+            && !value.is_weak_set()
+            && !value.is_symbol_object()
+            && !value.is_big_int_object());
+    if json_faithful {
+        v8::tc_scope!(let tc, scope);
+        if let Some(json) = v8::json::stringify(tc, value) {
+            return Some(json.to_rust_string_lossy(tc));
+        }
+        // Cycles, BigInt members or a throwing toJSON: fall back to the readable form.
+    }
+    Some(inspect(scope, value))
+}
+
+struct Writer<'s> {
+    out: String,
+    seen: Vec<v8::Local<'s, v8::Object>>,
+}
+
+impl<'s> Writer<'s> {
+    fn full(&self) -> bool {
+        self.out.len() > MAX_LEN
+    }
+
+    fn value(
+        &mut self,
+        scope: &mut v8::PinScope<'s, '_>,
+        value: v8::Local<'s, v8::Value>,
+        depth: usize,
+        top: bool,
+    ) {
+        if self.full() {
+            return;
+        }
+        if value.is_undefined() {
+            self.out.push_str("undefined");
+        } else if value.is_null() {
+            self.out.push_str("null");
+        } else if value.is_string() {
+            let s = value.to_rust_string_lossy(scope);
+            if top {
+                self.out.push_str(&s);
+            } else {
+                quote(&mut self.out, &s);
+            }
+        } else if value.is_symbol() {
+            let symbol: v8::Local<v8::Symbol> = value.try_into().expect("checked is_symbol");
+            let description = symbol.description(scope);
+            let description = if description.is_undefined() {
+                String::new()
+            } else {
+                description.to_rust_string_lossy(scope)
+            };
+            let _ = write!(self.out, "Symbol({description})");
+        } else if value.is_big_int() {
+            let _ = write!(self.out, "{}n", value.to_rust_string_lossy(scope));
+        } else if value.is_number() || value.is_boolean() {
+            self.out.push_str(&value.to_rust_string_lossy(scope));
+        } else if value.is_function() {
+            self.function(scope, value);
+        } else if let Ok(object) = v8::Local::<v8::Object>::try_from(value) {
+            self.object(scope, object, depth);
+        } else {
+            self.out.push_str(&value.to_rust_string_lossy(scope));
+        }
+    }
+
+    fn function(&mut self, scope: &mut v8::PinScope<'s, '_>, value: v8::Local<'s, v8::Value>) {
+        let function: v8::Local<v8::Function> = value.try_into().expect("checked is_function");
+        let name = function.get_name(scope).to_rust_string_lossy(scope);
+        let source_start = function
+            .to_string(scope)
+            .map(|s| s.to_rust_string_lossy(scope))
+            .unwrap_or_default();
+        let kind = if source_start.starts_with("class") {
+            "class"
+        } else {
+            "Function"
+        };
+        if name.is_empty() {
+            let _ = write!(self.out, "[{kind} (anonymous)]");
+        } else if kind == "class" {
+            let _ = write!(self.out, "[class {name}]");
+        } else {
+            let _ = write!(self.out, "[Function: {name}]");
+        }
+    }
+
+    fn object(
+        &mut self,
+        scope: &mut v8::PinScope<'s, '_>,
+        object: v8::Local<'s, v8::Object>,
+        depth: usize,
+    ) {
+        if self
+            .seen
+            .iter()
+            .any(|seen| seen.strict_equals(object.into()))
+        {
+            self.out.push_str("[Circular]");
+            return;
+        }
+        let value: v8::Local<v8::Value> = object.into();
+        if value.is_native_error() {
+            self.error(scope, object);
+            return;
+        }
+        if value.is_date() {
+            let date: v8::Local<v8::Date> = value.try_into().expect("checked is_date");
+            self.out.push_str(&iso_date(date.value_of()));
+            return;
+        }
+        if value.is_reg_exp() || value.is_proxy() {
+            let text = if value.is_proxy() {
+                "[Proxy]".to_owned()
+            } else {
+                value.to_rust_string_lossy(scope)
+            };
+            self.out.push_str(&text);
+            return;
+        }
+        if value.is_promise() {
+            let promise: v8::Local<v8::Promise> = value.try_into().expect("checked is_promise");
+            match promise.state() {
+                v8::PromiseState::Pending => self.out.push_str("Promise { <pending> }"),
+                v8::PromiseState::Fulfilled => {
+                    self.out.push_str("Promise { ");
+                    let result = promise.result(scope);
+                    self.nested(scope, object, result, depth);
+                    self.out.push_str(" }");
+                }
+                v8::PromiseState::Rejected => {
+                    self.out.push_str("Promise { <rejected> ");
+                    let result = promise.result(scope);
+                    self.nested(scope, object, result, depth);
+                    self.out.push_str(" }");
+                }
+            }
+            return;
+        }
+        let constructor = object.get_constructor_name().to_rust_string_lossy(scope);
+        if depth > MAX_DEPTH {
+            let label = if value.is_array() {
+                "Array"
+            } else if constructor.is_empty() {
+                "Object"
+            } else {
+                &constructor
+            };
+            let _ = write!(self.out, "[{label}]");
+            return;
+        }
+        if value.is_map() || value.is_set() {
+            self.collection(scope, object, depth);
+        } else if value.is_array() || value.is_typed_array() {
+            self.array(scope, object, &constructor, depth);
+        } else {
+            self.plain(scope, object, &constructor, depth);
+        }
+    }
+
+    fn nested(
+        &mut self,
+        scope: &mut v8::PinScope<'s, '_>,
+        parent: v8::Local<'s, v8::Object>,
+        child: v8::Local<'s, v8::Value>,
+        depth: usize,
+    ) {
+        self.seen.push(parent);
+        self.value(scope, child, depth + 1, false);
+        self.seen.pop();
+    }
+
+    fn error(&mut self, scope: &mut v8::PinScope<'s, '_>, object: v8::Local<'s, v8::Object>) {
+        let stack = get(scope, object, "stack").filter(|v| v.is_string());
+        let text = match stack {
+            Some(stack) => stack.to_rust_string_lossy(scope),
+            None => object
+                .to_string(scope)
+                .map(|s| s.to_rust_string_lossy(scope))
+                .unwrap_or_else(|| "Error".to_owned()),
+        };
+        self.out.push_str(&text);
+    }
+
+    fn collection(
+        &mut self,
+        scope: &mut v8::PinScope<'s, '_>,
+        object: v8::Local<'s, v8::Object>,
+        depth: usize,
+    ) {
+        let value: v8::Local<v8::Value> = object.into();
+        let (name, size, flat, pairs) = if value.is_map() {
+            let map: v8::Local<v8::Map> = value.try_into().expect("checked is_map");
+            ("Map", map.size(), map.as_array(scope), true)
+        } else {
+            let set: v8::Local<v8::Set> = value.try_into().expect("checked is_set");
+            ("Set", set.size(), set.as_array(scope), false)
+        };
+        let _ = write!(self.out, "{name}({size}) {{");
+        let step = if pairs { 2 } else { 1 };
+        let shown = size.min(MAX_ITEMS);
+        for i in 0..shown {
+            self.out.push_str(if i == 0 { " " } else { ", " });
+            let Some(item) = flat.get_index(scope, (i * step) as u32) else {
+                break;
+            };
+            self.nested(scope, object, item, depth);
+            if pairs {
+                self.out.push_str(" => ");
+                let Some(item) = flat.get_index(scope, (i * step + 1) as u32) else {
+                    break;
+                };
+                self.nested(scope, object, item, depth);
+            }
+        }
+        if size > shown {
+            let _ = write!(self.out, ", ... {} more items", size - shown);
+        }
+        self.out.push_str(if size == 0 { "}" } else { " }" });
+    }
+
+    fn array(
+        &mut self,
+        scope: &mut v8::PinScope<'s, '_>,
+        object: v8::Local<'s, v8::Object>,
+        constructor: &str,
+        depth: usize,
+    ) {
+        let length = get(scope, object, "length")
+            .and_then(|v| v.uint32_value(scope))
+            .unwrap_or(0) as usize;
+        let value: v8::Local<v8::Value> = object.into();
+        if value.is_typed_array() {
+            let _ = write!(self.out, "{constructor}({length}) ");
+        }
+        if length == 0 {
+            self.out.push_str("[]");
+            return;
+        }
+        self.out.push('[');
+        let shown = length.min(MAX_ITEMS);
+        for i in 0..shown {
+            self.out.push_str(if i == 0 { " " } else { ", " });
+            match object.get_index(scope, i as u32) {
+                Some(item) => self.nested(scope, object, item, depth),
+                None => break,
+            }
+            if self.full() {
+                return;
+            }
+        }
+        if length > shown {
+            let _ = write!(self.out, ", ... {} more items", length - shown);
+        }
+        self.out.push_str(" ]");
+    }
+
+    fn plain(
+        &mut self,
+        scope: &mut v8::PinScope<'s, '_>,
+        object: v8::Local<'s, v8::Object>,
+        constructor: &str,
+        depth: usize,
+    ) {
+        if !constructor.is_empty() && constructor != "Object" {
+            let _ = write!(self.out, "{constructor} ");
+        }
+        let Some(keys) = object.get_own_property_names(scope, v8::GetPropertyNamesArgs::default())
+        else {
+            self.out.push_str("{}");
+            return;
+        };
+        let count = keys.length() as usize;
+        if count == 0 {
+            self.out.push_str("{}");
+            return;
+        }
+        self.out.push('{');
+        let shown = count.min(MAX_ITEMS);
+        for i in 0..shown {
+            self.out.push_str(if i == 0 { " " } else { ", " });
+            let Some(key) = keys.get_index(scope, i as u32) else {
+                break;
+            };
+            let name = key.to_rust_string_lossy(scope);
+            if is_identifier(&name) {
+                self.out.push_str(&name);
+            } else {
+                quote(&mut self.out, &name);
+            }
+            self.out.push_str(": ");
+            match object.get(scope, key) {
+                Some(item) => self.nested(scope, object, item, depth),
+                None => break,
+            }
+            if self.full() {
+                return;
+            }
+        }
+        if count > shown {
+            let _ = write!(self.out, ", ... {} more properties", count - shown);
+        }
+        self.out.push_str(" }");
+    }
+}
+
+fn get<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    object: v8::Local<'s, v8::Object>,
+    name: &str,
+) -> Option<v8::Local<'s, v8::Value>> {
+    let key = v8::String::new(scope, name)?;
+    object.get(scope, key.into())
+}
+
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
+        && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+}
+
+fn quote(out: &mut String, s: &str) {
+    out.push('\'');
+    for c in s.chars() {
+        match c {
+            '\'' => out.push_str("\\'"),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+}
+
+fn iso_date(millis: f64) -> String {
+    if !millis.is_finite() {
+        return "Invalid Date".to_owned();
+    }
+    let nanos = (millis as i128) * 1_000_000;
+    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .ok()
+        .and_then(|t| {
+            t.format(time::macros::format_description!(
+                "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+            ))
+            .ok()
+        })
+        .unwrap_or_else(|| "Invalid Date".to_owned())
+}
+
+fn floor_boundary(s: &str, mut index: usize) -> usize {
+    while !s.is_char_boundary(index) {
+        index -= 1;
+    }
+    index
+}

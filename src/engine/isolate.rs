@@ -1,0 +1,455 @@
+//! One run inside one isolate, on the calling (dedicated) thread.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, RwLock, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::inspect::{inspect, render_result};
+use super::natives::{self, RunState};
+use super::typescript::wrap_top_level_await;
+use super::{CodeHandling, RunError, RunStatus};
+
+const SCRIPT_NAME: &str = "run_js.js";
+
+/// What the isolate thread is asked to do.
+pub(crate) struct Job {
+    pub code: String,
+    /// Raw V8 payload to restore from.
+    pub restore: Option<Vec<u8>>,
+    /// Create the isolate as a snapshot creator and return a blob on success.
+    pub stateful: bool,
+    pub timeout: Duration,
+    pub heap_limit_bytes: usize,
+    pub max_output_bytes: usize,
+    pub code_handling: CodeHandling,
+}
+
+/// What came out of the isolate.
+pub(crate) struct JobResult {
+    pub status: RunStatus,
+    pub result: Option<String>,
+    pub output: String,
+    pub error: Option<RunError>,
+    pub warnings: Vec<String>,
+    /// The new raw V8 payload, for completed stateful runs only.
+    pub blob: Option<Vec<u8>>,
+}
+
+/// How evaluation ended, before termination causes are told apart.
+enum Ended {
+    Value {
+        result: Option<String>,
+        warnings: Vec<String>,
+    },
+    Threw(RunError),
+    Terminated,
+    DeadlineBeforeTimer,
+}
+
+/// Shared with the near-heap-limit callback through a raw pointer.
+struct HeapGuard {
+    handle: OnceLock<v8::IsolateHandle>,
+    hit: AtomicBool,
+}
+
+/// Called by V8 on the isolate's thread when the heap nears its limit.
+unsafe extern "C" fn near_heap_limit(
+    data: *mut c_void,
+    current_heap_limit: usize,
+    _initial: usize,
+) -> usize {
+    // SAFETY: `data` points at the `HeapGuard` boxed in `execute`, which is
+    // declared before the isolate and so outlives every callback V8 makes.
+    let guard = unsafe { &*(data as *const HeapGuard) };
+    guard.hit.store(true, Ordering::SeqCst);
+    if let Some(handle) = guard.handle.get() {
+        handle.terminate_execution();
+    }
+    // Room for the termination to unwind; returning the same limit would let
+    // V8 reach its fatal out-of-memory path and kill the process.
+    current_heap_limit.saturating_mul(2)
+}
+
+/// Terminates the isolate when the timeout passes, unless disarmed first.
+struct Watchdog {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<thread::JoinHandle<()>>,
+    fired: Arc<AtomicBool>,
+}
+
+impl Watchdog {
+    fn start(handle: v8::IsolateHandle, timeout: Duration) -> Self {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let fired = Arc::new(AtomicBool::new(false));
+        let flag = fired.clone();
+        let thread = thread::Builder::new()
+            .name("v8-watchdog".into())
+            .spawn(move || {
+                if let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(timeout) {
+                    flag.store(true, Ordering::SeqCst);
+                    handle.terminate_execution();
+                }
+            })
+            .expect("spawning the watchdog thread");
+        Self {
+            stop: Some(stop),
+            thread: Some(thread),
+            fired,
+        }
+    }
+
+    /// Stops the watchdog and says whether it had fired. After this returns
+    /// no termination can arrive late (e.g. during snapshot creation).
+    fn disarm(&mut self) -> bool {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        self.fired.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.disarm();
+    }
+}
+
+/// V8 keeps one read-only heap per process, shared by every isolate, and
+/// snapshot creation promotes objects into the read-only space of the blob it
+/// writes. Isolates restored from different blobs (or a snapshot creator next
+/// to them) therefore cannot be alive at once: V8 aborts while deserialising.
+/// Isolates on the built-in snapshot share one read-only heap and may run
+/// together (read lock); any isolate that creates or restores a snapshot runs
+/// alone (write lock).
+static READ_ONLY_HEAP: RwLock<()> = RwLock::new(());
+
+pub(crate) fn execute(job: Job) -> JobResult {
+    super::platform::init();
+    let exclusive = job.stateful || job.restore.is_some();
+    let (_shared, _exclusive) = if exclusive {
+        (
+            None,
+            Some(
+                READ_ONLY_HEAP
+                    .write()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()),
+            ),
+        )
+    } else {
+        (
+            Some(
+                READ_ONLY_HEAP
+                    .read()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()),
+            ),
+            None,
+        )
+    };
+    let guard = Box::new(HeapGuard {
+        handle: OnceLock::new(),
+        hit: AtomicBool::new(false),
+    });
+    let params = v8::CreateParams::default().heap_limits(0, job.heap_limit_bytes);
+    let fresh = job.restore.is_none();
+    let refs = natives::external_references();
+    let mut isolate = match (job.stateful, job.restore) {
+        (true, Some(payload)) => v8::Isolate::snapshot_creator_from_existing_snapshot(
+            payload.into(),
+            Some(refs),
+            Some(params),
+        ),
+        (true, None) => v8::Isolate::snapshot_creator(Some(refs), Some(params)),
+        (false, Some(payload)) => v8::Isolate::new(
+            params
+                .snapshot_blob(payload.into())
+                .external_references(refs),
+        ),
+        (false, None) => v8::Isolate::new(params),
+    };
+    let _ = guard.handle.set(isolate.thread_safe_handle());
+    isolate
+        .add_near_heap_limit_callback(near_heap_limit, &*guard as *const HeapGuard as *mut c_void);
+    isolate.set_microtasks_policy(v8::MicrotasksPolicy::Explicit);
+    isolate.set_slot(RunState::new(job.max_output_bytes));
+
+    let deadline = Instant::now() + job.timeout;
+    let mut watchdog = Watchdog::start(isolate.thread_safe_handle(), job.timeout);
+    let (status, result, error, warnings) = {
+        v8::scope!(let scope, &mut isolate);
+        let context = v8::Context::new(scope, Default::default());
+        let scope = &mut v8::ContextScope::new(scope, context);
+        if fresh {
+            let global = context.global(scope);
+            natives::install(scope, global);
+        }
+        let ended = evaluate(scope, &job.code, deadline);
+        watchdog.disarm();
+        let out_of_memory = guard.hit.load(Ordering::SeqCst);
+        let (status, result, error, warnings) =
+            classify(ended, out_of_memory, job.timeout, job.heap_limit_bytes);
+        if job.stateful {
+            if status == RunStatus::Completed {
+                scope.set_default_context(context);
+            } else {
+                // The blob of a failed run is thrown away, but V8 insists on
+                // one being made. A new copy of the input context keeps that
+                // cheap: the failed run's garbage is unreachable from it.
+                scope.cancel_terminate_execution();
+                let clean = v8::Context::new(scope, Default::default());
+                scope.set_default_context(clean);
+            }
+        }
+        (status, result, error, warnings)
+    };
+
+    // Timer handles are globals; they must be gone before the snapshot.
+    let output = match isolate.remove_slot::<RunState>() {
+        Some(mut state) => {
+            state.timers.clear_all();
+            state.output.into_string()
+        }
+        None => String::new(),
+    };
+
+    let mut blob = None;
+    let mut status = status;
+    let mut error = error;
+    if job.stateful {
+        let handling = match job.code_handling {
+            CodeHandling::Keep => v8::FunctionCodeHandling::Keep,
+            CodeHandling::Clear => v8::FunctionCodeHandling::Clear,
+        };
+        let created = isolate.create_blob(handling);
+        if status == RunStatus::Completed {
+            match created {
+                Some(data) => blob = Some(data.to_vec()),
+                None => {
+                    status = RunStatus::Failed;
+                    error = Some(RunError::new(
+                        "SnapshotError",
+                        "V8 could not create a snapshot of the heap",
+                    ));
+                }
+            }
+        }
+    } else {
+        drop(isolate);
+    }
+    drop(guard);
+    JobResult {
+        status,
+        result,
+        output,
+        error,
+        warnings,
+        blob,
+    }
+}
+
+type Classified = (RunStatus, Option<String>, Option<RunError>, Vec<String>);
+
+fn classify(
+    ended: Ended,
+    out_of_memory: bool,
+    timeout: Duration,
+    heap_limit_bytes: usize,
+) -> Classified {
+    let timed_out = || {
+        RunError::new(
+            "TimeoutError",
+            format!(
+                "execution did not finish within {} ms and was terminated",
+                timeout.as_millis()
+            ),
+        )
+    };
+    match ended {
+        _ if out_of_memory => (
+            RunStatus::OutOfMemory,
+            None,
+            Some(RunError::new(
+                "OutOfMemoryError",
+                format!(
+                    "the JavaScript heap reached its {} MiB limit and the run was terminated",
+                    heap_limit_bytes / (1024 * 1024)
+                ),
+            )),
+            Vec::new(),
+        ),
+        Ended::Terminated | Ended::DeadlineBeforeTimer => {
+            (RunStatus::TimedOut, None, Some(timed_out()), Vec::new())
+        }
+        // A value that arrived just as the watchdog fired still counts.
+        Ended::Value { result, warnings } => (RunStatus::Completed, result, None, warnings),
+        Ended::Threw(error) => (RunStatus::Failed, None, Some(error), Vec::new()),
+    }
+}
+
+fn evaluate<'s>(scope: &mut v8::PinScope<'s, '_>, code: &str, deadline: Instant) -> Ended {
+    v8::tc_scope!(let tc, scope);
+    let Some(script) = compile(tc, code).or_else(|| {
+        let is_top_level_await = tc
+            .message()
+            .map(|m| m.get(tc).to_rust_string_lossy(tc))
+            .is_some_and(|m| m.contains("await is only valid"));
+        if is_top_level_await {
+            tc.reset();
+            compile(tc, &wrap_top_level_await(code))
+        } else {
+            None
+        }
+    }) else {
+        return caught(tc);
+    };
+    let Some(value) = script.run(tc) else {
+        return caught(tc);
+    };
+    let value = v8::Global::new(tc, value);
+    if let Err(ended) = run_event_loop(tc, deadline) {
+        return ended;
+    }
+    let value = v8::Local::new(tc, &value);
+    let mut warnings = Vec::new();
+    let value = match v8::Local::<v8::Promise>::try_from(value) {
+        Ok(promise) => match promise.state() {
+            v8::PromiseState::Fulfilled => promise.result(tc),
+            v8::PromiseState::Rejected => {
+                let reason = promise.result(tc);
+                return Ended::Threw(error_from(tc, reason, None));
+            }
+            v8::PromiseState::Pending => {
+                warnings.push("the completion value is a promise that never settled".to_owned());
+                value
+            }
+        },
+        Err(_) => value,
+    };
+    let result = render_result(tc, value);
+    if tc.has_terminated() || tc.is_execution_terminating() {
+        return Ended::Terminated;
+    }
+    Ended::Value { result, warnings }
+}
+
+fn compile<'s>(scope: &mut v8::PinScope<'s, '_>, code: &str) -> Option<v8::Local<'s, v8::Script>> {
+    let source = v8::String::new(scope, code)?;
+    let name = v8::String::new(scope, SCRIPT_NAME)?;
+    let origin = v8::ScriptOrigin::new(
+        scope,
+        name.into(),
+        0,
+        0,
+        false,
+        0,
+        None,
+        false,
+        false,
+        false,
+        None,
+    );
+    v8::Script::compile(scope, source, Some(&origin))
+}
+
+/// Runs microtasks and timers until nothing is left, the deadline passes or
+/// an exception escapes.
+fn run_event_loop(tc: &mut v8::PinScope<'_, '_>, deadline: Instant) -> Result<(), Ended> {
+    loop {
+        tc.perform_microtask_checkpoint();
+        if tc.is_execution_terminating() {
+            return Err(Ended::Terminated);
+        }
+        let Some(due) = tc.get_slot::<RunState>().and_then(|s| s.timers.next_due()) else {
+            return Ok(());
+        };
+        if due > deadline {
+            return Err(Ended::DeadlineBeforeTimer);
+        }
+        let now = Instant::now();
+        if due > now {
+            thread::sleep(due - now);
+        }
+        let Some(timer) = tc.get_slot_mut::<RunState>().and_then(|s| s.timers.pop()) else {
+            return Ok(());
+        };
+        let called = {
+            v8::tc_scope!(let inner, tc);
+            let callback = v8::Local::new(inner, &timer.callback);
+            let args: Vec<v8::Local<v8::Value>> = timer
+                .args
+                .iter()
+                .map(|a| v8::Local::new(inner, a))
+                .collect();
+            let receiver = v8::undefined(inner).into();
+            if callback.call(inner, receiver, &args).is_some() {
+                None
+            } else {
+                Some(caught(inner))
+            }
+        };
+        if let Some(ended) = called {
+            return Err(ended);
+        }
+        if let Some(state) = tc.get_slot_mut::<RunState>() {
+            state.timers.finish(timer);
+        }
+    }
+}
+
+/// Turns the exception pending in a `TryCatch` into how the run ended.
+fn caught<'s>(tc: &mut v8::PinnedRef<'s, v8::TryCatch<'_, '_, v8::HandleScope<'_>>>) -> Ended {
+    if tc.has_terminated() || tc.is_execution_terminating() {
+        return Ended::Terminated;
+    }
+    match tc.exception() {
+        Some(exception) => {
+            let message = tc.message();
+            Ended::Threw(error_from(tc, exception, message))
+        }
+        None => Ended::Threw(RunError::new(
+            "Error",
+            "the script failed without an exception",
+        )),
+    }
+}
+
+fn error_from<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    exception: v8::Local<'s, v8::Value>,
+    message: Option<v8::Local<'s, v8::Message>>,
+) -> RunError {
+    let mut error = match v8::Local::<v8::Object>::try_from(exception) {
+        Ok(object) if exception.is_native_error() => {
+            let text = |scope: &mut v8::PinScope<'s, '_>, name: &str| -> Option<String> {
+                let key = v8::String::new(scope, name)?;
+                let value = object.get(scope, key.into())?;
+                (!value.is_undefined()).then(|| value.to_rust_string_lossy(scope))
+            };
+            RunError {
+                name: text(scope, "name").unwrap_or_else(|| "Error".to_owned()),
+                message: text(scope, "message").unwrap_or_default(),
+                stack: text(scope, "stack"),
+            }
+        }
+        _ => RunError {
+            name: "Uncaught".to_owned(),
+            message: inspect(scope, exception),
+            stack: None,
+        },
+    };
+    // Compile errors carry their position only on the message object.
+    if error.name == "SyntaxError"
+        && let Some(message) = message
+        && let Some(line) = message.get_line_number(scope)
+    {
+        let column = message.get_start_column() + 1;
+        error.message = format!("{} (line {line}, column {column})", error.message);
+        error.stack = Some(format!(
+            "SyntaxError: {}\n    at {SCRIPT_NAME}:{line}:{column}",
+            error.message
+        ));
+    }
+    error
+}

@@ -1,0 +1,387 @@
+//! The JavaScript engine: one V8 isolate per run, fresh or restored from a
+//! content-addressed heap snapshot, snapshotted again when the run succeeds.
+
+mod inspect;
+mod isolate;
+mod natives;
+mod platform;
+mod typescript;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::{Semaphore, oneshot};
+use uuid::Uuid;
+
+use crate::heap::{HeapKey, HeapStorage, HeapStoreError, Snapshot};
+
+pub use typescript::Language;
+
+/// How V8 treats compiled function code in a snapshot (see
+/// `docs/performance.md` for the measurements behind the default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CodeHandling {
+    /// Keep compiled bytecode: bigger blobs, no recompilation after restore.
+    Keep,
+    /// Drop compiled code: smaller blobs, functions recompile lazily.
+    Clear,
+}
+
+/// Limits and defaults of the engine.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Timeout when a request names none.
+    pub default_timeout: Duration,
+    /// Largest timeout a request may ask for.
+    pub max_timeout: Duration,
+    /// Heap limit in MiB when a request names none.
+    pub default_heap_limit_mb: usize,
+    /// Largest heap limit a request may ask for.
+    pub max_heap_limit_mb: usize,
+    /// Largest `code` accepted, in bytes.
+    pub max_code_bytes: usize,
+    /// Console output kept per run, in bytes.
+    pub max_output_bytes: usize,
+    /// Snapshot code handling.
+    pub code_handling: CodeHandling,
+    /// Isolates alive at once; further runs wait their turn.
+    pub max_concurrent_runs: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            default_timeout: Duration::from_secs(30),
+            max_timeout: Duration::from_secs(300),
+            default_heap_limit_mb: 64,
+            max_heap_limit_mb: 1024,
+            max_code_bytes: 1024 * 1024,
+            max_output_bytes: 1024 * 1024,
+            code_handling: CodeHandling::Clear,
+            max_concurrent_runs: std::thread::available_parallelism().map_or(2, |n| n.get() * 2),
+        }
+    }
+}
+
+/// One request to run code.
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    /// JavaScript or TypeScript source.
+    pub code: String,
+    /// Heap to restore first (stateful runs only).
+    pub heap: Option<HeapKey>,
+    /// Snapshot the heap afterwards and return its key.
+    pub stateful: bool,
+    /// Language of `code`.
+    pub language: Language,
+    /// Overrides the default timeout.
+    pub timeout: Option<Duration>,
+    /// Overrides the default heap limit, in MiB.
+    pub heap_limit_mb: Option<usize>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The code ran to the end (and its promise, if any, settled).
+    Completed,
+    /// The code threw, did not parse, or its heap could not be used or saved.
+    Failed,
+    /// Terminated by the watchdog.
+    TimedOut,
+    /// Terminated at the heap limit.
+    OutOfMemory,
+}
+
+/// A JavaScript error, or an engine error shaped like one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunError {
+    /// `TypeError`, `SyntaxError`, `TimeoutError`, ...
+    pub name: String,
+    /// Human-readable message.
+    pub message: String,
+    /// JavaScript stack, when there is one.
+    pub stack: Option<String>,
+}
+
+impl RunError {
+    pub(crate) fn new(name: &str, message: impl Into<String>) -> Self {
+        Self {
+            name: name.to_owned(),
+            message: message.into(),
+            stack: None,
+        }
+    }
+}
+
+/// What a run produced; the `run_js` tool returns it as is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunOutcome {
+    /// Unique per run.
+    pub execution_id: Uuid,
+    /// How it ended.
+    pub status: RunStatus,
+    /// The completion value: JSON when it has a JSON form, else readable text; `None` for `undefined`.
+    pub result: Option<String>,
+    /// Captured console output.
+    pub output: String,
+    /// Key of the new heap (completed stateful runs).
+    pub heap: Option<HeapKey>,
+    /// The heap the run was asked to start from.
+    pub input_heap: Option<HeapKey>,
+    /// Why it did not complete.
+    pub error: Option<RunError>,
+    /// Things the caller should know that did not stop the run.
+    pub warnings: Vec<String>,
+    /// Wall time of the whole run, loading and storing included.
+    pub duration_ms: u64,
+}
+
+/// An outcome plus what was really executed (JavaScript after type stripping),
+/// which the session log records.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// The outcome.
+    pub outcome: RunOutcome,
+    /// The JavaScript that ran.
+    pub executed_code: String,
+}
+
+/// A request the engine refuses before running anything.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// `code` over the size cap.
+    #[error("code is {len} bytes, over the {max}-byte limit")]
+    CodeTooLarge {
+        /// Bytes sent.
+        len: usize,
+        /// The cap.
+        max: usize,
+    },
+    /// Timeout outside 1 ms ..= the configured maximum.
+    #[error("execution timeout must be between 1 ms and {max_secs} s")]
+    TimeoutOutOfRange {
+        /// The cap in seconds.
+        max_secs: u64,
+    },
+    /// Heap limit outside 8 ..= the configured maximum.
+    #[error("heap limit must be between 8 and {max_mb} MiB, got {asked}")]
+    HeapLimitOutOfRange {
+        /// Requested.
+        asked: usize,
+        /// The cap.
+        max_mb: usize,
+    },
+    /// A heap was named for a run that keeps no state.
+    #[error("a stateless run cannot start from a heap")]
+    HeapInStatelessRun,
+    /// Stateful run without storage configured.
+    #[error("stateful runs need heap storage, and none is configured")]
+    NoHeapStorage,
+    /// The isolate thread died (a bug, reported rather than hidden).
+    #[error("the engine thread failed: {0}")]
+    Internal(String),
+}
+
+/// Runs code; cheap to share (`Arc`), safe to call from many tasks.
+#[derive(Debug)]
+pub struct Engine {
+    config: EngineConfig,
+    heaps: Option<Arc<dyn HeapStorage>>,
+    permits: Semaphore,
+}
+
+const MIN_HEAP_LIMIT_MB: usize = 8;
+
+impl Engine {
+    /// An engine over `heaps` (required for stateful runs). Initialises V8
+    /// once per process.
+    pub fn new(config: EngineConfig, heaps: Option<Arc<dyn HeapStorage>>) -> Self {
+        platform::init();
+        let permits = Semaphore::new(config.max_concurrent_runs.max(1));
+        Self {
+            config,
+            heaps,
+            permits,
+        }
+    }
+
+    /// The engine's limits.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// The heap storage, when stateful runs are possible.
+    pub fn heaps(&self) -> Option<&Arc<dyn HeapStorage>> {
+        self.heaps.as_ref()
+    }
+
+    /// Runs one request. JavaScript failures, limits and storage trouble are
+    /// reported in the outcome; only requests refused up front are `Err`.
+    pub async fn run(&self, request: RunRequest) -> Result<RunReport, EngineError> {
+        let started = Instant::now();
+        let limits = self.check(&request)?;
+        let execution_id = Uuid::new_v4();
+        let mut report = RunReport {
+            outcome: RunOutcome {
+                execution_id,
+                status: RunStatus::Failed,
+                result: None,
+                output: String::new(),
+                heap: None,
+                input_heap: request.heap.clone(),
+                error: None,
+                warnings: Vec::new(),
+                duration_ms: 0,
+            },
+            executed_code: request.code.clone(),
+        };
+        let finish = |mut report: RunReport| {
+            report.outcome.duration_ms = started.elapsed().as_millis() as u64;
+            Ok(report)
+        };
+
+        let prepared = match typescript::prepare(&request.code, request.language) {
+            Ok(prepared) => prepared,
+            Err(syntax) => {
+                report.outcome.error = Some(RunError {
+                    name: "SyntaxError".into(),
+                    stack: Some(format!(
+                        "SyntaxError: {syntax}\n    at run_js.ts:{}:{}",
+                        syntax.line, syntax.column
+                    )),
+                    message: syntax.to_string(),
+                });
+                return finish(report);
+            }
+        };
+        report.executed_code = prepared.js.clone();
+
+        let restore = match (&request.heap, &self.heaps) {
+            (Some(key), Some(heaps)) => match heaps.get(key).await {
+                Ok(Some(snapshot)) => Some(snapshot.payload().to_vec()),
+                Ok(None) => {
+                    report.outcome.warnings.push(format!(
+                        "heap {key} was not found in storage; the run started from a fresh isolate"
+                    ));
+                    None
+                }
+                Err(err) => {
+                    report.outcome.error = Some(storage_error(&err));
+                    return finish(report);
+                }
+            },
+            _ => None,
+        };
+
+        let job = isolate::Job {
+            code: prepared.js,
+            restore,
+            stateful: request.stateful,
+            timeout: limits.timeout,
+            heap_limit_bytes: limits.heap_limit_mb * 1024 * 1024,
+            max_output_bytes: self.config.max_output_bytes,
+            code_handling: self.config.code_handling,
+        };
+        let result = self.execute(job).await?;
+        let outcome = &mut report.outcome;
+        outcome.status = result.status;
+        outcome.result = result.result;
+        outcome.output = result.output;
+        outcome.error = result.error;
+        outcome.warnings.extend(result.warnings);
+
+        if let (Some(blob), Some(heaps)) = (result.blob, &self.heaps) {
+            match Snapshot::from_payload(&blob) {
+                Ok(snapshot) => match heaps.put(&snapshot).await {
+                    Ok(()) => outcome.heap = Some(snapshot.key().clone()),
+                    Err(err) => {
+                        outcome.status = RunStatus::Failed;
+                        outcome.result = None;
+                        outcome.error = Some(storage_error(&err));
+                    }
+                },
+                Err(err) => {
+                    outcome.status = RunStatus::Failed;
+                    outcome.result = None;
+                    outcome.error = Some(RunError::new("SnapshotError", err.to_string()));
+                }
+            }
+        }
+        finish(report)
+    }
+
+    fn check(&self, request: &RunRequest) -> Result<Limits, EngineError> {
+        let config = &self.config;
+        if request.code.len() > config.max_code_bytes {
+            return Err(EngineError::CodeTooLarge {
+                len: request.code.len(),
+                max: config.max_code_bytes,
+            });
+        }
+        let timeout = request.timeout.unwrap_or(config.default_timeout);
+        if timeout.is_zero() || timeout > config.max_timeout {
+            return Err(EngineError::TimeoutOutOfRange {
+                max_secs: config.max_timeout.as_secs(),
+            });
+        }
+        let heap_limit_mb = request
+            .heap_limit_mb
+            .unwrap_or(config.default_heap_limit_mb);
+        if !(MIN_HEAP_LIMIT_MB..=config.max_heap_limit_mb).contains(&heap_limit_mb) {
+            return Err(EngineError::HeapLimitOutOfRange {
+                asked: heap_limit_mb,
+                max_mb: config.max_heap_limit_mb,
+            });
+        }
+        if !request.stateful && request.heap.is_some() {
+            return Err(EngineError::HeapInStatelessRun);
+        }
+        if request.stateful && self.heaps.is_none() {
+            return Err(EngineError::NoHeapStorage);
+        }
+        Ok(Limits {
+            timeout,
+            heap_limit_mb,
+        })
+    }
+
+    /// Runs a job on a thread of its own: isolates are `!Send`, block while
+    /// JavaScript runs, and need a known stack size for deep recursion to
+    /// end in a `RangeError` rather than a crash.
+    async fn execute(&self, job: isolate::Job) -> Result<isolate::JobResult, EngineError> {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|e| EngineError::Internal(e.to_string()))?;
+        let (done, result) = oneshot::channel();
+        std::thread::Builder::new()
+            .name("v8-run".into())
+            .stack_size(8 * 1024 * 1024)
+            .spawn(move || {
+                let _ = done.send(isolate::execute(job));
+            })
+            .map_err(|e| EngineError::Internal(format!("spawning the isolate thread: {e}")))?;
+        result
+            .await
+            .map_err(|_| EngineError::Internal("the isolate thread panicked".into()))
+    }
+}
+
+struct Limits {
+    timeout: Duration,
+    heap_limit_mb: usize,
+}
+
+fn storage_error(err: &HeapStoreError) -> RunError {
+    let name = match err {
+        HeapStoreError::Corrupt { .. } => "HeapError",
+        _ => "StorageError",
+    };
+    RunError::new(name, err.to_string())
+}

@@ -1,0 +1,205 @@
+//! Turning the `code` argument into JavaScript V8 can run: language
+//! detection and TypeScript type stripping with oxc (no type checking).
+
+use std::path::Path;
+
+use oxc::allocator::Allocator;
+use oxc::codegen::Codegen;
+use oxc::diagnostics::OxcDiagnostic;
+use oxc::parser::Parser;
+use oxc::semantic::SemanticBuilder;
+use oxc::span::{GetSpan, SourceType};
+use oxc::transformer::{TransformOptions, Transformer};
+use serde::{Deserialize, Serialize};
+
+/// The language of the `code` argument.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    /// JavaScript when the code parses as JavaScript, else TypeScript.
+    #[default]
+    Auto,
+    /// Run as is.
+    Javascript,
+    /// Strip types first.
+    Typescript,
+}
+
+/// JavaScript ready for V8.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Prepared {
+    pub js: String,
+    pub stripped_typescript: bool,
+}
+
+/// TypeScript that does not parse, located in the caller's code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SourceError {
+    pub message: String,
+    /// 1-based.
+    pub line: usize,
+    /// 1-based.
+    pub column: usize,
+}
+
+impl std::fmt::Display for SourceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (line {}, column {})",
+            self.message, self.line, self.column
+        )
+    }
+}
+
+pub(crate) fn prepare(code: &str, language: Language) -> Result<Prepared, SourceError> {
+    let as_is = || Prepared {
+        js: code.to_owned(),
+        stripped_typescript: false,
+    };
+    match language {
+        Language::Javascript => Ok(as_is()),
+        Language::Typescript => strip_types(code),
+        Language::Auto => {
+            if parses_as_javascript(code) {
+                return Ok(as_is());
+            }
+            // Neither JavaScript nor TypeScript: hand the original to V8 so the
+            // error is the engine's own SyntaxError, with its position.
+            strip_types(code).or_else(|_| Ok(as_is()))
+        }
+    }
+}
+
+fn parses_as_javascript(code: &str) -> bool {
+    let allocator = Allocator::default();
+    let ret = Parser::new(&allocator, code, SourceType::script()).parse();
+    !ret.panicked && ret.diagnostics.is_empty()
+}
+
+fn strip_types(code: &str) -> Result<Prepared, SourceError> {
+    let allocator = Allocator::default();
+    // Module goal: it accepts top-level `await` and type-only imports; the
+    // output is still run as a classic script.
+    let source_type = SourceType::ts();
+    let parsed = Parser::new(&allocator, code, source_type).parse();
+    if let Some(first) = parsed.diagnostics.first() {
+        return Err(locate(code, first));
+    }
+    let mut program = parsed.program;
+    let semantic = SemanticBuilder::new().build(&program);
+    let scoping = semantic.semantic.into_scoping();
+    let options = TransformOptions::default();
+    let transformed = Transformer::new(&allocator, Path::new("run_js.ts"), &options)
+        .build_with_scoping(scoping, &mut program);
+    if let Some(first) = transformed.diagnostics.first() {
+        return Err(locate(code, first));
+    }
+    let js = Codegen::new().build(&program).code;
+    Ok(Prepared {
+        js,
+        stripped_typescript: true,
+    })
+}
+
+fn locate(code: &str, diagnostic: &OxcDiagnostic) -> SourceError {
+    let offset = diagnostic
+        .labels
+        .first()
+        .map(|label| label.offset() as usize)
+        .unwrap_or(0)
+        .min(code.len());
+    let before = &code[..floor_char_boundary(code, offset)];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    SourceError {
+        message: diagnostic.message.to_string(),
+        line,
+        column,
+    }
+}
+
+fn floor_char_boundary(s: &str, mut index: usize) -> usize {
+    while !s.is_char_boundary(index) {
+        index -= 1;
+    }
+    index
+}
+
+/// Rewrites code that uses top-level `await` into an async function call, so
+/// a classic script can run it. The last expression statement becomes the
+/// return value, keeping the completion-value contract. Declarations inside
+/// become local to that function (documented: assign to `globalThis` to keep
+/// a value). Line numbers are preserved: the wrapper opens on line 1.
+pub(crate) fn wrap_top_level_await(js: &str) -> String {
+    let allocator = Allocator::default();
+    let parsed = Parser::new(&allocator, js, SourceType::mjs()).parse();
+    let mut body = js.to_owned();
+    if parsed.diagnostics.is_empty()
+        && let Some(oxc::ast::ast::Statement::ExpressionStatement(last)) =
+            parsed.program.body.last()
+    {
+        let expr = last.expression.span();
+        let (start, end) = (expr.start as usize, expr.end as usize);
+        body = format!(
+            "{}return ({});{}",
+            &js[..start],
+            &js[start..end],
+            &js[last.span.end as usize..]
+        );
+    }
+    format!("(async () => {{{body}\n}})()")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_javascript_is_left_untouched() {
+        let code = "var a = 1; // note\na + 1";
+        let out = prepare(code, Language::Auto).unwrap();
+        assert_eq!(out.js, code);
+        assert!(!out.stripped_typescript);
+    }
+
+    #[test]
+    fn auto_detects_and_strips_type_annotations() {
+        let out = prepare("const x: number = 41; x + 1", Language::Auto).unwrap();
+        assert!(out.stripped_typescript);
+        assert!(!out.js.contains("number"), "{}", out.js);
+        assert!(out.js.contains("x + 1"), "{}", out.js);
+    }
+
+    #[test]
+    fn interfaces_and_generics_disappear() {
+        let code = "interface P { x: number }\nfunction id<T>(v: T): T { return v }\nconst p: P = { x: 2 };\nid<number>(p.x)";
+        let out = prepare(code, Language::Typescript).unwrap();
+        assert!(!out.js.contains("interface"), "{}", out.js);
+        assert!(!out.js.contains("export"), "{}", out.js);
+        assert!(out.js.contains("id(p.x)"), "{}", out.js);
+    }
+
+    #[test]
+    fn a_typescript_syntax_error_names_line_and_column() {
+        let err = prepare("const a: number = 1;\nconst b: = 2;", Language::Typescript).unwrap_err();
+        assert_eq!(err.line, 2, "{err}");
+        assert!(err.column > 1, "{err}");
+        assert!(err.to_string().contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn auto_leaves_unparseable_code_to_v8() {
+        let out = prepare("let = = 1", Language::Auto).unwrap();
+        assert_eq!(out.js, "let = = 1");
+    }
+
+    #[test]
+    fn top_level_await_is_wrapped_and_returns_the_last_expression() {
+        let wrapped = wrap_top_level_await("const v = await f();\nv + 1;");
+        assert_eq!(
+            wrapped,
+            "(async () => {const v = await f();\nreturn (v + 1);\n})()"
+        );
+    }
+}

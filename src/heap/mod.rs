@@ -1,0 +1,69 @@
+//! Heap snapshot storage: the content address, the stored format, and the
+//! [`HeapStorage`] seam with its backends.
+
+mod fs;
+mod key;
+mod snapshot;
+
+use std::fmt;
+
+use async_trait::async_trait;
+
+pub use fs::FileHeapStorage;
+pub use key::{HeapKey, InvalidHeapKey};
+pub use snapshot::{HEADER_LEN, MAGIC, MIN_PAYLOAD_LEN, Snapshot, SnapshotError};
+
+/// Boxed source error of a backend.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// What can go wrong reading or writing a heap.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HeapStoreError {
+    /// The stored bytes for `key` failed verification; nothing is restored from them.
+    #[error("heap {key} failed verification: {source}")]
+    Corrupt {
+        /// The heap asked for.
+        key: HeapKey,
+        /// What was wrong.
+        #[source]
+        source: SnapshotError,
+    },
+    /// The backend itself failed (I/O, network, permissions).
+    #[error("{store} heap storage failed for heap {key}: {source}")]
+    Backend {
+        /// Backend name, e.g. `directory` or `s3`.
+        store: &'static str,
+        /// The heap being read or written.
+        key: HeapKey,
+        /// The backend's error.
+        #[source]
+        source: BoxError,
+    },
+}
+
+/// Where heap snapshots live.
+///
+/// # Contract
+/// - Keys are content addresses, so a key is written at most once: `put` of a
+///   key that is already stored succeeds without rewriting it (idempotent).
+/// - `put` is atomic: a concurrent or later `get` sees the whole snapshot or
+///   none of it, never a prefix.
+/// - `get` of a key never stored is `Ok(None)`, not an error.
+/// - `get` verifies what it read ([`Snapshot::verify`]); bytes that fail are
+///   [`HeapStoreError::Corrupt`] and are never returned.
+#[async_trait]
+pub trait HeapStorage: Send + Sync + fmt::Debug + 'static {
+    /// Stores `snapshot` under its key.
+    async fn put(&self, snapshot: &Snapshot) -> Result<(), HeapStoreError>;
+    /// Reads and verifies the snapshot stored under `key`.
+    async fn get(&self, key: &HeapKey) -> Result<Option<Snapshot>, HeapStoreError>;
+}
+
+/// Verification of bytes a backend read, mapped to the seam's error.
+pub(crate) fn verify_read(key: &HeapKey, bytes: bytes::Bytes) -> Result<Snapshot, HeapStoreError> {
+    Snapshot::verify(key, bytes).map_err(|source| HeapStoreError::Corrupt {
+        key: key.clone(),
+        source,
+    })
+}

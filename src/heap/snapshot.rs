@@ -1,0 +1,195 @@
+//! The stored snapshot format: `MCPV8SNAP\0` + 32-byte SHA-256 + V8 payload.
+
+use bytes::Bytes;
+use sha2::{Digest, Sha256};
+
+use super::HeapKey;
+
+/// The ten bytes every stored snapshot starts with.
+pub const MAGIC: &[u8; 10] = b"MCPV8SNAP\0";
+/// Magic plus the raw SHA-256.
+pub const HEADER_LEN: usize = MAGIC.len() + 32;
+/// The smallest payload accepted, as in the original format: anything smaller
+/// cannot be a V8 startup snapshot and is treated as corruption.
+pub const MIN_PAYLOAD_LEN: usize = 100 * 1024;
+
+/// Why stored bytes are not a usable snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SnapshotError {
+    /// Shorter than the header.
+    #[error("file is {len} bytes, shorter than the {HEADER_LEN}-byte header")]
+    Truncated {
+        /// Bytes present.
+        len: usize,
+    },
+    /// Does not start with `MCPV8SNAP\0`.
+    #[error("file does not start with the MCPV8SNAP magic")]
+    BadMagic,
+    /// Payload under [`MIN_PAYLOAD_LEN`].
+    #[error("payload is {len} bytes, under the {MIN_PAYLOAD_LEN}-byte minimum")]
+    PayloadTooSmall {
+        /// Payload bytes present.
+        len: usize,
+    },
+    /// The payload does not hash to the checksum in the header.
+    #[error("payload checksum does not match the header (file altered or damaged)")]
+    ChecksumMismatch,
+    /// A valid snapshot, but of another heap.
+    #[error("file holds heap {actual}, not the heap asked for")]
+    KeyMismatch {
+        /// The key the file really holds.
+        actual: HeapKey,
+    },
+}
+
+/// A framed snapshot whose checksum is known to match its key.
+///
+/// Constructed only by hashing a payload ([`Snapshot::from_payload`]) or by
+/// verifying stored bytes ([`Snapshot::verify`]), so holding one means the bytes
+/// are what the key says.
+#[derive(Clone)]
+pub struct Snapshot {
+    key: HeapKey,
+    framed: Bytes,
+}
+
+impl Snapshot {
+    /// Frames a raw V8 payload and computes its key.
+    pub fn from_payload(payload: &[u8]) -> Result<Self, SnapshotError> {
+        if payload.len() < MIN_PAYLOAD_LEN {
+            return Err(SnapshotError::PayloadTooSmall { len: payload.len() });
+        }
+        let digest: [u8; 32] = Sha256::digest(payload).into();
+        let mut framed = Vec::with_capacity(HEADER_LEN + payload.len());
+        framed.extend_from_slice(MAGIC);
+        framed.extend_from_slice(&digest);
+        framed.extend_from_slice(payload);
+        Ok(Self {
+            key: HeapKey::from_digest(&digest),
+            framed: framed.into(),
+        })
+    }
+
+    /// Checks stored bytes: magic, payload size, checksum, and that the
+    /// checksum is the key asked for.
+    pub fn verify(expected: &HeapKey, framed: Bytes) -> Result<Self, SnapshotError> {
+        if framed.len() < HEADER_LEN {
+            return Err(SnapshotError::Truncated { len: framed.len() });
+        }
+        if &framed[..MAGIC.len()] != MAGIC {
+            return Err(SnapshotError::BadMagic);
+        }
+        let payload = &framed[HEADER_LEN..];
+        if payload.len() < MIN_PAYLOAD_LEN {
+            return Err(SnapshotError::PayloadTooSmall { len: payload.len() });
+        }
+        let header_sum: [u8; 32] = framed[MAGIC.len()..HEADER_LEN]
+            .try_into()
+            .expect("header slice is 32 bytes");
+        let actual: [u8; 32] = Sha256::digest(payload).into();
+        if actual != header_sum {
+            return Err(SnapshotError::ChecksumMismatch);
+        }
+        if actual != expected.digest() {
+            return Err(SnapshotError::KeyMismatch {
+                actual: HeapKey::from_digest(&actual),
+            });
+        }
+        Ok(Self {
+            key: expected.clone(),
+            framed,
+        })
+    }
+
+    /// The content address.
+    pub fn key(&self) -> &HeapKey {
+        &self.key
+    }
+
+    /// The whole stored form, header included.
+    pub fn framed(&self) -> &Bytes {
+        &self.framed
+    }
+
+    /// The raw V8 payload.
+    pub fn payload(&self) -> &[u8] {
+        &self.framed[HEADER_LEN..]
+    }
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("key", &self.key)
+            .field("len", &self.framed.len())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn payload(seed: u8) -> Vec<u8> {
+        (0..MIN_PAYLOAD_LEN + 17)
+            .map(|i| (i as u8).wrapping_mul(31) ^ seed)
+            .collect()
+    }
+
+    #[test]
+    fn framing_round_trips() {
+        let snap = Snapshot::from_payload(&payload(1)).unwrap();
+        assert_eq!(&snap.framed()[..10], MAGIC);
+        assert_eq!(snap.payload(), &payload(1)[..]);
+        assert_eq!(snap.key(), &HeapKey::of_payload(&payload(1)));
+        let again = Snapshot::verify(snap.key(), snap.framed().clone()).unwrap();
+        assert_eq!(again.payload(), snap.payload());
+    }
+
+    #[test]
+    fn a_flipped_payload_byte_is_a_checksum_mismatch() {
+        let snap = Snapshot::from_payload(&payload(2)).unwrap();
+        let mut bytes = snap.framed().to_vec();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0xff;
+        assert_eq!(
+            Snapshot::verify(snap.key(), bytes.into()).unwrap_err(),
+            SnapshotError::ChecksumMismatch
+        );
+    }
+
+    #[test]
+    fn a_valid_snapshot_under_another_key_is_rejected() {
+        let a = Snapshot::from_payload(&payload(3)).unwrap();
+        let b = Snapshot::from_payload(&payload(4)).unwrap();
+        let err = Snapshot::verify(b.key(), a.framed().clone()).unwrap_err();
+        assert_eq!(
+            err,
+            SnapshotError::KeyMismatch {
+                actual: a.key().clone()
+            }
+        );
+    }
+
+    #[test]
+    fn bad_magic_short_files_and_small_payloads_are_rejected() {
+        let snap = Snapshot::from_payload(&payload(5)).unwrap();
+        let mut bytes = snap.framed().to_vec();
+        bytes[0] = b'X';
+        assert_eq!(
+            Snapshot::verify(snap.key(), bytes.into()).unwrap_err(),
+            SnapshotError::BadMagic
+        );
+        assert_eq!(
+            Snapshot::verify(snap.key(), Bytes::from_static(b"MCPV8SNAP\0")).unwrap_err(),
+            SnapshotError::Truncated { len: 10 }
+        );
+        let short = snap.framed().slice(..HEADER_LEN + 10);
+        assert_eq!(
+            Snapshot::verify(snap.key(), short).unwrap_err(),
+            SnapshotError::PayloadTooSmall { len: 10 }
+        );
+        assert!(Snapshot::from_payload(&[0u8; 10]).is_err());
+    }
+}

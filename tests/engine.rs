@@ -1,0 +1,603 @@
+//! Behaviour of the engine: fresh and restored runs, snapshots, limits.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_v8_lambda::engine::{
+    Engine, EngineConfig, EngineError, Language, RunOutcome, RunRequest, RunStatus,
+};
+use mcp_v8_lambda::heap::{FileHeapStorage, HeapKey, HeapStorage};
+
+struct Fixture {
+    engine: Engine,
+    store: FileHeapStorage,
+    _dir: tempfile::TempDir,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileHeapStorage::new(dir.path().join("heaps"));
+    let engine = Engine::new(
+        EngineConfig::default(),
+        Some(Arc::new(store.clone()) as Arc<dyn HeapStorage>),
+    );
+    Fixture {
+        engine,
+        store,
+        _dir: dir,
+    }
+}
+
+impl Fixture {
+    async fn stateful(&self, code: &str, heap: Option<&HeapKey>) -> RunOutcome {
+        self.run(RunRequest {
+            code: code.into(),
+            heap: heap.cloned(),
+            stateful: true,
+            ..Default::default()
+        })
+        .await
+    }
+
+    async fn stateless(&self, code: &str) -> RunOutcome {
+        self.run(RunRequest {
+            code: code.into(),
+            ..Default::default()
+        })
+        .await
+    }
+
+    async fn run(&self, request: RunRequest) -> RunOutcome {
+        self.engine
+            .run(request)
+            .await
+            .expect("request accepted")
+            .outcome
+    }
+}
+
+fn completed(outcome: &RunOutcome) -> &str {
+    assert_eq!(outcome.status, RunStatus::Completed, "{outcome:#?}");
+    outcome.result.as_deref().unwrap_or("<undefined>")
+}
+
+#[tokio::test]
+async fn stateless_run_returns_the_completion_value_and_no_heap() {
+    let f = fixture();
+    let out = f.stateless("1 + 1").await;
+    assert_eq!(completed(&out), "2");
+    assert_eq!(out.heap, None);
+    assert_eq!(out.input_heap, None);
+    assert!(out.error.is_none());
+}
+
+#[tokio::test]
+async fn counter_is_threaded_through_three_heaps() {
+    let f = fixture();
+    let first = f.stateful("globalThis.counter = 1; counter", None).await;
+    assert_eq!(completed(&first), "1");
+    let mut heap = first.heap.clone().expect("a heap");
+    for expected in 2..=3 {
+        let next = f
+            .stateful("globalThis.counter += 1; counter", Some(&heap))
+            .await;
+        assert_eq!(completed(&next), expected.to_string());
+        assert_eq!(next.input_heap.as_ref(), Some(&heap));
+        assert_ne!(
+            next.heap.as_ref(),
+            Some(&heap),
+            "each state is a new content address"
+        );
+        heap = next.heap.clone().unwrap();
+    }
+    assert_eq!(heap.as_str().len(), 64);
+    assert!(f.store.path_of(&heap).exists());
+}
+
+#[tokio::test]
+async fn restored_heap_keeps_let_const_function_and_class_declarations() {
+    let f = fixture();
+    let code = "let a = 40; const b = 2; function add(x, y) { return x + y } class Box { constructor(v) { this.v = v } }";
+    let first = f.stateful(code, None).await;
+    completed(&first);
+    let next = f
+        .stateful("new Box(add(a, b)).v", first.heap.as_ref())
+        .await;
+    assert_eq!(completed(&next), "42");
+}
+
+#[tokio::test]
+async fn two_heaps_from_one_parent_stay_isolated() {
+    let f = fixture();
+    let parent = f
+        .stateful("globalThis.items = ['root']; items.length", None)
+        .await;
+    let parent_heap = parent.heap.clone().unwrap();
+    let left = f
+        .stateful("items.push('left'); items.join()", Some(&parent_heap))
+        .await;
+    let right = f
+        .stateful("items.push('right'); items.join()", Some(&parent_heap))
+        .await;
+    assert_eq!(completed(&left), "\"root,left\"");
+    assert_eq!(completed(&right), "\"root,right\"");
+    let left_again = f.stateful("items.join()", left.heap.as_ref()).await;
+    assert_eq!(completed(&left_again), "\"root,left\"");
+    let parent_again = f.stateful("items.join()", Some(&parent_heap)).await;
+    assert_eq!(completed(&parent_again), "\"root\"");
+}
+
+#[tokio::test]
+async fn typescript_is_stripped_before_running() {
+    let f = fixture();
+    let out = f.stateless("const x: number = 41; x + 1").await;
+    assert_eq!(completed(&out), "42");
+    let report = f
+        .engine
+        .run(RunRequest {
+            code: "interface P { n: number }\nconst p: P = { n: 1 };\np.n".into(),
+            language: Language::Typescript,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(completed(&report.outcome), "1");
+    assert!(
+        !report.executed_code.contains("interface"),
+        "{}",
+        report.executed_code
+    );
+}
+
+#[tokio::test]
+async fn typescript_syntax_error_names_line_and_column() {
+    let f = fixture();
+    let out = f
+        .run(RunRequest {
+            code: "const a: number = 1;\nconst b: = ;".into(),
+            language: Language::Typescript,
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(out.status, RunStatus::Failed);
+    let error = out.error.unwrap();
+    assert_eq!(error.name, "SyntaxError");
+    assert!(
+        error.message.contains("line 2, column"),
+        "{}",
+        error.message
+    );
+}
+
+#[tokio::test]
+async fn javascript_syntax_error_names_line_and_column() {
+    let f = fixture();
+    let out = f.stateless("let ok = 1;\nlet = = 2;").await;
+    assert_eq!(out.status, RunStatus::Failed);
+    let error = out.error.unwrap();
+    assert_eq!(error.name, "SyntaxError");
+    assert!(
+        error.message.contains("line 2, column"),
+        "{}",
+        error.message
+    );
+}
+
+#[tokio::test]
+async fn thrown_errors_fail_with_name_message_and_stack() {
+    let f = fixture();
+    let out = f
+        .stateless("function boom() { throw new TypeError('bad thing') }\nboom()")
+        .await;
+    assert_eq!(out.status, RunStatus::Failed);
+    let error = out.error.unwrap();
+    assert_eq!(error.name, "TypeError");
+    assert_eq!(error.message, "bad thing");
+    assert!(error.stack.unwrap().contains("boom"));
+    let out = f.stateless("throw { code: 7 }").await;
+    assert_eq!(out.status, RunStatus::Failed);
+    assert_eq!(out.error.unwrap().message, "{ code: 7 }");
+}
+
+#[tokio::test]
+async fn console_output_is_captured_in_order_with_prefixes() {
+    let f = fixture();
+    let out = f
+        .stateless("console.log('plain', 1, {a: 1}, [1, 2, 3]); console.info('i'); console.warn('w'); console.error('e'); console.debug('d'); 0")
+        .await;
+    completed(&out);
+    assert_eq!(
+        out.output,
+        "plain 1 { a: 1 } [ 1, 2, 3 ]\n[INFO] i\n[WARN] w\n[ERROR] e\n[DEBUG] d\n"
+    );
+}
+
+#[tokio::test]
+async fn console_renders_values_readably() {
+    let f = fixture();
+    let out = f
+        .stateless(
+            "const o = { s: 'x', n: null, u: undefined, f() {}, nested: { deep: { deeper: { deepest: 1 } } } }; o.self = o;\
+             console.log(o); console.log(new Map([[1, 'a']]), new Set([2]), 10n, Symbol('s'), new Error('e').message, class K {});",
+        )
+        .await;
+    completed(&out);
+    let lines: Vec<&str> = out.output.lines().collect();
+    assert_eq!(
+        lines[0],
+        "{ s: 'x', n: null, u: undefined, f: [Function: f], nested: { deep: { deeper: [Object] } }, self: [Circular] }"
+    );
+    assert_eq!(
+        lines[1],
+        "Map(1) { 1 => 'a' } Set(1) { 2 } 10n Symbol(s) e [class K]"
+    );
+}
+
+#[tokio::test]
+async fn output_is_capped_with_a_visible_marker() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = EngineConfig {
+        max_output_bytes: 1000,
+        ..Default::default()
+    };
+    let engine = Engine::new(
+        config,
+        Some(Arc::new(FileHeapStorage::new(dir.path())) as Arc<dyn HeapStorage>),
+    );
+    let out = engine
+        .run(RunRequest {
+            code: "for (let i = 0; i < 10000; i++) console.log('line', i); 'done'".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .outcome;
+    assert_eq!(completed(&out), "\"done\"");
+    assert!(out.output.len() < 1100, "{}", out.output.len());
+    assert!(
+        out.output
+            .ends_with("[output truncated: over 1000 bytes]\n"),
+        "{}",
+        out.output
+    );
+}
+
+#[tokio::test]
+async fn results_are_json_when_possible_and_readable_otherwise() {
+    let f = fixture();
+    assert_eq!(
+        completed(&f.stateless("({a: [1, 'two', null]})").await),
+        r#"{"a":[1,"two",null]}"#
+    );
+    assert_eq!(completed(&f.stateless("'text'").await), "\"text\"");
+    assert_eq!(
+        completed(&f.stateless("(function named() {})").await),
+        "[Function: named]"
+    );
+    assert_eq!(completed(&f.stateless("12n").await), "12n");
+    assert_eq!(completed(&f.stateless("NaN").await), "NaN");
+    let out = f.stateless("undefined").await;
+    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(out.result, None);
+    let cyclic = f.stateless("const c = {}; c.c = c; c").await;
+    assert_eq!(completed(&cyclic), "{ c: [Circular] }");
+}
+
+#[tokio::test]
+async fn a_promise_completion_value_is_awaited() {
+    let f = fixture();
+    let out = f.stateless("Promise.resolve(20).then(v => v + 1)").await;
+    assert_eq!(completed(&out), "21");
+    let out = f.stateless("Promise.reject(new RangeError('nope'))").await;
+    assert_eq!(out.status, RunStatus::Failed);
+    assert_eq!(out.error.unwrap().name, "RangeError");
+}
+
+#[tokio::test]
+async fn top_level_await_works_and_globals_it_sets_persist() {
+    let f = fixture();
+    let out = f
+        .stateful("const v = await new Promise(r => setTimeout(() => r(5), 10));\nglobalThis.kept = v * 2;\nv + 1", None)
+        .await;
+    assert_eq!(completed(&out), "6");
+    let next = f.stateful("kept", out.heap.as_ref()).await;
+    assert_eq!(completed(&next), "10");
+}
+
+#[tokio::test]
+async fn timers_and_microtasks_run_until_idle_in_order() {
+    let f = fixture();
+    let out = f
+        .stateless(
+            "const seen = [];\
+             setTimeout(() => seen.push('t20'), 20);\
+             setTimeout(() => seen.push('t0'), 0);\
+             const cancelled = setTimeout(() => seen.push('never'), 5); clearTimeout(cancelled);\
+             queueMicrotask(() => seen.push('micro'));\
+             let n = 0; const iv = setInterval(() => { seen.push('iv' + n); if (++n === 3) clearInterval(iv) }, 1);\
+             new Promise(r => setTimeout(r, 40)).then(() => seen.join())",
+        )
+        .await;
+    assert_eq!(completed(&out), "\"micro,t0,iv0,iv1,iv2,t20\"");
+}
+
+#[tokio::test]
+async fn host_functions_work_after_a_restore() {
+    let f = fixture();
+    let first = f
+        .stateful("globalThis.log = (m) => console.log(m); 1", None)
+        .await;
+    let out = f
+        .stateful("log('from saved closure'); console.warn('direct'); new Promise(r => setTimeout(() => r('timer'), 1))", first.heap.as_ref())
+        .await;
+    assert_eq!(completed(&out), "\"timer\"");
+    assert_eq!(out.output, "from saved closure\n[WARN] direct\n");
+}
+
+#[tokio::test]
+async fn an_infinite_loop_times_out_and_the_next_run_works() {
+    let f = fixture();
+    let out = f
+        .run(RunRequest {
+            code: "while (true) {}".into(),
+            timeout: Some(Duration::from_secs(1)),
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(out.status, RunStatus::TimedOut);
+    assert_eq!(out.error.unwrap().name, "TimeoutError");
+    assert_eq!(completed(&f.stateless("2 + 2").await), "4");
+}
+
+#[tokio::test]
+async fn a_stateful_timeout_stores_nothing_and_keeps_the_input_heap() {
+    let f = fixture();
+    let base = f.stateful("globalThis.x = 1", None).await;
+    let base_heap = base.heap.clone().unwrap();
+    let out = f
+        .run(RunRequest {
+            code: "x = 2; for (;;) {}".into(),
+            heap: Some(base_heap.clone()),
+            stateful: true,
+            timeout: Some(Duration::from_millis(300)),
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(out.status, RunStatus::TimedOut);
+    assert_eq!(out.heap, None);
+    let again = f.stateful("x", Some(&base_heap)).await;
+    assert_eq!(completed(&again), "1");
+}
+
+#[tokio::test]
+async fn a_timer_past_the_deadline_is_a_timeout() {
+    let f = fixture();
+    let out = f
+        .run(RunRequest {
+            code: "setTimeout(() => {}, 60000); 1".into(),
+            timeout: Some(Duration::from_millis(200)),
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(out.status, RunStatus::TimedOut);
+}
+
+#[tokio::test]
+async fn an_allocation_bomb_is_out_of_memory_and_the_next_run_works() {
+    let f = fixture();
+    for bomb in [
+        "const hoard = []; while (true) hoard.push(new Array(100000).fill(Math.random()))",
+        "let s = 'x'; const keep = []; while (true) { s = s + s.slice(0, 1000) + Math.random(); keep.push(s) }",
+    ] {
+        let out = f
+            .run(RunRequest {
+                code: bomb.into(),
+                stateful: true,
+                heap_limit_mb: Some(32),
+                ..Default::default()
+            })
+            .await;
+        assert_eq!(out.status, RunStatus::OutOfMemory, "{bomb}: {out:?}");
+        assert_eq!(out.heap, None);
+        assert_eq!(out.error.unwrap().name, "OutOfMemoryError");
+    }
+    assert_eq!(completed(&f.stateful("'alive'", None).await), "\"alive\"");
+}
+
+#[tokio::test]
+async fn deep_recursion_fails_with_a_range_error() {
+    let f = fixture();
+    let out = f
+        .stateful("function down(n) { return down(n + 1) + 1 } down(0)", None)
+        .await;
+    assert_eq!(out.status, RunStatus::Failed);
+    assert_eq!(out.error.unwrap().name, "RangeError");
+    assert_eq!(out.heap, None);
+    assert_eq!(completed(&f.stateless("'next'").await), "\"next\"");
+}
+
+#[tokio::test]
+async fn there_is_no_ambient_authority() {
+    let f = fixture();
+    for (code, name) in [
+        ("require('fs')", "ReferenceError"),
+        ("process.env", "ReferenceError"),
+        ("fetch('http://127.0.0.1')", "ReferenceError"),
+        ("Deno.readTextFileSync('/etc/passwd')", "ReferenceError"),
+        ("new XMLHttpRequest()", "ReferenceError"),
+    ] {
+        let out = f.stateless(code).await;
+        assert_eq!(out.status, RunStatus::Failed, "{code}");
+        assert_eq!(out.error.unwrap().name, name, "{code}");
+    }
+    let out = f.stateless("import('fs')").await;
+    assert_ne!(out.status, RunStatus::Completed, "{out:?}");
+    let globals = f.stateless("Object.getOwnPropertyNames(globalThis).filter(n => /process|require|Deno|fetch|Bun/.test(n))").await;
+    assert_eq!(completed(&globals), "[]");
+}
+
+#[tokio::test]
+async fn a_missing_heap_starts_fresh_with_a_warning() {
+    let f = fixture();
+    let missing = HeapKey::parse(&"ab".repeat(32)).unwrap();
+    let out = f.stateful("typeof counter", Some(&missing)).await;
+    assert_eq!(completed(&out), "\"undefined\"");
+    assert_eq!(out.input_heap.as_ref(), Some(&missing));
+    assert!(
+        out.warnings.iter().any(|w| w.contains("not found")),
+        "{:?}",
+        out.warnings
+    );
+    assert!(out.heap.is_some());
+}
+
+#[tokio::test]
+async fn a_tampered_snapshot_is_rejected_and_nothing_is_restored() {
+    let f = fixture();
+    let out = f.stateful("globalThis.secret = 1", None).await;
+    let heap = out.heap.unwrap();
+    let path = f.store.path_of(&heap);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x55;
+    std::fs::write(&path, bytes).unwrap();
+    let out = f.stateful("secret", Some(&heap)).await;
+    assert_eq!(out.status, RunStatus::Failed);
+    let error = out.error.unwrap();
+    assert_eq!(error.name, "HeapError");
+    assert!(error.message.contains(heap.as_str()), "{}", error.message);
+    assert!(error.message.contains("checksum"), "{}", error.message);
+    assert_eq!(out.heap, None);
+}
+
+#[tokio::test]
+async fn a_snapshot_stored_under_the_wrong_key_is_rejected() {
+    let f = fixture();
+    let a = f
+        .stateful("globalThis.which = 'a'", None)
+        .await
+        .heap
+        .unwrap();
+    let b = f
+        .stateful("globalThis.which = 'b'", None)
+        .await
+        .heap
+        .unwrap();
+    std::fs::copy(f.store.path_of(&a), f.store.path_of(&b)).unwrap();
+    let out = f.stateful("which", Some(&b)).await;
+    assert_eq!(out.status, RunStatus::Failed);
+    let message = out.error.unwrap().message;
+    assert!(
+        message.contains(b.as_str()) && message.contains("not the heap asked for"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn requests_outside_the_limits_are_refused_up_front() {
+    let f = fixture();
+    let too_big = "x".repeat(1024 * 1024 + 1);
+    let err = f
+        .engine
+        .run(RunRequest {
+            code: too_big,
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, EngineError::CodeTooLarge { .. }), "{err}");
+    let err = f
+        .engine
+        .run(RunRequest {
+            code: "1".into(),
+            heap_limit_mb: Some(1),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, EngineError::HeapLimitOutOfRange { .. }),
+        "{err}"
+    );
+    let err = f
+        .engine
+        .run(RunRequest {
+            code: "1".into(),
+            timeout: Some(Duration::from_secs(100_000)),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, EngineError::TimeoutOutOfRange { .. }),
+        "{err}"
+    );
+    let err = f
+        .engine
+        .run(RunRequest {
+            code: "1".into(),
+            heap: Some(HeapKey::parse(&"0".repeat(64)).unwrap()),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err, EngineError::HeapInStatelessRun);
+}
+
+#[tokio::test]
+async fn the_outcome_serializes_with_the_documented_fields() {
+    let f = fixture();
+    let out = f.stateful("1", None).await;
+    let json = serde_json::to_value(&out).unwrap();
+    let mut keys: Vec<&str> = json
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "duration_ms",
+            "error",
+            "execution_id",
+            "heap",
+            "input_heap",
+            "output",
+            "result",
+            "status",
+            "warnings"
+        ]
+    );
+    assert_eq!(json["status"], "completed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_runs_from_different_heaps_all_complete() {
+    // Regression: isolates restored from different snapshots at once, next to
+    // fresh snapshot creators and plain isolates, aborted the process inside
+    // V8's shared read-only heap.
+    let f = Arc::new(fixture());
+    let mut tasks = Vec::new();
+    for i in 0..6 {
+        let f = f.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut heap = f
+                .stateful(&format!("globalThis.n = {i}; n"), None)
+                .await
+                .heap
+                .unwrap();
+            for step in 1..=4 {
+                let out = f.stateful("n += 1; n", Some(&heap)).await;
+                assert_eq!(completed(&out), (i + step).to_string());
+                heap = out.heap.unwrap();
+                let plain = f.stateless(&format!("{i} * {step}")).await;
+                assert_eq!(completed(&plain), (i * step).to_string());
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+}
