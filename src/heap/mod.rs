@@ -1,6 +1,8 @@
 //! Heap snapshot storage: the content address, the stored format, and the
 //! [`HeapStorage`] seam with its backends.
 
+#[doc(hidden)]
+pub mod conformance;
 mod fs;
 mod key;
 mod snapshot;

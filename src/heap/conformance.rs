@@ -1,0 +1,101 @@
+//! The behaviour every [`HeapStorage`] backend must show, written once and
+//! called from each backend's tests (directory now; S3 and the write-through
+//! cache later). Functions panic on a contract violation.
+
+use std::sync::Arc;
+
+use super::{HeapKey, HeapStorage, MIN_PAYLOAD_LEN, Snapshot};
+
+/// A valid snapshot of `seed`-dependent content (not a V8 heap: storage
+/// does not care what the payload means).
+pub fn sample_snapshot(seed: u64) -> Snapshot {
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let payload: Vec<u8> = (0..MIN_PAYLOAD_LEN + 4096)
+        .map(|_| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+            (state >> 33) as u8
+        })
+        .collect();
+    Snapshot::from_payload(&payload).expect("payload is over the minimum")
+}
+
+/// Runs every check below against `store`.
+pub async fn run_all(store: Arc<dyn HeapStorage>) {
+    missing_key_is_none(store.as_ref()).await;
+    put_then_get_returns_the_same_bytes(store.as_ref()).await;
+    put_of_an_existing_key_is_idempotent(store.as_ref()).await;
+    concurrent_puts_of_one_key_leave_one_valid_snapshot(store.clone()).await;
+    distinct_keys_do_not_interfere(store.as_ref()).await;
+}
+
+/// `get` of a key never stored is `Ok(None)`.
+pub async fn missing_key_is_none(store: &dyn HeapStorage) {
+    let key = HeapKey::parse(&"e".repeat(64)).unwrap();
+    assert!(
+        store
+            .get(&key)
+            .await
+            .expect("get of a missing key")
+            .is_none()
+    );
+}
+
+/// What `put` stored, `get` returns byte for byte, verified.
+pub async fn put_then_get_returns_the_same_bytes(store: &dyn HeapStorage) {
+    let snapshot = sample_snapshot(1);
+    store.put(&snapshot).await.expect("put");
+    let read = store
+        .get(snapshot.key())
+        .await
+        .expect("get")
+        .expect("stored");
+    assert_eq!(read.key(), snapshot.key());
+    assert_eq!(read.framed(), snapshot.framed());
+}
+
+/// A second `put` of the same content succeeds.
+pub async fn put_of_an_existing_key_is_idempotent(store: &dyn HeapStorage) {
+    let snapshot = sample_snapshot(2);
+    store.put(&snapshot).await.expect("first put");
+    store
+        .put(&snapshot)
+        .await
+        .expect("second put of the same key");
+    let read = store.get(snapshot.key()).await.unwrap().unwrap();
+    assert_eq!(read.payload(), snapshot.payload());
+}
+
+/// Racing writers of one key never leave a torn snapshot.
+pub async fn concurrent_puts_of_one_key_leave_one_valid_snapshot(store: Arc<dyn HeapStorage>) {
+    let snapshot = sample_snapshot(3);
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let store = store.clone();
+        let snapshot = snapshot.clone();
+        tasks.push(tokio::spawn(async move { store.put(&snapshot).await }));
+    }
+    for task in tasks {
+        task.await.expect("task").expect("concurrent put");
+    }
+    let read = store.get(snapshot.key()).await.unwrap().unwrap();
+    assert_eq!(read.framed(), snapshot.framed());
+}
+
+/// Two keys are two independent snapshots.
+pub async fn distinct_keys_do_not_interfere(store: &dyn HeapStorage) {
+    let a = sample_snapshot(10);
+    let b = sample_snapshot(11);
+    assert_ne!(a.key(), b.key());
+    store.put(&a).await.unwrap();
+    store.put(&b).await.unwrap();
+    assert_eq!(
+        store.get(a.key()).await.unwrap().unwrap().payload(),
+        a.payload()
+    );
+    assert_eq!(
+        store.get(b.key()).await.unwrap().unwrap().payload(),
+        b.payload()
+    );
+}
