@@ -1,1 +1,126 @@
-fn main() {}
+//! Engine benchmark: `cargo bench --bench engine [-- --quick]`.
+//!
+//! Prints one markdown table per `FunctionCodeHandling` mode with latency
+//! percentiles of each scenario and the stored snapshot sizes; the figures in
+//! docs/performance.md come from here.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mcp_v8_lambda::engine::{CodeHandling, Engine, EngineConfig, RunOutcome, RunRequest, RunStatus};
+use mcp_v8_lambda::heap::{FileHeapStorage, HeapKey, HeapStorage};
+
+struct Bench {
+    engine: Engine,
+    store: FileHeapStorage,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Bench {
+    fn run(&self, code: &str, heap: Option<&HeapKey>, stateful: bool) -> RunOutcome {
+        let request = RunRequest {
+            code: code.to_owned(),
+            heap: heap.cloned(),
+            stateful,
+            ..Default::default()
+        };
+        let out = self
+            .runtime
+            .block_on(self.engine.run(request))
+            .expect("accepted")
+            .outcome;
+        assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+        out
+    }
+
+    fn stored_size(&self, key: &HeapKey) -> u64 {
+        std::fs::metadata(self.store.path_of(key)).expect("stored").len()
+    }
+}
+
+fn percentiles(mut samples: Vec<Duration>) -> String {
+    samples.sort();
+    let at = |p: f64| samples[((samples.len() - 1) as f64 * p).round() as usize];
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    format!(
+        "{:.2} | {:.2} | {:.2} | {}",
+        ms(at(0.5)),
+        ms(at(0.95)),
+        ms(at(0.99)),
+        samples.len()
+    )
+}
+
+fn time<F: FnMut()>(iterations: usize, mut f: F) -> Vec<Duration> {
+    f(); // warm-up
+    (0..iterations)
+        .map(|_| {
+            let started = Instant::now();
+            f();
+            started.elapsed()
+        })
+        .collect()
+}
+
+const BIG_HEAP: &str = "globalThis.big = Array.from({ length: 120000 }, (_, i) => ({ i, s: 'item-' + i, t: [i, i * 2] })); big.length";
+const CALL_AFTER_RESTORE: &str = "globalThis.fib = function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2) }; fib(20)";
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let n = if quick { 10 } else { 100 };
+
+    let started = Instant::now();
+    let _ = Engine::new(EngineConfig::default(), None);
+    println!("V8 platform initialisation: {:.2} ms\n", started.elapsed().as_secs_f64() * 1000.0);
+
+    for handling in [CodeHandling::Clear, CodeHandling::Keep] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = FileHeapStorage::new(dir.path());
+        let config = EngineConfig {
+            code_handling: handling,
+            ..Default::default()
+        };
+        let bench = Bench {
+            engine: Engine::new(config, Some(Arc::new(store.clone()) as Arc<dyn HeapStorage>)),
+            store,
+            runtime: tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime"),
+        };
+        println!("## FunctionCodeHandling::{handling:?}\n");
+        println!("| scenario | p50 ms | p95 ms | p99 ms | runs |\n|---|---|---|---|---|");
+
+        let stateless = time(n * 2, || {
+            bench.run("1+1", None, false);
+        });
+        println!("| stateless `1+1` | {} |", percentiles(stateless));
+
+        let fresh = time(n, || {
+            bench.run("globalThis.counter = 0", None, true);
+        });
+        println!("| stateful fresh + snapshot + store | {} |", percentiles(fresh));
+
+        let mut heap = bench.run("globalThis.counter = 0", None, true).heap.expect("heap");
+        let chained = time(n, || {
+            heap = bench.run("counter += 1", Some(&heap), true).heap.expect("heap");
+        });
+        println!("| restore + run + snapshot, small heap (chained) | {} |", percentiles(chained));
+
+        let fib_heap = bench.run(CALL_AFTER_RESTORE, None, true).heap.expect("heap");
+        let call = time(n, || {
+            bench.run("fib(20)", Some(&fib_heap), true);
+        });
+        println!("| restore + call a saved function (`fib(20)`) + snapshot | {} |", percentiles(call));
+
+        let big_heap = bench.run(BIG_HEAP, None, true).heap.expect("heap");
+        let big = time(n / 5, || {
+            bench.run("big.length", Some(&big_heap), true);
+        });
+        println!("| restore + run + snapshot, large heap | {} |", percentiles(big));
+
+        let empty = bench.run("undefined", None, true).heap.expect("heap");
+        println!("\n| stored snapshot | bytes |\n|---|---|");
+        println!("| empty context (host functions only) | {} |", bench.stored_size(&empty));
+        println!("| small heap (`counter`) | {} |", bench.stored_size(&heap));
+        println!("| saved function after a call (`fib`) | {} |", bench.stored_size(&fib_heap));
+        println!("| large heap (120k objects) | {} |\n", bench.stored_size(&big_heap));
+    }
+}

@@ -59,7 +59,7 @@ impl Default for EngineConfig {
             max_heap_limit_mb: 1024,
             max_code_bytes: 1024 * 1024,
             max_output_bytes: 1024 * 1024,
-            code_handling: CodeHandling::Clear,
+            code_handling: CodeHandling::Keep,
             max_concurrent_runs: std::thread::available_parallelism().map_or(2, |n| n.get() * 2),
         }
     }
