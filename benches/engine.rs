@@ -7,7 +7,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_v8_lambda::engine::{CodeHandling, Engine, EngineConfig, RunOutcome, RunRequest, RunStatus};
+use mcp_v8_lambda::engine::{
+    CodeHandling, Engine, EngineConfig, RunOutcome, RunRequest, RunStatus,
+};
 use mcp_v8_lambda::heap::{FileHeapStorage, HeapKey, HeapStorage};
 
 struct Bench {
@@ -34,7 +36,9 @@ impl Bench {
     }
 
     fn stored_size(&self, key: &HeapKey) -> u64 {
-        std::fs::metadata(self.store.path_of(key)).expect("stored").len()
+        std::fs::metadata(self.store.path_of(key))
+            .expect("stored")
+            .len()
     }
 }
 
@@ -63,7 +67,8 @@ fn time<F: FnMut()>(iterations: usize, mut f: F) -> Vec<Duration> {
 }
 
 const BIG_HEAP: &str = "globalThis.big = Array.from({ length: 120000 }, (_, i) => ({ i, s: 'item-' + i, t: [i, i * 2] })); big.length";
-const CALL_AFTER_RESTORE: &str = "globalThis.fib = function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2) }; fib(20)";
+const CALL_AFTER_RESTORE: &str =
+    "globalThis.fib = function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2) }; fib(20)";
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
@@ -71,7 +76,10 @@ fn main() {
 
     let started = Instant::now();
     let _ = Engine::new(EngineConfig::default(), None);
-    println!("V8 platform initialisation: {:.2} ms\n", started.elapsed().as_secs_f64() * 1000.0);
+    println!(
+        "V8 platform initialisation: {:.2} ms\n",
+        started.elapsed().as_secs_f64() * 1000.0
+    );
 
     for handling in [CodeHandling::Clear, CodeHandling::Keep] {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -81,9 +89,15 @@ fn main() {
             ..Default::default()
         };
         let bench = Bench {
-            engine: Engine::new(config, Some(Arc::new(store.clone()) as Arc<dyn HeapStorage>)),
+            engine: Engine::new(
+                config,
+                Some(Arc::new(store.clone()) as Arc<dyn HeapStorage>),
+            ),
             store,
-            runtime: tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime"),
+            runtime: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime"),
         };
         println!("## FunctionCodeHandling::{handling:?}\n");
         println!("| scenario | p50 ms | p95 ms | p99 ms | runs |\n|---|---|---|---|---|");
@@ -96,31 +110,61 @@ fn main() {
         let fresh = time(n, || {
             bench.run("globalThis.counter = 0", None, true);
         });
-        println!("| stateful fresh + snapshot + store | {} |", percentiles(fresh));
+        println!(
+            "| stateful fresh + snapshot + store | {} |",
+            percentiles(fresh)
+        );
 
-        let mut heap = bench.run("globalThis.counter = 0", None, true).heap.expect("heap");
+        let mut heap = bench
+            .run("globalThis.counter = 0", None, true)
+            .heap
+            .expect("heap");
         let chained = time(n, || {
-            heap = bench.run("counter += 1", Some(&heap), true).heap.expect("heap");
+            heap = bench
+                .run("counter += 1", Some(&heap), true)
+                .heap
+                .expect("heap");
         });
-        println!("| restore + run + snapshot, small heap (chained) | {} |", percentiles(chained));
+        println!(
+            "| restore + run + snapshot, small heap (chained) | {} |",
+            percentiles(chained)
+        );
 
-        let fib_heap = bench.run(CALL_AFTER_RESTORE, None, true).heap.expect("heap");
+        let fib_heap = bench
+            .run(CALL_AFTER_RESTORE, None, true)
+            .heap
+            .expect("heap");
         let call = time(n, || {
             bench.run("fib(20)", Some(&fib_heap), true);
         });
-        println!("| restore + call a saved function (`fib(20)`) + snapshot | {} |", percentiles(call));
+        println!(
+            "| restore + call a saved function (`fib(20)`) + snapshot | {} |",
+            percentiles(call)
+        );
 
         let big_heap = bench.run(BIG_HEAP, None, true).heap.expect("heap");
         let big = time(n / 5, || {
             bench.run("big.length", Some(&big_heap), true);
         });
-        println!("| restore + run + snapshot, large heap | {} |", percentiles(big));
+        println!(
+            "| restore + run + snapshot, large heap | {} |",
+            percentiles(big)
+        );
 
         let empty = bench.run("undefined", None, true).heap.expect("heap");
         println!("\n| stored snapshot | bytes |\n|---|---|");
-        println!("| empty context (host functions only) | {} |", bench.stored_size(&empty));
+        println!(
+            "| empty context (host functions only) | {} |",
+            bench.stored_size(&empty)
+        );
         println!("| small heap (`counter`) | {} |", bench.stored_size(&heap));
-        println!("| saved function after a call (`fib`) | {} |", bench.stored_size(&fib_heap));
-        println!("| large heap (120k objects) | {} |\n", bench.stored_size(&big_heap));
+        println!(
+            "| saved function after a call (`fib`) | {} |",
+            bench.stored_size(&fib_heap)
+        );
+        println!(
+            "| large heap (120k objects) | {} |\n",
+            bench.stored_size(&big_heap)
+        );
     }
 }
