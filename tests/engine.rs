@@ -601,3 +601,51 @@ async fn concurrent_runs_from_different_heaps_all_complete() {
         task.await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn restoring_a_heap_larger_than_the_limit_is_refused_not_fatal() {
+    let f = fixture();
+    let big = f
+        .stateful("globalThis.big = Array.from({ length: 200000 }, (_, i) => ({ i, s: 'item-' + i })); big.length", None)
+        .await;
+    assert_eq!(completed(&big), "200000");
+    let heap = big.heap.clone().unwrap();
+    let out = f
+        .run(RunRequest {
+            code: "big.length".into(),
+            heap: Some(heap.clone()),
+            stateful: true,
+            heap_limit_mb: Some(8),
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(out.status, RunStatus::OutOfMemory, "{out:?}");
+    assert!(out.error.unwrap().message.contains("to restore"));
+    assert_eq!(out.heap, None);
+
+    // At exactly the admitted size the restore must not be fatal either: it
+    // completes, or growth past the limit ends as out_of_memory.
+    let payload = std::fs::metadata(f.store.path_of(&heap)).unwrap().len() as usize
+        - mcp_v8_lambda::heap::HEADER_LEN;
+    let admitted = mcp_v8_lambda::engine::restore_needs_mb(payload);
+    for code in [
+        "big.length",
+        "big.push(...Array.from({ length: 300000 }, (_, i) => ({ i }))); big.length",
+    ] {
+        let out = f
+            .run(RunRequest {
+                code: code.into(),
+                heap: Some(heap.clone()),
+                stateful: true,
+                heap_limit_mb: Some(admitted),
+                ..Default::default()
+            })
+            .await;
+        assert!(
+            matches!(out.status, RunStatus::Completed | RunStatus::OutOfMemory),
+            "{code}: {out:?}"
+        );
+    }
+    let again = f.stateful("big.length", Some(&heap)).await;
+    assert_eq!(completed(&again), "200000");
+}

@@ -263,7 +263,22 @@ impl Engine {
 
         let restore = match (&request.heap, &self.heaps) {
             (Some(key), Some(heaps)) => match heaps.get(key).await {
-                Ok(Some(snapshot)) => Some(snapshot.payload().to_vec()),
+                Ok(Some(snapshot)) => {
+                    let needed_mb = restore_needs_mb(snapshot.payload().len());
+                    if needed_mb > limits.heap_limit_mb {
+                        report.outcome.status = RunStatus::OutOfMemory;
+                        report.outcome.error = Some(RunError::new(
+                            "OutOfMemoryError",
+                            format!(
+                                "heap {key} needs about {needed_mb} MiB to restore, over the {} MiB heap limit; \
+                                 ask for a larger heap_memory_max_mb (at most {})",
+                                limits.heap_limit_mb, self.config.max_heap_limit_mb
+                            ),
+                        ));
+                        return finish(report);
+                    }
+                    Some(snapshot.payload().to_vec())
+                }
                 Ok(None) => {
                     report.outcome.warnings.push(format!(
                         "heap {key} was not found in storage; the run started from a fresh isolate"
@@ -371,6 +386,18 @@ impl Engine {
             .await
             .map_err(|_| EngineError::Internal("the isolate thread panicked".into()))
     }
+}
+
+/// Heap an isolate needs to restore a snapshot of `payload_len` bytes, in MiB.
+///
+/// V8 deserialises inside the isolate constructor, before a near-heap-limit
+/// callback can be installed, so a snapshot that does not fit is a fatal
+/// out-of-memory for the whole process. The heap limit is split between the
+/// young and old generations and deserialisation allocates in the old one;
+/// twice the payload plus a fixed reserve keeps it clear of the limit.
+pub fn restore_needs_mb(payload_len: usize) -> usize {
+    const RESERVE_MB: usize = 8;
+    (payload_len * 2).div_ceil(1024 * 1024) + RESERVE_MB
 }
 
 struct Limits {
