@@ -388,6 +388,9 @@ async fn an_allocation_bomb_is_out_of_memory_and_the_next_run_works() {
     for bomb in [
         "const hoard = []; while (true) hoard.push(new Array(100000).fill(Math.random()))",
         "let s = 'x'; const keep = []; while (true) { s = s + s.slice(0, 1000) + Math.random(); keep.push(s) }",
+        // One allocation far past the limit, and a structure grown by the engine itself.
+        "new Array(1e9).fill(0)",
+        "new Map(Array.from({ length: 4e6 }, (_, i) => [i, i])).size",
     ] {
         let out = f
             .run(RunRequest {
