@@ -1,0 +1,153 @@
+//! The behaviour every [`SessionStore`] must show, written once; the redb
+//! store's tests call it now, the DynamoDB store's tests will call it too.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::{ClientInfo, InitState, SessionId, SessionStore};
+
+const NOW: i64 = 1_800_000_000;
+
+/// A state for tests, expiring an hour after `NOW`.
+pub fn sample_state(logical_session: Option<&str>) -> InitState {
+    let mut capabilities = serde_json::Map::new();
+    capabilities.insert("roots".into(), serde_json::json!({ "listChanged": true }));
+    InitState {
+        session_id: SessionId::generate(),
+        protocol_version: "2025-06-18".into(),
+        client_capabilities: capabilities,
+        client_info: ClientInfo {
+            name: "conformance".into(),
+            version: "1.0.0".into(),
+            title: None,
+        },
+        mcp_headers: BTreeMap::from([("session-id".to_owned(), "agent-7".to_owned())]),
+        logical_session: logical_session.map(str::to_owned),
+        principal: None,
+        initialized: false,
+        created_at: NOW,
+        expires_at: NOW + 3600,
+    }
+}
+
+/// Runs every check below against `store`.
+pub async fn run_all(store: Arc<dyn SessionStore>) {
+    unknown_id_is_none(store.as_ref()).await;
+    put_then_get_returns_the_state(store.as_ref()).await;
+    put_replaces_the_state(store.as_ref()).await;
+    expired_state_is_none(store.as_ref()).await;
+    touch_extends_only_live_states(store.as_ref()).await;
+    delete_removes_and_reports(store.as_ref()).await;
+    concurrent_sessions_do_not_interfere(store).await;
+}
+
+/// A never-stored id is absent.
+pub async fn unknown_id_is_none(store: &dyn SessionStore) {
+    assert!(
+        store
+            .get(&SessionId::generate(), NOW)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+/// What `put` stored, `get` returns field for field.
+pub async fn put_then_get_returns_the_state(store: &dyn SessionStore) {
+    let state = sample_state(Some("agent-7"));
+    store.put(&state).await.unwrap();
+    assert_eq!(
+        store.get(&state.session_id, NOW).await.unwrap(),
+        Some(state)
+    );
+}
+
+/// `put` of a known id replaces every field (e.g. `initialized`).
+pub async fn put_replaces_the_state(store: &dyn SessionStore) {
+    let mut state = sample_state(None);
+    store.put(&state).await.unwrap();
+    state.initialized = true;
+    state.principal = Some("arn:aws:iam::123456789012:user/alice".into());
+    store.put(&state).await.unwrap();
+    assert_eq!(
+        store.get(&state.session_id, NOW).await.unwrap(),
+        Some(state)
+    );
+}
+
+/// From `expires_at` on, the state reads as absent.
+pub async fn expired_state_is_none(store: &dyn SessionStore) {
+    let state = sample_state(None);
+    store.put(&state).await.unwrap();
+    assert!(
+        store
+            .get(&state.session_id, state.expires_at - 1)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        store
+            .get(&state.session_id, state.expires_at)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+/// `touch` moves the expiry of a live state and never revives or creates one.
+pub async fn touch_extends_only_live_states(store: &dyn SessionStore) {
+    let state = sample_state(None);
+    store.put(&state).await.unwrap();
+    let later = state.expires_at + 7200;
+    assert!(store.touch(&state.session_id, NOW, later).await.unwrap());
+    let read = store
+        .get(&state.session_id, state.expires_at + 10)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.expires_at, later);
+    assert!(
+        !store
+            .touch(&state.session_id, later, later + 100)
+            .await
+            .unwrap(),
+        "expired"
+    );
+    assert!(
+        !store
+            .touch(&SessionId::generate(), NOW, later)
+            .await
+            .unwrap(),
+        "unknown"
+    );
+}
+
+/// `delete` removes the state and reports whether there was one.
+pub async fn delete_removes_and_reports(store: &dyn SessionStore) {
+    let state = sample_state(None);
+    store.put(&state).await.unwrap();
+    assert!(store.delete(&state.session_id).await.unwrap());
+    assert!(store.get(&state.session_id, NOW).await.unwrap().is_none());
+    assert!(!store.delete(&state.session_id).await.unwrap());
+}
+
+/// Sessions written at once stay separate.
+pub async fn concurrent_sessions_do_not_interfere(store: Arc<dyn SessionStore>) {
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let state = sample_state(Some(&format!("logical-{i}")));
+            store.put(&state).await.unwrap();
+            state
+        }));
+    }
+    for task in tasks {
+        let state = task.await.unwrap();
+        assert_eq!(
+            store.get(&state.session_id, NOW).await.unwrap(),
+            Some(state)
+        );
+    }
+}

@@ -1,0 +1,139 @@
+//! The embedded session store: one redb database in the data directory.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use redb::{Database, ReadableTable, TableDefinition};
+
+use super::{InitState, SessionId, SessionStore, SessionStoreError};
+
+/// Session id → JSON of the [`InitState`].
+const SESSIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("sessions");
+
+/// Init states in a redb file; every call is one transaction, committed
+/// durably before it returns.
+#[derive(Debug, Clone)]
+pub struct RedbSessionStore {
+    db: Arc<Database>,
+}
+
+impl RedbSessionStore {
+    /// Opens (or creates) the database at `path`, creating parent directories.
+    pub fn open(path: &Path) -> Result<Self, SessionStoreError> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(backend)?;
+        }
+        let db = Database::create(path).map_err(backend)?;
+        let tx = db.begin_write().map_err(backend)?;
+        tx.open_table(SESSIONS).map_err(backend)?;
+        tx.commit().map_err(backend)?;
+        Ok(Self { db: Arc::new(db) })
+    }
+
+    /// Runs blocking redb work off the async executor.
+    async fn blocking<T, F>(&self, work: F) -> Result<T, SessionStoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Database) -> Result<T, SessionStoreError> + Send + 'static,
+    {
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || work(&db))
+            .await
+            .map_err(backend)?
+    }
+}
+
+fn backend(source: impl Into<super::BoxError>) -> SessionStoreError {
+    SessionStoreError::Backend {
+        store: "redb",
+        source: source.into(),
+    }
+}
+
+fn decode(id: &SessionId, bytes: &[u8]) -> Result<InitState, SessionStoreError> {
+    serde_json::from_slice(bytes).map_err(|e| SessionStoreError::Unreadable {
+        id: id.clone(),
+        reason: e.to_string(),
+    })
+}
+
+#[async_trait]
+impl SessionStore for RedbSessionStore {
+    async fn get(&self, id: &SessionId, now: i64) -> Result<Option<InitState>, SessionStoreError> {
+        let id = id.clone();
+        self.blocking(move |db| {
+            let tx = db.begin_read().map_err(backend)?;
+            let table = tx.open_table(SESSIONS).map_err(backend)?;
+            let Some(bytes) = table.get(id.as_str()).map_err(backend)? else {
+                return Ok(None);
+            };
+            let state = decode(&id, bytes.value())?;
+            Ok((state.expires_at > now).then_some(state))
+        })
+        .await
+    }
+
+    async fn put(&self, state: &InitState) -> Result<(), SessionStoreError> {
+        let bytes = serde_json::to_vec(state).map_err(backend)?;
+        let id = state.session_id.clone();
+        self.blocking(move |db| {
+            let tx = db.begin_write().map_err(backend)?;
+            tx.open_table(SESSIONS)
+                .map_err(backend)?
+                .insert(id.as_str(), bytes.as_slice())
+                .map_err(backend)?;
+            tx.commit().map_err(backend)
+        })
+        .await
+    }
+
+    async fn touch(
+        &self,
+        id: &SessionId,
+        now: i64,
+        expires_at: i64,
+    ) -> Result<bool, SessionStoreError> {
+        let id = id.clone();
+        self.blocking(move |db| {
+            let tx = db.begin_write().map_err(backend)?;
+            let touched = {
+                let mut table = tx.open_table(SESSIONS).map_err(backend)?;
+                let current = match table.get(id.as_str()).map_err(backend)? {
+                    Some(bytes) => Some(decode(&id, bytes.value())?),
+                    None => None,
+                };
+                match current {
+                    Some(mut state) if state.expires_at > now => {
+                        state.expires_at = expires_at;
+                        let bytes = serde_json::to_vec(&state).map_err(backend)?;
+                        table
+                            .insert(id.as_str(), bytes.as_slice())
+                            .map_err(backend)?;
+                        true
+                    }
+                    _ => false,
+                }
+            };
+            tx.commit().map_err(backend)?;
+            Ok(touched)
+        })
+        .await
+    }
+
+    async fn delete(&self, id: &SessionId) -> Result<bool, SessionStoreError> {
+        let id = id.clone();
+        self.blocking(move |db| {
+            let tx = db.begin_write().map_err(backend)?;
+            let removed = tx
+                .open_table(SESSIONS)
+                .map_err(backend)?
+                .remove(id.as_str())
+                .map_err(backend)?
+                .is_some();
+            tx.commit().map_err(backend)?;
+            Ok(removed)
+        })
+        .await
+    }
+}
