@@ -9,4 +9,5 @@
 #[allow(unsafe_code)]
 pub mod engine;
 pub mod heap;
+mod ids;
 pub mod session;

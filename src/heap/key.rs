@@ -29,11 +29,7 @@ impl HeapKey {
 
     /// Validates `text` as a heap key.
     pub fn parse(text: &str) -> Result<Self, InvalidHeapKey> {
-        let well_formed = text.len() == Self::LEN
-            && text
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-        if well_formed {
+        if crate::ids::is_lowercase_hex(text, Self::LEN) {
             Ok(Self(text.to_owned()))
         } else {
             // Echo at most a short prefix: the argument may be huge or hostile.
