@@ -2,7 +2,7 @@
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock, RwLock, mpsc};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -129,25 +129,17 @@ static READ_ONLY_HEAP: RwLock<()> = RwLock::new(());
 pub(crate) fn execute(job: Job) -> JobResult {
     super::platform::init();
     let exclusive = job.stateful || job.restore.is_some();
-    let (_shared, _exclusive) = if exclusive {
-        (
-            None,
-            Some(
-                READ_ONLY_HEAP
-                    .write()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner()),
-            ),
-        )
-    } else {
-        (
-            Some(
-                READ_ONLY_HEAP
-                    .read()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner()),
-            ),
-            None,
-        )
-    };
+    // A panic in another run cannot leave V8 half-used; the lock guards no data.
+    let _shared = (!exclusive).then(|| {
+        READ_ONLY_HEAP
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    });
+    let _exclusive = exclusive.then(|| {
+        READ_ONLY_HEAP
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    });
     let guard = Box::new(HeapGuard {
         handle: OnceLock::new(),
         hit: AtomicBool::new(false),

@@ -241,7 +241,16 @@ impl Engine {
             executed_code: request.code.clone(),
         };
         let finish = |mut report: RunReport| {
-            report.outcome.duration_ms = started.elapsed().as_millis() as u64;
+            let outcome = &mut report.outcome;
+            outcome.duration_ms = started.elapsed().as_millis() as u64;
+            tracing::debug!(
+                execution_id = %outcome.execution_id,
+                status = ?outcome.status,
+                input_heap = outcome.input_heap.as_ref().map(HeapKey::as_str),
+                heap = outcome.heap.as_ref().map(HeapKey::as_str),
+                duration_ms = outcome.duration_ms,
+                "run finished"
+            );
             Ok(report)
         };
 
