@@ -19,16 +19,18 @@ pub struct RedbSessionStore {
 }
 
 impl RedbSessionStore {
-    /// Opens (or creates) the database at `path`, creating parent directories.
+    /// Opens (or creates) a database of its own at `path`.
     pub fn open(path: &Path) -> Result<Self, SessionStoreError> {
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(backend)?;
-        }
-        let db = Database::create(path).map_err(backend)?;
+        Self::new(crate::embedded::open_database(path).map_err(backend)?)
+    }
+
+    /// A store over an open database (shared with the metadata store: redb
+    /// allows one handle per file).
+    pub fn new(db: Arc<Database>) -> Result<Self, SessionStoreError> {
         let tx = db.begin_write().map_err(backend)?;
         tx.open_table(SESSIONS).map_err(backend)?;
         tx.commit().map_err(backend)?;
-        Ok(Self { db: Arc::new(db) })
+        Ok(Self { db })
     }
 
     /// Runs blocking redb work off the async executor.

@@ -1,0 +1,132 @@
+//! Metadata beside the heaps: the session log, heap tags and the execution
+//! registry. The layout mirrors the original sled schema (one log per
+//! session name keyed by a growing index; tags keyed by heap; executions
+//! keyed by id) so the DynamoDB tables can mirror it one to one.
+
+#[doc(hidden)]
+pub mod conformance;
+mod redb;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::engine::RunOutcome;
+use crate::heap::HeapKey;
+
+pub use self::redb::RedbMetaStore;
+
+/// Boxed source error of a backend.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Heap tags: string keys to string values.
+pub type Tags = BTreeMap<String, String>;
+
+/// A session-log entry as written by a stateful run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogEntry {
+    /// Position in the session's log, from 0, without gaps.
+    pub index: u64,
+    /// The heap the run started from (`None`: a fresh isolate).
+    pub input_heap: Option<HeapKey>,
+    /// The heap the run produced.
+    pub output_heap: HeapKey,
+    /// The JavaScript executed (after TypeScript stripping).
+    pub code: String,
+    /// RFC 3339 UTC time of the write.
+    pub timestamp: String,
+}
+
+/// A log entry before it has an index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewLogEntry {
+    /// See [`LogEntry::input_heap`].
+    pub input_heap: Option<HeapKey>,
+    /// See [`LogEntry::output_heap`].
+    pub output_heap: HeapKey,
+    /// See [`LogEntry::code`].
+    pub code: String,
+    /// See [`LogEntry::timestamp`].
+    pub timestamp: String,
+}
+
+/// A run as the execution registry keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecutionRecord {
+    /// The outcome as `run_js` returned it.
+    #[serde(flatten)]
+    pub outcome: RunOutcome,
+    /// RFC 3339 UTC.
+    pub started_at: String,
+    /// RFC 3339 UTC.
+    pub completed_at: String,
+    /// Unix seconds after which the record is gone.
+    pub expires_at: i64,
+}
+
+/// What can go wrong with the metadata store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MetaStoreError {
+    /// The backend failed.
+    #[error("{store} metadata store failed: {source}")]
+    Backend {
+        /// Backend name.
+        store: &'static str,
+        /// The backend's error.
+        #[source]
+        source: BoxError,
+    },
+    /// A stored record could not be decoded.
+    #[error("stored {what} could not be read: {reason}")]
+    Unreadable {
+        /// Which record.
+        what: String,
+        /// Decoder message.
+        reason: String,
+    },
+}
+
+/// Session log, heap tags and execution registry.
+///
+/// # Contract
+/// - `append_log` allocates the next index of its session atomically:
+///   concurrent appends to one session get distinct indexes with no gaps,
+///   from 0.
+/// - `list_sessions` names every session with at least one entry without
+///   reading entries.
+/// - `set_tags` replaces all tags of a heap; an empty map removes them.
+///   `query_by_tags` returns heaps whose tags contain every pair of the
+///   filter, never untagged heaps, reading only candidates of one pair.
+/// - `get_execution` treats a record whose `expires_at <= now` as absent.
+#[async_trait]
+pub trait MetaStore: Send + Sync + fmt::Debug + 'static {
+    /// Appends to the log of `session` and returns the entry's index.
+    async fn append_log(&self, session: &str, entry: NewLogEntry) -> Result<u64, MetaStoreError>;
+    /// Names of sessions with at least one entry, sorted.
+    async fn list_sessions(&self) -> Result<Vec<String>, MetaStoreError>;
+    /// Entries `offset..offset + limit` of `session`, in index order.
+    async fn read_log(
+        &self,
+        session: &str,
+        offset: u64,
+        limit: usize,
+    ) -> Result<Vec<LogEntry>, MetaStoreError>;
+    /// Tags of `heap` (empty when none).
+    async fn get_tags(&self, heap: &HeapKey) -> Result<Tags, MetaStoreError>;
+    /// Replaces the tags of `heap`.
+    async fn set_tags(&self, heap: &HeapKey, tags: &Tags) -> Result<(), MetaStoreError>;
+    /// Heaps whose tags contain every pair of `filter` (non-empty).
+    async fn query_by_tags(&self, filter: &Tags) -> Result<Vec<(HeapKey, Tags)>, MetaStoreError>;
+    /// Records a run.
+    async fn put_execution(&self, record: &ExecutionRecord) -> Result<(), MetaStoreError>;
+    /// A recorded run, unless absent or expired at `now` (Unix seconds).
+    async fn get_execution(
+        &self,
+        id: Uuid,
+        now: i64,
+    ) -> Result<Option<ExecutionRecord>, MetaStoreError>;
+}

@@ -1,0 +1,261 @@
+//! The embedded metadata store, in the same redb database as the sessions.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use redb::{Database, ReadableTable, TableDefinition};
+use uuid::Uuid;
+
+use super::{ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, Tags};
+use crate::heap::HeapKey;
+
+/// (session, index) → JSON [`LogEntry`].
+const LOG: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("session_log");
+/// session → next index; one row per session, so listing reads no entries.
+const LOG_HEADS: TableDefinition<&str, u64> = TableDefinition::new("session_log_heads");
+/// heap → JSON tags.
+const TAGS: TableDefinition<&str, &[u8]> = TableDefinition::new("heap_tags");
+/// (tag key, tag value, heap) → (): the inverted index for queries.
+const TAG_INDEX: TableDefinition<(&str, &str, &str), ()> = TableDefinition::new("heap_tag_index");
+/// execution id → JSON [`ExecutionRecord`].
+const EXECUTIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("executions");
+
+/// Session log, tags and executions in redb; every call is one transaction.
+#[derive(Debug, Clone)]
+pub struct RedbMetaStore {
+    db: Arc<Database>,
+}
+
+fn backend(source: impl Into<super::BoxError>) -> MetaStoreError {
+    MetaStoreError::Backend {
+        store: "redb",
+        source: source.into(),
+    }
+}
+
+fn decode<T: serde::de::DeserializeOwned>(
+    what: impl FnOnce() -> String,
+    bytes: &[u8],
+) -> Result<T, MetaStoreError> {
+    serde_json::from_slice(bytes).map_err(|e| MetaStoreError::Unreadable {
+        what: what(),
+        reason: e.to_string(),
+    })
+}
+
+impl RedbMetaStore {
+    /// A store over an open database (shared with the session store: redb
+    /// allows one handle per file).
+    pub fn new(db: Arc<Database>) -> Result<Self, MetaStoreError> {
+        let tx = db.begin_write().map_err(backend)?;
+        tx.open_table(LOG).map_err(backend)?;
+        tx.open_table(LOG_HEADS).map_err(backend)?;
+        tx.open_table(TAGS).map_err(backend)?;
+        tx.open_table(TAG_INDEX).map_err(backend)?;
+        tx.open_table(EXECUTIONS).map_err(backend)?;
+        tx.commit().map_err(backend)?;
+        Ok(Self { db })
+    }
+
+    async fn blocking<T, F>(&self, work: F) -> Result<T, MetaStoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Database) -> Result<T, MetaStoreError> + Send + 'static,
+    {
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || work(&db))
+            .await
+            .map_err(backend)?
+    }
+}
+
+#[async_trait]
+impl MetaStore for RedbMetaStore {
+    async fn append_log(&self, session: &str, entry: NewLogEntry) -> Result<u64, MetaStoreError> {
+        let session = session.to_owned();
+        // redb runs write transactions one at a time, so reading the head and
+        // writing entry and head in one transaction allocates without races.
+        self.blocking(move |db| {
+            let tx = db.begin_write().map_err(backend)?;
+            let index = {
+                let mut heads = tx.open_table(LOG_HEADS).map_err(backend)?;
+                let index = heads
+                    .get(session.as_str())
+                    .map_err(backend)?
+                    .map_or(0, |v| v.value());
+                heads.insert(session.as_str(), index + 1).map_err(backend)?;
+                let record = LogEntry {
+                    index,
+                    input_heap: entry.input_heap,
+                    output_heap: entry.output_heap,
+                    code: entry.code,
+                    timestamp: entry.timestamp,
+                };
+                let bytes = serde_json::to_vec(&record).map_err(backend)?;
+                tx.open_table(LOG)
+                    .map_err(backend)?
+                    .insert((session.as_str(), index), bytes.as_slice())
+                    .map_err(backend)?;
+                index
+            };
+            tx.commit().map_err(backend)?;
+            Ok(index)
+        })
+        .await
+    }
+
+    async fn list_sessions(&self) -> Result<Vec<String>, MetaStoreError> {
+        self.blocking(|db| {
+            let tx = db.begin_read().map_err(backend)?;
+            let heads = tx.open_table(LOG_HEADS).map_err(backend)?;
+            heads
+                .iter()
+                .map_err(backend)?
+                .map(|row| {
+                    row.map(|(name, _)| name.value().to_owned())
+                        .map_err(backend)
+                })
+                .collect()
+        })
+        .await
+    }
+
+    async fn read_log(
+        &self,
+        session: &str,
+        offset: u64,
+        limit: usize,
+    ) -> Result<Vec<LogEntry>, MetaStoreError> {
+        let session = session.to_owned();
+        self.blocking(move |db| {
+            let tx = db.begin_read().map_err(backend)?;
+            let log = tx.open_table(LOG).map_err(backend)?;
+            let range = log
+                .range((session.as_str(), offset)..=(session.as_str(), u64::MAX))
+                .map_err(backend)?;
+            range
+                .take(limit)
+                .map(|row| {
+                    let (key, bytes) = row.map_err(backend)?;
+                    decode(|| format!("log entry {:?}", key.value()), bytes.value())
+                })
+                .collect()
+        })
+        .await
+    }
+
+    async fn get_tags(&self, heap: &HeapKey) -> Result<Tags, MetaStoreError> {
+        let heap = heap.clone();
+        self.blocking(move |db| {
+            let tx = db.begin_read().map_err(backend)?;
+            let tags = tx.open_table(TAGS).map_err(backend)?;
+            match tags.get(heap.as_str()).map_err(backend)? {
+                Some(bytes) => decode(|| format!("tags of heap {heap}"), bytes.value()),
+                None => Ok(Tags::new()),
+            }
+        })
+        .await
+    }
+
+    async fn set_tags(&self, heap: &HeapKey, new_tags: &Tags) -> Result<(), MetaStoreError> {
+        let heap = heap.clone();
+        let new_tags = new_tags.clone();
+        self.blocking(move |db| {
+            let tx = db.begin_write().map_err(backend)?;
+            {
+                let mut tags = tx.open_table(TAGS).map_err(backend)?;
+                let mut index = tx.open_table(TAG_INDEX).map_err(backend)?;
+                let old: Tags = match tags.get(heap.as_str()).map_err(backend)? {
+                    Some(bytes) => decode(|| format!("tags of heap {heap}"), bytes.value())?,
+                    None => Tags::new(),
+                };
+                for (key, value) in &old {
+                    index
+                        .remove((key.as_str(), value.as_str(), heap.as_str()))
+                        .map_err(backend)?;
+                }
+                if new_tags.is_empty() {
+                    tags.remove(heap.as_str()).map_err(backend)?;
+                } else {
+                    let bytes = serde_json::to_vec(&new_tags).map_err(backend)?;
+                    tags.insert(heap.as_str(), bytes.as_slice())
+                        .map_err(backend)?;
+                    for (key, value) in &new_tags {
+                        index
+                            .insert((key.as_str(), value.as_str(), heap.as_str()), ())
+                            .map_err(backend)?;
+                    }
+                }
+            }
+            tx.commit().map_err(backend)
+        })
+        .await
+    }
+
+    async fn query_by_tags(&self, filter: &Tags) -> Result<Vec<(HeapKey, Tags)>, MetaStoreError> {
+        let filter = filter.clone();
+        self.blocking(move |db| {
+            let Some((key, value)) = filter.iter().next() else {
+                return Ok(Vec::new());
+            };
+            let tx = db.begin_read().map_err(backend)?;
+            let index = tx.open_table(TAG_INDEX).map_err(backend)?;
+            let tags = tx.open_table(TAGS).map_err(backend)?;
+            let mut found = Vec::new();
+            // Candidates share the first pair; only they are read.
+            for row in index
+                .range((key.as_str(), value.as_str(), "")..)
+                .map_err(backend)?
+            {
+                let (entry, _) = row.map_err(backend)?;
+                let (k, v, heap) = entry.value();
+                if k != key || v != value {
+                    break;
+                }
+                let Ok(heap) = HeapKey::parse(heap) else {
+                    continue;
+                };
+                let Some(bytes) = tags.get(heap.as_str()).map_err(backend)? else {
+                    continue;
+                };
+                let heap_tags: Tags = decode(|| format!("tags of heap {heap}"), bytes.value())?;
+                if filter.iter().all(|(fk, fv)| heap_tags.get(fk) == Some(fv)) {
+                    found.push((heap, heap_tags));
+                }
+            }
+            Ok(found)
+        })
+        .await
+    }
+
+    async fn put_execution(&self, record: &ExecutionRecord) -> Result<(), MetaStoreError> {
+        let bytes = serde_json::to_vec(record).map_err(backend)?;
+        let id = record.outcome.execution_id.to_string();
+        self.blocking(move |db| {
+            let tx = db.begin_write().map_err(backend)?;
+            tx.open_table(EXECUTIONS)
+                .map_err(backend)?
+                .insert(id.as_str(), bytes.as_slice())
+                .map_err(backend)?;
+            tx.commit().map_err(backend)
+        })
+        .await
+    }
+
+    async fn get_execution(
+        &self,
+        id: Uuid,
+        now: i64,
+    ) -> Result<Option<ExecutionRecord>, MetaStoreError> {
+        self.blocking(move |db| {
+            let tx = db.begin_read().map_err(backend)?;
+            let executions = tx.open_table(EXECUTIONS).map_err(backend)?;
+            let Some(bytes) = executions.get(id.to_string().as_str()).map_err(backend)? else {
+                return Ok(None);
+            };
+            let record: ExecutionRecord = decode(|| format!("execution {id}"), bytes.value())?;
+            Ok((record.expires_at > now).then_some(record))
+        })
+        .await
+    }
+}

@@ -1,0 +1,197 @@
+//! JSON-RPC 2.0 envelopes as MCP uses them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+/// The `id` of a request: MCP allows strings and integers, never null.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    /// Integer id.
+    Number(i64),
+    /// String id.
+    String(String),
+}
+
+/// Standard and MCP-specific error codes.
+pub mod code {
+    /// Invalid JSON.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// Not a valid JSON-RPC message.
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// Unknown method.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Bad parameters.
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// Server-side failure.
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// The session is unknown or expired; the client re-initializes.
+    pub const SESSION_NOT_FOUND: i64 = -32001;
+}
+
+/// One incoming message, before it is told apart. Fields stay raw so a
+/// request's params are decoded once, into the type of its method.
+#[derive(Debug, Deserialize)]
+pub struct Incoming {
+    /// Must be `"2.0"`.
+    pub jsonrpc: String,
+    /// Present on requests and responses.
+    #[serde(default)]
+    pub id: Option<RequestId>,
+    /// Present on requests and notifications.
+    #[serde(default)]
+    pub method: Option<String>,
+    /// Method parameters.
+    #[serde(default)]
+    pub params: Option<Box<RawValue>>,
+    /// Present on responses (to server-initiated requests).
+    #[serde(default)]
+    pub result: Option<Box<RawValue>>,
+    /// Present on error responses.
+    #[serde(default)]
+    pub error: Option<Box<RawValue>>,
+}
+
+/// What an incoming message is.
+#[derive(Debug)]
+pub enum Message {
+    /// Expects a response.
+    Request {
+        /// Echoed in the response.
+        id: RequestId,
+        /// Method name.
+        method: String,
+        /// Raw parameters.
+        params: Option<Box<RawValue>>,
+    },
+    /// Fire and forget.
+    Notification {
+        /// Method name.
+        method: String,
+        /// Raw parameters.
+        params: Option<Box<RawValue>>,
+    },
+    /// A client's answer to a server request (this server sends none).
+    Response,
+}
+
+/// A message that is JSON but not JSON-RPC.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid JSON-RPC message: {0}")]
+pub struct InvalidMessage(pub &'static str);
+
+impl TryFrom<Incoming> for Message {
+    type Error = InvalidMessage;
+    fn try_from(m: Incoming) -> Result<Self, Self::Error> {
+        if m.jsonrpc != "2.0" {
+            return Err(InvalidMessage("jsonrpc must be \"2.0\""));
+        }
+        match (m.id, m.method) {
+            (Some(id), Some(method)) => Ok(Message::Request {
+                id,
+                method,
+                params: m.params,
+            }),
+            (None, Some(method)) => Ok(Message::Notification {
+                method,
+                params: m.params,
+            }),
+            (Some(_), None) if m.result.is_some() || m.error.is_some() => Ok(Message::Response),
+            _ => Err(InvalidMessage(
+                "a message needs a method, or an id with a result or error",
+            )),
+        }
+    }
+}
+
+/// A JSON-RPC error object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorObject {
+    /// One of [`code`].
+    pub code: i64,
+    /// Human-readable.
+    pub message: String,
+}
+
+/// A response the server sends.
+#[derive(Debug, Clone, Serialize)]
+pub struct Response<T: Serialize> {
+    /// Always `"2.0"`.
+    pub jsonrpc: &'static str,
+    /// The request's id; `null` only when the request could not be read.
+    pub id: Option<RequestId>,
+    /// Success payload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<T>,
+    /// Failure payload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorObject>,
+}
+
+impl<T: Serialize> Response<T> {
+    /// A successful response.
+    pub fn ok(id: RequestId, result: T) -> Self {
+        Self {
+            jsonrpc: "2.0",
+            id: Some(id),
+            result: Some(result),
+            error: None,
+        }
+    }
+}
+
+impl Response<()> {
+    /// An error response.
+    pub fn error(id: Option<RequestId>, code: i64, message: impl Into<String>) -> Self {
+        Self {
+            jsonrpc: "2.0",
+            id,
+            result: None,
+            error: Some(ErrorObject {
+                code,
+                message: message.into(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn classify(json: &str) -> Result<Message, InvalidMessage> {
+        Message::try_from(serde_json::from_str::<Incoming>(json).unwrap())
+    }
+
+    #[test]
+    fn messages_are_told_apart_by_id_and_method() {
+        assert!(matches!(
+            classify(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+            Ok(Message::Request { .. })
+        ));
+        assert!(matches!(
+            classify(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            Ok(Message::Notification { .. })
+        ));
+        assert!(matches!(
+            classify(r#"{"jsonrpc":"2.0","id":"a","result":{}}"#),
+            Ok(Message::Response)
+        ));
+        assert!(classify(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#).is_err());
+        assert!(classify(r#"{"jsonrpc":"2.0","id":1}"#).is_err());
+    }
+
+    #[test]
+    fn ids_keep_their_json_type() {
+        let r = Response::ok(RequestId::String("7".into()), serde_json::json!({}));
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            r#"{"jsonrpc":"2.0","id":"7","result":{}}"#
+        );
+        let e = Response::error(None, code::PARSE_ERROR, "bad");
+        assert_eq!(
+            serde_json::to_string(&e).unwrap(),
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad"}}"#
+        );
+    }
+}

@@ -1,0 +1,207 @@
+//! MCP messages of the session-protocol revisions this server speaks.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::session::ClientInfo;
+
+/// Protocol versions with `initialize`, oldest first.
+pub const SUPPORTED_VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// The version whose transport allows JSON-RPC batches.
+pub const BATCHING_VERSION: &str = "2025-03-26";
+
+/// Whether `version` has structured tool output (`outputSchema`,
+/// `structuredContent`): 2025-06-18 and later.
+pub fn has_structured_output(version: &str) -> bool {
+    version >= "2025-06-18"
+}
+
+/// The client's version if supported, else the newest this server speaks.
+pub fn negotiate(requested: &str) -> &'static str {
+    SUPPORTED_VERSIONS
+        .iter()
+        .find(|v| **v == requested)
+        .copied()
+        .unwrap_or(SUPPORTED_VERSIONS[SUPPORTED_VERSIONS.len() - 1])
+}
+
+/// Method names.
+pub mod method {
+    /// Handshake.
+    pub const INITIALIZE: &str = "initialize";
+    /// Handshake done.
+    pub const INITIALIZED: &str = "notifications/initialized";
+    /// Liveness.
+    pub const PING: &str = "ping";
+    /// Tool listing.
+    pub const TOOLS_LIST: &str = "tools/list";
+    /// Tool invocation.
+    pub const TOOLS_CALL: &str = "tools/call";
+    /// A request the client gave up on.
+    pub const CANCELLED: &str = "notifications/cancelled";
+}
+
+/// Header names.
+pub mod header {
+    /// The transport session.
+    pub const SESSION_ID: &str = "mcp-session-id";
+    /// Negotiated protocol version, sent by clients after `initialize`.
+    pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+    /// Prefix of the headers captured at `initialize`.
+    pub const MCP_PREFIX: &str = "x-mcp-";
+    /// The logical session naming the session log.
+    pub const LOGICAL_SESSION: &str = "x-mcp-session-id";
+}
+
+/// `initialize` parameters.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams {
+    /// The client's preferred version.
+    pub protocol_version: String,
+    /// Client capabilities, kept verbatim.
+    #[serde(default)]
+    pub capabilities: Map<String, Value>,
+    /// Who the client is.
+    pub client_info: ClientInfo,
+}
+
+/// `initialize` result.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    /// Negotiated version.
+    pub protocol_version: &'static str,
+    /// What this server offers.
+    pub capabilities: ServerCapabilities,
+    /// Who this server is.
+    pub server_info: ServerInfo,
+    /// How to use the server, for the model.
+    pub instructions: &'static str,
+}
+
+/// Server capabilities.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerCapabilities {
+    /// Tools are offered; the list never changes during a session.
+    pub tools: ToolsCapability,
+}
+
+/// The `tools` capability.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolsCapability {
+    /// Always false.
+    pub list_changed: bool,
+}
+
+/// `serverInfo`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerInfo {
+    /// `mcp-v8-lambda`.
+    pub name: &'static str,
+    /// Crate version.
+    pub version: &'static str,
+}
+
+/// This server's `serverInfo`.
+pub const SERVER_INFO: ServerInfo = ServerInfo {
+    name: "mcp-v8-lambda",
+    version: env!("CARGO_PKG_VERSION"),
+};
+
+/// `tools/call` parameters.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CallToolParams {
+    /// Tool name.
+    pub name: String,
+    /// Tool arguments, decoded by the tool into its own type.
+    #[serde(default)]
+    pub arguments: Option<Box<serde_json::value::RawValue>>,
+}
+
+/// One entry of `content`.
+#[derive(Debug, Clone, Serialize)]
+pub struct TextContent {
+    /// Always `"text"`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The text.
+    pub text: String,
+}
+
+/// `tools/call` result.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    /// The result as text (JSON of the structured result).
+    pub content: Vec<TextContent>,
+    /// The same result as an object matching the tool's `outputSchema`
+    /// (omitted for protocol versions before 2025-06-18 and for errors).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// True when the tool failed (the JavaScript, or the arguments).
+    pub is_error: bool,
+}
+
+impl CallToolResult {
+    /// A tool error whose message the model can read and act on.
+    pub fn error(message: impl Into<String>) -> Self {
+        Self {
+            content: vec![TextContent {
+                kind: "text",
+                text: message.into(),
+            }],
+            structured_content: None,
+            is_error: true,
+        }
+    }
+}
+
+/// `tools/list` result.
+#[derive(Debug, Clone, Serialize)]
+pub struct ListToolsResult {
+    /// The tools.
+    pub tools: Vec<Tool>,
+}
+
+/// A tool description.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    /// Name used in `tools/call`.
+    pub name: &'static str,
+    /// For the model.
+    pub description: &'static str,
+    /// JSON Schema of the arguments.
+    pub input_schema: Value,
+    /// JSON Schema of `structuredContent` (2025-06-18 and later).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+}
+
+/// An empty result object (`ping`).
+#[derive(Debug, Clone, Serialize)]
+pub struct EmptyResult {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negotiation_keeps_a_supported_version_and_otherwise_offers_the_newest() {
+        assert_eq!(negotiate("2025-03-26"), "2025-03-26");
+        assert_eq!(negotiate("2025-06-18"), "2025-06-18");
+        assert_eq!(negotiate("2024-11-05"), "2025-11-25");
+        assert_eq!(negotiate("2026-07-28"), "2025-11-25");
+        assert_eq!(negotiate("garbage"), "2025-11-25");
+    }
+
+    #[test]
+    fn structured_output_starts_with_2025_06_18() {
+        assert!(!has_structured_output("2025-03-26"));
+        assert!(has_structured_output("2025-06-18"));
+        assert!(has_structured_output("2025-11-25"));
+    }
+}

@@ -1,0 +1,4 @@
+//! The wire: JSON-RPC envelopes and MCP messages.
+
+pub mod jsonrpc;
+pub mod mcp;

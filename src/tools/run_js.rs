@@ -1,0 +1,175 @@
+//! `run_js`: run JavaScript or TypeScript, optionally from a saved heap.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{Toolbox, schema, structured_result};
+use crate::engine::{Language, RunRequest, RunStatus};
+use crate::heap::HeapKey;
+use crate::meta::{ExecutionRecord, NewLogEntry, Tags};
+use crate::protocol::mcp::{CallToolResult, Tool};
+use crate::session::{InitState, unix_now};
+
+pub(super) const NAME: &str = "run_js";
+
+const STATEFUL_DESCRIPTION: &str = "Run JavaScript or TypeScript in a V8 isolate and return its completion value and console output. \
+Every successful run saves the whole heap and returns its key as `heap`; pass that key as `heap` in a later call to continue with \
+every global, top-level declaration and object of that run. Heaps are immutable: continuing from the same key twice gives two \
+independent branches. No network, filesystem, environment or modules are available.";
+
+const STATELESS_DESCRIPTION: &str = "Run JavaScript or TypeScript in a fresh V8 isolate and return its completion value and console \
+output. This server is stateless: nothing is kept between calls. No network, filesystem, environment or modules are available.";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Args {
+    code: String,
+    #[serde(default)]
+    heap: Option<String>,
+    #[serde(default)]
+    tags: Option<Tags>,
+    #[serde(default)]
+    execution_timeout_secs: Option<f64>,
+    #[serde(default)]
+    heap_memory_max_mb: Option<usize>,
+    #[serde(default)]
+    language: Language,
+}
+
+pub(super) fn describe(stateless: bool) -> Tool {
+    let mut properties = json!({
+        "code": { "type": "string", "description": "JavaScript or TypeScript source. The value of the last expression is the result; a promise is awaited; top-level await works." },
+        "execution_timeout_secs": { "type": "number", "exclusiveMinimum": 0, "maximum": 300, "description": "Timeout in seconds (default 30)." },
+        "heap_memory_max_mb": { "type": "integer", "minimum": 8, "maximum": 1024, "description": "Heap limit in MiB (default 64)." },
+        "language": { "type": "string", "enum": ["auto", "javascript", "typescript"], "description": "Default auto: TypeScript syntax is detected and its types stripped (no type checking)." }
+    });
+    if !stateless {
+        let object = properties.as_object_mut().expect("object literal");
+        object.insert(
+            "heap".into(),
+            schema::heap_key("Heap to start from (a `heap` returned by an earlier run). Omit for a fresh isolate."),
+        );
+        object.insert(
+            "tags".into(),
+            schema::tags("Tags to set on the heap this run produces (replaces its tags)."),
+        );
+    }
+    Tool {
+        name: NAME,
+        description: if stateless {
+            STATELESS_DESCRIPTION
+        } else {
+            STATEFUL_DESCRIPTION
+        },
+        input_schema: json!({
+            "type": "object",
+            "properties": properties,
+            "required": ["code"],
+            "additionalProperties": false
+        }),
+        output_schema: Some(schema::run_outcome()),
+    }
+}
+
+fn rfc3339(unix_millis: i128) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(unix_millis * 1_000_000)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
+fn now_millis() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i128)
+}
+
+pub(super) async fn call(
+    toolbox: &Toolbox,
+    session: &InitState,
+    args: Args,
+    structured: bool,
+) -> CallToolResult {
+    let heap = match args.heap.as_deref() {
+        None | Some("") => None,
+        Some(text) => match HeapKey::parse(text) {
+            Ok(key) => Some(key),
+            Err(e) => return CallToolResult::error(e.to_string()),
+        },
+    };
+    if toolbox.stateless && (heap.is_some() || args.tags.is_some()) {
+        return CallToolResult::error("this server is stateless: run_js takes no heap or tags");
+    }
+    let timeout = match args.execution_timeout_secs {
+        None => None,
+        Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => {
+            Some(Duration::from_secs_f64(secs))
+        }
+        Some(secs) => {
+            return CallToolResult::error(format!(
+                "execution_timeout_secs must be a positive number of seconds, got {secs}"
+            ));
+        }
+    };
+    tracing::Span::current().record("heap", heap.as_ref().map(HeapKey::as_str));
+    let started = now_millis();
+    let request = RunRequest {
+        code: args.code,
+        heap,
+        stateful: !toolbox.stateless,
+        language: args.language,
+        timeout,
+        heap_limit_mb: args.heap_memory_max_mb,
+    };
+    let report = match toolbox.engine.run(request).await {
+        Ok(report) => report,
+        Err(e) => return CallToolResult::error(e.to_string()),
+    };
+    let mut outcome = report.outcome;
+    let completed_at = now_millis();
+
+    // The heap is stored; metadata that fails to follow is reported, never
+    // hidden, and the heap stays usable by its key.
+    let mut metadata_failed = false;
+    if let (RunStatus::Completed, Some(output_heap)) = (outcome.status, outcome.heap.clone()) {
+        if let Some(name) = &session.logical_session {
+            let entry = NewLogEntry {
+                input_heap: outcome.input_heap.clone(),
+                output_heap: output_heap.clone(),
+                code: report.executed_code,
+                timestamp: rfc3339(completed_at),
+            };
+            if let Err(e) = toolbox.meta.append_log(name, entry).await {
+                outcome
+                    .warnings
+                    .push(format!("the session log entry was not written: {e}"));
+                metadata_failed = true;
+            }
+        }
+        if let Some(tags) = &args.tags
+            && let Err(e) = toolbox.meta.set_tags(&output_heap, tags).await
+        {
+            outcome.warnings.push(format!("the tags were not set: {e}"));
+            metadata_failed = true;
+        }
+    }
+    let record = ExecutionRecord {
+        outcome: outcome.clone(),
+        started_at: rfc3339(started),
+        completed_at: rfc3339(completed_at),
+        expires_at: unix_now() + toolbox.execution_ttl_secs,
+    };
+    if let Err(e) = toolbox.meta.put_execution(&record).await {
+        outcome
+            .warnings
+            .push(format!("the execution record was not written: {e}"));
+        metadata_failed = true;
+    }
+    let is_error = outcome.status != RunStatus::Completed || metadata_failed;
+    structured_result(&outcome, is_error, structured)
+}
