@@ -12,6 +12,8 @@ if [ -z "${RUSTY_V8_ARCHIVE:-}" ] && [ -f "$archive" ]; then
     export RUSTY_V8_ARCHIVE="$PWD/$archive"
 fi
 
+scripts/install-test-deps.sh
+
 cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
 cargo test --locked

@@ -1,0 +1,160 @@
+//! End to end: `mcp-v8-lambda serve` on a free loopback port, driven by the
+//! official TypeScript SDK client and the Python `mcp` client (installed by
+//! scripts/test.sh), including the replay proof across a server restart.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn project() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A running `serve`, killed when dropped.
+struct Serve {
+    child: Child,
+    port: u16,
+    data_dir: PathBuf,
+}
+
+impl Serve {
+    fn start(data_dir: &Path, port: u16) -> Self {
+        let child = Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
+            .args(["serve", "--port", &port.to_string(), "--data-dir"])
+            .arg(data_dir)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("starting serve");
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(started.elapsed() < Duration::from_secs(20), "serve did not listen on {port}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self {
+            child,
+            port,
+            data_dir: data_dir.to_owned(),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    /// Kills the process outright (no graceful shutdown) and starts a new one
+    /// on the same port and data directory: a new instance, same store.
+    fn restart(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            assert!(started.elapsed() < Duration::from_secs(10), "old serve still listening");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        *self = Serve::start(&self.data_dir.clone(), self.port);
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn client_command(program: &str, args: &[&str]) -> Command {
+    let mut command = Command::new(program);
+    command.args(args).current_dir(project().join("tests/e2e"));
+    command
+}
+
+fn node() -> Command {
+    assert!(
+        project().join("tests/e2e/node_modules/@modelcontextprotocol/sdk").exists(),
+        "the TypeScript SDK is not installed: run scripts/test.sh (it runs npm ci in tests/e2e)"
+    );
+    client_command("node", &["ts_client.mjs"])
+}
+
+fn python() -> Command {
+    let venv = project().join(".venv/bin/python");
+    assert!(venv.exists(), "the Python mcp client is not installed: run scripts/test.sh (it creates .venv)");
+    client_command(venv.to_str().unwrap(), &["py_client.py"])
+}
+
+/// Runs a client to completion and returns its last JSON line.
+fn finish(mut command: Command) -> Value {
+    let output = command.output().expect("running the client");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "client failed: {}\nstdout:\n{stdout}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let last = stdout.lines().last().expect("the client printed its result");
+    serde_json::from_str(last).unwrap()
+}
+
+#[test]
+fn typescript_sdk_client_threads_a_counter_through_three_heaps() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(dir.path(), free_port());
+    let mut command = node();
+    command.args([&serve.url(), "counter"]);
+    let done = finish(command);
+    assert_eq!(done["event"], "done");
+    assert_eq!(done["protocol"], "2025-11-25");
+    let heap = done["heap"].as_str().unwrap();
+    assert!(dir.path().join("heaps").join(heap).exists(), "the last heap is stored");
+}
+
+#[test]
+fn python_mcp_client_threads_a_counter_through_three_heaps() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(dir.path(), free_port());
+    let mut command = python();
+    command.arg(serve.url());
+    let done = finish(command);
+    assert_eq!(done["event"], "done");
+    let heap = done["heap"].as_str().unwrap();
+    assert!(dir.path().join("heaps").join(heap).exists(), "the last heap is stored");
+}
+
+#[test]
+fn a_session_survives_a_server_restart_and_a_deleted_one_reinitializes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut serve = Serve::start(dir.path(), free_port());
+    let mut client = node()
+        .args([&serve.url(), "replay"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = client.stdin.take().unwrap();
+    let mut events = Vec::new();
+    for line in BufReader::new(client.stdout.take().unwrap()).lines() {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if event["event"] == "restart" {
+            serve.restart();
+            writeln!(stdin, "continue").unwrap();
+        }
+        events.push(event);
+    }
+    assert!(client.wait().unwrap().success(), "client failed after events {events:?}");
+    let names: Vec<&str> = events.iter().map(|e| e["event"].as_str().unwrap()).collect();
+    assert_eq!(names, ["restart", "continued", "not_found", "done"]);
+    assert_eq!(events[0]["session"], events[1]["session"], "the same transport session continued");
+    assert_ne!(events[0]["session"], events[3]["session"], "re-initialize made a new session");
+}

@@ -1,0 +1,77 @@
+// Drives the server with the official TypeScript SDK client.
+//   node ts_client.mjs URL counter   initialize, list tools, thread a counter through three heaps
+//   node ts_client.mjs URL replay    the replay proof; the harness restarts the server when told
+// Prints one JSON line per event; exits non-zero on any failed expectation.
+import assert from "node:assert/strict";
+import readline from "node:readline";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+const [url, mode] = process.argv.slice(2);
+const say = (event) => console.log(JSON.stringify(event));
+
+async function connect(logicalSession) {
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { "X-MCP-Session-Id": logicalSession } },
+  });
+  const client = new Client({ name: "e2e-typescript", version: "1.0.0" });
+  await client.connect(transport);
+  return { client, transport };
+}
+
+async function run(client, code, heap) {
+  const result = await client.callTool({ name: "run_js", arguments: heap ? { code, heap } : { code } });
+  assert.equal(result.isError, false, JSON.stringify(result));
+  const outcome = result.structuredContent;
+  assert.equal(outcome.status, "completed");
+  assert.match(outcome.heap, /^[0-9a-f]{64}$/);
+  return outcome;
+}
+
+async function counter() {
+  const { client, transport } = await connect("ts-counter");
+  assert.equal(client.getServerVersion().name, "mcp-v8-lambda");
+  const { tools } = await client.listTools();
+  assert.ok(tools.some((t) => t.name === "run_js"), JSON.stringify(tools));
+  let heap;
+  for (let i = 1; i <= 3; i++) {
+    const outcome = await run(client, i === 1 ? "globalThis.counter = 1; counter" : "counter += 1; counter", heap);
+    assert.equal(outcome.result, String(i));
+    heap = outcome.heap;
+  }
+  say({ event: "done", heap, session: transport.sessionId, protocol: transport.protocolVersion });
+  await transport.close();
+}
+
+async function replay() {
+  const lines = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+  const { client, transport } = await connect("ts-replay");
+  const first = await run(client, "globalThis.counter = 1; counter");
+  const session = transport.sessionId;
+  say({ event: "restart", session });
+  const reply = await lines.next();
+  assert.equal(reply.value, "continue");
+
+  // Same client, same transport session, a new server process: no re-initialize.
+  const second = await run(client, "counter += 1; counter", first.heap);
+  assert.equal(second.result, "2");
+  assert.equal(transport.sessionId, session);
+  say({ event: "continued", session });
+
+  // The session ends on the server (out of band, as expiry would end it).
+  const deleted = await fetch(url, { method: "DELETE", headers: { "mcp-session-id": session } });
+  assert.equal(deleted.status, 204);
+  await assert.rejects(run(client, "counter", second.heap), (e) => e instanceof StreamableHTTPError && e.code === 404);
+  say({ event: "not_found", session });
+
+  // Re-initializing gives a new transport session; heaps and the log go on.
+  const again = await connect("ts-replay");
+  assert.notEqual(again.transport.sessionId, session);
+  const third = await run(again.client, "counter += 1; counter", second.heap);
+  assert.equal(third.result, "3");
+  say({ event: "done", session: again.transport.sessionId, heap: third.heap });
+  await again.transport.close();
+}
+
+await (mode === "replay" ? replay() : counter());
+process.exit(0);
