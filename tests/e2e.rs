@@ -15,7 +15,11 @@ fn project() -> PathBuf {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A running `serve`, killed when dropped.
@@ -37,7 +41,10 @@ impl Serve {
             .expect("starting serve");
         let started = Instant::now();
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(started.elapsed() < Duration::from_secs(20), "serve did not listen on {port}");
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "serve did not listen on {port}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         Self {
@@ -58,7 +65,10 @@ impl Serve {
         self.child.wait().unwrap();
         let started = Instant::now();
         while TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-            assert!(started.elapsed() < Duration::from_secs(10), "old serve still listening");
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "old serve still listening"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         *self = Serve::start(&self.data_dir.clone(), self.port);
@@ -80,7 +90,9 @@ fn client_command(program: &str, args: &[&str]) -> Command {
 
 fn node() -> Command {
     assert!(
-        project().join("tests/e2e/node_modules/@modelcontextprotocol/sdk").exists(),
+        project()
+            .join("tests/e2e/node_modules/@modelcontextprotocol/sdk")
+            .exists(),
         "the TypeScript SDK is not installed: run scripts/test.sh (it runs npm ci in tests/e2e)"
     );
     client_command("node", &["ts_client.mjs"])
@@ -88,7 +100,10 @@ fn node() -> Command {
 
 fn python() -> Command {
     let venv = project().join(".venv/bin/python");
-    assert!(venv.exists(), "the Python mcp client is not installed: run scripts/test.sh (it creates .venv)");
+    assert!(
+        venv.exists(),
+        "the Python mcp client is not installed: run scripts/test.sh (it creates .venv)"
+    );
     client_command(venv.to_str().unwrap(), &["py_client.py"])
 }
 
@@ -102,7 +117,10 @@ fn finish(mut command: Command) -> Value {
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
-    let last = stdout.lines().last().expect("the client printed its result");
+    let last = stdout
+        .lines()
+        .last()
+        .expect("the client printed its result");
     serde_json::from_str(last).unwrap()
 }
 
@@ -116,7 +134,10 @@ fn typescript_sdk_client_threads_a_counter_through_three_heaps() {
     assert_eq!(done["event"], "done");
     assert_eq!(done["protocol"], "2025-11-25");
     let heap = done["heap"].as_str().unwrap();
-    assert!(dir.path().join("heaps").join(heap).exists(), "the last heap is stored");
+    assert!(
+        dir.path().join("heaps").join(heap).exists(),
+        "the last heap is stored"
+    );
 }
 
 #[test]
@@ -128,7 +149,10 @@ fn python_mcp_client_threads_a_counter_through_three_heaps() {
     let done = finish(command);
     assert_eq!(done["event"], "done");
     let heap = done["heap"].as_str().unwrap();
-    assert!(dir.path().join("heaps").join(heap).exists(), "the last heap is stored");
+    assert!(
+        dir.path().join("heaps").join(heap).exists(),
+        "the last heap is stored"
+    );
 }
 
 #[test]
@@ -152,9 +176,21 @@ fn a_session_survives_a_server_restart_and_a_deleted_one_reinitializes() {
         }
         events.push(event);
     }
-    assert!(client.wait().unwrap().success(), "client failed after events {events:?}");
-    let names: Vec<&str> = events.iter().map(|e| e["event"].as_str().unwrap()).collect();
+    assert!(
+        client.wait().unwrap().success(),
+        "client failed after events {events:?}"
+    );
+    let names: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["restart", "continued", "not_found", "done"]);
-    assert_eq!(events[0]["session"], events[1]["session"], "the same transport session continued");
-    assert_ne!(events[0]["session"], events[3]["session"], "re-initialize made a new session");
+    assert_eq!(
+        events[0]["session"], events[1]["session"],
+        "the same transport session continued"
+    );
+    assert_ne!(
+        events[0]["session"], events[3]["session"],
+        "re-initialize made a new session"
+    );
 }
