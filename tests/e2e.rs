@@ -155,12 +155,14 @@ fn python_mcp_client_threads_a_counter_through_three_heaps() {
     );
 }
 
-#[test]
-fn a_session_survives_a_server_restart_and_a_deleted_one_reinitializes() {
+/// Runs the TypeScript client in `mode`, restarting `serve` (SIGKILL, then a
+/// new process on the same port and data) when the client asks; returns the
+/// events it printed.
+fn run_with_restart(mode: &str) -> Vec<Value> {
     let dir = tempfile::tempdir().unwrap();
     let mut serve = Serve::start(dir.path(), free_port());
     let mut client = node()
-        .args([&serve.url(), "replay"])
+        .args([&serve.url(), mode])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -180,11 +182,23 @@ fn a_session_survives_a_server_restart_and_a_deleted_one_reinitializes() {
         client.wait().unwrap().success(),
         "client failed after events {events:?}"
     );
-    let names: Vec<&str> = events
+    events
+}
+
+fn names(events: &[Value]) -> Vec<&str> {
+    events
         .iter()
         .map(|e| e["event"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["restart", "continued", "not_found", "done"]);
+        .collect()
+}
+
+#[test]
+fn a_session_survives_a_server_restart_and_a_deleted_one_reinitializes() {
+    let events = run_with_restart("replay");
+    assert_eq!(
+        names(&events),
+        ["restart", "continued", "not_found", "done"]
+    );
     assert_eq!(
         events[0]["session"], events[1]["session"],
         "the same transport session continued"
@@ -193,4 +207,10 @@ fn a_session_survives_a_server_restart_and_a_deleted_one_reinitializes() {
         events[0]["session"], events[3]["session"],
         "re-initialize made a new session"
     );
+}
+
+#[test]
+fn tags_queries_the_session_log_and_executions_work_through_serve_and_survive_a_restart() {
+    let events = run_with_restart("tools");
+    assert_eq!(names(&events), ["restart", "done"]);
 }

@@ -60,6 +60,15 @@ pub async fn log_indexes_start_at_zero_and_read_back_in_order(store: &dyn MetaSt
     assert_eq!(all[3].input_heap, Some(heap(2)));
     assert_eq!(all[3].output_heap, heap(3));
     assert_eq!(all[3].code, "step(3)");
+    let last = store.last_log_entry(&s).await.unwrap().unwrap();
+    assert_eq!((last.index, last.output_heap.clone()), (4, heap(4)));
+    assert!(
+        store
+            .last_log_entry(&session("none"))
+            .await
+            .unwrap()
+            .is_none()
+    );
     let page = store.read_log(&s, 2, 2).await.unwrap();
     assert_eq!(page.iter().map(|e| e.index).collect::<Vec<_>>(), [2, 3]);
     assert!(

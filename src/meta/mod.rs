@@ -108,6 +108,8 @@ pub trait MetaStore: Send + Sync + fmt::Debug + 'static {
     async fn append_log(&self, session: &str, entry: NewLogEntry) -> Result<u64, MetaStoreError>;
     /// Names of sessions with at least one entry, sorted.
     async fn list_sessions(&self) -> Result<Vec<String>, MetaStoreError>;
+    /// The newest entry of `session` (its `index + 1` is the log's length).
+    async fn last_log_entry(&self, session: &str) -> Result<Option<LogEntry>, MetaStoreError>;
     /// Entries `offset..offset + limit` of `session`, in index order.
     async fn read_log(
         &self,

@@ -120,6 +120,25 @@ impl MetaStore for RedbMetaStore {
         .await
     }
 
+    async fn last_log_entry(&self, session: &str) -> Result<Option<LogEntry>, MetaStoreError> {
+        let session = session.to_owned();
+        self.blocking(move |db| {
+            let tx = db.begin_read().map_err(backend)?;
+            let log = tx.open_table(LOG).map_err(backend)?;
+            let mut range = log
+                .range((session.as_str(), 0)..=(session.as_str(), u64::MAX))
+                .map_err(backend)?;
+            match range.next_back() {
+                Some(row) => {
+                    let (key, bytes) = row.map_err(backend)?;
+                    decode(|| format!("log entry {:?}", key.value()), bytes.value()).map(Some)
+                }
+                None => Ok(None),
+            }
+        })
+        .await
+    }
+
     async fn read_log(
         &self,
         session: &str,

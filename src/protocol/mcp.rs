@@ -79,6 +79,17 @@ pub struct InitializeResult {
     pub server_info: ServerInfo,
     /// How to use the server, for the model.
     pub instructions: &'static str,
+    /// Continuity of the logical session, when the client named one.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<InitializeMeta>,
+}
+
+/// `_meta` of the `initialize` result.
+#[derive(Debug, Clone, Serialize)]
+pub struct InitializeMeta {
+    /// Where the logical session stands.
+    #[serde(rename = "mcp-v8/continuity")]
+    pub continuity: crate::tools::Continuity,
 }
 
 /// Server capabilities.

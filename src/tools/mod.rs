@@ -1,12 +1,16 @@
 //! The MCP tools: their descriptions for `tools/list` and their execution
 //! for `tools/call`.
 
+mod args;
+mod heap_tags;
 mod run_js;
 mod schema;
+mod session_log;
 
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::engine::Engine;
@@ -35,6 +39,22 @@ pub enum ToolCallError {
     /// No tool of that name here.
     #[error("unknown tool: {0}")]
     UnknownTool(String),
+    /// A stateful tool called on a stateless server.
+    #[error("{0} is not available: this server is stateless")]
+    NotAvailable(String),
+}
+
+/// What `initialize` tells a client that comes back to a logical session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Continuity {
+    /// The logical session (`X-MCP-Session-Id`).
+    pub logical_session: String,
+    /// Whether the session already has logged runs.
+    pub resumed: bool,
+    /// How many.
+    pub entries: u64,
+    /// The heap of the newest run, to continue from.
+    pub last_output_heap: Option<String>,
 }
 
 impl Toolbox {
@@ -42,6 +62,10 @@ impl Toolbox {
     pub fn list(&self, version: &str) -> ListToolsResult {
         let structured = has_structured_output(version);
         let mut tools = vec![run_js::describe(self.stateless)];
+        if !self.stateless {
+            tools.extend(session_log::describe());
+            tools.extend(heap_tags::describe());
+        }
         if !structured {
             for tool in &mut tools {
                 tool.output_schema = None;
@@ -58,15 +82,77 @@ impl Toolbox {
         params: CallToolParams,
     ) -> Result<CallToolResult, ToolCallError> {
         let structured = has_structured_output(&session.protocol_version);
-        match params.name.as_str() {
-            run_js::NAME => Ok(match arguments(params.arguments.as_deref()) {
-                Ok(args) => run_js::call(self, session, args, structured).await,
-                Err(message) => CallToolResult::error(message),
-            }),
-            other => Err(ToolCallError::UnknownTool(other.to_owned())),
+        let raw = params.arguments.as_deref();
+        let name = params.name.as_str();
+        if self.stateless && name != run_js::NAME {
+            return Err(if Self::STATEFUL_TOOLS.contains(&name) {
+                ToolCallError::NotAvailable(name.to_owned())
+            } else {
+                ToolCallError::UnknownTool(name.to_owned())
+            });
         }
+        // Each arm decodes the arguments into the tool's own type; a decoding
+        // failure is a tool error the model can correct.
+        macro_rules! with_args {
+            ($call:expr) => {
+                match arguments(raw) {
+                    Ok(args) => $call(args).await,
+                    Err(message) => CallToolResult::error(message),
+                }
+            };
+        }
+        Ok(match name {
+            run_js::NAME => with_args!(|a| run_js::call(self, session, a, structured)),
+            session_log::LIST_SESSIONS => {
+                with_args!(|_: NoArgs| session_log::list_sessions(self, structured))
+            }
+            session_log::LIST_SESSION_SNAPSHOTS => {
+                with_args!(|a| session_log::list_session_snapshots(self, session, a, structured))
+            }
+            heap_tags::GET_HEAP_TAGS => with_args!(|a| heap_tags::get(self, a, structured)),
+            heap_tags::SET_HEAP_TAGS => with_args!(|a| heap_tags::set(self, a, structured)),
+            heap_tags::DELETE_HEAP_TAGS => with_args!(|a| heap_tags::delete(self, a, structured)),
+            heap_tags::QUERY_HEAPS_BY_TAGS => with_args!(|a| heap_tags::query(self, a, structured)),
+            heap_tags::GET_EXECUTION => {
+                with_args!(|a| heap_tags::get_execution(self, a, structured))
+            }
+            other => return Err(ToolCallError::UnknownTool(other.to_owned())),
+        })
+    }
+
+    const STATEFUL_TOOLS: [&'static str; 7] = [
+        session_log::LIST_SESSIONS,
+        session_log::LIST_SESSION_SNAPSHOTS,
+        heap_tags::GET_HEAP_TAGS,
+        heap_tags::SET_HEAP_TAGS,
+        heap_tags::DELETE_HEAP_TAGS,
+        heap_tags::QUERY_HEAPS_BY_TAGS,
+        heap_tags::GET_EXECUTION,
+    ];
+
+    /// Continuity for `initialize` of a logical session (`None` when the
+    /// server is stateless and keeps no log).
+    pub async fn continuity(
+        &self,
+        logical_session: &str,
+    ) -> Result<Option<Continuity>, crate::meta::MetaStoreError> {
+        if self.stateless {
+            return Ok(None);
+        }
+        let last = self.meta.last_log_entry(logical_session).await?;
+        Ok(Some(Continuity {
+            logical_session: logical_session.to_owned(),
+            resumed: last.is_some(),
+            entries: last.as_ref().map_or(0, |e| e.index + 1),
+            last_output_heap: last.map(|e| e.output_heap.to_string()),
+        }))
     }
 }
+
+/// Arguments of a tool that takes none (unknown ones are refused).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
 
 /// Decodes tool arguments, with a message the model can act on.
 fn arguments<T: DeserializeOwned>(raw: Option<&RawValue>) -> Result<T, String> {

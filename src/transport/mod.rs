@@ -20,17 +20,20 @@ use tracing::{Instrument, field};
 
 use crate::protocol::jsonrpc::{self, Incoming, Message, RequestId, code};
 use crate::protocol::mcp::{
-    self, BATCHING_VERSION, CallToolParams, EmptyResult, InitializeParams, InitializeResult,
-    SERVER_INFO, ServerCapabilities, ToolsCapability, method,
+    self, BATCHING_VERSION, CallToolParams, EmptyResult, InitializeMeta, InitializeParams,
+    InitializeResult, SERVER_INFO, ServerCapabilities, ToolsCapability, method,
 };
 use crate::session::{InitState, SessionId, SessionStore, unix_now};
 use crate::tools::{ToolCallError, Toolbox};
 
 pub use headers::{OriginPolicy, Principal};
 
-/// Two sentences for the model, returned by `initialize`.
+/// For the model, returned by `initialize`: heaps in two sentences, then
+/// continuity.
 pub const INSTRUCTIONS: &str = "Run JavaScript or TypeScript with the run_js tool; every successful run saves the whole V8 heap and \
-returns its key as `heap`. Pass that key back as `heap` to continue from exactly that state, in this or any later session.";
+returns its key as `heap`. Pass that key back as `heap` to continue from exactly that state, in this or any later session. \
+When a client initializes with an X-MCP-Session-Id that has logged runs, this result's _meta \"mcp-v8/continuity\" gives the \
+number of runs and the last output heap, so the agent can resume where it left off.";
 
 /// Settings of the transport.
 #[derive(Debug, Clone)]
@@ -386,6 +389,9 @@ async fn request(
                 Err(e @ ToolCallError::UnknownTool(_)) => {
                     error(id, code::INVALID_PARAMS, e.to_string())
                 }
+                Err(e @ ToolCallError::NotAvailable(_)) => {
+                    error(id, code::METHOD_NOT_FOUND, e.to_string())
+                }
             }
         }
         method::INITIALIZE => error(
@@ -437,6 +443,15 @@ async fn initialize(
     if let Some(name) = &state.logical_session {
         span.record("logical_session", name.as_str());
     }
+    let continuity = match &state.logical_session {
+        Some(name) => app
+            .inner
+            .tools
+            .continuity(name)
+            .await
+            .map_err(|e| HttpError::store_failed(&e))?,
+        None => None,
+    };
     app.inner
         .sessions
         .put(&state)
@@ -451,6 +466,7 @@ async fn initialize(
         },
         server_info: SERVER_INFO,
         instructions: INSTRUCTIONS,
+        meta: continuity.map(|continuity| InitializeMeta { continuity }),
     };
     let mut response = json(StatusCode::OK, &jsonrpc::Response::ok(id, result));
     response.headers_mut().insert(

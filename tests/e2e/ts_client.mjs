@@ -1,6 +1,7 @@
 // Drives the server with the official TypeScript SDK client.
 //   node ts_client.mjs URL counter   initialize, list tools, thread a counter through three heaps
 //   node ts_client.mjs URL replay    the replay proof; the harness restarts the server when told
+//   node ts_client.mjs URL tools     tags, tag queries, the session log and get_execution across a restart
 // Prints one JSON line per event; exits non-zero on any failed expectation.
 import assert from "node:assert/strict";
 import readline from "node:readline";
@@ -73,5 +74,37 @@ async function replay() {
   await again.transport.close();
 }
 
-await (mode === "replay" ? replay() : counter());
+async function structured(client, name, args) {
+  const result = await client.callTool({ name, arguments: args });
+  assert.equal(result.isError, false, JSON.stringify(result));
+  return result.structuredContent;
+}
+
+async function tools() {
+  const lines = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+  const { client, transport } = await connect("ts-tools");
+  const first = await run(client, "globalThis.model = { version: 2 }; model.version");
+  const second = await run(client, "model.version += 1; model.version", first.heap);
+  assert.deepEqual(await structured(client, "set_heap_tags", { heap: second.heap, tags: { stage: "trained", v: "3" } }), { ok: true });
+  const found = await structured(client, "query_heaps_by_tags", { tags: { stage: "trained" } });
+  assert.deepEqual(found.results, [{ heap: second.heap, tags: { stage: "trained", v: "3" } }]);
+  const log = await structured(client, "list_session_snapshots", { fields: "index,output_heap" });
+  assert.deepEqual(log.entries, [
+    { index: 0, output_heap: first.heap },
+    { index: 1, output_heap: second.heap },
+  ]);
+  say({ event: "restart", execution_id: second.execution_id });
+  assert.equal((await lines.next()).value, "continue");
+
+  const execution = await structured(client, "get_execution", { execution_id: second.execution_id });
+  assert.equal(execution.heap, second.heap);
+  assert.equal(execution.result, "3");
+  assert.ok(execution.started_at && execution.completed_at);
+  const sessions = await structured(client, "list_sessions", {});
+  assert.ok(sessions.sessions.includes("ts-tools"));
+  say({ event: "done", session: transport.sessionId });
+  await transport.close();
+}
+
+await ({ replay, tools, counter }[mode] ?? counter)();
 process.exit(0);

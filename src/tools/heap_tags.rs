@@ -1,0 +1,284 @@
+//! Heap tags (`get_heap_tags`, `set_heap_tags`, `delete_heap_tags`,
+//! `query_heaps_by_tags`) and `get_execution`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use uuid::Uuid;
+
+use super::{Toolbox, args, schema, structured_result};
+use crate::engine::RunOutcome;
+use crate::meta::Tags;
+use crate::protocol::mcp::{CallToolResult, Tool};
+use crate::session::unix_now;
+
+pub(super) const GET_HEAP_TAGS: &str = "get_heap_tags";
+pub(super) const SET_HEAP_TAGS: &str = "set_heap_tags";
+pub(super) const DELETE_HEAP_TAGS: &str = "delete_heap_tags";
+pub(super) const QUERY_HEAPS_BY_TAGS: &str = "query_heaps_by_tags";
+pub(super) const GET_EXECUTION: &str = "get_execution";
+
+fn ok_schema() -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": { "ok": { "type": "boolean" }, "error": { "type": "string" } },
+        "required": ["ok"]
+    })
+}
+
+pub(super) fn describe() -> Vec<Tool> {
+    let heap = || schema::heap_key("64-character hex heap key.");
+    let mut execution = schema::run_outcome();
+    let properties = execution["properties"]
+        .as_object_mut()
+        .expect("object schema");
+    properties.insert("started_at".into(), json!({ "type": "string" }));
+    properties.insert("completed_at".into(), json!({ "type": "string" }));
+    vec![
+        Tool {
+            name: GET_HEAP_TAGS,
+            description: "Get the tags of a heap ({} when it has none).",
+            input_schema: json!({ "type": "object", "properties": { "heap": heap() }, "required": ["heap"], "additionalProperties": false }),
+            output_schema: Some(json!({
+                "type": "object",
+                "properties": { "tags": { "type": "object", "additionalProperties": { "type": "string" } } },
+                "required": ["tags"]
+            })),
+        },
+        Tool {
+            name: SET_HEAP_TAGS,
+            description: "Replace all tags of a heap with the given map (an empty map clears them).",
+            input_schema: json!({
+                "type": "object",
+                "properties": { "heap": heap(), "tags": schema::tags("New tags: string keys to string values.") },
+                "required": ["heap", "tags"],
+                "additionalProperties": false
+            }),
+            output_schema: Some(ok_schema()),
+        },
+        Tool {
+            name: DELETE_HEAP_TAGS,
+            description: "Remove the named tags of a heap, or all of its tags when keys is omitted.",
+            input_schema: json!({
+                "type": "object",
+                "properties": { "heap": heap(), "keys": { "type": "string", "description": "Comma-separated tag keys to remove." } },
+                "required": ["heap"],
+                "additionalProperties": false
+            }),
+            output_schema: Some(ok_schema()),
+        },
+        Tool {
+            name: QUERY_HEAPS_BY_TAGS,
+            description: "Find heaps whose tags contain every given key-value pair (heaps without tags are never returned).",
+            input_schema: json!({
+                "type": "object",
+                "properties": { "tags": schema::tags("Pairs that must all match.") },
+                "required": ["tags"],
+                "additionalProperties": false
+            }),
+            output_schema: Some(json!({
+                "type": "object",
+                "properties": { "results": { "type": "array", "items": {
+                    "type": "object",
+                    "properties": {
+                        "heap": { "type": "string" },
+                        "tags": { "type": "object", "additionalProperties": { "type": "string" } }
+                    },
+                    "required": ["heap", "tags"]
+                }}},
+                "required": ["results"]
+            })),
+        },
+        Tool {
+            name: GET_EXECUTION,
+            description: "Get the recorded outcome of an earlier run_js by its execution_id, with when it started and completed.",
+            input_schema: json!({
+                "type": "object",
+                "properties": { "execution_id": { "type": "string", "description": "The execution_id a run_js returned." } },
+                "required": ["execution_id"],
+                "additionalProperties": false
+            }),
+            output_schema: Some(execution),
+        },
+    ]
+}
+
+#[derive(Debug, Serialize)]
+struct Ack {
+    ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+fn ack(result: Result<(), String>, structured: bool) -> CallToolResult {
+    match result {
+        Ok(()) => structured_result(
+            &Ack {
+                ok: true,
+                error: None,
+            },
+            false,
+            structured,
+        ),
+        Err(error) => structured_result(
+            &Ack {
+                ok: false,
+                error: Some(error),
+            },
+            true,
+            structured,
+        ),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct HeapArgs {
+    heap: String,
+}
+
+#[derive(Debug, Serialize)]
+struct TagsResult {
+    tags: Tags,
+}
+
+pub(super) async fn get(toolbox: &Toolbox, a: HeapArgs, structured: bool) -> CallToolResult {
+    let heap = match args::heap(&a.heap) {
+        Ok(heap) => heap,
+        Err(e) => return CallToolResult::error(e),
+    };
+    match toolbox.meta.get_tags(&heap).await {
+        Ok(tags) => structured_result(&TagsResult { tags }, false, structured),
+        Err(e) => CallToolResult::error(format!("could not read the tags: {e}")),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SetArgs {
+    heap: String,
+    tags: Tags,
+}
+
+pub(super) async fn set(toolbox: &Toolbox, a: SetArgs, structured: bool) -> CallToolResult {
+    let result = async {
+        let heap = args::heap(&a.heap)?;
+        args::tags(&a.tags)?;
+        toolbox
+            .meta
+            .set_tags(&heap, &a.tags)
+            .await
+            .map_err(|e| e.to_string())
+    };
+    ack(result.await, structured)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct DeleteArgs {
+    heap: String,
+    #[serde(default)]
+    keys: Option<String>,
+}
+
+pub(super) async fn delete(toolbox: &Toolbox, a: DeleteArgs, structured: bool) -> CallToolResult {
+    let result = async {
+        let heap = args::heap(&a.heap)?;
+        let tags = match &a.keys {
+            None => Tags::new(),
+            Some(keys) => {
+                let mut tags = toolbox
+                    .meta
+                    .get_tags(&heap)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                for key in args::list(keys) {
+                    tags.remove(key);
+                }
+                tags
+            }
+        };
+        toolbox
+            .meta
+            .set_tags(&heap, &tags)
+            .await
+            .map_err(|e| e.to_string())
+    };
+    ack(result.await, structured)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct QueryArgs {
+    tags: Tags,
+}
+
+#[derive(Debug, Serialize)]
+struct Match {
+    heap: String,
+    tags: Tags,
+}
+
+#[derive(Debug, Serialize)]
+struct QueryResult {
+    results: Vec<Match>,
+}
+
+pub(super) async fn query(toolbox: &Toolbox, a: QueryArgs, structured: bool) -> CallToolResult {
+    if a.tags.is_empty() {
+        return CallToolResult::error("tags must name at least one key-value pair to match");
+    }
+    if let Err(e) = args::tags(&a.tags) {
+        return CallToolResult::error(e);
+    }
+    match toolbox.meta.query_by_tags(&a.tags).await {
+        Ok(found) => {
+            let results = found
+                .into_iter()
+                .map(|(heap, tags)| Match {
+                    heap: heap.to_string(),
+                    tags,
+                })
+                .collect();
+            structured_result(&QueryResult { results }, false, structured)
+        }
+        Err(e) => CallToolResult::error(format!("could not query tags: {e}")),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ExecutionArgs {
+    execution_id: String,
+}
+
+#[derive(Debug, Serialize)]
+struct ExecutionView {
+    #[serde(flatten)]
+    outcome: RunOutcome,
+    started_at: String,
+    completed_at: String,
+}
+
+pub(super) async fn get_execution(
+    toolbox: &Toolbox,
+    a: ExecutionArgs,
+    structured: bool,
+) -> CallToolResult {
+    let Ok(id) = a.execution_id.trim().parse::<Uuid>() else {
+        return CallToolResult::error(format!("execution_id {:?} is not a UUID", a.execution_id));
+    };
+    match toolbox.meta.get_execution(id, unix_now()).await {
+        Ok(Some(record)) => {
+            let view = ExecutionView {
+                outcome: record.outcome,
+                started_at: record.started_at,
+                completed_at: record.completed_at,
+            };
+            structured_result(&view, false, structured)
+        }
+        Ok(None) => CallToolResult::error(format!(
+            "no execution {id} (unknown, or expired from the registry)"
+        )),
+        Err(e) => CallToolResult::error(format!("could not read the execution registry: {e}")),
+    }
+}
