@@ -8,6 +8,7 @@
 #![warn(missing_docs, unreachable_pub)]
 #![deny(unsafe_code)]
 
+pub mod aws;
 pub mod config;
 pub mod embedded;
 #[allow(unsafe_code)]

@@ -1,18 +1,22 @@
 //! Heap snapshot storage: the content address, the stored format, and the
 //! [`HeapStorage`] seam with its backends.
 
+mod cache;
 #[doc(hidden)]
 pub mod conformance;
 mod fs;
 mod key;
+mod s3;
 mod snapshot;
 
 use std::fmt;
 
 use async_trait::async_trait;
 
+pub use cache::WriteThroughCacheHeapStorage;
 pub use fs::FileHeapStorage;
 pub use key::{HeapKey, InvalidHeapKey};
+pub use s3::S3HeapStorage;
 pub use snapshot::{HEADER_LEN, MAGIC, MIN_PAYLOAD_LEN, Snapshot, SnapshotError};
 
 /// Boxed source error of a backend.

@@ -5,6 +5,7 @@
 
 #[doc(hidden)]
 pub mod conformance;
+mod dynamodb;
 mod redb;
 
 use std::collections::BTreeMap;
@@ -17,6 +18,7 @@ use uuid::Uuid;
 use crate::engine::RunOutcome;
 use crate::heap::HeapKey;
 
+pub use self::dynamodb::{DynamoMetaStore, MetaTables};
 pub use self::redb::RedbMetaStore;
 
 /// Boxed source error of a backend.

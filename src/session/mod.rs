@@ -4,6 +4,7 @@
 
 #[doc(hidden)]
 pub mod conformance;
+mod dynamodb;
 mod redb;
 
 use std::collections::BTreeMap;
@@ -13,6 +14,7 @@ use async_trait::async_trait;
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 
+pub use self::dynamodb::DynamoSessionStore;
 pub use self::redb::RedbSessionStore;
 
 /// Boxed source error of a backend.

@@ -2,6 +2,8 @@
 //! and Lambda use, over real redb and directory stores in a temp dir.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod moto;
+
 use std::sync::Arc;
 
 use axum::body::Body;

@@ -1,0 +1,270 @@
+//! AWS wiring: the DynamoDB table definitions (the one source of truth that
+//! `setup`, the stores and the SAM template test all read), client
+//! construction from the standard AWS configuration, and `setup`.
+
+use aws_sdk_dynamodb::client::Waiters;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, PointInTimeRecoverySpecification,
+    ScalarAttributeType, TimeToLiveSpecification,
+};
+
+/// Table name prefix when `MCP_V8_TABLE_PREFIX` is not set.
+pub const DEFAULT_TABLE_PREFIX: &str = "mcp-v8-";
+
+/// Attribute type of a key attribute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    /// String.
+    S,
+    /// Number.
+    N,
+}
+
+/// One DynamoDB table as this server needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableDef {
+    /// Appended to the prefix to form the table name.
+    pub suffix: &'static str,
+    /// Partition key.
+    pub partition_key: (&'static str, KeyKind),
+    /// Sort key, if any.
+    pub sort_key: Option<(&'static str, KeyKind)>,
+    /// Attribute DynamoDB's TTL deletes items by (epoch seconds).
+    pub ttl_attribute: Option<&'static str>,
+    /// Whether point-in-time recovery is on (the durable history: log and tags).
+    pub point_in_time_recovery: bool,
+}
+
+/// Init states, one item per transport session.
+pub const SESSIONS: TableDef = TableDef {
+    suffix: "sessions",
+    partition_key: ("session_id", KeyKind::S),
+    sort_key: None,
+    ttl_attribute: Some("expires_at"),
+    point_in_time_recovery: false,
+};
+/// Session-log entries: one item per (logical session, index).
+pub const SESSION_LOG: TableDef = TableDef {
+    suffix: "session-log",
+    partition_key: ("session_name", KeyKind::S),
+    sort_key: Some(("idx", KeyKind::N)),
+    ttl_attribute: None,
+    point_in_time_recovery: true,
+};
+/// One item per logical session: the next index, and the list of sessions.
+pub const SESSION_HEADS: TableDef = TableDef {
+    suffix: "session-heads",
+    partition_key: ("session_name", KeyKind::S),
+    sort_key: None,
+    ttl_attribute: None,
+    point_in_time_recovery: true,
+};
+/// A heap's tags.
+pub const HEAP_TAGS: TableDef = TableDef {
+    suffix: "heap-tags",
+    partition_key: ("heap_key", KeyKind::S),
+    sort_key: None,
+    ttl_attribute: None,
+    point_in_time_recovery: true,
+};
+/// The inverted tag index: one item per (tag pair, heap).
+pub const HEAP_TAG_INDEX: TableDef = TableDef {
+    suffix: "heap-tag-index",
+    partition_key: ("tag_pair", KeyKind::S),
+    sort_key: Some(("heap_key", KeyKind::S)),
+    ttl_attribute: None,
+    point_in_time_recovery: true,
+};
+/// The execution registry.
+pub const EXECUTIONS: TableDef = TableDef {
+    suffix: "executions",
+    partition_key: ("execution_id", KeyKind::S),
+    sort_key: None,
+    ttl_attribute: Some("expires_at"),
+    point_in_time_recovery: false,
+};
+
+/// Every table, in creation order.
+pub const TABLES: [TableDef; 6] = [
+    SESSIONS,
+    SESSION_LOG,
+    SESSION_HEADS,
+    HEAP_TAGS,
+    HEAP_TAG_INDEX,
+    EXECUTIONS,
+];
+
+impl TableDef {
+    /// The table's name under `prefix`.
+    pub fn name(&self, prefix: &str) -> String {
+        format!("{prefix}{}", self.suffix)
+    }
+}
+
+fn scalar(kind: KeyKind) -> ScalarAttributeType {
+    match kind {
+        KeyKind::S => ScalarAttributeType::S,
+        KeyKind::N => ScalarAttributeType::N,
+    }
+}
+
+/// What `setup` did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SetupReport {
+    /// Tables created now.
+    pub created_tables: Vec<String>,
+    /// Tables that were there already.
+    pub existing_tables: Vec<String>,
+    /// Whether the bucket was created now.
+    pub created_bucket: bool,
+}
+
+/// A setup step that failed.
+#[derive(Debug, thiserror::Error)]
+#[error("setup failed at {step}: {message}")]
+pub struct SetupError {
+    step: String,
+    message: String,
+}
+
+fn setup_error(step: impl Into<String>, error: impl std::fmt::Display) -> SetupError {
+    SetupError {
+        step: step.into(),
+        message: error.to_string(),
+    }
+}
+
+/// Creates the tables (pay per request, TTL and point-in-time recovery as
+/// defined) and the bucket when missing. Idempotent.
+pub async fn setup(
+    dynamodb: &aws_sdk_dynamodb::Client,
+    s3: &aws_sdk_s3::Client,
+    table_prefix: &str,
+    bucket: &str,
+) -> Result<SetupReport, SetupError> {
+    use aws_sdk_dynamodb::error::DisplayErrorContext;
+    let mut report = SetupReport::default();
+    for table in TABLES {
+        let name = table.name(table_prefix);
+        let mut keys = vec![(table.partition_key, KeyType::Hash)];
+        if let Some(sort) = table.sort_key {
+            keys.push((sort, KeyType::Range));
+        }
+        let mut request = dynamodb
+            .create_table()
+            .table_name(&name)
+            .billing_mode(BillingMode::PayPerRequest);
+        for ((attribute, kind), key_type) in keys {
+            request = request
+                .attribute_definitions(
+                    AttributeDefinition::builder()
+                        .attribute_name(attribute)
+                        .attribute_type(scalar(kind))
+                        .build()
+                        .map_err(|e| setup_error(&name, e))?,
+                )
+                .key_schema(
+                    KeySchemaElement::builder()
+                        .attribute_name(attribute)
+                        .key_type(key_type)
+                        .build()
+                        .map_err(|e| setup_error(&name, e))?,
+                );
+        }
+        match request.send().await {
+            Ok(_) => report.created_tables.push(name.clone()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_resource_in_use_exception()) =>
+            {
+                report.existing_tables.push(name);
+                continue;
+            }
+            Err(e) => {
+                return Err(setup_error(
+                    format!("creating table {name}"),
+                    DisplayErrorContext(e),
+                ));
+            }
+        }
+        dynamodb
+            .wait_until_table_exists()
+            .table_name(&name)
+            .wait(std::time::Duration::from_secs(120))
+            .await
+            .map_err(|e| {
+                setup_error(format!("waiting for table {name}"), DisplayErrorContext(e))
+            })?;
+        if let Some(attribute) = table.ttl_attribute {
+            let spec = TimeToLiveSpecification::builder()
+                .attribute_name(attribute)
+                .enabled(true)
+                .build()
+                .map_err(|e| setup_error(&name, e))?;
+            dynamodb
+                .update_time_to_live()
+                .table_name(&name)
+                .time_to_live_specification(spec)
+                .send()
+                .await
+                .map_err(|e| {
+                    setup_error(format!("enabling TTL on {name}"), DisplayErrorContext(e))
+                })?;
+        }
+        if table.point_in_time_recovery {
+            let spec = PointInTimeRecoverySpecification::builder()
+                .point_in_time_recovery_enabled(true)
+                .build()
+                .map_err(|e| setup_error(&name, e))?;
+            dynamodb
+                .update_continuous_backups()
+                .table_name(&name)
+                .point_in_time_recovery_specification(spec)
+                .send()
+                .await
+                .map_err(|e| {
+                    setup_error(
+                        format!("enabling point-in-time recovery on {name}"),
+                        DisplayErrorContext(e),
+                    )
+                })?;
+        }
+    }
+    match s3.create_bucket().bucket(bucket).send().await {
+        Ok(_) => report.created_bucket = true,
+        Err(e)
+            if e.as_service_error().is_some_and(|s| {
+                s.is_bucket_already_owned_by_you() || s.is_bucket_already_exists()
+            }) => {}
+        Err(e) => {
+            return Err(setup_error(
+                format!("creating bucket {bucket}"),
+                aws_sdk_s3::error::DisplayErrorContext(e),
+            ));
+        }
+    }
+    Ok(report)
+}
+
+/// An S3 client from shared AWS configuration. `force_path_style` is for
+/// endpoints without virtual-host bucket names (local stacks).
+pub fn s3_client(config: &aws_config::SdkConfig, force_path_style: bool) -> aws_sdk_s3::Client {
+    let s3 = aws_sdk_s3::config::Builder::from(config)
+        .force_path_style(force_path_style)
+        .build();
+    aws_sdk_s3::Client::from_conf(s3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_names_are_prefixed_and_distinct() {
+        let names: std::collections::BTreeSet<String> =
+            TABLES.iter().map(|t| t.name("p-")).collect();
+        assert_eq!(names.len(), TABLES.len());
+        assert!(names.contains("p-sessions"));
+        assert!(names.contains("p-session-log"));
+    }
+}

@@ -1,0 +1,162 @@
+//! A write-through cache: a size-bounded local directory in front of another
+//! heap store (S3 in Lambda's `/tmp`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+
+use super::{FileHeapStorage, HeapKey, HeapStorage, HeapStoreError, Snapshot};
+
+/// Reads served from a local directory when possible, writes go to both.
+///
+/// Keys are content hashes, so a cached entry can never be stale; it can
+/// only be damaged, and every read still verifies it (a damaged file is
+/// dropped and fetched again). The directory holds at most `max_bytes`;
+/// the least recently used heaps are evicted first.
+#[derive(Debug)]
+pub struct WriteThroughCacheHeapStorage {
+    local: FileHeapStorage,
+    remote: Arc<dyn HeapStorage>,
+    max_bytes: u64,
+    lru: Mutex<Lru>,
+}
+
+/// Which heaps the directory holds, their sizes and use order. Rebuilt from
+/// the directory on first use, so a warm `/tmp` is reused after a restart.
+#[derive(Debug, Default)]
+struct Lru {
+    loaded: bool,
+    tick: u64,
+    total: u64,
+    entries: HashMap<HeapKey, (u64, u64)>,
+}
+
+impl Lru {
+    fn touch(&mut self, key: &HeapKey, size: u64) {
+        self.tick += 1;
+        if let Some(old) = self.entries.insert(key.clone(), (size, self.tick)) {
+            self.total -= old.0;
+        }
+        self.total += size;
+    }
+
+    fn forget(&mut self, key: &HeapKey) {
+        if let Some((size, _)) = self.entries.remove(key) {
+            self.total -= size;
+        }
+    }
+
+    /// Keys to delete so the total fits `max_bytes`, keeping `keep`.
+    fn evictions(&mut self, max_bytes: u64, keep: &HeapKey) -> Vec<HeapKey> {
+        let mut by_age: Vec<(u64, HeapKey)> = self
+            .entries
+            .iter()
+            .filter(|(k, _)| *k != keep)
+            .map(|(k, (_, used))| (*used, k.clone()))
+            .collect();
+        by_age.sort();
+        let mut evicted = Vec::new();
+        for (_, key) in by_age {
+            if self.total <= max_bytes {
+                break;
+            }
+            self.forget(&key);
+            evicted.push(key);
+        }
+        evicted
+    }
+}
+
+impl WriteThroughCacheHeapStorage {
+    /// A cache in `local` of at most `max_bytes` in front of `remote`.
+    pub fn new(local: FileHeapStorage, remote: Arc<dyn HeapStorage>, max_bytes: u64) -> Self {
+        Self {
+            local,
+            remote,
+            max_bytes,
+            lru: Mutex::new(Lru::default()),
+        }
+    }
+
+    /// The cache directory.
+    pub fn local(&self) -> &FileHeapStorage {
+        &self.local
+    }
+
+    fn load_once(&self) {
+        let mut lru = self.lru.lock().expect("lru lock");
+        if lru.loaded {
+            return;
+        }
+        lru.loaded = true;
+        let Ok(dir) = std::fs::read_dir(self.local.dir()) else {
+            return;
+        };
+        for entry in dir.flatten() {
+            let name = entry.file_name();
+            if let (Some(key), Ok(meta)) = (
+                name.to_str().and_then(|n| HeapKey::parse(n).ok()),
+                entry.metadata(),
+            ) {
+                lru.touch(&key, meta.len());
+            }
+        }
+    }
+
+    /// Records a cached heap and evicts what no longer fits.
+    async fn admit(&self, key: &HeapKey, size: u64) {
+        let evicted = {
+            let mut lru = self.lru.lock().expect("lru lock");
+            lru.touch(key, size);
+            lru.evictions(self.max_bytes, key)
+        };
+        for key in evicted {
+            if let Err(e) = tokio::fs::remove_file(self.local.path_of(&key)).await {
+                tracing::warn!(heap = %key, error = %e, "could not evict a cached heap");
+            }
+        }
+    }
+
+    async fn drop_local(&self, key: &HeapKey) {
+        self.lru.lock().expect("lru lock").forget(key);
+        let _ = tokio::fs::remove_file(self.local.path_of(key)).await;
+    }
+}
+
+#[async_trait]
+impl HeapStorage for WriteThroughCacheHeapStorage {
+    async fn put(&self, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
+        self.load_once();
+        self.local.put(snapshot).await?;
+        self.admit(snapshot.key(), snapshot.framed().len() as u64)
+            .await;
+        self.remote.put(snapshot).await
+    }
+
+    async fn get(&self, key: &HeapKey) -> Result<Option<Snapshot>, HeapStoreError> {
+        self.load_once();
+        match self.local.get(key).await {
+            Ok(Some(snapshot)) => {
+                self.admit(key, snapshot.framed().len() as u64).await;
+                return Ok(Some(snapshot));
+            }
+            Ok(None) => {}
+            Err(HeapStoreError::Corrupt { source, .. }) => {
+                tracing::warn!(heap = %key, error = %source, "cached heap failed verification; fetching it again");
+                self.drop_local(key).await;
+            }
+            Err(e) => {
+                tracing::warn!(heap = %key, error = %e, "cache read failed; fetching from the store")
+            }
+        }
+        let Some(snapshot) = self.remote.get(key).await? else {
+            return Ok(None);
+        };
+        match self.local.put(&snapshot).await {
+            Ok(()) => self.admit(key, snapshot.framed().len() as u64).await,
+            Err(e) => tracing::warn!(heap = %key, error = %e, "could not fill the heap cache"),
+        }
+        Ok(Some(snapshot))
+    }
+}

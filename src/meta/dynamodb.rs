@@ -1,0 +1,474 @@
+//! Session log, heap tags and executions in DynamoDB, with fields too large
+//! for an item (code or output over ~300 KiB) stored in S3 beside the heaps.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::DisplayErrorContext;
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+use super::{ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, Tags};
+use crate::aws::{EXECUTIONS, HEAP_TAG_INDEX, HEAP_TAGS, SESSION_HEADS, SESSION_LOG};
+use crate::heap::HeapKey;
+
+/// JSON larger than this goes to S3; DynamoDB items stop at 400 KB.
+const INLINE_MAX: usize = 300 * 1024;
+/// Attempts at allocating a log index before giving up under contention.
+const APPEND_ATTEMPTS: u32 = 64;
+
+/// Names of the metadata tables under one prefix.
+#[derive(Debug, Clone)]
+pub struct MetaTables {
+    log: String,
+    heads: String,
+    tags: String,
+    tag_index: String,
+    executions: String,
+}
+
+impl MetaTables {
+    /// The tables of [`crate::aws::TABLES`] under `prefix`.
+    pub fn with_prefix(prefix: &str) -> Self {
+        Self {
+            log: SESSION_LOG.name(prefix),
+            heads: SESSION_HEADS.name(prefix),
+            tags: HEAP_TAGS.name(prefix),
+            tag_index: HEAP_TAG_INDEX.name(prefix),
+            executions: EXECUTIONS.name(prefix),
+        }
+    }
+}
+
+/// Metadata in DynamoDB (see docs/storage.md for the layout).
+#[derive(Debug, Clone)]
+pub struct DynamoMetaStore {
+    dynamodb: Client,
+    s3: aws_sdk_s3::Client,
+    bucket: String,
+    overflow_prefix: String,
+    tables: MetaTables,
+}
+
+fn backend(error: impl std::fmt::Display) -> MetaStoreError {
+    MetaStoreError::Backend {
+        store: "dynamodb",
+        source: error.to_string().into(),
+    }
+}
+
+fn sdk(error: impl std::error::Error + Send + Sync + 'static) -> MetaStoreError {
+    backend(DisplayErrorContext(error))
+}
+
+fn s(value: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(value.into())
+}
+
+fn n(value: impl ToString) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+fn number(item: &HashMap<String, AttributeValue>, name: &str) -> Option<i64> {
+    item.get(name)?.as_n().ok()?.parse().ok()
+}
+
+/// An unambiguous partition key for one tag pair.
+fn pair_key(key: &str, value: &str) -> String {
+    format!("{}:{key}={value}", key.len())
+}
+
+impl DynamoMetaStore {
+    /// A store over `tables`, overflowing large fields to
+    /// `bucket`/`overflow_prefix`.
+    pub fn new(
+        dynamodb: Client,
+        s3: aws_sdk_s3::Client,
+        bucket: impl Into<String>,
+        overflow_prefix: impl Into<String>,
+        tables: MetaTables,
+    ) -> Self {
+        Self {
+            dynamodb,
+            s3,
+            bucket: bucket.into(),
+            overflow_prefix: overflow_prefix.into(),
+            tables,
+        }
+    }
+
+    /// The JSON as an attribute: inline when it fits, else an S3 object key.
+    async fn stash(
+        &self,
+        object: String,
+        json: String,
+    ) -> Result<(&'static str, AttributeValue), MetaStoreError> {
+        if json.len() <= INLINE_MAX {
+            return Ok(("json", s(json)));
+        }
+        let key = format!("{}{object}", self.overflow_prefix);
+        self.s3
+            .put_object()
+            .bucket(&self.bucket)
+            .key(&key)
+            .content_type("application/json")
+            .body(json.into_bytes().into())
+            .send()
+            .await
+            .map_err(|e| backend(aws_sdk_s3::error::DisplayErrorContext(e)))?;
+        Ok(("json_s3_key", s(key)))
+    }
+
+    /// The JSON of an item written by [`Self::stash`].
+    async fn unstash<T: serde::de::DeserializeOwned>(
+        &self,
+        item: &HashMap<String, AttributeValue>,
+        what: &str,
+    ) -> Result<T, MetaStoreError> {
+        let unreadable = |reason: String| MetaStoreError::Unreadable {
+            what: what.to_owned(),
+            reason,
+        };
+        let json = if let Some(inline) = item.get("json").and_then(|v| v.as_s().ok()) {
+            inline.clone()
+        } else if let Some(key) = item.get("json_s3_key").and_then(|v| v.as_s().ok()) {
+            let object = self
+                .s3
+                .get_object()
+                .bucket(&self.bucket)
+                .key(key)
+                .send()
+                .await
+                .map_err(|e| backend(aws_sdk_s3::error::DisplayErrorContext(e)))?;
+            let bytes = object.body.collect().await.map_err(backend)?.into_bytes();
+            String::from_utf8(bytes.to_vec()).map_err(|e| unreadable(e.to_string()))?
+        } else {
+            return Err(unreadable("neither json nor json_s3_key is present".into()));
+        };
+        serde_json::from_str(&json).map_err(|e| unreadable(e.to_string()))
+    }
+
+    async fn head(&self, session: &str) -> Result<u64, MetaStoreError> {
+        let output = self
+            .dynamodb
+            .get_item()
+            .table_name(&self.tables.heads)
+            .key("session_name", s(session))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(sdk)?;
+        Ok(output
+            .item
+            .as_ref()
+            .and_then(|i| number(i, "next_idx"))
+            .unwrap_or(0) as u64)
+    }
+}
+
+#[async_trait]
+impl MetaStore for DynamoMetaStore {
+    async fn append_log(&self, session: &str, entry: NewLogEntry) -> Result<u64, MetaStoreError> {
+        let session_hash = hex::encode(Sha256::digest(session.as_bytes()));
+        for attempt in 0..APPEND_ATTEMPTS {
+            let index = self.head(session).await?;
+            let record = LogEntry {
+                index,
+                input_heap: entry.input_heap.clone(),
+                output_heap: entry.output_heap.clone(),
+                code: entry.code.clone(),
+                timestamp: entry.timestamp.clone(),
+            };
+            let json = serde_json::to_string(&record).map_err(backend)?;
+            let (attribute, value) = self
+                .stash(format!("session-log/{session_hash}/{index}.json"), json)
+                .await?;
+            let put_entry = Put::builder()
+                .table_name(&self.tables.log)
+                .item("session_name", s(session))
+                .item("idx", n(index))
+                .item(attribute, value)
+                .condition_expression("attribute_not_exists(idx)")
+                .build()
+                .map_err(backend)?;
+            // The entry and the head move together, and only from the head we
+            // read: a concurrent append makes the whole transaction fail.
+            let advance_head = if index == 0 {
+                let put = Put::builder()
+                    .table_name(&self.tables.heads)
+                    .item("session_name", s(session))
+                    .item("next_idx", n(1))
+                    .condition_expression("attribute_not_exists(session_name)")
+                    .build()
+                    .map_err(backend)?;
+                TransactWriteItem::builder().put(put).build()
+            } else {
+                let update = Update::builder()
+                    .table_name(&self.tables.heads)
+                    .key("session_name", s(session))
+                    .update_expression("SET next_idx = :next")
+                    .condition_expression("next_idx = :current")
+                    .expression_attribute_values(":next", n(index + 1))
+                    .expression_attribute_values(":current", n(index))
+                    .build()
+                    .map_err(backend)?;
+                TransactWriteItem::builder().update(update).build()
+            };
+            let result = self
+                .dynamodb
+                .transact_write_items()
+                .transact_items(TransactWriteItem::builder().put(put_entry).build())
+                .transact_items(advance_head)
+                .send()
+                .await;
+            match result {
+                Ok(_) => return Ok(index),
+                Err(e)
+                    if e.as_service_error()
+                        .is_some_and(|s| s.is_transaction_canceled_exception()) =>
+                {
+                    let backoff = rand::random_range(1..=10) * u64::from(attempt.min(8) + 1);
+                    tokio::time::sleep(Duration::from_millis(backoff)).await;
+                }
+                Err(e) => return Err(sdk(e)),
+            }
+        }
+        Err(backend(format!(
+            "could not allocate a log index for session {session:?} after {APPEND_ATTEMPTS} conflicting attempts"
+        )))
+    }
+
+    async fn list_sessions(&self) -> Result<Vec<String>, MetaStoreError> {
+        let mut sessions = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .dynamodb
+                .scan()
+                .table_name(&self.tables.heads)
+                .projection_expression("session_name")
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(sdk)?;
+            sessions.extend(
+                page.items()
+                    .iter()
+                    .filter_map(|i| i.get("session_name")?.as_s().ok().cloned()),
+            );
+            match page.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => break,
+            }
+        }
+        sessions.sort();
+        Ok(sessions)
+    }
+
+    async fn last_log_entry(&self, session: &str) -> Result<Option<LogEntry>, MetaStoreError> {
+        let output = self
+            .dynamodb
+            .query()
+            .table_name(&self.tables.log)
+            .key_condition_expression("session_name = :s")
+            .expression_attribute_values(":s", s(session))
+            .scan_index_forward(false)
+            .limit(1)
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(sdk)?;
+        match output.items().first() {
+            Some(item) => self
+                .unstash(item, &format!("log entry of {session:?}"))
+                .await
+                .map(Some),
+            None => Ok(None),
+        }
+    }
+
+    async fn read_log(
+        &self,
+        session: &str,
+        offset: u64,
+        limit: usize,
+    ) -> Result<Vec<LogEntry>, MetaStoreError> {
+        let mut entries = Vec::new();
+        let mut start = None;
+        while entries.len() < limit {
+            let page = self
+                .dynamodb
+                .query()
+                .table_name(&self.tables.log)
+                .key_condition_expression("session_name = :s AND idx >= :o")
+                .expression_attribute_values(":s", s(session))
+                .expression_attribute_values(":o", n(offset))
+                .consistent_read(true)
+                .limit((limit - entries.len()).min(1000) as i32)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(sdk)?;
+            for item in page.items() {
+                entries.push(
+                    self.unstash(item, &format!("log entry of {session:?}"))
+                        .await?,
+                );
+            }
+            match page.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => break,
+            }
+        }
+        entries.truncate(limit);
+        Ok(entries)
+    }
+
+    async fn get_tags(&self, heap: &HeapKey) -> Result<Tags, MetaStoreError> {
+        let output = self
+            .dynamodb
+            .get_item()
+            .table_name(&self.tables.tags)
+            .key("heap_key", s(heap.as_str()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(sdk)?;
+        match output.item {
+            Some(item) => self.unstash(&item, &format!("tags of heap {heap}")).await,
+            None => Ok(Tags::new()),
+        }
+    }
+
+    async fn set_tags(&self, heap: &HeapKey, tags: &Tags) -> Result<(), MetaStoreError> {
+        // The tags item is the truth; index items only propose candidates,
+        // which every query checks against it. Writing new index items first
+        // and removing stale ones last means the index never lacks a pair
+        // the heap has, without a transaction (and its 100-item limit).
+        let old = self.get_tags(heap).await?;
+        for (key, value) in tags.iter().filter(|(k, v)| old.get(*k) != Some(*v)) {
+            self.dynamodb
+                .put_item()
+                .table_name(&self.tables.tag_index)
+                .item("tag_pair", s(pair_key(key, value)))
+                .item("heap_key", s(heap.as_str()))
+                .send()
+                .await
+                .map_err(sdk)?;
+        }
+        if tags.is_empty() {
+            self.dynamodb
+                .delete_item()
+                .table_name(&self.tables.tags)
+                .key("heap_key", s(heap.as_str()))
+                .send()
+                .await
+                .map_err(sdk)?;
+        } else {
+            let json = serde_json::to_string(tags).map_err(backend)?;
+            self.dynamodb
+                .put_item()
+                .table_name(&self.tables.tags)
+                .item("heap_key", s(heap.as_str()))
+                .item("json", s(json))
+                .send()
+                .await
+                .map_err(sdk)?;
+        }
+        for (key, value) in old.iter().filter(|(k, v)| tags.get(*k) != Some(*v)) {
+            self.dynamodb
+                .delete_item()
+                .table_name(&self.tables.tag_index)
+                .key("tag_pair", s(pair_key(key, value)))
+                .key("heap_key", s(heap.as_str()))
+                .send()
+                .await
+                .map_err(sdk)?;
+        }
+        Ok(())
+    }
+
+    async fn query_by_tags(&self, filter: &Tags) -> Result<Vec<(HeapKey, Tags)>, MetaStoreError> {
+        let Some((key, value)) = filter.iter().next() else {
+            return Ok(Vec::new());
+        };
+        let mut candidates = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .dynamodb
+                .query()
+                .table_name(&self.tables.tag_index)
+                .key_condition_expression("tag_pair = :p")
+                .expression_attribute_values(":p", s(pair_key(key, value)))
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(sdk)?;
+            candidates.extend(
+                page.items()
+                    .iter()
+                    .filter_map(|i| HeapKey::parse(i.get("heap_key")?.as_s().ok()?).ok()),
+            );
+            match page.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => break,
+            }
+        }
+        let mut found = Vec::new();
+        for heap in candidates {
+            let tags = self.get_tags(&heap).await?;
+            if !tags.is_empty() && filter.iter().all(|(k, v)| tags.get(k) == Some(v)) {
+                found.push((heap, tags));
+            }
+        }
+        Ok(found)
+    }
+
+    async fn put_execution(&self, record: &ExecutionRecord) -> Result<(), MetaStoreError> {
+        let id = record.outcome.execution_id;
+        let json = serde_json::to_string(record).map_err(backend)?;
+        let (attribute, value) = self.stash(format!("executions/{id}.json"), json).await?;
+        self.dynamodb
+            .put_item()
+            .table_name(&self.tables.executions)
+            .item("execution_id", s(id.to_string()))
+            .item(attribute, value)
+            .item("expires_at", n(record.expires_at))
+            .send()
+            .await
+            .map_err(sdk)?;
+        Ok(())
+    }
+
+    async fn get_execution(
+        &self,
+        id: Uuid,
+        now: i64,
+    ) -> Result<Option<ExecutionRecord>, MetaStoreError> {
+        let output = self
+            .dynamodb
+            .get_item()
+            .table_name(&self.tables.executions)
+            .key("execution_id", s(id.to_string()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(sdk)?;
+        let Some(item) = output.item else {
+            return Ok(None);
+        };
+        // TTL deletes late: an expired item may still be there.
+        if number(&item, "expires_at").is_none_or(|expires| expires <= now) {
+            return Ok(None);
+        }
+        self.unstash(&item, &format!("execution {id}"))
+            .await
+            .map(Some)
+    }
+}

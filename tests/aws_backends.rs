@@ -1,0 +1,288 @@
+//! The AWS backends against moto, a real S3 and DynamoDB protocol endpoint:
+//! the same conformance suites as the embedded stores, plus what only they
+//! promise (conditional writes, the cache, item overflow, setup).
+
+mod common;
+
+use std::sync::Arc;
+
+use common::moto::{clients, provisioned, unique};
+use mcp_v8_lambda::aws::{TABLES, setup};
+use mcp_v8_lambda::engine::{RunOutcome, RunStatus};
+use mcp_v8_lambda::heap::conformance::{self as heap_conformance, sample_snapshot};
+use mcp_v8_lambda::heap::{
+    FileHeapStorage, HeapKey, HeapStorage, HeapStoreError, S3HeapStorage,
+    WriteThroughCacheHeapStorage,
+};
+use mcp_v8_lambda::meta::{
+    DynamoMetaStore, ExecutionRecord, MetaStore, MetaTables, NewLogEntry,
+    conformance as meta_conformance,
+};
+use mcp_v8_lambda::session::{DynamoSessionStore, conformance as session_conformance};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn s3_store_passes_the_heap_conformance_suite() {
+    let (s3, _, bucket, _) = provisioned().await;
+    heap_conformance::run_all(Arc::new(S3HeapStorage::new(s3.clone(), &bucket, ""))).await;
+    heap_conformance::run_all(Arc::new(S3HeapStorage::new(s3, &bucket, "under/a/prefix/"))).await;
+}
+
+#[tokio::test]
+async fn s3_objects_are_named_by_the_bare_heap_key_and_verified_on_read() {
+    let (s3, _, bucket, _) = provisioned().await;
+    let store = S3HeapStorage::new(s3.clone(), &bucket, "");
+    let snapshot = sample_snapshot(42);
+    store.put(&snapshot).await.unwrap();
+    let object = s3
+        .get_object()
+        .bucket(&bucket)
+        .key(snapshot.key().as_str())
+        .send()
+        .await
+        .unwrap();
+    let stored = object.body.collect().await.unwrap().into_bytes();
+    assert_eq!(&stored[..], &snapshot.framed()[..]);
+
+    let mut damaged = stored.to_vec();
+    let last = damaged.len() - 1;
+    damaged[last] ^= 1;
+    s3.put_object()
+        .bucket(&bucket)
+        .key(snapshot.key().as_str())
+        .body(damaged.into())
+        .send()
+        .await
+        .unwrap();
+    let err = store.get(snapshot.key()).await.unwrap_err();
+    assert!(matches!(err, HeapStoreError::Corrupt { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn a_missing_bucket_is_a_backend_error_not_a_missing_heap() {
+    let (s3, _) = clients().await;
+    let store = S3HeapStorage::new(s3, unique("no-such-bucket"), "");
+    let err = store.get(sample_snapshot(1).key()).await.unwrap_err();
+    assert!(
+        matches!(err, HeapStoreError::Backend { store: "s3", .. }),
+        "{err}"
+    );
+}
+
+fn cache_over(
+    s3: aws_sdk_s3::Client,
+    bucket: &str,
+    dir: &std::path::Path,
+    max_bytes: u64,
+) -> (WriteThroughCacheHeapStorage, Arc<S3HeapStorage>) {
+    let remote = Arc::new(S3HeapStorage::new(s3, bucket, ""));
+    let cache =
+        WriteThroughCacheHeapStorage::new(FileHeapStorage::new(dir), remote.clone(), max_bytes);
+    (cache, remote)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_write_through_cache_passes_the_heap_conformance_suite() {
+    let (s3, _, bucket, _) = provisioned().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, _) = cache_over(s3, &bucket, dir.path(), 512 * 1024 * 1024);
+    heap_conformance::run_all(Arc::new(cache)).await;
+}
+
+#[tokio::test]
+async fn the_cache_writes_through_and_refills_after_the_directory_is_wiped() {
+    let (s3, _, bucket, _) = provisioned().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, remote) = cache_over(s3, &bucket, dir.path(), 512 * 1024 * 1024);
+    let snapshot = sample_snapshot(7);
+    cache.put(&snapshot).await.unwrap();
+    assert!(
+        remote.get(snapshot.key()).await.unwrap().is_some(),
+        "written through to S3"
+    );
+    let local = cache.local().path_of(snapshot.key());
+    assert!(local.exists(), "and kept locally");
+
+    std::fs::remove_file(&local).unwrap();
+    let read = cache
+        .get(snapshot.key())
+        .await
+        .unwrap()
+        .expect("fetched from S3");
+    assert_eq!(read.framed(), snapshot.framed());
+    assert!(local.exists(), "the miss refilled the cache");
+}
+
+#[tokio::test]
+async fn a_corrupted_cache_file_is_rejected_and_fetched_again() {
+    let (s3, _, bucket, _) = provisioned().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, _) = cache_over(s3, &bucket, dir.path(), 512 * 1024 * 1024);
+    let snapshot = sample_snapshot(8);
+    cache.put(&snapshot).await.unwrap();
+    let local = cache.local().path_of(snapshot.key());
+    let mut bytes = std::fs::read(&local).unwrap();
+    bytes[100] ^= 0xff;
+    std::fs::write(&local, &bytes).unwrap();
+    let read = cache.get(snapshot.key()).await.unwrap().unwrap();
+    assert_eq!(read.framed(), snapshot.framed());
+    assert_eq!(
+        std::fs::read(&local).unwrap(),
+        &snapshot.framed()[..],
+        "the cache holds good bytes again"
+    );
+}
+
+#[tokio::test]
+async fn the_cache_evicts_the_least_recently_used_heaps_under_its_bound() {
+    let (s3, _, bucket, _) = provisioned().await;
+    let dir = tempfile::tempdir().unwrap();
+    let one = sample_snapshot(20).framed().len() as u64;
+    // Room for two snapshots, not three.
+    let (cache, remote) = cache_over(s3, &bucket, dir.path(), one * 2 + one / 2);
+    let (a, b, c) = (
+        sample_snapshot(20),
+        sample_snapshot(21),
+        sample_snapshot(22),
+    );
+    cache.put(&a).await.unwrap();
+    cache.put(&b).await.unwrap();
+    cache.get(a.key()).await.unwrap(); // a is now more recent than b
+    cache.put(&c).await.unwrap();
+    let cached = |key: &HeapKey| cache.local().path_of(key).exists();
+    assert!(
+        cached(a.key()) && cached(c.key()),
+        "recently used heaps stay"
+    );
+    assert!(!cached(b.key()), "the least recently used heap is evicted");
+    assert!(
+        remote.get(b.key()).await.unwrap().is_some(),
+        "eviction never touches S3"
+    );
+    assert_eq!(
+        cache.get(b.key()).await.unwrap().unwrap().framed(),
+        b.framed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn dynamodb_session_store_passes_the_session_conformance_suite() {
+    let (_, dynamodb, _, prefix) = provisioned().await;
+    let store = DynamoSessionStore::new(dynamodb, mcp_v8_lambda::aws::SESSIONS.name(&prefix));
+    session_conformance::run_all(Arc::new(store)).await;
+}
+
+fn meta_store(
+    s3: aws_sdk_s3::Client,
+    dynamodb: aws_sdk_dynamodb::Client,
+    bucket: &str,
+    prefix: &str,
+) -> DynamoMetaStore {
+    DynamoMetaStore::new(
+        dynamodb,
+        s3,
+        bucket,
+        "overflow/",
+        MetaTables::with_prefix(prefix),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn dynamodb_meta_store_passes_the_meta_conformance_suite_with_eight_concurrent_writers() {
+    let (s3, dynamodb, bucket, prefix) = provisioned().await;
+    meta_conformance::run_all(Arc::new(meta_store(s3, dynamodb, &bucket, &prefix))).await;
+}
+
+#[tokio::test]
+async fn fields_too_large_for_an_item_go_to_s3_and_come_back_whole() {
+    let (s3, dynamodb, bucket, prefix) = provisioned().await;
+    let store = meta_store(s3.clone(), dynamodb, &bucket, &prefix);
+    let big_code = format!("/* {} */ 1", "x".repeat(500 * 1024));
+    let heap = HeapKey::of_payload(b"overflow");
+    let entry = NewLogEntry {
+        input_heap: None,
+        output_heap: heap.clone(),
+        code: big_code.clone(),
+        timestamp: "2026-11-22T00:00:00Z".into(),
+    };
+    store.append_log("big", entry).await.unwrap();
+    assert_eq!(
+        store.read_log("big", 0, 10).await.unwrap()[0].code,
+        big_code
+    );
+    let record = ExecutionRecord {
+        outcome: RunOutcome {
+            execution_id: uuid::Uuid::new_v4(),
+            status: RunStatus::Completed,
+            result: None,
+            output: "y".repeat(900 * 1024),
+            heap: Some(heap),
+            input_heap: None,
+            error: None,
+            warnings: vec![],
+            duration_ms: 1,
+        },
+        started_at: "a".into(),
+        completed_at: "b".into(),
+        expires_at: i64::MAX / 2,
+    };
+    store.put_execution(&record).await.unwrap();
+    let read = store
+        .get_execution(record.outcome.execution_id, 0)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read, record);
+    let overflow = s3
+        .list_objects_v2()
+        .bucket(&bucket)
+        .prefix("overflow/")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(overflow.key_count(), Some(2), "both large items live in S3");
+}
+
+#[tokio::test]
+async fn setup_is_idempotent_and_creates_every_table() {
+    let (s3, dynamodb) = clients().await;
+    let bucket = unique("setup");
+    let prefix = format!("{}-", unique("s"));
+    let first = setup(&dynamodb, &s3, &prefix, &bucket).await.unwrap();
+    assert_eq!(first.created_tables.len(), TABLES.len());
+    assert!(first.created_bucket);
+    let second = setup(&dynamodb, &s3, &prefix, &bucket).await.unwrap();
+    assert!(second.created_tables.is_empty());
+    assert_eq!(second.existing_tables.len(), TABLES.len());
+    for table in TABLES {
+        let described = dynamodb
+            .describe_table()
+            .table_name(table.name(&prefix))
+            .send()
+            .await
+            .unwrap();
+        let table_description = described.table().unwrap();
+        assert_eq!(
+            table_description
+                .billing_mode_summary()
+                .and_then(|b| b.billing_mode())
+                .map(|m| m.as_str()),
+            Some("PAY_PER_REQUEST"),
+            "{}",
+            table.suffix
+        );
+        if let Some(ttl) = table.ttl_attribute {
+            let described = dynamodb
+                .describe_time_to_live()
+                .table_name(table.name(&prefix))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(
+                described
+                    .time_to_live_description()
+                    .and_then(|d| d.attribute_name()),
+                Some(ttl)
+            );
+        }
+    }
+}

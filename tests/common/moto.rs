@@ -1,0 +1,95 @@
+//! A moto server (a real S3 and DynamoDB protocol endpoint) on a free
+//! loopback port, one per test binary, gone when the test process exits.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_sdk_dynamodb::config::Credentials;
+
+pub struct Moto {
+    pub endpoint: String,
+    _wrapper: Child,
+}
+
+static MOTO: OnceLock<Moto> = OnceLock::new();
+
+/// The shared server, started on first use.
+pub fn moto() -> &'static Moto {
+    MOTO.get_or_init(|| {
+        let server = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/moto_server");
+        assert!(
+            server.exists(),
+            "moto is not installed: run scripts/test.sh (it installs moto[server] into .venv)"
+        );
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        // The shell holds this process's pipe: when the test process exits,
+        // `read` returns and the shell stops moto, so nothing outlives the run.
+        let script = format!(
+            "'{}' -H 127.0.0.1 -p {port} >/dev/null 2>&1 & pid=$!; read _; kill $pid",
+            server.display()
+        );
+        let wrapper = Command::new("sh")
+            .args(["-c", &script])
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("starting moto");
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "moto did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Moto {
+            endpoint: format!("http://127.0.0.1:{port}"),
+            _wrapper: wrapper,
+        }
+    })
+}
+
+/// AWS configuration pointing at moto.
+pub async fn sdk_config() -> SdkConfig {
+    aws_config::defaults(BehaviorVersion::latest())
+        .endpoint_url(&moto().endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "moto"))
+        .load()
+        .await
+}
+
+/// Clients for the two services.
+pub async fn clients() -> (aws_sdk_s3::Client, aws_sdk_dynamodb::Client) {
+    let config = sdk_config().await;
+    (
+        mcp_v8_lambda::aws::s3_client(&config, true),
+        aws_sdk_dynamodb::Client::new(&config),
+    )
+}
+
+/// A name unique to one test (buckets and table prefixes).
+pub fn unique(stem: &str) -> String {
+    format!(
+        "{stem}-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    )
+}
+
+/// A fresh bucket and table prefix with everything `setup` creates.
+pub async fn provisioned() -> (aws_sdk_s3::Client, aws_sdk_dynamodb::Client, String, String) {
+    let (s3, dynamodb) = clients().await;
+    let bucket = unique("heaps");
+    let prefix = format!("{}-", unique("t"));
+    mcp_v8_lambda::aws::setup(&dynamodb, &s3, &prefix, &bucket)
+        .await
+        .expect("setup against moto");
+    (s3, dynamodb, bucket, prefix)
+}
