@@ -1,16 +1,23 @@
 //! Configuration: one typed struct built from the environment. Every
 //! variable, its default and its effect are listed in docs/configuration.md.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::aws::{DEFAULT_TABLE_PREFIX, SESSIONS, s3_client};
 use crate::embedded::open_database;
 use crate::engine::{Engine, EngineConfig};
-use crate::heap::{FileHeapStorage, HeapStorage};
-use crate::meta::RedbMetaStore;
-use crate::session::RedbSessionStore;
+use crate::heap::{FileHeapStorage, HeapStorage, S3HeapStorage, WriteThroughCacheHeapStorage};
+use crate::meta::{DynamoMetaStore, MetaStore, MetaTables, RedbMetaStore};
+use crate::session::{DynamoSessionStore, RedbSessionStore, SessionStore};
 use crate::tools::Toolbox;
 use crate::transport::{App, OriginPolicy, TransportConfig};
+
+/// Boxed error of building the app.
+pub type BuildError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Where the heap cache lives under Lambda when none is configured.
+pub const LAMBDA_CACHE_DIR: &str = "/tmp/mcp-v8-heaps";
 
 /// Log line format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +41,20 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// `MCP_V8_LOG_FORMAT`.
     pub log_format: LogFormat,
+    /// `MCP_V8_HEAP_BUCKET`: heaps in S3 when set.
+    pub heap_bucket: Option<String>,
+    /// `MCP_V8_HEAP_PREFIX`: object key prefix (default none: bare heap keys).
+    pub heap_prefix: String,
+    /// `MCP_V8_HEAP_CACHE_DIR`: local cache in front of S3.
+    pub heap_cache_dir: Option<PathBuf>,
+    /// `MCP_V8_HEAP_CACHE_MAX_MB`.
+    pub heap_cache_max_mb: u64,
+    /// `MCP_V8_TABLE_PREFIX`: sessions and metadata in DynamoDB when set.
+    pub table_prefix: Option<String>,
+    /// `MCP_V8_S3_FORCE_PATH_STYLE`: for local S3 endpoints.
+    pub s3_force_path_style: bool,
+    /// Running inside Lambda (`AWS_LAMBDA_RUNTIME_API` is set).
+    pub under_lambda: bool,
 }
 
 /// A variable with a value that cannot be used.
@@ -82,7 +103,34 @@ impl Config {
                 });
             }
         };
+        let flag = |name: &'static str| -> Result<bool, ConfigError> {
+            match lookup(name).as_deref().map(str::trim) {
+                None | Some("") | Some("0") | Some("false") => Ok(false),
+                Some("1") | Some("true") => Ok(true),
+                Some(other) => Err(ConfigError {
+                    name,
+                    value: other.to_owned(),
+                    reason: "expected true or false",
+                }),
+            }
+        };
+        let non_empty = |name: &str| {
+            lookup(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let under_lambda = lookup("AWS_LAMBDA_RUNTIME_API").is_some();
         Ok(Self {
+            heap_bucket: non_empty("MCP_V8_HEAP_BUCKET"),
+            heap_prefix: lookup("MCP_V8_HEAP_PREFIX").unwrap_or_default(),
+            heap_cache_dir: non_empty("MCP_V8_HEAP_CACHE_DIR")
+                .map(PathBuf::from)
+                .or_else(|| under_lambda.then(|| PathBuf::from(LAMBDA_CACHE_DIR))),
+            heap_cache_max_mb: number(&lookup, "MCP_V8_HEAP_CACHE_MAX_MB", 512, |v| *v > 0)?,
+            table_prefix: non_empty("MCP_V8_TABLE_PREFIX")
+                .or_else(|| under_lambda.then(|| DEFAULT_TABLE_PREFIX.to_owned())),
+            s3_force_path_style: flag("MCP_V8_S3_FORCE_PATH_STYLE")?,
+            under_lambda,
             session_ttl_secs: number(&lookup, "MCP_V8_SESSION_TTL_SECS", 86_400, |v| *v > 0)?,
             execution_ttl_secs: number(&lookup, "MCP_V8_EXECUTION_TTL_SECS", 7 * 86_400, |v| {
                 *v > 0
@@ -101,19 +149,74 @@ impl Config {
         })
     }
 
-    /// The app of local mode: heaps in `<data_dir>/heaps`, sessions and
-    /// metadata in `<data_dir>/meta.redb`.
-    pub fn local_app(
+    /// Whether any store is on AWS (and AWS clients are needed).
+    pub fn uses_aws(&self) -> bool {
+        self.heap_bucket.is_some() || self.table_prefix.is_some()
+    }
+
+    /// The app this configuration describes. Heaps: S3 when a bucket is set
+    /// (behind the write-through cache when a cache directory is configured,
+    /// as it is by default under Lambda), else `<data_dir>/heaps`. Sessions
+    /// and metadata: DynamoDB when a table prefix is set (by default under
+    /// Lambda), else `<data_dir>/meta.redb`. `aws` is the shared AWS
+    /// configuration, required when [`Self::uses_aws`].
+    pub fn app(
         &self,
         data_dir: &Path,
         stateless: bool,
-    ) -> Result<App, Box<dyn std::error::Error + Send + Sync>> {
-        let db = open_database(&data_dir.join("meta.redb"))?;
-        let sessions = Arc::new(RedbSessionStore::new(db.clone())?);
-        let meta = Arc::new(RedbMetaStore::new(db)?);
-        let heaps: Option<Arc<dyn HeapStorage>> = (!stateless).then(|| {
-            Arc::new(FileHeapStorage::new(data_dir.join("heaps"))) as Arc<dyn HeapStorage>
-        });
+        aws: Option<&aws_config::SdkConfig>,
+    ) -> Result<App, BuildError> {
+        let aws = || aws.ok_or("an AWS store is configured but no AWS configuration was loaded");
+        let heaps: Option<Arc<dyn HeapStorage>> = match (&self.heap_bucket, stateless) {
+            (_, true) => None,
+            (Some(bucket), false) => {
+                let s3 = Arc::new(S3HeapStorage::new(
+                    s3_client(aws()?, self.s3_force_path_style),
+                    bucket,
+                    &self.heap_prefix,
+                ));
+                Some(match &self.heap_cache_dir {
+                    Some(dir) => Arc::new(WriteThroughCacheHeapStorage::new(
+                        FileHeapStorage::new(dir),
+                        s3,
+                        self.heap_cache_max_mb * 1024 * 1024,
+                    )),
+                    None => s3,
+                })
+            }
+            (None, false) => Some(Arc::new(FileHeapStorage::new(data_dir.join("heaps")))),
+        };
+        let (sessions, meta): (Arc<dyn SessionStore>, Arc<dyn MetaStore>) = match &self.table_prefix
+        {
+            Some(prefix) => {
+                let bucket = self
+                    .heap_bucket
+                    .as_ref()
+                    .ok_or("DynamoDB metadata needs MCP_V8_HEAP_BUCKET: items too large for DynamoDB are kept in S3")?;
+                let dynamodb = aws_sdk_dynamodb::Client::new(aws()?);
+                let s3 = s3_client(aws()?, self.s3_force_path_style);
+                (
+                    Arc::new(DynamoSessionStore::new(
+                        dynamodb.clone(),
+                        SESSIONS.name(prefix),
+                    )),
+                    Arc::new(DynamoMetaStore::new(
+                        dynamodb,
+                        s3,
+                        bucket,
+                        format!("{}overflow/", self.heap_prefix),
+                        MetaTables::with_prefix(prefix),
+                    )),
+                )
+            }
+            None => {
+                let db = open_database(&data_dir.join("meta.redb"))?;
+                (
+                    Arc::new(RedbSessionStore::new(db.clone())?),
+                    Arc::new(RedbMetaStore::new(db)?),
+                )
+            }
+        };
         let engine = Arc::new(Engine::new(EngineConfig::default(), heaps));
         let tools = Toolbox {
             engine,
@@ -154,6 +257,35 @@ mod tests {
         assert_eq!(config.max_body_bytes, 1_048_576);
         assert_eq!(config.log_format, LogFormat::Text);
         assert!(config.allowed_origins.is_empty());
+        assert!(!config.uses_aws(), "locally nothing needs AWS");
+        assert_eq!(config.heap_cache_dir, None);
+    }
+
+    #[test]
+    fn lambda_defaults_to_dynamodb_tables_and_a_tmp_cache() {
+        let config = from(&[
+            ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001"),
+            ("MCP_V8_HEAP_BUCKET", "b"),
+        ])
+        .unwrap();
+        assert_eq!(config.table_prefix.as_deref(), Some("mcp-v8-"));
+        assert_eq!(
+            config.heap_cache_dir,
+            Some(PathBuf::from("/tmp/mcp-v8-heaps"))
+        );
+        assert_eq!(config.heap_cache_max_mb, 512);
+        assert_eq!(config.heap_prefix, "");
+    }
+
+    #[test]
+    fn dynamodb_metadata_without_a_bucket_is_refused() {
+        let config = from(&[("MCP_V8_TABLE_PREFIX", "x-")]).unwrap();
+        let aws = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .build();
+        let dir = std::env::temp_dir();
+        let err = config.app(&dir, false, Some(&aws)).unwrap_err();
+        assert!(err.to_string().contains("MCP_V8_HEAP_BUCKET"), "{err}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The `mcp-v8-lambda` binary: `serve` hosts the MCP endpoint locally on the
-//! embedded store.
+//! The `mcp-v8-lambda` binary: `serve` hosts the MCP endpoint (embedded store
+//! by default, AWS stores when configured); `setup` creates the AWS tables
+//! and bucket.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -37,6 +38,18 @@ enum Command {
         #[arg(long)]
         stateless: bool,
     },
+    /// Create the DynamoDB tables (MCP_V8_TABLE_PREFIX, default mcp-v8-) and
+    /// the S3 bucket (MCP_V8_HEAP_BUCKET) if missing, on the endpoint the
+    /// standard AWS configuration names (AWS_ENDPOINT_URL, region, credentials).
+    Setup,
+}
+
+async fn load_aws(config: &Config) -> Option<aws_config::SdkConfig> {
+    if config.uses_aws() {
+        Some(aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await)
+    } else {
+        None
+    }
 }
 
 fn init_logging(format: LogFormat) {
@@ -72,10 +85,11 @@ async fn main() -> anyhow::Result<()> {
             data_dir,
             stateless,
         } => {
+            let aws = load_aws(&config).await;
             let app = config
-                .local_app(&data_dir, stateless)
+                .app(&data_dir, stateless, aws.as_ref())
                 .map_err(|e| anyhow::anyhow!(e))
-                .with_context(|| format!("opening the data directory {}", data_dir.display()))?;
+                .context("building the server from the configuration")?;
             let address = SocketAddr::new(host, port);
             let listener = tokio::net::TcpListener::bind(address)
                 .await
@@ -85,6 +99,34 @@ async fn main() -> anyhow::Result<()> {
                 .with_graceful_shutdown(shutdown_signal())
                 .await
                 .context("serving")?;
+        }
+        Command::Setup => {
+            let bucket = config
+                .heap_bucket
+                .clone()
+                .context("setup needs MCP_V8_HEAP_BUCKET (the bucket for heaps)")?;
+            let prefix = config
+                .table_prefix
+                .clone()
+                .unwrap_or_else(|| mcp_v8_lambda::aws::DEFAULT_TABLE_PREFIX.to_owned());
+            let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+            let s3 = mcp_v8_lambda::aws::s3_client(&aws, config.s3_force_path_style);
+            let dynamodb = aws_sdk_dynamodb::Client::new(&aws);
+            let report = mcp_v8_lambda::aws::setup(&dynamodb, &s3, &prefix, &bucket).await?;
+            for table in &report.created_tables {
+                println!("created table {table}");
+            }
+            for table in &report.existing_tables {
+                println!("table {table} already exists");
+            }
+            println!(
+                "bucket {bucket} {}",
+                if report.created_bucket {
+                    "created"
+                } else {
+                    "already exists"
+                }
+            );
         }
     }
     Ok(())

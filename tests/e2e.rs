@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod common;
+
 fn project() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -27,13 +29,19 @@ struct Serve {
     child: Child,
     port: u16,
     data_dir: PathBuf,
+    env: Vec<(String, String)>,
 }
 
 impl Serve {
     fn start(data_dir: &Path, port: u16) -> Self {
+        Self::start_with(data_dir, port, Vec::new())
+    }
+
+    fn start_with(data_dir: &Path, port: u16, env: Vec<(String, String)>) -> Self {
         let child = Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
             .args(["serve", "--port", &port.to_string(), "--data-dir"])
             .arg(data_dir)
+            .envs(env.iter().cloned())
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -51,6 +59,7 @@ impl Serve {
             child,
             port,
             data_dir: data_dir.to_owned(),
+            env,
         }
     }
 
@@ -71,7 +80,7 @@ impl Serve {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        *self = Serve::start(&self.data_dir.clone(), self.port);
+        *self = Serve::start_with(&self.data_dir.clone(), self.port, self.env.clone());
     }
 }
 
@@ -160,7 +169,10 @@ fn python_mcp_client_threads_a_counter_through_three_heaps() {
 /// events it printed.
 fn run_with_restart(mode: &str) -> Vec<Value> {
     let dir = tempfile::tempdir().unwrap();
-    let mut serve = Serve::start(dir.path(), free_port());
+    run_with_restart_on(Serve::start(dir.path(), free_port()), mode)
+}
+
+fn run_with_restart_on(mut serve: Serve, mode: &str) -> Vec<Value> {
     let mut client = node()
         .args([&serve.url(), mode])
         .stdin(Stdio::piped())
@@ -213,4 +225,97 @@ fn a_session_survives_a_server_restart_and_a_deleted_one_reinitializes() {
 fn tags_queries_the_session_log_and_executions_work_through_serve_and_survive_a_restart() {
     let events = run_with_restart("tools");
     assert_eq!(names(&events), ["restart", "done"]);
+}
+
+/// The environment a deployment on AWS has, pointed at moto.
+fn aws_env(bucket: &str, table_prefix: &str, cache: &Path) -> Vec<(String, String)> {
+    [
+        ("AWS_ENDPOINT_URL", common::moto::moto().endpoint.as_str()),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+        ("MCP_V8_HEAP_BUCKET", bucket),
+        ("MCP_V8_TABLE_PREFIX", table_prefix),
+        ("MCP_V8_S3_FORCE_PATH_STYLE", "true"),
+        ("MCP_V8_HEAP_CACHE_DIR", cache.to_str().unwrap()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
+}
+
+#[test]
+fn on_s3_and_dynamodb_a_session_survives_a_restart_and_nothing_is_kept_locally_but_the_cache() {
+    let bucket = common::moto::unique("e2e");
+    let prefix = format!("{}-", common::moto::unique("e2e"));
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let cache = dir.path().join("cache");
+    let env = aws_env(&bucket, &prefix, &cache);
+
+    let setup = Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
+        .arg("setup")
+        .envs(env.iter().cloned())
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&setup.stdout);
+    assert!(
+        setup.status.success(),
+        "{printed}{}",
+        String::from_utf8_lossy(&setup.stderr)
+    );
+    assert!(
+        printed.contains(&format!("created table {prefix}sessions")),
+        "{printed}"
+    );
+    assert!(
+        printed.contains(&format!("bucket {bucket} created")),
+        "{printed}"
+    );
+
+    let serve = Serve::start_with(&data_dir, free_port(), env);
+    let events = run_with_restart_on(serve, "replay");
+    assert_eq!(
+        names(&events),
+        ["restart", "continued", "not_found", "done"]
+    );
+
+    assert!(
+        !data_dir.join("meta.redb").exists(),
+        "sessions and metadata live in DynamoDB"
+    );
+    assert!(!data_dir.join("heaps").exists(), "heaps live in S3");
+    let last_heap = events[3]["heap"].as_str().unwrap().to_owned();
+    assert!(
+        cache.join(&last_heap).exists(),
+        "the cache holds the last heap"
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let stored = runtime.block_on(async {
+        let (s3, dynamodb) = common::moto::clients().await;
+        let object = s3
+            .head_object()
+            .bucket(&bucket)
+            .key(&last_heap)
+            .send()
+            .await;
+        let log = dynamodb
+            .query()
+            .table_name(format!("{prefix}session-log"))
+            .key_condition_expression("session_name = :s")
+            .expression_attribute_values(
+                ":s",
+                aws_sdk_dynamodb::types::AttributeValue::S("ts-replay".into()),
+            )
+            .send()
+            .await
+            .unwrap();
+        (object.is_ok(), log.count())
+    });
+    assert_eq!(
+        stored,
+        (true, 3),
+        "the heap is in S3 and three runs are logged in DynamoDB"
+    );
 }

@@ -618,7 +618,7 @@ async fn the_local_app_of_the_binary_serves_from_a_data_dir() {
     let dir = tempfile::tempdir().unwrap();
     let app = Config::from_lookup(|_| None)
         .unwrap()
-        .local_app(dir.path(), false)
+        .app(dir.path(), false, None)
         .unwrap();
     let text = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
         "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}})
