@@ -2,11 +2,19 @@
 //! `setup`, the stores and the SAM template test all read), client
 //! construction from the standard AWS configuration, and `setup`.
 
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
 use aws_sdk_dynamodb::client::Waiters;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, PointInTimeRecoverySpecification,
     ScalarAttributeType, TimeToLiveSpecification,
 };
+use aws_sdk_s3::config::{ConfigBag, RuntimeComponents};
+use aws_smithy_runtime_api::box_error::BoxError;
+use aws_smithy_runtime_api::client::interceptors::Intercept;
+use aws_smithy_runtime_api::client::interceptors::context::BeforeSerializationInterceptorContextRef;
+use aws_smithy_runtime_api::client::orchestrator::Metadata;
 
 /// Table name prefix when `MCP_V8_TABLE_PREFIX` is not set.
 pub const DEFAULT_TABLE_PREFIX: &str = "mcp-v8-";
@@ -249,10 +257,72 @@ pub async fn setup(
 /// An S3 client from shared AWS configuration. `force_path_style` is for
 /// endpoints without virtual-host bucket names (local stacks).
 pub fn s3_client(config: &aws_config::SdkConfig, force_path_style: bool) -> aws_sdk_s3::Client {
-    let s3 = aws_sdk_s3::config::Builder::from(config)
-        .force_path_style(force_path_style)
-        .build();
-    aws_sdk_s3::Client::from_conf(s3)
+    Clients::new(config, force_path_style, None).s3
+}
+
+/// The two AWS clients the stores use, built once per process.
+#[derive(Debug, Clone)]
+pub struct Clients {
+    /// Heaps and oversized metadata.
+    pub s3: aws_sdk_s3::Client,
+    /// Sessions and metadata.
+    pub dynamodb: aws_sdk_dynamodb::Client,
+}
+
+impl Clients {
+    /// Clients from shared configuration, optionally counting every call.
+    pub fn new(
+        config: &aws_config::SdkConfig,
+        force_path_style: bool,
+        counter: Option<&CallCounter>,
+    ) -> Self {
+        let mut s3 = aws_sdk_s3::config::Builder::from(config).force_path_style(force_path_style);
+        let mut dynamodb = aws_sdk_dynamodb::config::Builder::from(config);
+        if let Some(counter) = counter {
+            s3 = s3.interceptor(counter.clone());
+            dynamodb = dynamodb.interceptor(counter.clone());
+        }
+        Self {
+            s3: aws_sdk_s3::Client::from_conf(s3.build()),
+            dynamodb: aws_sdk_dynamodb::Client::from_conf(dynamodb.build()),
+        }
+    }
+}
+
+/// Counts AWS operations (`service.Operation`), once per call whatever its
+/// retries: the figures in docs/performance.md come from it.
+#[derive(Debug, Clone, Default)]
+pub struct CallCounter(Arc<Mutex<BTreeMap<String, u64>>>);
+
+impl CallCounter {
+    /// The counts so far, resetting them.
+    pub fn take(&self) -> BTreeMap<String, u64> {
+        std::mem::take(&mut *self.0.lock().expect("counter lock"))
+    }
+}
+
+impl Intercept for CallCounter {
+    fn name(&self) -> &'static str {
+        "CallCounter"
+    }
+
+    fn read_before_serialization(
+        &self,
+        _context: &BeforeSerializationInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        config: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if let Some(operation) = config.load::<Metadata>() {
+            let name = format!("{}.{}", operation.service(), operation.name());
+            *self
+                .0
+                .lock()
+                .expect("counter lock")
+                .entry(name)
+                .or_default() += 1;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

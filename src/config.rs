@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::aws::{DEFAULT_TABLE_PREFIX, SESSIONS, s3_client};
+use crate::aws::{Clients, DEFAULT_TABLE_PREFIX, SESSIONS};
 use crate::embedded::open_database;
 use crate::engine::{Engine, EngineConfig};
 use crate::heap::{FileHeapStorage, HeapStorage, S3HeapStorage, WriteThroughCacheHeapStorage};
@@ -158,20 +158,20 @@ impl Config {
     /// (behind the write-through cache when a cache directory is configured,
     /// as it is by default under Lambda), else `<data_dir>/heaps`. Sessions
     /// and metadata: DynamoDB when a table prefix is set (by default under
-    /// Lambda), else `<data_dir>/meta.redb`. `aws` is the shared AWS
-    /// configuration, required when [`Self::uses_aws`].
+    /// Lambda), else `<data_dir>/meta.redb`. `aws` holds the clients,
+    /// required when [`Self::uses_aws`].
     pub fn app(
         &self,
         data_dir: &Path,
         stateless: bool,
-        aws: Option<&aws_config::SdkConfig>,
+        aws: Option<&Clients>,
     ) -> Result<App, BuildError> {
-        let aws = || aws.ok_or("an AWS store is configured but no AWS configuration was loaded");
+        let aws = || aws.ok_or("an AWS store is configured but no AWS clients were built");
         let heaps: Option<Arc<dyn HeapStorage>> = match (&self.heap_bucket, stateless) {
             (_, true) => None,
             (Some(bucket), false) => {
                 let s3 = Arc::new(S3HeapStorage::new(
-                    s3_client(aws()?, self.s3_force_path_style),
+                    aws()?.s3.clone(),
                     bucket,
                     &self.heap_prefix,
                 ));
@@ -193,16 +193,15 @@ impl Config {
                     .heap_bucket
                     .as_ref()
                     .ok_or("DynamoDB metadata needs MCP_V8_HEAP_BUCKET: items too large for DynamoDB are kept in S3")?;
-                let dynamodb = aws_sdk_dynamodb::Client::new(aws()?);
-                let s3 = s3_client(aws()?, self.s3_force_path_style);
+                let clients = aws()?;
                 (
                     Arc::new(DynamoSessionStore::new(
-                        dynamodb.clone(),
+                        clients.dynamodb.clone(),
                         SESSIONS.name(prefix),
                     )),
                     Arc::new(DynamoMetaStore::new(
-                        dynamodb,
-                        s3,
+                        clients.dynamodb.clone(),
+                        clients.s3.clone(),
                         bucket,
                         format!("{}overflow/", self.heap_prefix),
                         MetaTables::with_prefix(prefix),
@@ -280,11 +279,12 @@ mod tests {
     #[test]
     fn dynamodb_metadata_without_a_bucket_is_refused() {
         let config = from(&[("MCP_V8_TABLE_PREFIX", "x-")]).unwrap();
-        let aws = aws_config::SdkConfig::builder()
+        let sdk = aws_config::SdkConfig::builder()
             .behavior_version(aws_config::BehaviorVersion::latest())
             .build();
+        let clients = Clients::new(&sdk, false, None);
         let dir = std::env::temp_dir();
-        let err = config.app(&dir, false, Some(&aws)).unwrap_err();
+        let err = config.app(&dir, false, Some(&clients)).unwrap_err();
         assert!(err.to_string().contains("MCP_V8_HEAP_BUCKET"), "{err}");
     }
 

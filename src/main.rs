@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use mcp_v8_lambda::aws::Clients;
 use mcp_v8_lambda::config::{Config, LogFormat};
 use mcp_v8_lambda::transport::router;
 use tracing_subscriber::EnvFilter;
@@ -44,12 +45,14 @@ enum Command {
     Setup,
 }
 
-async fn load_aws(config: &Config) -> Option<aws_config::SdkConfig> {
-    if config.uses_aws() {
-        Some(aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await)
-    } else {
-        None
+/// AWS clients from the standard configuration (`AWS_ENDPOINT_URL`, region,
+/// credentials chain), built once, only when a store needs them.
+async fn aws_clients(config: &Config) -> Option<Clients> {
+    if !config.uses_aws() {
+        return None;
     }
+    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    Some(Clients::new(&sdk, config.s3_force_path_style, None))
 }
 
 fn init_logging(format: LogFormat) {
@@ -85,7 +88,7 @@ async fn main() -> anyhow::Result<()> {
             data_dir,
             stateless,
         } => {
-            let aws = load_aws(&config).await;
+            let aws = aws_clients(&config).await;
             let app = config
                 .app(&data_dir, stateless, aws.as_ref())
                 .map_err(|e| anyhow::anyhow!(e))
@@ -109,10 +112,10 @@ async fn main() -> anyhow::Result<()> {
                 .table_prefix
                 .clone()
                 .unwrap_or_else(|| mcp_v8_lambda::aws::DEFAULT_TABLE_PREFIX.to_owned());
-            let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-            let s3 = mcp_v8_lambda::aws::s3_client(&aws, config.s3_force_path_style);
-            let dynamodb = aws_sdk_dynamodb::Client::new(&aws);
-            let report = mcp_v8_lambda::aws::setup(&dynamodb, &s3, &prefix, &bucket).await?;
+            let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+            let clients = Clients::new(&sdk, config.s3_force_path_style, None);
+            let report =
+                mcp_v8_lambda::aws::setup(&clients.dynamodb, &clients.s3, &prefix, &bucket).await?;
             for table in &report.created_tables {
                 println!("created table {table}");
             }

@@ -410,3 +410,30 @@ async fn eight_concurrent_clients_append_two_hundred_gapless_entries() {
         (0..200).collect::<Vec<u64>>()
     );
 }
+
+#[tokio::test]
+async fn run_js_refuses_invalid_tags_before_running() {
+    let s = server();
+    let sid = logical(&s, "tag-check").await;
+    let reply = s
+        .call(
+            &sid,
+            json!({"code": "globalThis.ran = true", "tags": {"": "empty key"}}),
+        )
+        .await;
+    assert_eq!(reply["isError"], true);
+    assert!(
+        reply["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("empty")
+    );
+    assert!(
+        s.meta
+            .read_log("tag-check", 0, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "nothing ran, nothing was logged"
+    );
+}

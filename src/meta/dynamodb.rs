@@ -169,9 +169,28 @@ impl DynamoMetaStore {
     }
 }
 
-#[async_trait]
-impl MetaStore for DynamoMetaStore {
-    async fn append_log(&self, session: &str, entry: NewLogEntry) -> Result<u64, MetaStoreError> {
+impl DynamoMetaStore {
+    /// The execution record as a transaction item.
+    async fn execution_put(&self, record: &ExecutionRecord) -> Result<Put, MetaStoreError> {
+        let id = record.outcome.execution_id;
+        let json = serde_json::to_string(record).map_err(backend)?;
+        let (attribute, value) = self.stash(format!("executions/{id}.json"), json).await?;
+        Put::builder()
+            .table_name(&self.tables.executions)
+            .item("execution_id", s(id.to_string()))
+            .item(attribute, value)
+            .item("expires_at", n(record.expires_at))
+            .build()
+            .map_err(backend)
+    }
+
+    /// Appends a log entry, in the same transaction as `also` when given.
+    async fn append(
+        &self,
+        session: &str,
+        entry: NewLogEntry,
+        also: Option<Put>,
+    ) -> Result<u64, MetaStoreError> {
         let session_hash = hex::encode(Sha256::digest(session.as_bytes()));
         for attempt in 0..APPEND_ATTEMPTS {
             let index = self.head(session).await?;
@@ -217,13 +236,16 @@ impl MetaStore for DynamoMetaStore {
                     .map_err(backend)?;
                 TransactWriteItem::builder().update(update).build()
             };
-            let result = self
+            let mut transaction = self
                 .dynamodb
                 .transact_write_items()
                 .transact_items(TransactWriteItem::builder().put(put_entry).build())
-                .transact_items(advance_head)
-                .send()
-                .await;
+                .transact_items(advance_head);
+            if let Some(put) = &also {
+                transaction = transaction
+                    .transact_items(TransactWriteItem::builder().put(put.clone()).build());
+            }
+            let result = transaction.send().await;
             match result {
                 Ok(_) => return Ok(index),
                 Err(e)
@@ -239,6 +261,34 @@ impl MetaStore for DynamoMetaStore {
         Err(backend(format!(
             "could not allocate a log index for session {session:?} after {APPEND_ATTEMPTS} conflicting attempts"
         )))
+    }
+}
+
+#[async_trait]
+impl MetaStore for DynamoMetaStore {
+    async fn append_log(&self, session: &str, entry: NewLogEntry) -> Result<u64, MetaStoreError> {
+        self.append(session, entry, None).await
+    }
+
+    async fn record_run(
+        &self,
+        log: Option<(&str, NewLogEntry)>,
+        execution: &ExecutionRecord,
+    ) -> Result<Option<u64>, MetaStoreError> {
+        let put = self.execution_put(execution).await?;
+        match log {
+            Some((session, entry)) => self.append(session, entry, Some(put)).await.map(Some),
+            None => {
+                self.dynamodb
+                    .put_item()
+                    .table_name(&self.tables.executions)
+                    .set_item(Some(put.item))
+                    .send()
+                    .await
+                    .map_err(sdk)?;
+                Ok(None)
+            }
+        }
     }
 
     async fn list_sessions(&self) -> Result<Vec<String>, MetaStoreError> {
@@ -431,19 +481,7 @@ impl MetaStore for DynamoMetaStore {
     }
 
     async fn put_execution(&self, record: &ExecutionRecord) -> Result<(), MetaStoreError> {
-        let id = record.outcome.execution_id;
-        let json = serde_json::to_string(record).map_err(backend)?;
-        let (attribute, value) = self.stash(format!("executions/{id}.json"), json).await?;
-        self.dynamodb
-            .put_item()
-            .table_name(&self.tables.executions)
-            .item("execution_id", s(id.to_string()))
-            .item(attribute, value)
-            .item("expires_at", n(record.expires_at))
-            .send()
-            .await
-            .map_err(sdk)?;
-        Ok(())
+        self.record_run(None, record).await.map(drop)
     }
 
     async fn get_execution(

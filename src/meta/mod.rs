@@ -133,4 +133,21 @@ pub trait MetaStore: Send + Sync + fmt::Debug + 'static {
         id: Uuid,
         now: i64,
     ) -> Result<Option<ExecutionRecord>, MetaStoreError>;
+
+    /// What a run leaves behind: its log entry (when it has a logical
+    /// session) and its execution record, together. Backends that can make
+    /// it one write do (DynamoDB: one transaction); the default makes two.
+    /// Returns the log index.
+    async fn record_run(
+        &self,
+        log: Option<(&str, NewLogEntry)>,
+        execution: &ExecutionRecord,
+    ) -> Result<Option<u64>, MetaStoreError> {
+        let index = match log {
+            Some((session, entry)) => Some(self.append_log(session, entry).await?),
+            None => None,
+        };
+        self.put_execution(execution).await?;
+        Ok(index)
+    }
 }

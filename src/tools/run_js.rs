@@ -102,6 +102,11 @@ pub(super) async fn call(
             Err(e) => return CallToolResult::error(e.to_string()),
         },
     };
+    if let Some(tags) = &args.tags
+        && let Err(e) = super::args::tags(tags)
+    {
+        return CallToolResult::error(e);
+    }
     if toolbox.stateless && (heap.is_some() || args.tags.is_some()) {
         return CallToolResult::error("this server is stateless: run_js takes no heap or tags");
     }
@@ -136,38 +141,38 @@ pub(super) async fn call(
     // The heap is stored; metadata that fails to follow is reported, never
     // hidden, and the heap stays usable by its key.
     let mut metadata_failed = false;
-    if let (RunStatus::Completed, Some(output_heap)) = (outcome.status, outcome.heap.clone()) {
-        if let Some(name) = &session.logical_session {
-            let entry = NewLogEntry {
+    let completed_heap = match (outcome.status, &outcome.heap) {
+        (RunStatus::Completed, Some(heap)) => Some(heap.clone()),
+        _ => None,
+    };
+    let log = match (&completed_heap, &session.logical_session) {
+        (Some(output_heap), Some(name)) => Some((
+            name.as_str(),
+            NewLogEntry {
                 input_heap: outcome.input_heap.clone(),
                 output_heap: output_heap.clone(),
                 code: report.executed_code,
                 timestamp: rfc3339(completed_at),
-            };
-            if let Err(e) = toolbox.meta.append_log(name, entry).await {
-                outcome
-                    .warnings
-                    .push(format!("the session log entry was not written: {e}"));
-                metadata_failed = true;
-            }
-        }
-        if let Some(tags) = &args.tags
-            && let Err(e) = toolbox.meta.set_tags(&output_heap, tags).await
-        {
-            outcome.warnings.push(format!("the tags were not set: {e}"));
-            metadata_failed = true;
-        }
-    }
+            },
+        )),
+        _ => None,
+    };
     let record = ExecutionRecord {
         outcome: outcome.clone(),
         started_at: rfc3339(started),
         completed_at: rfc3339(completed_at),
         expires_at: unix_now() + toolbox.execution_ttl_secs,
     };
-    if let Err(e) = toolbox.meta.put_execution(&record).await {
-        outcome
-            .warnings
-            .push(format!("the execution record was not written: {e}"));
+    if let Err(e) = toolbox.meta.record_run(log, &record).await {
+        outcome.warnings.push(format!(
+            "the session log entry and execution record were not written: {e}"
+        ));
+        metadata_failed = true;
+    }
+    if let (Some(output_heap), Some(tags)) = (&completed_heap, &args.tags)
+        && let Err(e) = toolbox.meta.set_tags(output_heap, tags).await
+    {
+        outcome.warnings.push(format!("the tags were not set: {e}"));
         metadata_failed = true;
     }
     let is_error = outcome.status != RunStatus::Completed || metadata_failed;

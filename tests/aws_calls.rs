@@ -1,0 +1,154 @@
+//! How many AWS calls each request makes, counted by an SDK interceptor
+//! against moto. Counts are deterministic, so they are asserted: a change
+//! that adds a call per request fails here. docs/performance.md records them.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use axum::body::Body;
+use axum::http::StatusCode;
+use common::moto::{sdk_config, unique};
+use http_body_util::BodyExt;
+use mcp_v8_lambda::aws::{CallCounter, Clients, setup};
+use mcp_v8_lambda::config::Config;
+use mcp_v8_lambda::transport::{App, router};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+async fn send(
+    app: &App,
+    session: Option<&str>,
+    body: Value,
+) -> (StatusCode, Option<String>, Value) {
+    let text = body.to_string();
+    let mut builder = common::post(&text).header("x-mcp-session-id", "counted-agent");
+    if let Some(session) = session {
+        builder = builder.header("mcp-session-id", session);
+    }
+    let response = router(app.clone())
+        .oneshot(builder.body(Body::from(text)).unwrap())
+        .await
+        .unwrap();
+    let status = response.status();
+    let sid = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        sid,
+        if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap()
+        },
+    )
+}
+
+fn calls(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+#[tokio::test]
+async fn a_stateful_tools_call_makes_the_documented_aws_calls() {
+    let counter = CallCounter::default();
+    let clients = Clients::new(&sdk_config().await, true, Some(&counter));
+    let bucket = unique("calls");
+    let prefix = format!("{}-", unique("c"));
+    setup(&clients.dynamodb, &clients.s3, &prefix, &bucket)
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let env = BTreeMap::from([
+        ("MCP_V8_HEAP_BUCKET", bucket.clone()),
+        ("MCP_V8_TABLE_PREFIX", prefix.clone()),
+        ("MCP_V8_HEAP_CACHE_DIR", cache.to_str().unwrap().to_owned()),
+    ]);
+    let config = Config::from_lookup(|name| env.get(name).cloned()).unwrap();
+    let app = config.app(dir.path(), false, Some(&clients)).unwrap();
+    counter.take();
+
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}});
+    let (_, sid, _) = send(&app, None, init).await;
+    let sid = sid.unwrap();
+    let initialize = counter.take();
+    println!("initialize: {initialize:?}");
+    assert_eq!(
+        initialize,
+        calls(&[("DynamoDB.PutItem", 1), ("DynamoDB.Query", 1)]),
+        "state write + continuity read"
+    );
+
+    send(
+        &app,
+        Some(&sid),
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+    )
+    .await;
+    let initialized = counter.take();
+    println!("notifications/initialized: {initialized:?}");
+    assert_eq!(
+        initialized,
+        calls(&[("DynamoDB.GetItem", 1), ("DynamoDB.PutItem", 1)])
+    );
+
+    send(
+        &app,
+        Some(&sid),
+        json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}),
+    )
+    .await;
+    let list = counter.take();
+    println!("tools/list (replay only): {list:?}");
+    assert_eq!(list, calls(&[("DynamoDB.GetItem", 1)]));
+
+    let run = |heap: Option<&str>| {
+        let mut arguments = json!({"code": "globalThis.n = (globalThis.n ?? 0) + 1; n"});
+        if let Some(heap) = heap {
+            arguments["heap"] = json!(heap);
+        }
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_js","arguments":arguments}})
+    };
+    let (_, _, fresh) = send(&app, Some(&sid), run(None)).await;
+    let fresh_calls = counter.take();
+    println!("run_js, fresh isolate: {fresh_calls:?}");
+    let heap = fresh["result"]["structuredContent"]["heap"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Replay and log head are reads; heap PUT; log entry, head and execution in one transaction.
+    let writes_and_reads = [
+        ("DynamoDB.GetItem", 2),
+        ("DynamoDB.TransactWriteItems", 1),
+        ("S3.PutObject", 1),
+    ];
+    assert_eq!(fresh_calls, calls(&writes_and_reads));
+
+    send(&app, Some(&sid), run(Some(&heap))).await;
+    let warm = counter.take();
+    println!("run_js from a heap, warm cache: {warm:?}");
+    assert_eq!(
+        warm,
+        calls(&writes_and_reads),
+        "a cache hit reads nothing from S3"
+    );
+
+    std::fs::remove_dir_all(&cache).unwrap();
+    let (_, _, cold_reply) = send(&app, Some(&sid), run(Some(&heap))).await;
+    assert_eq!(cold_reply["result"]["structuredContent"]["result"], "2");
+    let cold = counter.take();
+    println!("run_js from a heap, cold cache: {cold:?}");
+    assert_eq!(
+        cold,
+        calls(&[
+            ("DynamoDB.GetItem", 2),
+            ("DynamoDB.TransactWriteItems", 1),
+            ("S3.GetObject", 1),
+            ("S3.PutObject", 1),
+        ])
+    );
+}
