@@ -17,8 +17,13 @@ use crate::heap::HeapKey;
 
 /// JSON larger than this goes to S3; DynamoDB items stop at 400 KB.
 const INLINE_MAX: usize = 300 * 1024;
-/// Attempts at allocating a log index before giving up under contention.
-const APPEND_ATTEMPTS: u32 = 64;
+/// How long an append keeps retrying index conflicts before giving up. A
+/// time budget, not an attempt count: how many attempts a busy log needs
+/// depends on how fast the service answers.
+const APPEND_BUDGET: Duration = Duration::from_secs(30);
+/// Backoff bounds between conflicting attempts (full jitter below the cap).
+const BACKOFF_START: Duration = Duration::from_millis(2);
+const BACKOFF_CAP: Duration = Duration::from_millis(200);
 
 /// Names of the metadata tables under one prefix.
 #[derive(Debug, Clone)]
@@ -192,7 +197,11 @@ impl DynamoMetaStore {
         also: Option<Put>,
     ) -> Result<u64, MetaStoreError> {
         let session_hash = hex::encode(Sha256::digest(session.as_bytes()));
-        for attempt in 0..APPEND_ATTEMPTS {
+        let started = std::time::Instant::now();
+        let mut backoff = BACKOFF_START;
+        let mut attempts = 0u32;
+        while started.elapsed() < APPEND_BUDGET {
+            attempts += 1;
             let index = self.head(session).await?;
             let record = LogEntry {
                 index,
@@ -252,14 +261,16 @@ impl DynamoMetaStore {
                     if e.as_service_error()
                         .is_some_and(|s| s.is_transaction_canceled_exception()) =>
                 {
-                    let backoff = rand::random_range(1..=10) * u64::from(attempt.min(8) + 1);
-                    tokio::time::sleep(Duration::from_millis(backoff)).await;
+                    let pause = rand::random_range(0..=backoff.as_millis() as u64);
+                    tokio::time::sleep(Duration::from_millis(pause)).await;
+                    backoff = (backoff * 2).min(BACKOFF_CAP);
                 }
                 Err(e) => return Err(sdk(e)),
             }
         }
         Err(backend(format!(
-            "could not allocate a log index for session {session:?} after {APPEND_ATTEMPTS} conflicting attempts"
+            "could not allocate a log index for session {session:?}: {attempts} attempts in {} s all conflicted",
+            APPEND_BUDGET.as_secs()
         )))
     }
 }

@@ -20,9 +20,11 @@ static MOTO: OnceLock<Moto> = OnceLock::new();
 /// The shared server, started on first use.
 pub fn moto() -> &'static Moto {
     MOTO.get_or_init(|| {
-        let server = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/moto_server");
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let python = root.join(".venv/bin/python");
+        let launcher = root.join("tests/moto_serial.py");
         assert!(
-            server.exists(),
+            root.join(".venv/bin/moto_server").exists(),
             "moto is not installed: run scripts/test.sh (it installs moto[server] into .venv)"
         );
         let port = TcpListener::bind("127.0.0.1:0")
@@ -32,9 +34,11 @@ pub fn moto() -> &'static Moto {
             .port();
         // The shell holds this process's pipe: when the test process exits,
         // `read` returns and the shell stops moto, so nothing outlives the run.
+        // One request at a time: see tests/moto_serial.py.
         let script = format!(
-            "'{}' -H 127.0.0.1 -p {port} >/dev/null 2>&1 & pid=$!; read _; kill $pid",
-            server.display()
+            "'{}' '{}' 127.0.0.1 {port} >/dev/null 2>&1 & pid=$!; read _; kill $pid",
+            python.display(),
+            launcher.display()
         );
         let wrapper = Command::new("sh")
             .args(["-c", &script])
