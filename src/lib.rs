@@ -15,6 +15,7 @@ pub mod embedded;
 pub mod engine;
 pub mod heap;
 mod ids;
+pub mod lambda;
 pub mod meta;
 pub mod protocol;
 pub mod session;

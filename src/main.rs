@@ -1,6 +1,7 @@
-//! The `mcp-v8-lambda` binary: `serve` hosts the MCP endpoint (embedded store
-//! by default, AWS stores when configured); `setup` creates the AWS tables
-//! and bucket.
+//! The `mcp-v8-lambda` binary. Under Lambda (`AWS_LAMBDA_RUNTIME_API` set) it
+//! serves invocations; otherwise `serve` hosts the MCP endpoint (embedded
+//! store by default, AWS stores when configured) and `setup` creates the AWS
+//! tables and bucket.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -76,11 +77,38 @@ async fn shutdown_signal() {
     }
 }
 
+/// Where local state goes under Lambda when no AWS store is configured.
+const LAMBDA_DATA_DIR: &str = "/tmp/mcp-v8";
+
+/// Cold start does only what every invocation needs: configuration, the V8
+/// platform (inside the engine), AWS clients. Sessions, heaps and metadata
+/// are loaded per request.
+async fn run_lambda(config: Config) -> anyhow::Result<()> {
+    let aws = aws_clients(&config).await;
+    let stateless = std::env::var("MCP_V8_STATELESS").is_ok_and(|v| v == "true" || v == "1");
+    let app = config
+        .app(
+            std::path::Path::new(LAMBDA_DATA_DIR),
+            stateless,
+            aws.as_ref(),
+        )
+        .map_err(|e| anyhow::anyhow!(e))
+        .context("building the server from the configuration")?;
+    mcp_v8_lambda::lambda::run(app)
+        .await
+        .map_err(|e| anyhow::anyhow!(e))
+        .context("serving Lambda invocations")
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
     let config = Config::from_env().context("reading configuration from the environment")?;
     init_logging(config.log_format);
+    // Lambda starts the binary without arguments.
+    if config.under_lambda {
+        return run_lambda(config).await;
+    }
+    let cli = Cli::parse();
     match cli.command {
         Command::Serve {
             host,

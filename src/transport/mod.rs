@@ -77,6 +77,8 @@ pub fn router(app: App) -> Router {
     let limit = app.inner.config.max_body_bytes;
     Router::new()
         .route("/mcp", any(handle))
+        // Function URLs are often configured with the bare URL.
+        .route("/", any(handle))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(app)
 }

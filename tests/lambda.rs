@@ -1,0 +1,258 @@
+//! The Lambda entry: every `events/*.json` function URL event through the
+//! service Lambda runs, the IAM principal, and the deployment templates
+//! checked against the code's table definitions and with cfn-lint.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use axum::http::StatusCode;
+use http_body_util::BodyExt;
+use mcp_v8_lambda::aws::{KeyKind, TABLES};
+use mcp_v8_lambda::config::Config;
+use mcp_v8_lambda::lambda::service;
+use mcp_v8_lambda::transport::App;
+use serde_json::Value;
+use serde_yaml::Value as Yaml;
+use tower::ServiceExt;
+
+fn project() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn event(name: &str, session: &str) -> String {
+    std::fs::read_to_string(project().join("events").join(format!("{name}.json")))
+        .unwrap()
+        .replace("REPLACE_WITH_SESSION_ID", session)
+}
+
+async fn invoke(app: &App, event: &str) -> (StatusCode, Option<String>, Value) {
+    let request = lambda_http::request::from_str(event).expect("a function URL event");
+    let response = service(app.clone()).oneshot(request).await.unwrap();
+    let status = response.status();
+    let sid = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let body = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes).unwrap()
+    };
+    (status, sid, body)
+}
+
+fn local_app(dir: &std::path::Path) -> App {
+    Config::from_lookup(|_| None)
+        .unwrap()
+        .app(dir, false, None)
+        .unwrap()
+}
+
+#[tokio::test]
+async fn every_event_file_gets_its_documented_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = local_app(dir.path());
+    let (status, sid, body) = invoke(&app, &event("initialize", "")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["result"]["serverInfo"]["name"], "mcp-v8-lambda");
+    let sid = sid.expect("initialize returns a session id");
+
+    let (status, _, _) = invoke(&app, &event("initialized", &sid)).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let (status, _, body) = invoke(&app, &event("tools-list", &sid)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body["result"]["tools"].as_array().unwrap().len() > 1);
+    let (status, _, body) = invoke(&app, &event("run-js", &sid)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["result"]["structuredContent"]["result"], "1", "{body}");
+    assert!(body["result"]["structuredContent"]["heap"].is_string());
+    let (status, _, body) = invoke(&app, &event("unknown-session", &sid)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body["error"]["code"], -32001);
+    let (status, _, _) = invoke(&app, &event("delete", &sid)).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _, _) = invoke(&app, &event("tools-list", &sid)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "deleted");
+}
+
+#[tokio::test]
+async fn a_session_answers_only_the_iam_principal_that_created_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = local_app(dir.path());
+    let (_, sid, _) = invoke(&app, &event("initialize", "")).await;
+    let sid = sid.unwrap();
+    let (status, _, _) = invoke(&app, &event("tools-list", &sid)).await;
+    assert_eq!(status, StatusCode::OK);
+    let other = event("tools-list", &sid).replace("user/agent-operator", "user/someone-else");
+    let (status, _, body) = invoke(&app, &other).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    let mut unsigned: Value = serde_json::from_str(&event("tools-list", &sid)).unwrap();
+    unsigned["requestContext"]
+        .as_object_mut()
+        .unwrap()
+        .remove("authorizer");
+    let (status, _, _) = invoke(&app, &unsigned.to_string()).await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "an unauthenticated caller is another principal"
+    );
+}
+
+#[tokio::test]
+async fn the_bare_function_url_path_serves_mcp_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = local_app(dir.path());
+    let at_root = event("initialize", "")
+        .replace("\"rawPath\": \"/mcp\"", "\"rawPath\": \"/\"")
+        .replace("\"path\": \"/mcp\"", "\"path\": \"/\"");
+    assert!(at_root.contains("\"rawPath\": \"/\""));
+    let (status, sid, _) = invoke(&app, &at_root).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(sid.is_some());
+}
+
+fn yaml(file: &str) -> Yaml {
+    serde_yaml::from_str(&std::fs::read_to_string(project().join(file)).unwrap()).unwrap()
+}
+
+/// The `!Sub` suffix of a table's name in a template.
+fn table_suffix(properties: &Yaml) -> String {
+    let Yaml::Tagged(tagged) = &properties["TableName"] else {
+        panic!("TableName must be !Sub \"${{TablePrefix}}…\"")
+    };
+    tagged
+        .value
+        .as_str()
+        .unwrap()
+        .strip_prefix("${TablePrefix}")
+        .unwrap()
+        .to_owned()
+}
+
+fn check_tables(file: &str) {
+    let template = yaml(file);
+    let resources = template["Resources"].as_mapping().unwrap();
+    let tables: Vec<&Yaml> = resources
+        .values()
+        .filter(|r| r["Type"] == "AWS::DynamoDB::Table")
+        .map(|r| &r["Properties"])
+        .collect();
+    assert_eq!(tables.len(), TABLES.len(), "{file}: one resource per table");
+    for table in TABLES {
+        let properties = tables
+            .iter()
+            .find(|p| table_suffix(p) == table.suffix)
+            .unwrap_or_else(|| panic!("{file}: no table {}", table.suffix));
+        assert_eq!(
+            properties["BillingMode"], "PAY_PER_REQUEST",
+            "{file} {}",
+            table.suffix
+        );
+        let mut keys = vec![(table.partition_key, "HASH")];
+        keys.extend(table.sort_key.map(|k| (k, "RANGE")));
+        let schema: Vec<(String, String)> = properties["KeySchema"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|k| {
+                (
+                    k["AttributeName"].as_str().unwrap().to_owned(),
+                    k["KeyType"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        let expected: Vec<(String, String)> = keys
+            .iter()
+            .map(|((name, _), kind)| (name.to_string(), kind.to_string()))
+            .collect();
+        assert_eq!(schema, expected, "{file} {} key schema", table.suffix);
+        let attributes: Vec<(String, String)> = properties["AttributeDefinitions"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|a| {
+                (
+                    a["AttributeName"].as_str().unwrap().to_owned(),
+                    a["AttributeType"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        let expected: Vec<(String, String)> = keys
+            .iter()
+            .map(|((name, kind), _)| {
+                (
+                    name.to_string(),
+                    match kind {
+                        KeyKind::S => "S",
+                        KeyKind::N => "N",
+                    }
+                    .to_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(attributes, expected, "{file} {} attributes", table.suffix);
+        let ttl = &properties["TimeToLiveSpecification"];
+        match table.ttl_attribute {
+            Some(attribute) => {
+                assert_eq!(ttl["AttributeName"], attribute, "{file} {}", table.suffix);
+                assert_eq!(ttl["Enabled"], true, "{file} {}", table.suffix);
+            }
+            None => assert!(ttl.is_null(), "{file} {}: no TTL", table.suffix),
+        }
+        let pitr =
+            properties["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] == true;
+        assert_eq!(
+            pitr, table.point_in_time_recovery,
+            "{file} {} point-in-time recovery",
+            table.suffix
+        );
+    }
+}
+
+#[test]
+fn the_sam_template_and_the_infra_stack_define_exactly_the_codes_tables() {
+    check_tables("template.yaml");
+    check_tables("infra/stack.yaml");
+}
+
+#[test]
+fn the_sam_template_wires_the_function_as_documented() {
+    let template = yaml("template.yaml");
+    let function = &template["Resources"]["McpFunction"];
+    assert_eq!(function["Metadata"]["BuildMethod"], "rust-cargolambda");
+    let properties = &function["Properties"];
+    assert_eq!(properties["Runtime"], "provided.al2023");
+    let parameters = &template["Parameters"];
+    assert_eq!(parameters["MemorySize"]["Default"], 1024);
+    assert_eq!(parameters["Timeout"]["Default"], 60);
+    assert_eq!(parameters["FunctionUrlAuthType"]["Default"], "AWS_IAM");
+    assert_eq!(parameters["Architecture"]["Default"], "x86_64");
+    let env = properties["Environment"]["Variables"].as_mapping().unwrap();
+    for variable in ["MCP_V8_HEAP_BUCKET", "MCP_V8_TABLE_PREFIX"] {
+        assert!(env.contains_key(variable), "{variable}");
+    }
+    let outputs = template["Outputs"].as_mapping().unwrap();
+    assert!(outputs.contains_key("FunctionUrl"));
+}
+
+#[test]
+fn cfn_lint_passes_on_both_templates() {
+    let lint = project().join(".venv/bin/cfn-lint");
+    assert!(
+        lint.exists(),
+        "cfn-lint is not installed: run scripts/test.sh"
+    );
+    let output = Command::new(lint)
+        .args(["template.yaml", "infra/stack.yaml"])
+        .current_dir(project())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
