@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use axum::body::Body;
 use axum::http::StatusCode;
 use common::moto::{sdk_config, unique};
-use http_body_util::BodyExt;
 use mcp_v8_lambda::aws::{CallCounter, Clients, setup};
 use mcp_v8_lambda::config::Config;
 use mcp_v8_lambda::transport::{App, router};
@@ -30,21 +29,8 @@ async fn send(
         .oneshot(builder.body(Body::from(text)).unwrap())
         .await
         .unwrap();
-    let status = response.status();
-    let sid = response
-        .headers()
-        .get("mcp-session-id")
-        .map(|v| v.to_str().unwrap().to_owned());
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    (
-        status,
-        sid,
-        if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&bytes).unwrap()
-        },
-    )
+    let reply = common::reply(response).await;
+    (reply.status, reply.session_id(), reply.body)
 }
 
 fn calls(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {

@@ -498,15 +498,9 @@ async fn javascript_failures_are_tool_errors_not_protocol_errors() {
 async fn stateless_mode_refuses_heaps_and_returns_none() {
     let s = server_with(3600, true, None);
     let sid = s.initialize().await;
-    let tools = s
-        .rpc(
-            Some(&sid),
-            json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}),
-        )
-        .await
-        .body;
+    let tools = s.tools_list(&sid).await;
     assert!(
-        tools["result"]["tools"][0]["inputSchema"]["properties"]
+        tools["tools"][0]["inputSchema"]["properties"]
             .get("heap")
             .is_none()
     );

@@ -2,11 +2,12 @@
 //! service Lambda runs, the IAM principal, and the deployment templates
 //! checked against the code's table definitions and with cfn-lint.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 
 use axum::http::StatusCode;
-use http_body_util::BodyExt;
 use mcp_v8_lambda::aws::{KeyKind, TABLES};
 use mcp_v8_lambda::config::Config;
 use mcp_v8_lambda::lambda::service;
@@ -27,19 +28,8 @@ fn event(name: &str, session: &str) -> String {
 
 async fn invoke(app: &App, event: &str) -> (StatusCode, Option<String>, Value) {
     let request = lambda_http::request::from_str(event).expect("a function URL event");
-    let response = service(app.clone()).oneshot(request).await.unwrap();
-    let status = response.status();
-    let sid = response
-        .headers()
-        .get("mcp-session-id")
-        .map(|v| v.to_str().unwrap().to_owned());
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    let body = if bytes.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_slice(&bytes).unwrap()
-    };
-    (status, sid, body)
+    let reply = common::reply(service(app.clone()).oneshot(request).await.unwrap()).await;
+    (reply.status, reply.session_id(), reply.body)
 }
 
 fn local_app(dir: &std::path::Path) -> App {

@@ -58,14 +58,8 @@ async fn every_tool_is_listed_when_stateful_and_only_run_js_when_stateless() {
 
     let stateless = server_with(3600, true, None);
     let sid = stateless.initialize().await;
-    let tools = stateless
-        .rpc(
-            Some(&sid),
-            json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}),
-        )
-        .await
-        .body;
-    assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 1);
+    let tools = stateless.tools_list(&sid).await;
+    assert_eq!(tools["tools"].as_array().unwrap().len(), 1);
     let reply = stateless
         .rpc(Some(&sid), json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_sessions","arguments":{}}}))
         .await;

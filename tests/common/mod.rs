@@ -58,6 +58,32 @@ pub fn server() -> Server {
     server_with(3600, false, None)
 }
 
+/// Status, headers and JSON body (`Null` when empty) of a response.
+pub async fn reply(response: axum::response::Response) -> Reply {
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let body = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes).unwrap()
+    };
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}
+
+impl Reply {
+    /// The `Mcp-Session-Id` the server answered with.
+    pub fn session_id(&self) -> Option<String> {
+        self.headers
+            .get("mcp-session-id")
+            .map(|v| v.to_str().unwrap().to_owned())
+    }
+}
+
 pub struct Reply {
     pub status: StatusCode,
     pub headers: axum::http::HeaderMap,
@@ -75,20 +101,18 @@ pub fn post(body: &str) -> axum::http::request::Builder {
 
 impl Server {
     pub async fn send(&self, request: Request<Body>) -> Reply {
-        let response = router(self.app.clone()).oneshot(request).await.unwrap();
-        let status = response.status();
-        let headers = response.headers().clone();
-        let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        let body = if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&bytes).unwrap()
-        };
-        Reply {
-            status,
-            headers,
-            body,
-        }
+        reply(router(self.app.clone()).oneshot(request).await.unwrap()).await
+    }
+
+    /// The `tools/list` result of a session.
+    pub async fn tools_list(&self, session: &str) -> Value {
+        let reply = self
+            .rpc(
+                Some(session),
+                json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}),
+            )
+            .await;
+        reply.body["result"].clone()
     }
 
     pub async fn rpc(&self, session: Option<&str>, body: Value) -> Reply {
