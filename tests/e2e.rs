@@ -173,8 +173,15 @@ fn run_with_restart(mode: &str) -> Vec<Value> {
 }
 
 fn run_with_restart_on(mut serve: Serve, mode: &str) -> Vec<Value> {
+    let url = serve.url();
+    drive(&url, mode, || serve.restart())
+}
+
+/// Runs the TypeScript client in `mode` against `url`, calling `restart`
+/// when the client asks for a new server instance; returns its events.
+fn drive(url: &str, mode: &str, mut restart: impl FnMut()) -> Vec<Value> {
     let mut client = node()
-        .args([&serve.url(), mode])
+        .args([url, mode])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -185,7 +192,7 @@ fn run_with_restart_on(mut serve: Serve, mode: &str) -> Vec<Value> {
     for line in BufReader::new(client.stdout.take().unwrap()).lines() {
         let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
         if event["event"] == "restart" {
-            serve.restart();
+            restart();
             writeln!(stdin, "continue").unwrap();
         }
         events.push(event);
@@ -318,4 +325,173 @@ fn on_s3_and_dynamodb_a_session_survives_a_restart_and_nothing_is_kept_locally_b
         (true, 3),
         "the heap is in S3 and three runs are logged in DynamoDB"
     );
+}
+
+/// `cargo lambda watch` (installed in the venv by scripts/test.sh) emulating
+/// Lambda and its function URL on `port`, in a process group of its own so
+/// that stopping it stops the function instance too.
+struct Watch {
+    child: Child,
+    port: u16,
+    env: Vec<(String, String)>,
+}
+
+impl Watch {
+    fn start(port: u16, env: Vec<(String, String)>) -> Self {
+        use std::os::unix::process::CommandExt;
+        let bin = project().join(".venv/bin");
+        assert!(
+            bin.join("cargo-lambda").exists(),
+            "cargo-lambda is not installed: run scripts/test.sh"
+        );
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let child = Command::new("cargo")
+            .args([
+                "lambda",
+                "watch",
+                "-A",
+                "127.0.0.1",
+                "-P",
+                &port.to_string(),
+            ])
+            .current_dir(project())
+            .envs(env.iter().cloned())
+            .env("PATH", path)
+            .env("RUST_LOG", "warn")
+            .process_group(0)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting cargo lambda watch");
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "cargo lambda watch did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Self { child, port, env }
+    }
+
+    fn url(&self) -> String {
+        format!(
+            "http://127.0.0.1:{}/lambda-url/mcp-v8-lambda/mcp",
+            self.port
+        )
+    }
+
+    fn stop(&mut self) {
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = self.child.wait();
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+            && started.elapsed() < Duration::from_secs(10)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops this emulator (and its function instance) and starts a new one
+    /// on the same port: a cold start of a new Lambda instance.
+    fn restart(&mut self) {
+        self.stop();
+        *self = Watch::start(self.port, self.env.clone());
+    }
+
+    /// `cargo lambda invoke` of an event file's text; the function URL
+    /// response (`statusCode`, `headers`, `body`).
+    fn invoke(&self, event: &str) -> Value {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), event).unwrap();
+        let output = Command::new(project().join(".venv/bin/cargo-lambda"))
+            .args([
+                "lambda",
+                "invoke",
+                "-A",
+                "127.0.0.1",
+                "-P",
+                &self.port.to_string(),
+                "mcp-v8-lambda",
+                "-F",
+            ])
+            .arg(file.path())
+            .current_dir(project())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).unwrap()
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn event_file(name: &str, session: &str) -> String {
+    std::fs::read_to_string(project().join("events").join(format!("{name}.json")))
+        .unwrap()
+        .replace("REPLACE_WITH_SESSION_ID", session)
+}
+
+#[test]
+fn under_cargo_lambda_watch_a_session_survives_a_new_instance_and_every_event_answers() {
+    let bucket = common::moto::unique("watch");
+    let prefix = format!("{}-", common::moto::unique("w"));
+    let dir = tempfile::tempdir().unwrap();
+    let env = aws_env(&bucket, &prefix, &dir.path().join("cache"));
+    let setup = Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
+        .arg("setup")
+        .envs(env.iter().cloned())
+        .output()
+        .unwrap();
+    assert!(
+        setup.status.success(),
+        "{}",
+        String::from_utf8_lossy(&setup.stderr)
+    );
+
+    let mut watch = Watch::start(free_port(), env);
+    let url = watch.url();
+    let events = drive(&url, "replay", || watch.restart());
+    assert_eq!(
+        names(&events),
+        ["restart", "continued", "not_found", "done"]
+    );
+    assert_eq!(
+        events[0]["session"], events[1]["session"],
+        "the new instance continued the session"
+    );
+
+    let init = watch.invoke(&event_file("initialize", ""));
+    assert_eq!(init["statusCode"], 200, "{init}");
+    let session = init["headers"]["mcp-session-id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for (name, status) in [
+        ("initialized", 202),
+        ("tools-list", 200),
+        ("run-js", 200),
+        ("unknown-session", 404),
+        ("delete", 204),
+    ] {
+        let response = watch.invoke(&event_file(name, &session));
+        assert_eq!(response["statusCode"], status, "{name}: {response}");
+        if name == "run-js" {
+            let body: Value = serde_json::from_str(response["body"].as_str().unwrap()).unwrap();
+            assert_eq!(body["result"]["structuredContent"]["result"], "1", "{body}");
+        }
+    }
 }
