@@ -6,21 +6,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 port="${1:-5555}"
-moto=".venv/bin/moto_server"
-[ -x "$moto" ] || { echo "moto is not installed: run scripts/install-test-deps.sh" >&2; exit 1; }
+[ -x .venv/bin/moto_server ] || { echo "moto is not installed: run scripts/install-test-deps.sh" >&2; exit 1; }
 
 export AWS_ENDPOINT_URL="http://127.0.0.1:$port"
 export AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_EC2_METADATA_DISABLED=true
 export MCP_V8_HEAP_BUCKET=mcp-v8-heaps MCP_V8_TABLE_PREFIX=mcp-v8- MCP_V8_S3_FORCE_PATH_STYLE=true
 
-"$moto" -H 127.0.0.1 -p "$port" &
+# One request at a time, as DynamoDB serializes transactions (tests/moto_serial.py says why).
+.venv/bin/python tests/moto_serial.py 127.0.0.1 "$port" &
 moto_pid=$!
 trap 'kill $moto_pid 2>/dev/null' EXIT
 for _ in $(seq 1 100); do
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
     sleep 0.1
 done
-cargo run --quiet --release -- setup
+cargo run --quiet -- setup
 
 cat <<ENV
 
