@@ -5,6 +5,7 @@
 #   infra/local-stack.sh [PORT]        (default 5555; needs scripts/install-test-deps.sh first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/v8-env.sh
 port="${1:-5555}"
 [ -x .venv/bin/moto_server ] || { echo "moto is not installed: run scripts/install-test-deps.sh" >&2; exit 1; }
 
