@@ -254,12 +254,6 @@ pub async fn setup(
     Ok(report)
 }
 
-/// An S3 client from shared AWS configuration. `force_path_style` is for
-/// endpoints without virtual-host bucket names (local stacks).
-pub fn s3_client(config: &aws_config::SdkConfig, force_path_style: bool) -> aws_sdk_s3::Client {
-    Clients::new(config, force_path_style, None).s3
-}
-
 /// The two AWS clients the stores use, built once per process.
 #[derive(Debug, Clone)]
 pub struct Clients {

@@ -55,6 +55,8 @@ pub struct Config {
     pub s3_force_path_style: bool,
     /// Running inside Lambda (`AWS_LAMBDA_RUNTIME_API` is set).
     pub under_lambda: bool,
+    /// `MCP_V8_STATELESS`: under Lambda, the equivalent of `serve --stateless`.
+    pub stateless: bool,
 }
 
 /// A variable with a value that cannot be used.
@@ -131,6 +133,7 @@ impl Config {
                 .or_else(|| under_lambda.then(|| DEFAULT_TABLE_PREFIX.to_owned())),
             s3_force_path_style: flag("MCP_V8_S3_FORCE_PATH_STYLE")?,
             under_lambda,
+            stateless: flag("MCP_V8_STATELESS")?,
             session_ttl_secs: number(&lookup, "MCP_V8_SESSION_TTL_SECS", 86_400, |v| *v > 0)?,
             execution_ttl_secs: number(&lookup, "MCP_V8_EXECUTION_TTL_SECS", 7 * 86_400, |v| {
                 *v > 0
@@ -274,6 +277,9 @@ mod tests {
         );
         assert_eq!(config.heap_cache_max_mb, 512);
         assert_eq!(config.heap_prefix, "");
+        assert!(!config.stateless);
+        assert!(from(&[("MCP_V8_STATELESS", "true")]).unwrap().stateless);
+        assert!(from(&[("MCP_V8_STATELESS", "maybe")]).is_err());
     }
 
     #[test]

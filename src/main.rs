@@ -85,11 +85,10 @@ const LAMBDA_DATA_DIR: &str = "/tmp/mcp-v8";
 /// are loaded per request.
 async fn run_lambda(config: Config) -> anyhow::Result<()> {
     let aws = aws_clients(&config).await;
-    let stateless = std::env::var("MCP_V8_STATELESS").is_ok_and(|v| v == "true" || v == "1");
     let app = config
         .app(
             std::path::Path::new(LAMBDA_DATA_DIR),
-            stateless,
+            config.stateless,
             aws.as_ref(),
         )
         .map_err(|e| anyhow::anyhow!(e))

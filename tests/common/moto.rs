@@ -72,11 +72,8 @@ pub async fn sdk_config() -> SdkConfig {
 
 /// Clients for the two services.
 pub async fn clients() -> (aws_sdk_s3::Client, aws_sdk_dynamodb::Client) {
-    let config = sdk_config().await;
-    (
-        mcp_v8_lambda::aws::s3_client(&config, true),
-        aws_sdk_dynamodb::Client::new(&config),
-    )
+    let clients = mcp_v8_lambda::aws::Clients::new(&sdk_config().await, true, None);
+    (clients.s3, clients.dynamodb)
 }
 
 /// A name unique to one test (buckets and table prefixes).
