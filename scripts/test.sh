@@ -10,4 +10,7 @@ scripts/install-test-deps.sh
 
 cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
+# The plain build is what `cargo lambda watch` runs in tests/e2e.rs; building
+# it here keeps that compile out of any test's time.
+cargo build --locked
 cargo test --locked
