@@ -1,20 +1,38 @@
 #!/usr/bin/env bash
 # Installs what the end-to-end tests drive: the official TypeScript SDK
-# (npm, pinned by tests/e2e/package-lock.json) and the Python `mcp` client
-# (a venv at .venv, pinned by tests/e2e/requirements.txt). Re-running skips
-# whatever is already installed at the pinned versions.
+# (npm, pinned by tests/e2e/package-lock.json), the MCP conformance suite
+# (tests/conformance/package-lock.json) and the Python `mcp` clients (venvs
+# at .venv and .venv-mcp2, pinned by tests/e2e/requirements*.txt).
+# Re-running skips whatever is already installed at the pinned versions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-lock_hash=$(sha256sum tests/e2e/package-lock.json | cut -d' ' -f1)
-if [ "$(cat tests/e2e/node_modules/.installed-from 2>/dev/null)" != "$lock_hash" ]; then
-    (cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error)
-    echo "$lock_hash" > tests/e2e/node_modules/.installed-from
-fi
+# npm ci in DIR, unless DIR/node_modules came from this very lock file.
+npm_deps() {
+    local lock_hash
+    lock_hash=$(sha256sum "$1/package-lock.json" | cut -d' ' -f1)
+    if [ "$(cat "$1/node_modules/.installed-from" 2>/dev/null)" != "$lock_hash" ]; then
+        (cd "$1" && npm ci --no-audit --no-fund --loglevel=error)
+        echo "$lock_hash" > "$1/node_modules/.installed-from"
+    fi
+}
 
-req_hash=$(sha256sum tests/e2e/requirements.txt | cut -d' ' -f1)
-if [ "$(cat .venv/.installed-from 2>/dev/null)" != "$req_hash" ]; then
-    python3 -m venv .venv
-    .venv/bin/pip install --quiet --disable-pip-version-check -r tests/e2e/requirements.txt
-    echo "$req_hash" > .venv/.installed-from
-fi
+# A venv at VENV with REQUIREMENTS, unless it was made from this very file.
+venv_deps() {
+    local req_hash
+    req_hash=$(sha256sum "$2" | cut -d' ' -f1)
+    if [ "$(cat "$1/.installed-from" 2>/dev/null)" != "$req_hash" ]; then
+        python3 -m venv "$1"
+        "$1/bin/pip" install --quiet --disable-pip-version-check -r "$2"
+        echo "$req_hash" > "$1/.installed-from"
+    fi
+}
+
+# The TypeScript SDK client.
+npm_deps tests/e2e
+# The MCP conformance suite, and the Node 22 it needs (npm package node@22).
+npm_deps tests/conformance
+# The Python mcp 1.x client, moto, cfn-lint and cargo-lambda.
+venv_deps .venv tests/e2e/requirements.txt
+# The Python mcp 2.x client, which speaks 2026-07-28; 1.x and 2.x cannot share a venv.
+venv_deps .venv-mcp2 tests/e2e/requirements-mcp2.txt

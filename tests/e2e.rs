@@ -116,6 +116,16 @@ fn python() -> Command {
     client_command(venv.to_str().unwrap(), &["py_client.py"])
 }
 
+/// The Python `mcp` 2.x client, which negotiates 2026-07-28.
+fn python_modern() -> Command {
+    let venv = project().join(".venv-mcp2/bin/python");
+    assert!(
+        venv.exists(),
+        "the Python mcp 2.x client is not installed: run scripts/test.sh (it creates .venv-mcp2)"
+    );
+    client_command(venv.to_str().unwrap(), &["py_modern_client.py"])
+}
+
 /// Runs a client to completion and returns its last JSON line.
 fn finish(mut command: Command) -> Value {
     let output = command.output().expect("running the client");
@@ -162,6 +172,89 @@ fn python_mcp_client_threads_a_counter_through_three_heaps() {
         dir.path().join("heaps").join(heap).exists(),
         "the last heap is stored"
     );
+}
+
+#[test]
+fn a_2025_11_25_client_and_a_2026_07_28_client_share_one_deployment_and_its_heaps() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(dir.path(), free_port());
+    let mut legacy = node();
+    legacy.args([&serve.url(), "counter"]);
+    let first = finish(legacy);
+    assert_eq!(first["protocol"], "2025-11-25");
+    let shared = first["heap"].as_str().unwrap().to_owned();
+
+    // Both eras at once: the 2026-07-28 client continues the session-era
+    // client's heap by its key while another session-era client runs.
+    let mut modern = python_modern();
+    modern.args([&serve.url(), "py-modern", &shared]);
+    let mut legacy = node();
+    legacy.args([&serve.url(), "counter"]);
+    let modern = std::thread::spawn(move || finish(modern));
+    let second = finish(legacy);
+    let modern = modern.join().unwrap();
+
+    assert_eq!(second["protocol"], "2025-11-25");
+    assert_eq!(modern["protocol"], "2026-07-28");
+    assert_eq!(
+        modern["counter"], 6,
+        "the counter went on from the shared heap"
+    );
+    let log = modern["log"].as_array().unwrap();
+    assert_eq!(log.len(), 3, "the session argument kept a log: {log:?}");
+    assert_eq!(log[2], modern["heap"]);
+    for heap in [&shared, modern["heap"].as_str().unwrap()] {
+        assert!(dir.path().join("heaps").join(heap).exists(), "{heap}");
+    }
+}
+
+/// The official conformance suite against `serve`, once per protocol
+/// version: 2025-11-25 and 2026-07-28 run exactly what their revisions
+/// require, the older versions the active suite at their wire version. A
+/// check may fail only when tests/conformance/expected-failures-*.yaml lists
+/// it with its reason, and a listed check that passes fails the run too.
+#[test]
+fn the_mcp_conformance_suite_passes_but_for_the_listed_expected_failures() {
+    let suite = project().join("tests/conformance");
+    let node = suite.join("node_modules/.bin/node");
+    assert!(
+        node.exists(),
+        "the conformance suite is not installed: run scripts/test.sh (it runs npm ci in tests/conformance)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(dir.path(), free_port());
+    let runs = [
+        (["--spec-version", "2025-03-26"], "2025-11-25"),
+        (["--spec-version", "2025-06-18"], "2025-11-25"),
+        (["--requirements", "2025-11-25"], "2025-11-25"),
+        (["--requirements", "2026-07-28"], "2026-07-28"),
+    ];
+    for (selection, baseline) in runs {
+        let results = tempfile::tempdir().unwrap();
+        let output = Command::new(&node)
+            .arg(suite.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"))
+            .args(["server", "--url", &serve.url()])
+            .args(selection)
+            .arg("--expected-failures")
+            .arg(suite.join(format!("expected-failures-{baseline}.yaml")))
+            .arg("-o")
+            .arg(results.path())
+            .current_dir(&suite)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let total = stdout
+            .lines()
+            .find(|line| line.starts_with("Total:"))
+            .unwrap_or("no total printed");
+        eprintln!("conformance {}: {total}", selection.join(" "));
+        assert!(
+            output.status.success(),
+            "conformance {} failed:\n{stdout}\n{}",
+            selection.join(" "),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
 }
 
 /// Runs the TypeScript client in `mode`, restarting `serve` (SIGKILL, then a
@@ -545,6 +638,7 @@ fn under_cargo_lambda_watch_a_session_survives_a_new_instance_and_every_event_an
         ("run-js", 200),
         ("unknown-session", 404),
         ("delete", 204),
+        ("run-js-2026", 200),
     ] {
         let response = watch.invoke(&event_file(name, &session));
         assert_eq!(response["statusCode"], status, "{name}: {response}");

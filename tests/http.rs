@@ -5,12 +5,11 @@ mod common;
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use common::{post, server, server_with};
+use common::{BrokenStore, post, server, server_with};
 use mcp_v8_lambda::config::Config;
-use mcp_v8_lambda::session::{InitState, SessionId, SessionStore, SessionStoreError, unix_now};
+use mcp_v8_lambda::session::{SessionId, unix_now};
 use mcp_v8_lambda::transport::{Principal, router};
 use serde_json::{Value, json};
 use tower::ServiceExt;
@@ -121,32 +120,6 @@ async fn unknown_malformed_and_expired_sessions_are_404_session_not_found() {
         .rpc(Some(&sid), json!({"jsonrpc":"2.0","id":1,"method":"ping"}))
         .await;
     assert_eq!(reply.status, StatusCode::NOT_FOUND);
-}
-
-#[derive(Debug)]
-struct BrokenStore;
-
-#[async_trait]
-impl SessionStore for BrokenStore {
-    async fn get(&self, _: &SessionId, _: i64) -> Result<Option<InitState>, SessionStoreError> {
-        Err(broken())
-    }
-    async fn put(&self, _: &InitState) -> Result<(), SessionStoreError> {
-        Err(broken())
-    }
-    async fn touch(&self, _: &SessionId, _: i64, _: i64) -> Result<bool, SessionStoreError> {
-        Err(broken())
-    }
-    async fn delete(&self, _: &SessionId) -> Result<bool, SessionStoreError> {
-        Err(broken())
-    }
-}
-
-fn broken() -> SessionStoreError {
-    SessionStoreError::Backend {
-        store: "broken",
-        source: "injected failure".into(),
-    }
 }
 
 #[tokio::test]

@@ -64,6 +64,15 @@ async fn every_event_file_gets_its_documented_answer() {
     assert_eq!(status, StatusCode::NO_CONTENT);
     let (status, _, _) = invoke(&app, &event("tools-list", &sid)).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "deleted");
+
+    let (status, sid, body) = invoke(&app, &event("run-js-2026", "")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(sid.is_none(), "2026-07-28 has no sessions");
+    assert_eq!(
+        body["result"]["structuredContent"]["result"], "42",
+        "{body}"
+    );
+    assert_eq!(body["result"]["resultType"], "complete");
 }
 
 #[tokio::test]

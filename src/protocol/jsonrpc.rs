@@ -27,6 +27,12 @@ pub mod code {
     pub const INTERNAL_ERROR: i64 = -32603;
     /// The session is unknown or expired; the client re-initializes.
     pub const SESSION_NOT_FOUND: i64 = -32001;
+    /// 2026-07-28: a standard request header disagrees with the body.
+    pub const HEADER_MISMATCH: i64 = -32020;
+    /// 2026-07-28: the request needs a client capability it did not declare.
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+    /// 2026-07-28: the requested protocol version is not served here.
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 }
 
 /// One incoming message, before it is told apart. Fields stay raw so a
@@ -111,6 +117,11 @@ pub struct ErrorObject {
     pub code: i64,
     /// Human-readable.
     pub message: String,
+    /// Machine-readable detail some codes define (the supported versions of
+    /// `UNSUPPORTED_PROTOCOL_VERSION`). Typed where it is built; JSON here
+    /// because the envelope carries any of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
 }
 
 /// A response the server sends.
@@ -150,6 +161,7 @@ impl Response<()> {
             error: Some(ErrorObject {
                 code,
                 message: message.into(),
+                data: None,
             }),
         }
     }

@@ -8,6 +8,24 @@ use crate::session::ClientInfo;
 /// Protocol versions with `initialize`, oldest first.
 pub const SUPPORTED_VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
 
+/// The sessionless revision: no `initialize`, every request carries its
+/// protocol version and client capabilities in `_meta`.
+pub const STATELESS_VERSION: &str = "2026-07-28";
+
+/// Every version this endpoint speaks, oldest first: what `server/discover`
+/// and an unsupported-version error list.
+pub const ALL_VERSIONS: [&str; 4] = [
+    SUPPORTED_VERSIONS[0],
+    SUPPORTED_VERSIONS[1],
+    SUPPORTED_VERSIONS[2],
+    STATELESS_VERSION,
+];
+
+/// Whether `version` is one with an `initialize` handshake and sessions.
+pub fn is_session_version(version: &str) -> bool {
+    SUPPORTED_VERSIONS.contains(&version)
+}
+
 /// The version whose transport allows JSON-RPC batches.
 pub const BATCHING_VERSION: &str = "2025-03-26";
 
@@ -40,6 +58,8 @@ pub mod method {
     pub const TOOLS_CALL: &str = "tools/call";
     /// A request the client gave up on.
     pub const CANCELLED: &str = "notifications/cancelled";
+    /// 2026-07-28: versions, capabilities and identity, in place of `initialize`.
+    pub const SERVER_DISCOVER: &str = "server/discover";
 }
 
 /// Header names.
@@ -52,6 +72,22 @@ pub mod header {
     pub const MCP_PREFIX: &str = "x-mcp-";
     /// The logical session naming the session log.
     pub const LOGICAL_SESSION: &str = "x-mcp-session-id";
+    /// 2026-07-28: the JSON-RPC method of the body.
+    pub const METHOD: &str = "mcp-method";
+    /// 2026-07-28: the tool name of a `tools/call` body.
+    pub const NAME: &str = "mcp-name";
+}
+
+/// `_meta` keys of 2026-07-28 requests and results.
+pub mod meta {
+    /// The request's protocol version.
+    pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+    /// The client's capabilities.
+    pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+    /// Who the client is (optional).
+    pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+    /// Who the server is, on every result.
+    pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 }
 
 /// `initialize` parameters.
@@ -190,6 +226,77 @@ pub struct Tool {
     /// JSON Schema of `structuredContent` (2025-06-18 and later).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+}
+
+/// `server/discover` result (2026-07-28).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiscoverResult {
+    /// Every version this endpoint speaks.
+    pub supported_versions: &'static [&'static str],
+    /// What this server offers.
+    pub capabilities: ServerCapabilities,
+    /// How to use the server, for the model.
+    pub instructions: &'static str,
+}
+
+/// Caching hints of a cacheable 2026-07-28 result.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CacheHints {
+    /// How long a client may reuse the result, in milliseconds.
+    pub ttl_ms: u64,
+    /// `public` (any caller may share it) or `private`.
+    pub cache_scope: &'static str,
+}
+
+/// `error.data` of an unsupported-version error (2026-07-28).
+#[derive(Debug, Clone, Serialize)]
+pub struct UnsupportedVersionData<'a> {
+    /// Versions this endpoint speaks.
+    pub supported: &'static [&'static str],
+    /// The version the client asked for, echoed.
+    pub requested: &'a str,
+}
+
+/// A 2026-07-28 result: the method's result, tagged complete and signed with
+/// the server's identity in `_meta`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatelessResult<T> {
+    /// The method's own result fields.
+    #[serde(flatten)]
+    pub result: T,
+    /// Caching hints, on cacheable results.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheHints>,
+    /// Always `complete`: this server never asks the client for input.
+    pub result_type: &'static str,
+    /// The server's identity.
+    #[serde(rename = "_meta")]
+    pub meta: ResultMeta,
+}
+
+impl<T> StatelessResult<T> {
+    /// `result`, complete, with optional caching hints.
+    pub fn complete(result: T, cache: Option<CacheHints>) -> Self {
+        Self {
+            result,
+            cache,
+            result_type: "complete",
+            meta: ResultMeta {
+                server_info: SERVER_INFO,
+            },
+        }
+    }
+}
+
+/// `_meta` of a 2026-07-28 result.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResultMeta {
+    /// Who answered.
+    #[serde(rename = "io.modelcontextprotocol/serverInfo")]
+    pub server_info: ServerInfo,
 }
 
 /// An empty result object (`ping`).

@@ -11,6 +11,24 @@ pub(crate) const MAX_TAG_KEY: usize = 128;
 /// Longest tag value, in bytes.
 pub(crate) const MAX_TAG_VALUE: usize = 1024;
 
+/// Longest logical session name, in bytes.
+pub(crate) const MAX_SESSION_NAME: usize = 256;
+
+/// A logical session name given as an argument: it keys the session log in
+/// every store, so it is bounded and free of control characters.
+pub(crate) fn session(name: &str) -> Result<&str, String> {
+    if name.is_empty() {
+        return Err("session must not be empty".into());
+    }
+    if name.len() > MAX_SESSION_NAME {
+        return Err(format!("session is over {MAX_SESSION_NAME} bytes"));
+    }
+    if name.chars().any(char::is_control) {
+        return Err("session must not contain control characters".into());
+    }
+    Ok(name)
+}
+
 pub(crate) fn heap(text: &str) -> Result<HeapKey, String> {
     HeapKey::parse(text).map_err(|e| e.to_string())
 }

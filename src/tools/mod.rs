@@ -33,6 +33,27 @@ pub struct Toolbox {
     pub execution_ttl_secs: i64,
 }
 
+/// What a tool call knows of its caller: the protocol version (which shapes
+/// results) and the logical session named by the transport, if any. Built
+/// from a replayed session or from one 2026-07-28 request.
+#[derive(Debug, Clone, Copy)]
+pub struct CallContext<'a> {
+    /// The protocol version of the request.
+    pub protocol_version: &'a str,
+    /// The logical session (`X-MCP-Session-Id`); a tool's `session`
+    /// argument overrides it.
+    pub logical_session: Option<&'a str>,
+}
+
+impl<'a> From<&'a InitState> for CallContext<'a> {
+    fn from(state: &'a InitState) -> Self {
+        Self {
+            protocol_version: &state.protocol_version,
+            logical_session: state.logical_session.as_deref(),
+        }
+    }
+}
+
 /// A `tools/call` that is a protocol error rather than a tool error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ToolCallError {
@@ -78,10 +99,10 @@ impl Toolbox {
     /// results with `isError`; only an unknown tool is a protocol error.
     pub async fn call(
         &self,
-        session: &InitState,
+        context: CallContext<'_>,
         params: CallToolParams,
     ) -> Result<CallToolResult, ToolCallError> {
-        let structured = has_structured_output(&session.protocol_version);
+        let structured = has_structured_output(context.protocol_version);
         let raw = params.arguments.as_deref();
         let name = params.name.as_str();
         if self.stateless && name != run_js::NAME {
@@ -102,12 +123,12 @@ impl Toolbox {
             };
         }
         Ok(match name {
-            run_js::NAME => with_args!(|a| run_js::call(self, session, a, structured)),
+            run_js::NAME => with_args!(|a| run_js::call(self, context, a, structured)),
             session_log::LIST_SESSIONS => {
                 with_args!(|_: NoArgs| session_log::list_sessions(self, structured))
             }
             session_log::LIST_SESSION_SNAPSHOTS => {
-                with_args!(|a| session_log::list_session_snapshots(self, session, a, structured))
+                with_args!(|a| session_log::list_session_snapshots(self, context, a, structured))
             }
             heap_tags::GET_HEAP_TAGS => with_args!(|a| heap_tags::get(self, a, structured)),
             heap_tags::SET_HEAP_TAGS => with_args!(|a| heap_tags::set(self, a, structured)),

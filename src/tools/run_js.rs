@@ -5,12 +5,12 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Toolbox, schema, structured_result};
+use super::{CallContext, Toolbox, schema, structured_result};
 use crate::engine::{Language, RunRequest, RunStatus};
 use crate::heap::HeapKey;
 use crate::meta::{ExecutionRecord, NewLogEntry, Tags};
 use crate::protocol::mcp::{CallToolResult, Tool};
-use crate::session::{InitState, unix_now};
+use crate::session::unix_now;
 
 pub(super) const NAME: &str = "run_js";
 
@@ -30,6 +30,8 @@ pub(super) struct Args {
     heap: Option<String>,
     #[serde(default)]
     tags: Option<Tags>,
+    #[serde(default)]
+    session: Option<String>,
     #[serde(default)]
     execution_timeout_secs: Option<f64>,
     #[serde(default)]
@@ -54,6 +56,11 @@ pub(super) fn describe(stateless: bool) -> Tool {
         object.insert(
             "tags".into(),
             schema::tags("Tags to set on the heap this run produces (replaces its tags)."),
+        );
+        object.insert(
+            "session".into(),
+            schema::session("Logical session whose log records this run. Overrides the X-MCP-Session-Id header; \
+the way to keep a session log without headers (protocol 2026-07-28)."),
         );
     }
     Tool {
@@ -91,7 +98,7 @@ fn now_millis() -> i128 {
 
 pub(super) async fn call(
     toolbox: &Toolbox,
-    session: &InitState,
+    context: CallContext<'_>,
     args: Args,
     structured: bool,
 ) -> CallToolResult {
@@ -107,9 +114,16 @@ pub(super) async fn call(
     {
         return CallToolResult::error(e);
     }
-    if toolbox.stateless && (heap.is_some() || args.tags.is_some()) {
-        return CallToolResult::error("this server is stateless: run_js takes no heap or tags");
+    if toolbox.stateless && (heap.is_some() || args.tags.is_some() || args.session.is_some()) {
+        return CallToolResult::error(
+            "this server is stateless: run_js takes no heap, tags or session",
+        );
     }
+    let logical_session = match args.session.as_deref().map(super::args::session) {
+        Some(Ok(name)) => Some(name),
+        Some(Err(e)) => return CallToolResult::error(e),
+        None => context.logical_session,
+    };
     let timeout = match args.execution_timeout_secs {
         None => None,
         Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => {
@@ -145,9 +159,9 @@ pub(super) async fn call(
         (RunStatus::Completed, Some(heap)) => Some(heap.clone()),
         _ => None,
     };
-    let log = match (&completed_heap, &session.logical_session) {
+    let log = match (&completed_heap, logical_session) {
         (Some(output_heap), Some(name)) => Some((
-            name.as_str(),
+            name,
             NewLogEntry {
                 input_heap: outcome.input_heap.clone(),
                 output_heap: output_heap.clone(),

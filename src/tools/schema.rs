@@ -37,6 +37,16 @@ pub(super) fn heap_key(description: &str) -> Value {
 }
 
 /// The schema of a tag map.
+/// The optional `session` argument: a logical session named per call.
+pub(super) fn session(description: &str) -> Value {
+    json!({
+        "type": "string",
+        "minLength": 1,
+        "maxLength": super::args::MAX_SESSION_NAME,
+        "description": description
+    })
+}
+
 pub(super) fn tags(description: &str) -> Value {
     json!({ "type": "object", "additionalProperties": { "type": "string" }, "description": description })
 }

@@ -3,10 +3,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::{Toolbox, args, structured_result};
+use super::{CallContext, Toolbox, args, schema, structured_result};
 use crate::meta::LogEntry;
 use crate::protocol::mcp::{CallToolResult, Tool};
-use crate::session::InitState;
 
 pub(super) const LIST_SESSIONS: &str = "list_sessions";
 pub(super) const LIST_SESSION_SNAPSHOTS: &str = "list_session_snapshots";
@@ -14,6 +13,7 @@ pub(super) const LIST_SESSION_SNAPSHOTS: &str = "list_session_snapshots";
 const FIELDS: [&str; 5] = ["index", "input_heap", "output_heap", "code", "timestamp"];
 /// Most entries one call returns.
 const MAX_ENTRIES: usize = 1000;
+/// The original server's words, kept exactly: clients may match on them.
 const NO_SESSION: &str = "no session ID available (send X-MCP-Session-Id header)";
 
 pub(super) fn describe() -> Vec<Tool> {
@@ -30,12 +30,13 @@ pub(super) fn describe() -> Vec<Tool> {
         },
         Tool {
             name: LIST_SESSION_SNAPSHOTS,
-            description: "List the logged runs of this connection's logical session (the X-MCP-Session-Id header sent on \
-initialize) in order: each entry's input and output heap, the code run and when. Returns at most 1000 entries per call; \
-page with offset and limit.",
+            description: "List the logged runs of a logical session in order: each entry's input and output heap, the \
+code run and when. The session is the session argument, else this connection's X-MCP-Session-Id header. Returns at most \
+1000 entries per call; page with offset and limit.",
             input_schema: json!({
                 "type": "object",
                 "properties": {
+                    "session": schema::session("Logical session to list (default: this connection's X-MCP-Session-Id)."),
                     "fields": { "type": "string", "description": "Comma-separated subset of index,input_heap,output_heap,code,timestamp (default: all)." },
                     "offset": { "type": "integer", "minimum": 0, "description": "First index to return (default 0)." },
                     "limit": { "type": "integer", "minimum": 1, "maximum": 1000, "description": "Most entries to return (default and cap 1000)." }
@@ -80,6 +81,8 @@ pub(super) async fn list_sessions(toolbox: &Toolbox, structured: bool) -> CallTo
 #[serde(deny_unknown_fields)]
 pub(super) struct SnapshotArgs {
     #[serde(default)]
+    session: Option<String>,
+    #[serde(default)]
     fields: Option<String>,
     #[serde(default)]
     offset: Option<u64>,
@@ -106,7 +109,7 @@ fn project(entry: LogEntry, fields: &[&str]) -> Map<String, Value> {
 
 pub(super) async fn list_session_snapshots(
     toolbox: &Toolbox,
-    session: &InitState,
+    context: CallContext<'_>,
     args: SnapshotArgs,
     structured: bool,
 ) -> CallToolResult {
@@ -123,7 +126,12 @@ pub(super) async fn list_session_snapshots(
             asked
         }
     };
-    let Some(name) = &session.logical_session else {
+    let named = match args.session.as_deref().map(args::session) {
+        Some(Ok(name)) => Some(name),
+        Some(Err(e)) => return CallToolResult::error(e),
+        None => context.logical_session,
+    };
+    let Some(name) = named else {
         let mut error = Map::new();
         error.insert("error".into(), Value::String(NO_SESSION.into()));
         return structured_result(

@@ -1,8 +1,11 @@
 //! MCP Streamable HTTP (2025-03-26, 2025-06-18, 2025-11-25) with replayed
 //! initialization: every request rebuilds the server from the session store,
 //! so no request depends on this process having served the session before.
+//! Protocol 2026-07-28, which has no sessions, shares the endpoint
+//! (`sessionless`).
 
 mod headers;
+mod sessionless;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -111,6 +114,7 @@ pub(crate) struct HttpError {
     id: Option<RequestId>,
     code: i64,
     message: String,
+    data: Option<serde_json::Value>,
 }
 
 impl HttpError {
@@ -120,7 +124,13 @@ impl HttpError {
             id: None,
             code,
             message: message.into(),
+            data: None,
         }
+    }
+
+    /// The same error, answering the request `id`.
+    fn with_id(self, id: Option<RequestId>) -> Self {
+        Self { id, ..self }
     }
 
     fn bad_request(message: impl Into<String>) -> Self {
@@ -147,10 +157,11 @@ impl HttpError {
 
 impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
-        json(
-            self.status,
-            &jsonrpc::Response::error(self.id, self.code, self.message),
-        )
+        let mut body = jsonrpc::Response::error(self.id, self.code, self.message);
+        if let Some(error) = &mut body.error {
+            error.data = self.data;
+        }
+        json(self.status, &body)
     }
 }
 
@@ -203,6 +214,15 @@ async fn dispatch(
         };
         HttpError::new(status, code::INVALID_REQUEST, message)
     })?;
+    if sessionless::requested_version(request_headers).is_some() {
+        return match method {
+            Method::POST => {
+                headers::check_post(request_headers)?;
+                sessionless::post(&app.inner.tools, request_headers, &body).await
+            }
+            _ => Ok(sessionless::method_not_allowed()),
+        };
+    }
     match method {
         Method::POST => post(app, request_headers, principal, &body).await,
         Method::DELETE => delete(app, request_headers, principal).await,
@@ -386,7 +406,7 @@ async fn request(
                         return error(id, code::INVALID_PARAMS, format!("Invalid params: {e}"));
                     }
                 };
-            match app.inner.tools.call(state, params).await {
+            match app.inner.tools.call(state.into(), params).await {
                 Ok(result) => raw(&jsonrpc::Response::ok(id, result)),
                 Err(e @ ToolCallError::UnknownTool(_)) => {
                     error(id, code::INVALID_PARAMS, e.to_string())
@@ -417,13 +437,13 @@ async fn initialize(
     params: Option<&RawValue>,
 ) -> Result<Response, HttpError> {
     let params: InitializeParams = serde_json::from_str(params.map_or("null", RawValue::get))
-        .map_err(|e| HttpError {
-            id: Some(id.clone()),
-            ..HttpError::new(
+        .map_err(|e| {
+            HttpError::new(
                 StatusCode::BAD_REQUEST,
                 code::INVALID_PARAMS,
                 format!("Invalid initialize params: {e}"),
             )
+            .with_id(Some(id.clone()))
         })?;
     let version = mcp::negotiate(&params.protocol_version);
     let captured = headers::mcp_headers(request_headers);

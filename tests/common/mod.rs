@@ -6,6 +6,7 @@ pub mod moto;
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
@@ -13,7 +14,9 @@ use mcp_v8_lambda::embedded::open_database;
 use mcp_v8_lambda::engine::{Engine, EngineConfig};
 use mcp_v8_lambda::heap::{FileHeapStorage, HeapStorage};
 use mcp_v8_lambda::meta::{MetaStore, RedbMetaStore};
-use mcp_v8_lambda::session::{RedbSessionStore, SessionStore};
+use mcp_v8_lambda::session::{
+    InitState, RedbSessionStore, SessionId, SessionStore, SessionStoreError,
+};
 use mcp_v8_lambda::tools::Toolbox;
 use mcp_v8_lambda::transport::{App, OriginPolicy, TransportConfig, router};
 use serde_json::{Value, json};
@@ -153,5 +156,32 @@ impl Server {
             .await;
         assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
         reply.body["result"].clone()
+    }
+}
+
+/// A session store whose every call fails, as an unreachable backend does.
+#[derive(Debug)]
+pub struct BrokenStore;
+
+#[async_trait]
+impl SessionStore for BrokenStore {
+    async fn get(&self, _: &SessionId, _: i64) -> Result<Option<InitState>, SessionStoreError> {
+        Err(broken())
+    }
+    async fn put(&self, _: &InitState) -> Result<(), SessionStoreError> {
+        Err(broken())
+    }
+    async fn touch(&self, _: &SessionId, _: i64, _: i64) -> Result<bool, SessionStoreError> {
+        Err(broken())
+    }
+    async fn delete(&self, _: &SessionId) -> Result<bool, SessionStoreError> {
+        Err(broken())
+    }
+}
+
+pub fn broken() -> SessionStoreError {
+    SessionStoreError::Backend {
+        store: "broken",
+        source: "injected failure".into(),
     }
 }

@@ -1,0 +1,310 @@
+//! MCP 2026-07-28 on the same endpoint as the session protocols. A POST whose
+//! `MCP-Protocol-Version` header names no session-era version is one
+//! self-contained exchange: no `initialize`, no `Mcp-Session-Id` issued or
+//! read, no session store touched. The request proves who it is in
+//! `params._meta`, and the standard headers must agree with the body.
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::{HttpError, INSTRUCTIONS, json};
+use crate::protocol::jsonrpc::{self, Incoming, RequestId, code};
+use crate::protocol::mcp::{
+    self, ALL_VERSIONS, CacheHints, CallToolParams, DiscoverResult, STATELESS_VERSION,
+    ServerCapabilities, StatelessResult, ToolsCapability, UnsupportedVersionData, method,
+};
+use crate::session::ClientInfo;
+use crate::tools::{CallContext, ToolCallError, Toolbox};
+
+/// The tool list and discovery answer change only with a deployment, and are
+/// the same for every caller.
+const CACHE_HINTS: CacheHints = CacheHints {
+    ttl_ms: 300_000,
+    cache_scope: "public",
+};
+
+/// The protocol version a request asks for in its header, when that version
+/// is not one with sessions: such requests are served here, and an unknown
+/// version is answered here too, with the versions that are supported.
+pub(super) fn requested_version(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(mcp::header::PROTOCOL_VERSION)?;
+    let version = String::from_utf8_lossy(value.as_bytes()).trim().to_owned();
+    (!mcp::is_session_version(&version)).then_some(version)
+}
+
+/// GET and DELETE have no meaning without sessions.
+pub(super) fn method_not_allowed() -> Response {
+    let mut response = StatusCode::METHOD_NOT_ALLOWED.into_response();
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST"));
+    response
+}
+
+/// `params` as far as the transport reads them; the method's own fields are
+/// decoded later, into the method's type.
+#[derive(Debug, Deserialize)]
+struct Envelope {
+    #[serde(rename = "_meta", default)]
+    meta: Option<RequestMeta>,
+    /// `tools/call` only: the tool, compared with `Mcp-Name`.
+    #[serde(default)]
+    name: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RequestMeta {
+    /// A string when well-formed; kept raw so a non-string is an
+    /// invalid-params error rather than a header mismatch.
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", default)]
+    protocol_version: Option<Value>,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", default)]
+    client_capabilities: Option<Map<String, Value>>,
+    /// Optional (a SHOULD); read so a malformed one is refused.
+    #[serde(rename = "io.modelcontextprotocol/clientInfo", default)]
+    client_info: Option<ClientInfo>,
+}
+
+/// The HTTP status the 2026-07-28 transport gives a JSON-RPC error code.
+fn status_of(code: i64) -> StatusCode {
+    match code {
+        code::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        code::INTERNAL_ERROR => StatusCode::INTERNAL_SERVER_ERROR,
+        _ => StatusCode::BAD_REQUEST,
+    }
+}
+
+fn error(id: &RequestId, code: i64, message: impl Into<String>) -> HttpError {
+    HttpError::new(status_of(code), code, message).with_id(Some(id.clone()))
+}
+
+/// A header's value with surrounding whitespace removed (RFC 9110 §5.5), or
+/// an error when it is sent twice: two values cannot both match the body.
+fn single_header<'h>(
+    headers: &'h HeaderMap,
+    name: &str,
+    id: &RequestId,
+) -> Result<Option<&'h str>, HttpError> {
+    let mut values = headers.get_all(name).iter();
+    let first = values.next();
+    if values.next().is_some() {
+        return Err(error(
+            id,
+            code::HEADER_MISMATCH,
+            format!("the {name} header appears more than once"),
+        ));
+    }
+    Ok(first.map(|v| v.to_str().unwrap_or("\u{fffd}").trim()))
+}
+
+/// Serves one 2026-07-28 POST body.
+pub(super) async fn post(
+    tools: &Toolbox,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, HttpError> {
+    let parse_error = |e: serde_json::Error| {
+        HttpError::new(
+            StatusCode::BAD_REQUEST,
+            code::PARSE_ERROR,
+            format!("Parse error: {e}"),
+        )
+    };
+    let whole: Box<RawValue> = serde_json::from_slice(body).map_err(parse_error)?;
+    if whole.get().trim_start().starts_with('[') {
+        return Err(HttpError::bad_request(format!(
+            "protocol {STATELESS_VERSION} takes one JSON-RPC message per request, not a batch"
+        )));
+    }
+    let incoming: Incoming = serde_json::from_str(whole.get())
+        .map_err(|e| HttpError::bad_request(format!("Invalid Request: {e}")))?;
+    if incoming.jsonrpc != "2.0" || incoming.result.is_some() || incoming.error.is_some() {
+        return Err(HttpError::bad_request(
+            "Invalid Request: the body must be one JSON-RPC 2.0 request or notification",
+        ));
+    }
+    let Some(rpc_method) = incoming.method else {
+        return Err(HttpError::bad_request(
+            "Invalid Request: a message needs a method",
+        ));
+    };
+    let span = tracing::Span::current();
+    span.record("rpc.method", rpc_method.as_str());
+    let Some(id) = incoming.id else {
+        // No client-to-server notification means anything in this revision;
+        // they are acknowledged, as the session transport does, unless the
+        // version itself is one this server does not speak.
+        let requested = requested_version(headers).unwrap_or_default();
+        if requested != STATELESS_VERSION {
+            return Err(unsupported(None, &requested));
+        }
+        return Ok(StatusCode::ACCEPTED.into_response());
+    };
+
+    let params = incoming.params.as_deref();
+    let version = check_envelope(headers, &id, &rpc_method, params)?;
+    if version != STATELESS_VERSION {
+        return Err(unsupported(Some(&id), &version));
+    }
+
+    let result = match rpc_method.as_str() {
+        method::SERVER_DISCOVER => raw_ok(
+            id,
+            StatelessResult::complete(
+                DiscoverResult {
+                    supported_versions: &ALL_VERSIONS,
+                    capabilities: ServerCapabilities {
+                        tools: ToolsCapability {
+                            list_changed: false,
+                        },
+                    },
+                    instructions: INSTRUCTIONS,
+                },
+                Some(CACHE_HINTS),
+            ),
+        ),
+        method::TOOLS_LIST => raw_ok(
+            id,
+            StatelessResult::complete(tools.list(STATELESS_VERSION), Some(CACHE_HINTS)),
+        ),
+        method::TOOLS_CALL => {
+            let params: CallToolParams = serde_json::from_str(params.map_or("null", RawValue::get))
+                .map_err(|e| error(&id, code::INVALID_PARAMS, format!("Invalid params: {e}")))?;
+            // The log follows the `session` argument, else this request's
+            // own X-MCP-Session-Id header: there is no session to replay.
+            let logical_session = headers
+                .get(mcp::header::LOGICAL_SESSION)
+                .and_then(|v| v.to_str().ok());
+            if let Some(name) = logical_session {
+                span.record("logical_session", name);
+            }
+            let context = CallContext {
+                protocol_version: STATELESS_VERSION,
+                logical_session,
+            };
+            match tools.call(context, params).await {
+                Ok(result) => raw_ok(id, StatelessResult::complete(result, None)),
+                Err(e @ ToolCallError::UnknownTool(_)) => {
+                    return Err(error(&id, code::INVALID_PARAMS, e.to_string()));
+                }
+                Err(e @ ToolCallError::NotAvailable(_)) => {
+                    return Err(error(&id, code::METHOD_NOT_FOUND, e.to_string()));
+                }
+            }
+        }
+        other => {
+            return Err(error(
+                &id,
+                code::METHOD_NOT_FOUND,
+                format!("Method not found: {other} (protocol {STATELESS_VERSION})"),
+            ));
+        }
+    };
+    Ok(result)
+}
+
+fn raw_ok<T: serde::Serialize>(id: RequestId, result: T) -> Response {
+    json(StatusCode::OK, &jsonrpc::Response::ok(id, result))
+}
+
+fn unsupported(id: Option<&RequestId>, requested: &str) -> HttpError {
+    let data = UnsupportedVersionData {
+        supported: &ALL_VERSIONS,
+        requested,
+    };
+    let mut error = HttpError::new(
+        StatusCode::BAD_REQUEST,
+        code::UNSUPPORTED_PROTOCOL_VERSION,
+        format!(
+            "Unsupported protocol version {requested:?}; this server speaks {}",
+            ALL_VERSIONS.join(", ")
+        ),
+    )
+    .with_id(id.cloned());
+    error.data = Some(serde_json::to_value(data).expect("error data serializes"));
+    error
+}
+
+/// Checks `params._meta` and the standard headers against the body, in the
+/// order the revision gives: a malformed envelope, then a client that
+/// disagrees with itself, before its version is judged. Returns the version.
+fn check_envelope(
+    headers: &HeaderMap,
+    id: &RequestId,
+    rpc_method: &str,
+    params: Option<&RawValue>,
+) -> Result<String, HttpError> {
+    let invalid = |message: String| error(id, code::INVALID_PARAMS, message);
+    let envelope: Envelope = match params {
+        None => {
+            return Err(invalid(format!(
+                "params._meta is required in protocol {STATELESS_VERSION}"
+            )));
+        }
+        Some(raw) => {
+            serde_json::from_str(raw.get()).map_err(|e| invalid(format!("Invalid params: {e}")))?
+        }
+    };
+    let Some(meta) = envelope.meta else {
+        return Err(invalid(format!(
+            "params._meta must carry {} and {}",
+            mcp::meta::PROTOCOL_VERSION,
+            mcp::meta::CLIENT_CAPABILITIES
+        )));
+    };
+    let missing: Vec<&str> = [
+        (mcp::meta::PROTOCOL_VERSION, meta.protocol_version.is_none()),
+        (
+            mcp::meta::CLIENT_CAPABILITIES,
+            meta.client_capabilities.is_none(),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(key, absent)| absent.then_some(key))
+    .collect();
+    if !missing.is_empty() {
+        return Err(invalid(format!(
+            "params._meta is missing {}",
+            missing.join(" and ")
+        )));
+    }
+    if let Some(client) = &meta.client_info {
+        tracing::debug!(client = %client.name, client_version = %client.version, "sessionless request");
+    }
+    let version = meta.protocol_version.expect("checked present");
+
+    let mismatch = |what: String| error(id, code::HEADER_MISMATCH, what);
+    let version_header = single_header(headers, mcp::header::PROTOCOL_VERSION, id)?;
+    if version_header.is_none_or(|h| version.as_str() != Some(h)) {
+        return Err(mismatch(format!(
+            "the MCP-Protocol-Version header {version_header:?} does not match {} {version}",
+            mcp::meta::PROTOCOL_VERSION
+        )));
+    }
+    let method_header = single_header(headers, mcp::header::METHOD, id)?;
+    if method_header != Some(rpc_method) {
+        return Err(mismatch(format!(
+            "the Mcp-Method header {method_header:?} does not match the method {rpc_method:?}"
+        )));
+    }
+    if rpc_method == method::TOOLS_CALL
+        && let Some(name) = &envelope.name
+    {
+        let name_header = single_header(headers, mcp::header::NAME, id)?;
+        if name_header != Some(name.as_str()) {
+            return Err(mismatch(format!(
+                "the Mcp-Name header {name_header:?} does not match the tool {name:?}"
+            )));
+        }
+    }
+    let Value::String(version) = version else {
+        return Err(invalid(format!(
+            "{} must be a string",
+            mcp::meta::PROTOCOL_VERSION
+        )));
+    };
+    Ok(version)
+}
