@@ -11,7 +11,7 @@ use crate::heap::{FileHeapStorage, HeapStorage, S3HeapStorage, WriteThroughCache
 use crate::meta::{DynamoMetaStore, MetaStore, MetaTables, RedbMetaStore};
 use crate::session::{DynamoSessionStore, RedbSessionStore, SessionStore};
 use crate::tools::Toolbox;
-use crate::transport::{App, OriginPolicy, TransportConfig};
+use crate::transport::{App, OriginPolicy, TokenDigest, TransportConfig};
 
 /// Boxed error of building the app.
 pub type BuildError = Box<dyn std::error::Error + Send + Sync>;
@@ -57,6 +57,9 @@ pub struct Config {
     pub under_lambda: bool,
     /// `MCP_V8_STATELESS`: under Lambda, the equivalent of `serve --stateless`.
     pub stateless: bool,
+    /// `MCP_V8_AUTH_TOKEN_SHA256`: when set, every request needs the bearer
+    /// token with this SHA-256 (64 hex digits).
+    pub auth_token_sha256: Option<TokenDigest>,
 }
 
 /// A variable with a value that cannot be used.
@@ -122,7 +125,22 @@ impl Config {
                 .filter(|v| !v.is_empty())
         };
         let under_lambda = lookup("AWS_LAMBDA_RUNTIME_API").is_some();
+        let auth_token_sha256 = match non_empty("MCP_V8_AUTH_TOKEN_SHA256") {
+            None => None,
+            Some(text) => {
+                let mut digest = [0u8; 32];
+                hex::decode_to_slice(text.to_ascii_lowercase(), &mut digest).map_err(|_| {
+                    ConfigError {
+                        name: "MCP_V8_AUTH_TOKEN_SHA256",
+                        value: "(not shown)".to_owned(),
+                        reason: "expected the token's SHA-256 as 64 hex digits",
+                    }
+                })?;
+                Some(TokenDigest(digest))
+            }
+        };
         Ok(Self {
+            auth_token_sha256,
             heap_bucket: non_empty("MCP_V8_HEAP_BUCKET"),
             heap_prefix: lookup("MCP_V8_HEAP_PREFIX").unwrap_or_default(),
             heap_cache_dir: non_empty("MCP_V8_HEAP_CACHE_DIR")
@@ -232,6 +250,7 @@ impl Config {
             origins: OriginPolicy {
                 extra: self.allowed_origins.clone(),
             },
+            auth_token: self.auth_token_sha256.clone(),
         };
         Ok(App::new(transport, sessions, tools))
     }

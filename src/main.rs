@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use mcp_v8_lambda::aws::Clients;
 use mcp_v8_lambda::config::{Config, LogFormat};
-use mcp_v8_lambda::transport::router;
+use mcp_v8_lambda::transport::{loopback_only, router};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
@@ -125,7 +125,14 @@ async fn main() -> anyhow::Result<()> {
                 .await
                 .with_context(|| format!("binding {address}"))?;
             tracing::info!(%address, data_dir = %data_dir.display(), stateless, "serving MCP at http://{address}/mcp");
-            axum::serve(listener, router(app))
+            // Bound to loopback, only loopback names may be asked for: a web
+            // page cannot reach this server by rebinding its own name to 127.0.0.1.
+            let service = if host.is_loopback() {
+                loopback_only(router(app))
+            } else {
+                router(app)
+            };
+            axum::serve(listener, service)
                 .with_graceful_shutdown(shutdown_signal())
                 .await
                 .context("serving")?;

@@ -4,6 +4,7 @@
 //! Protocol 2026-07-28, which has no sessions, shares the endpoint
 //! (`sessionless`).
 
+mod auth;
 mod headers;
 mod sessionless;
 
@@ -15,6 +16,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use serde::Serialize;
@@ -29,6 +31,7 @@ use crate::protocol::mcp::{
 use crate::session::{InitState, SessionId, SessionStore, unix_now};
 use crate::tools::{ToolCallError, Toolbox};
 
+pub use auth::{STATIC_TOKEN_PRINCIPAL, TokenDigest};
 pub use headers::{OriginPolicy, Principal};
 
 /// For the model, returned by `initialize`: heaps in two sentences, then
@@ -47,6 +50,8 @@ pub struct TransportConfig {
     pub max_body_bytes: usize,
     /// Which `Origin`s may call.
     pub origins: OriginPolicy,
+    /// When set, every request needs this bearer token.
+    pub auth_token: Option<TokenDigest>,
 }
 
 /// Everything a request needs; cheap to clone.
@@ -78,12 +83,23 @@ impl App {
 /// The one HTTP service: `serve`, Lambda and the tests all use it.
 pub fn router(app: App) -> Router {
     let limit = app.inner.config.max_body_bytes;
-    Router::new()
+    let auth_token = app.inner.config.auth_token.clone();
+    let router = Router::new()
         .route("/mcp", any(handle))
         // Function URLs are often configured with the bare URL.
         .route("/", any(handle))
         .layer(DefaultBodyLimit::max(limit))
-        .with_state(app)
+        .with_state(app);
+    match auth_token {
+        Some(digest) => router.layer(middleware::from_fn_with_state(digest, auth::require_bearer)),
+        None => router,
+    }
+}
+
+/// `router` for a `serve` bound to loopback: requests must name a loopback
+/// `Host` (DNS-rebinding defence beside the `Origin` check).
+pub fn loopback_only(router: Router) -> Router {
+    router.layer(middleware::from_fn(auth::loopback_host_only))
 }
 
 /// A response with a JSON body.

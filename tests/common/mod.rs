@@ -48,6 +48,7 @@ pub fn server_with(ttl: i64, stateless: bool, sessions: Option<Arc<dyn SessionSt
         origins: OriginPolicy {
             extra: vec!["https://allowed.example".into()],
         },
+        auth_token: None,
     };
     Server {
         app: App::new(config, sessions.clone(), tools),
