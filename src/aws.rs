@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use aws_sdk_dynamodb::client::Waiters;
 use aws_sdk_dynamodb::types::{
@@ -270,8 +271,13 @@ impl Clients {
         force_path_style: bool,
         counter: Option<&CallCounter>,
     ) -> Self {
-        let mut s3 = aws_sdk_s3::config::Builder::from(config).force_path_style(force_path_style);
-        let mut dynamodb = aws_sdk_dynamodb::config::Builder::from(config);
+        let mut s3 = aws_sdk_s3::config::Builder::from(config)
+            .force_path_style(force_path_style)
+            .retry_config(retry_config())
+            .timeout_config(timeout_config());
+        let mut dynamodb = aws_sdk_dynamodb::config::Builder::from(config)
+            .retry_config(retry_config())
+            .timeout_config(timeout_config());
         if let Some(counter) = counter {
             s3 = s3.interceptor(counter.clone());
             dynamodb = dynamodb.interceptor(counter.clone());
@@ -281,6 +287,30 @@ impl Clients {
             dynamodb: aws_sdk_dynamodb::Client::from_conf(dynamodb.build()),
         }
     }
+}
+
+/// The SDK's retries, set here rather than left to defaults that change
+/// between SDK versions: standard mode (throttling, 5xx and transient
+/// network errors; a token bucket stops retry storms), 3 attempts in all,
+/// exponential backoff with jitter from 50 ms up to 2 s. Conflicts of the
+/// session log's conditional writes are not SDK retries: the log retries
+/// those itself (`meta::dynamodb`).
+pub fn retry_config() -> aws_config::retry::RetryConfig {
+    aws_config::retry::RetryConfig::standard()
+        .with_max_attempts(3)
+        .with_initial_backoff(Duration::from_millis(50))
+        .with_max_backoff(Duration::from_secs(2))
+}
+
+/// Bounds on one AWS call: a stuck connection fails within seconds, and a
+/// call with all its retries ends well inside the default 60 s Lambda
+/// timeout, so the client gets a 500 it can retry instead of a dead function.
+pub fn timeout_config() -> aws_config::timeout::TimeoutConfig {
+    aws_config::timeout::TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(3))
+        .operation_attempt_timeout(Duration::from_secs(10))
+        .operation_timeout(Duration::from_secs(25))
+        .build()
 }
 
 /// Counts AWS operations (`service.Operation`), once per call whatever its
@@ -330,5 +360,30 @@ mod tests {
         assert_eq!(names.len(), TABLES.len());
         assert!(names.contains("p-sessions"));
         assert!(names.contains("p-session-log"));
+    }
+
+    #[test]
+    fn both_clients_carry_the_explicit_retry_and_timeout_policy() {
+        let sdk = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("us-east-1"))
+            .build();
+        let clients = Clients::new(&sdk, false, None);
+        let retry = clients.dynamodb.config().retry_config().unwrap();
+        assert_eq!(retry.max_attempts(), 3);
+        assert_eq!(retry.max_backoff(), Duration::from_secs(2));
+        let retry = clients.s3.config().retry_config().unwrap();
+        assert_eq!(retry.max_attempts(), 3);
+        let timeouts = clients.s3.config().timeout_config().unwrap();
+        assert_eq!(timeouts.connect_timeout(), Some(Duration::from_secs(3)));
+        assert_eq!(
+            clients
+                .dynamodb
+                .config()
+                .timeout_config()
+                .unwrap()
+                .operation_timeout(),
+            Some(Duration::from_secs(25))
+        );
     }
 }

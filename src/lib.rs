@@ -13,6 +13,7 @@ pub mod config;
 pub mod embedded;
 #[allow(unsafe_code)]
 pub mod engine;
+pub mod faults;
 pub mod heap;
 mod ids;
 pub mod lambda;

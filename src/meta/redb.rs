@@ -69,35 +69,57 @@ impl RedbMetaStore {
     }
 }
 
+/// Appends to the log of `session` inside `tx`. redb runs write transactions
+/// one at a time, so reading the head and writing entry and head in one
+/// transaction allocates the index without races.
+fn append_in(
+    tx: &redb::WriteTransaction,
+    session: &str,
+    entry: NewLogEntry,
+) -> Result<u64, MetaStoreError> {
+    let mut heads = tx.open_table(LOG_HEADS).map_err(backend)?;
+    let index = heads
+        .get(session)
+        .map_err(backend)?
+        .map_or(0, |v| v.value());
+    heads.insert(session, index + 1).map_err(backend)?;
+    let record = LogEntry {
+        index,
+        input_heap: entry.input_heap,
+        output_heap: entry.output_heap,
+        code: entry.code,
+        timestamp: entry.timestamp,
+    };
+    let bytes = serde_json::to_vec(&record).map_err(backend)?;
+    tx.open_table(LOG)
+        .map_err(backend)?
+        .insert((session, index), bytes.as_slice())
+        .map_err(backend)?;
+    Ok(index)
+}
+
+fn put_execution_in(
+    tx: &redb::WriteTransaction,
+    record: &ExecutionRecord,
+) -> Result<(), MetaStoreError> {
+    let bytes = serde_json::to_vec(record).map_err(backend)?;
+    tx.open_table(EXECUTIONS)
+        .map_err(backend)?
+        .insert(
+            record.outcome.execution_id.to_string().as_str(),
+            bytes.as_slice(),
+        )
+        .map_err(backend)?;
+    Ok(())
+}
+
 #[async_trait]
 impl MetaStore for RedbMetaStore {
     async fn append_log(&self, session: &str, entry: NewLogEntry) -> Result<u64, MetaStoreError> {
         let session = session.to_owned();
-        // redb runs write transactions one at a time, so reading the head and
-        // writing entry and head in one transaction allocates without races.
         self.blocking(move |db| {
             let tx = db.begin_write().map_err(backend)?;
-            let index = {
-                let mut heads = tx.open_table(LOG_HEADS).map_err(backend)?;
-                let index = heads
-                    .get(session.as_str())
-                    .map_err(backend)?
-                    .map_or(0, |v| v.value());
-                heads.insert(session.as_str(), index + 1).map_err(backend)?;
-                let record = LogEntry {
-                    index,
-                    input_heap: entry.input_heap,
-                    output_heap: entry.output_heap,
-                    code: entry.code,
-                    timestamp: entry.timestamp,
-                };
-                let bytes = serde_json::to_vec(&record).map_err(backend)?;
-                tx.open_table(LOG)
-                    .map_err(backend)?
-                    .insert((session.as_str(), index), bytes.as_slice())
-                    .map_err(backend)?;
-                index
-            };
+            let index = append_in(&tx, &session, entry)?;
             tx.commit().map_err(backend)?;
             Ok(index)
         })
@@ -248,15 +270,33 @@ impl MetaStore for RedbMetaStore {
     }
 
     async fn put_execution(&self, record: &ExecutionRecord) -> Result<(), MetaStoreError> {
-        let bytes = serde_json::to_vec(record).map_err(backend)?;
-        let id = record.outcome.execution_id.to_string();
+        let record = record.clone();
         self.blocking(move |db| {
             let tx = db.begin_write().map_err(backend)?;
-            tx.open_table(EXECUTIONS)
-                .map_err(backend)?
-                .insert(id.as_str(), bytes.as_slice())
-                .map_err(backend)?;
+            put_execution_in(&tx, &record)?;
             tx.commit().map_err(backend)
+        })
+        .await
+    }
+
+    /// One write transaction: a failure leaves neither the log entry nor the
+    /// execution record behind, as on DynamoDB.
+    async fn record_run(
+        &self,
+        log: Option<(&str, NewLogEntry)>,
+        execution: &ExecutionRecord,
+    ) -> Result<Option<u64>, MetaStoreError> {
+        let log = log.map(|(session, entry)| (session.to_owned(), entry));
+        let execution = execution.clone();
+        self.blocking(move |db| {
+            let tx = db.begin_write().map_err(backend)?;
+            let index = match log {
+                Some((session, entry)) => Some(append_in(&tx, &session, entry)?),
+                None => None,
+            };
+            put_execution_in(&tx, &execution)?;
+            tx.commit().map_err(backend)?;
+            Ok(index)
         })
         .await
     }

@@ -26,18 +26,43 @@ pub struct Server {
     pub app: App,
     pub sessions: Arc<dyn SessionStore>,
     pub meta: Arc<dyn MetaStore>,
+    pub heaps: Option<Arc<dyn HeapStorage>>,
     _dir: tempfile::TempDir,
 }
 
+/// The stores a test server runs on; a test may wrap or replace them.
+pub struct Stores {
+    pub sessions: Arc<dyn SessionStore>,
+    pub heaps: Option<Arc<dyn HeapStorage>>,
+    pub meta: Arc<dyn MetaStore>,
+}
+
 pub fn server_with(ttl: i64, stateless: bool, sessions: Option<Arc<dyn SessionStore>>) -> Server {
+    server_wrapped(ttl, stateless, |mut stores| {
+        if let Some(sessions) = sessions {
+            stores.sessions = sessions;
+        }
+        stores
+    })
+}
+
+/// A server over redb and directory stores, as `wrap` leaves them.
+pub fn server_wrapped(ttl: i64, stateless: bool, wrap: impl FnOnce(Stores) -> Stores) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let db = open_database(&dir.path().join("meta.redb")).unwrap();
-    let sessions = sessions.unwrap_or_else(|| Arc::new(RedbSessionStore::new(db.clone()).unwrap()));
-    let meta: Arc<dyn MetaStore> = Arc::new(RedbMetaStore::new(db).unwrap());
-    let heaps = (!stateless)
-        .then(|| Arc::new(FileHeapStorage::new(dir.path().join("heaps"))) as Arc<dyn HeapStorage>);
+    let Stores {
+        sessions,
+        heaps,
+        meta,
+    } = wrap(Stores {
+        sessions: Arc::new(RedbSessionStore::new(db.clone()).unwrap()),
+        heaps: (!stateless).then(|| {
+            Arc::new(FileHeapStorage::new(dir.path().join("heaps"))) as Arc<dyn HeapStorage>
+        }),
+        meta: Arc::new(RedbMetaStore::new(db).unwrap()),
+    });
     let tools = Toolbox {
-        engine: Arc::new(Engine::new(EngineConfig::default(), heaps)),
+        engine: Arc::new(Engine::new(EngineConfig::default(), heaps.clone())),
         meta: meta.clone(),
         stateless,
         execution_ttl_secs: 3600,
@@ -54,6 +79,7 @@ pub fn server_with(ttl: i64, stateless: bool, sessions: Option<Arc<dyn SessionSt
         app: App::new(config, sessions.clone(), tools),
         sessions,
         meta,
+        heaps,
         _dir: dir,
     }
 }

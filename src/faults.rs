@@ -1,0 +1,273 @@
+//! Fault injection at the store seams: a wrapper around any session store,
+//! heap storage or metadata store that fails chosen calls the way a backend
+//! does (an error, a timeout, a throttling error), so tests can show what
+//! the server does then. Nothing here is wired in by configuration.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use uuid::Uuid;
+
+use crate::heap::{HeapKey, HeapStorage, HeapStoreError, Snapshot};
+use crate::meta::{ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, Tags};
+use crate::session::{InitState, SessionId, SessionStore, SessionStoreError};
+
+/// How an injected call fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// At once, with a backend error.
+    Fail,
+    /// After the given delay, as a call that timed out.
+    Timeout(Duration),
+    /// With the error a throttled AWS call leaves once the SDK's retries
+    /// are spent.
+    Throttle,
+}
+
+/// Which calls fail: the `nth` call (1-based) of an operation such as
+/// `"heap.put"` or `"session.get"`, or every call from the `nth` on.
+#[derive(Debug, Default)]
+pub struct FaultPlan {
+    rules: Mutex<Vec<Rule>>,
+    calls: Mutex<HashMap<&'static str, u64>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Rule {
+    operation: &'static str,
+    nth: u64,
+    from_then_on: bool,
+    fault: Fault,
+}
+
+impl FaultPlan {
+    /// A plan that injects nothing yet.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// The `nth` call of `operation` fails with `fault`.
+    pub fn fail_nth(&self, operation: &'static str, nth: u64, fault: Fault) {
+        self.push(operation, nth, false, fault);
+    }
+
+    /// Every call of `operation`, from the `nth` on, fails with `fault`.
+    pub fn fail_from(&self, operation: &'static str, nth: u64, fault: Fault) {
+        self.push(operation, nth, true, fault);
+    }
+
+    /// Stops injecting.
+    pub fn clear(&self) {
+        self.rules.lock().expect("fault plan lock").clear();
+    }
+
+    /// How often `operation` was called.
+    pub fn calls(&self, operation: &str) -> u64 {
+        let calls = self.calls.lock().expect("fault plan lock");
+        calls.get(operation).copied().unwrap_or(0)
+    }
+
+    fn push(&self, operation: &'static str, nth: u64, from_then_on: bool, fault: Fault) {
+        self.rules.lock().expect("fault plan lock").push(Rule {
+            operation,
+            nth,
+            from_then_on,
+            fault,
+        });
+    }
+
+    /// Counts a call of `operation` and says whether and how it fails.
+    async fn strike(&self, operation: &'static str) -> Option<InjectedError> {
+        let count = {
+            let mut calls = self.calls.lock().expect("fault plan lock");
+            let count = calls.entry(operation).or_insert(0);
+            *count += 1;
+            *count
+        };
+        let fault = self
+            .rules
+            .lock()
+            .expect("fault plan lock")
+            .iter()
+            .find(|r| {
+                r.operation == operation && (r.nth == count || (r.from_then_on && count >= r.nth))
+            })
+            .map(|r| r.fault)?;
+        if let Fault::Timeout(delay) = fault {
+            tokio::time::sleep(delay).await;
+        }
+        Some(InjectedError { operation, fault })
+    }
+}
+
+/// The error an injected fault produces.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+pub struct InjectedError {
+    operation: &'static str,
+    fault: Fault,
+}
+
+impl fmt::Display for InjectedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.fault {
+            Fault::Fail => write!(f, "injected failure of {}", self.operation),
+            Fault::Timeout(d) => write!(f, "{} timed out after {d:?} (injected)", self.operation),
+            Fault::Throttle => write!(
+                f,
+                "ThrottlingException: rate of requests exceeded for {} (injected)",
+                self.operation
+            ),
+        }
+    }
+}
+
+/// A store whose calls fail as its [`FaultPlan`] says, and otherwise go to
+/// the store it wraps.
+#[derive(Debug, Clone)]
+pub struct Faulty<S: ?Sized> {
+    inner: Arc<S>,
+    plan: Arc<FaultPlan>,
+}
+
+impl<S: ?Sized> Faulty<S> {
+    /// Wraps `inner`, failing calls as `plan` says.
+    pub fn new(inner: Arc<S>, plan: Arc<FaultPlan>) -> Self {
+        Self { inner, plan }
+    }
+}
+
+const STORE: &str = "faulty";
+
+#[async_trait]
+impl SessionStore for Faulty<dyn SessionStore> {
+    async fn get(&self, id: &SessionId, now: i64) -> Result<Option<InitState>, SessionStoreError> {
+        fail_session(&self.plan, "session.get").await?;
+        self.inner.get(id, now).await
+    }
+    async fn put(&self, state: &InitState) -> Result<(), SessionStoreError> {
+        fail_session(&self.plan, "session.put").await?;
+        self.inner.put(state).await
+    }
+    async fn touch(
+        &self,
+        id: &SessionId,
+        now: i64,
+        expires_at: i64,
+    ) -> Result<bool, SessionStoreError> {
+        fail_session(&self.plan, "session.touch").await?;
+        self.inner.touch(id, now, expires_at).await
+    }
+    async fn delete(&self, id: &SessionId) -> Result<bool, SessionStoreError> {
+        fail_session(&self.plan, "session.delete").await?;
+        self.inner.delete(id).await
+    }
+}
+
+async fn fail_session(plan: &FaultPlan, operation: &'static str) -> Result<(), SessionStoreError> {
+    match plan.strike(operation).await {
+        Some(e) => Err(SessionStoreError::Backend {
+            store: STORE,
+            source: Box::new(e),
+        }),
+        None => Ok(()),
+    }
+}
+
+#[async_trait]
+impl HeapStorage for Faulty<dyn HeapStorage> {
+    async fn put(&self, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
+        fail_heap(&self.plan, "heap.put", snapshot.key()).await?;
+        self.inner.put(snapshot).await
+    }
+    async fn get(&self, key: &HeapKey) -> Result<Option<Snapshot>, HeapStoreError> {
+        fail_heap(&self.plan, "heap.get", key).await?;
+        self.inner.get(key).await
+    }
+}
+
+async fn fail_heap(
+    plan: &FaultPlan,
+    operation: &'static str,
+    key: &HeapKey,
+) -> Result<(), HeapStoreError> {
+    match plan.strike(operation).await {
+        Some(e) => Err(HeapStoreError::Backend {
+            store: STORE,
+            key: key.clone(),
+            source: Box::new(e),
+        }),
+        None => Ok(()),
+    }
+}
+
+async fn fail_meta(plan: &FaultPlan, operation: &'static str) -> Result<(), MetaStoreError> {
+    match plan.strike(operation).await {
+        Some(e) => Err(MetaStoreError::Backend {
+            store: STORE,
+            source: Box::new(e),
+        }),
+        None => Ok(()),
+    }
+}
+
+#[async_trait]
+impl MetaStore for Faulty<dyn MetaStore> {
+    async fn append_log(&self, session: &str, entry: NewLogEntry) -> Result<u64, MetaStoreError> {
+        fail_meta(&self.plan, "meta.append_log").await?;
+        self.inner.append_log(session, entry).await
+    }
+    async fn list_sessions(&self) -> Result<Vec<String>, MetaStoreError> {
+        fail_meta(&self.plan, "meta.list_sessions").await?;
+        self.inner.list_sessions().await
+    }
+    async fn last_log_entry(&self, session: &str) -> Result<Option<LogEntry>, MetaStoreError> {
+        fail_meta(&self.plan, "meta.last_log_entry").await?;
+        self.inner.last_log_entry(session).await
+    }
+    async fn read_log(
+        &self,
+        session: &str,
+        offset: u64,
+        limit: usize,
+    ) -> Result<Vec<LogEntry>, MetaStoreError> {
+        fail_meta(&self.plan, "meta.read_log").await?;
+        self.inner.read_log(session, offset, limit).await
+    }
+    async fn get_tags(&self, heap: &HeapKey) -> Result<Tags, MetaStoreError> {
+        fail_meta(&self.plan, "meta.get_tags").await?;
+        self.inner.get_tags(heap).await
+    }
+    async fn set_tags(&self, heap: &HeapKey, tags: &Tags) -> Result<(), MetaStoreError> {
+        fail_meta(&self.plan, "meta.set_tags").await?;
+        self.inner.set_tags(heap, tags).await
+    }
+    async fn query_by_tags(&self, filter: &Tags) -> Result<Vec<(HeapKey, Tags)>, MetaStoreError> {
+        fail_meta(&self.plan, "meta.query_by_tags").await?;
+        self.inner.query_by_tags(filter).await
+    }
+    async fn put_execution(&self, record: &ExecutionRecord) -> Result<(), MetaStoreError> {
+        fail_meta(&self.plan, "meta.put_execution").await?;
+        self.inner.put_execution(record).await
+    }
+    async fn get_execution(
+        &self,
+        id: Uuid,
+        now: i64,
+    ) -> Result<Option<ExecutionRecord>, MetaStoreError> {
+        fail_meta(&self.plan, "meta.get_execution").await?;
+        self.inner.get_execution(id, now).await
+    }
+    // The wrapped store's own record_run runs, so a backend that writes a
+    // run in one transaction is tested as it is.
+    async fn record_run(
+        &self,
+        log: Option<(&str, NewLogEntry)>,
+        execution: &ExecutionRecord,
+    ) -> Result<Option<u64>, MetaStoreError> {
+        fail_meta(&self.plan, "meta.record_run").await?;
+        self.inner.record_run(log, execution).await
+    }
+}
