@@ -57,6 +57,8 @@ pub struct Config {
     pub under_lambda: bool,
     /// `MCP_V8_STATELESS`: under Lambda, the equivalent of `serve --stateless`.
     pub stateless: bool,
+    /// `MCP_V8_MAX_HEAP_SNAPSHOT_MB`: largest snapshot stored or restored.
+    pub max_heap_snapshot_mb: usize,
     /// `MCP_V8_AUTH_TOKEN_SHA256`: when set, every request needs the bearer
     /// token with this SHA-256 (64 hex digits).
     pub auth_token_sha256: Option<TokenDigest>,
@@ -141,6 +143,7 @@ impl Config {
         };
         Ok(Self {
             auth_token_sha256,
+            max_heap_snapshot_mb: number(&lookup, "MCP_V8_MAX_HEAP_SNAPSHOT_MB", 256, |v| *v > 0)?,
             heap_bucket: non_empty("MCP_V8_HEAP_BUCKET"),
             heap_prefix: lookup("MCP_V8_HEAP_PREFIX").unwrap_or_default(),
             heap_cache_dir: non_empty("MCP_V8_HEAP_CACHE_DIR")
@@ -237,7 +240,11 @@ impl Config {
                 )
             }
         };
-        let engine = Arc::new(Engine::new(EngineConfig::default(), heaps));
+        let engine_config = EngineConfig {
+            max_snapshot_bytes: self.max_heap_snapshot_mb * 1024 * 1024,
+            ..EngineConfig::default()
+        };
+        let engine = Arc::new(Engine::new(engine_config, heaps));
         let tools = Toolbox {
             engine,
             meta,

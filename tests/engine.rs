@@ -652,3 +652,54 @@ async fn restoring_a_heap_larger_than_the_limit_is_refused_not_fatal() {
     let again = f.stateful("big.length", Some(&heap)).await;
     assert_eq!(completed(&again), "200000");
 }
+
+#[tokio::test]
+async fn snapshots_over_the_size_bound_are_neither_stored_nor_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn HeapStorage> = Arc::new(FileHeapStorage::new(dir.path().join("heaps")));
+    let bounded = |max_snapshot_bytes| {
+        Engine::new(
+            EngineConfig {
+                max_snapshot_bytes,
+                ..EngineConfig::default()
+            },
+            Some(store.clone()),
+        )
+    };
+    async fn run(engine: &Engine, code: &str, heap: Option<HeapKey>) -> RunOutcome {
+        let request = RunRequest {
+            code: code.into(),
+            heap,
+            stateful: true,
+            ..Default::default()
+        };
+        engine.run(request).await.unwrap().outcome
+    }
+    let big = "globalThis.big = Array.from({ length: 200000 }, (_, i) => 'item-' + i); big.length";
+
+    let small = bounded(2 * 1024 * 1024);
+    let out = run(&small, big, None).await;
+    assert_eq!(out.status, RunStatus::Failed, "{out:?}");
+    assert_eq!(out.heap, None);
+    let error = out.error.unwrap();
+    assert_eq!(error.name, "SnapshotTooLarge");
+    assert!(
+        error.message.contains("MCP_V8_MAX_HEAP_SNAPSHOT_MB"),
+        "{error:?}"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("heaps")).map_or(0, |d| d.count()),
+        0,
+        "nothing was stored"
+    );
+
+    // Stored under a larger bound, the heap is refused by the smaller one.
+    let large = bounded(64 * 1024 * 1024);
+    let stored = run(&large, big, None).await;
+    let heap = stored.heap.clone().expect("stored under the larger bound");
+    let out = run(&small, "big.length", Some(heap.clone())).await;
+    assert_eq!(out.status, RunStatus::Failed, "{out:?}");
+    assert_eq!(out.error.unwrap().name, "SnapshotTooLarge");
+    let out = run(&large, "big.length", Some(heap)).await;
+    assert_eq!(out.result.as_deref(), Some("200000"), "{out:?}");
+}

@@ -597,3 +597,69 @@ async fn the_local_app_of_the_binary_serves_from_a_data_dir() {
     assert_eq!(response.status(), StatusCode::OK);
     assert!(dir.path().join("meta.redb").exists());
 }
+
+#[tokio::test]
+async fn deeply_nested_json_is_400_invalid_request_not_a_crash() {
+    let s = server();
+    let sid = s.initialize().await;
+    let depth = 20_000;
+    let nested = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    for body in [
+        nested.clone(),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"run_js","arguments":{{"code":"1","tags":{nested}}}}}}}"#
+        ),
+    ] {
+        let request = post(&body)
+            .header("mcp-session-id", &sid)
+            .body(Body::from(body.clone()))
+            .unwrap();
+        let reply = s.send(request).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.body);
+        assert_eq!(reply.body["error"]["code"], -32600);
+        assert!(
+            reply.body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("nested deeper than 64"),
+            "{}",
+            reply.body
+        );
+    }
+    assert_eq!(s.call(&sid, json!({"code": "1"})).await["isError"], false);
+}
+
+#[tokio::test]
+async fn oversized_or_too_many_x_mcp_headers_are_400_and_store_nothing() {
+    let s = server();
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}})
+    .to_string();
+    let long_session = "s".repeat(257);
+    let long_value = "v".repeat(1025);
+    let many: Vec<(String, String)> = (0..33)
+        .map(|i| (format!("x-mcp-h{i}"), "1".to_owned()))
+        .collect();
+    let cases: [Vec<(String, String)>; 3] = [
+        vec![("x-mcp-session-id".into(), long_session)],
+        vec![("x-mcp-note".into(), long_value)],
+        many,
+    ];
+    for headers in cases {
+        let mut builder = post(&init);
+        for (name, value) in &headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        let reply = s
+            .send(builder.body(Body::from(init.clone())).unwrap())
+            .await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.body);
+        assert_eq!(reply.body["id"], 0);
+        assert!(reply.session_id().is_none(), "no session was stored");
+    }
+    let ok = post(&init)
+        .header("x-mcp-session-id", "s".repeat(256))
+        .body(Body::from(init.clone()))
+        .unwrap();
+    assert_eq!(s.send(ok).await.status, StatusCode::OK);
+}

@@ -173,6 +173,18 @@ async fn the_session_argument_keeps_a_log_and_heaps_continue_by_key() {
 }
 
 #[tokio::test]
+async fn an_oversized_logical_session_header_is_400() {
+    let s = server();
+    let (body, mut headers) = request(
+        "tools/call",
+        json!({"name": "run_js", "arguments": {"code": "1"}}),
+    );
+    headers.push(("x-mcp-session-id", "s".repeat(257)));
+    let reply = send(&s, &body, &headers).await;
+    assert_error(&reply, StatusCode::BAD_REQUEST, -32600);
+}
+
+#[tokio::test]
 async fn a_bad_session_argument_is_a_tool_error() {
     let s = server();
     for bad in [json!(""), json!("a\nb"), json!("x".repeat(257)), json!(5)] {

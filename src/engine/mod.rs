@@ -48,6 +48,8 @@ pub struct EngineConfig {
     pub code_handling: CodeHandling,
     /// Isolates alive at once; further runs wait their turn.
     pub max_concurrent_runs: usize,
+    /// Largest snapshot payload stored or restored, in bytes.
+    pub max_snapshot_bytes: usize,
 }
 
 impl Default for EngineConfig {
@@ -61,6 +63,7 @@ impl Default for EngineConfig {
             max_output_bytes: 1024 * 1024,
             code_handling: CodeHandling::Keep,
             max_concurrent_runs: std::thread::available_parallelism().map_or(2, |n| n.get() * 2),
+            max_snapshot_bytes: 256 * 1024 * 1024,
         }
     }
 }
@@ -272,6 +275,11 @@ impl Engine {
 
         let restore = match (&request.heap, &self.heaps) {
             (Some(key), Some(heaps)) => match heaps.get(key).await {
+                Ok(Some(snapshot)) if snapshot.payload().len() > self.config.max_snapshot_bytes => {
+                    report.outcome.error =
+                        Some(self.too_large(&format!("heap {key}"), snapshot.payload().len()));
+                    return finish(report);
+                }
                 Ok(Some(snapshot)) => {
                     let needed_mb = restore_needs_mb(snapshot.payload().len());
                     if needed_mb > limits.heap_limit_mb {
@@ -320,6 +328,12 @@ impl Engine {
         outcome.warnings.extend(result.warnings);
 
         if let (Some(blob), Some(heaps)) = (result.blob, &self.heaps) {
+            if blob.len() > self.config.max_snapshot_bytes {
+                outcome.status = RunStatus::Failed;
+                outcome.result = None;
+                outcome.error = Some(self.too_large("this run's heap", blob.len()));
+                return finish(report);
+            }
             match Snapshot::from_payload(&blob) {
                 Ok(snapshot) => match heaps.put(&snapshot).await {
                     Ok(()) => outcome.heap = Some(snapshot.key().clone()),
@@ -412,6 +426,22 @@ pub fn restore_needs_mb(payload_len: usize) -> usize {
 struct Limits {
     timeout: Duration,
     heap_limit_mb: usize,
+}
+
+impl Engine {
+    /// Why a snapshot of `len` bytes is neither stored nor restored.
+    fn too_large(&self, what: &str, len: usize) -> RunError {
+        const MIB: usize = 1024 * 1024;
+        RunError::new(
+            "SnapshotTooLarge",
+            format!(
+                "{what} snapshot is {} MiB, over the {} MiB limit (MCP_V8_MAX_HEAP_SNAPSHOT_MB); \
+                 it was not stored or restored. Drop large globals before the run ends, or raise the limit",
+                len.div_ceil(MIB),
+                self.config.max_snapshot_bytes / MIB
+            ),
+        )
+    }
 }
 
 fn storage_error(err: &HeapStoreError) -> RunError {

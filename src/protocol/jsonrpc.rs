@@ -35,6 +35,41 @@ pub mod code {
     pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 }
 
+/// Deepest nesting of arrays and objects a request may have. MCP messages
+/// need a handful of levels; the bound keeps every decoder, including those
+/// that skip values without a recursion limit, away from pathological input.
+pub const MAX_NESTING: usize = 64;
+
+/// Whether `body` nests arrays and objects deeper than `max`, scanning the
+/// bytes once (brackets inside strings do not count). Malformed JSON is left
+/// for the parser to report.
+pub fn nests_deeper_than(body: &[u8], max: usize) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &byte in body {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
 /// One incoming message, before it is told apart. Fields stay raw so a
 /// request's params are decoded once, into the type of its method.
 #[derive(Debug, Deserialize)]
@@ -191,6 +226,15 @@ mod tests {
         ));
         assert!(classify(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#).is_err());
         assert!(classify(r#"{"jsonrpc":"2.0","id":1}"#).is_err());
+    }
+
+    #[test]
+    fn nesting_is_counted_outside_strings_only() {
+        assert!(!nests_deeper_than(br#"{"a":[1,{"b":[]}]}"#, 4));
+        assert!(nests_deeper_than(br#"{"a":[1,{"b":[]}]}"#, 3));
+        assert!(!nests_deeper_than(br#"{"code":"[[[[[[[[\"[[[["}"#, 1));
+        assert!(nests_deeper_than(&[b'['; 65], MAX_NESTING));
+        assert!(!nests_deeper_than(&[b'['; 64], MAX_NESTING));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! for `tools/call`.
 
 mod args;
+pub(crate) use args::MAX_SESSION_NAME;
 mod heap_tags;
 mod run_js;
 mod schema;

@@ -98,17 +98,62 @@ pub(super) fn check_post(headers: &HeaderMap) -> Result<(), HttpError> {
     Ok(())
 }
 
+/// Most `X-MCP-*` headers one `initialize` may carry; they are stored with
+/// the session, on every backend.
+pub(super) const MAX_MCP_HEADERS: usize = 32;
+/// Longest `X-MCP-*` header value, in bytes.
+pub(super) const MAX_MCP_HEADER_BYTES: usize = 1024;
+
 /// Every `X-MCP-*` header, prefix stripped and lowercased (`X-MCP-Session-Id`
-/// becomes `session-id`). Values that are not UTF-8 are skipped.
-pub(super) fn mcp_headers(headers: &HeaderMap) -> BTreeMap<String, String> {
-    headers
+/// becomes `session-id`). Values that are not UTF-8 are skipped. Too many,
+/// or too long (the logical session name: longer than a `session` argument
+/// may be), is 400.
+pub(super) fn mcp_headers(headers: &HeaderMap) -> Result<BTreeMap<String, String>, HttpError> {
+    let captured: BTreeMap<String, String> = headers
         .iter()
         .filter_map(|(name, value)| {
             let name = name.as_str().to_ascii_lowercase();
             let key = name.strip_prefix(mcp::header::MCP_PREFIX)?.to_owned();
             Some((key, value.to_str().ok()?.to_owned()))
         })
-        .collect()
+        .collect();
+    if captured.len() > MAX_MCP_HEADERS {
+        return Err(HttpError::bad_request(format!(
+            "at most {MAX_MCP_HEADERS} X-MCP-* headers, got {}",
+            captured.len()
+        )));
+    }
+    for (key, value) in &captured {
+        let limit = if key == "session-id" {
+            crate::tools::MAX_SESSION_NAME
+        } else {
+            MAX_MCP_HEADER_BYTES
+        };
+        if value.len() > limit {
+            return Err(HttpError::bad_request(format!(
+                "the X-MCP-{key} header is over {limit} bytes"
+            )));
+        }
+    }
+    Ok(captured)
+}
+
+/// The logical session a request names in its own `X-MCP-Session-Id`
+/// header (2026-07-28 has no session to have captured it).
+pub(super) fn logical_session(headers: &HeaderMap) -> Result<Option<&str>, HttpError> {
+    let Some(value) = headers.get(mcp::header::LOGICAL_SESSION) else {
+        return Ok(None);
+    };
+    let name = value
+        .to_str()
+        .map_err(|_| HttpError::bad_request("the X-MCP-Session-Id header must be ASCII"))?;
+    if name.len() > crate::tools::MAX_SESSION_NAME || name.is_empty() {
+        return Err(HttpError::bad_request(format!(
+            "the X-MCP-Session-Id header must be 1 to {} bytes",
+            crate::tools::MAX_SESSION_NAME
+        )));
+    }
+    Ok(Some(name))
 }
 
 #[cfg(test)]

@@ -296,8 +296,21 @@ async fn replay(
     Ok(state)
 }
 
+/// Refuses bodies nested deeper than [`jsonrpc::MAX_NESTING`] before any
+/// decoder sees them.
+fn check_nesting(body: &[u8]) -> Result<(), HttpError> {
+    if jsonrpc::nests_deeper_than(body, jsonrpc::MAX_NESTING) {
+        return Err(HttpError::bad_request(format!(
+            "JSON nested deeper than {} levels",
+            jsonrpc::MAX_NESTING
+        )));
+    }
+    Ok(())
+}
+
 /// Splits a body into messages and says whether it was a batch.
 fn parse_body(body: &[u8]) -> Result<(Vec<Message>, bool), HttpError> {
+    check_nesting(body)?;
     let parse_error = |e: serde_json::Error| {
         HttpError::new(
             StatusCode::BAD_REQUEST,
@@ -462,7 +475,8 @@ async fn initialize(
             .with_id(Some(id.clone()))
         })?;
     let version = mcp::negotiate(&params.protocol_version);
-    let captured = headers::mcp_headers(request_headers);
+    let captured =
+        headers::mcp_headers(request_headers).map_err(|e| e.with_id(Some(id.clone())))?;
     let now = unix_now();
     let state = InitState {
         session_id: SessionId::generate(),

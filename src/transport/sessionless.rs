@@ -113,6 +113,7 @@ pub(super) async fn post(
             format!("Parse error: {e}"),
         )
     };
+    super::check_nesting(body)?;
     let whole: Box<RawValue> = serde_json::from_slice(body).map_err(parse_error)?;
     if whole.get().trim_start().starts_with('[') {
         return Err(HttpError::bad_request(format!(
@@ -175,9 +176,8 @@ pub(super) async fn post(
                 .map_err(|e| error(&id, code::INVALID_PARAMS, format!("Invalid params: {e}")))?;
             // The log follows the `session` argument, else this request's
             // own X-MCP-Session-Id header: there is no session to replay.
-            let logical_session = headers
-                .get(mcp::header::LOGICAL_SESSION)
-                .and_then(|v| v.to_str().ok());
+            let logical_session = super::headers::logical_session(headers)
+                .map_err(|e| e.with_id(Some(id.clone())))?;
             if let Some(name) = logical_session {
                 span.record("logical_session", name);
             }
