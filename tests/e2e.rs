@@ -208,6 +208,120 @@ fn a_2025_11_25_client_and_a_2026_07_28_client_share_one_deployment_and_its_heap
     }
 }
 
+/// One 2026-07-28 `tools/call` (no session to set up): the tool's
+/// `structuredContent`, or why the call did not complete.
+async fn call_2026(
+    http: &reqwest::Client,
+    url: &str,
+    tool: &str,
+    arguments: Value,
+) -> Result<Value, String> {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": tool, "arguments": arguments, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let response = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .json(&body)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let reply: Value = response.json().await.map_err(|e| e.to_string())?;
+    match reply["result"]["isError"].as_bool() {
+        Some(false) => Ok(reply["result"]["structuredContent"].clone()),
+        _ => Err(reply.to_string()),
+    }
+}
+
+#[test]
+fn sigkill_under_load_leaves_every_logged_heap_stored_and_verifiable() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut serve = Serve::start(dir.path(), free_port());
+    let url = serve.url();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let sessions: Vec<String> = (0..8).map(|i| format!("kill-{i}")).collect();
+    let clients: Vec<_> = sessions
+        .iter()
+        .map(|session| {
+            let (url, session, stop) = (url.clone(), session.clone(), stop.clone());
+            runtime.spawn(async move {
+                let http = reqwest::Client::new();
+                let (mut heap, mut runs) = (None::<String>, 0u64);
+                while !stop.load(Ordering::Relaxed) {
+                    let mut arguments = serde_json::json!({
+                        "code": "globalThis.n = (globalThis.n ?? 0) + 1; globalThis.pad = 'x'.repeat(1000 * n); n",
+                        "session": session});
+                    if let Some(heap) = &heap {
+                        arguments["heap"] = heap.as_str().into();
+                    }
+                    match call_2026(&http, &url, "run_js", arguments).await {
+                        Ok(outcome) => {
+                            heap = outcome["heap"].as_str().map(str::to_owned);
+                            runs += 1;
+                        }
+                        // The kill cuts requests off mid-flight.
+                        Err(_) => break,
+                    }
+                }
+                runs
+            })
+        })
+        .collect();
+    // Let every client get some runs in, then kill the process outright.
+    std::thread::sleep(Duration::from_millis(1500));
+    serve.restart();
+    stop.store(true, Ordering::Relaxed);
+    let runs: u64 = clients
+        .into_iter()
+        .map(|c| runtime.block_on(c).unwrap())
+        .sum();
+    assert!(runs >= 8, "the load ran before the kill: {runs} runs");
+
+    let heaps = mcp_v8_lambda::heap::FileHeapStorage::new(dir.path().join("heaps"));
+    let http = reqwest::Client::new();
+    let mut logged = 0;
+    for session in &sessions {
+        let log = runtime
+            .block_on(call_2026(
+                &http,
+                &serve.url(),
+                "list_session_snapshots",
+                serde_json::json!({"session": session, "fields": "index,input_heap,output_heap"}),
+            ))
+            .unwrap();
+        let entries = log["entries"].as_array().unwrap();
+        for (i, entry) in entries.iter().enumerate() {
+            assert_eq!(
+                entry["index"], i as u64,
+                "{session}: gapless after the kill"
+            );
+            for field in ["input_heap", "output_heap"] {
+                let Some(key) = entry[field].as_str() else {
+                    continue;
+                };
+                let key = mcp_v8_lambda::heap::HeapKey::parse(key).unwrap();
+                let stored = runtime.block_on(mcp_v8_lambda::heap::HeapStorage::get(&heaps, &key));
+                assert!(
+                    matches!(stored, Ok(Some(_))),
+                    "{session} entry {i}: {field} {key} is stored and verifies: {stored:?}"
+                );
+            }
+        }
+        logged += entries.len();
+    }
+    eprintln!("SIGKILL under load: {runs} runs answered, {logged} log entries, every heap verified");
+    assert!(logged >= 8, "{logged} entries logged");
+}
+
 /// The official conformance suite against `serve`, once per protocol
 /// version: 2025-11-25 and 2026-07-28 run exactly what their revisions
 /// require, the older versions the active suite at their wire version. A
