@@ -11,7 +11,9 @@ use crate::heap::{FileHeapStorage, HeapStorage, S3HeapStorage, WriteThroughCache
 use crate::meta::{DynamoMetaStore, MetaStore, MetaTables, RedbMetaStore};
 use crate::session::{DynamoSessionStore, RedbSessionStore, SessionStore};
 use crate::tools::Toolbox;
-use crate::transport::{App, OriginPolicy, TokenDigest, TransportConfig};
+use crate::transport::{
+    App, Authenticator, JwtSettings, JwtVerifier, OriginPolicy, TokenDigest, TransportConfig,
+};
 
 /// Boxed error of building the app.
 pub type BuildError = Box<dyn std::error::Error + Send + Sync>;
@@ -62,6 +64,9 @@ pub struct Config {
     /// `MCP_V8_AUTH_TOKEN_SHA256`: when set, every request needs the bearer
     /// token with this SHA-256 (64 hex digits).
     pub auth_token_sha256: Option<TokenDigest>,
+    /// `MCP_V8_JWKS_URL`, `MCP_V8_JWT_ISSUER`, `MCP_V8_JWT_AUDIENCE`: bearer
+    /// JWTs verified against the issuer's keys.
+    pub jwt: Option<JwtSettings>,
 }
 
 /// A variable with a value that cannot be used.
@@ -141,7 +146,25 @@ impl Config {
                 Some(TokenDigest(digest))
             }
         };
+        let jwt = match non_empty("MCP_V8_JWKS_URL") {
+            None => None,
+            Some(jwks_url) => {
+                let required = |name: &'static str| {
+                    non_empty(name).ok_or(ConfigError {
+                        name,
+                        value: String::new(),
+                        reason: "required when MCP_V8_JWKS_URL is set",
+                    })
+                };
+                Some(JwtSettings {
+                    jwks_url,
+                    issuer: required("MCP_V8_JWT_ISSUER")?,
+                    audience: required("MCP_V8_JWT_AUDIENCE")?,
+                })
+            }
+        };
         Ok(Self {
+            jwt,
             auth_token_sha256,
             max_heap_snapshot_mb: number(&lookup, "MCP_V8_MAX_HEAP_SNAPSHOT_MB", 256, |v| *v > 0)?,
             heap_bucket: non_empty("MCP_V8_HEAP_BUCKET"),
@@ -257,7 +280,10 @@ impl Config {
             origins: OriginPolicy {
                 extra: self.allowed_origins.clone(),
             },
-            auth_token: self.auth_token_sha256.clone(),
+            auth: Authenticator {
+                token: self.auth_token_sha256.clone(),
+                jwt: self.jwt.clone().map(JwtVerifier::new),
+            },
         };
         Ok(App::new(transport, sessions, tools))
     }

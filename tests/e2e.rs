@@ -318,7 +318,9 @@ fn sigkill_under_load_leaves_every_logged_heap_stored_and_verifiable() {
         }
         logged += entries.len();
     }
-    eprintln!("SIGKILL under load: {runs} runs answered, {logged} log entries, every heap verified");
+    eprintln!(
+        "SIGKILL under load: {runs} runs answered, {logged} log entries, every heap verified"
+    );
     assert!(logged >= 8, "{logged} entries logged");
 }
 

@@ -1,13 +1,14 @@
-//! Who may call: a static bearer token for deployments whose function URL
-//! has `AuthType: NONE`, and the loopback `Host` rule that keeps a local
-//! `serve` out of reach of DNS rebinding.
+//! Who may call: bearer tokens (a static token, or JWTs from one issuer) for
+//! deployments whose function URL has `AuthType: NONE`, and the loopback
+//! `Host` rule that keeps a local `serve` out of reach of DNS rebinding.
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
+use super::jwt::{JwtError, JwtVerifier, ResourceMetadata};
 use super::{HttpError, Principal};
 use crate::protocol::jsonrpc::code;
 
@@ -39,30 +40,95 @@ impl TokenDigest {
 /// identity, so its sessions answer any holder and nobody else.
 pub const STATIC_TOKEN_PRINCIPAL: &str = "bearer:static-token";
 
-fn unauthorized(error: Option<&str>, message: &str) -> Response {
-    let challenge = match error {
-        Some(error) => format!("Bearer realm=\"mcp-v8-lambda\", error=\"{error}\""),
-        None => "Bearer realm=\"mcp-v8-lambda\"".to_owned(),
+/// The path of the RFC 9728 protected-resource metadata.
+pub const RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+
+/// Which bearer tokens are accepted: the static token, JWTs from one
+/// issuer, or either. With neither, requests need no token.
+#[derive(Debug, Clone, Default)]
+pub struct Authenticator {
+    /// `MCP_V8_AUTH_TOKEN_SHA256`.
+    pub token: Option<TokenDigest>,
+    /// `MCP_V8_JWKS_URL` with its issuer and audience.
+    pub jwt: Option<JwtVerifier>,
+}
+
+impl Authenticator {
+    /// Whether requests need a token at all.
+    pub fn is_required(&self) -> bool {
+        self.token.is_some() || self.jwt.is_some()
+    }
+
+    /// The principal `token` proves, or why it proves none.
+    async fn principal(&self, token: &str) -> Result<String, JwtError> {
+        if let Some(digest) = &self.token
+            && digest.accepts(token)
+        {
+            return Ok(STATIC_TOKEN_PRINCIPAL.to_owned());
+        }
+        match &self.jwt {
+            Some(jwt) => jwt.verify(token).await,
+            None => Err(JwtError::Invalid("the bearer token is not valid".into())),
+        }
+    }
+}
+
+/// The MCP endpoint as the client addressed it, for the metadata and the
+/// challenge: https, except on loopback names.
+fn resource_base(headers: &HeaderMap) -> String {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("localhost");
+    let scheme = if is_loopback_host(host) {
+        "http"
+    } else {
+        "https"
     };
+    format!("{scheme}://{host}")
+}
+
+fn unauthorized(
+    auth: &Authenticator,
+    headers: &HeaderMap,
+    error: Option<&str>,
+    message: &str,
+) -> Response {
+    let mut challenge = "Bearer realm=\"mcp-v8-lambda\"".to_owned();
+    if let Some(error) = error {
+        challenge.push_str(&format!(", error=\"{error}\""));
+    }
+    if auth.jwt.is_some() {
+        challenge.push_str(&format!(
+            ", resource_metadata=\"{}{RESOURCE_METADATA_PATH}\"",
+            resource_base(headers)
+        ));
+    }
     let mut response =
         HttpError::new(StatusCode::UNAUTHORIZED, code::INVALID_REQUEST, message).into_response();
-    response.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_str(&challenge).expect("ASCII challenge"),
-    );
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
     response
 }
 
-/// Admits a request only with `Authorization: Bearer <token>` whose SHA-256
-/// is `digest`; 401 with a `WWW-Authenticate` challenge otherwise. A caller
-/// already identified by the host (Lambda's IAM) keeps that identity.
+/// Admits a request only with `Authorization: Bearer <token>` that the
+/// static digest or the JWT issuer accepts; 401 with a `WWW-Authenticate`
+/// challenge otherwise. The RFC 9728 metadata is served without a token. A
+/// caller already identified by the host (Lambda's IAM) keeps that identity.
 pub(super) async fn require_bearer(
-    State(digest): State<TokenDigest>,
+    State(auth): State<Authenticator>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let Some(value) = request.headers().get(header::AUTHORIZATION) else {
-        return unauthorized(None, "missing Authorization: Bearer token");
+    if request.uri().path().starts_with(RESOURCE_METADATA_PATH) {
+        return next.run(request).await;
+    }
+    let headers = request.headers();
+    let Some(value) = headers.get(header::AUTHORIZATION) else {
+        return unauthorized(&auth, headers, None, "missing Authorization: Bearer token");
     };
     let token = value
         .to_str()
@@ -72,22 +138,44 @@ pub(super) async fn require_bearer(
                 .or_else(|| v.strip_prefix("bearer "))
         })
         .map(str::trim);
-    match token {
-        Some(token) if digest.accepts(token) => {}
-        Some(_) => return unauthorized(Some("invalid_token"), "the bearer token is not valid"),
-        None => {
-            return unauthorized(
-                Some("invalid_request"),
-                "the Authorization header must be: Bearer <token>",
-            );
+    let Some(token) = token else {
+        return unauthorized(
+            &auth,
+            headers,
+            Some("invalid_request"),
+            "the Authorization header must be: Bearer <token>",
+        );
+    };
+    let principal = match auth.principal(token).await {
+        Ok(principal) => principal,
+        Err(JwtError::KeysUnavailable) => {
+            return HttpError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                code::INTERNAL_ERROR,
+                JwtError::KeysUnavailable.to_string(),
+            )
+            .into_response();
         }
-    }
+        Err(e @ JwtError::Invalid(_)) => {
+            return unauthorized(&auth, headers, Some("invalid_token"), &e.to_string());
+        }
+    };
     if request.extensions().get::<Principal>().is_none() {
-        request
-            .extensions_mut()
-            .insert(Principal(STATIC_TOKEN_PRINCIPAL.to_owned()));
+        request.extensions_mut().insert(Principal(principal));
     }
     next.run(request).await
+}
+
+/// RFC 9728 metadata: this resource and the issuer of its tokens.
+pub(super) async fn resource_metadata(
+    State(jwt): State<JwtVerifier>,
+    headers: HeaderMap,
+) -> axum::Json<ResourceMetadata> {
+    axum::Json(ResourceMetadata {
+        resource: format!("{}/mcp", resource_base(&headers)),
+        authorization_servers: vec![jwt.settings().issuer.clone()],
+        bearer_methods_supported: ["header"],
+    })
 }
 
 /// For a `serve` bound to loopback: a request whose `Host` is not a loopback

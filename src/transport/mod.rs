@@ -6,6 +6,7 @@
 
 mod auth;
 mod headers;
+mod jwt;
 mod sessionless;
 
 use std::sync::Arc;
@@ -18,7 +19,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
-use axum::routing::any;
+use axum::routing::{any, get};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tracing::{Instrument, field};
@@ -31,8 +32,9 @@ use crate::protocol::mcp::{
 use crate::session::{InitState, SessionId, SessionStore, unix_now};
 use crate::tools::{ToolCallError, Toolbox};
 
-pub use auth::{STATIC_TOKEN_PRINCIPAL, TokenDigest};
+pub use auth::{Authenticator, RESOURCE_METADATA_PATH, STATIC_TOKEN_PRINCIPAL, TokenDigest};
 pub use headers::{OriginPolicy, Principal};
+pub use jwt::{JwtError, JwtSettings, JwtVerifier, ResourceMetadata};
 
 /// For the model, returned by `initialize`: heaps in two sentences, then
 /// continuity.
@@ -50,8 +52,8 @@ pub struct TransportConfig {
     pub max_body_bytes: usize,
     /// Which `Origin`s may call.
     pub origins: OriginPolicy,
-    /// When set, every request needs this bearer token.
-    pub auth_token: Option<TokenDigest>,
+    /// Which bearer tokens requests need, if any.
+    pub auth: Authenticator,
 }
 
 /// Everything a request needs; cheap to clone.
@@ -83,17 +85,28 @@ impl App {
 /// The one HTTP service: `serve`, Lambda and the tests all use it.
 pub fn router(app: App) -> Router {
     let limit = app.inner.config.max_body_bytes;
-    let auth_token = app.inner.config.auth_token.clone();
-    let router = Router::new()
+    let auth = app.inner.config.auth.clone();
+    let mut router = Router::new()
         .route("/mcp", any(handle))
         // Function URLs are often configured with the bare URL.
         .route("/", any(handle))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(app);
-    match auth_token {
-        Some(digest) => router.layer(middleware::from_fn_with_state(digest, auth::require_bearer)),
-        None => router,
+    if let Some(jwt) = &auth.jwt {
+        let metadata = Router::new()
+            .route(RESOURCE_METADATA_PATH, get(auth::resource_metadata))
+            // RFC 9728 §3.1: the resource's path appended to the well-known one.
+            .route(
+                &format!("{RESOURCE_METADATA_PATH}/mcp"),
+                get(auth::resource_metadata),
+            )
+            .with_state(jwt.clone());
+        router = router.merge(metadata);
     }
+    if auth.is_required() {
+        router = router.layer(middleware::from_fn_with_state(auth, auth::require_bearer));
+    }
+    router
 }
 
 /// `router` for a `serve` bound to loopback: requests must name a loopback
@@ -294,6 +307,19 @@ async fn replay(
             .map_err(|e| HttpError::store_failed(&e))?;
     }
     Ok(state)
+}
+
+/// Decodes a POST body as the endpoint does, up to dispatch, touching no
+/// store and running nothing; `Err` holds the HTTP status and JSON-RPC code
+/// the endpoint would answer. The entry point of the fuzz targets.
+#[doc(hidden)]
+pub fn decode_only(request_headers: &HeaderMap, body: &[u8]) -> Result<(), (u16, i64)> {
+    let outcome = if sessionless::requested_version(request_headers).is_some() {
+        sessionless::decode(request_headers, body).map(|_| ())
+    } else {
+        parse_body(body).map(|_| ())
+    };
+    outcome.map_err(|e| (e.status.as_u16(), e.code))
 }
 
 /// Refuses bodies nested deeper than [`jsonrpc::MAX_NESTING`] before any

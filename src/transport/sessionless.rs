@@ -100,12 +100,21 @@ fn single_header<'h>(
     Ok(first.map(|v| v.to_str().unwrap_or("\u{fffd}").trim()))
 }
 
-/// Serves one 2026-07-28 POST body.
-pub(super) async fn post(
-    tools: &Toolbox,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<Response, HttpError> {
+/// A 2026-07-28 body that passed every transport check.
+pub(super) enum Decoded {
+    /// Acknowledged with 202 and dropped.
+    Notification,
+    /// A request to dispatch.
+    Request {
+        id: RequestId,
+        method: String,
+        params: Option<Box<RawValue>>,
+    },
+}
+
+/// Decodes and checks one 2026-07-28 POST body, up to dispatch: what the
+/// fuzz targets drive.
+pub(super) fn decode(headers: &HeaderMap, body: &[u8]) -> Result<Decoded, HttpError> {
     let parse_error = |e: serde_json::Error| {
         HttpError::new(
             StatusCode::BAD_REQUEST,
@@ -127,13 +136,12 @@ pub(super) async fn post(
             "Invalid Request: the body must be one JSON-RPC 2.0 request or notification",
         ));
     }
-    let Some(rpc_method) = incoming.method else {
+    let Some(method) = incoming.method else {
         return Err(HttpError::bad_request(
             "Invalid Request: a message needs a method",
         ));
     };
-    let span = tracing::Span::current();
-    span.record("rpc.method", rpc_method.as_str());
+    tracing::Span::current().record("rpc.method", method.as_str());
     let Some(id) = incoming.id else {
         // No client-to-server notification means anything in this revision;
         // they are acknowledged, as the session transport does, unless the
@@ -142,14 +150,31 @@ pub(super) async fn post(
         if requested != STATELESS_VERSION {
             return Err(unsupported(None, &requested));
         }
-        return Ok(StatusCode::ACCEPTED.into_response());
+        return Ok(Decoded::Notification);
     };
-
-    let params = incoming.params.as_deref();
-    let version = check_envelope(headers, &id, &rpc_method, params)?;
+    let version = check_envelope(headers, &id, &method, incoming.params.as_deref())?;
     if version != STATELESS_VERSION {
         return Err(unsupported(Some(&id), &version));
     }
+    Ok(Decoded::Request {
+        id,
+        method,
+        params: incoming.params,
+    })
+}
+
+/// Serves one 2026-07-28 POST body.
+pub(super) async fn post(
+    tools: &Toolbox,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, HttpError> {
+    let (id, rpc_method, params) = match decode(headers, body)? {
+        Decoded::Notification => return Ok(StatusCode::ACCEPTED.into_response()),
+        Decoded::Request { id, method, params } => (id, method, params),
+    };
+    let params = params.as_deref();
+    let span = tracing::Span::current();
 
     let result = match rpc_method.as_str() {
         method::SERVER_DISCOVER => raw_ok(

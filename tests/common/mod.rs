@@ -73,7 +73,7 @@ pub fn server_wrapped(ttl: i64, stateless: bool, wrap: impl FnOnce(Stores) -> St
         origins: OriginPolicy {
             extra: vec!["https://allowed.example".into()],
         },
-        auth_token: None,
+        auth: Default::default(),
     };
     Server {
         app: App::new(config, sessions.clone(), tools),
