@@ -6,6 +6,9 @@ use std::sync::Arc;
 
 use redb::Database;
 
+/// Page cache of the embedded database.
+const CACHE_BYTES: usize = 32 * 1024 * 1024;
+
 /// Opens (or creates) the database at `path`, creating parent directories.
 /// redb allows one handle per file and process: share the returned `Arc`.
 pub fn open_database(
@@ -14,5 +17,11 @@ pub fn open_database(
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)?;
     }
-    Ok(Arc::new(Database::create(path)?))
+    // redb's default page cache is 1 GiB, which a long-running serve would
+    // grow into as the log grows; a small bound keeps its memory flat.
+    Ok(Arc::new(
+        redb::Builder::new()
+            .set_cache_size(CACHE_BYTES)
+            .create(path)?,
+    ))
 }
