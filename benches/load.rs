@@ -78,34 +78,13 @@ fn start(store: &str) -> Serve {
         .port();
     let mut env: Vec<(String, String)> = Vec::new();
     if store == "moto" {
-        let endpoint = moto::moto().endpoint.clone();
         let unique = uuid::Uuid::new_v4().simple().to_string();
-        for (k, v) in [
-            ("AWS_ENDPOINT_URL", endpoint.as_str()),
-            ("AWS_REGION", "us-east-1"),
-            ("AWS_ACCESS_KEY_ID", "test"),
-            ("AWS_SECRET_ACCESS_KEY", "test"),
-            ("AWS_EC2_METADATA_DISABLED", "true"),
-            ("MCP_V8_HEAP_BUCKET", &format!("load-{}", &unique[..12])),
-            ("MCP_V8_TABLE_PREFIX", &format!("load-{}-", &unique[..12])),
-            ("MCP_V8_S3_FORCE_PATH_STYLE", "true"),
-            (
-                "MCP_V8_HEAP_CACHE_DIR",
-                dir.path().join("cache").to_str().unwrap(),
-            ),
-        ] {
-            env.push((k.to_owned(), v.to_owned()));
-        }
-        let setup = Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
-            .arg("setup")
-            .envs(env.iter().cloned())
-            .output()
-            .unwrap();
-        assert!(
-            setup.status.success(),
-            "{}",
-            String::from_utf8_lossy(&setup.stderr)
+        env = moto::serve_env(
+            &format!("load-{}", &unique[..12]),
+            &format!("load-{}-", &unique[..12]),
+            &dir.path().join("cache"),
         );
+        moto::setup(&env);
     } else {
         assert_eq!(store, "embedded", "--store embedded|moto");
     }

@@ -475,22 +475,6 @@ fn logged_runs(table_prefix: &str, session: &str) -> i32 {
 }
 
 /// The environment a deployment on AWS has, pointed at moto.
-fn aws_env(bucket: &str, table_prefix: &str, cache: &Path) -> Vec<(String, String)> {
-    [
-        ("AWS_ENDPOINT_URL", common::moto::moto().endpoint.as_str()),
-        ("AWS_REGION", "us-east-1"),
-        ("AWS_ACCESS_KEY_ID", "test"),
-        ("AWS_SECRET_ACCESS_KEY", "test"),
-        ("AWS_EC2_METADATA_DISABLED", "true"),
-        ("MCP_V8_HEAP_BUCKET", bucket),
-        ("MCP_V8_TABLE_PREFIX", table_prefix),
-        ("MCP_V8_S3_FORCE_PATH_STYLE", "true"),
-        ("MCP_V8_HEAP_CACHE_DIR", cache.to_str().unwrap()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect()
-}
 
 #[test]
 fn on_s3_and_dynamodb_a_session_survives_a_restart_and_nothing_is_kept_locally_but_the_cache() {
@@ -499,7 +483,7 @@ fn on_s3_and_dynamodb_a_session_survives_a_restart_and_nothing_is_kept_locally_b
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().join("data");
     let cache = dir.path().join("cache");
-    let env = aws_env(&bucket, &prefix, &cache);
+    let env = common::moto::serve_env(&bucket, &prefix, &cache);
 
     let setup = Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
         .arg("setup")
@@ -713,17 +697,8 @@ fn under_cargo_lambda_watch_a_session_survives_a_new_instance_and_every_event_an
     let bucket = common::moto::unique("watch");
     let prefix = format!("{}-", common::moto::unique("w"));
     let dir = tempfile::tempdir().unwrap();
-    let env = aws_env(&bucket, &prefix, &dir.path().join("cache"));
-    let setup = Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
-        .arg("setup")
-        .envs(env.iter().cloned())
-        .output()
-        .unwrap();
-    assert!(
-        setup.status.success(),
-        "{}",
-        String::from_utf8_lossy(&setup.stderr)
-    );
+    let env = common::moto::serve_env(&bucket, &prefix, &dir.path().join("cache"));
+    common::moto::setup(&env);
 
     let mut watch = Watch::start(free_port(), env);
     let url = watch.url();

@@ -2,7 +2,7 @@
 //! loopback port, one per test binary, gone when the test process exits.
 
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -93,4 +93,37 @@ pub async fn provisioned() -> (aws_sdk_s3::Client, aws_sdk_dynamodb::Client, Str
         .await
         .expect("setup against moto");
     (s3, dynamodb, bucket, prefix)
+}
+
+/// The environment of a `serve`, `setup` or Lambda function on moto, with
+/// heaps in `bucket` (cached in `cache`) and tables named `table_prefix`*.
+pub fn serve_env(bucket: &str, table_prefix: &str, cache: &Path) -> Vec<(String, String)> {
+    [
+        ("AWS_ENDPOINT_URL", moto().endpoint.as_str()),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+        ("MCP_V8_HEAP_BUCKET", bucket),
+        ("MCP_V8_TABLE_PREFIX", table_prefix),
+        ("MCP_V8_S3_FORCE_PATH_STYLE", "true"),
+        ("MCP_V8_HEAP_CACHE_DIR", cache.to_str().unwrap()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
+}
+
+/// `mcp-v8-lambda setup` with `env`: the bucket and tables it names.
+pub fn setup(env: &[(String, String)]) {
+    let setup = Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
+        .arg("setup")
+        .envs(env.iter().cloned())
+        .output()
+        .unwrap();
+    assert!(
+        setup.status.success(),
+        "{}",
+        String::from_utf8_lossy(&setup.stderr)
+    );
 }
