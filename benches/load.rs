@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 #[allow(dead_code, unreachable_pub)]
-#[path = "../tests/common/moto.rs"]
+#[path = "../tests/it/common/moto.rs"]
 mod moto;
 
 struct Args {

@@ -1,7 +1,7 @@
 //! The MCP endpoint at the HTTP level: every status code of the transport,
 //! driven through the same router `serve` and Lambda use (no socket).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! against moto. Counts are deterministic, so they are asserted: a change
 //! that adds a call per request fails here. docs/performance.md records them.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

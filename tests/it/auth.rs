@@ -1,7 +1,7 @@
 //! Who may call: the static bearer token (`MCP_V8_AUTH_TOKEN_SHA256`) on
 //! every host, and the loopback `Host` rule of a local `serve`.
 
-mod common;
+use crate::common;
 
 use axum::Router;
 use axum::body::Body;

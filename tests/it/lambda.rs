@@ -2,7 +2,7 @@
 //! service Lambda runs, the IAM principal, and the deployment templates
 //! checked against the code's table definitions and with cfn-lint.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

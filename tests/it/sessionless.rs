@@ -2,7 +2,7 @@
 //! sessions, the per-request `_meta` envelope, the standard headers checked
 //! against the body, and every error with its HTTP status.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! The stateful tools (session log, heap tags, execution registry) and
 //! initialize continuity, through the same router `serve` uses.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

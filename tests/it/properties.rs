@@ -4,7 +4,7 @@
 //! written never verify; tool arguments of any shape are a tool result.
 //! (The coverage-guided fuzz targets over the same decoders: tests/fuzz/.)
 
-mod common;
+use crate::common;
 
 use axum::body::Body;
 use axum::http::StatusCode;

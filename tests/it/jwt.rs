@@ -3,7 +3,7 @@
 //! is 401 with a challenge naming the RFC 9728 metadata, and keys are
 //! fetched once per instance.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -2,7 +2,7 @@
 //! injected by `faults::Faulty` around the real redb and directory stores:
 //! what the client sees, and that nothing half-written is left behind.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! the same conformance suites as the embedded stores, plus what only they
 //! promise (conditional writes, the cache, item overflow, setup).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

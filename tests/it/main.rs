@@ -1,0 +1,23 @@
+//! The integration tests, as one test binary.
+//!
+//! Every test binary links V8's static library and the AWS SDK; one binary
+//! instead of one per file keeps a clean CI build small on disk and links
+//! once. Each module is the suite of one concern, named as before.
+
+mod common;
+
+mod auth;
+mod aws_backends;
+mod aws_calls;
+mod e2e;
+mod engine;
+mod faults;
+mod heap_storage;
+mod http;
+mod jwt;
+mod lambda;
+mod meta_store;
+mod properties;
+mod session_store;
+mod sessionless;
+mod tools;
