@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::aws::{Clients, DEFAULT_TABLE_PREFIX, SESSIONS};
-use crate::embedded::open_database;
+use crate::embedded::open_database_with_cache;
 use crate::engine::{Engine, EngineConfig};
 use crate::heap::{FileHeapStorage, HeapStorage, S3HeapStorage, WriteThroughCacheHeapStorage};
 use crate::meta::{DynamoMetaStore, MetaStore, MetaTables, RedbMetaStore};
@@ -51,6 +51,8 @@ pub struct Config {
     pub heap_cache_dir: Option<PathBuf>,
     /// `MCP_V8_HEAP_CACHE_MAX_MB`.
     pub heap_cache_max_mb: u64,
+    /// `MCP_V8_DB_CACHE_MB`: page cache of the embedded database.
+    pub db_cache_mb: usize,
     /// `MCP_V8_TABLE_PREFIX`: sessions and metadata in DynamoDB when set.
     pub table_prefix: Option<String>,
     /// `MCP_V8_S3_FORCE_PATH_STYLE`: for local S3 endpoints.
@@ -173,6 +175,7 @@ impl Config {
                 .map(PathBuf::from)
                 .or_else(|| under_lambda.then(|| PathBuf::from(LAMBDA_CACHE_DIR))),
             heap_cache_max_mb: number(&lookup, "MCP_V8_HEAP_CACHE_MAX_MB", 512, |v| *v > 0)?,
+            db_cache_mb: number(&lookup, "MCP_V8_DB_CACHE_MB", 32, |v| *v > 0)?,
             table_prefix: non_empty("MCP_V8_TABLE_PREFIX")
                 .or_else(|| under_lambda.then(|| DEFAULT_TABLE_PREFIX.to_owned())),
             s3_force_path_style: flag("MCP_V8_S3_FORCE_PATH_STYLE")?,
@@ -256,7 +259,10 @@ impl Config {
                 )
             }
             None => {
-                let db = open_database(&data_dir.join("meta.redb"))?;
+                let db = open_database_with_cache(
+                    &data_dir.join("meta.redb"),
+                    self.db_cache_mb * 1024 * 1024,
+                )?;
                 (
                     Arc::new(RedbSessionStore::new(db.clone())?),
                     Arc::new(RedbMetaStore::new(db)?),
@@ -313,6 +319,10 @@ mod tests {
         assert!(config.allowed_origins.is_empty());
         assert!(!config.uses_aws(), "locally nothing needs AWS");
         assert_eq!(config.heap_cache_dir, None);
+        assert_eq!(config.db_cache_mb, 32);
+        assert_eq!(from(&[("MCP_V8_DB_CACHE_MB", "4")]).unwrap().db_cache_mb, 4);
+        let err = from(&[("MCP_V8_DB_CACHE_MB", "0")]).unwrap_err();
+        assert!(err.to_string().contains("MCP_V8_DB_CACHE_MB"), "{err}");
     }
 
     #[test]
