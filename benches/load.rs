@@ -111,18 +111,37 @@ fn start(store: &str) -> Serve {
     }
 }
 
-/// `VmRSS` and `VmHWM` (peak) of a process, in MiB.
+/// `VmRSS` and `VmHWM` (peak) of a process and its children (serve's engine
+/// workers), in MiB; the peak is the sum of each process's own peak.
 fn rss_mib(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<u64>().ok())
-            .map_or(0, |kb| kb / 1024)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    let mut pids = vec![pid];
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            pids.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+    }
+    let mut rss_kb = 0;
+    let mut peak_kb = 0;
+    for pid in pids {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        rss_kb += field("VmRSS:");
+        peak_kb += field("VmHWM:");
+    }
+    (rss_kb / 1024, peak_kb / 1024)
 }
 
 struct Client {
@@ -325,7 +344,7 @@ async fn main() {
         rss_after.push(rss);
         println!(
             "round {round_no}: {runs} runs in {elapsed:.1} s = {:.1} runs/s; latency ms p50 {:.1} p95 {:.1} p99 {:.1}; \
-             protocol errors {}; serve RSS {rss} MiB (peak {peak} MiB)",
+             protocol errors {}; serve RSS (with workers) {rss} MiB (peak {peak} MiB)",
             runs as f64 / elapsed,
             percentile(&tally.latencies_us, 0.50),
             percentile(&tally.latencies_us, 0.95),

@@ -53,6 +53,10 @@ pub struct Config {
     pub heap_cache_max_mb: u64,
     /// `MCP_V8_DB_CACHE_MB`: page cache of the embedded database.
     pub db_cache_mb: usize,
+    /// Engine worker processes for stateful runs (`serve --workers`, which
+    /// reads `MCP_V8_ENGINE_WORKERS`); 0, the default elsewhere and under
+    /// Lambda, runs them in the serving process.
+    pub engine_workers: usize,
     /// `MCP_V8_TABLE_PREFIX`: sessions and metadata in DynamoDB when set.
     pub table_prefix: Option<String>,
     /// `MCP_V8_S3_FORCE_PATH_STYLE`: for local S3 endpoints.
@@ -176,6 +180,7 @@ impl Config {
                 .or_else(|| under_lambda.then(|| PathBuf::from(LAMBDA_CACHE_DIR))),
             heap_cache_max_mb: number(&lookup, "MCP_V8_HEAP_CACHE_MAX_MB", 512, |v| *v > 0)?,
             db_cache_mb: number(&lookup, "MCP_V8_DB_CACHE_MB", 32, |v| *v > 0)?,
+            engine_workers: 0,
             table_prefix: non_empty("MCP_V8_TABLE_PREFIX")
                 .or_else(|| under_lambda.then(|| DEFAULT_TABLE_PREFIX.to_owned())),
             s3_force_path_style: flag("MCP_V8_S3_FORCE_PATH_STYLE")?,
@@ -271,6 +276,7 @@ impl Config {
         };
         let engine_config = EngineConfig {
             max_snapshot_bytes: self.max_heap_snapshot_mb * 1024 * 1024,
+            worker_processes: self.engine_workers,
             ..EngineConfig::default()
         };
         let engine = Arc::new(Engine::new(engine_config, heaps));

@@ -10,6 +10,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use mcp_v8_lambda::aws::Clients;
 use mcp_v8_lambda::config::{Config, LogFormat};
+use mcp_v8_lambda::engine::WORKER_ARG;
 use mcp_v8_lambda::transport::{loopback_only, router};
 use tracing_subscriber::EnvFilter;
 
@@ -39,6 +40,11 @@ enum Command {
         /// Keep no state: run_js without heaps, no session tools.
         #[arg(long)]
         stateless: bool,
+        /// Engine worker processes for stateful runs, which go one at a time
+        /// within a process (V8 has one read-only heap per process); 0 runs
+        /// them in the server process. Default: one per core.
+        #[arg(long, env = "MCP_V8_ENGINE_WORKERS")]
+        workers: Option<usize>,
     },
     /// Create the DynamoDB tables (MCP_V8_TABLE_PREFIX, default mcp-v8-) and
     /// the S3 bucket (MCP_V8_HEAP_BUCKET) if missing, on the endpoint the
@@ -99,9 +105,24 @@ async fn run_lambda(config: Config) -> anyhow::Result<()> {
         .context("serving Lambda invocations")
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let config = Config::from_env().context("reading configuration from the environment")?;
+fn main() -> anyhow::Result<()> {
+    // A worker of a serving process (engine::worker): before anything else,
+    // since its stdout carries frames and it needs no configuration.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|arg| arg == WORKER_ARG)
+    {
+        return mcp_v8_lambda::engine::serve_worker().context("engine worker");
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the Tokio runtime")?
+        .block_on(serve_main())
+}
+
+async fn serve_main() -> anyhow::Result<()> {
+    let mut config = Config::from_env().context("reading configuration from the environment")?;
     init_logging(config.log_format);
     // Lambda starts the binary without arguments.
     if config.under_lambda {
@@ -114,7 +135,11 @@ async fn main() -> anyhow::Result<()> {
             port,
             data_dir,
             stateless,
+            workers,
         } => {
+            config.engine_workers = workers.unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+            });
             let aws = aws_clients(&config).await;
             let app = config
                 .app(&data_dir, stateless, aws.as_ref())
@@ -124,7 +149,7 @@ async fn main() -> anyhow::Result<()> {
             let listener = tokio::net::TcpListener::bind(address)
                 .await
                 .with_context(|| format!("binding {address}"))?;
-            tracing::info!(%address, data_dir = %data_dir.display(), stateless, "serving MCP at http://{address}/mcp");
+            tracing::info!(%address, data_dir = %data_dir.display(), stateless, workers = config.engine_workers, "serving MCP at http://{address}/mcp");
             // Bound to loopback, only loopback names may be asked for: a web
             // page cannot reach this server by rebinding its own name to 127.0.0.1.
             let service = if host.is_loopback() {

@@ -126,6 +126,15 @@ impl Drop for Watchdog {
 /// alone (write lock).
 static READ_ONLY_HEAP: RwLock<()> = RwLock::new(());
 
+/// The thread a run executes on: isolates are `!Send`, block while
+/// JavaScript runs, and need a known stack size for deep recursion to end in
+/// a `RangeError` rather than a crash.
+pub(crate) fn thread_builder() -> thread::Builder {
+    thread::Builder::new()
+        .name("v8-run".into())
+        .stack_size(8 * 1024 * 1024)
+}
+
 pub(crate) fn execute(job: Job) -> JobResult {
     super::platform::init();
     let exclusive = job.stateful || job.restore.is_some();

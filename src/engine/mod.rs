@@ -6,7 +6,9 @@ mod isolate;
 mod natives;
 mod platform;
 mod typescript;
+mod worker;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,6 +19,7 @@ use uuid::Uuid;
 use crate::heap::{HeapKey, HeapStorage, HeapStoreError, Snapshot};
 
 pub use typescript::Language;
+pub use worker::{WORKER_ARG, serve_stdio as serve_worker};
 
 /// How V8 treats compiled function code in a snapshot (see
 /// `docs/performance.md` for the measurements behind the default).
@@ -50,6 +53,14 @@ pub struct EngineConfig {
     pub max_concurrent_runs: usize,
     /// Largest snapshot payload stored or restored, in bytes.
     pub max_snapshot_bytes: usize,
+    /// Worker processes for runs that create or restore snapshots, which
+    /// go one at a time within a process; 0 runs them in this process.
+    pub worker_processes: usize,
+    /// The binary workers run (started with [`WORKER_ARG`]); this process's
+    /// own executable when unset.
+    pub worker_program: Option<PathBuf>,
+    /// Runs after which a worker is replaced by a new process.
+    pub worker_max_jobs: u64,
 }
 
 impl Default for EngineConfig {
@@ -64,6 +75,9 @@ impl Default for EngineConfig {
             code_handling: CodeHandling::Keep,
             max_concurrent_runs: std::thread::available_parallelism().map_or(2, |n| n.get() * 2),
             max_snapshot_bytes: 256 * 1024 * 1024,
+            worker_processes: 0,
+            worker_program: None,
+            worker_max_jobs: 2000,
         }
     }
 }
@@ -196,6 +210,7 @@ pub struct Engine {
     config: EngineConfig,
     heaps: Option<Arc<dyn HeapStorage>>,
     permits: Semaphore,
+    workers: Option<worker::WorkerPool>,
 }
 
 const MIN_HEAP_LIMIT_MB: usize = 8;
@@ -206,10 +221,19 @@ impl Engine {
     pub fn new(config: EngineConfig, heaps: Option<Arc<dyn HeapStorage>>) -> Self {
         platform::init();
         let permits = Semaphore::new(config.max_concurrent_runs.max(1));
+        let workers = (config.worker_processes > 0).then(|| {
+            let program = config
+                .worker_program
+                .clone()
+                .or_else(|| std::env::current_exe().ok())
+                .unwrap_or_else(|| PathBuf::from("mcp-v8-lambda"));
+            worker::WorkerPool::new(program, config.worker_processes, config.worker_max_jobs)
+        });
         Self {
             config,
             heaps,
             permits,
+            workers,
         }
     }
 
@@ -388,19 +412,21 @@ impl Engine {
         })
     }
 
-    /// Runs a job on a thread of its own: isolates are `!Send`, block while
-    /// JavaScript runs, and need a known stack size for deep recursion to
-    /// end in a `RangeError` rather than a crash.
+    /// Runs a job on a thread of its own (see `isolate::thread_builder`),
+    /// or in a worker process when it touches snapshots and there are workers.
     async fn execute(&self, job: isolate::Job) -> Result<isolate::JobResult, EngineError> {
+        if let Some(workers) = &self.workers
+            && (job.stateful || job.restore.is_some())
+        {
+            return workers.execute(job).await;
+        }
         let _permit = self
             .permits
             .acquire()
             .await
             .map_err(|e| EngineError::Internal(e.to_string()))?;
         let (done, result) = oneshot::channel();
-        std::thread::Builder::new()
-            .name("v8-run".into())
-            .stack_size(8 * 1024 * 1024)
+        isolate::thread_builder()
             .spawn(move || {
                 let _ = done.send(isolate::execute(job));
             })

@@ -21,3 +21,4 @@ mod properties;
 mod session_store;
 mod sessionless;
 mod tools;
+mod workers;

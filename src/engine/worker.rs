@@ -1,0 +1,365 @@
+//! Engine worker processes for runs that create or restore snapshots.
+//!
+//! V8 keeps one read-only heap per process, so isolates from different
+//! snapshots cannot be alive together (see `isolate.rs`): in one process,
+//! stateful runs go one at a time. A pool of worker processes, each the same
+//! binary started with [`WORKER_ARG`] and each with its own V8, runs them in
+//! parallel. A worker that dies (a V8 fatal error, a kill) fails only the run
+//! it had, and the next run starts a new one.
+//!
+//! Jobs and results cross the worker's stdin and stdout as frames: a
+//! little-endian `u32` length, a JSON header of that length, then the raw
+//! snapshot payload whose length the header gives.
+
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use tokio::sync::Semaphore;
+
+use super::isolate::{self, Job, JobResult};
+use super::{CodeHandling, EngineError, RunError, RunStatus};
+
+/// The first argument that makes the binary an engine worker.
+pub const WORKER_ARG: &str = "__engine-worker";
+
+/// Headers are code and console output, both bounded far below this; a
+/// larger length means the stream is not ours.
+const MAX_HEADER_BYTES: usize = 256 * 1024 * 1024;
+
+#[derive(Serialize, Deserialize)]
+struct JobHeader {
+    code: String,
+    stateful: bool,
+    timeout_ms: u64,
+    heap_limit_bytes: usize,
+    max_output_bytes: usize,
+    code_handling: CodeHandling,
+    restore_len: Option<usize>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ResultHeader {
+    status: RunStatus,
+    result: Option<String>,
+    output: String,
+    error: Option<RunError>,
+    warnings: Vec<String>,
+    blob_len: Option<usize>,
+}
+
+fn write_frame(
+    out: &mut impl Write,
+    header: &impl Serialize,
+    payload: Option<&[u8]>,
+) -> io::Result<()> {
+    let json = serde_json::to_vec(header)?;
+    let len = u32::try_from(json.len())
+        .ok()
+        .filter(|len| *len as usize <= MAX_HEADER_BYTES)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "frame header too large"))?;
+    out.write_all(&len.to_le_bytes())?;
+    out.write_all(&json)?;
+    if let Some(payload) = payload {
+        out.write_all(payload)?;
+    }
+    out.flush()
+}
+
+/// The next header, or `None` at a clean end of the stream.
+fn read_header<T: DeserializeOwned>(input: &mut impl Read) -> io::Result<Option<T>> {
+    let mut len = [0u8; 4];
+    match input.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let len = u32::from_le_bytes(len) as usize;
+    if len > MAX_HEADER_BYTES {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("frame header of {len} bytes"),
+        ));
+    }
+    let mut json = vec![0; len];
+    input.read_exact(&mut json)?;
+    serde_json::from_slice(&json)
+        .map(Some)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+fn read_payload(input: &mut impl Read, len: Option<usize>) -> io::Result<Option<Vec<u8>>> {
+    len.map(|len| {
+        let mut payload = vec![0; len];
+        input.read_exact(&mut payload).map(|()| payload)
+    })
+    .transpose()
+}
+
+/// The worker's main loop: jobs from stdin, results to stdout, until stdin
+/// closes (the server exited, or dropped this worker).
+pub fn serve_stdio() -> io::Result<()> {
+    super::platform::init();
+    let mut input = BufReader::new(io::stdin().lock());
+    let mut output = BufWriter::new(io::stdout().lock());
+    while let Some(header) = read_header::<JobHeader>(&mut input)? {
+        let restore = read_payload(&mut input, header.restore_len)?;
+        let job = Job {
+            code: header.code,
+            restore,
+            stateful: header.stateful,
+            timeout: Duration::from_millis(header.timeout_ms),
+            heap_limit_bytes: header.heap_limit_bytes,
+            max_output_bytes: header.max_output_bytes,
+            code_handling: header.code_handling,
+        };
+        let result = isolate::thread_builder()
+            .spawn(move || isolate::execute(job))?
+            .join()
+            .map_err(|_| io::Error::other("the isolate thread panicked"))?;
+        let header = ResultHeader {
+            status: result.status,
+            result: result.result,
+            output: result.output,
+            error: result.error,
+            warnings: result.warnings,
+            blob_len: result.blob.as_ref().map(Vec::len),
+        };
+        write_frame(&mut output, &header, result.blob.as_deref())?;
+    }
+    Ok(())
+}
+
+/// One worker process and its pipes.
+struct Worker {
+    child: Child,
+    input: BufWriter<ChildStdin>,
+    output: BufReader<ChildStdout>,
+    /// Jobs run so far.
+    jobs: u64,
+}
+
+impl Worker {
+    fn spawn(program: &Path) -> io::Result<Worker> {
+        let mut child = Command::new(program)
+            .arg(WORKER_ARG)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(io::Error::other("the worker's pipes are missing"));
+        };
+        Ok(Worker {
+            child,
+            input: BufWriter::new(input),
+            output: BufReader::new(output),
+            jobs: 0,
+        })
+    }
+
+    fn run(&mut self, job: &Job) -> io::Result<JobResult> {
+        self.jobs += 1;
+        let header = JobHeader {
+            code: job.code.clone(),
+            stateful: job.stateful,
+            timeout_ms: u64::try_from(job.timeout.as_millis()).unwrap_or(u64::MAX),
+            heap_limit_bytes: job.heap_limit_bytes,
+            max_output_bytes: job.max_output_bytes,
+            code_handling: job.code_handling,
+            restore_len: job.restore.as_ref().map(Vec::len),
+        };
+        write_frame(&mut self.input, &header, job.restore.as_deref())?;
+        let header: ResultHeader = read_header(&mut self.output)?.ok_or_else(|| {
+            io::Error::new(io::ErrorKind::UnexpectedEof, "the worker closed its output")
+        })?;
+        let blob = read_payload(&mut self.output, header.blob_len)?;
+        Ok(JobResult {
+            status: header.status,
+            result: header.result,
+            output: header.output,
+            error: header.error,
+            warnings: header.warnings,
+            blob,
+        })
+    }
+
+    /// Ends the process and says how it ended.
+    fn end(&mut self) -> String {
+        let _ = self.child.kill();
+        match self.child.wait() {
+            Ok(status) => status.to_string(),
+            Err(e) => format!("status unknown: {e}"),
+        }
+    }
+}
+
+impl Drop for Worker {
+    // Closing stdin alone would end the worker after its current job; a pool
+    // that drops a worker wants it gone, and reaped.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Worker processes, started on demand up to a fixed count.
+#[derive(Debug)]
+pub(crate) struct WorkerPool {
+    program: PathBuf,
+    idle: Mutex<Vec<WorkerSlot>>,
+    permits: Semaphore,
+    max_jobs: u64,
+}
+
+/// `Worker` without `Debug` noise.
+struct WorkerSlot(Worker);
+
+impl std::fmt::Debug for WorkerSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "worker pid {}", self.0.child.id())
+    }
+}
+
+impl WorkerPool {
+    /// A pool of `size` workers running `program` (this binary), each
+    /// replaced after `max_jobs` runs.
+    pub(crate) fn new(program: PathBuf, size: usize, max_jobs: u64) -> Self {
+        Self {
+            program,
+            idle: Mutex::new(Vec::new()),
+            permits: Semaphore::new(size.max(1)),
+            max_jobs: max_jobs.max(1),
+        }
+    }
+
+    /// Runs `job` in a worker. A worker that dies fails this run only.
+    pub(crate) async fn execute(&self, job: Job) -> Result<JobResult, EngineError> {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|e| EngineError::Internal(e.to_string()))?;
+        let idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let program = self.program.clone();
+        let (worker, outcome) = tokio::task::spawn_blocking(move || {
+            let mut worker = match idle {
+                Some(WorkerSlot(worker)) => worker,
+                None => Worker::spawn(&program).map_err(|e| {
+                    EngineError::Internal(format!(
+                        "starting an engine worker ({}): {e}",
+                        program.display()
+                    ))
+                })?,
+            };
+            let outcome = worker.run(&job);
+            Ok::<_, EngineError>((worker, outcome))
+        })
+        .await
+        .map_err(|e| EngineError::Internal(format!("the worker thread failed: {e}")))??;
+        match outcome {
+            Ok(result) => {
+                // V8 keeps about a kilobyte per snapshot isolate for the life
+                // of the process (docs/reliability.md); a worker that has run
+                // its share is replaced, which keeps memory flat.
+                if worker.jobs < self.max_jobs {
+                    self.idle
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(WorkerSlot(worker));
+                }
+                Ok(result)
+            }
+            Err(io) => {
+                let pid = worker.child.id();
+                let ended = tokio::task::spawn_blocking(move || {
+                    let mut worker = worker;
+                    worker.end()
+                })
+                .await
+                .unwrap_or_else(|e| e.to_string());
+                tracing::error!(pid, %ended, error = %io, "an engine worker died during a run");
+                Ok(crashed(&ended))
+            }
+        }
+    }
+}
+
+/// The result of a run whose worker died under it.
+fn crashed(ended: &str) -> JobResult {
+    JobResult {
+        status: RunStatus::Failed,
+        result: None,
+        output: String::new(),
+        error: Some(RunError::new(
+            "EngineCrashed",
+            format!(
+                "the engine process running this code died ({ended}); nothing was stored. \
+                 The input heap is unchanged and the next run starts a new process"
+            ),
+        )),
+        warnings: Vec::new(),
+        blob: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_with_and_without_payload() {
+        let header = ResultHeader {
+            status: RunStatus::Completed,
+            result: Some("2".into()),
+            output: "log\n".into(),
+            error: None,
+            warnings: vec!["w".into()],
+            blob_len: Some(3),
+        };
+        let mut wire = Vec::new();
+        write_frame(&mut wire, &header, Some(&[1, 2, 3])).unwrap();
+        write_frame(
+            &mut wire,
+            &ResultHeader {
+                blob_len: None,
+                ..header
+            },
+            None,
+        )
+        .unwrap();
+        let mut input = wire.as_slice();
+        let first: ResultHeader = read_header(&mut input).unwrap().unwrap();
+        assert_eq!(first.result.as_deref(), Some("2"));
+        assert_eq!(
+            read_payload(&mut input, first.blob_len).unwrap(),
+            Some(vec![1, 2, 3])
+        );
+        let second: ResultHeader = read_header(&mut input).unwrap().unwrap();
+        assert_eq!(read_payload(&mut input, second.blob_len).unwrap(), None);
+        assert!(
+            read_header::<ResultHeader>(&mut input).unwrap().is_none(),
+            "clean end"
+        );
+    }
+
+    #[test]
+    fn garbage_and_truncation_are_errors_not_hangs() {
+        let mut huge = &u32::MAX.to_le_bytes()[..];
+        assert!(read_header::<ResultHeader>(&mut huge).is_err());
+        let mut not_json = &[2, 0, 0, 0, b'{', b'x'][..];
+        assert!(read_header::<ResultHeader>(&mut not_json).is_err());
+        let mut truncated = &[9, 0, 0, 0, b'{'][..];
+        assert!(read_header::<ResultHeader>(&mut truncated).is_err());
+        let mut short = &[1u8][..];
+        assert!(read_payload(&mut short, Some(2)).is_err());
+    }
+}

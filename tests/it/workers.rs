@@ -1,0 +1,230 @@
+//! Engine worker processes: stateful runs in parallel, across processes, and
+//! what happens when a worker fails or dies.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mcp_v8_lambda::engine::{Engine, EngineConfig, RunOutcome, RunRequest, RunStatus, WORKER_ARG};
+use mcp_v8_lambda::heap::{FileHeapStorage, HeapKey, HeapStorage};
+
+struct Fixture {
+    engine: Engine,
+    store: Arc<dyn HeapStorage>,
+    /// A link to the binary, so that this test's workers are told apart from
+    /// other tests' by their command line.
+    program: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn fixture(workers: usize) -> Fixture {
+    fixture_with(workers, EngineConfig::default().worker_max_jobs)
+}
+
+fn fixture_with(workers: usize, max_jobs: u64) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("worker-under-test");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mcp-v8-lambda"), &program).unwrap();
+    let store: Arc<dyn HeapStorage> = Arc::new(FileHeapStorage::new(dir.path().join("heaps")));
+    let engine = Engine::new(
+        EngineConfig {
+            worker_processes: workers,
+            worker_program: Some(program.clone()),
+            worker_max_jobs: max_jobs,
+            ..EngineConfig::default()
+        },
+        Some(store.clone()),
+    );
+    Fixture {
+        engine,
+        store,
+        program,
+        _dir: dir,
+    }
+}
+
+async fn stateful(engine: &Engine, code: &str, heap: Option<&HeapKey>) -> RunOutcome {
+    engine
+        .run(RunRequest {
+            code: code.into(),
+            heap: heap.cloned(),
+            stateful: true,
+            timeout: Some(Duration::from_secs(20)),
+            ..Default::default()
+        })
+        .await
+        .expect("request accepted")
+        .outcome
+}
+
+/// Pids of the live workers started as `program`.
+fn worker_pids(program: &Path) -> Vec<u32> {
+    let program = program.as_os_str().as_encoded_bytes();
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let mut args = cmdline.split(|b| *b == 0);
+        if args.next() == Some(program) && args.next() == Some(WORKER_ARG.as_bytes()) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+#[tokio::test]
+async fn chains_from_different_heaps_run_at_once_in_workers() {
+    let f = fixture(2);
+    let engine = Arc::new(f.engine);
+    let chains: Vec<_> = (0..6)
+        .map(|chain| {
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                let first = format!("globalThis.chain = {chain}; globalThis.n = 0; n");
+                let mut heap = stateful(&engine, &first, None)
+                    .await
+                    .heap
+                    .expect("first heap");
+                for step in 1..=4 {
+                    let out = stateful(&engine, "n += 1; chain * 100 + n", Some(&heap)).await;
+                    assert_eq!(out.status, RunStatus::Completed, "{out:#?}");
+                    assert_eq!(out.result, Some((chain * 100 + step).to_string()));
+                    heap = out.heap.expect("a heap per step");
+                }
+                heap
+            })
+        })
+        .collect();
+    let mut finals = Vec::new();
+    for chain in chains {
+        finals.push(chain.await.unwrap());
+    }
+    assert_eq!(
+        worker_pids(&f.program).len(),
+        2,
+        "the runs used exactly the configured workers"
+    );
+    // A worker's heap is an ordinary snapshot: stored verified, and restored
+    // by an engine without workers.
+    let in_process = Engine::new(EngineConfig::default(), Some(f.store.clone()));
+    for (chain, heap) in finals.iter().enumerate() {
+        assert!(f.store.get(heap).await.unwrap().is_some());
+        let out = stateful(&in_process, "chain * 100 + n", Some(heap)).await;
+        assert_eq!(out.result, Some((chain * 100 + 4).to_string()));
+    }
+}
+
+#[tokio::test]
+async fn errors_and_timeouts_end_the_run_and_the_worker_serves_the_next() {
+    let f = fixture(1);
+    let heap = stateful(&f.engine, "globalThis.kept = 'yes'; kept", None)
+        .await
+        .heap
+        .unwrap();
+    let threw = stateful(&f.engine, "throw new TypeError('nope')", Some(&heap)).await;
+    assert_eq!(threw.status, RunStatus::Failed);
+    assert_eq!(threw.error.unwrap().name, "TypeError");
+    let looped = f
+        .engine
+        .run(RunRequest {
+            code: "while (true) {}".into(),
+            heap: Some(heap.clone()),
+            stateful: true,
+            timeout: Some(Duration::from_millis(300)),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .outcome;
+    assert_eq!(looped.status, RunStatus::TimedOut, "{looped:#?}");
+    assert_eq!(looped.heap, None);
+    let after = stateful(&f.engine, "kept", Some(&heap)).await;
+    assert_eq!(after.result.as_deref(), Some("\"yes\""), "{after:#?}");
+    assert_eq!(
+        worker_pids(&f.program).len(),
+        1,
+        "one worker served all four runs"
+    );
+}
+
+#[tokio::test]
+async fn a_killed_worker_fails_its_run_only_and_the_next_run_starts_a_new_one() {
+    let f = fixture(1);
+    let heap = stateful(&f.engine, "globalThis.kept = 41; kept", None)
+        .await
+        .heap
+        .unwrap();
+    let engine = Arc::new(f.engine);
+    let spinning = {
+        let engine = engine.clone();
+        let heap = heap.clone();
+        tokio::spawn(async move { stateful(&engine, "while (true) {}", Some(&heap)).await })
+    };
+    // The worker exists once the run was handed to it; give it time to start
+    // spinning, then kill it the way the OOM killer would.
+    let started = Instant::now();
+    let pid = loop {
+        if let [pid] = worker_pids(&f.program)[..] {
+            break pid;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no worker started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+
+    let out = spinning.await.unwrap();
+    assert_eq!(out.status, RunStatus::Failed, "{out:#?}");
+    assert_eq!(out.heap, None);
+    let error = out.error.unwrap();
+    assert_eq!(error.name, "EngineCrashed");
+    assert!(error.message.contains("nothing was stored"), "{error:?}");
+
+    let next = stateful(&engine, "kept + 1", Some(&heap)).await;
+    assert_eq!(next.result.as_deref(), Some("42"), "{next:#?}");
+    let pids = worker_pids(&f.program);
+    assert_eq!(pids.len(), 1);
+    assert_ne!(pids[0], pid, "a new worker");
+}
+
+#[tokio::test]
+async fn a_worker_is_replaced_after_its_share_of_runs() {
+    let f = fixture_with(1, 2);
+    let mut heap = None;
+    let mut pids_seen = Vec::new();
+    for step in 1..=5 {
+        let out = stateful(
+            &f.engine,
+            "globalThis.n = (globalThis.n ?? 0) + 1; n",
+            heap.as_ref(),
+        )
+        .await;
+        assert_eq!(out.result, Some(step.to_string()), "{out:#?}");
+        heap = out.heap;
+        // After every second run the worker is gone; a new one starts with the next.
+        let live = worker_pids(&f.program);
+        assert_eq!(
+            live.len(),
+            usize::from(step % 2 == 1),
+            "after run {step}: {live:?}"
+        );
+        pids_seen.extend(live);
+    }
+    pids_seen.dedup();
+    assert_eq!(
+        pids_seen.len(),
+        3,
+        "runs 1, 3 and 5 each had a new worker: {pids_seen:?}"
+    );
+}
