@@ -3,6 +3,7 @@
 # (npm, pinned by tests/e2e/package-lock.json), the MCP conformance suite
 # (tests/conformance/package-lock.json) and the Python `mcp` clients (venvs
 # at .venv and .venv-mcp2, pinned by tests/e2e/requirements*.txt).
+# With --bench, also the HTTP benchmark's reference server (benches/reference/).
 # Re-running skips whatever is already installed at the pinned versions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,3 +37,7 @@ npm_deps tests/conformance
 venv_deps .venv tests/e2e/requirements.txt
 # The Python mcp 2.x client, which speaks 2026-07-28; 1.x and 2.x cannot share a venv.
 venv_deps .venv-mcp2 tests/e2e/requirements-mcp2.txt
+if [ "${1:-}" = "--bench" ]; then
+    # The node:vm reference server of benches/http.rs.
+    npm_deps benches/reference
+fi

@@ -1,0 +1,644 @@
+//! The HTTP benchmark: `serve` (embedded store) driven over loopback by N
+//! concurrent MCP clients, side by side with a reference server (the
+//! official TypeScript SDK evaluating code in `node:vm`, benches/reference/),
+//! plus cold start. Run it through `scripts/bench.sh`, which installs the
+//! reference; by hand:
+//!
+//!     cargo bench --bench http -- [--clients 1] [--calls 1000] [--only SCENARIO,...] [--no-reference] [--no-cold-start]
+//!
+//! Scenarios, each a fixed count of `tools/call`s (or `tools/list`s) shared
+//! by the clients, after a warm-up of 20 calls per client:
+//! - `stateless`: `run_js` `1+1` on `serve --stateless` (and on the reference);
+//! - `fresh`: a stateful run in a fresh isolate, snapshotted and stored;
+//! - `chained`: each client threads a counter through small heaps;
+//! - `large`: the same from a ~10 MiB heap (120k objects);
+//! - `list`: `tools/list`, the cost of the replay alone (and on the reference).
+//!
+//! Prints one Markdown table row per scenario and server; no timing is
+//! asserted: docs/performance.md records the figures.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+#[allow(dead_code, unreachable_pub)]
+#[path = "../tests/it/common/moto.rs"]
+mod moto;
+
+const PROTOCOL: &str = "2025-11-25";
+const WARM_UP_CALLS: usize = 20;
+/// 120k small objects: about 10 MiB of heap, as in benches/engine.rs.
+const LARGE_HEAP: &str = "globalThis.items = Array.from({length: 120000}, (_, i) => ({i, s: 'item' + i})); globalThis.n = 0; n";
+
+struct Args {
+    clients: usize,
+    calls: usize,
+    only: Option<Vec<String>>,
+    reference: bool,
+    cold_start: bool,
+}
+
+fn args() -> Args {
+    let mut args = Args {
+        clients: 1,
+        calls: 1000,
+        only: None,
+        reference: true,
+        cold_start: true,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--clients" => {
+                args.clients = it.next().and_then(|v| v.parse().ok()).expect("--clients N")
+            }
+            "--calls" => args.calls = it.next().and_then(|v| v.parse().ok()).expect("--calls N"),
+            "--only" => {
+                args.only = Some(
+                    it.next()
+                        .expect("--only a,b")
+                        .split(',')
+                        .map(str::to_owned)
+                        .collect(),
+                )
+            }
+            "--no-reference" => args.reference = false,
+            "--no-cold-start" => args.cold_start = false,
+            // cargo bench passes --bench.
+            _ => {}
+        }
+    }
+    args
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A server process, killed on drop.
+struct Server {
+    child: Child,
+    url: String,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spawn_serve(stateless: bool, port: u16, data: &std::path::Path) -> Child {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"));
+    command
+        .args(["serve", "--port", &port.to_string(), "--data-dir"])
+        .arg(data)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null());
+    if stateless {
+        command.arg("--stateless");
+    }
+    command.spawn().expect("starting serve")
+}
+
+fn wait_listening(port: u16) {
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no server on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn start_serve(stateless: bool) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let child = spawn_serve(stateless, port, &dir.path().join("data"));
+    wait_listening(port);
+    Server {
+        child,
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        _dir: Some(dir),
+    }
+}
+
+fn reference_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/reference")
+}
+
+fn start_reference() -> Server {
+    let dir = reference_dir();
+    assert!(
+        dir.join("node_modules/@modelcontextprotocol/sdk").exists(),
+        "the reference server is not installed: run scripts/bench.sh, or npm ci in benches/reference"
+    );
+    let mut child = Command::new("node")
+        .arg("server.mjs")
+        .arg("0")
+        .current_dir(&dir)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("starting node (the reference needs Node.js 18 or later)");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line
+        .trim()
+        .strip_prefix("listening ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("the reference printed {line:?}"));
+    Server {
+        child,
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        _dir: None,
+    }
+}
+
+/// One MCP session over HTTP (2025-11-25, JSON responses).
+struct Client {
+    http: reqwest::Client,
+    url: String,
+    session: String,
+}
+
+impl Client {
+    async fn connect(url: &str, name: &str) -> Client {
+        let http = reqwest::Client::new();
+        let response = http
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("x-mcp-session-id", name)
+            .json(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+                "protocolVersion":PROTOCOL,"capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}))
+            .send()
+            .await
+            .expect("initialize");
+        assert_eq!(response.status(), 200, "initialize");
+        let session = response.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let client = Client {
+            http,
+            url: url.to_owned(),
+            session,
+        };
+        client
+            .send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
+            .await
+            .expect("notifications/initialized");
+        client
+    }
+
+    async fn send(&self, body: Value) -> Result<Value, String> {
+        let response = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &self.session)
+            .header("mcp-protocol-version", PROTOCOL)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = response.status();
+        let bytes = response.bytes().await.map_err(|e| e.to_string())?;
+        if status == 202 {
+            return Ok(Value::Null);
+        }
+        let body: Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+        if status != 200 || body.get("error").is_some() {
+            return Err(format!("{status}: {body}"));
+        }
+        Ok(body["result"].clone())
+    }
+
+    async fn run_js(&self, code: &str, heap: Option<&str>) -> Result<Value, String> {
+        let mut arguments = json!({ "code": code });
+        if let Some(heap) = heap {
+            arguments["heap"] = json!(heap);
+        }
+        let result = self
+            .send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
+                "params":{"name":"run_js","arguments":arguments}}))
+            .await?;
+        if result["isError"] == true {
+            return Err(format!("run_js failed: {result}"));
+        }
+        Ok(result)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Scenario {
+    Stateless,
+    Fresh,
+    Chained,
+    Large,
+    List,
+}
+
+impl Scenario {
+    const ALL: [Scenario; 5] = [
+        Scenario::Stateless,
+        Scenario::Fresh,
+        Scenario::Chained,
+        Scenario::Large,
+        Scenario::List,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Scenario::Stateless => "stateless",
+            Scenario::Fresh => "fresh",
+            Scenario::Chained => "chained",
+            Scenario::Large => "large",
+            Scenario::List => "list",
+        }
+    }
+
+    /// Large heaps take ~0.3 s a run; a tenth of the calls keeps the bench short.
+    fn calls(self, calls: usize) -> usize {
+        if self == Scenario::Large {
+            (calls / 10).max(20)
+        } else {
+            calls
+        }
+    }
+}
+
+/// What one client does per call in a scenario; holds its heap chain.
+struct Worker {
+    client: Client,
+    scenario: Scenario,
+    heap: Option<String>,
+    counter: u64,
+}
+
+impl Worker {
+    async fn new(url: &str, scenario: Scenario, name: &str) -> Worker {
+        let client = Client::connect(url, name).await;
+        let mut worker = Worker {
+            client,
+            scenario,
+            heap: None,
+            counter: 0,
+        };
+        if matches!(scenario, Scenario::Chained | Scenario::Large) {
+            let code = if scenario == Scenario::Large {
+                LARGE_HEAP
+            } else {
+                "globalThis.n = 0; n"
+            };
+            let result = worker.client.run_js(code, None).await.expect("first heap");
+            worker.heap = Some(heap_of(&result));
+        }
+        worker
+    }
+
+    async fn call(&mut self) -> Result<(), String> {
+        match self.scenario {
+            Scenario::Stateless => {
+                let result = self.client.run_js("1+1", None).await?;
+                expect_text(&result, "2")
+            }
+            Scenario::Fresh => {
+                let result = self.client.run_js("globalThis.x = 41; x + 1", None).await?;
+                expect_text(&result, "42")
+            }
+            Scenario::Chained | Scenario::Large => {
+                let result = self
+                    .client
+                    .run_js("n += 1; n", self.heap.as_deref())
+                    .await?;
+                self.counter += 1;
+                expect_text(&result, &self.counter.to_string())?;
+                self.heap = Some(heap_of(&result));
+                Ok(())
+            }
+            Scenario::List => {
+                let result = self
+                    .client
+                    .send(json!({"jsonrpc":"2.0","id":3,"method":"tools/list"}))
+                    .await?;
+                match result["tools"].as_array() {
+                    Some(tools) if !tools.is_empty() => Ok(()),
+                    _ => Err(format!("tools/list answered {result}")),
+                }
+            }
+        }
+    }
+}
+
+fn heap_of(result: &Value) -> String {
+    result["structuredContent"]["heap"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no heap in {result}"))
+        .to_owned()
+}
+
+/// The first text content (the reference's only output), or this server's result.
+fn expect_text(result: &Value, expected: &str) -> Result<(), String> {
+    let got = result["structuredContent"]["result"]
+        .as_str()
+        .or_else(|| result["content"][0]["text"].as_str());
+    if got == Some(expected) {
+        Ok(())
+    } else {
+        Err(format!("expected {expected}, got {result}"))
+    }
+}
+
+struct Figures {
+    calls: usize,
+    elapsed: Duration,
+    sorted_us: Vec<u64>,
+}
+
+impl Figures {
+    fn percentile_ms(&self, p: f64) -> f64 {
+        let at = ((self.sorted_us.len() - 1) as f64 * p).round() as usize;
+        self.sorted_us[at] as f64 / 1000.0
+    }
+
+    fn per_second(&self) -> f64 {
+        self.calls as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
+async fn measure(url: &str, scenario: Scenario, clients: usize, calls: usize) -> Figures {
+    let mut workers = Vec::new();
+    for i in 0..clients {
+        let name = format!(
+            "bench-{}-{i}-{}",
+            scenario.name(),
+            uuid::Uuid::new_v4().simple()
+        );
+        workers.push(Worker::new(url, scenario, &name).await);
+    }
+    for worker in &mut workers {
+        for _ in 0..WARM_UP_CALLS.min(calls) {
+            worker.call().await.expect("warm-up call");
+        }
+    }
+    let remaining = Arc::new(std::sync::atomic::AtomicUsize::new(calls));
+    let started = Instant::now();
+    let tasks: Vec<_> = workers
+        .into_iter()
+        .map(|mut worker| {
+            let remaining = remaining.clone();
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                while remaining
+                    .fetch_update(
+                        std::sync::atomic::Ordering::SeqCst,
+                        std::sync::atomic::Ordering::SeqCst,
+                        |n| n.checked_sub(1),
+                    )
+                    .is_ok()
+                {
+                    let call_started = Instant::now();
+                    worker.call().await.expect("a benchmarked call");
+                    latencies.push(call_started.elapsed().as_micros() as u64);
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut sorted_us = Vec::with_capacity(calls);
+    for task in tasks {
+        sorted_us.extend(task.await.unwrap());
+    }
+    let elapsed = started.elapsed();
+    sorted_us.sort_unstable();
+    Figures {
+        calls,
+        elapsed,
+        sorted_us,
+    }
+}
+
+fn row(scenario: Scenario, server: &str, clients: usize, figures: &Figures) {
+    println!(
+        "| {} | {server} | {clients} | {} | {:.2} | {:.2} | {:.2} | {:.0} |",
+        scenario.name(),
+        figures.calls,
+        figures.percentile_ms(0.50),
+        figures.percentile_ms(0.95),
+        figures.percentile_ms(0.99),
+        figures.per_second(),
+    );
+}
+
+/// Milliseconds from spawning `serve` to the answer of the first
+/// `initialize`, which is tried every millisecond from the start.
+async fn serve_cold_start() -> f64 {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let http = reqwest::Client::new();
+    let started = Instant::now();
+    let mut child = spawn_serve(false, port, &dir.path().join("data"));
+    let body = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":PROTOCOL,"capabilities":{},"clientInfo":{"name":"bench","version":"1"}}});
+    let elapsed = loop {
+        match http
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .json(&body)
+            .send()
+            .await
+        {
+            Ok(response) if response.status() == 200 => break started.elapsed(),
+            Ok(response) => panic!("initialize answered {}", response.status()),
+            Err(_) => tokio::time::sleep(Duration::from_millis(1)).await,
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "serve never answered"
+        );
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    elapsed.as_secs_f64() * 1000.0
+}
+
+/// The fake Runtime API's state: the one event to hand out, and where the
+/// function's response goes with the time it arrived.
+type RuntimeApi = (
+    Arc<tokio::sync::Mutex<Option<String>>>,
+    tokio::sync::mpsc::Sender<(Instant, String)>,
+);
+
+/// Milliseconds from spawning the binary as a Lambda function (against a
+/// minimal Lambda Runtime API on loopback, stores on moto) to its response
+/// to the first invocation, `events/initialize.json`.
+async fn lambda_cold_start(env: &[(String, String)]) -> f64 {
+    use axum::extract::{Path, State};
+    use axum::routing::{get, post};
+
+    let event = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("events/initialize.json"),
+    )
+    .unwrap();
+    let (answered, mut answer) = tokio::sync::mpsc::channel::<(Instant, String)>(1);
+    let first = Arc::new(tokio::sync::Mutex::new(Some(event)));
+    let app = axum::Router::new()
+        .route(
+            "/2018-06-01/runtime/invocation/next",
+            get(|State((first, _)): State<RuntimeApi>| async move {
+                let Some(event) = first.lock().await.take() else {
+                    // Only one invocation: later polls wait, as Lambda's do.
+                    std::future::pending::<()>().await;
+                    unreachable!()
+                };
+                let deadline = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_millis()
+                    + 60_000;
+                (
+                    [
+                        ("lambda-runtime-aws-request-id", "bench-0".to_owned()),
+                        ("lambda-runtime-deadline-ms", deadline.to_string()),
+                        (
+                            "lambda-runtime-invoked-function-arn",
+                            "arn:aws:lambda:us-east-1:123456789012:function:mcp-v8-lambda"
+                                .to_owned(),
+                        ),
+                        ("content-type", "application/json".to_owned()),
+                    ],
+                    event,
+                )
+            }),
+        )
+        .route(
+            "/2018-06-01/runtime/invocation/{id}/{outcome}",
+            post(
+                |State((_, answered)): State<RuntimeApi>,
+                 Path((_id, outcome)): Path<(String, String)>,
+                 body: String| async move {
+                    let _ = answered
+                        .send((Instant::now(), format!("{outcome}: {body}")))
+                        .await;
+                    axum::http::StatusCode::ACCEPTED
+                },
+            ),
+        )
+        .with_state((first, answered));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let api = listener.local_addr().unwrap();
+    let runtime_api = tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
+        .envs(env.iter().cloned())
+        .env("AWS_LAMBDA_RUNTIME_API", api.to_string())
+        .env("AWS_LAMBDA_FUNCTION_NAME", "mcp-v8-lambda")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1024")
+        .env("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/mcp-v8-lambda")
+        .env("AWS_LAMBDA_LOG_STREAM_NAME", "bench")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("starting the Lambda entry");
+    let (at, body) = tokio::time::timeout(Duration::from_secs(30), answer.recv())
+        .await
+        .expect("the function never answered")
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    runtime_api.abort();
+    assert!(
+        body.starts_with("response:") && body.contains("\"statusCode\":200"),
+        "the first invocation answered {body}"
+    );
+    (at - started).as_secs_f64() * 1000.0
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+#[tokio::main]
+async fn main() {
+    let args = args();
+    let wanted = |s: Scenario| {
+        args.only
+            .as_ref()
+            .is_none_or(|only| only.iter().any(|o| o == s.name()))
+    };
+    println!(
+        "| scenario | server | clients | calls | p50 ms | p95 ms | p99 ms | calls/s |\n|---|---|---|---|---|---|---|---|"
+    );
+    let mut ratios = Vec::new();
+    let stateless = start_serve(true);
+    let stateful = start_serve(false);
+    let reference = args.reference.then(start_reference);
+    for scenario in Scenario::ALL.into_iter().filter(|s| wanted(*s)) {
+        let calls = scenario.calls(args.calls);
+        let ours_url = if scenario == Scenario::Stateless {
+            &stateless.url
+        } else {
+            &stateful.url
+        };
+        let ours = measure(ours_url, scenario, args.clients, calls).await;
+        row(scenario, "mcp-v8-lambda", args.clients, &ours);
+        if let (Some(reference), Scenario::Stateless | Scenario::List) = (&reference, scenario) {
+            let theirs = measure(&reference.url, scenario, args.clients, calls).await;
+            row(scenario, "node:vm reference", args.clients, &theirs);
+            ratios.push((
+                scenario,
+                ours.percentile_ms(0.5) / theirs.percentile_ms(0.5),
+            ));
+        }
+    }
+    for (scenario, ratio) in ratios {
+        println!("p50 ratio ours/reference, {}: {ratio:.2}", scenario.name());
+    }
+    drop((stateless, stateful, reference));
+
+    if args.cold_start {
+        let mut serve = Vec::new();
+        for _ in 0..5 {
+            serve.push(serve_cold_start().await);
+        }
+        println!(
+            "cold start, serve (spawn to first initialize answer), median of 5: {:.1} ms ({serve:.1?})",
+            median(serve.clone())
+        );
+        let unique = uuid::Uuid::new_v4().simple().to_string();
+        let dir = tempfile::tempdir().unwrap();
+        let env = moto::serve_env(
+            &format!("cold-{}", &unique[..12]),
+            &format!("cold-{}-", &unique[..12]),
+            &dir.path().join("cache"),
+        );
+        moto::setup(&env);
+        let mut lambda = Vec::new();
+        for _ in 0..5 {
+            lambda.push(lambda_cold_start(&env).await);
+        }
+        println!(
+            "cold start, Lambda entry (spawn to first invocation response, stores on moto), median of 5: {:.1} ms ({lambda:.1?})",
+            median(lambda.clone())
+        );
+    }
+}
