@@ -57,6 +57,9 @@ pub struct Config {
     /// reads `MCP_V8_ENGINE_WORKERS`); 0, the default elsewhere and under
     /// Lambda, runs them in the serving process.
     pub engine_workers: usize,
+    /// Isolates kept ready for stateless runs (`EngineConfig::warm_isolates`):
+    /// one per core under `serve`, one under Lambda, 0 elsewhere.
+    pub warm_isolates: usize,
     /// `MCP_V8_TABLE_PREFIX`: sessions and metadata in DynamoDB when set.
     pub table_prefix: Option<String>,
     /// `MCP_V8_S3_FORCE_PATH_STYLE`: for local S3 endpoints.
@@ -181,6 +184,7 @@ impl Config {
             heap_cache_max_mb: number(&lookup, "MCP_V8_HEAP_CACHE_MAX_MB", 512, |v| *v > 0)?,
             db_cache_mb: number(&lookup, "MCP_V8_DB_CACHE_MB", 32, |v| *v > 0)?,
             engine_workers: 0,
+            warm_isolates: 0,
             table_prefix: non_empty("MCP_V8_TABLE_PREFIX")
                 .or_else(|| under_lambda.then(|| DEFAULT_TABLE_PREFIX.to_owned())),
             s3_force_path_style: flag("MCP_V8_S3_FORCE_PATH_STYLE")?,
@@ -277,6 +281,7 @@ impl Config {
         let engine_config = EngineConfig {
             max_snapshot_bytes: self.max_heap_snapshot_mb * 1024 * 1024,
             worker_processes: self.engine_workers,
+            warm_isolates: self.warm_isolates,
             ..EngineConfig::default()
         };
         let engine = Arc::new(Engine::new(engine_config, heaps));

@@ -89,7 +89,10 @@ const LAMBDA_DATA_DIR: &str = "/tmp/mcp-v8";
 /// Cold start does only what every invocation needs: configuration, the V8
 /// platform (inside the engine), AWS clients. Sessions, heaps and metadata
 /// are loaded per request.
-async fn run_lambda(config: Config) -> anyhow::Result<()> {
+async fn run_lambda(mut config: Config) -> anyhow::Result<()> {
+    // One request at a time per instance: one isolate ready is enough, and
+    // the engine uses it only when stateless (see EngineConfig::warm_isolates).
+    config.warm_isolates = 1;
     let aws = aws_clients(&config).await;
     let app = config
         .app(
@@ -137,9 +140,9 @@ async fn serve_main() -> anyhow::Result<()> {
             stateless,
             workers,
         } => {
-            config.engine_workers = workers.unwrap_or_else(|| {
-                std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
-            });
+            let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+            config.engine_workers = workers.unwrap_or(cores);
+            config.warm_isolates = cores;
             let aws = aws_clients(&config).await;
             let app = config
                 .app(&data_dir, stateless, aws.as_ref())

@@ -2,9 +2,11 @@
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock, PoisonError, RwLock, mpsc};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock, RwLockReadGuard, mpsc};
+
 use std::thread;
 use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
 
 use super::inspect::{inspect, render_result};
 use super::natives::{self, RunState};
@@ -52,6 +54,29 @@ enum Ended {
 struct HeapGuard {
     handle: OnceLock<v8::IsolateHandle>,
     hit: AtomicBool,
+}
+
+impl HeapGuard {
+    fn new() -> Box<Self> {
+        Box::new(Self {
+            handle: OnceLock::new(),
+            hit: AtomicBool::new(false),
+        })
+    }
+
+    /// Installs the near-heap-limit callback and the microtask policy every
+    /// run relies on. V8 keeps a pointer to `self`: it must stay where it is
+    /// (boxed, as `new` makes it) and outlive `isolate`.
+    fn arm(&self, isolate: &mut v8::OwnedIsolate) {
+        let _ = self.handle.set(isolate.thread_safe_handle());
+        isolate
+            .add_near_heap_limit_callback(near_heap_limit, self as *const HeapGuard as *mut c_void);
+        isolate.set_microtasks_policy(v8::MicrotasksPolicy::Explicit);
+    }
+
+    fn hit(&self) -> bool {
+        self.hit.load(Ordering::SeqCst)
+    }
 }
 
 /// Called by V8 on the isolate's thread when the heap nears its limit.
@@ -137,22 +162,14 @@ pub(crate) fn thread_builder() -> thread::Builder {
 
 pub(crate) fn execute(job: Job) -> JobResult {
     super::platform::init();
-    let exclusive = job.stateful || job.restore.is_some();
+    if !job.stateful && job.restore.is_none() {
+        return Warm::new(job.heap_limit_bytes).run(&job);
+    }
     // A panic in another run cannot leave V8 half-used; the lock guards no data.
-    let _shared = (!exclusive).then(|| {
-        READ_ONLY_HEAP
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-    });
-    let _exclusive = exclusive.then(|| {
-        READ_ONLY_HEAP
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-    });
-    let guard = Box::new(HeapGuard {
-        handle: OnceLock::new(),
-        hit: AtomicBool::new(false),
-    });
+    let _exclusive = READ_ONLY_HEAP
+        .write()
+        .unwrap_or_else(PoisonError::into_inner);
+    let guard = HeapGuard::new();
     let params = v8::CreateParams::default().heap_limits(0, job.heap_limit_bytes);
     let fresh = job.restore.is_none();
     let refs = natives::external_references();
@@ -170,10 +187,7 @@ pub(crate) fn execute(job: Job) -> JobResult {
         ),
         (false, None) => v8::Isolate::new(params),
     };
-    let _ = guard.handle.set(isolate.thread_safe_handle());
-    isolate
-        .add_near_heap_limit_callback(near_heap_limit, &*guard as *const HeapGuard as *mut c_void);
-    isolate.set_microtasks_policy(v8::MicrotasksPolicy::Explicit);
+    guard.arm(&mut isolate);
     isolate.set_slot(RunState::new(job.max_output_bytes));
 
     let deadline = Instant::now() + job.timeout;
@@ -188,9 +202,8 @@ pub(crate) fn execute(job: Job) -> JobResult {
         }
         let ended = evaluate(scope, &job.code, deadline);
         watchdog.disarm();
-        let out_of_memory = guard.hit.load(Ordering::SeqCst);
         let (status, result, error, warnings) =
-            classify(ended, out_of_memory, job.timeout, job.heap_limit_bytes);
+            classify(ended, guard.hit(), job.timeout, job.heap_limit_bytes);
         if job.stateful {
             if status == RunStatus::Completed {
                 scope.set_default_context(context);
@@ -206,14 +219,7 @@ pub(crate) fn execute(job: Job) -> JobResult {
         (status, result, error, warnings)
     };
 
-    // Timer handles are globals; they must be gone before the snapshot.
-    let output = match isolate.remove_slot::<RunState>() {
-        Some(mut state) => {
-            state.timers.clear_all();
-            state.output.into_string()
-        }
-        None => String::new(),
-    };
+    let output = take_output(&mut isolate);
 
     let mut blob = None;
     let mut status = status;
@@ -247,6 +253,148 @@ pub(crate) fn execute(job: Job) -> JobResult {
         error,
         warnings,
         blob,
+    }
+}
+
+/// The console output of the run, taken out of the isolate. Timer handles
+/// are globals and go with it, as a snapshot must not hold them.
+fn take_output(isolate: &mut v8::OwnedIsolate) -> String {
+    match isolate.remove_slot::<RunState>() {
+        Some(mut state) => {
+            state.timers.clear_all();
+            state.output.into_string()
+        }
+        None => String::new(),
+    }
+}
+
+/// A plain isolate on V8's built-in snapshot, its context made and the host
+/// functions installed: everything a stateless run needs before its code.
+/// Each serves exactly one run, so nothing one run leaves behind reaches
+/// another. Fields drop in order: the context handle while the isolate
+/// lives, the guard after the isolate's last callback, the lock last.
+pub(crate) struct Warm {
+    context: v8::Global<v8::Context>,
+    isolate: v8::OwnedIsolate,
+    guard: Box<HeapGuard>,
+    _shared: RwLockReadGuard<'static, ()>,
+}
+
+impl Warm {
+    pub(crate) fn new(heap_limit_bytes: usize) -> Self {
+        super::platform::init();
+        // A panic in another run cannot leave V8 half-used; the lock guards no data.
+        let shared = READ_ONLY_HEAP
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        let guard = HeapGuard::new();
+        let params = v8::CreateParams::default().heap_limits(0, heap_limit_bytes);
+        let mut isolate = v8::Isolate::new(params);
+        guard.arm(&mut isolate);
+        let context = {
+            v8::scope!(let scope, &mut isolate);
+            let context = v8::Context::new(scope, Default::default());
+            let scope = &mut v8::ContextScope::new(scope, context);
+            let global = context.global(scope);
+            natives::install(scope, global);
+            v8::Global::new(scope, context)
+        };
+        Self {
+            context,
+            isolate,
+            guard,
+            _shared: shared,
+        }
+    }
+
+    /// Runs a stateless job. The isolate is spent afterwards: drop it.
+    pub(crate) fn run(&mut self, job: &Job) -> JobResult {
+        let Self {
+            context,
+            isolate,
+            guard,
+            _shared,
+        } = self;
+        isolate.set_slot(RunState::new(job.max_output_bytes));
+        let deadline = Instant::now() + job.timeout;
+        let mut watchdog = Watchdog::start(isolate.thread_safe_handle(), job.timeout);
+        let (status, result, error, warnings) = {
+            v8::scope!(let scope, isolate);
+            let context = v8::Local::new(scope, &*context);
+            let scope = &mut v8::ContextScope::new(scope, context);
+            let ended = evaluate(scope, &job.code, deadline);
+            watchdog.disarm();
+            classify(ended, guard.hit(), job.timeout, job.heap_limit_bytes)
+        };
+        JobResult {
+            status,
+            result,
+            output: take_output(isolate),
+            error,
+            warnings,
+            blob: None,
+        }
+    }
+}
+
+/// Threads that each keep a [`Warm`] isolate ready, so a stateless run
+/// starts at its code: creating the isolate and context, and dropping them
+/// afterwards, happen between runs instead of inside one. Only for
+/// processes where no isolate ever creates or restores a snapshot (a
+/// stateless server, or one whose snapshots go to worker processes): an idle
+/// warm isolate holds the shared read-only heap, which such isolates need
+/// exclusively.
+#[derive(Debug)]
+pub(crate) struct WarmPool {
+    jobs: mpsc::Sender<(Job, oneshot::Sender<JobResult>)>,
+}
+
+type Queue = Arc<Mutex<mpsc::Receiver<(Job, oneshot::Sender<JobResult>)>>>;
+
+impl WarmPool {
+    /// `threads` runners, each with an isolate of `heap_limit_bytes` ready;
+    /// a job asking for another limit gets a new isolate on a runner.
+    pub(crate) fn new(threads: usize, heap_limit_bytes: usize) -> std::io::Result<Self> {
+        let (jobs, queue) = mpsc::channel();
+        let queue: Queue = Arc::new(Mutex::new(queue));
+        for _ in 0..threads.max(1) {
+            let queue = queue.clone();
+            thread_builder()
+                .name("v8-warm".into())
+                .spawn(move || warm_runner(&queue, heap_limit_bytes))?;
+        }
+        Ok(Self { jobs })
+    }
+
+    /// Runs a stateless job on the next free runner.
+    pub(crate) async fn execute(&self, job: Job) -> Option<JobResult> {
+        let (done, result) = oneshot::channel();
+        self.jobs.send((job, done)).ok()?;
+        result.await.ok()
+    }
+}
+
+/// Ends when the pool is dropped. A panicking run loses its answer (the
+/// caller sees the engine thread fail), not the runner.
+fn warm_runner(queue: &Queue, heap_limit_bytes: usize) {
+    loop {
+        let mut warm = Some(Warm::new(heap_limit_bytes));
+        let next = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
+        let Ok((job, done)) = next else {
+            return;
+        };
+        if job.heap_limit_bytes != heap_limit_bytes {
+            warm = None;
+        }
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &mut warm {
+            Some(warm) => warm.run(&job),
+            None => Warm::new(job.heap_limit_bytes).run(&job),
+        }));
+        if let Ok(result) = ran {
+            let _ = done.send(result);
+        }
+        // Only now, with the answer on its way, does the spent isolate go.
+        drop(warm);
     }
 }
 

@@ -61,6 +61,13 @@ pub struct EngineConfig {
     pub worker_program: Option<PathBuf>,
     /// Runs after which a worker is replaced by a new process.
     pub worker_max_jobs: u64,
+    /// Isolates kept ready for stateless runs; 0 creates each isolate when
+    /// its run starts. Ignored where this process creates or restores
+    /// snapshots itself (heap storage and no workers): an idle warm isolate
+    /// would hold the read-only heap such isolates need to themselves, so
+    /// every engine in the process must agree, which is why the default is 0
+    /// and only the binary's entry points (`serve`, Lambda) turn it on.
+    pub warm_isolates: usize,
 }
 
 impl Default for EngineConfig {
@@ -78,6 +85,7 @@ impl Default for EngineConfig {
             worker_processes: 0,
             worker_program: None,
             worker_max_jobs: 2000,
+            warm_isolates: 0,
         }
     }
 }
@@ -211,6 +219,7 @@ pub struct Engine {
     heaps: Option<Arc<dyn HeapStorage>>,
     permits: Semaphore,
     workers: Option<worker::WorkerPool>,
+    warm: Option<isolate::WarmPool>,
 }
 
 const MIN_HEAP_LIMIT_MB: usize = 8;
@@ -229,11 +238,25 @@ impl Engine {
                 .unwrap_or_else(|| PathBuf::from("mcp-v8-lambda"));
             worker::WorkerPool::new(program, config.worker_processes, config.worker_max_jobs)
         });
+        let snapshots_here = heaps.is_some() && workers.is_none();
+        let warm = if config.warm_isolates > 0 && !snapshots_here {
+            let heap_limit_bytes = config.default_heap_limit_mb * 1024 * 1024;
+            match isolate::WarmPool::new(config.warm_isolates, heap_limit_bytes) {
+                Ok(pool) => Some(pool),
+                Err(err) => {
+                    tracing::warn!(error = %err, "no warm isolates: starting their threads failed");
+                    None
+                }
+            }
+        } else {
+            None
+        };
         Self {
             config,
             heaps,
             permits,
             workers,
+            warm,
         }
     }
 
@@ -425,6 +448,13 @@ impl Engine {
             .acquire()
             .await
             .map_err(|e| EngineError::Internal(e.to_string()))?;
+        let fresh_stateless = !job.stateful && job.restore.is_none();
+        if let Some(warm) = self.warm.as_ref().filter(|_| fresh_stateless) {
+            return warm
+                .execute(job)
+                .await
+                .ok_or_else(|| EngineError::Internal("the isolate thread panicked".into()));
+        }
         let (done, result) = oneshot::channel();
         isolate::thread_builder()
             .spawn(move || {

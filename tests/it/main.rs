@@ -21,4 +21,5 @@ mod properties;
 mod session_store;
 mod sessionless;
 mod tools;
+mod warm;
 mod workers;

@@ -1,0 +1,202 @@
+//! Stateless runs on warm isolates (`EngineConfig::warm_isolates`): the
+//! same behaviour as an isolate made for the run, and no run sees another.
+
+use std::time::Duration;
+
+use mcp_v8_lambda::engine::{Engine, EngineConfig, RunOutcome, RunRequest, RunStatus};
+
+/// A stateless engine with two warm isolates and a small default heap, so
+/// the heap-limit cases hit the warm isolate itself.
+fn warm_engine() -> Engine {
+    Engine::new(
+        EngineConfig {
+            warm_isolates: 2,
+            default_heap_limit_mb: 32,
+            ..EngineConfig::default()
+        },
+        None,
+    )
+}
+
+async fn run(engine: &Engine, request: RunRequest) -> RunOutcome {
+    engine.run(request).await.expect("request accepted").outcome
+}
+
+async fn stateless(engine: &Engine, code: &str) -> RunOutcome {
+    run(
+        engine,
+        RunRequest {
+            code: code.into(),
+            ..Default::default()
+        },
+    )
+    .await
+}
+
+fn completed(outcome: &RunOutcome) -> &str {
+    assert_eq!(outcome.status, RunStatus::Completed, "{outcome:#?}");
+    outcome.result.as_deref().unwrap_or("<undefined>")
+}
+
+#[tokio::test]
+async fn no_run_sees_what_an_earlier_run_left() {
+    let engine = warm_engine();
+    // More runs than warm isolates, so each runner serves several in turn.
+    for _ in 0..5 {
+        let out = stateless(
+            &engine,
+            "const seen = typeof globalThis.left + ' ' + ({}).polluted; \
+             globalThis.left = 1; Object.prototype.polluted = true; seen",
+        )
+        .await;
+        assert_eq!(completed(&out), "\"undefined undefined\"");
+    }
+}
+
+#[tokio::test]
+async fn host_functions_timers_and_typescript_work() {
+    let engine = warm_engine();
+    let out = stateless(
+        &engine,
+        "console.log('hi', {a: 1}); new Promise(r => setTimeout(() => r(queueMicrotask.name), 5))",
+    )
+    .await;
+    assert_eq!(completed(&out), "\"queueMicrotask\"");
+    assert_eq!(out.output, "hi { a: 1 }\n");
+    let ts = run(
+        &engine,
+        RunRequest {
+            code: "const n: number = 20; n + 1".into(),
+            language: mcp_v8_lambda::engine::Language::Typescript,
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(completed(&ts), "21");
+}
+
+#[tokio::test]
+async fn throws_timeouts_and_exhausted_heaps_end_the_run_not_the_pool() {
+    let engine = warm_engine();
+    let thrown = stateless(&engine, "throw new TypeError('nope')").await;
+    assert_eq!(thrown.status, RunStatus::Failed);
+    assert_eq!(thrown.error.unwrap().message, "nope");
+
+    let looped = run(
+        &engine,
+        RunRequest {
+            code: "for (;;) {}".into(),
+            timeout: Some(Duration::from_millis(200)),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(looped.status, RunStatus::TimedOut, "{looped:?}");
+
+    // The warm isolate's own limit (the default), then another limit, which
+    // gets an isolate made for it.
+    for heap_limit_mb in [None, Some(16)] {
+        let bomb = run(
+            &engine,
+            RunRequest {
+                code: "const hoard = []; while (true) hoard.push(new Array(100000).fill(Math.random()))"
+                    .into(),
+                heap_limit_mb,
+                ..Default::default()
+            },
+        )
+        .await;
+        assert_eq!(
+            bomb.status,
+            RunStatus::OutOfMemory,
+            "{heap_limit_mb:?}: {bomb:?}"
+        );
+        assert!(
+            bomb.error
+                .unwrap()
+                .message
+                .contains(&format!("{} MiB", heap_limit_mb.unwrap_or(32))),
+            "the message names the limit that applied"
+        );
+    }
+
+    let deep = stateless(
+        &engine,
+        "function down(n) { return down(n + 1) + 1 } down(0)",
+    )
+    .await;
+    assert_eq!(deep.status, RunStatus::Failed);
+    assert_eq!(deep.error.unwrap().name, "RangeError");
+
+    for _ in 0..3 {
+        assert_eq!(completed(&stateless(&engine, "'alive'").await), "\"alive\"");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn more_concurrent_runs_than_warm_isolates_all_complete() {
+    let engine = std::sync::Arc::new(warm_engine());
+    let runs: Vec<_> = (0..12)
+        .map(|i| {
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                let code = format!("new Promise(r => setTimeout(() => r({i} * 2), 10))");
+                stateless(&engine, &code).await
+            })
+        })
+        .collect();
+    for (i, run) in runs.into_iter().enumerate() {
+        let out = run.await.unwrap();
+        assert_eq!(completed(&out), (i * 2).to_string());
+    }
+}
+
+#[tokio::test]
+async fn there_is_no_ambient_authority_in_a_warm_isolate() {
+    let engine = warm_engine();
+    for code in [
+        "require('fs')",
+        "process.env",
+        "Deno.env",
+        "fetch('http://127.0.0.1')",
+    ] {
+        let out = stateless(&engine, code).await;
+        assert_eq!(out.status, RunStatus::Failed, "{code}");
+        assert_eq!(out.error.unwrap().name, "ReferenceError", "{code}");
+    }
+}
+
+#[tokio::test]
+async fn an_engine_that_snapshots_in_process_ignores_warm_isolates() {
+    // Warm isolates next to snapshot isolates in one process would hold the
+    // read-only heap the latter need alone: the stateful run would wait for
+    // ever. The engine must run both kinds without them.
+    let dir = tempfile::tempdir().unwrap();
+    let store = mcp_v8_lambda::heap::FileHeapStorage::new(dir.path());
+    let engine = Engine::new(
+        EngineConfig {
+            warm_isolates: 2,
+            ..EngineConfig::default()
+        },
+        Some(std::sync::Arc::new(store)),
+    );
+    let both = async {
+        let stateful = run(
+            &engine,
+            RunRequest {
+                code: "globalThis.x = 1; x".into(),
+                stateful: true,
+                ..Default::default()
+            },
+        )
+        .await;
+        let plain = stateless(&engine, "2").await;
+        (stateful, plain)
+    };
+    let (stateful, plain) = tokio::time::timeout(Duration::from_secs(30), both)
+        .await
+        .expect("stateful and stateless runs finish");
+    assert_eq!(completed(&stateful), "1");
+    assert!(stateful.heap.is_some());
+    assert_eq!(completed(&plain), "2");
+}
