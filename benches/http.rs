@@ -18,7 +18,6 @@
 //! asserted: docs/performance.md records the figures.
 
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,6 +27,9 @@ use serde_json::{Value, json};
 #[allow(dead_code, unreachable_pub)]
 #[path = "../tests/it/common/moto.rs"]
 mod moto;
+#[allow(dead_code, unreachable_pub)]
+#[path = "../tests/it/common/net.rs"]
+mod net;
 
 const PROTOCOL: &str = "2025-11-25";
 const WARM_UP_CALLS: usize = 20;
@@ -75,14 +77,6 @@ fn args() -> Args {
     args
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A server process, killed on drop.
 struct Server {
     child: Child,
@@ -110,22 +104,11 @@ fn spawn_serve(stateless: bool, port: u16, data: &std::path::Path) -> Child {
     command.spawn().expect("starting serve")
 }
 
-fn wait_listening(port: u16) {
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "no server on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn start_serve(stateless: bool) -> Server {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
+    let port = net::free_port();
     let child = spawn_serve(stateless, port, &dir.path().join("data"));
-    wait_listening(port);
+    net::wait_listening(port, "server", Duration::from_secs(30));
     Server {
         child,
         url: format!("http://127.0.0.1:{port}/mcp"),
@@ -448,7 +431,7 @@ fn row(scenario: Scenario, server: &str, clients: usize, figures: &Figures) {
 /// `initialize`, which is tried every millisecond from the start.
 async fn serve_cold_start() -> f64 {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
+    let port = net::free_port();
     let url = format!("http://127.0.0.1:{port}/mcp");
     let http = reqwest::Client::new();
     let started = Instant::now();

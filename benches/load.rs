@@ -20,6 +20,9 @@ use serde_json::{Value, json};
 #[allow(dead_code, unreachable_pub)]
 #[path = "../tests/it/common/moto.rs"]
 mod moto;
+#[allow(dead_code, unreachable_pub)]
+#[path = "../tests/it/common/net.rs"]
+mod net;
 
 struct Args {
     store: String,
@@ -71,11 +74,7 @@ impl Drop for Serve {
 
 fn start(store: &str) -> Serve {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = net::free_port();
     let mut env: Vec<(String, String)> = Vec::new();
     if store == "moto" {
         let unique = uuid::Uuid::new_v4().simple().to_string();
@@ -96,14 +95,7 @@ fn start(store: &str) -> Serve {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "serve did not listen"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    net::wait_listening(port, "serve", Duration::from_secs(30));
     Serve {
         child,
         url: format!("http://127.0.0.1:{port}/mcp"),

@@ -3,7 +3,7 @@
 //! scripts/test.sh), including the replay proof across a server restart.
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -14,14 +14,6 @@ use crate::common;
 
 fn project() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A running `serve`, killed when dropped.
@@ -47,14 +39,7 @@ impl Serve {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("starting serve");
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "serve did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        common::net::wait_listening(port, "serve", Duration::from_secs(20));
         Self {
             child,
             port,
@@ -146,7 +131,7 @@ fn finish(mut command: Command) -> Value {
 #[test]
 fn typescript_sdk_client_threads_a_counter_through_three_heaps() {
     let dir = tempfile::tempdir().unwrap();
-    let serve = Serve::start(dir.path(), free_port());
+    let serve = Serve::start(dir.path(), common::net::free_port());
     let mut command = node();
     command.args([&serve.url(), "counter"]);
     let done = finish(command);
@@ -162,7 +147,7 @@ fn typescript_sdk_client_threads_a_counter_through_three_heaps() {
 #[test]
 fn python_mcp_client_threads_a_counter_through_three_heaps() {
     let dir = tempfile::tempdir().unwrap();
-    let serve = Serve::start(dir.path(), free_port());
+    let serve = Serve::start(dir.path(), common::net::free_port());
     let mut command = python();
     command.arg(serve.url());
     let done = finish(command);
@@ -177,7 +162,7 @@ fn python_mcp_client_threads_a_counter_through_three_heaps() {
 #[test]
 fn a_2025_11_25_client_and_a_2026_07_28_client_share_one_deployment_and_its_heaps() {
     let dir = tempfile::tempdir().unwrap();
-    let serve = Serve::start(dir.path(), free_port());
+    let serve = Serve::start(dir.path(), common::net::free_port());
     let mut legacy = node();
     legacy.args([&serve.url(), "counter"]);
     let first = finish(legacy);
@@ -244,7 +229,7 @@ fn sigkill_under_load_leaves_every_logged_heap_stored_and_verifiable() {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     let dir = tempfile::tempdir().unwrap();
-    let mut serve = Serve::start(dir.path(), free_port());
+    let mut serve = Serve::start(dir.path(), common::net::free_port());
     let url = serve.url();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
@@ -338,7 +323,7 @@ fn the_mcp_conformance_suite_passes_but_for_the_listed_expected_failures() {
         "the conformance suite is not installed: run scripts/test.sh (it runs npm ci in tests/conformance)"
     );
     let dir = tempfile::tempdir().unwrap();
-    let serve = Serve::start(dir.path(), free_port());
+    let serve = Serve::start(dir.path(), common::net::free_port());
     let runs = [
         (["--spec-version", "2025-03-26"], "2025-11-25"),
         (["--spec-version", "2025-06-18"], "2025-11-25"),
@@ -378,7 +363,7 @@ fn the_mcp_conformance_suite_passes_but_for_the_listed_expected_failures() {
 /// events it printed.
 fn run_with_restart(mode: &str) -> Vec<Value> {
     let dir = tempfile::tempdir().unwrap();
-    run_with_restart_on(Serve::start(dir.path(), free_port()), mode)
+    run_with_restart_on(Serve::start(dir.path(), common::net::free_port()), mode)
 }
 
 fn run_with_restart_on(mut serve: Serve, mode: &str) -> Vec<Value> {
@@ -505,7 +490,7 @@ fn on_s3_and_dynamodb_a_session_survives_a_restart_and_nothing_is_kept_locally_b
         "{printed}"
     );
 
-    let serve = Serve::start_with(&data_dir, free_port(), env);
+    let serve = Serve::start_with(&data_dir, common::net::free_port(), env);
     let events = run_with_restart_on(serve, "replay");
     assert_eq!(
         names(&events),
@@ -700,7 +685,7 @@ fn under_cargo_lambda_watch_a_session_survives_a_new_instance_and_every_event_an
     let env = common::moto::serve_env(&bucket, &prefix, &dir.path().join("cache"));
     common::moto::setup(&env);
 
-    let mut watch = Watch::start(free_port(), env);
+    let mut watch = Watch::start(common::net::free_port(), env);
     let url = watch.url();
     let events = drive(&url, "replay", || watch.restart());
     assert_eq!(

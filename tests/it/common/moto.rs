@@ -1,11 +1,10 @@
 //! A moto server (a real S3 and DynamoDB protocol endpoint) on a free
 //! loopback port, one per test binary, gone when the test process exits.
 
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_dynamodb::config::Credentials;
@@ -27,11 +26,7 @@ pub fn moto() -> &'static Moto {
             root.join(".venv/bin/moto_server").exists(),
             "moto is not installed: run scripts/test.sh (it installs moto[server] into .venv)"
         );
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = super::net::free_port();
         // The shell holds this process's pipe: when the test process exits,
         // `read` returns and the shell stops moto, so nothing outlives the run.
         // One request at a time: see tests/moto_serial.py.
@@ -45,14 +40,7 @@ pub fn moto() -> &'static Moto {
             .stdin(Stdio::piped())
             .spawn()
             .expect("starting moto");
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "moto did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        super::net::wait_listening(port, "moto", Duration::from_secs(60));
         Moto {
             endpoint: format!("http://127.0.0.1:{port}"),
             _wrapper: wrapper,
