@@ -3,9 +3,9 @@
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock, RwLockReadGuard, mpsc};
-
 use std::thread;
 use std::time::{Duration, Instant};
+
 use tokio::sync::oneshot;
 
 use super::inspect::{inspect, render_result};
