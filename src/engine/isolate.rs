@@ -28,6 +28,14 @@ pub(crate) struct Job {
     pub code_handling: CodeHandling,
 }
 
+impl Job {
+    /// Whether the run creates or restores a snapshot, which decides where
+    /// it may run (see [`READ_ONLY_HEAP`]); the others run on a plain isolate.
+    pub(crate) fn touches_snapshots(&self) -> bool {
+        self.stateful || self.restore.is_some()
+    }
+}
+
 /// What came out of the isolate.
 pub(crate) struct JobResult {
     pub status: RunStatus,
@@ -162,7 +170,7 @@ pub(crate) fn thread_builder() -> thread::Builder {
 
 pub(crate) fn execute(job: Job) -> JobResult {
     super::platform::init();
-    if !job.stateful && job.restore.is_none() {
+    if !job.touches_snapshots() {
         return Warm::new(job.heap_limit_bytes).run(&job);
     }
     // A panic in another run cannot leave V8 half-used; the lock guards no data.

@@ -439,7 +439,7 @@ impl Engine {
     /// or in a worker process when it touches snapshots and there are workers.
     async fn execute(&self, job: isolate::Job) -> Result<isolate::JobResult, EngineError> {
         if let Some(workers) = &self.workers
-            && (job.stateful || job.restore.is_some())
+            && job.touches_snapshots()
         {
             return workers.execute(job).await;
         }
@@ -448,8 +448,7 @@ impl Engine {
             .acquire()
             .await
             .map_err(|e| EngineError::Internal(e.to_string()))?;
-        let fresh_stateless = !job.stateful && job.restore.is_none();
-        if let Some(warm) = self.warm.as_ref().filter(|_| fresh_stateless) {
+        if let Some(warm) = self.warm.as_ref().filter(|_| !job.touches_snapshots()) {
             return warm
                 .execute(job)
                 .await

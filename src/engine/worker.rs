@@ -162,10 +162,10 @@ impl Worker {
         })
     }
 
-    fn run(&mut self, job: &Job) -> io::Result<JobResult> {
+    fn run(&mut self, job: Job) -> io::Result<JobResult> {
         self.jobs += 1;
         let header = JobHeader {
-            code: job.code.clone(),
+            code: job.code,
             stateful: job.stateful,
             timeout_ms: u64::try_from(job.timeout.as_millis()).unwrap_or(u64::MAX),
             heap_limit_bytes: job.heap_limit_bytes,
@@ -260,15 +260,15 @@ impl WorkerPool {
                     ))
                 })?,
             };
-            let outcome = worker.run(&job);
+            let outcome = worker.run(job);
             Ok::<_, EngineError>((worker, outcome))
         })
         .await
         .map_err(|e| EngineError::Internal(format!("the worker thread failed: {e}")))??;
         match outcome {
             Ok(result) => {
-                // V8 keeps about a kilobyte per snapshot isolate for the life
-                // of the process (docs/reliability.md); a worker that has run
+                // V8 keeps 1–1.6 KB per snapshot isolate for the life of the
+                // process (docs/performance.md, "Load"); a worker that has run
                 // its share is replaced, which keeps memory flat.
                 if worker.jobs < self.max_jobs {
                     self.idle
