@@ -24,6 +24,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+#[path = "support/mcp.rs"]
+mod mcp;
 #[allow(dead_code, unreachable_pub)]
 #[path = "../tests/it/common/moto.rs"]
 mod moto;
@@ -31,7 +33,6 @@ mod moto;
 #[path = "../tests/it/common/net.rs"]
 mod net;
 
-const PROTOCOL: &str = "2025-11-25";
 const WARM_UP_CALLS: usize = 20;
 /// 120k small objects: about 10 MiB of heap, as in benches/engine.rs.
 const LARGE_HEAP: &str = "globalThis.items = Array.from({length: 120000}, (_, i) => ({i, s: 'item' + i})); globalThis.n = 0; n";
@@ -149,65 +150,16 @@ fn start_reference() -> Server {
     }
 }
 
-/// One MCP session over HTTP (2025-11-25, JSON responses).
-struct Client {
-    http: reqwest::Client,
-    url: String,
-    session: String,
-}
+/// A bench client: one MCP session.
+struct Client(mcp::Session);
 
 impl Client {
     async fn connect(url: &str, name: &str) -> Client {
-        let http = reqwest::Client::new();
-        let response = http
-            .post(url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("x-mcp-session-id", name)
-            .json(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-                "protocolVersion":PROTOCOL,"capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}))
-            .send()
-            .await
-            .expect("initialize");
-        assert_eq!(response.status(), 200, "initialize");
-        let session = response.headers()["mcp-session-id"]
-            .to_str()
-            .unwrap()
-            .to_owned();
-        let client = Client {
-            http,
-            url: url.to_owned(),
-            session,
-        };
-        client
-            .send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
-            .await
-            .expect("notifications/initialized");
-        client
+        Client(mcp::Session::connect(url, name, "bench").await)
     }
 
     async fn send(&self, body: Value) -> Result<Value, String> {
-        let response = self
-            .http
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &self.session)
-            .header("mcp-protocol-version", PROTOCOL)
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| e.to_string())?;
-        let status = response.status();
-        let bytes = response.bytes().await.map_err(|e| e.to_string())?;
-        if status == 202 {
-            return Ok(Value::Null);
-        }
-        let body: Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
-        if status != 200 || body.get("error").is_some() {
-            return Err(format!("{status}: {body}"));
-        }
-        Ok(body["result"].clone())
+        self.0.send(body).await
     }
 
     async fn run_js(&self, code: &str, heap: Option<&str>) -> Result<Value, String> {
@@ -437,7 +389,7 @@ async fn serve_cold_start() -> f64 {
     let started = Instant::now();
     let mut child = spawn_serve(false, port, &dir.path().join("data"));
     let body = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-        "protocolVersion":PROTOCOL,"capabilities":{},"clientInfo":{"name":"bench","version":"1"}}});
+        "protocolVersion":mcp::PROTOCOL,"capabilities":{},"clientInfo":{"name":"bench","version":"1"}}});
     let elapsed = loop {
         match http
             .post(&url)

@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+#[path = "support/mcp.rs"]
+mod mcp;
 #[allow(dead_code, unreachable_pub)]
 #[path = "../tests/it/common/moto.rs"]
 mod moto;
@@ -137,9 +139,7 @@ fn rss_mib(pid: u32) -> (u64, u64) {
 }
 
 struct Client {
-    http: reqwest::Client,
-    url: String,
-    session: String,
+    session: mcp::Session,
     name: String,
     heap: Option<String>,
     /// Heaps of the answered runs, in order.
@@ -153,46 +153,9 @@ struct Tally {
 }
 
 impl Client {
-    async fn post(&self, body: Value) -> Result<Value, String> {
-        let response = self
-            .http
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &self.session)
-            .header("mcp-protocol-version", "2025-11-25")
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| e.to_string())?;
-        let status = response.status();
-        let body: Value = response.json().await.map_err(|e| e.to_string())?;
-        if status != 200 || body.get("error").is_some() {
-            return Err(format!("{status}: {body}"));
-        }
-        Ok(body["result"].clone())
-    }
-
     async fn connect(url: &str, name: String) -> Client {
-        let http = reqwest::Client::new();
-        let response = http
-            .post(url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("x-mcp-session-id", &name)
-            .json(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-                "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"load","version":"1"}}}))
-            .send()
-            .await
-            .expect("initialize");
-        let session = response.headers()["mcp-session-id"]
-            .to_str()
-            .unwrap()
-            .to_owned();
         Client {
-            http,
-            url: url.to_owned(),
-            session,
+            session: mcp::Session::connect(url, &name, "load").await,
             name,
             heap: None,
             heaps: Vec::new(),
@@ -207,7 +170,8 @@ impl Client {
             }
             let started = Instant::now();
             let outcome = self
-                .post(json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
+                .session
+                .send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
                     "params":{"name":"run_js","arguments":arguments}}))
                 .await;
             tally
@@ -240,7 +204,8 @@ impl Client {
         let mut entries = Vec::new();
         loop {
             let page = self
-                .post(
+                .session
+                .send(
                     json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{
                     "name":"list_session_snapshots",
                     "arguments":{"fields":"index,input_heap,output_heap","offset":entries.len()}}}),
