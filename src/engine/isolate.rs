@@ -2,7 +2,7 @@
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock, RwLockReadGuard, mpsc};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError, RwLock, RwLockReadGuard, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -105,48 +105,86 @@ unsafe extern "C" fn near_heap_limit(
     current_heap_limit.saturating_mul(2)
 }
 
-/// Terminates the isolate when the timeout passes, unless disarmed first.
+/// Terminates the isolate's run when its timeout passes, unless disarmed
+/// first. One thread per isolate, armed for each run: a warm isolate serves
+/// many runs, and a thread spawned and joined per run cost more than the
+/// run. Arming and disarming only take a lock; neither waits for the thread.
 struct Watchdog {
-    stop: Option<mpsc::Sender<()>>,
+    shared: Arc<(Mutex<Countdown>, Condvar)>,
     thread: Option<thread::JoinHandle<()>>,
-    fired: Arc<AtomicBool>,
+}
+
+#[derive(Default)]
+struct Countdown {
+    deadline: Option<Instant>,
+    fired: bool,
+    closed: bool,
 }
 
 impl Watchdog {
-    fn start(handle: v8::IsolateHandle, timeout: Duration) -> Self {
-        let (stop, stopped) = mpsc::channel::<()>();
-        let fired = Arc::new(AtomicBool::new(false));
-        let flag = fired.clone();
+    fn new(handle: v8::IsolateHandle) -> Self {
+        let shared = Arc::new((Mutex::new(Countdown::default()), Condvar::new()));
+        let watched = shared.clone();
         let thread = thread::Builder::new()
             .name("v8-watchdog".into())
             .spawn(move || {
-                if let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(timeout) {
-                    flag.store(true, Ordering::SeqCst);
-                    handle.terminate_execution();
+                let (lock, wake) = &*watched;
+                let mut countdown = lock.lock().unwrap_or_else(PoisonError::into_inner);
+                while !countdown.closed {
+                    countdown = match countdown.deadline {
+                        None => wake.wait(countdown).unwrap_or_else(PoisonError::into_inner),
+                        Some(deadline) if Instant::now() < deadline => {
+                            let left = deadline.saturating_duration_since(Instant::now());
+                            wake.wait_timeout(countdown, left)
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .0
+                        }
+                        Some(_) => {
+                            // Under the lock, so a disarm that returned has
+                            // already cleared the deadline.
+                            handle.terminate_execution();
+                            countdown.deadline = None;
+                            countdown.fired = true;
+                            countdown
+                        }
+                    };
                 }
             })
             .expect("spawning the watchdog thread");
         Self {
-            stop: Some(stop),
+            shared,
             thread: Some(thread),
-            fired,
         }
     }
 
-    /// Stops the watchdog and says whether it had fired. After this returns
+    fn countdown(&self) -> std::sync::MutexGuard<'_, Countdown> {
+        self.shared.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn arm(&mut self, timeout: Duration) {
+        let mut countdown = self.countdown();
+        countdown.deadline = Some(Instant::now() + timeout);
+        countdown.fired = false;
+        drop(countdown);
+        self.shared.1.notify_one();
+    }
+
+    /// Stops the countdown and says whether it had fired. After this returns
     /// no termination can arrive late (e.g. during snapshot creation).
     fn disarm(&mut self) -> bool {
-        drop(self.stop.take());
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-        self.fired.load(Ordering::SeqCst)
+        let mut countdown = self.countdown();
+        countdown.deadline = None;
+        std::mem::take(&mut countdown.fired)
     }
 }
 
 impl Drop for Watchdog {
     fn drop(&mut self) {
-        self.disarm();
+        self.countdown().closed = true;
+        self.shared.1.notify_one();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 
@@ -198,8 +236,9 @@ pub(crate) fn execute(job: Job) -> JobResult {
     guard.arm(&mut isolate);
     isolate.set_slot(RunState::new(job.max_output_bytes));
 
+    let mut watchdog = Watchdog::new(isolate.thread_safe_handle());
     let deadline = Instant::now() + job.timeout;
-    let mut watchdog = Watchdog::start(isolate.thread_safe_handle(), job.timeout);
+    watchdog.arm(job.timeout);
     let (status, result, error, warnings) = {
         v8::scope!(let scope, &mut isolate);
         let context = v8::Context::new(scope, Default::default());
@@ -208,7 +247,7 @@ pub(crate) fn execute(job: Job) -> JobResult {
             let global = context.global(scope);
             natives::install(scope, global);
         }
-        let ended = evaluate(scope, &job.code, deadline);
+        let ended = evaluate(scope, &job.code, deadline, None);
         watchdog.disarm();
         let (status, result, error, warnings) =
             classify(ended, guard.hit(), job.timeout, job.heap_limit_bytes);
@@ -276,19 +315,34 @@ fn take_output(isolate: &mut v8::OwnedIsolate) -> String {
     }
 }
 
-/// A plain isolate on V8's built-in snapshot, its context made and the host
-/// functions installed: everything a stateless run needs before its code.
-/// Each serves exactly one run, so nothing one run leaves behind reaches
-/// another. Fields drop in order: the context handle while the isolate
-/// lives, the guard after the isolate's last callback, the lock last.
+/// A plain isolate on V8's built-in snapshot that serves stateless runs one
+/// after another, each in a context of its own made before the run arrives
+/// (the host functions installed), as `node:vm` does. Nothing a run leaves
+/// reaches the next: globals and built-ins belong to the context, microtasks
+/// to the context's own queue, output and timers to the run's slot. An
+/// isolate that was terminated (timeout, heap limit) is not reused, nor one
+/// that has served [`Warm::MAX_RUNS`] runs or holds more than a quarter of
+/// its heap limit, so what the isolate itself keeps (compiled code, the
+/// `Symbol.for` registry) stays bounded. Fields drop in order: contexts and
+/// queues while the isolate lives, the guard after the isolate's last
+/// callback, the lock last.
 pub(crate) struct Warm {
-    context: v8::Global<v8::Context>,
+    /// The next run's context and its queue. Dropping the handle after the
+    /// run is safe: in the `v8` crate's default build (`v8_cppgc_microtask_queue`)
+    /// the context keeps its queue alive.
+    next: Option<(v8::Global<v8::Context>, v8::MicrotaskQueueHandle)>,
+    watchdog: Watchdog,
     isolate: v8::OwnedIsolate,
     guard: Box<HeapGuard>,
+    heap_limit_bytes: usize,
+    runs: usize,
     _shared: RwLockReadGuard<'static, ()>,
 }
 
 impl Warm {
+    /// Runs one isolate serves before it is replaced.
+    pub(crate) const MAX_RUNS: usize = 256;
+
     pub(crate) fn new(heap_limit_bytes: usize) -> Self {
         super::platform::init();
         // A panic in another run cannot leave V8 half-used; the lock guards no data.
@@ -299,59 +353,92 @@ impl Warm {
         let params = v8::CreateParams::default().heap_limits(0, heap_limit_bytes);
         let mut isolate = v8::Isolate::new(params);
         guard.arm(&mut isolate);
+        let watchdog = Watchdog::new(isolate.thread_safe_handle());
+        let mut warm = Self {
+            next: None,
+            watchdog,
+            isolate,
+            guard,
+            heap_limit_bytes,
+            runs: 0,
+            _shared: shared,
+        };
+        warm.prepare();
+        warm
+    }
+
+    /// Makes the context (and its microtask queue) the next run will use.
+    fn prepare(&mut self) {
+        let queue = v8::MicrotaskQueue::new(&mut self.isolate, v8::MicrotasksPolicy::Explicit);
         let context = {
-            v8::scope!(let scope, &mut isolate);
-            let context = v8::Context::new(scope, Default::default());
+            v8::scope!(let scope, &mut self.isolate);
+            let options = v8::ContextOptions {
+                microtask_queue: Some(&*queue as *const v8::MicrotaskQueue as *mut _),
+                ..Default::default()
+            };
+            let context = v8::Context::new(scope, options);
             let scope = &mut v8::ContextScope::new(scope, context);
             let global = context.global(scope);
             natives::install(scope, global);
             v8::Global::new(scope, context)
         };
-        Self {
-            context,
-            isolate,
-            guard,
-            _shared: shared,
-        }
+        self.next = Some((context, queue));
     }
 
-    /// Runs a stateless job. The isolate is spent afterwards: drop it.
+    /// Runs a stateless job in the prepared context.
     pub(crate) fn run(&mut self, job: &Job) -> JobResult {
-        let Self {
-            context,
-            isolate,
-            guard,
-            _shared,
-        } = self;
-        isolate.set_slot(RunState::new(job.max_output_bytes));
+        if self.next.is_none() {
+            self.prepare();
+        }
+        let (context, queue) = self.next.take().expect("a context was just prepared");
+        self.runs += 1;
+        self.isolate.set_slot(RunState::new(job.max_output_bytes));
         let deadline = Instant::now() + job.timeout;
-        let mut watchdog = Watchdog::start(isolate.thread_safe_handle(), job.timeout);
+        self.watchdog.arm(job.timeout);
         let (status, result, error, warnings) = {
-            v8::scope!(let scope, isolate);
-            let context = v8::Local::new(scope, &*context);
+            v8::scope!(let scope, &mut self.isolate);
+            let context = v8::Local::new(scope, context);
             let scope = &mut v8::ContextScope::new(scope, context);
-            let ended = evaluate(scope, &job.code, deadline);
-            watchdog.disarm();
-            classify(ended, guard.hit(), job.timeout, job.heap_limit_bytes)
+            let ended = evaluate(scope, &job.code, deadline, Some(&queue));
+            let fired = self.watchdog.disarm();
+            let terminated = fired || scope.is_execution_terminating();
+            if terminated {
+                // Spent: `reusable` says no, whatever the status.
+                self.runs = Self::MAX_RUNS;
+            }
+            classify(ended, self.guard.hit(), job.timeout, job.heap_limit_bytes)
         };
         JobResult {
             status,
             result,
-            output: take_output(isolate),
+            output: take_output(&mut self.isolate),
             error,
             warnings,
             blob: None,
         }
     }
+
+    /// Whether the isolate may serve another run; if so, its next context is
+    /// made now.
+    pub(crate) fn renew(&mut self) -> bool {
+        if self.runs >= Self::MAX_RUNS || self.guard.hit() {
+            return false;
+        }
+        let stats = self.isolate.get_heap_statistics();
+        if stats.used_heap_size() > self.heap_limit_bytes / 4 {
+            return false;
+        }
+        self.prepare();
+        true
+    }
 }
 
 /// Threads that each keep a [`Warm`] isolate ready, so a stateless run
-/// starts at its code: creating the isolate and context, and dropping them
-/// afterwards, happen between runs instead of inside one. Only for
-/// processes where no isolate ever creates or restores a snapshot (a
-/// stateless server, or one whose snapshots go to worker processes): an idle
-/// warm isolate holds the shared read-only heap, which such isolates need
-/// exclusively.
+/// starts at its code: creating the context, and the isolate when one is
+/// replaced, happen between runs instead of inside one. Only for processes
+/// where no isolate ever creates or restores a snapshot (a stateless server,
+/// or one whose snapshots go to worker processes): an idle warm isolate
+/// holds the shared read-only heap, which such isolates need exclusively.
 #[derive(Debug)]
 pub(crate) struct WarmPool {
     jobs: mpsc::Sender<(Job, oneshot::Sender<JobResult>)>,
@@ -383,26 +470,32 @@ impl WarmPool {
 }
 
 /// Ends when the pool is dropped. A panicking run loses its answer (the
-/// caller sees the engine thread fail), not the runner.
+/// caller sees the engine thread fail) and its isolate, not the runner.
 fn warm_runner(queue: &Queue, heap_limit_bytes: usize) {
+    let mut kept: Option<Warm> = None;
     loop {
-        let mut warm = Some(Warm::new(heap_limit_bytes));
+        let mut warm = kept.take().unwrap_or_else(|| Warm::new(heap_limit_bytes));
         let next = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
         let Ok((job, done)) = next else {
             return;
         };
-        if job.heap_limit_bytes != heap_limit_bytes {
-            warm = None;
-        }
-        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &mut warm {
-            Some(warm) => warm.run(&job),
-            None => Warm::new(job.heap_limit_bytes).run(&job),
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if job.heap_limit_bytes == heap_limit_bytes {
+                warm.run(&job)
+            } else {
+                Warm::new(job.heap_limit_bytes).run(&job)
+            }
         }));
-        if let Ok(result) = ran {
-            let _ = done.send(result);
+        // After a panic the isolate may be half-used: it goes.
+        let Ok(result) = ran else {
+            continue;
+        };
+        let _ = done.send(result);
+        // Only now, with the answer on its way, is the isolate readied for
+        // the next run or replaced.
+        if warm.renew() {
+            kept = Some(warm);
         }
-        // Only now, with the answer on its way, does the spent isolate go.
-        drop(warm);
     }
 }
 
@@ -445,7 +538,14 @@ fn classify(
     }
 }
 
-fn evaluate<'s>(scope: &mut v8::PinScope<'s, '_>, code: &str, deadline: Instant) -> Ended {
+/// `queue`: the context's own microtask queue, if it has one (otherwise the
+/// isolate's).
+fn evaluate<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    code: &str,
+    deadline: Instant,
+    queue: Option<&v8::MicrotaskQueue>,
+) -> Ended {
     v8::tc_scope!(let tc, scope);
     let Some(script) = compile(tc, code).or_else(|| {
         let is_top_level_await = tc
@@ -465,7 +565,7 @@ fn evaluate<'s>(scope: &mut v8::PinScope<'s, '_>, code: &str, deadline: Instant)
         return caught(tc);
     };
     let value = v8::Global::new(tc, value);
-    if let Err(ended) = run_event_loop(tc, deadline) {
+    if let Err(ended) = run_event_loop(tc, deadline, queue) {
         return ended;
     }
     let value = v8::Local::new(tc, &value);
@@ -512,9 +612,16 @@ fn compile<'s>(scope: &mut v8::PinScope<'s, '_>, code: &str) -> Option<v8::Local
 
 /// Runs microtasks and timers until nothing is left, the deadline passes or
 /// an exception escapes.
-fn run_event_loop(tc: &mut v8::PinScope<'_, '_>, deadline: Instant) -> Result<(), Ended> {
+fn run_event_loop(
+    tc: &mut v8::PinScope<'_, '_>,
+    deadline: Instant,
+    queue: Option<&v8::MicrotaskQueue>,
+) -> Result<(), Ended> {
     loop {
-        tc.perform_microtask_checkpoint();
+        match queue {
+            Some(queue) => queue.perform_checkpoint(tc),
+            None => tc.perform_microtask_checkpoint(),
+        }
         if tc.is_execution_terminating() {
             return Err(Ended::Terminated);
         }

@@ -200,3 +200,62 @@ async fn an_engine_that_snapshots_in_process_ignores_warm_isolates() {
     assert!(stateful.heap.is_some());
     assert_eq!(completed(&plain), "2");
 }
+
+/// One runner, so every run lands on the same isolate in turn.
+fn one_warm_isolate() -> Engine {
+    Engine::new(
+        EngineConfig {
+            warm_isolates: 1,
+            ..EngineConfig::default()
+        },
+        None,
+    )
+}
+
+#[tokio::test]
+async fn microtasks_a_failed_run_left_queued_never_run_in_the_next() {
+    let engine = one_warm_isolate();
+    // The timer queues a microtask and throws before it can run: the run
+    // fails with the microtask still queued.
+    let failed = stateless(
+        &engine,
+        "setTimeout(() => { queueMicrotask(() => console.log('leaked')); \
+         Promise.resolve().then(() => console.log('leaked too')); throw new Error('boom') }, 0)",
+    )
+    .await;
+    assert_eq!(failed.status, RunStatus::Failed, "{failed:?}");
+    assert_eq!(failed.output, "");
+    for _ in 0..3 {
+        let next = stateless(&engine, "await null; console.log('mine'); 1").await;
+        assert_eq!(completed(&next), "1");
+        assert_eq!(next.output, "mine\n", "nothing of the earlier run's");
+    }
+}
+
+#[tokio::test]
+async fn a_runner_serves_many_runs_across_isolate_replacements() {
+    let engine = one_warm_isolate();
+    // More than two isolates' worth of runs, with failures and a timeout
+    // among them, each still alone in its context.
+    for i in 0..600 {
+        let code = match i % 150 {
+            7 => "throw new Error('x')".to_owned(),
+            99 => "for (;;) {}".to_owned(),
+            _ => format!("const mine = typeof seen; var seen = {i}; mine + ':' + seen"),
+        };
+        let out = run(
+            &engine,
+            RunRequest {
+                code,
+                timeout: Some(Duration::from_millis(100)),
+                ..Default::default()
+            },
+        )
+        .await;
+        match i % 150 {
+            7 => assert_eq!(out.status, RunStatus::Failed, "{i}"),
+            99 => assert_eq!(out.status, RunStatus::TimedOut, "{i}"),
+            _ => assert_eq!(completed(&out), format!("\"undefined:{i}\""), "{i}"),
+        }
+    }
+}
