@@ -19,7 +19,7 @@ use crate::engine::RunOutcome;
 use crate::heap::HeapKey;
 
 pub use self::dynamodb::{DynamoMetaStore, MetaTables};
-pub use self::redb::RedbMetaStore;
+pub use self::redb::{EXECUTION_FLUSH_INTERVAL, RedbMetaStore};
 
 /// Boxed source error of a backend.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;

@@ -11,3 +11,107 @@ async fn redb_store_passes_the_conformance_suite() {
     let db = open_database(&dir.path().join("meta.redb")).unwrap();
     conformance::run_all(Arc::new(RedbMetaStore::new(db).unwrap())).await;
 }
+
+mod lazy_execution_records {
+    //! Execution records without a log entry skip the fsync; these check
+    //! that they still reach the disk, which is what a crash leaves.
+
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use mcp_v8_lambda::embedded::open_database;
+    use mcp_v8_lambda::engine::{RunOutcome, RunStatus};
+    use mcp_v8_lambda::meta::{ExecutionRecord, MetaStore, RedbMetaStore};
+    use uuid::Uuid;
+
+    fn record() -> ExecutionRecord {
+        ExecutionRecord {
+            outcome: RunOutcome {
+                execution_id: Uuid::new_v4(),
+                status: RunStatus::Completed,
+                result: Some("2".into()),
+                output: String::new(),
+                heap: None,
+                input_heap: None,
+                error: None,
+                warnings: vec![],
+                duration_ms: 0,
+            },
+            started_at: "2026-11-22T12:00:00Z".into(),
+            completed_at: "2026-11-22T12:00:00Z".into(),
+            expires_at: 2_000_000_000,
+        }
+    }
+
+    /// What the disk holds now: a copy of the file, opened as after a crash
+    /// (redb falls back to the last durable commit).
+    async fn on_disk(path: &Path, id: Uuid) -> Option<ExecutionRecord> {
+        let copy = path.with_extension("crashed");
+        std::fs::copy(path, &copy).unwrap();
+        let store = RedbMetaStore::new(open_database(&copy).unwrap()).unwrap();
+        let found = store.get_execution(id, 0).await.unwrap();
+        drop(store);
+        std::fs::remove_file(&copy).unwrap();
+        found
+    }
+
+    #[tokio::test]
+    async fn a_record_is_readable_at_once_and_on_disk_within_the_flush_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("meta.redb");
+        let store = RedbMetaStore::new(open_database(&path).unwrap()).unwrap();
+        let record = record();
+        let id = record.outcome.execution_id;
+        store.record_run(None, &record).await.unwrap();
+        assert_eq!(
+            store.get_execution(id, 0).await.unwrap(),
+            Some(record.clone())
+        );
+
+        let start = Instant::now();
+        loop {
+            if on_disk(&path, id).await.as_ref() == Some(&record) {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the record never reached the disk"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn dropping_the_store_flushes_what_is_pending() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("meta.redb");
+        let db = open_database(&path).unwrap();
+        let store = RedbMetaStore::new(db.clone()).unwrap();
+        let record = record();
+        let id = record.outcome.execution_id;
+        store.record_run(None, &record).await.unwrap();
+        drop(store);
+        // The database handle is still open: only the flush on drop can have
+        // put the record on disk this soon.
+        assert_eq!(on_disk(&path, id).await, Some(record));
+        drop(db);
+    }
+
+    #[tokio::test]
+    async fn a_log_entry_and_its_record_are_on_disk_when_the_call_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("meta.redb");
+        let store = Arc::new(RedbMetaStore::new(open_database(&path).unwrap()).unwrap());
+        let record = record();
+        let id = record.outcome.execution_id;
+        let entry = mcp_v8_lambda::meta::NewLogEntry {
+            input_heap: None,
+            output_heap: mcp_v8_lambda::heap::HeapKey::parse(&"a".repeat(64)).unwrap(),
+            code: "1".into(),
+            timestamp: "2026-11-22T12:00:00Z".into(),
+        };
+        store.record_run(Some(("s", entry)), &record).await.unwrap();
+        assert_eq!(on_disk(&path, id).await, Some(record));
+    }
+}
