@@ -117,6 +117,8 @@ struct Watchdog {
 #[derive(Default)]
 struct Countdown {
     deadline: Option<Instant>,
+    /// When the thread will look again on its own (`None`: only when woken).
+    wakes_at: Option<Instant>,
     fired: bool,
     closed: bool,
 }
@@ -132,8 +134,12 @@ impl Watchdog {
                 let mut countdown = lock.lock().unwrap_or_else(PoisonError::into_inner);
                 while !countdown.closed {
                     countdown = match countdown.deadline {
-                        None => wake.wait(countdown).unwrap_or_else(PoisonError::into_inner),
+                        None => {
+                            countdown.wakes_at = None;
+                            wake.wait(countdown).unwrap_or_else(PoisonError::into_inner)
+                        }
                         Some(deadline) if Instant::now() < deadline => {
+                            countdown.wakes_at = Some(deadline);
                             let left = deadline.saturating_duration_since(Instant::now());
                             wake.wait_timeout(countdown, left)
                                 .unwrap_or_else(PoisonError::into_inner)
@@ -162,11 +168,18 @@ impl Watchdog {
     }
 
     fn arm(&mut self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
         let mut countdown = self.countdown();
-        countdown.deadline = Some(Instant::now() + timeout);
+        countdown.deadline = Some(deadline);
         countdown.fired = false;
+        // Runs with the same timeout arm later deadlines than the one the
+        // thread sleeps towards: it finds the new one when it wakes, and the
+        // run costs it no wake-up.
+        let in_time = countdown.wakes_at.is_some_and(|at| at <= deadline);
         drop(countdown);
-        self.shared.1.notify_one();
+        if !in_time {
+            self.shared.1.notify_one();
+        }
     }
 
     /// Stops the countdown and says whether it had fired. After this returns
