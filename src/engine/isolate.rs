@@ -416,7 +416,7 @@ impl Warm {
             let fired = self.watchdog.disarm();
             let terminated = fired || scope.is_execution_terminating();
             if terminated {
-                // Spent: `reusable` says no, whatever the status.
+                // Spent whatever the status: `renew` will refuse it.
                 self.runs = Self::MAX_RUNS;
             }
             classify(ended, self.guard.hit(), job.timeout, job.heap_limit_bytes)
