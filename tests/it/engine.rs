@@ -8,6 +8,8 @@ use mcp_v8_lambda::engine::{
 };
 use mcp_v8_lambda::heap::{FileHeapStorage, HeapKey, HeapStorage};
 
+use crate::common::engine::{self, completed};
+
 struct Fixture {
     engine: Engine,
     store: FileHeapStorage,
@@ -40,25 +42,12 @@ impl Fixture {
     }
 
     async fn stateless(&self, code: &str) -> RunOutcome {
-        self.run(RunRequest {
-            code: code.into(),
-            ..Default::default()
-        })
-        .await
+        engine::stateless(&self.engine, code).await
     }
 
     async fn run(&self, request: RunRequest) -> RunOutcome {
-        self.engine
-            .run(request)
-            .await
-            .expect("request accepted")
-            .outcome
+        engine::run(&self.engine, request).await
     }
-}
-
-fn completed(outcome: &RunOutcome) -> &str {
-    assert_eq!(outcome.status, RunStatus::Completed, "{outcome:#?}");
-    outcome.result.as_deref().unwrap_or("<undefined>")
 }
 
 #[tokio::test]

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use mcp_v8_lambda::engine::{Engine, EngineConfig, RunOutcome, RunRequest, RunStatus};
+use mcp_v8_lambda::engine::{Engine, EngineConfig, RunRequest, RunStatus};
+
+use crate::common::engine::{completed, run, stateless};
 
 /// A stateless engine with two warm isolates and a small default heap, so
 /// the heap-limit cases hit the warm isolate itself.
@@ -16,26 +18,6 @@ fn warm_engine() -> Engine {
         },
         None,
     )
-}
-
-async fn run(engine: &Engine, request: RunRequest) -> RunOutcome {
-    engine.run(request).await.expect("request accepted").outcome
-}
-
-async fn stateless(engine: &Engine, code: &str) -> RunOutcome {
-    run(
-        engine,
-        RunRequest {
-            code: code.into(),
-            ..Default::default()
-        },
-    )
-    .await
-}
-
-fn completed(outcome: &RunOutcome) -> &str {
-    assert_eq!(outcome.status, RunStatus::Completed, "{outcome:#?}");
-    outcome.result.as_deref().unwrap_or("<undefined>")
 }
 
 #[tokio::test]

@@ -2,6 +2,7 @@
 //! and Lambda use, over real redb and directory stores in a temp dir.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod engine;
 pub mod moto;
 pub mod net;
 
