@@ -349,6 +349,9 @@ pub(crate) struct Warm {
     guard: Box<HeapGuard>,
     heap_limit_bytes: usize,
     runs: usize,
+    /// A termination reached the isolate (the watchdog fired, or one was
+    /// pending when the run ended): it serves no other run.
+    terminated: bool,
     _shared: RwLockReadGuard<'static, ()>,
 }
 
@@ -374,14 +377,15 @@ impl Warm {
             guard,
             heap_limit_bytes,
             runs: 0,
+            terminated: false,
             _shared: shared,
         };
-        warm.prepare();
+        warm.next = Some(warm.new_context());
         warm
     }
 
-    /// Makes the context (and its microtask queue) the next run will use.
-    fn prepare(&mut self) {
+    /// A context with the host functions and its own microtask queue.
+    fn new_context(&mut self) -> (v8::Global<v8::Context>, v8::MicrotaskQueueHandle) {
         let queue = v8::MicrotaskQueue::new(&mut self.isolate, v8::MicrotasksPolicy::Explicit);
         let context = {
             v8::scope!(let scope, &mut self.isolate);
@@ -395,15 +399,15 @@ impl Warm {
             natives::install(scope, global);
             v8::Global::new(scope, context)
         };
-        self.next = Some((context, queue));
+        (context, queue)
     }
 
     /// Runs a stateless job in the prepared context.
     pub(crate) fn run(&mut self, job: &Job) -> JobResult {
-        if self.next.is_none() {
-            self.prepare();
-        }
-        let (context, queue) = self.next.take().expect("a context was just prepared");
+        let (context, queue) = match self.next.take() {
+            Some(next) => next,
+            None => self.new_context(),
+        };
         self.runs += 1;
         self.isolate.set_slot(RunState::new(job.max_output_bytes));
         let deadline = Instant::now() + job.timeout;
@@ -414,11 +418,7 @@ impl Warm {
             let scope = &mut v8::ContextScope::new(scope, context);
             let ended = evaluate(scope, &job.code, deadline, Some(&queue));
             let fired = self.watchdog.disarm();
-            let terminated = fired || scope.is_execution_terminating();
-            if terminated {
-                // Spent whatever the status: `renew` will refuse it.
-                self.runs = Self::MAX_RUNS;
-            }
+            self.terminated = fired || scope.is_execution_terminating();
             classify(ended, self.guard.hit(), job.timeout, job.heap_limit_bytes)
         };
         JobResult {
@@ -434,14 +434,14 @@ impl Warm {
     /// Whether the isolate may serve another run; if so, its next context is
     /// made now.
     pub(crate) fn renew(&mut self) -> bool {
-        if self.runs >= Self::MAX_RUNS || self.guard.hit() {
+        if self.terminated || self.runs >= Self::MAX_RUNS || self.guard.hit() {
             return false;
         }
         let stats = self.isolate.get_heap_statistics();
         if stats.used_heap_size() > self.heap_limit_bytes / 4 {
             return false;
         }
-        self.prepare();
+        self.next = Some(self.new_context());
         true
     }
 }

@@ -92,7 +92,11 @@ impl Flusher {
 impl Drop for Flusher {
     fn drop(&mut self) {
         if let Err(e) = self.flush() {
-            tracing::error!(error = %e, "execution records written in the last 500 ms may be lost");
+            tracing::error!(
+                error = %e,
+                within = ?EXECUTION_FLUSH_INTERVAL,
+                "the latest execution records may be lost"
+            );
         }
     }
 }
