@@ -1,6 +1,7 @@
 //! The JavaScript engine: one V8 isolate per run, fresh or restored from a
 //! content-addressed heap snapshot, snapshotted again when the run succeeds.
 
+mod checksum;
 mod inspect;
 mod isolate;
 mod natives;
@@ -18,6 +19,7 @@ use uuid::Uuid;
 
 use crate::heap::{HeapKey, HeapStorage, HeapStoreError, Snapshot};
 
+pub use checksum::calls as snapshot_checksum_calls;
 pub use typescript::Language;
 pub use worker::{WORKER_ARG, serve_stdio as serve_worker};
 

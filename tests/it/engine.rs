@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use mcp_v8_lambda::engine::{
     Engine, EngineConfig, EngineError, Language, RunOutcome, RunRequest, RunStatus,
+    snapshot_checksum_calls,
 };
 use mcp_v8_lambda::heap::{FileHeapStorage, HeapKey, HeapStorage};
 
@@ -81,6 +82,21 @@ async fn counter_is_threaded_through_three_heaps() {
     }
     assert_eq!(heap.as_str().len(), 64);
     assert!(f.store.path_of(&heap).exists());
+}
+
+/// The engine links its own implementation of V8's snapshot checksum in
+/// place of V8's (src/engine/checksum.rs); this fails if V8 still calls its
+/// own, for instance after a `v8` upgrade made it inline.
+#[tokio::test]
+async fn snapshots_are_checksummed_by_the_linked_replacement() {
+    let f = fixture();
+    let before = snapshot_checksum_calls();
+    let first = f.stateful("globalThis.kept = 'yes'", None).await;
+    completed(&first);
+    // A blob is checksummed at least twice: once made, once verified.
+    assert!(snapshot_checksum_calls() >= before + 2);
+    let next = f.stateful("kept", first.heap.as_ref()).await;
+    assert_eq!(completed(&next), "\"yes\"");
 }
 
 #[tokio::test]
