@@ -4,7 +4,7 @@
 //! plus cold start. Run it through `scripts/bench.sh`, which installs the
 //! reference; by hand:
 //!
-//!     cargo bench --bench http -- [--clients 1] [--calls 1000] [--only SCENARIO,...] [--no-reference] [--no-cold-start]
+//!     cargo bench --bench http -- [--clients 1] [--calls 1000] [--only SCENARIO,...] [--no-reference] [--no-cold-start] [--server PATH]
 //!
 //! Scenarios, each a fixed count of `tools/call`s (or `tools/list`s) shared
 //! by the clients, after a warm-up of 20 calls per client:
@@ -43,6 +43,8 @@ struct Args {
     only: Option<Vec<String>>,
     reference: bool,
     cold_start: bool,
+    /// The binary under test; another build can be compared against this one.
+    server: std::path::PathBuf,
 }
 
 fn args() -> Args {
@@ -52,6 +54,7 @@ fn args() -> Args {
         only: None,
         reference: true,
         cold_start: true,
+        server: env!("CARGO_BIN_EXE_mcp-v8-lambda").into(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -71,6 +74,7 @@ fn args() -> Args {
             }
             "--no-reference" => args.reference = false,
             "--no-cold-start" => args.cold_start = false,
+            "--server" => args.server = it.next().expect("--server PATH").into(),
             // cargo bench passes --bench.
             _ => {}
         }
@@ -92,8 +96,13 @@ impl Drop for Server {
     }
 }
 
-fn spawn_serve(stateless: bool, port: u16, data: &std::path::Path) -> Child {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"));
+fn spawn_serve(
+    server: &std::path::Path,
+    stateless: bool,
+    port: u16,
+    data: &std::path::Path,
+) -> Child {
+    let mut command = Command::new(server);
     command
         .args(["serve", "--port", &port.to_string(), "--data-dir"])
         .arg(data)
@@ -105,10 +114,10 @@ fn spawn_serve(stateless: bool, port: u16, data: &std::path::Path) -> Child {
     command.spawn().expect("starting serve")
 }
 
-fn start_serve(stateless: bool) -> Server {
+fn start_serve(server: &std::path::Path, stateless: bool) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let port = net::free_port();
-    let child = spawn_serve(stateless, port, &dir.path().join("data"));
+    let child = spawn_serve(server, stateless, port, &dir.path().join("data"));
     net::wait_listening(port, "server", Duration::from_secs(30));
     Server {
         child,
@@ -381,13 +390,13 @@ fn row(scenario: Scenario, server: &str, clients: usize, figures: &Figures) {
 
 /// Milliseconds from spawning `serve` to the answer of the first
 /// `initialize`, which is tried every millisecond from the start.
-async fn serve_cold_start() -> f64 {
+async fn serve_cold_start(server: &std::path::Path) -> f64 {
     let dir = tempfile::tempdir().unwrap();
     let port = net::free_port();
     let url = format!("http://127.0.0.1:{port}/mcp");
     let http = reqwest::Client::new();
     let started = Instant::now();
-    let mut child = spawn_serve(false, port, &dir.path().join("data"));
+    let mut child = spawn_serve(server, false, port, &dir.path().join("data"));
     let body = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
         "protocolVersion":mcp::PROTOCOL,"capabilities":{},"clientInfo":{"name":"bench","version":"1"}}});
     let elapsed = loop {
@@ -423,7 +432,7 @@ type RuntimeApi = (
 /// Milliseconds from spawning the binary as a Lambda function (against a
 /// minimal Lambda Runtime API on loopback, stores on moto) to its response
 /// to the first invocation, `events/initialize.json`.
-async fn lambda_cold_start(env: &[(String, String)]) -> f64 {
+async fn lambda_cold_start(server: &std::path::Path, env: &[(String, String)]) -> f64 {
     use axum::extract::{Path, State};
     use axum::routing::{get, post};
 
@@ -481,7 +490,7 @@ async fn lambda_cold_start(env: &[(String, String)]) -> f64 {
     let runtime_api = tokio::spawn(async move { axum::serve(listener, app).await });
 
     let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
+    let mut child = Command::new(server)
         .envs(env.iter().cloned())
         .env("AWS_LAMBDA_RUNTIME_API", api.to_string())
         .env("AWS_LAMBDA_FUNCTION_NAME", "mcp-v8-lambda")
@@ -524,8 +533,8 @@ async fn main() {
         "| scenario | server | clients | calls | p50 ms | p95 ms | p99 ms | calls/s |\n|---|---|---|---|---|---|---|---|"
     );
     let mut ratios = Vec::new();
-    let stateless = start_serve(true);
-    let stateful = start_serve(false);
+    let stateless = start_serve(&args.server, true);
+    let stateful = start_serve(&args.server, false);
     let reference = args.reference.then(start_reference);
     for scenario in Scenario::ALL.into_iter().filter(|s| wanted(*s)) {
         let calls = scenario.calls(args.calls);
@@ -553,7 +562,7 @@ async fn main() {
     if args.cold_start {
         let mut serve = Vec::new();
         for _ in 0..5 {
-            serve.push(serve_cold_start().await);
+            serve.push(serve_cold_start(&args.server).await);
         }
         println!(
             "cold start, serve (spawn to first initialize answer), median of 5: {:.1} ms ({serve:.1?})",
@@ -569,7 +578,7 @@ async fn main() {
         moto::setup(&env);
         let mut lambda = Vec::new();
         for _ in 0..5 {
-            lambda.push(lambda_cold_start(&env).await);
+            lambda.push(lambda_cold_start(&args.server, &env).await);
         }
         println!(
             "cold start, Lambda entry (spawn to first invocation response, stores on moto), median of 5: {:.1} ms ({lambda:.1?})",
