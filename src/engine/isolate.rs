@@ -6,6 +6,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError, RwLock, RwLockReadGu
 use std::thread;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use tokio::sync::oneshot;
 
 use super::inspect::{inspect, render_result};
@@ -18,8 +19,9 @@ const SCRIPT_NAME: &str = "run_js.js";
 /// What the isolate thread is asked to do.
 pub(crate) struct Job {
     pub code: String,
-    /// Raw V8 payload to restore from.
-    pub restore: Option<Vec<u8>>,
+    /// Raw V8 payload to restore from, shared with the heap store's buffer
+    /// so that handing it to a worker process copies it only into the pipe.
+    pub restore: Option<Bytes>,
     /// Create the isolate as a snapshot creator and return a blob on success.
     pub stateful: bool,
     pub timeout: Duration,
@@ -234,14 +236,14 @@ pub(crate) fn execute(job: Job) -> JobResult {
     let refs = natives::external_references();
     let mut isolate = match (job.stateful, job.restore) {
         (true, Some(payload)) => v8::Isolate::snapshot_creator_from_existing_snapshot(
-            payload.into(),
+            Vec::from(payload).into(),
             Some(refs),
             Some(params),
         ),
         (true, None) => v8::Isolate::snapshot_creator(Some(refs), Some(params)),
         (false, Some(payload)) => v8::Isolate::new(
             params
-                .snapshot_blob(payload.into())
+                .snapshot_blob(Vec::from(payload).into())
                 .external_references(refs),
         ),
         (false, None) => v8::Isolate::new(params),

@@ -343,7 +343,7 @@ impl Engine {
                         ));
                         return finish(report);
                     }
-                    Some(snapshot.payload().to_vec())
+                    Some(snapshot.payload_bytes())
                 }
                 Ok(None) => {
                     report.outcome.warnings.push(format!(

@@ -116,6 +116,11 @@ impl Snapshot {
     pub fn payload(&self) -> &[u8] {
         &self.framed[HEADER_LEN..]
     }
+
+    /// The raw V8 payload, sharing this snapshot's buffer.
+    pub fn payload_bytes(&self) -> Bytes {
+        self.framed.slice(HEADER_LEN..)
+    }
 }
 
 impl std::fmt::Debug for Snapshot {
