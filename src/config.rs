@@ -7,7 +7,10 @@ use std::sync::Arc;
 use crate::aws::{Clients, DEFAULT_TABLE_PREFIX, SESSIONS};
 use crate::embedded::open_database_with_cache;
 use crate::engine::{Engine, EngineConfig};
-use crate::heap::{FileHeapStorage, HeapStorage, S3HeapStorage, WriteThroughCacheHeapStorage};
+use crate::heap::{
+    FileHeapStorage, HeapStorage, MemoryCacheHeapStorage, S3HeapStorage,
+    WriteThroughCacheHeapStorage,
+};
 use crate::meta::{DynamoMetaStore, MetaStore, MetaTables, RedbMetaStore};
 use crate::session::{DynamoSessionStore, RedbSessionStore, SessionStore};
 use crate::tools::Toolbox;
@@ -51,6 +54,9 @@ pub struct Config {
     pub heap_cache_dir: Option<PathBuf>,
     /// `MCP_V8_HEAP_CACHE_MAX_MB`.
     pub heap_cache_max_mb: u64,
+    /// `MCP_V8_HEAP_MEMORY_CACHE_MB`: recent heaps kept in memory; 0 turns
+    /// the memory cache off.
+    pub heap_memory_cache_mb: usize,
     /// `MCP_V8_DB_CACHE_MB`: page cache of the embedded database.
     pub db_cache_mb: usize,
     /// Engine worker processes for stateful runs (`serve --workers`, which
@@ -182,6 +188,7 @@ impl Config {
                 .map(PathBuf::from)
                 .or_else(|| under_lambda.then(|| PathBuf::from(LAMBDA_CACHE_DIR))),
             heap_cache_max_mb: number(&lookup, "MCP_V8_HEAP_CACHE_MAX_MB", 512, |v| *v > 0)?,
+            heap_memory_cache_mb: number(&lookup, "MCP_V8_HEAP_MEMORY_CACHE_MB", 64, |_| true)?,
             db_cache_mb: number(&lookup, "MCP_V8_DB_CACHE_MB", 32, |v| *v > 0)?,
             engine_workers: 0,
             warm_isolates: 0,
@@ -245,6 +252,13 @@ impl Config {
             }
             (None, false) => Some(Arc::new(FileHeapStorage::new(data_dir.join("heaps")))),
         };
+        // A session's next run most often restores the heap its last run
+        // stored: from memory, that is neither a read nor a second hash.
+        let heaps = heaps.map(|store| match self.heap_memory_cache_mb {
+            0 => store,
+            mb => Arc::new(MemoryCacheHeapStorage::new(store, mb * 1024 * 1024))
+                as Arc<dyn HeapStorage>,
+        });
         let (sessions, meta): (Arc<dyn SessionStore>, Arc<dyn MetaStore>) = match &self.table_prefix
         {
             Some(prefix) => {
@@ -331,6 +345,10 @@ mod tests {
         assert!(!config.uses_aws(), "locally nothing needs AWS");
         assert_eq!(config.heap_cache_dir, None);
         assert_eq!(config.db_cache_mb, 32);
+        assert_eq!(config.heap_memory_cache_mb, 64);
+        let off = from(&[("MCP_V8_HEAP_MEMORY_CACHE_MB", "0")]).unwrap();
+        assert_eq!(off.heap_memory_cache_mb, 0);
+        assert!(from(&[("MCP_V8_HEAP_MEMORY_CACHE_MB", "lots")]).is_err());
         assert_eq!(from(&[("MCP_V8_DB_CACHE_MB", "4")]).unwrap().db_cache_mb, 4);
         let err = from(&[("MCP_V8_DB_CACHE_MB", "0")]).unwrap_err();
         assert!(err.to_string().contains("MCP_V8_DB_CACHE_MB"), "{err}");

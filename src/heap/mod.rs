@@ -6,6 +6,7 @@ mod cache;
 pub mod conformance;
 mod fs;
 mod key;
+mod memory;
 mod s3;
 mod snapshot;
 
@@ -16,6 +17,7 @@ use async_trait::async_trait;
 pub use cache::WriteThroughCacheHeapStorage;
 pub use fs::FileHeapStorage;
 pub use key::{HeapKey, InvalidHeapKey};
+pub use memory::MemoryCacheHeapStorage;
 pub use s3::S3HeapStorage;
 pub use snapshot::{HEADER_LEN, MAGIC, MIN_PAYLOAD_LEN, Snapshot, SnapshotError};
 

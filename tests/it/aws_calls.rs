@@ -123,8 +123,22 @@ async fn a_stateful_tools_call_makes_the_documented_aws_calls() {
         "a cache hit reads nothing from S3"
     );
 
+    // Without the directory, the instance still holds the heap in memory.
     std::fs::remove_dir_all(&cache).unwrap();
-    let (_, _, cold_reply) = send(&app, Some(&sid), run(Some(&heap))).await;
+    send(&app, Some(&sid), run(Some(&heap))).await;
+    let in_memory = counter.take();
+    println!("run_js from a heap, in memory, no cache directory: {in_memory:?}");
+    assert_eq!(
+        in_memory,
+        calls(&writes_and_reads),
+        "a memory hit reads nothing from S3"
+    );
+
+    // A new instance (empty memory) with an empty /tmp fetches it from S3.
+    let cold_app = config.app(dir.path(), false, Some(&clients)).unwrap();
+    std::fs::remove_dir_all(&cache).unwrap();
+    counter.take();
+    let (_, _, cold_reply) = send(&cold_app, Some(&sid), run(Some(&heap))).await;
     assert_eq!(cold_reply["result"]["structuredContent"]["result"], "2");
     let cold = counter.take();
     println!("run_js from a heap, cold cache: {cold:?}");

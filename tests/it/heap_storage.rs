@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use mcp_v8_lambda::heap::conformance::{self, sample_snapshot};
-use mcp_v8_lambda::heap::{FileHeapStorage, HeapStorage, HeapStoreError};
+use mcp_v8_lambda::heap::{FileHeapStorage, HeapStorage, HeapStoreError, MemoryCacheHeapStorage};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn directory_store_passes_the_conformance_suite() {
@@ -97,4 +97,100 @@ async fn an_unreadable_store_is_a_backend_error_not_a_missing_heap() {
     );
     let err = store.put(&snapshot).await.unwrap_err();
     assert!(matches!(err, HeapStoreError::Backend { .. }), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_cache_passes_the_conformance_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = Arc::new(FileHeapStorage::new(dir.path()));
+    conformance::run_all(Arc::new(MemoryCacheHeapStorage::new(files, 4 << 20))).await;
+}
+
+/// The memory cache in front of a directory, bounded to two sample heaps.
+fn memory_over_files(dir: &std::path::Path) -> (MemoryCacheHeapStorage, FileHeapStorage) {
+    let files = FileHeapStorage::new(dir);
+    let two = 2 * sample_snapshot(0).framed().len();
+    (
+        MemoryCacheHeapStorage::new(Arc::new(files.clone()), two),
+        files,
+    )
+}
+
+#[tokio::test]
+async fn memory_cache_serves_recent_heaps_without_reading_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, files) = memory_over_files(dir.path());
+    let written = sample_snapshot(10);
+    cache.put(&written).await.unwrap();
+    // Stored below as well: the cache never holds what the store refused.
+    let path = files.path_of(written.key());
+    assert!(path.exists());
+    // Damage the file: a read that reached the directory would fail.
+    std::fs::write(&path, b"damaged").unwrap();
+    let read = cache.get(written.key()).await.unwrap().unwrap();
+    assert_eq!(read.framed(), written.framed());
+}
+
+#[tokio::test]
+async fn memory_cache_evicts_the_least_recently_used_heap_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, files) = memory_over_files(dir.path());
+    let (a, b, c) = (
+        sample_snapshot(11),
+        sample_snapshot(12),
+        sample_snapshot(13),
+    );
+    cache.put(&a).await.unwrap();
+    cache.put(&b).await.unwrap();
+    // Using `a` makes `b` the oldest, so storing `c` evicts `b`.
+    cache.get(a.key()).await.unwrap().unwrap();
+    cache.put(&c).await.unwrap();
+    assert_eq!(cache.cached_bytes(), 2 * a.framed().len());
+    for heap in [&a, &b, &c] {
+        std::fs::remove_file(files.path_of(heap.key())).unwrap();
+    }
+    assert!(
+        cache.get(a.key()).await.unwrap().is_some(),
+        "a was used last"
+    );
+    assert!(
+        cache.get(c.key()).await.unwrap().is_some(),
+        "c was stored last"
+    );
+    assert!(cache.get(b.key()).await.unwrap().is_none(), "b was evicted");
+}
+
+#[tokio::test]
+async fn memory_cache_keeps_a_heap_read_from_the_store_and_not_a_corrupt_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, files) = memory_over_files(dir.path());
+    let (good, bad) = (sample_snapshot(14), sample_snapshot(15));
+    files.put(&good).await.unwrap();
+    files.put(&bad).await.unwrap();
+    std::fs::write(files.path_of(bad.key()), b"damaged").unwrap();
+    let err = cache.get(bad.key()).await.unwrap_err();
+    assert!(matches!(err, HeapStoreError::Corrupt { .. }), "{err}");
+    assert!(cache.get(good.key()).await.unwrap().is_some());
+    assert_eq!(
+        cache.cached_bytes(),
+        good.framed().len(),
+        "only the good heap is kept"
+    );
+    std::fs::remove_file(files.path_of(good.key())).unwrap();
+    assert!(
+        cache.get(good.key()).await.unwrap().is_some(),
+        "served from memory"
+    );
+}
+
+#[tokio::test]
+async fn memory_cache_of_zero_bytes_holds_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = FileHeapStorage::new(dir.path());
+    let cache = MemoryCacheHeapStorage::new(Arc::new(files.clone()), 0);
+    let heap = sample_snapshot(16);
+    cache.put(&heap).await.unwrap();
+    assert_eq!(cache.cached_bytes(), 0);
+    std::fs::remove_file(files.path_of(heap.key())).unwrap();
+    assert!(cache.get(heap.key()).await.unwrap().is_none());
 }
