@@ -1,9 +1,10 @@
 //! The embedded metadata store, in the same redb database as the sessions.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use redb::{Database, Durability, ReadableTable, TableDefinition};
@@ -27,71 +28,194 @@ const EXECUTIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("execution
 /// The original server's sled registry flushed every 500 ms, too.
 pub const EXECUTION_FLUSH_INTERVAL: Duration = Duration::from_millis(500);
 
+/// Pending records beyond which `record_run` writes before it returns, so a
+/// disk that fails or falls behind slows callers instead of filling memory.
+const MAX_PENDING_RECORDS: usize = 1024;
+
 /// Session log, tags and executions in redb; every call is one transaction.
 /// Log entries and tags are on disk when the call returns. An execution
-/// record written without a log entry (every stateless run's) skips the
-/// fsync, about 0.3 ms on a local disk, and reaches the disk within
+/// record written without a log entry (every stateless run's) is handed to
+/// a writer thread: the call returns before the write (the answer to a
+/// stateless run waits for no transaction), readers see the record at once
+/// from memory, and it reaches the disk, without an fsync of its own, within
 /// [`EXECUTION_FLUSH_INTERVAL`], with the next durable commit, or when the
-/// last handle to the store drops, whichever comes first. Readers see it at
-/// once either way.
+/// last handle to the store drops, whichever comes first.
 #[derive(Debug, Clone)]
 pub struct RedbMetaStore {
     db: Arc<Database>,
     flusher: Arc<Flusher>,
 }
 
-/// Makes lazily committed records durable.
-#[derive(Debug)]
-struct Flusher {
-    db: Arc<Database>,
-    pending: AtomicBool,
+/// Execution records accepted but not yet committed, and whether committed
+/// ones still wait for a durable commit. Shared by the store and its
+/// writer thread.
+#[derive(Debug, Default)]
+struct Lazy {
+    pending: Mutex<Pending>,
+    /// Signalled when a record arrives or the store closes.
+    arrived: Condvar,
+    unflushed: AtomicBool,
 }
 
-impl Flusher {
-    /// Starts the thread that flushes every [`EXECUTION_FLUSH_INTERVAL`]; it
-    /// ends after the flusher is dropped.
-    fn start(db: Arc<Database>) -> std::io::Result<Arc<Self>> {
-        let flusher = Arc::new(Self {
-            db,
-            pending: AtomicBool::new(false),
-        });
-        let weak: Weak<Self> = Arc::downgrade(&flusher);
-        thread::Builder::new()
-            .name("redb-flush".into())
-            .spawn(move || {
-                loop {
-                    thread::sleep(EXECUTION_FLUSH_INTERVAL);
-                    let Some(flusher) = weak.upgrade() else {
-                        return;
-                    };
-                    if let Err(e) = flusher.flush() {
-                        tracing::warn!(error = %e, "flushing execution records to disk failed; retrying");
-                    }
-                }
-            })?;
-        Ok(flusher)
+#[derive(Debug, Default)]
+struct Pending {
+    /// Each record with the sequence number it was accepted under, so a
+    /// writer forgets only the version it committed.
+    records: HashMap<Uuid, (u64, ExecutionRecord)>,
+    next: u64,
+    closed: bool,
+}
+
+impl Lazy {
+    fn lock(&self) -> MutexGuard<'_, Pending> {
+        // Every update is a single insert, remove or flag write.
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A durable empty commit makes every earlier commit durable.
-    fn flush(&self) -> Result<(), MetaStoreError> {
-        if !self.pending.swap(false, Ordering::SeqCst) {
-            return Ok(());
+    /// Accepts a record; returns how many wait for the writer.
+    fn accept(&self, record: &ExecutionRecord) -> usize {
+        let mut pending = self.lock();
+        let seq = pending.next;
+        pending.next += 1;
+        pending
+            .records
+            .insert(record.outcome.execution_id, (seq, record.clone()));
+        let waiting = pending.records.len();
+        drop(pending);
+        self.arrived.notify_one();
+        waiting
+    }
+
+    /// Commits what is pending now, without an fsync, then forgets what it
+    /// committed. A record accepted meanwhile stays for the next call; one
+    /// committed twice (by the writer and a flush on drop) is the same
+    /// bytes twice.
+    fn write_pending(&self, db: &Database) -> Result<usize, MetaStoreError> {
+        let batch: Vec<(u64, ExecutionRecord)> = self.lock().records.values().cloned().collect();
+        if batch.is_empty() {
+            return Ok(0);
         }
-        let flushed = self
-            .db
+        let mut tx = db.begin_write().map_err(backend)?;
+        tx.set_durability(Durability::None);
+        for (_, record) in &batch {
+            put_execution_in(&tx, record)?;
+        }
+        tx.commit().map_err(backend)?;
+        self.unflushed.store(true, Ordering::SeqCst);
+        let mut pending = self.lock();
+        for (seq, record) in &batch {
+            let id = record.outcome.execution_id;
+            if pending.records.get(&id).is_some_and(|(s, _)| s == seq) {
+                pending.records.remove(&id);
+            }
+        }
+        Ok(batch.len())
+    }
+
+    /// Commits pending records, then a durable empty commit makes every
+    /// earlier commit durable.
+    fn flush(&self, db: &Database) -> Result<(), MetaStoreError> {
+        // Earlier commits are made durable even if this write fails.
+        let written = self.write_pending(db).map(drop);
+        if !self.unflushed.swap(false, Ordering::SeqCst) {
+            return written;
+        }
+        let flushed = db
             .begin_write()
             .map_err(backend)
             .and_then(|tx| tx.commit().map_err(backend));
         if flushed.is_err() {
-            self.pending.store(true, Ordering::SeqCst);
+            self.unflushed.store(true, Ordering::SeqCst);
         }
-        flushed
+        written.and(flushed)
+    }
+
+    /// Waits until the store closes, `deadline` passes or, if `for_records`,
+    /// a record is pending; true unless the store closed.
+    fn wait(&self, deadline: Instant, for_records: bool) -> bool {
+        let mut pending = self.lock();
+        loop {
+            if pending.closed {
+                return false;
+            }
+            let now = Instant::now();
+            if (for_records && !pending.records.is_empty()) || now >= deadline {
+                return true;
+            }
+            pending = self
+                .arrived
+                .wait_timeout(pending, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// The writer thread: commits records as they arrive and makes them
+    /// durable every [`EXECUTION_FLUSH_INTERVAL`], until the store closes.
+    fn write_until_closed(&self, db: &Database) {
+        let mut next_flush = Instant::now() + EXECUTION_FLUSH_INTERVAL;
+        while self.wait(next_flush, true) {
+            let result = if Instant::now() >= next_flush {
+                next_flush = Instant::now() + EXECUTION_FLUSH_INTERVAL;
+                self.flush(db)
+            } else {
+                self.write_pending(db).map(drop)
+            };
+            if let Err(e) = result {
+                tracing::warn!(error = %e, "writing execution records to disk failed; retrying");
+                // A failing disk is retried at the flush interval, not in a
+                // busy loop.
+                if !self.wait(Instant::now() + EXECUTION_FLUSH_INTERVAL, false) {
+                    return;
+                }
+            }
+        }
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.arrived.notify_all();
+    }
+}
+
+/// Owns the writer thread; its drop is the store's last flush.
+#[derive(Debug)]
+struct Flusher {
+    db: Arc<Database>,
+    lazy: Arc<Lazy>,
+    writer: Option<thread::JoinHandle<()>>,
+}
+
+impl Flusher {
+    /// Starts the writer thread. One long-lived thread rather than a task
+    /// per batch: nothing is dropped unrun when a runtime shuts down, and
+    /// the drop joins it, so no straggler writes or keeps the database file
+    /// open after the store is gone.
+    fn start(db: Arc<Database>) -> std::io::Result<Self> {
+        let lazy = Arc::<Lazy>::default();
+        let writer = {
+            let (db, lazy) = (db.clone(), lazy.clone());
+            thread::Builder::new()
+                .name("redb-flush".into())
+                .spawn(move || lazy.write_until_closed(&db))?
+        };
+        Ok(Self {
+            db,
+            lazy,
+            writer: Some(writer),
+        })
     }
 }
 
 impl Drop for Flusher {
     fn drop(&mut self) {
-        if let Err(e) = self.flush() {
+        self.lazy.close();
+        if let Some(writer) = self.writer.take() {
+            // It only writes records, so a panic there loses none that the
+            // flush below cannot still write.
+            let _ = writer.join();
+        }
+        if let Err(e) = self.lazy.flush(&self.db) {
             tracing::error!(
                 error = %e,
                 within = ?EXECUTION_FLUSH_INTERVAL,
@@ -129,8 +253,19 @@ impl RedbMetaStore {
         tx.open_table(TAG_INDEX).map_err(backend)?;
         tx.open_table(EXECUTIONS).map_err(backend)?;
         tx.commit().map_err(backend)?;
-        let flusher = Flusher::start(db.clone()).map_err(backend)?;
+        let flusher = Arc::new(Flusher::start(db.clone()).map_err(backend)?);
         Ok(Self { db, flusher })
+    }
+
+    /// Accepts a record for the writer thread. Past [`MAX_PENDING_RECORDS`]
+    /// the caller waits for the write and gets its error.
+    async fn record_later(&self, execution: &ExecutionRecord) -> Result<(), MetaStoreError> {
+        if self.flusher.lazy.accept(execution) <= MAX_PENDING_RECORDS {
+            return Ok(());
+        }
+        let lazy = self.flusher.lazy.clone();
+        self.blocking(move |db| lazy.write_pending(db).map(drop))
+            .await
     }
 
     async fn blocking<T, F>(&self, work: F) -> Result<T, MetaStoreError>
@@ -356,25 +491,17 @@ impl MetaStore for RedbMetaStore {
         log: Option<(&str, NewLogEntry)>,
         execution: &ExecutionRecord,
     ) -> Result<Option<u64>, MetaStoreError> {
-        let log = log.map(|(session, entry)| (session.to_owned(), entry));
+        let Some((session, entry)) = log else {
+            return self.record_later(execution).await.map(|()| None);
+        };
+        let session = session.to_owned();
         let execution = execution.clone();
-        let flusher = self.flusher.clone();
         self.blocking(move |db| {
-            let mut tx = db.begin_write().map_err(backend)?;
-            let lazy = log.is_none();
-            if lazy {
-                tx.set_durability(Durability::None);
-            }
-            let index = match log {
-                Some((session, entry)) => Some(append_in(&tx, &session, entry)?),
-                None => None,
-            };
+            let tx = db.begin_write().map_err(backend)?;
+            let index = append_in(&tx, &session, entry)?;
             put_execution_in(&tx, &execution)?;
             tx.commit().map_err(backend)?;
-            if lazy {
-                flusher.pending.store(true, Ordering::SeqCst);
-            }
-            Ok(index)
+            Ok(Some(index))
         })
         .await
     }
@@ -384,6 +511,9 @@ impl MetaStore for RedbMetaStore {
         id: Uuid,
         now: i64,
     ) -> Result<Option<ExecutionRecord>, MetaStoreError> {
+        if let Some((_, record)) = self.flusher.lazy.lock().records.get(&id) {
+            return Ok((record.expires_at > now).then(|| record.clone()));
+        }
         self.blocking(move |db| {
             let tx = db.begin_read().map_err(backend)?;
             let executions = tx.open_table(EXECUTIONS).map_err(backend)?;

@@ -114,4 +114,60 @@ mod lazy_execution_records {
         store.record_run(Some(("s", entry)), &record).await.unwrap();
         assert_eq!(on_disk(&path, id).await, Some(record));
     }
+
+    /// Records arrive while the background writer commits earlier ones:
+    /// every one is readable as soon as it is accepted, and every one is in
+    /// the file once the store is dropped.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn records_accepted_at_once_from_many_tasks_are_all_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("meta.redb");
+        let db = open_database(&path).unwrap();
+        let store = Arc::new(RedbMetaStore::new(db.clone()).unwrap());
+        let mut tasks = Vec::new();
+        for _ in 0..8 {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut ids = Vec::new();
+                for _ in 0..200 {
+                    let record = record();
+                    store.record_run(None, &record).await.unwrap();
+                    let id = record.outcome.execution_id;
+                    assert_eq!(store.get_execution(id, 0).await.unwrap(), Some(record));
+                    ids.push(id);
+                }
+                ids
+            }));
+        }
+        let mut ids = Vec::new();
+        for task in tasks {
+            ids.extend(task.await.unwrap());
+        }
+        drop(store);
+        let copy = path.with_extension("crashed");
+        std::fs::copy(&path, &copy).unwrap();
+        let reopened = RedbMetaStore::new(open_database(&copy).unwrap()).unwrap();
+        for id in &ids {
+            assert!(
+                reopened.get_execution(*id, 0).await.unwrap().is_some(),
+                "record {id} was lost"
+            );
+        }
+        assert_eq!(ids.len(), 1600);
+        drop(db);
+    }
+
+    #[tokio::test]
+    async fn an_expired_record_is_not_returned_while_it_waits_for_the_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RedbMetaStore::new(open_database(&dir.path().join("m.redb")).unwrap()).unwrap();
+        let record = record();
+        let id = record.outcome.execution_id;
+        store.record_run(None, &record).await.unwrap();
+        assert_eq!(
+            store.get_execution(id, record.expires_at).await.unwrap(),
+            None
+        );
+        assert!(store.get_execution(id, 0).await.unwrap().is_some());
+    }
 }
