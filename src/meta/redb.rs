@@ -32,14 +32,14 @@ pub const EXECUTION_FLUSH_INTERVAL: Duration = Duration::from_millis(500);
 /// disk that fails or falls behind slows callers instead of filling memory.
 const MAX_PENDING_RECORDS: usize = 1024;
 
-/// Session log, tags and executions in redb; every call is one transaction.
-/// Log entries and tags are on disk when the call returns. An execution
-/// record written without a log entry (every stateless run's) is handed to
-/// a writer thread: the call returns before the write (the answer to a
-/// stateless run waits for no transaction), readers see the record at once
-/// from memory, and it reaches the disk, without an fsync of its own, within
-/// [`EXECUTION_FLUSH_INTERVAL`], with the next durable commit, or when the
-/// last handle to the store drops, whichever comes first.
+/// Session log, tags and executions in redb; every call is at most one
+/// transaction. Log entries and tags are on disk when the call returns. An
+/// execution record written without a log entry (every stateless run's) is
+/// handed to a writer thread: the call returns before the write (the answer
+/// to a stateless run waits for no transaction), readers see the record at
+/// once from memory, and it reaches the disk, without an fsync of its own,
+/// within [`EXECUTION_FLUSH_INTERVAL`], with the next durable commit, or
+/// when the last handle to the store drops, whichever comes first.
 #[derive(Debug, Clone)]
 pub struct RedbMetaStore {
     db: Arc<Database>,
