@@ -101,21 +101,31 @@ impl Config {
 
     /// From any variable source (tests pass a map).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        fn number<T: std::str::FromStr>(
+        /// The smallest value a number variable accepts.
+        #[derive(Clone, Copy)]
+        enum Least {
+            One,
+            Zero,
+        }
+        fn number<T: std::str::FromStr + PartialOrd + Default>(
             lookup: &impl Fn(&str) -> Option<String>,
             name: &'static str,
             default: T,
-            positive: impl Fn(&T) -> bool,
+            least: Least,
         ) -> Result<T, ConfigError> {
             let Some(value) = lookup(name) else {
                 return Ok(default);
             };
+            let (fits, reason): (fn(&T, &T) -> bool, _) = match least {
+                Least::One => (T::gt, "expected a positive whole number"),
+                Least::Zero => (T::ge, "expected a whole number, 0 or more"),
+            };
             match value.trim().parse::<T>() {
-                Ok(parsed) if positive(&parsed) => Ok(parsed),
+                Ok(parsed) if fits(&parsed, &T::default()) => Ok(parsed),
                 _ => Err(ConfigError {
                     name,
                     value,
-                    reason: "expected a positive whole number",
+                    reason,
                 }),
             }
         }
@@ -181,15 +191,15 @@ impl Config {
         Ok(Self {
             jwt,
             auth_token_sha256,
-            max_heap_snapshot_mb: number(&lookup, "MCP_V8_MAX_HEAP_SNAPSHOT_MB", 256, |v| *v > 0)?,
+            max_heap_snapshot_mb: number(&lookup, "MCP_V8_MAX_HEAP_SNAPSHOT_MB", 256, Least::One)?,
             heap_bucket: non_empty("MCP_V8_HEAP_BUCKET"),
             heap_prefix: lookup("MCP_V8_HEAP_PREFIX").unwrap_or_default(),
             heap_cache_dir: non_empty("MCP_V8_HEAP_CACHE_DIR")
                 .map(PathBuf::from)
                 .or_else(|| under_lambda.then(|| PathBuf::from(LAMBDA_CACHE_DIR))),
-            heap_cache_max_mb: number(&lookup, "MCP_V8_HEAP_CACHE_MAX_MB", 512, |v| *v > 0)?,
-            heap_memory_cache_mb: number(&lookup, "MCP_V8_HEAP_MEMORY_CACHE_MB", 64, |_| true)?,
-            db_cache_mb: number(&lookup, "MCP_V8_DB_CACHE_MB", 32, |v| *v > 0)?,
+            heap_cache_max_mb: number(&lookup, "MCP_V8_HEAP_CACHE_MAX_MB", 512, Least::One)?,
+            heap_memory_cache_mb: number(&lookup, "MCP_V8_HEAP_MEMORY_CACHE_MB", 64, Least::Zero)?,
+            db_cache_mb: number(&lookup, "MCP_V8_DB_CACHE_MB", 32, Least::One)?,
             engine_workers: 0,
             warm_isolates: 0,
             table_prefix: non_empty("MCP_V8_TABLE_PREFIX")
@@ -197,10 +207,13 @@ impl Config {
             s3_force_path_style: flag("MCP_V8_S3_FORCE_PATH_STYLE")?,
             under_lambda,
             stateless: flag("MCP_V8_STATELESS")?,
-            session_ttl_secs: number(&lookup, "MCP_V8_SESSION_TTL_SECS", 86_400, |v| *v > 0)?,
-            execution_ttl_secs: number(&lookup, "MCP_V8_EXECUTION_TTL_SECS", 7 * 86_400, |v| {
-                *v > 0
-            })?,
+            session_ttl_secs: number(&lookup, "MCP_V8_SESSION_TTL_SECS", 86_400, Least::One)?,
+            execution_ttl_secs: number(
+                &lookup,
+                "MCP_V8_EXECUTION_TTL_SECS",
+                7 * 86_400,
+                Least::One,
+            )?,
             allowed_origins: lookup("MCP_V8_ALLOWED_ORIGINS")
                 .map(|v| {
                     v.split(',')
@@ -210,7 +223,7 @@ impl Config {
                         .collect()
                 })
                 .unwrap_or_default(),
-            max_body_bytes: number(&lookup, "MCP_V8_MAX_BODY_BYTES", 1024 * 1024, |v| *v > 0)?,
+            max_body_bytes: number(&lookup, "MCP_V8_MAX_BODY_BYTES", 1024 * 1024, Least::One)?,
             log_format,
         })
     }
@@ -348,7 +361,10 @@ mod tests {
         assert_eq!(config.heap_memory_cache_mb, 64);
         let off = from(&[("MCP_V8_HEAP_MEMORY_CACHE_MB", "0")]).unwrap();
         assert_eq!(off.heap_memory_cache_mb, 0);
-        assert!(from(&[("MCP_V8_HEAP_MEMORY_CACHE_MB", "lots")]).is_err());
+        let lots = from(&[("MCP_V8_HEAP_MEMORY_CACHE_MB", "lots")]).unwrap_err();
+        assert!(lots.to_string().contains("0 or more"), "{lots}");
+        let zero = from(&[("MCP_V8_DB_CACHE_MB", "0")]).unwrap_err();
+        assert!(zero.to_string().contains("positive"), "{zero}");
         assert_eq!(from(&[("MCP_V8_DB_CACHE_MB", "4")]).unwrap().db_cache_mb, 4);
         let err = from(&[("MCP_V8_DB_CACHE_MB", "0")]).unwrap_err();
         assert!(err.to_string().contains("MCP_V8_DB_CACHE_MB"), "{err}");
