@@ -1,11 +1,11 @@
 //! A write-through cache: a size-bounded local directory in front of another
 //! heap store (S3 in Lambda's `/tmp`).
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
+use super::lru::ByteLru;
 use super::{FileHeapStorage, HeapKey, HeapStorage, HeapStoreError, Snapshot};
 
 /// Reads served from a local directory when possible, writes go to both.
@@ -27,45 +27,7 @@ pub struct WriteThroughCacheHeapStorage {
 #[derive(Debug, Default)]
 struct Lru {
     loaded: bool,
-    tick: u64,
-    total: u64,
-    entries: HashMap<HeapKey, (u64, u64)>,
-}
-
-impl Lru {
-    fn touch(&mut self, key: &HeapKey, size: u64) {
-        self.tick += 1;
-        if let Some(old) = self.entries.insert(key.clone(), (size, self.tick)) {
-            self.total -= old.0;
-        }
-        self.total += size;
-    }
-
-    fn forget(&mut self, key: &HeapKey) {
-        if let Some((size, _)) = self.entries.remove(key) {
-            self.total -= size;
-        }
-    }
-
-    /// Keys to delete so the total fits `max_bytes`, keeping `keep`.
-    fn evictions(&mut self, max_bytes: u64, keep: &HeapKey) -> Vec<HeapKey> {
-        let mut by_age: Vec<(u64, HeapKey)> = self
-            .entries
-            .iter()
-            .filter(|(k, _)| *k != keep)
-            .map(|(k, (_, used))| (*used, k.clone()))
-            .collect();
-        by_age.sort();
-        let mut evicted = Vec::new();
-        for (_, key) in by_age {
-            if self.total <= max_bytes {
-                break;
-            }
-            self.forget(&key);
-            evicted.push(key);
-        }
-        evicted
-    }
+    heaps: ByteLru<()>,
 }
 
 impl WriteThroughCacheHeapStorage {
@@ -99,7 +61,7 @@ impl WriteThroughCacheHeapStorage {
                 name.to_str().and_then(|n| HeapKey::parse(n).ok()),
                 entry.metadata(),
             ) {
-                lru.touch(&key, meta.len());
+                lru.heaps.insert(&key, (), meta.len());
             }
         }
     }
@@ -108,8 +70,8 @@ impl WriteThroughCacheHeapStorage {
     async fn admit(&self, key: &HeapKey, size: u64) {
         let evicted = {
             let mut lru = self.lru.lock().expect("lru lock");
-            lru.touch(key, size);
-            lru.evictions(self.max_bytes, key)
+            lru.heaps.insert(key, (), size);
+            lru.heaps.evict_to(self.max_bytes, key)
         };
         for key in evicted {
             if let Err(e) = tokio::fs::remove_file(self.local.path_of(&key)).await {
@@ -119,7 +81,7 @@ impl WriteThroughCacheHeapStorage {
     }
 
     async fn drop_local(&self, key: &HeapKey) {
-        self.lru.lock().expect("lru lock").forget(key);
+        self.lru.lock().expect("lru lock").heaps.remove(key);
         let _ = tokio::fs::remove_file(self.local.path_of(key)).await;
     }
 }

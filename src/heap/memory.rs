@@ -1,10 +1,10 @@
 //! Recently used heaps kept in memory in front of another heap store.
 
-use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 
+use super::lru::ByteLru;
 use super::{HeapKey, HeapStorage, HeapStoreError, Snapshot};
 
 /// Serves the heaps this process wrote or read last from memory.
@@ -19,48 +19,19 @@ use super::{HeapKey, HeapStorage, HeapStoreError, Snapshot};
 #[derive(Debug)]
 pub struct MemoryCacheHeapStorage {
     inner: Arc<dyn HeapStorage>,
-    max_bytes: usize,
-    entries: Mutex<Entries>,
+    max_bytes: u64,
+    entries: Mutex<ByteLru<Snapshot>>,
 }
 
-/// The cached snapshots and their use order.
-#[derive(Debug, Default)]
-struct Entries {
-    tick: u64,
-    total: usize,
-    by_key: HashMap<HeapKey, (Snapshot, u64)>,
-    by_use: BTreeMap<u64, HeapKey>,
-}
-
-impl Entries {
-    fn get(&mut self, key: &HeapKey) -> Option<Snapshot> {
-        self.tick += 1;
-        let (snapshot, used) = self.by_key.get_mut(key)?;
-        self.by_use.remove(used);
-        *used = self.tick;
-        self.by_use.insert(self.tick, key.clone());
-        Some(snapshot.clone())
+/// Keeps `snapshot` unless it alone exceeds `max_bytes`, evicting the least
+/// recently used others to make room.
+fn admit(entries: &mut ByteLru<Snapshot>, snapshot: &Snapshot, max_bytes: u64) {
+    let size = snapshot.framed().len() as u64;
+    if size > max_bytes || entries.get(snapshot.key()).is_some() {
+        return;
     }
-
-    fn insert(&mut self, snapshot: &Snapshot, max_bytes: usize) {
-        let size = snapshot.framed().len();
-        if size > max_bytes || self.get(snapshot.key()).is_some() {
-            return;
-        }
-        while self.total + size > max_bytes {
-            let Some((_, oldest)) = self.by_use.pop_first() else {
-                break;
-            };
-            if let Some((evicted, _)) = self.by_key.remove(&oldest) {
-                self.total -= evicted.framed().len();
-            }
-        }
-        self.tick += 1;
-        self.total += size;
-        self.by_use.insert(self.tick, snapshot.key().clone());
-        self.by_key
-            .insert(snapshot.key().clone(), (snapshot.clone(), self.tick));
-    }
+    entries.insert(snapshot.key(), snapshot.clone(), size);
+    entries.evict_to(max_bytes, snapshot.key());
 }
 
 impl MemoryCacheHeapStorage {
@@ -68,17 +39,17 @@ impl MemoryCacheHeapStorage {
     pub fn new(inner: Arc<dyn HeapStorage>, max_bytes: usize) -> Self {
         Self {
             inner,
-            max_bytes,
+            max_bytes: max_bytes as u64,
             entries: Mutex::default(),
         }
     }
 
     /// Bytes of framed snapshots held now.
     pub fn cached_bytes(&self) -> usize {
-        self.lock().total
+        self.lock().total() as usize
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ByteLru<Snapshot>> {
         // The map is consistent between statements; a panic elsewhere
         // cannot leave it half-updated.
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
@@ -89,17 +60,17 @@ impl MemoryCacheHeapStorage {
 impl HeapStorage for MemoryCacheHeapStorage {
     async fn put(&self, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
         self.inner.put(snapshot).await?;
-        self.lock().insert(snapshot, self.max_bytes);
+        admit(&mut self.lock(), snapshot, self.max_bytes);
         Ok(())
     }
 
     async fn get(&self, key: &HeapKey) -> Result<Option<Snapshot>, HeapStoreError> {
         if let Some(snapshot) = self.lock().get(key) {
-            return Ok(Some(snapshot));
+            return Ok(Some(snapshot.clone()));
         }
         let found = self.inner.get(key).await?;
         if let Some(snapshot) = &found {
-            self.lock().insert(snapshot, self.max_bytes);
+            admit(&mut self.lock(), snapshot, self.max_bytes);
         }
         Ok(found)
     }

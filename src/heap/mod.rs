@@ -6,6 +6,7 @@ mod cache;
 pub mod conformance;
 mod fs;
 mod key;
+mod lru;
 mod memory;
 mod s3;
 mod snapshot;
