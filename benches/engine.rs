@@ -12,6 +12,11 @@ use mcp_v8_lambda::engine::{
 };
 use mcp_v8_lambda::heap::{FileHeapStorage, HeapKey, HeapStorage};
 
+// The binary's allocator (src/main.rs), so the figures are the server's.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 struct Bench {
     engine: Engine,
     store: FileHeapStorage,

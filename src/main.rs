@@ -14,6 +14,12 @@ use mcp_v8_lambda::engine::WORKER_ARG;
 use mcp_v8_lambda::transport::{loopback_only, router};
 use tracing_subscriber::EnvFilter;
 
+// With the crate's "override" feature this also serves V8's malloc calls;
+// naming it here is what links it in.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     version,

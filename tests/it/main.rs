@@ -6,6 +6,7 @@
 
 mod common;
 
+mod allocator;
 mod auth;
 mod aws_backends;
 mod aws_calls;
