@@ -708,3 +708,53 @@ async fn snapshots_over_the_size_bound_are_neither_stored_nor_restored() {
     let out = run(&large, "big.length", Some(heap)).await;
     assert_eq!(out.result.as_deref(), Some("200000"), "{out:?}");
 }
+
+/// What made `tests/fixtures/heaps/d429e185…`, with V8's read-only promotion
+/// on (a fresh isolate, `run_js` with this code, on v8 152.2.0).
+const PROMOTED_HEAP_CODE: &str = r#"
+globalThis.m = new Map([["a", 1], ["b", [1,2,3]]]);
+globalThis.re = /x(\d+)y/g;
+globalThis.sym = Symbol("s");
+globalThis.o = { [sym]: 5, d: new Date(0), ta: new Uint8Array([1,2,3]), big: 12345678901234567890n };
+globalThis.f = function fib(n) { return n < 2 ? n : fib(n-1) + fib(n-2) };
+class K { #p = 7; get p() { return this.#p } }; globalThis.k = new K();
+globalThis.p = Promise.resolve(3);
+globalThis.ws = new WeakMap(); ws.set(o, "w");
+"ok"
+"#;
+const PROMOTED_HEAP: &str = "d429e185687e796df3f46b967d33e601e46fc10ac5c6e14e6f9c111d13d64f74";
+const READ_PROMOTED_STATE: &str = r#"JSON.stringify([m.get("b"), "x12y".replace(re, "$1"), o[sym],
+  o.d.toISOString(), Array.from(o.ta), String(o.big * 2n), f(15), k.p, ws.get(o),
+  typeof Intl.NumberFormat, [3,1,2].toSorted().join(), sym.description])"#;
+const PROMOTED_STATE: &str = r#"[[1,2,3],"12",5,"1970-01-01T00:00:00.000Z",[1,2,3],"24691357802469135780",610,7,"w","function","1,2,3","s"]"#;
+
+#[tokio::test]
+async fn a_heap_stored_with_read_only_promotion_still_restores() {
+    // Heaps in S3 and on disk outlive deployments: one written before
+    // promotion was turned off (src/engine/platform.rs) must restore, and so
+    // must what it leads to, alternating with heaps made without it.
+    let f = fixture();
+    std::fs::create_dir_all(f.store.dir()).unwrap();
+    let old = HeapKey::parse(PROMOTED_HEAP).unwrap();
+    let fixture = format!(
+        "{}/tests/fixtures/heaps/{PROMOTED_HEAP}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::copy(fixture, f.store.path_of(&old)).unwrap();
+    let expected = serde_json::to_string(PROMOTED_STATE).unwrap();
+
+    let from_old = f.stateful(READ_PROMOTED_STATE, Some(&old)).await;
+    assert_eq!(completed(&from_old), expected);
+    let next = from_old.heap.expect("a new heap");
+    // The same code today gives a heap with the same state.
+    let fresh = f.stateful(PROMOTED_HEAP_CODE, None).await;
+    assert_eq!(completed(&fresh), "\"ok\"");
+    let from_fresh = f.stateful(READ_PROMOTED_STATE, fresh.heap.as_ref()).await;
+    assert_eq!(completed(&from_fresh), expected);
+    let again = f.stateful(READ_PROMOTED_STATE, Some(&next)).await;
+    assert_eq!(completed(&again), expected);
+    let old_again = f.stateful("m.size + k.p", Some(&old)).await;
+    assert_eq!(completed(&old_again), "9");
+    let fresh_again = f.stateful("o[sym] + f(10)", fresh.heap.as_ref()).await;
+    assert_eq!(completed(&fresh_again), "60");
+}
