@@ -22,13 +22,14 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// mimalloc keeps freed memory for a second (ten for whole arenas) before
 /// giving it back. That pays where V8 runs (engine workers, Lambda), since
-/// V8 reuses it at once, but in a `serve` whose workers run all of V8, its threads
-/// free heaps other threads made, and it held 60–100 MiB more than with
-/// glibc under the load bench. A `MIMALLOC_PURGE_DELAY` in the environment
-/// still wins.
+/// V8 reuses it at once. A `serve` whose workers run all of V8 frees heaps
+/// on other threads than made them, and held 60–100 MiB more than with glibc
+/// under the load bench. A `MIMALLOC_PURGE_DELAY` in the environment still
+/// wins.
 #[cfg(feature = "mimalloc")]
 fn return_freed_memory_promptly() {
-    // `mi_option_purge_delay` in mimalloc v3's `mi_option_e` (mimalloc.h).
+    // `mi_option_purge_delay` in the `mi_option_e` of the mimalloc.h that the
+    // pinned crate bundles (Cargo.toml).
     const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
     unsafe extern "C" {
         fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);

@@ -736,11 +736,11 @@ async fn a_heap_stored_with_read_only_promotion_still_restores() {
     let f = fixture();
     std::fs::create_dir_all(f.store.dir()).unwrap();
     let old = HeapKey::parse(PROMOTED_HEAP).unwrap();
-    let fixture = format!(
+    let file = format!(
         "{}/tests/fixtures/heaps/{PROMOTED_HEAP}",
         env!("CARGO_MANIFEST_DIR")
     );
-    std::fs::copy(fixture, f.store.path_of(&old)).unwrap();
+    std::fs::copy(file, f.store.path_of(&old)).unwrap();
     let expected = serde_json::to_string(PROMOTED_STATE).unwrap();
 
     let from_old = f.stateful(READ_PROMOTED_STATE, Some(&old)).await;
