@@ -256,7 +256,7 @@ impl Config {
                 ));
                 Some(match &self.heap_cache_dir {
                     Some(dir) => Arc::new(WriteThroughCacheHeapStorage::new(
-                        FileHeapStorage::new(dir),
+                        FileHeapStorage::cache(dir),
                         s3,
                         self.heap_cache_max_mb * 1024 * 1024,
                     )),

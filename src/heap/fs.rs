@@ -1,6 +1,7 @@
 //! A directory of snapshot files, one per heap key.
 
-use std::io;
+use std::fs::File;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
@@ -11,12 +12,29 @@ use super::{HeapKey, HeapStorage, HeapStoreError, Snapshot, verify_read};
 #[derive(Debug, Clone)]
 pub struct FileHeapStorage {
     dir: PathBuf,
+    durable: bool,
 }
 
 impl FileHeapStorage {
-    /// A store in `dir`; nothing is touched until the first write.
+    /// A store in `dir`; nothing is touched until the first write. A write
+    /// is on disk (file and directory entry synced) before `put` returns:
+    /// the session log, committed durably right after, names the heap, and
+    /// must not outlive it in a crash.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+        Self {
+            dir: dir.into(),
+            durable: true,
+        }
+    }
+
+    /// A store in `dir` whose writes are not synced: for a cache in front
+    /// of a durable store (Lambda's `/tmp` before S3), where a write lost in
+    /// a crash is only a miss, and the instance's disk goes with it anyway.
+    pub fn cache(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: dir.into(),
+            durable: false,
+        }
     }
 
     /// The directory holding the files.
@@ -42,7 +60,11 @@ impl FileHeapStorage {
     fn put_blocking(&self, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
         let key = snapshot.key();
         let path = self.path_of(key);
-        if path.try_exists().unwrap_or(false) {
+        // Same key, same bytes, so a file of the right length is this heap.
+        // One of another length was cut short (a crash before this store
+        // synced, a full disk) and is replaced; `get` refuses it meanwhile.
+        let framed = snapshot.framed();
+        if std::fs::metadata(&path).is_ok_and(|m| m.len() == framed.len() as u64) {
             return Ok(());
         }
         std::fs::create_dir_all(&self.dir).map_err(|e| Self::backend(key, e))?;
@@ -53,11 +75,30 @@ impl FileHeapStorage {
             key.as_str(),
             uuid::Uuid::new_v4().simple()
         ));
-        let result =
-            std::fs::write(&tmp, snapshot.framed()).and_then(|()| std::fs::rename(&tmp, &path));
-        if let Err(e) = result {
+        if let Err(e) = self.write_new(&tmp, framed) {
             let _ = std::fs::remove_file(&tmp);
             return Err(Self::backend(key, e));
+        }
+        if let Err(e) = std::fs::rename(&tmp, &path) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(Self::backend(key, e));
+        }
+        if self.durable {
+            // The rename is on disk only once the directory is.
+            File::open(&self.dir)
+                .and_then(|dir| dir.sync_all())
+                .map_err(|e| Self::backend(key, e))?;
+        }
+        Ok(())
+    }
+
+    /// Writes `bytes` to a new file at `tmp`, synced when this store is
+    /// durable, so the rename that follows never publishes a short file.
+    fn write_new(&self, tmp: &Path, bytes: &[u8]) -> io::Result<()> {
+        let mut file = File::create_new(tmp)?;
+        file.write_all(bytes)?;
+        if self.durable {
+            file.sync_data()?;
         }
         Ok(())
     }

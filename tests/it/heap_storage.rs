@@ -77,6 +77,26 @@ async fn a_truncated_file_is_corrupt_and_names_the_heap() {
 }
 
 #[tokio::test]
+async fn a_put_replaces_a_file_cut_short() {
+    // What a crash between the write and the disk leaves behind; a put that
+    // trusted the name alone would keep the heap unreadable for good.
+    let (durable, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for store in [
+        FileHeapStorage::new(durable.path()),
+        FileHeapStorage::cache(cache.path()),
+    ] {
+        let snapshot = sample_snapshot(5);
+        let path = store.path_of(snapshot.key());
+        std::fs::write(&path, &snapshot.framed()[..snapshot.framed().len() - 1]).unwrap();
+        assert!(store.get(snapshot.key()).await.is_err());
+        store.put(&snapshot).await.unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), &snapshot.framed()[..]);
+        let read = store.get(snapshot.key()).await.unwrap().unwrap();
+        assert_eq!(read.key(), snapshot.key());
+    }
+}
+
+#[tokio::test]
 async fn an_unreadable_store_is_a_backend_error_not_a_missing_heap() {
     let dir = tempfile::tempdir().unwrap();
     // A file where the directory should be: every read fails with an I/O error.
