@@ -304,27 +304,22 @@ impl MetaStore for DynamoMetaStore {
 
     async fn list_sessions(&self) -> Result<Vec<String>, MetaStoreError> {
         let mut sessions = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .dynamodb
-                .scan()
-                .table_name(&self.tables.heads)
-                .projection_expression("session_name")
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(sdk)?;
+        let mut items = self
+            .dynamodb
+            .scan()
+            .table_name(&self.tables.heads)
+            .projection_expression("session_name")
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send();
+        while let Some(item) = items.next().await {
+            let item = item.map_err(sdk)?;
             sessions.extend(
-                page.items()
-                    .iter()
-                    .filter_map(|i| i.get("session_name")?.as_s().ok().cloned()),
+                item.get("session_name")
+                    .and_then(|v| v.as_s().ok())
+                    .cloned(),
             );
-            match page.last_evaluated_key {
-                Some(key) if !key.is_empty() => start = Some(key),
-                _ => break,
-            }
         }
         sessions.sort();
         Ok(sessions)
@@ -359,33 +354,32 @@ impl MetaStore for DynamoMetaStore {
         limit: usize,
     ) -> Result<Vec<LogEntry>, MetaStoreError> {
         let mut entries = Vec::new();
-        let mut start = None;
-        while entries.len() < limit {
-            let page = self
-                .dynamodb
-                .query()
-                .table_name(&self.tables.log)
-                .key_condition_expression("session_name = :s AND idx >= :o")
-                .expression_attribute_values(":s", s(session))
-                .expression_attribute_values(":o", n(offset))
-                .consistent_read(true)
-                .limit((limit - entries.len()).min(1000) as i32)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(sdk)?;
-            for item in page.items() {
-                entries.push(
-                    self.unstash(item, &format!("log entry of {session:?}"))
-                        .await?,
-                );
-            }
-            match page.last_evaluated_key {
-                Some(key) if !key.is_empty() => start = Some(key),
-                _ => break,
+        if limit == 0 {
+            return Ok(entries);
+        }
+        let mut items = self
+            .dynamodb
+            .query()
+            .table_name(&self.tables.log)
+            .key_condition_expression("session_name = :s AND idx >= :o")
+            .expression_attribute_values(":s", s(session))
+            .expression_attribute_values(":o", n(offset))
+            .consistent_read(true)
+            .limit(limit.min(1000) as i32)
+            .into_paginator()
+            .items()
+            .send();
+        // Pages are fetched as the stream is read, so none past `limit`.
+        while let Some(item) = items.next().await {
+            let item = item.map_err(sdk)?;
+            entries.push(
+                self.unstash(&item, &format!("log entry of {session:?}"))
+                    .await?,
+            );
+            if entries.len() == limit {
+                break;
             }
         }
-        entries.truncate(limit);
         Ok(entries)
     }
 
@@ -458,28 +452,23 @@ impl MetaStore for DynamoMetaStore {
             return Ok(Vec::new());
         };
         let mut candidates = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .dynamodb
-                .query()
-                .table_name(&self.tables.tag_index)
-                .key_condition_expression("tag_pair = :p")
-                .expression_attribute_values(":p", s(pair_key(key, value)))
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(sdk)?;
+        let mut items = self
+            .dynamodb
+            .query()
+            .table_name(&self.tables.tag_index)
+            .key_condition_expression("tag_pair = :p")
+            .expression_attribute_values(":p", s(pair_key(key, value)))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send();
+        while let Some(item) = items.next().await {
+            let item = item.map_err(sdk)?;
             candidates.extend(
-                page.items()
-                    .iter()
-                    .filter_map(|i| HeapKey::parse(i.get("heap_key")?.as_s().ok()?).ok()),
+                item.get("heap_key")
+                    .and_then(|v| v.as_s().ok())
+                    .and_then(|k| HeapKey::parse(k).ok()),
             );
-            match page.last_evaluated_key {
-                Some(key) if !key.is_empty() => start = Some(key),
-                _ => break,
-            }
         }
         let mut found = Vec::new();
         for heap in candidates {
