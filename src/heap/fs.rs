@@ -67,7 +67,17 @@ impl FileHeapStorage {
         if std::fs::metadata(&path).is_ok_and(|m| m.len() == framed.len() as u64) {
             return Ok(());
         }
-        std::fs::create_dir_all(&self.dir).map_err(|e| Self::backend(key, e))?;
+        if !self.dir.is_dir() {
+            std::fs::create_dir_all(&self.dir).map_err(|e| Self::backend(key, e))?;
+            // A new directory is on disk only once its parent is.
+            if self.durable {
+                let parent = match self.dir.parent() {
+                    Some(parent) if !parent.as_os_str().is_empty() => parent,
+                    _ => Path::new("."),
+                };
+                sync_dir(parent).map_err(|e| Self::backend(key, e))?;
+            }
+        }
         // A unique temporary name per writer: two runs producing the same heap
         // at once must not interleave bytes in one temp file.
         let tmp = self.dir.join(format!(
@@ -85,9 +95,7 @@ impl FileHeapStorage {
         }
         if self.durable {
             // The rename is on disk only once the directory is.
-            File::open(&self.dir)
-                .and_then(|dir| dir.sync_all())
-                .map_err(|e| Self::backend(key, e))?;
+            sync_dir(&self.dir).map_err(|e| Self::backend(key, e))?;
         }
         Ok(())
     }
@@ -119,6 +127,10 @@ impl FileHeapStorage {
             io::Error::other(format!("the file task failed: {err}")),
         )
     }
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
 }
 
 #[async_trait]
