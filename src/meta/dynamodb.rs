@@ -81,6 +81,10 @@ fn number(item: &HashMap<String, AttributeValue>, name: &str) -> Option<i64> {
     item.get(name)?.as_n().ok()?.parse().ok()
 }
 
+fn string<'a>(item: &'a HashMap<String, AttributeValue>, name: &str) -> Option<&'a String> {
+    item.get(name)?.as_s().ok()
+}
+
 /// An unambiguous partition key for one tag pair.
 fn pair_key(key: &str, value: &str) -> String {
     format!("{}:{key}={value}", key.len())
@@ -137,9 +141,9 @@ impl DynamoMetaStore {
             what: what.to_owned(),
             reason,
         };
-        let json = if let Some(inline) = item.get("json").and_then(|v| v.as_s().ok()) {
+        let json = if let Some(inline) = string(item, "json") {
             inline.clone()
-        } else if let Some(key) = item.get("json_s3_key").and_then(|v| v.as_s().ok()) {
+        } else if let Some(key) = string(item, "json_s3_key") {
             let object = self
                 .s3
                 .get_object()
@@ -313,13 +317,8 @@ impl MetaStore for DynamoMetaStore {
             .into_paginator()
             .items()
             .send();
-        while let Some(item) = items.next().await {
-            let item = item.map_err(sdk)?;
-            sessions.extend(
-                item.get("session_name")
-                    .and_then(|v| v.as_s().ok())
-                    .cloned(),
-            );
+        while let Some(item) = items.try_next().await.map_err(sdk)? {
+            sessions.extend(string(&item, "session_name").cloned());
         }
         sessions.sort();
         Ok(sessions)
@@ -370,8 +369,7 @@ impl MetaStore for DynamoMetaStore {
             .items()
             .send();
         // Pages are fetched as the stream is read, so none past `limit`.
-        while let Some(item) = items.next().await {
-            let item = item.map_err(sdk)?;
+        while let Some(item) = items.try_next().await.map_err(sdk)? {
             entries.push(
                 self.unstash(&item, &format!("log entry of {session:?}"))
                     .await?,
@@ -462,13 +460,8 @@ impl MetaStore for DynamoMetaStore {
             .into_paginator()
             .items()
             .send();
-        while let Some(item) = items.next().await {
-            let item = item.map_err(sdk)?;
-            candidates.extend(
-                item.get("heap_key")
-                    .and_then(|v| v.as_s().ok())
-                    .and_then(|k| HeapKey::parse(k).ok()),
-            );
+        while let Some(item) = items.try_next().await.map_err(sdk)? {
+            candidates.extend(string(&item, "heap_key").and_then(|k| HeapKey::parse(k).ok()));
         }
         let mut found = Vec::new();
         for heap in candidates {
