@@ -85,11 +85,10 @@ impl FileHeapStorage {
             key.as_str(),
             uuid::Uuid::new_v4().simple()
         ));
-        if let Err(e) = self.write_new(&tmp, framed) {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(Self::backend(key, e));
-        }
-        if let Err(e) = std::fs::rename(&tmp, &path) {
+        let result = self
+            .write_new(&tmp, framed)
+            .and_then(|()| std::fs::rename(&tmp, &path));
+        if let Err(e) = result {
             let _ = std::fs::remove_file(&tmp);
             return Err(Self::backend(key, e));
         }
