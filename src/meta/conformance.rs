@@ -80,14 +80,24 @@ pub async fn log_indexes_start_at_zero_and_read_back_in_order(store: &dyn MetaSt
     );
 }
 
-/// A session appears in the listing with its first entry.
+/// A session appears in the listing with its first entry, once however
+/// many it has; every such session is listed.
 pub async fn sessions_are_listed_once_they_have_entries(store: &dyn MetaStore) {
-    let s = session("listed");
-    assert!(!store.list_sessions().await.unwrap().contains(&s));
-    store.append_log(&s, entry(0)).await.unwrap();
-    store.append_log(&s, entry(1)).await.unwrap();
+    let names: Vec<String> = (0..4).map(|n| session(&format!("listed{n}"))).collect();
+    let before = store.list_sessions().await.unwrap();
+    assert!(names.iter().all(|s| !before.contains(s)));
+    for s in &names {
+        store.append_log(s, entry(0)).await.unwrap();
+        store.append_log(s, entry(1)).await.unwrap();
+    }
     let listed = store.list_sessions().await.unwrap();
-    assert_eq!(listed.iter().filter(|n| **n == s).count(), 1);
+    for s in &names {
+        assert_eq!(
+            listed.iter().filter(|n| *n == s).count(),
+            1,
+            "{s} in {listed:?}"
+        );
+    }
 }
 
 /// `set_tags` replaces; an empty map clears; unknown heaps have none.

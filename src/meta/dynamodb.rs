@@ -56,6 +56,8 @@ pub struct DynamoMetaStore {
     bucket: String,
     overflow_prefix: String,
     tables: MetaTables,
+    /// Items per query or scan page; `None` lets DynamoDB fill 1 MB pages.
+    page_items: Option<i32>,
 }
 
 fn backend(error: impl std::fmt::Display) -> MetaStoreError {
@@ -106,7 +108,16 @@ impl DynamoMetaStore {
             bucket: bucket.into(),
             overflow_prefix: overflow_prefix.into(),
             tables,
+            page_items: None,
         }
+    }
+
+    /// Asks DynamoDB for at most `items` items per page. Real tables need
+    /// thousands of items before a listing spans pages; small pages let the
+    /// tests show that every listing follows them to the end.
+    pub fn with_page_items(mut self, items: u16) -> Self {
+        self.page_items = Some(i32::from(items.max(1)));
+        self
     }
 
     /// The JSON as an attribute: inline when it fits, else an S3 object key.
@@ -314,6 +325,7 @@ impl MetaStore for DynamoMetaStore {
             .table_name(&self.tables.heads)
             .projection_expression("session_name")
             .consistent_read(true)
+            .set_limit(self.page_items)
             .into_paginator()
             .items()
             .send();
@@ -356,6 +368,8 @@ impl MetaStore for DynamoMetaStore {
         if limit == 0 {
             return Ok(entries);
         }
+        // No page holds more than the caller wants (nor over 1000 items).
+        let page = limit.min(1000) as i32;
         let mut items = self
             .dynamodb
             .query()
@@ -364,7 +378,7 @@ impl MetaStore for DynamoMetaStore {
             .expression_attribute_values(":s", s(session))
             .expression_attribute_values(":o", n(offset))
             .consistent_read(true)
-            .limit(limit.min(1000) as i32)
+            .limit(self.page_items.map_or(page, |items| items.min(page)))
             .into_paginator()
             .items()
             .send();
@@ -457,6 +471,7 @@ impl MetaStore for DynamoMetaStore {
             .key_condition_expression("tag_pair = :p")
             .expression_attribute_values(":p", s(pair_key(key, value)))
             .consistent_read(true)
+            .set_limit(self.page_items)
             .into_paginator()
             .items()
             .send();

@@ -192,6 +192,15 @@ async fn dynamodb_meta_store_passes_the_meta_conformance_suite_with_eight_concur
     meta_conformance::run_all(Arc::new(meta_store(s3, dynamodb, &bucket, &prefix))).await;
 }
 
+/// One item per page: every listing of two or more items (the log, the
+/// sessions, a tag pair's heaps) is read across pages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn dynamodb_meta_store_passes_the_meta_conformance_suite_one_item_per_page() {
+    let (s3, dynamodb, bucket, prefix) = provisioned().await;
+    let store = meta_store(s3, dynamodb, &bucket, &prefix).with_page_items(1);
+    meta_conformance::run_all(Arc::new(store)).await;
+}
+
 #[tokio::test]
 async fn fields_too_large_for_an_item_go_to_s3_and_come_back_whole() {
     let (s3, dynamodb, bucket, prefix) = provisioned().await;
