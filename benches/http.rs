@@ -14,6 +14,10 @@
 //! - `large`: the same from a ~10 MiB heap (120k objects);
 //! - `list`: `tools/list`, the cost of the replay alone (and on the reference).
 //!
+//! Cold start, from spawning to the first answer: `serve`; the Lambda entry
+//! against a minimal Runtime API served by the bench; and the project's
+//! release build under `cargo lambda watch --wait`.
+//!
 //! Prints one Markdown table row per scenario and server; no timing is
 //! asserted: docs/performance.md records the figures.
 
@@ -516,6 +520,125 @@ async fn lambda_cold_start(server: &std::path::Path, env: &[(String, String)]) -
     (at - started).as_secs_f64() * 1000.0
 }
 
+/// Cold start under `cargo lambda watch --wait`, which builds the function
+/// and starts it when the first invocation arrives, as Lambda starts an
+/// instance for a request. Returns the milliseconds from sending the first
+/// `initialize` to its answer (the emulator, `cargo run`'s build check and
+/// the function), and from the function's process appearing to that answer
+/// (the function alone). `quiet` hides the output of the build and of the
+/// function being killed; the first call builds (minutes, once).
+async fn watch_cold_start(env: &[(String, String)], quiet: bool) -> (f64, f64) {
+    use std::os::unix::process::CommandExt;
+    let project = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}:{}",
+        project.join(".venv/bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    // `cargo run` builds without dev-dependencies and their features; in the
+    // bench's own target directory it would rebuild what `cargo bench` built,
+    // and the other way round on the next bench.
+    let target = std::path::Path::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
+        .ancestors()
+        .nth(2)
+        .expect("the binary sits in <target>/release")
+        .join("lambda-watch");
+    let port = net::free_port();
+    let mut watch = Command::new("cargo")
+        .args(["lambda", "watch", "--release", "--wait", "--quiet"])
+        .args([
+            "--ignore-changes",
+            "-A",
+            "127.0.0.1",
+            "-P",
+            &port.to_string(),
+        ])
+        .current_dir(project)
+        .envs(env.iter().cloned())
+        .env("CARGO_TARGET_DIR", target)
+        .env("PATH", path)
+        .env("RUST_LOG", "error")
+        .env("RUST_BACKTRACE", "0")
+        // Killing the group stops the function instance with its emulator.
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(if quiet {
+            Stdio::null()
+        } else {
+            Stdio::inherit()
+        })
+        .spawn()
+        .expect("starting cargo lambda watch (scripts/bench.sh installs it)");
+    // Long enough for the first build on a slow machine.
+    let give_up = Instant::now() + Duration::from_secs(1800);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < give_up,
+            "cargo lambda watch never listened"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let root = watch.id();
+    let appeared = std::thread::spawn(move || function_appears(root, give_up));
+    let body = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":mcp::PROTOCOL,"capabilities":{},"clientInfo":{"name":"bench","version":"1"}}});
+    let started = Instant::now();
+    let response = reqwest::Client::new()
+        .post(format!(
+            "http://127.0.0.1:{port}/lambda-url/mcp-v8-lambda/mcp"
+        ))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .json(&body)
+        .send()
+        .await
+        .expect("initialize under cargo lambda watch");
+    let answered = Instant::now();
+    let status = response.status();
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{root}")])
+        .status();
+    let _ = watch.wait();
+    assert_eq!(status, 200, "initialize under cargo lambda watch");
+    let appeared = appeared
+        .join()
+        .unwrap()
+        .expect("the function's process never appeared under cargo lambda watch");
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    (ms(answered - started), ms(answered - appeared))
+}
+
+/// When a process running this binary first shows among the descendants of
+/// `root` (polled every half millisecond; its name changes at `exec`).
+fn function_appears(root: u32, give_up: Instant) -> Option<Instant> {
+    fn children(pid: u32) -> Vec<u32> {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten();
+        tasks
+            .flatten()
+            .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+            .flat_map(|list| {
+                list.split_whitespace()
+                    .filter_map(|p| p.parse().ok())
+                    .collect::<Vec<u32>>()
+            })
+            .collect()
+    }
+    while Instant::now() < give_up {
+        let mut pending = vec![root];
+        while let Some(pid) = pending.pop() {
+            let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            if name.trim_end() == "mcp-v8-lambda" {
+                return Some(Instant::now());
+            }
+            pending.extend(children(pid));
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    None
+}
+
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -583,6 +706,24 @@ async fn main() {
         println!(
             "cold start, Lambda entry (spawn to first invocation response, stores on moto), median of 5: {:.1} ms ({lambda:.1?})",
             median(lambda.clone())
+        );
+        eprintln!(
+            "cold start under cargo lambda watch: building the function (a no-op after the first time)"
+        );
+        watch_cold_start(&env, false).await;
+        eprintln!(
+            "(an \"Error: serving Lambda invocations\" above is the function losing its emulator as the bench stops it)"
+        );
+        let (mut total, mut function) = (Vec::new(), Vec::new());
+        for _ in 0..5 {
+            let (all, own) = watch_cold_start(&env, true).await;
+            total.push(all);
+            function.push(own);
+        }
+        println!(
+            "cold start under cargo lambda watch, medians of 5: first initialize sent to answer {:.1} ms ({total:.1?}); function process start to answer {:.1} ms ({function:.1?})",
+            median(total.clone()),
+            median(function.clone())
         );
     }
 }
