@@ -569,8 +569,9 @@ async fn watch_cold_start(env: &[(String, String)], quiet: bool) -> (f64, f64) {
         })
         .spawn()
         .expect("starting cargo lambda watch (scripts/bench.sh installs it)");
-    // Long enough for the first build on a slow machine.
-    let give_up = Instant::now() + Duration::from_secs(1800);
+    // The emulator listens before it builds; the request below waits out
+    // the build.
+    let give_up = Instant::now() + Duration::from_secs(60);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
             Instant::now() < give_up,
@@ -579,7 +580,11 @@ async fn watch_cold_start(env: &[(String, String)], quiet: bool) -> (f64, f64) {
         std::thread::sleep(Duration::from_millis(5));
     }
     let root = watch.id();
-    let appeared = std::thread::spawn(move || function_appears(root, give_up));
+    let answered_flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let appeared = {
+        let answered = answered_flag.clone();
+        std::thread::spawn(move || function_appears(root, &answered))
+    };
     let body = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
         "protocolVersion":mcp::PROTOCOL,"capabilities":{},"clientInfo":{"name":"bench","version":"1"}}});
     let started = Instant::now();
@@ -594,23 +599,25 @@ async fn watch_cold_start(env: &[(String, String)], quiet: bool) -> (f64, f64) {
         .await
         .expect("initialize under cargo lambda watch");
     let answered = Instant::now();
+    answered_flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    let appeared = appeared.join().unwrap();
     let status = response.status();
     let _ = Command::new("kill")
         .args(["-KILL", "--", &format!("-{root}")])
         .status();
     let _ = watch.wait();
     assert_eq!(status, 200, "initialize under cargo lambda watch");
-    let appeared = appeared
-        .join()
-        .unwrap()
-        .expect("the function's process never appeared under cargo lambda watch");
+    let appeared = appeared.expect(
+        "no process named mcp-v8-lambda under cargo lambda watch (is /proc/PID/task/TID/children available?)",
+    );
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     (ms(answered - started), ms(answered - appeared))
 }
 
 /// When a process running this binary first shows among the descendants of
 /// `root` (polled every half millisecond; its name changes at `exec`).
-fn function_appears(root: u32, give_up: Instant) -> Option<Instant> {
+/// `None` if it has not by the time `answered` is set.
+fn function_appears(root: u32, answered: &std::sync::atomic::AtomicBool) -> Option<Instant> {
     fn children(pid: u32) -> Vec<u32> {
         let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
             .into_iter()
@@ -625,7 +632,10 @@ fn function_appears(root: u32, give_up: Instant) -> Option<Instant> {
             })
             .collect()
     }
-    while Instant::now() < give_up {
+    loop {
+        // Read before the scan: an answer that arrives during it still
+        // leaves the function running, so one more scan finds it.
+        let last = answered.load(std::sync::atomic::Ordering::SeqCst);
         let mut pending = vec![root];
         while let Some(pid) = pending.pop() {
             let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
@@ -634,9 +644,11 @@ fn function_appears(root: u32, give_up: Instant) -> Option<Instant> {
             }
             pending.extend(children(pid));
         }
+        if last {
+            return None;
+        }
         std::thread::sleep(Duration::from_micros(500));
     }
-    None
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
