@@ -112,9 +112,9 @@ impl DynamoMetaStore {
         }
     }
 
-    /// Asks DynamoDB for at most `items` items per page. Real tables need
-    /// thousands of items before a listing spans pages; small pages let the
-    /// tests show that every listing follows them to the end.
+    /// Asks DynamoDB for at most `items` items per page. It ends a page at
+    /// 1 MB of items, which a test's few small items never reach; small
+    /// pages let the tests show that every listing follows them to the end.
     pub fn with_page_items(mut self, items: u16) -> Self {
         self.page_items = Some(i32::from(items.max(1)));
         self
