@@ -559,7 +559,8 @@ async fn watch_cold_start(env: &[(String, String)], quiet: bool) -> (f64, f64) {
         .env("PATH", path)
         .env("RUST_LOG", "error")
         .env("RUST_BACKTRACE", "0")
-        // Killing the group stops the function instance with its emulator.
+        // Killing the group stops the emulator; the function instance ends
+        // with it, or as soon as its Runtime API is gone.
         .process_group(0)
         .stdout(Stdio::null())
         .stderr(if quiet {
@@ -720,12 +721,10 @@ async fn main() {
             median(lambda.clone())
         );
         eprintln!(
-            "cold start under cargo lambda watch: building the function (a no-op after the first time)"
+            "cold start under cargo lambda watch: building the function (a no-op after the first time); \
+             its \"Error: serving Lambda invocations\" when the bench stops the emulator is expected"
         );
         watch_cold_start(&env, false).await;
-        eprintln!(
-            "(an \"Error: serving Lambda invocations\" above is the function losing its emulator as the bench stops it)"
-        );
         let (mut total, mut function) = (Vec::new(), Vec::new());
         for _ in 0..5 {
             let (all, own) = watch_cold_start(&env, true).await;
