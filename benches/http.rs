@@ -36,6 +36,9 @@ mod moto;
 #[allow(dead_code, unreachable_pub)]
 #[path = "../tests/it/common/net.rs"]
 mod net;
+#[allow(dead_code, unreachable_pub)]
+#[path = "../tests/it/common/runtime_api.rs"]
+mod runtime_api;
 
 const WARM_UP_CALLS: usize = 20;
 /// 120k small objects: about 10 MiB of heap, as in benches/engine.rs.
@@ -426,98 +429,32 @@ async fn serve_cold_start(server: &std::path::Path) -> f64 {
     elapsed.as_secs_f64() * 1000.0
 }
 
-/// The fake Runtime API's state: the one event to hand out, and where the
-/// function's response goes with the time it arrived.
-type RuntimeApi = (
-    Arc<tokio::sync::Mutex<Option<String>>>,
-    tokio::sync::mpsc::Sender<(Instant, String)>,
-);
-
 /// Milliseconds from spawning the binary as a Lambda function (against a
 /// minimal Lambda Runtime API on loopback, stores on moto) to its response
 /// to the first invocation, `events/initialize.json`.
 async fn lambda_cold_start(server: &std::path::Path, env: &[(String, String)]) -> f64 {
-    use axum::extract::{Path, State};
-    use axum::routing::{get, post};
-
     let event = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("events/initialize.json"),
     )
     .unwrap();
-    let (answered, mut answer) = tokio::sync::mpsc::channel::<(Instant, String)>(1);
-    let first = Arc::new(tokio::sync::Mutex::new(Some(event)));
-    let app = axum::Router::new()
-        .route(
-            "/2018-06-01/runtime/invocation/next",
-            get(|State((first, _)): State<RuntimeApi>| async move {
-                let Some(event) = first.lock().await.take() else {
-                    // Only one invocation: later polls wait, as Lambda's do.
-                    std::future::pending::<()>().await;
-                    unreachable!()
-                };
-                let deadline = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_millis()
-                    + 60_000;
-                (
-                    [
-                        ("lambda-runtime-aws-request-id", "bench-0".to_owned()),
-                        ("lambda-runtime-deadline-ms", deadline.to_string()),
-                        (
-                            "lambda-runtime-invoked-function-arn",
-                            "arn:aws:lambda:us-east-1:123456789012:function:mcp-v8-lambda"
-                                .to_owned(),
-                        ),
-                        ("content-type", "application/json".to_owned()),
-                    ],
-                    event,
-                )
-            }),
-        )
-        .route(
-            "/2018-06-01/runtime/invocation/{id}/{outcome}",
-            post(
-                |State((_, answered)): State<RuntimeApi>,
-                 Path((_id, outcome)): Path<(String, String)>,
-                 body: String| async move {
-                    let _ = answered
-                        .send((Instant::now(), format!("{outcome}: {body}")))
-                        .await;
-                    axum::http::StatusCode::ACCEPTED
-                },
-            ),
-        )
-        .with_state((first, answered));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let api = listener.local_addr().unwrap();
-    let runtime_api = tokio::spawn(async move { axum::serve(listener, app).await });
-
+    let mut api = runtime_api::RuntimeApi::start().await;
+    api.give(event);
     let started = Instant::now();
     let mut child = Command::new(server)
         .envs(env.iter().cloned())
-        .env("AWS_LAMBDA_RUNTIME_API", api.to_string())
-        .env("AWS_LAMBDA_FUNCTION_NAME", "mcp-v8-lambda")
-        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1024")
-        .env("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/mcp-v8-lambda")
-        .env("AWS_LAMBDA_LOG_STREAM_NAME", "bench")
+        .envs(api.function_env())
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .spawn()
         .expect("starting the Lambda entry");
-    let (at, body) = tokio::time::timeout(Duration::from_secs(30), answer.recv())
-        .await
-        .expect("the function never answered")
-        .unwrap();
+    let answer = api.answer(Duration::from_secs(30)).await;
     let _ = child.kill();
     let _ = child.wait();
-    runtime_api.abort();
     assert!(
-        body.starts_with("response:") && body.contains("\"statusCode\":200"),
-        "the first invocation answered {body}"
+        answer.outcome == "response" && answer.body.contains("\"statusCode\":200"),
+        "the first invocation answered {answer:?}"
     );
-    (at - started).as_secs_f64() * 1000.0
+    (answer.at - started).as_secs_f64() * 1000.0
 }
 
 /// Cold start under `cargo lambda watch --wait`, which builds the function
