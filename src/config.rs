@@ -60,11 +60,18 @@ pub struct Config {
     /// `MCP_V8_DB_CACHE_MB`: page cache of the embedded database.
     pub db_cache_mb: usize,
     /// Engine worker processes for stateful runs (`serve --workers`, which
-    /// reads `MCP_V8_ENGINE_WORKERS`); 0, the default elsewhere and under
-    /// Lambda, runs them in the serving process.
+    /// reads `MCP_V8_ENGINE_WORKERS`; under Lambda the variable itself); 0
+    /// runs them in the serving process, one at a time. The default is 0
+    /// outside `serve` and on standard Lambda, and one per core (at least
+    /// two) where Lambda hands an instance several invocations at once, so
+    /// that one long run does not hold up the others.
     pub engine_workers: usize,
+    /// `AWS_LAMBDA_MAX_CONCURRENCY`: invocations Lambda hands this instance
+    /// at once (Lambda Managed Instances); 1 on standard Lambda and outside.
+    pub lambda_max_concurrency: usize,
     /// Isolates kept ready for stateless runs (`EngineConfig::warm_isolates`):
-    /// one per core under `serve`, one under Lambda, 0 elsewhere.
+    /// one per core under `serve`, one per invocation Lambda hands the
+    /// instance at once (up to the cores), 0 elsewhere.
     pub warm_isolates: usize,
     /// `MCP_V8_TABLE_PREFIX`: sessions and metadata in DynamoDB when set.
     pub table_prefix: Option<String>,
@@ -157,6 +164,22 @@ impl Config {
                 .filter(|v| !v.is_empty())
         };
         let under_lambda = lookup("AWS_LAMBDA_RUNTIME_API").is_some();
+        let lambda_max_concurrency = if under_lambda {
+            number(&lookup, "AWS_LAMBDA_MAX_CONCURRENCY", 1, Least::One)?
+        } else {
+            1
+        };
+        let engine_workers = if under_lambda {
+            let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+            let default = if lambda_max_concurrency > 1 {
+                cores.max(2)
+            } else {
+                0
+            };
+            number(&lookup, "MCP_V8_ENGINE_WORKERS", default, Least::Zero)?
+        } else {
+            0
+        };
         let auth_token_sha256 = match non_empty("MCP_V8_AUTH_TOKEN_SHA256") {
             None => None,
             Some(text) => {
@@ -200,7 +223,8 @@ impl Config {
             heap_cache_max_mb: number(&lookup, "MCP_V8_HEAP_CACHE_MAX_MB", 512, Least::One)?,
             heap_memory_cache_mb: number(&lookup, "MCP_V8_HEAP_MEMORY_CACHE_MB", 64, Least::Zero)?,
             db_cache_mb: number(&lookup, "MCP_V8_DB_CACHE_MB", 32, Least::One)?,
-            engine_workers: 0,
+            engine_workers,
+            lambda_max_concurrency,
             warm_isolates: 0,
             table_prefix: non_empty("MCP_V8_TABLE_PREFIX")
                 .or_else(|| under_lambda.then(|| DEFAULT_TABLE_PREFIX.to_owned())),
@@ -386,6 +410,37 @@ mod tests {
         assert!(!config.stateless);
         assert!(from(&[("MCP_V8_STATELESS", "true")]).unwrap().stateless);
         assert!(from(&[("MCP_V8_STATELESS", "maybe")]).is_err());
+        assert_eq!(config.lambda_max_concurrency, 1);
+        assert_eq!(
+            config.engine_workers, 0,
+            "standard Lambda: one run at a time"
+        );
+    }
+
+    #[test]
+    fn lambda_managed_instances_get_engine_workers_unless_told_otherwise() {
+        let lambda = ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001");
+        let managed = from(&[lambda, ("AWS_LAMBDA_MAX_CONCURRENCY", "8")]).unwrap();
+        assert_eq!(managed.lambda_max_concurrency, 8);
+        assert!(managed.engine_workers >= 2, "{}", managed.engine_workers);
+        let told = from(&[
+            lambda,
+            ("AWS_LAMBDA_MAX_CONCURRENCY", "8"),
+            ("MCP_V8_ENGINE_WORKERS", "0"),
+        ])
+        .unwrap();
+        assert_eq!(told.engine_workers, 0);
+        let standard = from(&[lambda, ("MCP_V8_ENGINE_WORKERS", "3")]).unwrap();
+        assert_eq!(standard.engine_workers, 3);
+        let bad = from(&[lambda, ("AWS_LAMBDA_MAX_CONCURRENCY", "0")]).unwrap_err();
+        assert!(
+            bad.to_string().contains("AWS_LAMBDA_MAX_CONCURRENCY"),
+            "{bad}"
+        );
+        // Outside Lambda the variables belong to `serve --workers` and to
+        // no one.
+        let local = from(&[("AWS_LAMBDA_MAX_CONCURRENCY", "8")]).unwrap();
+        assert_eq!((local.lambda_max_concurrency, local.engine_workers), (1, 0));
     }
 
     #[test]

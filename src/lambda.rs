@@ -7,6 +7,7 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use lambda_http::RequestExt;
 use lambda_http::request::RequestContext;
+use tower::ServiceExt;
 
 use crate::transport::{App, Principal, router};
 
@@ -35,7 +36,22 @@ pub fn service(app: App) -> Router {
     router(app).layer(middleware::from_fn(attach_principal))
 }
 
-/// Serves Lambda invocations until the runtime stops the process.
+/// Serves Lambda invocations until the runtime stops the process: as many
+/// at once as `AWS_LAMBDA_MAX_CONCURRENCY` allows (Lambda Managed
+/// Instances), one at a time where it is unset (standard Lambda). Nothing is
+/// shared between invocations but the engine and the store clients, which
+/// take concurrent requests under `serve` already.
 pub async fn run(app: App) -> Result<(), lambda_http::Error> {
-    lambda_http::run(service(app)).await
+    // Concurrent invocations need a `Sync` answer, which axum's streaming
+    // body is not: buffer it here, as lambda_http buffers it for a
+    // sequential run anyway (function URLs answer with the whole body).
+    let buffered = ServiceExt::<lambda_http::Request>::and_then(
+        service(app),
+        |response: Response| async move {
+            Ok::<_, std::convert::Infallible>(
+                lambda_http::IntoResponse::into_response(response).await,
+            )
+        },
+    );
+    lambda_http::run_concurrent(buffered).await
 }

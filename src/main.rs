@@ -22,9 +22,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// mimalloc keeps freed memory for a second (ten for whole arenas) before
 /// giving it back. That pays where V8 runs (engine workers, Lambda), since
-/// V8 reuses it at once. A `serve` whose workers run all of V8 frees heaps
-/// on other threads than made them, and held 60–100 MiB more than with glibc
-/// under the load bench. A `MIMALLOC_PURGE_DELAY` in the environment still
+/// V8 reuses it at once. A server whose workers run all of V8 (`serve`, and
+/// Lambda with several invocations at once) frees heaps on other threads
+/// than made them, and held 60–100 MiB more than with glibc under the load
+/// bench. A `MIMALLOC_PURGE_DELAY` in the environment still
 /// wins.
 #[cfg(feature = "mimalloc")]
 fn return_freed_memory_promptly() {
@@ -116,9 +117,20 @@ const LAMBDA_DATA_DIR: &str = "/tmp/mcp-v8";
 /// platform (inside the engine), AWS clients. Sessions, heaps and metadata
 /// are loaded per request.
 async fn run_lambda(mut config: Config) -> anyhow::Result<()> {
-    // One request at a time per instance: one isolate ready is enough, and
-    // the engine uses it only when stateless (see EngineConfig::warm_isolates).
-    config.warm_isolates = 1;
+    // An isolate ready for each invocation that can run at once, up to the
+    // cores: one on standard Lambda. The engine uses them only for stateless
+    // runs (see EngineConfig::warm_isolates).
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    config.warm_isolates = config.lambda_max_concurrency.clamp(1, cores);
+    #[cfg(feature = "mimalloc")]
+    if config.engine_workers > 0 && !config.stateless {
+        return_freed_memory_promptly();
+    }
+    tracing::info!(
+        max_concurrency = config.lambda_max_concurrency,
+        workers = config.engine_workers,
+        "serving Lambda invocations"
+    );
     let aws = aws_clients(&config).await;
     let app = config
         .app(

@@ -112,6 +112,115 @@ async fn the_bare_function_url_path_serves_mcp_too() {
     assert!(sid.is_some());
 }
 
+/// A 2026-07-28 function URL event (no session to set up first) for
+/// `method` with `params`, on the model of `events/run-js-2026.json`.
+fn event_2026(method: &str, name: Option<&str>, mut params: Value) -> String {
+    let mut event: Value = serde_json::from_str(&event("run-js-2026", "")).unwrap();
+    let model: Value = serde_json::from_str(event["body"].as_str().unwrap()).unwrap();
+    params["_meta"] = model["params"]["_meta"].clone();
+    let headers = event["headers"].as_object_mut().unwrap();
+    headers.insert("mcp-method".into(), method.into());
+    match name {
+        Some(name) => headers.insert("mcp-name".into(), name.into()),
+        None => headers.remove("mcp-name"),
+    };
+    event["body"] =
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+            .to_string()
+            .into();
+    event.to_string()
+}
+
+/// The JSON-RPC answer inside a function URL response the function posted.
+fn rpc_body(answer: &common::runtime_api::Answer) -> Value {
+    assert_eq!(answer.outcome, "response", "{}", answer.body);
+    let response: Value = serde_json::from_str(&answer.body).unwrap();
+    assert_eq!(response["statusCode"], 200, "{response}");
+    serde_json::from_str(response["body"].as_str().unwrap()).unwrap()
+}
+
+/// The binary started as a Lambda function; killed when dropped.
+struct Function(std::process::Child);
+
+impl Drop for Function {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Lambda Managed Instances hand one instance several invocations at once
+/// (`AWS_LAMBDA_MAX_CONCURRENCY`). A run that loops until its timeout must
+/// hold up neither a `tools/list` nor a stateful run of another session
+/// given after it: both answer first, and the loop still ends with its
+/// timeout. Served one at a time, or with stateful runs queued behind one
+/// another in the function's process, they would answer after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_max_concurrency_a_looping_run_holds_up_no_other_invocation() {
+    let cache = tempfile::tempdir().unwrap();
+    let mut env = common::moto::serve_env(
+        &common::moto::unique("concurrent"),
+        &format!("{}-", common::moto::unique("concurrent")),
+        cache.path(),
+    );
+    common::moto::setup(&env);
+    let mut api = common::runtime_api::RuntimeApi::start().await;
+    env.extend(api.function_env());
+    let _function = Function(
+        Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
+            .envs(env)
+            .env("AWS_LAMBDA_MAX_CONCURRENCY", "3")
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("starting the Lambda entry"),
+    );
+
+    let run_js = |code: &str, session: &str, timeout: f64| {
+        event_2026(
+            "tools/call",
+            Some("run_js"),
+            serde_json::json!({"name": "run_js", "arguments": {
+                "code": code, "session": session, "execution_timeout_secs": timeout}}),
+        )
+    };
+    let limit = std::time::Duration::from_secs(120);
+    let looping = api.give(run_js("for (;;) {}", "looping", 10.0));
+    // The loop must be running before the others arrive, or a quick run
+    // could take the process's one snapshot slot first and pass without
+    // workers. Taken, then a second to start: a slower start could only
+    // make the test pass wrongly, never fail wrongly.
+    api.all_taken(limit).await;
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let listing = api.give(event_2026("tools/list", None, serde_json::json!({})));
+    let quick = api.give(run_js("globalThis.n = 41; n + 1", "quick", 5.0));
+
+    let first = api.answer(limit).await;
+    let second = api.answer(limit).await;
+    let last = api.answer(limit).await;
+    let mut early = [first.request_id.clone(), second.request_id.clone()];
+    early.sort();
+    assert_eq!(
+        (early, last.request_id.clone()),
+        ([listing.clone(), quick.clone()], looping),
+        "the loop answered before an invocation given after it"
+    );
+    for answer in [&first, &second] {
+        let body = rpc_body(answer);
+        if answer.request_id == listing {
+            assert!(body.to_string().contains("\"run_js\""), "{body}");
+        } else {
+            assert_eq!(
+                body["result"]["structuredContent"]["result"], "42",
+                "{body}"
+            );
+        }
+    }
+    let body = rpc_body(&last);
+    assert_eq!(body["result"]["isError"], true, "{body}");
+    assert!(body.to_string().contains("timed_out"), "{body}");
+}
+
 fn yaml(file: &str) -> Yaml {
     serde_yaml::from_str(&std::fs::read_to_string(project().join(file)).unwrap()).unwrap()
 }

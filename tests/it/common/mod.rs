@@ -5,6 +5,7 @@
 pub mod engine;
 pub mod moto;
 pub mod net;
+pub mod runtime_api;
 
 use std::sync::Arc;
 
