@@ -1,6 +1,7 @@
 //! The Lambda entry: every `events/*.json` function URL event through the
-//! service Lambda runs, the IAM principal, and the deployment templates
-//! checked against the code's table definitions and with cfn-lint.
+//! service Lambda runs, the IAM principal, the binary serving concurrent
+//! invocations from a Runtime API, and the deployment templates checked
+//! against the code's table definitions and with cfn-lint.
 
 use crate::common;
 
