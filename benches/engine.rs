@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use mcp_v8_lambda::engine::{
     CodeHandling, Engine, EngineConfig, RunOutcome, RunRequest, RunStatus,
 };
-use mcp_v8_lambda::heap::{FileHeapStorage, HeapKey, HeapStorage};
+use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore};
 
 // The binary's allocator (src/main.rs), so the figures are the server's.
 #[cfg(feature = "mimalloc")]
@@ -19,7 +19,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 struct Bench {
     engine: Engine,
-    store: FileHeapStorage,
+    store: FileHeapStore,
     runtime: tokio::runtime::Runtime,
 }
 
@@ -88,16 +88,13 @@ fn main() {
 
     for handling in [CodeHandling::Clear, CodeHandling::Keep] {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store = FileHeapStorage::new(dir.path());
+        let store = FileHeapStore::new(dir.path());
         let config = EngineConfig {
             code_handling: handling,
             ..Default::default()
         };
         let bench = Bench {
-            engine: Engine::new(
-                config,
-                Some(Arc::new(store.clone()) as Arc<dyn HeapStorage>),
-            ),
+            engine: Engine::new(config, Some(Arc::new(store.clone()) as Arc<dyn HeapStore>)),
             store,
             runtime: tokio::runtime::Builder::new_current_thread()
                 .enable_all()

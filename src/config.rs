@@ -1,25 +1,10 @@
 //! Configuration: one typed struct built from the environment. Every
 //! variable, its default and its effect are listed in docs/configuration.md.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 
-use crate::aws::{Clients, DEFAULT_TABLE_PREFIX, SESSIONS};
-use crate::embedded::open_database_with_cache;
-use crate::engine::{Engine, EngineConfig};
-use crate::heap::{
-    FileHeapStorage, HeapStorage, MemoryCacheHeapStorage, S3HeapStorage,
-    WriteThroughCacheHeapStorage,
-};
-use crate::meta::{DynamoMetaStore, MetaStore, MetaTables, RedbMetaStore};
-use crate::session::{DynamoSessionStore, RedbSessionStore, SessionStore};
-use crate::tools::Toolbox;
-use crate::transport::{
-    App, Authenticator, JwtSettings, JwtVerifier, OriginPolicy, TokenDigest, TransportConfig,
-};
-
-/// Boxed error of building the app.
-pub type BuildError = Box<dyn std::error::Error + Send + Sync>;
+use crate::backends::aws::DEFAULT_TABLE_PREFIX;
+use crate::transport::{JwtSettings, TokenDigest};
 
 /// Where the heap cache lives under Lambda when none is configured.
 pub const LAMBDA_CACHE_DIR: &str = "/tmp/mcp-v8-heaps";
@@ -79,7 +64,8 @@ pub struct Config {
     pub s3_force_path_style: bool,
     /// Running inside Lambda (`AWS_LAMBDA_RUNTIME_API` is set).
     pub under_lambda: bool,
-    /// `MCP_V8_STATELESS`: under Lambda, the equivalent of `serve --stateless`.
+    /// `MCP_V8_STATELESS` under Lambda, `serve --stateless` locally: no
+    /// heaps, no session tools, nothing written per run.
     pub stateless: bool,
     /// `MCP_V8_MAX_HEAP_SNAPSHOT_MB`: largest snapshot stored or restored.
     pub max_heap_snapshot_mb: usize,
@@ -100,6 +86,132 @@ pub struct ConfigError {
     reason: &'static str,
 }
 
+/// The smallest value a number variable accepts.
+#[derive(Clone, Copy)]
+enum Least {
+    One,
+    Zero,
+}
+
+/// Typed reads of one variable source, each error naming its variable.
+struct Vars<F>(F);
+
+impl<F: Fn(&str) -> Option<String>> Vars<F> {
+    fn get(&self, name: &str) -> Option<String> {
+        (self.0)(name)
+    }
+
+    /// The trimmed value, unless unset or blank.
+    fn non_empty(&self, name: &str) -> Option<String> {
+        self.get(name)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    }
+
+    fn number<T: std::str::FromStr + PartialOrd + Default>(
+        &self,
+        name: &'static str,
+        default: T,
+        least: Least,
+    ) -> Result<T, ConfigError> {
+        let Some(value) = self.get(name) else {
+            return Ok(default);
+        };
+        let (fits, reason): (fn(&T, &T) -> bool, _) = match least {
+            Least::One => (T::gt, "expected a positive whole number"),
+            Least::Zero => (T::ge, "expected a whole number, 0 or more"),
+        };
+        match value.trim().parse::<T>() {
+            Ok(parsed) if fits(&parsed, &T::default()) => Ok(parsed),
+            _ => Err(ConfigError {
+                name,
+                value,
+                reason,
+            }),
+        }
+    }
+
+    fn flag(&self, name: &'static str) -> Result<bool, ConfigError> {
+        match self.get(name).as_deref().map(str::trim) {
+            None | Some("") | Some("0") | Some("false") => Ok(false),
+            Some("1") | Some("true") => Ok(true),
+            Some(other) => Err(ConfigError {
+                name,
+                value: other.to_owned(),
+                reason: "expected true or false",
+            }),
+        }
+    }
+
+    fn log_format(&self) -> Result<LogFormat, ConfigError> {
+        match self.get("MCP_V8_LOG_FORMAT").as_deref().map(str::trim) {
+            None | Some("") | Some("text") => Ok(LogFormat::Text),
+            Some("json") => Ok(LogFormat::Json),
+            Some(other) => Err(ConfigError {
+                name: "MCP_V8_LOG_FORMAT",
+                value: other.to_owned(),
+                reason: "expected text or json",
+            }),
+        }
+    }
+
+    /// `(AWS_LAMBDA_MAX_CONCURRENCY, engine workers)`: under Lambda only;
+    /// several invocations at once get workers unless told otherwise.
+    fn lambda_concurrency(&self, under_lambda: bool) -> Result<(usize, usize), ConfigError> {
+        if !under_lambda {
+            return Ok((1, 0));
+        }
+        let concurrency = self.number("AWS_LAMBDA_MAX_CONCURRENCY", 1, Least::One)?;
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        let default = if concurrency > 1 { cores.max(2) } else { 0 };
+        let workers = self.number("MCP_V8_ENGINE_WORKERS", default, Least::Zero)?;
+        Ok((concurrency, workers))
+    }
+
+    fn token_digest(&self) -> Result<Option<TokenDigest>, ConfigError> {
+        let Some(text) = self.non_empty("MCP_V8_AUTH_TOKEN_SHA256") else {
+            return Ok(None);
+        };
+        let mut digest = [0u8; 32];
+        hex::decode_to_slice(text.to_ascii_lowercase(), &mut digest).map_err(|_| ConfigError {
+            name: "MCP_V8_AUTH_TOKEN_SHA256",
+            value: "(not shown)".to_owned(),
+            reason: "expected the token's SHA-256 as 64 hex digits",
+        })?;
+        Ok(Some(TokenDigest(digest)))
+    }
+
+    fn jwt(&self) -> Result<Option<JwtSettings>, ConfigError> {
+        let Some(jwks_url) = self.non_empty("MCP_V8_JWKS_URL") else {
+            return Ok(None);
+        };
+        let required = |name: &'static str| {
+            self.non_empty(name).ok_or(ConfigError {
+                name,
+                value: String::new(),
+                reason: "required when MCP_V8_JWKS_URL is set",
+            })
+        };
+        Ok(Some(JwtSettings {
+            jwks_url,
+            issuer: required("MCP_V8_JWT_ISSUER")?,
+            audience: required("MCP_V8_JWT_AUDIENCE")?,
+        }))
+    }
+
+    fn list(&self, name: &str) -> Vec<String> {
+        self.get(name)
+            .map(|v| {
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
 impl Config {
     /// From the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -108,252 +220,42 @@ impl Config {
 
     /// From any variable source (tests pass a map).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        /// The smallest value a number variable accepts.
-        #[derive(Clone, Copy)]
-        enum Least {
-            One,
-            Zero,
-        }
-        fn number<T: std::str::FromStr + PartialOrd + Default>(
-            lookup: &impl Fn(&str) -> Option<String>,
-            name: &'static str,
-            default: T,
-            least: Least,
-        ) -> Result<T, ConfigError> {
-            let Some(value) = lookup(name) else {
-                return Ok(default);
-            };
-            let (fits, reason): (fn(&T, &T) -> bool, _) = match least {
-                Least::One => (T::gt, "expected a positive whole number"),
-                Least::Zero => (T::ge, "expected a whole number, 0 or more"),
-            };
-            match value.trim().parse::<T>() {
-                Ok(parsed) if fits(&parsed, &T::default()) => Ok(parsed),
-                _ => Err(ConfigError {
-                    name,
-                    value,
-                    reason,
-                }),
-            }
-        }
-        let log_format = match lookup("MCP_V8_LOG_FORMAT").as_deref().map(str::trim) {
-            None | Some("") | Some("text") => LogFormat::Text,
-            Some("json") => LogFormat::Json,
-            Some(other) => {
-                return Err(ConfigError {
-                    name: "MCP_V8_LOG_FORMAT",
-                    value: other.to_owned(),
-                    reason: "expected text or json",
-                });
-            }
-        };
-        let flag = |name: &'static str| -> Result<bool, ConfigError> {
-            match lookup(name).as_deref().map(str::trim) {
-                None | Some("") | Some("0") | Some("false") => Ok(false),
-                Some("1") | Some("true") => Ok(true),
-                Some(other) => Err(ConfigError {
-                    name,
-                    value: other.to_owned(),
-                    reason: "expected true or false",
-                }),
-            }
-        };
-        let non_empty = |name: &str| {
-            lookup(name)
-                .map(|v| v.trim().to_owned())
-                .filter(|v| !v.is_empty())
-        };
-        let under_lambda = lookup("AWS_LAMBDA_RUNTIME_API").is_some();
-        let lambda_max_concurrency = if under_lambda {
-            number(&lookup, "AWS_LAMBDA_MAX_CONCURRENCY", 1, Least::One)?
-        } else {
-            1
-        };
-        let engine_workers = if under_lambda {
-            let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-            let default = if lambda_max_concurrency > 1 {
-                cores.max(2)
-            } else {
-                0
-            };
-            number(&lookup, "MCP_V8_ENGINE_WORKERS", default, Least::Zero)?
-        } else {
-            0
-        };
-        let auth_token_sha256 = match non_empty("MCP_V8_AUTH_TOKEN_SHA256") {
-            None => None,
-            Some(text) => {
-                let mut digest = [0u8; 32];
-                hex::decode_to_slice(text.to_ascii_lowercase(), &mut digest).map_err(|_| {
-                    ConfigError {
-                        name: "MCP_V8_AUTH_TOKEN_SHA256",
-                        value: "(not shown)".to_owned(),
-                        reason: "expected the token's SHA-256 as 64 hex digits",
-                    }
-                })?;
-                Some(TokenDigest(digest))
-            }
-        };
-        let jwt = match non_empty("MCP_V8_JWKS_URL") {
-            None => None,
-            Some(jwks_url) => {
-                let required = |name: &'static str| {
-                    non_empty(name).ok_or(ConfigError {
-                        name,
-                        value: String::new(),
-                        reason: "required when MCP_V8_JWKS_URL is set",
-                    })
-                };
-                Some(JwtSettings {
-                    jwks_url,
-                    issuer: required("MCP_V8_JWT_ISSUER")?,
-                    audience: required("MCP_V8_JWT_AUDIENCE")?,
-                })
-            }
-        };
+        let vars = Vars(lookup);
+        let under_lambda = vars.get("AWS_LAMBDA_RUNTIME_API").is_some();
+        let (lambda_max_concurrency, engine_workers) = vars.lambda_concurrency(under_lambda)?;
         Ok(Self {
-            jwt,
-            auth_token_sha256,
-            max_heap_snapshot_mb: number(&lookup, "MCP_V8_MAX_HEAP_SNAPSHOT_MB", 256, Least::One)?,
-            heap_bucket: non_empty("MCP_V8_HEAP_BUCKET"),
-            heap_prefix: lookup("MCP_V8_HEAP_PREFIX").unwrap_or_default(),
-            heap_cache_dir: non_empty("MCP_V8_HEAP_CACHE_DIR")
+            jwt: vars.jwt()?,
+            auth_token_sha256: vars.token_digest()?,
+            max_heap_snapshot_mb: vars.number("MCP_V8_MAX_HEAP_SNAPSHOT_MB", 256, Least::One)?,
+            heap_bucket: vars.non_empty("MCP_V8_HEAP_BUCKET"),
+            heap_prefix: vars.get("MCP_V8_HEAP_PREFIX").unwrap_or_default(),
+            heap_cache_dir: vars
+                .non_empty("MCP_V8_HEAP_CACHE_DIR")
                 .map(PathBuf::from)
                 .or_else(|| under_lambda.then(|| PathBuf::from(LAMBDA_CACHE_DIR))),
-            heap_cache_max_mb: number(&lookup, "MCP_V8_HEAP_CACHE_MAX_MB", 512, Least::One)?,
-            heap_memory_cache_mb: number(&lookup, "MCP_V8_HEAP_MEMORY_CACHE_MB", 64, Least::Zero)?,
-            db_cache_mb: number(&lookup, "MCP_V8_DB_CACHE_MB", 32, Least::One)?,
+            heap_cache_max_mb: vars.number("MCP_V8_HEAP_CACHE_MAX_MB", 512, Least::One)?,
+            heap_memory_cache_mb: vars.number("MCP_V8_HEAP_MEMORY_CACHE_MB", 64, Least::Zero)?,
+            db_cache_mb: vars.number("MCP_V8_DB_CACHE_MB", 32, Least::One)?,
             engine_workers,
             lambda_max_concurrency,
             warm_isolates: 0,
-            table_prefix: non_empty("MCP_V8_TABLE_PREFIX")
+            table_prefix: vars
+                .non_empty("MCP_V8_TABLE_PREFIX")
                 .or_else(|| under_lambda.then(|| DEFAULT_TABLE_PREFIX.to_owned())),
-            s3_force_path_style: flag("MCP_V8_S3_FORCE_PATH_STYLE")?,
+            s3_force_path_style: vars.flag("MCP_V8_S3_FORCE_PATH_STYLE")?,
             under_lambda,
-            stateless: flag("MCP_V8_STATELESS")?,
-            session_ttl_secs: number(&lookup, "MCP_V8_SESSION_TTL_SECS", 86_400, Least::One)?,
-            execution_ttl_secs: number(
-                &lookup,
-                "MCP_V8_EXECUTION_TTL_SECS",
-                7 * 86_400,
-                Least::One,
-            )?,
-            allowed_origins: lookup("MCP_V8_ALLOWED_ORIGINS")
-                .map(|v| {
-                    v.split(',')
-                        .map(str::trim)
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default(),
-            max_body_bytes: number(&lookup, "MCP_V8_MAX_BODY_BYTES", 1024 * 1024, Least::One)?,
-            log_format,
+            stateless: vars.flag("MCP_V8_STATELESS")?,
+            session_ttl_secs: vars.number("MCP_V8_SESSION_TTL_SECS", 86_400, Least::One)?,
+            execution_ttl_secs: vars.number("MCP_V8_EXECUTION_TTL_SECS", 7 * 86_400, Least::One)?,
+            allowed_origins: vars.list("MCP_V8_ALLOWED_ORIGINS"),
+            max_body_bytes: vars.number("MCP_V8_MAX_BODY_BYTES", 1024 * 1024, Least::One)?,
+            log_format: vars.log_format()?,
         })
     }
 
     /// Whether any store is on AWS (and AWS clients are needed).
     pub fn uses_aws(&self) -> bool {
         self.heap_bucket.is_some() || self.table_prefix.is_some()
-    }
-
-    /// The app this configuration describes. Heaps: S3 when a bucket is set
-    /// (behind the write-through cache when a cache directory is configured,
-    /// as it is by default under Lambda), else `<data_dir>/heaps`. Sessions
-    /// and metadata: DynamoDB when a table prefix is set (by default under
-    /// Lambda), else `<data_dir>/meta.redb`. `aws` holds the clients,
-    /// required when [`Self::uses_aws`].
-    pub fn app(
-        &self,
-        data_dir: &Path,
-        stateless: bool,
-        aws: Option<&Clients>,
-    ) -> Result<App, BuildError> {
-        let aws = || aws.ok_or("an AWS store is configured but no AWS clients were built");
-        let heaps: Option<Arc<dyn HeapStorage>> = match (&self.heap_bucket, stateless) {
-            (_, true) => None,
-            (Some(bucket), false) => {
-                let s3 = Arc::new(S3HeapStorage::new(
-                    aws()?.s3.clone(),
-                    bucket,
-                    &self.heap_prefix,
-                ));
-                Some(match &self.heap_cache_dir {
-                    Some(dir) => Arc::new(WriteThroughCacheHeapStorage::new(
-                        FileHeapStorage::cache(dir),
-                        s3,
-                        self.heap_cache_max_mb * 1024 * 1024,
-                    )),
-                    None => s3,
-                })
-            }
-            (None, false) => Some(Arc::new(FileHeapStorage::new(data_dir.join("heaps")))),
-        };
-        // A session's next run most often restores the heap its last run
-        // stored: from memory, that is neither a read nor a second hash.
-        let heaps = heaps.map(|store| match self.heap_memory_cache_mb {
-            0 => store,
-            mb => Arc::new(MemoryCacheHeapStorage::new(store, mb * 1024 * 1024))
-                as Arc<dyn HeapStorage>,
-        });
-        let (sessions, meta): (Arc<dyn SessionStore>, Arc<dyn MetaStore>) = match &self.table_prefix
-        {
-            Some(prefix) => {
-                let bucket = self
-                    .heap_bucket
-                    .as_ref()
-                    .ok_or("DynamoDB metadata needs MCP_V8_HEAP_BUCKET: items too large for DynamoDB are kept in S3")?;
-                let clients = aws()?;
-                (
-                    Arc::new(DynamoSessionStore::new(
-                        clients.dynamodb.clone(),
-                        SESSIONS.name(prefix),
-                    )),
-                    Arc::new(DynamoMetaStore::new(
-                        clients.dynamodb.clone(),
-                        clients.s3.clone(),
-                        bucket,
-                        format!("{}overflow/", self.heap_prefix),
-                        MetaTables::with_prefix(prefix),
-                    )),
-                )
-            }
-            None => {
-                let db = open_database_with_cache(
-                    &data_dir.join("meta.redb"),
-                    self.db_cache_mb * 1024 * 1024,
-                )?;
-                (
-                    Arc::new(RedbSessionStore::new(db.clone())?),
-                    Arc::new(RedbMetaStore::new(db)?),
-                )
-            }
-        };
-        let engine_config = EngineConfig {
-            max_snapshot_bytes: self.max_heap_snapshot_mb * 1024 * 1024,
-            worker_processes: self.engine_workers,
-            warm_isolates: self.warm_isolates,
-            ..EngineConfig::default()
-        };
-        let engine = Arc::new(Engine::new(engine_config, heaps));
-        let tools = Toolbox {
-            engine,
-            meta,
-            stateless,
-            execution_ttl_secs: self.execution_ttl_secs,
-        };
-        let transport = TransportConfig {
-            session_ttl_secs: self.session_ttl_secs,
-            max_body_bytes: self.max_body_bytes,
-            origins: OriginPolicy {
-                extra: self.allowed_origins.clone(),
-            },
-            auth: Authenticator {
-                token: self.auth_token_sha256.clone(),
-                jwt: self.jwt.clone().map(JwtVerifier::new),
-            },
-        };
-        Ok(App::new(transport, sessions, tools))
     }
 }
 
@@ -441,18 +343,6 @@ mod tests {
         // no one.
         let local = from(&[("AWS_LAMBDA_MAX_CONCURRENCY", "8")]).unwrap();
         assert_eq!((local.lambda_max_concurrency, local.engine_workers), (1, 0));
-    }
-
-    #[test]
-    fn dynamodb_metadata_without_a_bucket_is_refused() {
-        let config = from(&[("MCP_V8_TABLE_PREFIX", "x-")]).unwrap();
-        let sdk = aws_config::SdkConfig::builder()
-            .behavior_version(aws_config::BehaviorVersion::latest())
-            .build();
-        let clients = Clients::new(&sdk, false, None);
-        let dir = std::env::temp_dir();
-        let err = config.app(&dir, false, Some(&clients)).unwrap_err();
-        assert!(err.to_string().contains("MCP_V8_HEAP_BUCKET"), "{err}");
     }
 
     #[test]

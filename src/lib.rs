@@ -1,24 +1,30 @@
 //! mcp-v8-lambda: an MCP server that runs JavaScript and TypeScript in V8 and
 //! keeps the V8 heap between calls as content-addressed snapshots.
 //!
-//! The modules follow the request path: `transport` takes HTTP, `session`
-//! replays the state of `initialize`, `tools` dispatches calls, `engine`
-//! runs code, `heap` stores snapshots and `meta` keeps the session log, tags
-//! and execution registry.
+//! The modules follow the request path: `transport` takes HTTP, `server`
+//! gives MCP methods their meaning, `session` replays the state of
+//! `initialize`, `tools` runs calls, `engine` runs code, `heap` stores
+//! snapshots and `meta` keeps the session log, tags and execution registry.
+//! `app` wires them from a `config`; `backends` holds what the AWS and
+//! embedded stores share; `lambda` hosts the app on AWS Lambda.
+//! docs/architecture.md draws the layers.
 #![warn(missing_docs, unreachable_pub)]
 #![deny(unsafe_code)]
 
-pub mod aws;
+pub mod app;
+pub mod backends;
 pub mod config;
-pub mod embedded;
 #[allow(unsafe_code)]
 pub mod engine;
-pub mod faults;
 pub mod heap;
-mod ids;
 pub mod lambda;
 pub mod meta;
 pub mod protocol;
+pub mod server;
 pub mod session;
 pub mod tools;
 pub mod transport;
+
+/// The boxed error behind every seam's `Backend` variant and every error of
+/// building the app.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use mcp_v8_lambda::aws::Clients;
+use mcp_v8_lambda::app::{self, aws_clients};
+use mcp_v8_lambda::backends::aws::Clients;
 use mcp_v8_lambda::config::{Config, LogFormat};
 use mcp_v8_lambda::engine::WORKER_ARG;
 use mcp_v8_lambda::transport::{loopback_only, router};
@@ -20,13 +21,10 @@ use tracing_subscriber::EnvFilter;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// mimalloc keeps freed memory for a second (ten for whole arenas) before
-/// giving it back. That pays where V8 runs (engine workers, Lambda), since
-/// V8 reuses it at once. A server whose workers run all of V8 (`serve`, and
-/// Lambda with several invocations at once) frees heaps on other threads
-/// than made them, and held 60–100 MiB more than with glibc under the load
-/// bench. A `MIMALLOC_PURGE_DELAY` in the environment still
-/// wins.
+/// A process whose engine workers run V8 gives freed memory back at once
+/// rather than after mimalloc's one-second delay (why: docs/configuration.md,
+/// "Allocator", and docs/performance.md, round 4). A `MIMALLOC_PURGE_DELAY`
+/// in the environment still wins.
 #[cfg(feature = "mimalloc")]
 fn return_freed_memory_promptly() {
     // `mi_option_purge_delay` in the `mi_option_e` of the mimalloc.h that the
@@ -70,23 +68,13 @@ enum Command {
         /// Engine worker processes for stateful runs, which go one at a time
         /// within a process (V8 has one read-only heap per process); 0 runs
         /// them in the server process. Default: one per core.
-        #[arg(long, env = "MCP_V8_ENGINE_WORKERS")]
-        workers: Option<usize>,
+        #[arg(long, visible_alias = "workers", env = "MCP_V8_ENGINE_WORKERS")]
+        engine_workers: Option<usize>,
     },
     /// Create the DynamoDB tables (MCP_V8_TABLE_PREFIX, default mcp-v8-) and
     /// the S3 bucket (MCP_V8_HEAP_BUCKET) if missing, on the endpoint the
     /// standard AWS configuration names (AWS_ENDPOINT_URL, region, credentials).
     Setup,
-}
-
-/// AWS clients from the standard configuration (`AWS_ENDPOINT_URL`, region,
-/// credentials chain), built once, only when a store needs them.
-async fn aws_clients(config: &Config) -> Option<Clients> {
-    if !config.uses_aws() {
-        return None;
-    }
-    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-    Some(Clients::new(&sdk, config.s3_force_path_style, None))
 }
 
 fn init_logging(format: LogFormat) {
@@ -128,16 +116,11 @@ async fn run_lambda(mut config: Config) -> anyhow::Result<()> {
     }
     tracing::info!(
         max_concurrency = config.lambda_max_concurrency,
-        workers = config.engine_workers,
+        engine_workers = config.engine_workers,
         "serving Lambda invocations"
     );
     let aws = aws_clients(&config).await;
-    let app = config
-        .app(
-            std::path::Path::new(LAMBDA_DATA_DIR),
-            config.stateless,
-            aws.as_ref(),
-        )
+    let app = app::app(&config, std::path::Path::new(LAMBDA_DATA_DIR), aws.as_ref())
         .map_err(|e| anyhow::anyhow!(e))
         .context("building the server from the configuration")?;
     mcp_v8_lambda::lambda::run(app)
@@ -176,25 +159,25 @@ async fn serve_main() -> anyhow::Result<()> {
             port,
             data_dir,
             stateless,
-            workers,
+            engine_workers,
         } => {
             let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-            config.engine_workers = workers.unwrap_or(cores);
+            config.engine_workers = engine_workers.unwrap_or(cores);
+            config.stateless = stateless;
             #[cfg(feature = "mimalloc")]
             if config.engine_workers > 0 && !stateless {
                 return_freed_memory_promptly();
             }
             config.warm_isolates = cores;
             let aws = aws_clients(&config).await;
-            let app = config
-                .app(&data_dir, stateless, aws.as_ref())
+            let app = app::app(&config, &data_dir, aws.as_ref())
                 .map_err(|e| anyhow::anyhow!(e))
                 .context("building the server from the configuration")?;
             let address = SocketAddr::new(host, port);
             let listener = tokio::net::TcpListener::bind(address)
                 .await
                 .with_context(|| format!("binding {address}"))?;
-            tracing::info!(%address, data_dir = %data_dir.display(), stateless, workers = config.engine_workers, "serving MCP at http://{address}/mcp");
+            tracing::info!(%address, data_dir = %data_dir.display(), stateless, engine_workers = config.engine_workers, "serving MCP at http://{address}/mcp");
             // Bound to loopback, only loopback names may be asked for: a web
             // page cannot reach this server by rebinding its own name to 127.0.0.1.
             let service = if host.is_loopback() {
@@ -215,11 +198,16 @@ async fn serve_main() -> anyhow::Result<()> {
             let prefix = config
                 .table_prefix
                 .clone()
-                .unwrap_or_else(|| mcp_v8_lambda::aws::DEFAULT_TABLE_PREFIX.to_owned());
+                .unwrap_or_else(|| mcp_v8_lambda::backends::aws::DEFAULT_TABLE_PREFIX.to_owned());
             let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
             let clients = Clients::new(&sdk, config.s3_force_path_style, None);
-            let report =
-                mcp_v8_lambda::aws::setup(&clients.dynamodb, &clients.s3, &prefix, &bucket).await?;
+            let report = mcp_v8_lambda::backends::aws::setup(
+                &clients.dynamodb,
+                &clients.s3,
+                &prefix,
+                &bucket,
+            )
+            .await?;
             for table in &report.created_tables {
                 println!("created table {table}");
             }

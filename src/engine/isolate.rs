@@ -2,16 +2,16 @@
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError, RwLock, RwLockReadGuard, mpsc};
+use std::sync::{OnceLock, PoisonError, RwLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use tokio::sync::oneshot;
 
 use super::inspect::{inspect, render_result};
 use super::natives::{self, RunState};
 use super::typescript::wrap_top_level_await;
+use super::watchdog::Watchdog;
 use super::{CodeHandling, RunError, RunStatus};
 
 const SCRIPT_NAME: &str = "run_js.js";
@@ -50,7 +50,7 @@ pub(crate) struct JobResult {
 }
 
 /// How evaluation ended, before termination causes are told apart.
-enum Ended {
+pub(super) enum Ended {
     Value {
         result: Option<String>,
         warnings: Vec<String>,
@@ -61,13 +61,13 @@ enum Ended {
 }
 
 /// Shared with the near-heap-limit callback through a raw pointer.
-struct HeapGuard {
+pub(super) struct HeapGuard {
     handle: OnceLock<v8::IsolateHandle>,
     hit: AtomicBool,
 }
 
 impl HeapGuard {
-    fn new() -> Box<Self> {
+    pub(super) fn new() -> Box<Self> {
         Box::new(Self {
             handle: OnceLock::new(),
             hit: AtomicBool::new(false),
@@ -77,14 +77,14 @@ impl HeapGuard {
     /// Installs the near-heap-limit callback and the microtask policy every
     /// run relies on. V8 keeps a pointer to `self`: it must stay where it is
     /// (boxed, as `new` makes it) and outlive `isolate`.
-    fn arm(&self, isolate: &mut v8::OwnedIsolate) {
+    pub(super) fn arm(&self, isolate: &mut v8::OwnedIsolate) {
         let _ = self.handle.set(isolate.thread_safe_handle());
         isolate
             .add_near_heap_limit_callback(near_heap_limit, self as *const HeapGuard as *mut c_void);
         isolate.set_microtasks_policy(v8::MicrotasksPolicy::Explicit);
     }
 
-    fn hit(&self) -> bool {
+    pub(super) fn hit(&self) -> bool {
         self.hit.load(Ordering::SeqCst)
     }
 }
@@ -107,102 +107,6 @@ unsafe extern "C" fn near_heap_limit(
     current_heap_limit.saturating_mul(2)
 }
 
-/// Terminates the isolate's run when its timeout passes, unless disarmed
-/// first. One thread per isolate, armed for each run: a warm isolate serves
-/// many runs, and a thread spawned and joined per run cost more than the
-/// run. Arming and disarming only take a lock; neither waits for the thread.
-struct Watchdog {
-    shared: Arc<(Mutex<Countdown>, Condvar)>,
-    thread: Option<thread::JoinHandle<()>>,
-}
-
-#[derive(Default)]
-struct Countdown {
-    deadline: Option<Instant>,
-    /// When the thread will look again on its own (`None`: only when woken).
-    wakes_at: Option<Instant>,
-    fired: bool,
-    closed: bool,
-}
-
-impl Watchdog {
-    fn new(handle: v8::IsolateHandle) -> Self {
-        let shared = Arc::new((Mutex::new(Countdown::default()), Condvar::new()));
-        let watched = shared.clone();
-        let thread = thread::Builder::new()
-            .name("v8-watchdog".into())
-            .spawn(move || {
-                let (lock, wake) = &*watched;
-                let mut countdown = lock.lock().unwrap_or_else(PoisonError::into_inner);
-                while !countdown.closed {
-                    countdown = match countdown.deadline {
-                        None => {
-                            countdown.wakes_at = None;
-                            wake.wait(countdown).unwrap_or_else(PoisonError::into_inner)
-                        }
-                        Some(deadline) if Instant::now() < deadline => {
-                            countdown.wakes_at = Some(deadline);
-                            let left = deadline.saturating_duration_since(Instant::now());
-                            wake.wait_timeout(countdown, left)
-                                .unwrap_or_else(PoisonError::into_inner)
-                                .0
-                        }
-                        Some(_) => {
-                            // Under the lock, so a disarm that returned has
-                            // already cleared the deadline.
-                            handle.terminate_execution();
-                            countdown.deadline = None;
-                            countdown.fired = true;
-                            countdown
-                        }
-                    };
-                }
-            })
-            .expect("spawning the watchdog thread");
-        Self {
-            shared,
-            thread: Some(thread),
-        }
-    }
-
-    fn countdown(&self) -> std::sync::MutexGuard<'_, Countdown> {
-        self.shared.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn arm(&mut self, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        let mut countdown = self.countdown();
-        countdown.deadline = Some(deadline);
-        countdown.fired = false;
-        // Runs with the same timeout arm later deadlines than the one the
-        // thread sleeps towards: it finds the new one when it wakes, and the
-        // run costs it no wake-up.
-        let in_time = countdown.wakes_at.is_some_and(|at| at <= deadline);
-        drop(countdown);
-        if !in_time {
-            self.shared.1.notify_one();
-        }
-    }
-
-    /// Stops the countdown and says whether it had fired. After this returns
-    /// no termination can arrive late (e.g. during snapshot creation).
-    fn disarm(&mut self) -> bool {
-        let mut countdown = self.countdown();
-        countdown.deadline = None;
-        std::mem::take(&mut countdown.fired)
-    }
-}
-
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        self.countdown().closed = true;
-        self.shared.1.notify_one();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
 /// V8 keeps one read-only heap per process, shared by every isolate, and
 /// snapshot creation promotes objects into the read-only space of the blob it
 /// writes. Isolates restored from different blobs (or a snapshot creator next
@@ -210,7 +114,7 @@ impl Drop for Watchdog {
 /// Isolates on the built-in snapshot share one read-only heap and may run
 /// together (read lock); any isolate that creates or restores a snapshot runs
 /// alone (write lock).
-static READ_ONLY_HEAP: RwLock<()> = RwLock::new(());
+pub(super) static READ_ONLY_HEAP: RwLock<()> = RwLock::new(());
 
 /// The thread a run executes on: isolates are `!Send`, block while
 /// JavaScript runs, and need a known stack size for deep recursion to end in
@@ -221,33 +125,20 @@ pub(crate) fn thread_builder() -> thread::Builder {
         .stack_size(8 * 1024 * 1024)
 }
 
-pub(crate) fn execute(job: Job) -> JobResult {
+/// Runs one job on the calling thread: a stateless job on a fresh plain
+/// isolate, any other alone in the process (see [`READ_ONLY_HEAP`]).
+pub(crate) fn execute(mut job: Job) -> JobResult {
     super::platform::init();
     if !job.touches_snapshots() {
-        return Warm::new(job.heap_limit_bytes).run(&job);
+        return super::warm::Warm::new(job.heap_limit_bytes).run(&job);
     }
     // A panic in another run cannot leave V8 half-used; the lock guards no data.
     let _exclusive = READ_ONLY_HEAP
         .write()
         .unwrap_or_else(PoisonError::into_inner);
     let guard = HeapGuard::new();
-    let params = v8::CreateParams::default().heap_limits(0, job.heap_limit_bytes);
     let fresh = job.restore.is_none();
-    let refs = natives::external_references();
-    let mut isolate = match (job.stateful, job.restore) {
-        (true, Some(payload)) => v8::Isolate::snapshot_creator_from_existing_snapshot(
-            Vec::from(payload).into(),
-            Some(refs),
-            Some(params),
-        ),
-        (true, None) => v8::Isolate::snapshot_creator(Some(refs), Some(params)),
-        (false, Some(payload)) => v8::Isolate::new(
-            params
-                .snapshot_blob(Vec::from(payload).into())
-                .external_references(refs),
-        ),
-        (false, None) => v8::Isolate::new(params),
-    };
+    let mut isolate = snapshot_isolate(job.stateful, job.restore.take(), job.heap_limit_bytes);
     guard.arm(&mut isolate);
     isolate.set_slot(RunState::new(job.max_output_bytes));
 
@@ -264,10 +155,9 @@ pub(crate) fn execute(job: Job) -> JobResult {
         }
         let ended = evaluate(scope, &job.code, deadline, None);
         watchdog.disarm();
-        let (status, result, error, warnings) =
-            classify(ended, guard.hit(), job.timeout, job.heap_limit_bytes);
+        let classified = classify(ended, guard.hit(), job.timeout, job.heap_limit_bytes);
         if job.stateful {
-            if status == RunStatus::Completed {
+            if classified.0 == RunStatus::Completed {
                 scope.set_default_context(context);
             } else {
                 // The blob of a failed run is thrown away, but V8 insists on
@@ -278,35 +168,15 @@ pub(crate) fn execute(job: Job) -> JobResult {
                 scope.set_default_context(clean);
             }
         }
-        (status, result, error, warnings)
+        classified
     };
-
     let output = take_output(&mut isolate);
-
-    let mut blob = None;
-    let mut status = status;
-    let mut error = error;
-    if job.stateful {
-        let handling = match job.code_handling {
-            CodeHandling::Keep => v8::FunctionCodeHandling::Keep,
-            CodeHandling::Clear => v8::FunctionCodeHandling::Clear,
-        };
-        let created = isolate.create_blob(handling);
-        if status == RunStatus::Completed {
-            match created {
-                Some(data) => blob = Some(data.to_vec()),
-                None => {
-                    status = RunStatus::Failed;
-                    error = Some(RunError::new(
-                        "SnapshotError",
-                        "V8 could not create a snapshot of the heap",
-                    ));
-                }
-            }
-        }
+    let (status, error, blob) = if job.stateful {
+        snapshot(isolate, job.code_handling, status, error)
     } else {
         drop(isolate);
-    }
+        (status, error, None)
+    };
     drop(guard);
     JobResult {
         status,
@@ -318,9 +188,64 @@ pub(crate) fn execute(job: Job) -> JobResult {
     }
 }
 
+/// The isolate of a job that creates or restores a snapshot: a snapshot
+/// creator for a stateful job, from `restore` when there is a payload.
+fn snapshot_isolate(
+    stateful: bool,
+    restore: Option<Bytes>,
+    heap_limit_bytes: usize,
+) -> v8::OwnedIsolate {
+    let params = v8::CreateParams::default().heap_limits(0, heap_limit_bytes);
+    let refs = natives::external_references();
+    match (stateful, restore) {
+        (true, Some(payload)) => v8::Isolate::snapshot_creator_from_existing_snapshot(
+            Vec::from(payload).into(),
+            Some(refs),
+            Some(params),
+        ),
+        (true, None) => v8::Isolate::snapshot_creator(Some(refs), Some(params)),
+        (false, Some(payload)) => v8::Isolate::new(
+            params
+                .snapshot_blob(Vec::from(payload).into())
+                .external_references(refs),
+        ),
+        (false, None) => v8::Isolate::new(params),
+    }
+}
+
+/// Consumes a snapshot creator: the blob of a completed run, or a failure
+/// when V8 could not make one. V8 makes a blob of a failed run too; it is
+/// dropped.
+fn snapshot(
+    isolate: v8::OwnedIsolate,
+    handling: CodeHandling,
+    status: RunStatus,
+    error: Option<RunError>,
+) -> (RunStatus, Option<RunError>, Option<Vec<u8>>) {
+    let handling = match handling {
+        CodeHandling::Keep => v8::FunctionCodeHandling::Keep,
+        CodeHandling::Clear => v8::FunctionCodeHandling::Clear,
+    };
+    let created = isolate.create_blob(handling);
+    if status != RunStatus::Completed {
+        return (status, error, None);
+    }
+    match created {
+        Some(data) => (status, error, Some(data.to_vec())),
+        None => (
+            RunStatus::Failed,
+            Some(RunError::new(
+                "SnapshotError",
+                "V8 could not create a snapshot of the heap",
+            )),
+            None,
+        ),
+    }
+}
+
 /// The console output of the run, taken out of the isolate. Timer handles
 /// are globals and go with it, as a snapshot must not hold them.
-fn take_output(isolate: &mut v8::OwnedIsolate) -> String {
+pub(super) fn take_output(isolate: &mut v8::OwnedIsolate) -> String {
     match isolate.remove_slot::<RunState>() {
         Some(mut state) => {
             state.timers.clear_all();
@@ -330,193 +255,9 @@ fn take_output(isolate: &mut v8::OwnedIsolate) -> String {
     }
 }
 
-/// A plain isolate on V8's built-in snapshot that serves stateless runs one
-/// after another, each in a context of its own made before the run arrives
-/// (the host functions installed), as `node:vm` does. Nothing a run leaves
-/// reaches the next: globals and built-ins belong to the context, microtasks
-/// to the context's own queue, output and timers to the run's slot. An
-/// isolate that was terminated (timeout, heap limit) is not reused, nor one
-/// that has served [`Warm::MAX_RUNS`] runs or holds more than a quarter of
-/// its heap limit, so what the isolate itself keeps (compiled code, the
-/// `Symbol.for` registry) stays bounded. Fields drop in order: contexts and
-/// queues while the isolate lives, the guard after the isolate's last
-/// callback, the lock last.
-pub(crate) struct Warm {
-    /// The next run's context and its queue. Dropping the handle after the
-    /// run is safe: in the `v8` crate's default build (`v8_cppgc_microtask_queue`)
-    /// the context keeps its queue alive.
-    next: Option<(v8::Global<v8::Context>, v8::MicrotaskQueueHandle)>,
-    watchdog: Watchdog,
-    isolate: v8::OwnedIsolate,
-    guard: Box<HeapGuard>,
-    heap_limit_bytes: usize,
-    runs: usize,
-    /// A termination reached the isolate (the watchdog fired, or one was
-    /// pending when the run ended): it serves no other run.
-    terminated: bool,
-    _shared: RwLockReadGuard<'static, ()>,
-}
+pub(super) type Classified = (RunStatus, Option<String>, Option<RunError>, Vec<String>);
 
-impl Warm {
-    /// Runs one isolate serves before it is replaced.
-    pub(crate) const MAX_RUNS: usize = 256;
-
-    pub(crate) fn new(heap_limit_bytes: usize) -> Self {
-        super::platform::init();
-        // A panic in another run cannot leave V8 half-used; the lock guards no data.
-        let shared = READ_ONLY_HEAP
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        let guard = HeapGuard::new();
-        let params = v8::CreateParams::default().heap_limits(0, heap_limit_bytes);
-        let mut isolate = v8::Isolate::new(params);
-        guard.arm(&mut isolate);
-        let watchdog = Watchdog::new(isolate.thread_safe_handle());
-        let mut warm = Self {
-            next: None,
-            watchdog,
-            isolate,
-            guard,
-            heap_limit_bytes,
-            runs: 0,
-            terminated: false,
-            _shared: shared,
-        };
-        warm.next = Some(warm.new_context());
-        warm
-    }
-
-    /// A context with the host functions and its own microtask queue.
-    fn new_context(&mut self) -> (v8::Global<v8::Context>, v8::MicrotaskQueueHandle) {
-        let queue = v8::MicrotaskQueue::new(&mut self.isolate, v8::MicrotasksPolicy::Explicit);
-        let context = {
-            v8::scope!(let scope, &mut self.isolate);
-            let options = v8::ContextOptions {
-                microtask_queue: Some(&*queue as *const v8::MicrotaskQueue as *mut _),
-                ..Default::default()
-            };
-            let context = v8::Context::new(scope, options);
-            let scope = &mut v8::ContextScope::new(scope, context);
-            let global = context.global(scope);
-            natives::install(scope, global);
-            v8::Global::new(scope, context)
-        };
-        (context, queue)
-    }
-
-    /// Runs a stateless job in the prepared context.
-    pub(crate) fn run(&mut self, job: &Job) -> JobResult {
-        let (context, queue) = match self.next.take() {
-            Some(next) => next,
-            None => self.new_context(),
-        };
-        self.runs += 1;
-        self.isolate.set_slot(RunState::new(job.max_output_bytes));
-        let deadline = Instant::now() + job.timeout;
-        self.watchdog.arm(job.timeout);
-        let (status, result, error, warnings) = {
-            v8::scope!(let scope, &mut self.isolate);
-            let context = v8::Local::new(scope, context);
-            let scope = &mut v8::ContextScope::new(scope, context);
-            let ended = evaluate(scope, &job.code, deadline, Some(&queue));
-            let fired = self.watchdog.disarm();
-            self.terminated = fired || scope.is_execution_terminating();
-            classify(ended, self.guard.hit(), job.timeout, job.heap_limit_bytes)
-        };
-        JobResult {
-            status,
-            result,
-            output: take_output(&mut self.isolate),
-            error,
-            warnings,
-            blob: None,
-        }
-    }
-
-    /// Whether the isolate may serve another run; if so, its next context is
-    /// made now.
-    pub(crate) fn renew(&mut self) -> bool {
-        if self.terminated || self.runs >= Self::MAX_RUNS || self.guard.hit() {
-            return false;
-        }
-        let stats = self.isolate.get_heap_statistics();
-        if stats.used_heap_size() > self.heap_limit_bytes / 4 {
-            return false;
-        }
-        self.next = Some(self.new_context());
-        true
-    }
-}
-
-/// Threads that each keep a [`Warm`] isolate ready, so a stateless run
-/// starts at its code: creating the context, and the isolate when one is
-/// replaced, happen between runs instead of inside one. Only for processes
-/// where no isolate ever creates or restores a snapshot (a stateless server,
-/// or one whose snapshots go to worker processes): an idle warm isolate
-/// holds the shared read-only heap, which such isolates need exclusively.
-#[derive(Debug)]
-pub(crate) struct WarmPool {
-    jobs: mpsc::Sender<(Job, oneshot::Sender<JobResult>)>,
-}
-
-type Queue = Arc<Mutex<mpsc::Receiver<(Job, oneshot::Sender<JobResult>)>>>;
-
-impl WarmPool {
-    /// `threads` runners, each with an isolate of `heap_limit_bytes` ready;
-    /// a job asking for another limit gets a new isolate on a runner.
-    pub(crate) fn new(threads: usize, heap_limit_bytes: usize) -> std::io::Result<Self> {
-        let (jobs, queue) = mpsc::channel();
-        let queue: Queue = Arc::new(Mutex::new(queue));
-        for _ in 0..threads.max(1) {
-            let queue = queue.clone();
-            thread_builder()
-                .name("v8-warm".into())
-                .spawn(move || warm_runner(&queue, heap_limit_bytes))?;
-        }
-        Ok(Self { jobs })
-    }
-
-    /// Runs a stateless job on the next free runner.
-    pub(crate) async fn execute(&self, job: Job) -> Option<JobResult> {
-        let (done, result) = oneshot::channel();
-        self.jobs.send((job, done)).ok()?;
-        result.await.ok()
-    }
-}
-
-/// Ends when the pool is dropped. A panicking run loses its answer (the
-/// caller sees the engine thread fail) and its isolate, not the runner.
-fn warm_runner(queue: &Queue, heap_limit_bytes: usize) {
-    let mut kept: Option<Warm> = None;
-    loop {
-        let mut warm = kept.take().unwrap_or_else(|| Warm::new(heap_limit_bytes));
-        let next = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
-        let Ok((job, done)) = next else {
-            return;
-        };
-        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            if job.heap_limit_bytes == heap_limit_bytes {
-                warm.run(&job)
-            } else {
-                Warm::new(job.heap_limit_bytes).run(&job)
-            }
-        }));
-        // After a panic the isolate may be half-used: it goes.
-        let Ok(result) = ran else {
-            continue;
-        };
-        let _ = done.send(result);
-        // Only now, with the answer on its way, is the isolate readied for
-        // the next run or replaced.
-        if warm.renew() {
-            kept = Some(warm);
-        }
-    }
-}
-
-type Classified = (RunStatus, Option<String>, Option<RunError>, Vec<String>);
-
-fn classify(
+pub(super) fn classify(
     ended: Ended,
     out_of_memory: bool,
     timeout: Duration,
@@ -555,7 +296,7 @@ fn classify(
 
 /// `queue`: the context's own microtask queue, if it has one (otherwise the
 /// isolate's).
-fn evaluate<'s>(
+pub(super) fn evaluate<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     code: &str,
     deadline: Instant,

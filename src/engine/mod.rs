@@ -7,6 +7,8 @@ mod isolate;
 mod natives;
 mod platform;
 mod typescript;
+mod warm;
+mod watchdog;
 mod worker;
 
 use std::path::PathBuf;
@@ -17,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{Semaphore, oneshot};
 use uuid::Uuid;
 
-use crate::heap::{HeapKey, HeapStorage, HeapStoreError, Snapshot};
+use crate::heap::{HeapKey, HeapStore, HeapStoreError, Snapshot};
 
 pub use checksum::calls as snapshot_checksum_calls;
 pub use typescript::Language;
@@ -57,7 +59,7 @@ pub struct EngineConfig {
     pub max_snapshot_bytes: usize,
     /// Worker processes for runs that create or restore snapshots, which
     /// go one at a time within a process; 0 runs them in this process.
-    pub worker_processes: usize,
+    pub engine_workers: usize,
     /// The binary workers run (started with [`WORKER_ARG`]); this process's
     /// own executable when unset.
     pub worker_program: Option<PathBuf>,
@@ -65,10 +67,8 @@ pub struct EngineConfig {
     pub worker_max_jobs: u64,
     /// Isolates kept ready for stateless runs; 0 creates each isolate when
     /// its run starts. Ignored where this process creates or restores
-    /// snapshots itself (heap storage and no workers): an idle warm isolate
-    /// would hold the read-only heap such isolates need to themselves, so
-    /// every engine in the process must agree, which is why the default is 0
-    /// and only the binary's entry points (`serve`, Lambda) turn it on.
+    /// snapshots itself; why the default is 0: docs/performance.md, "Warm
+    /// isolates".
     pub warm_isolates: usize,
 }
 
@@ -84,7 +84,7 @@ impl Default for EngineConfig {
             code_handling: CodeHandling::Keep,
             max_concurrent_runs: std::thread::available_parallelism().map_or(2, |n| n.get() * 2),
             max_snapshot_bytes: 256 * 1024 * 1024,
-            worker_processes: 0,
+            engine_workers: 0,
             worker_program: None,
             worker_max_jobs: 2000,
             warm_isolates: 0,
@@ -207,8 +207,8 @@ pub enum EngineError {
     #[error("a stateless run cannot start from a heap")]
     HeapInStatelessRun,
     /// Stateful run without storage configured.
-    #[error("stateful runs need heap storage, and none is configured")]
-    NoHeapStorage,
+    #[error("stateful runs need a heap store, and none is configured")]
+    NoHeapStore,
     /// The isolate thread died (a bug, reported rather than hidden).
     #[error("the engine thread failed: {0}")]
     Internal(String),
@@ -218,32 +218,52 @@ pub enum EngineError {
 #[derive(Debug)]
 pub struct Engine {
     config: EngineConfig,
-    heaps: Option<Arc<dyn HeapStorage>>,
+    heaps: Option<Arc<dyn HeapStore>>,
     permits: Semaphore,
     workers: Option<worker::WorkerPool>,
-    warm: Option<isolate::WarmPool>,
+    warm: Option<warm::WarmPool>,
 }
 
 const MIN_HEAP_LIMIT_MB: usize = 8;
 
+impl RunReport {
+    /// A run of `request` that has not happened: failed until it completes.
+    fn new(request: &RunRequest) -> Self {
+        Self {
+            outcome: RunOutcome {
+                execution_id: Uuid::new_v4(),
+                status: RunStatus::Failed,
+                result: None,
+                output: String::new(),
+                heap: None,
+                input_heap: request.heap.clone(),
+                error: None,
+                warnings: Vec::new(),
+                duration_ms: 0,
+            },
+            executed_code: request.code.clone(),
+        }
+    }
+}
+
 impl Engine {
     /// An engine over `heaps` (required for stateful runs). Initialises V8
     /// once per process.
-    pub fn new(config: EngineConfig, heaps: Option<Arc<dyn HeapStorage>>) -> Self {
+    pub fn new(config: EngineConfig, heaps: Option<Arc<dyn HeapStore>>) -> Self {
         platform::init();
         let permits = Semaphore::new(config.max_concurrent_runs.max(1));
-        let workers = (config.worker_processes > 0).then(|| {
+        let workers = (config.engine_workers > 0).then(|| {
             let program = config
                 .worker_program
                 .clone()
                 .or_else(|| std::env::current_exe().ok())
                 .unwrap_or_else(|| PathBuf::from("mcp-v8-lambda"));
-            worker::WorkerPool::new(program, config.worker_processes, config.worker_max_jobs)
+            worker::WorkerPool::new(program, config.engine_workers, config.worker_max_jobs)
         });
         let snapshots_here = heaps.is_some() && workers.is_none();
         let warm = if config.warm_isolates > 0 && !snapshots_here {
             let heap_limit_bytes = config.default_heap_limit_mb * 1024 * 1024;
-            match isolate::WarmPool::new(config.warm_isolates, heap_limit_bytes) {
+            match warm::WarmPool::new(config.warm_isolates, heap_limit_bytes) {
                 Ok(pool) => Some(pool),
                 Err(err) => {
                     tracing::warn!(error = %err, "no warm isolates: starting their threads failed");
@@ -267,8 +287,8 @@ impl Engine {
         &self.config
     }
 
-    /// The heap storage, when stateful runs are possible.
-    pub fn heaps(&self) -> Option<&Arc<dyn HeapStorage>> {
+    /// The heap store, when stateful runs are possible.
+    pub fn heaps(&self) -> Option<&Arc<dyn HeapStore>> {
         self.heaps.as_ref()
     }
 
@@ -277,21 +297,7 @@ impl Engine {
     pub async fn run(&self, request: RunRequest) -> Result<RunReport, EngineError> {
         let started = Instant::now();
         let limits = self.check(&request)?;
-        let execution_id = Uuid::new_v4();
-        let mut report = RunReport {
-            outcome: RunOutcome {
-                execution_id,
-                status: RunStatus::Failed,
-                result: None,
-                output: String::new(),
-                heap: None,
-                input_heap: request.heap.clone(),
-                error: None,
-                warnings: Vec::new(),
-                duration_ms: 0,
-            },
-            executed_code: request.code.clone(),
-        };
+        let mut report = RunReport::new(&request);
         let finish = |mut report: RunReport| {
             let outcome = &mut report.outcome;
             outcome.duration_ms = started.elapsed().as_millis() as u64;
@@ -323,36 +329,17 @@ impl Engine {
         report.executed_code = prepared.js.clone();
 
         let restore = match (&request.heap, &self.heaps) {
-            (Some(key), Some(heaps)) => match heaps.get(key).await {
-                Ok(Some(snapshot)) if snapshot.payload().len() > self.config.max_snapshot_bytes => {
-                    report.outcome.error =
-                        Some(self.too_large(&format!("heap {key}"), snapshot.payload().len()));
-                    return finish(report);
-                }
-                Ok(Some(snapshot)) => {
-                    let needed_mb = restore_needs_mb(snapshot.payload().len());
-                    if needed_mb > limits.heap_limit_mb {
-                        report.outcome.status = RunStatus::OutOfMemory;
-                        report.outcome.error = Some(RunError::new(
-                            "OutOfMemoryError",
-                            format!(
-                                "heap {key} needs about {needed_mb} MiB to restore, over the {} MiB heap limit; \
-                                 ask for a larger heap_memory_max_mb (at most {})",
-                                limits.heap_limit_mb, self.config.max_heap_limit_mb
-                            ),
-                        ));
-                        return finish(report);
-                    }
-                    Some(snapshot.payload_bytes())
-                }
+            (Some(key), Some(heaps)) => match self.load(heaps.as_ref(), key, &limits).await {
+                Ok(Some(payload)) => Some(payload),
                 Ok(None) => {
                     report.outcome.warnings.push(format!(
                         "heap {key} was not found in storage; the run started from a fresh isolate"
                     ));
                     None
                 }
-                Err(err) => {
-                    report.outcome.error = Some(storage_error(&err));
+                Err((status, error)) => {
+                    report.outcome.status = status;
+                    report.outcome.error = Some(error);
                     return finish(report);
                 }
             },
@@ -375,31 +362,69 @@ impl Engine {
         outcome.output = result.output;
         outcome.error = result.error;
         outcome.warnings.extend(result.warnings);
-
         if let (Some(blob), Some(heaps)) = (result.blob, &self.heaps) {
-            if blob.len() > self.config.max_snapshot_bytes {
-                outcome.status = RunStatus::Failed;
-                outcome.result = None;
-                outcome.error = Some(self.too_large("this run's heap", blob.len()));
-                return finish(report);
-            }
-            match Snapshot::from_payload(&blob) {
-                Ok(snapshot) => match heaps.put(&snapshot).await {
-                    Ok(()) => outcome.heap = Some(snapshot.key().clone()),
-                    Err(err) => {
-                        outcome.status = RunStatus::Failed;
-                        outcome.result = None;
-                        outcome.error = Some(storage_error(&err));
-                    }
-                },
-                Err(err) => {
+            match self.store(heaps.as_ref(), &blob).await {
+                Ok(key) => outcome.heap = Some(key),
+                Err(error) => {
                     outcome.status = RunStatus::Failed;
                     outcome.result = None;
-                    outcome.error = Some(RunError::new("SnapshotError", err.to_string()));
+                    outcome.error = Some(error);
                 }
             }
         }
         finish(report)
+    }
+
+    /// The payload of heap `key`, `None` when it is not stored, or the
+    /// status and error that end the run before it starts.
+    async fn load(
+        &self,
+        heaps: &dyn HeapStore,
+        key: &HeapKey,
+        limits: &Limits,
+    ) -> Result<Option<bytes::Bytes>, (RunStatus, RunError)> {
+        let snapshot = match heaps.get(key).await {
+            Ok(Some(snapshot)) => snapshot,
+            Ok(None) => return Ok(None),
+            Err(err) => return Err((RunStatus::Failed, storage_error(&err))),
+        };
+        let len = snapshot.payload().len();
+        if len > self.config.max_snapshot_bytes {
+            return Err((
+                RunStatus::Failed,
+                self.too_large(&format!("heap {key}"), len),
+            ));
+        }
+        let needed_mb = restore_needs_mb(len);
+        if needed_mb > limits.heap_limit_mb {
+            return Err((
+                RunStatus::OutOfMemory,
+                RunError::new(
+                    "OutOfMemoryError",
+                    format!(
+                        "heap {key} needs about {needed_mb} MiB to restore, over the {} MiB heap limit; \
+                         ask for a larger heap_memory_max_mb (at most {})",
+                        limits.heap_limit_mb, self.config.max_heap_limit_mb
+                    ),
+                ),
+            ));
+        }
+        Ok(Some(snapshot.payload_bytes()))
+    }
+
+    /// Frames and stores the payload a run produced; its key, or the error
+    /// that fails the run.
+    async fn store(&self, heaps: &dyn HeapStore, blob: &[u8]) -> Result<HeapKey, RunError> {
+        if blob.len() > self.config.max_snapshot_bytes {
+            return Err(self.too_large("this run's heap", blob.len()));
+        }
+        let snapshot = Snapshot::from_payload(blob)
+            .map_err(|err| RunError::new("SnapshotError", err.to_string()))?;
+        heaps
+            .put(&snapshot)
+            .await
+            .map_err(|err| storage_error(&err))?;
+        Ok(snapshot.key().clone())
     }
 
     fn check(&self, request: &RunRequest) -> Result<Limits, EngineError> {
@@ -429,7 +454,7 @@ impl Engine {
             return Err(EngineError::HeapInStatelessRun);
         }
         if request.stateful && self.heaps.is_none() {
-            return Err(EngineError::NoHeapStorage);
+            return Err(EngineError::NoHeapStore);
         }
         Ok(Limits {
             timeout,

@@ -1,12 +1,12 @@
 //! A write-through cache: a size-bounded local directory in front of another
 //! heap store (S3 in Lambda's `/tmp`).
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 
 use super::lru::ByteLru;
-use super::{FileHeapStorage, HeapKey, HeapStorage, HeapStoreError, Snapshot};
+use super::{FileHeapStore, HeapKey, HeapStore, HeapStoreError, Snapshot};
 
 /// Reads served from a local directory when possible, writes go to both.
 ///
@@ -15,9 +15,9 @@ use super::{FileHeapStorage, HeapKey, HeapStorage, HeapStoreError, Snapshot};
 /// dropped and fetched again). The directory holds at most `max_bytes`;
 /// the least recently used heaps are evicted first.
 #[derive(Debug)]
-pub struct WriteThroughCacheHeapStorage {
-    local: FileHeapStorage,
-    remote: Arc<dyn HeapStorage>,
+pub struct WriteThroughCacheHeapStore {
+    local: FileHeapStore,
+    remote: Arc<dyn HeapStore>,
     max_bytes: u64,
     lru: Mutex<Lru>,
 }
@@ -30,9 +30,9 @@ struct Lru {
     heaps: ByteLru<()>,
 }
 
-impl WriteThroughCacheHeapStorage {
+impl WriteThroughCacheHeapStore {
     /// A cache in `local` of at most `max_bytes` in front of `remote`.
-    pub fn new(local: FileHeapStorage, remote: Arc<dyn HeapStorage>, max_bytes: u64) -> Self {
+    pub fn new(local: FileHeapStore, remote: Arc<dyn HeapStore>, max_bytes: u64) -> Self {
         Self {
             local,
             remote,
@@ -42,12 +42,12 @@ impl WriteThroughCacheHeapStorage {
     }
 
     /// The cache directory.
-    pub fn local(&self) -> &FileHeapStorage {
+    pub fn local(&self) -> &FileHeapStore {
         &self.local
     }
 
     fn load_once(&self) {
-        let mut lru = self.lru.lock().expect("lru lock");
+        let mut lru = self.lru.lock().unwrap_or_else(PoisonError::into_inner);
         if lru.loaded {
             return;
         }
@@ -69,7 +69,7 @@ impl WriteThroughCacheHeapStorage {
     /// Records a cached heap and evicts what no longer fits.
     async fn admit(&self, key: &HeapKey, size: u64) {
         let evicted = {
-            let mut lru = self.lru.lock().expect("lru lock");
+            let mut lru = self.lru.lock().unwrap_or_else(PoisonError::into_inner);
             lru.heaps.insert(key, (), size);
             lru.heaps.evict_to(self.max_bytes, key)
         };
@@ -81,13 +81,17 @@ impl WriteThroughCacheHeapStorage {
     }
 
     async fn drop_local(&self, key: &HeapKey) {
-        self.lru.lock().expect("lru lock").heaps.remove(key);
+        self.lru
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .heaps
+            .remove(key);
         let _ = tokio::fs::remove_file(self.local.path_of(key)).await;
     }
 }
 
 #[async_trait]
-impl HeapStorage for WriteThroughCacheHeapStorage {
+impl HeapStore for WriteThroughCacheHeapStore {
     async fn put(&self, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
         self.load_once();
         self.local.put(snapshot).await?;

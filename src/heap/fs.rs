@@ -6,16 +6,16 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 
-use super::{HeapKey, HeapStorage, HeapStoreError, Snapshot, verify_read};
+use super::{HeapKey, HeapStore, HeapStoreError, Snapshot, verify_read};
 
 /// Heaps as files named by their key in one directory (created on demand).
 #[derive(Debug, Clone)]
-pub struct FileHeapStorage {
+pub struct FileHeapStore {
     dir: PathBuf,
     durable: bool,
 }
 
-impl FileHeapStorage {
+impl FileHeapStore {
     /// A store in `dir`; nothing is touched until the first write. A write
     /// is on disk (file and directory entry synced) before `put` returns:
     /// the session log, committed durably right after, names the heap, and
@@ -55,7 +55,7 @@ impl FileHeapStorage {
         }
     }
 
-    /// Blocking body of [`HeapStorage::put`]: one trip to the blocking pool
+    /// Blocking body of [`HeapStore::put`]: one trip to the blocking pool
     /// per write instead of one per file operation.
     fn put_blocking(&self, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
         let key = snapshot.key();
@@ -110,7 +110,7 @@ impl FileHeapStorage {
         Ok(())
     }
 
-    /// Blocking body of [`HeapStorage::get`]; the checksum is computed there
+    /// Blocking body of [`HeapStore::get`]; the checksum is computed there
     /// too, so a 400 KB hash does not hold up the async workers.
     fn get_blocking(&self, key: &HeapKey) -> Result<Option<Snapshot>, HeapStoreError> {
         match std::fs::read(self.path_of(key)) {
@@ -133,7 +133,7 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 }
 
 #[async_trait]
-impl HeapStorage for FileHeapStorage {
+impl HeapStore for FileHeapStore {
     async fn put(&self, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
         let (store, owned) = (self.clone(), snapshot.clone());
         tokio::task::spawn_blocking(move || store.put_blocking(&owned))

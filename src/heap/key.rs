@@ -5,6 +5,15 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+/// Whether `text` is exactly `len` lowercase hex digits: the form of heap keys
+/// and session ids, safe as file names, object keys and header values.
+pub(crate) fn is_lowercase_hex(text: &str, len: usize) -> bool {
+    text.len() == len
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
 /// Lowercase hex SHA-256 of a raw V8 snapshot payload: always 64 characters.
 ///
 /// The only ways to get one are [`HeapKey::parse`] (validates the text) and
@@ -29,7 +38,7 @@ impl HeapKey {
 
     /// Validates `text` as a heap key.
     pub fn parse(text: &str) -> Result<Self, InvalidHeapKey> {
-        if crate::ids::is_lowercase_hex(text, Self::LEN) {
+        if is_lowercase_hex(text, Self::LEN) {
             Ok(Self(text.to_owned()))
         } else {
             // Echo at most a short prefix: the argument may be huge or hostile.

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 
 use super::lru::ByteLru;
-use super::{HeapKey, HeapStorage, HeapStoreError, Snapshot};
+use super::{HeapKey, HeapStore, HeapStoreError, Snapshot};
 
 /// Serves the heaps this process wrote or read last from memory.
 ///
@@ -17,8 +17,8 @@ use super::{HeapKey, HeapStorage, HeapStoreError, Snapshot};
 /// cache holds at most `max_bytes` of framed snapshots, least recently used
 /// evicted first.
 #[derive(Debug)]
-pub struct MemoryCacheHeapStorage {
-    inner: Arc<dyn HeapStorage>,
+pub struct MemoryCacheHeapStore {
+    inner: Arc<dyn HeapStore>,
     max_bytes: u64,
     entries: Mutex<ByteLru<Snapshot>>,
 }
@@ -34,9 +34,9 @@ fn admit(entries: &mut ByteLru<Snapshot>, snapshot: &Snapshot, max_bytes: u64) {
     entries.evict_to(max_bytes, snapshot.key());
 }
 
-impl MemoryCacheHeapStorage {
+impl MemoryCacheHeapStore {
     /// At most `max_bytes` of snapshots in memory in front of `inner`.
-    pub fn new(inner: Arc<dyn HeapStorage>, max_bytes: usize) -> Self {
+    pub fn new(inner: Arc<dyn HeapStore>, max_bytes: usize) -> Self {
         Self {
             inner,
             max_bytes: max_bytes as u64,
@@ -57,7 +57,7 @@ impl MemoryCacheHeapStorage {
 }
 
 #[async_trait]
-impl HeapStorage for MemoryCacheHeapStorage {
+impl HeapStore for MemoryCacheHeapStore {
     async fn put(&self, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
         self.inner.put(snapshot).await?;
         admit(&mut self.lock(), snapshot, self.max_bytes);

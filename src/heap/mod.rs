@@ -1,9 +1,7 @@
 //! Heap snapshot storage: the content address, the stored format, and the
-//! [`HeapStorage`] seam with its backends.
+//! [`HeapStore`] seam with its backends.
 
 mod cache;
-#[doc(hidden)]
-pub mod conformance;
 mod fs;
 mod key;
 mod lru;
@@ -15,15 +13,15 @@ use std::fmt;
 
 use async_trait::async_trait;
 
-pub use cache::WriteThroughCacheHeapStorage;
-pub use fs::FileHeapStorage;
+pub use cache::WriteThroughCacheHeapStore;
+pub use fs::FileHeapStore;
+pub(crate) use key::is_lowercase_hex;
 pub use key::{HeapKey, InvalidHeapKey};
-pub use memory::MemoryCacheHeapStorage;
-pub use s3::S3HeapStorage;
+pub use memory::MemoryCacheHeapStore;
+pub use s3::S3HeapStore;
 pub use snapshot::{HEADER_LEN, MAGIC, MIN_PAYLOAD_LEN, Snapshot, SnapshotError};
 
-/// Boxed source error of a backend.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+use crate::BoxError;
 
 /// What can go wrong reading or writing a heap.
 #[derive(Debug, thiserror::Error)]
@@ -39,7 +37,7 @@ pub enum HeapStoreError {
         source: SnapshotError,
     },
     /// The backend itself failed (I/O, network, permissions).
-    #[error("{store} heap storage failed for heap {key}: {source}")]
+    #[error("{store} heap store failed for heap {key}: {source}")]
     Backend {
         /// Backend name, e.g. `directory` or `s3`.
         store: &'static str,
@@ -62,7 +60,7 @@ pub enum HeapStoreError {
 /// - `get` verifies what it read ([`Snapshot::verify`]); bytes that fail are
 ///   [`HeapStoreError::Corrupt`] and are never returned.
 #[async_trait]
-pub trait HeapStorage: Send + Sync + fmt::Debug + 'static {
+pub trait HeapStore: Send + Sync + fmt::Debug + 'static {
     /// Stores `snapshot` under its key.
     async fn put(&self, snapshot: &Snapshot) -> Result<(), HeapStoreError>;
     /// Reads and verifies the snapshot stored under `key`.

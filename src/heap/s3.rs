@@ -6,17 +6,17 @@ use aws_sdk_s3::config::http::HttpResponse;
 use aws_sdk_s3::error::{DisplayErrorContext, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 
-use super::{HeapKey, HeapStorage, HeapStoreError, Snapshot, verify_read};
+use super::{HeapKey, HeapStore, HeapStoreError, Snapshot, verify_read};
 
 /// Heaps in a bucket, under an optional key prefix.
 #[derive(Debug, Clone)]
-pub struct S3HeapStorage {
+pub struct S3HeapStore {
     client: Client,
     bucket: String,
     prefix: String,
 }
 
-impl S3HeapStorage {
+impl S3HeapStore {
     /// A store in `bucket`; object keys are `prefix` + heap key (an empty
     /// prefix gives bare heap keys, as the original server wrote them).
     pub fn new(client: Client, bucket: impl Into<String>, prefix: impl Into<String>) -> Self {
@@ -53,7 +53,7 @@ fn status<E>(error: &SdkError<E, HttpResponse>) -> Option<u16> {
 }
 
 #[async_trait]
-impl HeapStorage for S3HeapStorage {
+impl HeapStore for S3HeapStore {
     async fn put(&self, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
         let key = snapshot.key();
         let result = self

@@ -7,19 +7,22 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::DisplayErrorContext;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::{ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, Tags};
-use crate::aws::{EXECUTIONS, HEAP_TAG_INDEX, HEAP_TAGS, SESSION_HEADS, SESSION_LOG};
+use crate::backends::aws::{EXECUTIONS, HEAP_TAG_INDEX, HEAP_TAGS, SESSION_HEADS, SESSION_LOG};
 use crate::heap::HeapKey;
+use crate::session::LogicalSession;
 
 /// JSON larger than this goes to S3; DynamoDB items stop at 400 KB.
 const INLINE_MAX: usize = 300 * 1024;
 /// How long an append keeps retrying index conflicts before giving up. A
 /// time budget, not an attempt count: how many attempts a busy log needs
-/// depends on how fast the service answers.
+/// depends on how fast the service answers. Only conflicts are retried
+/// ([`lost_a_race`]); any other failure ends the append at once.
 const APPEND_BUDGET: Duration = Duration::from_secs(30);
 /// Backoff bounds between conflicting attempts (full jitter below the cap).
 const BACKOFF_START: Duration = Duration::from_millis(2);
@@ -36,7 +39,7 @@ pub struct MetaTables {
 }
 
 impl MetaTables {
-    /// The tables of [`crate::aws::TABLES`] under `prefix`.
+    /// The tables of [`crate::backends::aws::TABLES`] under `prefix`.
     pub fn with_prefix(prefix: &str) -> Self {
         Self {
             log: SESSION_LOG.name(prefix),
@@ -171,12 +174,12 @@ impl DynamoMetaStore {
         serde_json::from_str(&json).map_err(|e| unreadable(e.to_string()))
     }
 
-    async fn head(&self, session: &str) -> Result<u64, MetaStoreError> {
+    async fn head(&self, session: &LogicalSession) -> Result<u64, MetaStoreError> {
         let output = self
             .dynamodb
             .get_item()
             .table_name(&self.tables.heads)
-            .key("session_name", s(session))
+            .key("session_name", s(session.as_str()))
             .consistent_read(true)
             .send()
             .await
@@ -207,11 +210,11 @@ impl DynamoMetaStore {
     /// Appends a log entry, in the same transaction as `also` when given.
     async fn append(
         &self,
-        session: &str,
+        session: &LogicalSession,
         entry: NewLogEntry,
         also: Option<Put>,
     ) -> Result<u64, MetaStoreError> {
-        let session_hash = hex::encode(Sha256::digest(session.as_bytes()));
+        let session_hash = hex::encode(Sha256::digest(session.as_str().as_bytes()));
         let started = std::time::Instant::now();
         let mut backoff = BACKOFF_START;
         let mut attempts = 0u32;
@@ -231,7 +234,7 @@ impl DynamoMetaStore {
                 .await?;
             let put_entry = Put::builder()
                 .table_name(&self.tables.log)
-                .item("session_name", s(session))
+                .item("session_name", s(session.as_str()))
                 .item("idx", n(index))
                 .item(attribute, value)
                 .condition_expression("attribute_not_exists(idx)")
@@ -242,7 +245,7 @@ impl DynamoMetaStore {
             let advance_head = if index == 0 {
                 let put = Put::builder()
                     .table_name(&self.tables.heads)
-                    .item("session_name", s(session))
+                    .item("session_name", s(session.as_str()))
                     .item("next_idx", n(1))
                     .condition_expression("attribute_not_exists(session_name)")
                     .build()
@@ -251,7 +254,7 @@ impl DynamoMetaStore {
             } else {
                 let update = Update::builder()
                     .table_name(&self.tables.heads)
-                    .key("session_name", s(session))
+                    .key("session_name", s(session.as_str()))
                     .update_expression("SET next_idx = :next")
                     .condition_expression("next_idx = :current")
                     .expression_attribute_values(":next", n(index + 1))
@@ -272,10 +275,7 @@ impl DynamoMetaStore {
             let result = transaction.send().await;
             match result {
                 Ok(_) => return Ok(index),
-                Err(e)
-                    if e.as_service_error()
-                        .is_some_and(|s| s.is_transaction_canceled_exception()) =>
-                {
+                Err(e) if e.as_service_error().is_some_and(lost_a_race) => {
                     let pause = rand::random_range(0..=backoff.as_millis() as u64);
                     tokio::time::sleep(Duration::from_millis(pause)).await;
                     backoff = (backoff * 2).min(BACKOFF_CAP);
@@ -290,15 +290,39 @@ impl DynamoMetaStore {
     }
 }
 
+/// Whether an append's transaction was cancelled only because another
+/// writer moved the session's head first: a condition failed or a
+/// concurrent transaction touched the same item, and nothing else went
+/// wrong. Such an append is tried again at the new head; any other
+/// cancellation (validation, throttling, size limits) is an error at once.
+fn lost_a_race(error: &TransactWriteItemsError) -> bool {
+    let TransactWriteItemsError::TransactionCanceledException(cancelled) = error else {
+        return false;
+    };
+    let mut conflict = false;
+    for reason in cancelled.cancellation_reasons() {
+        match reason.code() {
+            Some("ConditionalCheckFailed" | "TransactionConflict") => conflict = true,
+            None | Some("None") => {}
+            Some(_) => return false,
+        }
+    }
+    conflict
+}
+
 #[async_trait]
 impl MetaStore for DynamoMetaStore {
-    async fn append_log(&self, session: &str, entry: NewLogEntry) -> Result<u64, MetaStoreError> {
+    async fn append_log(
+        &self,
+        session: &LogicalSession,
+        entry: NewLogEntry,
+    ) -> Result<u64, MetaStoreError> {
         self.append(session, entry, None).await
     }
 
     async fn record_run(
         &self,
-        log: Option<(&str, NewLogEntry)>,
+        log: Option<(&LogicalSession, NewLogEntry)>,
         execution: &ExecutionRecord,
     ) -> Result<Option<u64>, MetaStoreError> {
         let put = self.execution_put(execution).await?;
@@ -317,7 +341,7 @@ impl MetaStore for DynamoMetaStore {
         }
     }
 
-    async fn list_sessions(&self) -> Result<Vec<String>, MetaStoreError> {
+    async fn list_sessions(&self) -> Result<Vec<LogicalSession>, MetaStoreError> {
         let mut sessions = Vec::new();
         let mut items = self
             .dynamodb
@@ -330,19 +354,26 @@ impl MetaStore for DynamoMetaStore {
             .items()
             .send();
         while let Some(item) = items.try_next().await.map_err(sdk)? {
-            sessions.extend(string(&item, "session_name").cloned());
+            // Only a name logged before names were validated (the empty
+            // one) fails; no call can name it, so no listing shows it.
+            sessions.extend(
+                string(&item, "session_name").and_then(|name| LogicalSession::parse(name).ok()),
+            );
         }
         sessions.sort();
         Ok(sessions)
     }
 
-    async fn last_log_entry(&self, session: &str) -> Result<Option<LogEntry>, MetaStoreError> {
+    async fn last_log_entry(
+        &self,
+        session: &LogicalSession,
+    ) -> Result<Option<LogEntry>, MetaStoreError> {
         let output = self
             .dynamodb
             .query()
             .table_name(&self.tables.log)
             .key_condition_expression("session_name = :s")
-            .expression_attribute_values(":s", s(session))
+            .expression_attribute_values(":s", s(session.as_str()))
             .scan_index_forward(false)
             .limit(1)
             .consistent_read(true)
@@ -360,7 +391,7 @@ impl MetaStore for DynamoMetaStore {
 
     async fn read_log(
         &self,
-        session: &str,
+        session: &LogicalSession,
         offset: u64,
         limit: usize,
     ) -> Result<Vec<LogEntry>, MetaStoreError> {
@@ -375,7 +406,7 @@ impl MetaStore for DynamoMetaStore {
             .query()
             .table_name(&self.tables.log)
             .key_condition_expression("session_name = :s AND idx >= :o")
-            .expression_attribute_values(":s", s(session))
+            .expression_attribute_values(":s", s(session.as_str()))
             .expression_attribute_values(":o", n(offset))
             .consistent_read(true)
             .limit(self.page_items.map_or(page, |items| items.min(page)))
@@ -516,5 +547,38 @@ impl MetaStore for DynamoMetaStore {
         self.unstash(&item, &format!("execution {id}"))
             .await
             .map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use aws_sdk_dynamodb::types::CancellationReason;
+    use aws_sdk_dynamodb::types::error::TransactionCanceledException;
+
+    use super::*;
+
+    fn cancelled(codes: &[&str]) -> TransactWriteItemsError {
+        let reasons = codes
+            .iter()
+            .map(|code| CancellationReason::builder().code(*code).build())
+            .collect();
+        TransactWriteItemsError::TransactionCanceledException(
+            TransactionCanceledException::builder()
+                .set_cancellation_reasons(Some(reasons))
+                .build(),
+        )
+    }
+
+    #[test]
+    fn only_a_lost_race_for_the_head_is_retried() {
+        assert!(lost_a_race(&cancelled(&["ConditionalCheckFailed", "None"])));
+        assert!(lost_a_race(&cancelled(&["None", "TransactionConflict"])));
+        assert!(!lost_a_race(&cancelled(&["ValidationError", "None"])));
+        assert!(!lost_a_race(&cancelled(&[
+            "ConditionalCheckFailed",
+            "ThrottlingError"
+        ])));
+        assert!(!lost_a_race(&cancelled(&["None", "None"])));
+        assert!(!lost_a_race(&cancelled(&[])));
     }
 }

@@ -3,8 +3,6 @@
 //! session name keyed by a growing index; tags keyed by heap; executions
 //! keyed by id) so the DynamoDB tables can mirror it one to one.
 
-#[doc(hidden)]
-pub mod conformance;
 mod dynamodb;
 mod redb;
 
@@ -17,12 +15,12 @@ use uuid::Uuid;
 
 use crate::engine::RunOutcome;
 use crate::heap::HeapKey;
+use crate::session::LogicalSession;
 
 pub use self::dynamodb::{DynamoMetaStore, MetaTables};
-pub use self::redb::{EXECUTION_FLUSH_INTERVAL, RedbMetaStore};
+pub use self::redb::RedbMetaStore;
 
-/// Boxed source error of a backend.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+use crate::BoxError;
 
 /// Heap tags: string keys to string values.
 pub type Tags = BTreeMap<String, String>;
@@ -107,15 +105,22 @@ pub enum MetaStoreError {
 #[async_trait]
 pub trait MetaStore: Send + Sync + fmt::Debug + 'static {
     /// Appends to the log of `session` and returns the entry's index.
-    async fn append_log(&self, session: &str, entry: NewLogEntry) -> Result<u64, MetaStoreError>;
+    async fn append_log(
+        &self,
+        session: &LogicalSession,
+        entry: NewLogEntry,
+    ) -> Result<u64, MetaStoreError>;
     /// Names of sessions with at least one entry, sorted.
-    async fn list_sessions(&self) -> Result<Vec<String>, MetaStoreError>;
+    async fn list_sessions(&self) -> Result<Vec<LogicalSession>, MetaStoreError>;
     /// The newest entry of `session` (its `index + 1` is the log's length).
-    async fn last_log_entry(&self, session: &str) -> Result<Option<LogEntry>, MetaStoreError>;
+    async fn last_log_entry(
+        &self,
+        session: &LogicalSession,
+    ) -> Result<Option<LogEntry>, MetaStoreError>;
     /// Entries `offset..offset + limit` of `session`, in index order.
     async fn read_log(
         &self,
-        session: &str,
+        session: &LogicalSession,
         offset: u64,
         limit: usize,
     ) -> Result<Vec<LogEntry>, MetaStoreError>;
@@ -140,7 +145,7 @@ pub trait MetaStore: Send + Sync + fmt::Debug + 'static {
     /// Returns the log index.
     async fn record_run(
         &self,
-        log: Option<(&str, NewLogEntry)>,
+        log: Option<(&LogicalSession, NewLogEntry)>,
         execution: &ExecutionRecord,
     ) -> Result<Option<u64>, MetaStoreError> {
         let index = match log {

@@ -1,17 +1,14 @@
 //! The embedded metadata store, in the same redb database as the sessions.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use async_trait::async_trait;
-use redb::{Database, Durability, ReadableTable, TableDefinition};
+use redb::{Database, ReadableTable, TableDefinition};
 use uuid::Uuid;
 
 use super::{ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, Tags};
 use crate::heap::HeapKey;
+use crate::session::LogicalSession;
 
 /// (session, index) → JSON [`LogEntry`].
 const LOG: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("session_log");
@@ -24,205 +21,11 @@ const TAG_INDEX: TableDefinition<(&str, &str, &str), ()> = TableDefinition::new(
 /// execution id → JSON [`ExecutionRecord`].
 const EXECUTIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("executions");
 
-/// How long an execution record written on its own may wait for the disk.
-/// The original server's sled registry flushed every 500 ms, too.
-pub const EXECUTION_FLUSH_INTERVAL: Duration = Duration::from_millis(500);
-
-/// Pending records beyond which `record_run` writes before it returns, so a
-/// disk that fails or falls behind slows callers instead of filling memory.
-const MAX_PENDING_RECORDS: usize = 1024;
-
-/// Session log, tags and executions in redb; every call is at most one
-/// transaction. Log entries and tags are on disk when the call returns. An
-/// execution record written without a log entry (every stateless run's) is
-/// handed to a writer thread: the call returns before the write (the answer
-/// to a stateless run waits for no transaction), readers see the record at
-/// once from memory, and it reaches the disk, without an fsync of its own,
-/// within [`EXECUTION_FLUSH_INTERVAL`], with the next durable commit, or
-/// when the last handle to the store drops, whichever comes first.
+/// Session log, tags and executions in redb. Every call is at most one
+/// transaction, committed durably before it returns.
 #[derive(Debug, Clone)]
 pub struct RedbMetaStore {
     db: Arc<Database>,
-    flusher: Arc<Flusher>,
-}
-
-/// Execution records accepted but not yet committed, and whether committed
-/// ones still wait for a durable commit. Shared by the store and its
-/// writer thread.
-#[derive(Debug, Default)]
-struct Lazy {
-    pending: Mutex<Pending>,
-    /// Signalled when a record arrives or the store closes.
-    arrived: Condvar,
-    unflushed: AtomicBool,
-}
-
-#[derive(Debug, Default)]
-struct Pending {
-    /// Each record with the sequence number it was accepted under, so a
-    /// writer forgets only the version it committed.
-    records: HashMap<Uuid, (u64, ExecutionRecord)>,
-    next: u64,
-    closed: bool,
-}
-
-impl Lazy {
-    fn lock(&self) -> MutexGuard<'_, Pending> {
-        // Every update is a single insert, remove or flag write.
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Accepts a record; returns how many wait for the writer.
-    fn accept(&self, record: &ExecutionRecord) -> usize {
-        let mut pending = self.lock();
-        let seq = pending.next;
-        pending.next += 1;
-        pending
-            .records
-            .insert(record.outcome.execution_id, (seq, record.clone()));
-        let waiting = pending.records.len();
-        drop(pending);
-        self.arrived.notify_one();
-        waiting
-    }
-
-    /// Commits what is pending now, without an fsync, then forgets what it
-    /// committed. A record accepted meanwhile stays for the next call; one
-    /// committed twice (by the writer and a flush on drop) is the same
-    /// bytes twice.
-    fn write_pending(&self, db: &Database) -> Result<usize, MetaStoreError> {
-        let batch: Vec<(u64, ExecutionRecord)> = self.lock().records.values().cloned().collect();
-        if batch.is_empty() {
-            return Ok(0);
-        }
-        let mut tx = db.begin_write().map_err(backend)?;
-        tx.set_durability(Durability::None);
-        for (_, record) in &batch {
-            put_execution_in(&tx, record)?;
-        }
-        tx.commit().map_err(backend)?;
-        self.unflushed.store(true, Ordering::SeqCst);
-        let mut pending = self.lock();
-        for (seq, record) in &batch {
-            let id = record.outcome.execution_id;
-            if pending.records.get(&id).is_some_and(|(s, _)| s == seq) {
-                pending.records.remove(&id);
-            }
-        }
-        Ok(batch.len())
-    }
-
-    /// Commits pending records, then a durable empty commit makes every
-    /// earlier commit durable.
-    fn flush(&self, db: &Database) -> Result<(), MetaStoreError> {
-        // Earlier commits are made durable even if this write fails.
-        let written = self.write_pending(db).map(drop);
-        if !self.unflushed.swap(false, Ordering::SeqCst) {
-            return written;
-        }
-        let flushed = db
-            .begin_write()
-            .map_err(backend)
-            .and_then(|tx| tx.commit().map_err(backend));
-        if flushed.is_err() {
-            self.unflushed.store(true, Ordering::SeqCst);
-        }
-        written.and(flushed)
-    }
-
-    /// Waits until the store closes, `deadline` passes or, if `for_records`,
-    /// a record is pending; true unless the store closed.
-    fn wait(&self, deadline: Instant, for_records: bool) -> bool {
-        let mut pending = self.lock();
-        loop {
-            if pending.closed {
-                return false;
-            }
-            let now = Instant::now();
-            if (for_records && !pending.records.is_empty()) || now >= deadline {
-                return true;
-            }
-            pending = self
-                .arrived
-                .wait_timeout(pending, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-    }
-
-    /// The writer thread: commits records as they arrive and makes them
-    /// durable every [`EXECUTION_FLUSH_INTERVAL`], until the store closes.
-    fn write_until_closed(&self, db: &Database) {
-        let mut next_flush = Instant::now() + EXECUTION_FLUSH_INTERVAL;
-        while self.wait(next_flush, true) {
-            let result = if Instant::now() >= next_flush {
-                next_flush = Instant::now() + EXECUTION_FLUSH_INTERVAL;
-                self.flush(db)
-            } else {
-                self.write_pending(db).map(drop)
-            };
-            if let Err(e) = result {
-                tracing::warn!(error = %e, "writing execution records to disk failed; retrying");
-                // A failing disk is retried at the flush interval, not in a
-                // busy loop.
-                if !self.wait(Instant::now() + EXECUTION_FLUSH_INTERVAL, false) {
-                    return;
-                }
-            }
-        }
-    }
-
-    fn close(&self) {
-        self.lock().closed = true;
-        self.arrived.notify_all();
-    }
-}
-
-/// Owns the writer thread; its drop is the store's last flush.
-#[derive(Debug)]
-struct Flusher {
-    db: Arc<Database>,
-    lazy: Arc<Lazy>,
-    writer: Option<thread::JoinHandle<()>>,
-}
-
-impl Flusher {
-    /// Starts the writer thread. One long-lived thread rather than a task
-    /// per batch: nothing is dropped unrun when a runtime shuts down, and
-    /// the drop joins it, so no straggler writes or keeps the database file
-    /// open after the store is gone.
-    fn start(db: Arc<Database>) -> std::io::Result<Self> {
-        let lazy = Arc::<Lazy>::default();
-        let writer = {
-            let (db, lazy) = (db.clone(), lazy.clone());
-            thread::Builder::new()
-                .name("redb-flush".into())
-                .spawn(move || lazy.write_until_closed(&db))?
-        };
-        Ok(Self {
-            db,
-            lazy,
-            writer: Some(writer),
-        })
-    }
-}
-
-impl Drop for Flusher {
-    fn drop(&mut self) {
-        self.lazy.close();
-        if let Some(writer) = self.writer.take() {
-            // It only writes records, so a panic there loses none that the
-            // flush below cannot still write.
-            let _ = writer.join();
-        }
-        if let Err(e) = self.lazy.flush(&self.db) {
-            tracing::error!(
-                error = %e,
-                within = ?EXECUTION_FLUSH_INTERVAL,
-                "the latest execution records may be lost"
-            );
-        }
-    }
 }
 
 fn backend(source: impl Into<super::BoxError>) -> MetaStoreError {
@@ -253,19 +56,7 @@ impl RedbMetaStore {
         tx.open_table(TAG_INDEX).map_err(backend)?;
         tx.open_table(EXECUTIONS).map_err(backend)?;
         tx.commit().map_err(backend)?;
-        let flusher = Arc::new(Flusher::start(db.clone()).map_err(backend)?);
-        Ok(Self { db, flusher })
-    }
-
-    /// Accepts a record for the writer thread. Past [`MAX_PENDING_RECORDS`]
-    /// the caller waits for the write and gets its error.
-    async fn record_later(&self, execution: &ExecutionRecord) -> Result<(), MetaStoreError> {
-        if self.flusher.lazy.accept(execution) <= MAX_PENDING_RECORDS {
-            return Ok(());
-        }
-        let lazy = self.flusher.lazy.clone();
-        self.blocking(move |db| lazy.write_pending(db).map(drop))
-            .await
+        Ok(Self { db })
     }
 
     async fn blocking<T, F>(&self, work: F) -> Result<T, MetaStoreError>
@@ -285,9 +76,10 @@ impl RedbMetaStore {
 /// transaction allocates the index without races.
 fn append_in(
     tx: &redb::WriteTransaction,
-    session: &str,
+    session: &LogicalSession,
     entry: NewLogEntry,
 ) -> Result<u64, MetaStoreError> {
+    let session = session.as_str();
     let mut heads = tx.open_table(LOG_HEADS).map_err(backend)?;
     let index = heads
         .get(session)
@@ -326,8 +118,12 @@ fn put_execution_in(
 
 #[async_trait]
 impl MetaStore for RedbMetaStore {
-    async fn append_log(&self, session: &str, entry: NewLogEntry) -> Result<u64, MetaStoreError> {
-        let session = session.to_owned();
+    async fn append_log(
+        &self,
+        session: &LogicalSession,
+        entry: NewLogEntry,
+    ) -> Result<u64, MetaStoreError> {
+        let session = session.clone();
         self.blocking(move |db| {
             let tx = db.begin_write().map_err(backend)?;
             let index = append_in(&tx, &session, entry)?;
@@ -337,24 +133,29 @@ impl MetaStore for RedbMetaStore {
         .await
     }
 
-    async fn list_sessions(&self) -> Result<Vec<String>, MetaStoreError> {
+    async fn list_sessions(&self) -> Result<Vec<LogicalSession>, MetaStoreError> {
         self.blocking(|db| {
             let tx = db.begin_read().map_err(backend)?;
             let heads = tx.open_table(LOG_HEADS).map_err(backend)?;
-            heads
-                .iter()
-                .map_err(backend)?
-                .map(|row| {
-                    row.map(|(name, _)| name.value().to_owned())
-                        .map_err(backend)
-                })
-                .collect()
+            let mut sessions = Vec::new();
+            for row in heads.iter().map_err(backend)? {
+                let (name, _) = row.map_err(backend)?;
+                // Only a name logged before names were validated (the empty
+                // one) fails; no call can name it, so no listing shows it.
+                if let Ok(name) = LogicalSession::parse(name.value()) {
+                    sessions.push(name);
+                }
+            }
+            Ok(sessions)
         })
         .await
     }
 
-    async fn last_log_entry(&self, session: &str) -> Result<Option<LogEntry>, MetaStoreError> {
-        let session = session.to_owned();
+    async fn last_log_entry(
+        &self,
+        session: &LogicalSession,
+    ) -> Result<Option<LogEntry>, MetaStoreError> {
+        let session = session.clone();
         self.blocking(move |db| {
             let tx = db.begin_read().map_err(backend)?;
             let log = tx.open_table(LOG).map_err(backend)?;
@@ -374,11 +175,11 @@ impl MetaStore for RedbMetaStore {
 
     async fn read_log(
         &self,
-        session: &str,
+        session: &LogicalSession,
         offset: u64,
         limit: usize,
     ) -> Result<Vec<LogEntry>, MetaStoreError> {
-        let session = session.to_owned();
+        let session = session.clone();
         self.blocking(move |db| {
             let tx = db.begin_read().map_err(backend)?;
             let log = tx.open_table(LOG).map_err(backend)?;
@@ -488,20 +289,20 @@ impl MetaStore for RedbMetaStore {
     /// execution record behind, as on DynamoDB.
     async fn record_run(
         &self,
-        log: Option<(&str, NewLogEntry)>,
+        log: Option<(&LogicalSession, NewLogEntry)>,
         execution: &ExecutionRecord,
     ) -> Result<Option<u64>, MetaStoreError> {
-        let Some((session, entry)) = log else {
-            return self.record_later(execution).await.map(|()| None);
-        };
-        let session = session.to_owned();
+        let log = log.map(|(session, entry)| (session.clone(), entry));
         let execution = execution.clone();
         self.blocking(move |db| {
             let tx = db.begin_write().map_err(backend)?;
-            let index = append_in(&tx, &session, entry)?;
+            let index = match log {
+                Some((session, entry)) => Some(append_in(&tx, &session, entry)?),
+                None => None,
+            };
             put_execution_in(&tx, &execution)?;
             tx.commit().map_err(backend)?;
-            Ok(Some(index))
+            Ok(index)
         })
         .await
     }
@@ -511,9 +312,6 @@ impl MetaStore for RedbMetaStore {
         id: Uuid,
         now: i64,
     ) -> Result<Option<ExecutionRecord>, MetaStoreError> {
-        if let Some((_, record)) = self.flusher.lazy.lock().records.get(&id) {
-            return Ok((record.expires_at > now).then(|| record.clone()));
-        }
         self.blocking(move |db| {
             let tx = db.begin_read().map_err(backend)?;
             let executions = tx.open_table(EXECUTIONS).map_err(backend)?;

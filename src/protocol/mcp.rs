@@ -3,8 +3,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::session::ClientInfo;
-
 /// Protocol versions with `initialize`, oldest first.
 pub const SUPPORTED_VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
 
@@ -90,6 +88,38 @@ pub mod meta {
     pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 }
 
+/// For the model, returned by `initialize` and `server/discover`: heaps in
+/// two sentences, then continuity.
+pub const INSTRUCTIONS: &str = "Run JavaScript or TypeScript with the run_js tool; every successful run saves the whole V8 heap and \
+returns its key as `heap`. Pass that key back as `heap` to continue from exactly that state, in this or any later session. \
+When a client initializes with an X-MCP-Session-Id that has logged runs, this result's _meta \"mcp-v8/continuity\" gives the \
+number of runs and the last output heap, so the agent can resume where it left off.";
+
+/// `clientInfo` of `initialize` (and of 2026-07-28 requests' `_meta`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientInfo {
+    /// Client name.
+    pub name: String,
+    /// Client version.
+    pub version: String,
+    /// Display title (2025-06-18 and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+/// What `initialize` tells a client that comes back to a logical session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Continuity {
+    /// The logical session (`X-MCP-Session-Id`).
+    pub logical_session: String,
+    /// Whether the session already has logged runs.
+    pub resumed: bool,
+    /// How many.
+    pub entries: u64,
+    /// The heap of the newest run, to continue from.
+    pub last_output_heap: Option<String>,
+}
+
 /// `initialize` parameters.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -125,7 +155,7 @@ pub struct InitializeResult {
 pub struct InitializeMeta {
     /// Where the logical session stands.
     #[serde(rename = "mcp-v8/continuity")]
-    pub continuity: crate::tools::Continuity,
+    pub continuity: Continuity,
 }
 
 /// Server capabilities.

@@ -20,7 +20,7 @@ pub struct DynamoSessionStore {
 }
 
 impl DynamoSessionStore {
-    /// A store over `table` (see [`crate::aws::SESSIONS`]).
+    /// A store over `table` (see [`crate::backends::aws::SESSIONS`]).
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self {
             client,

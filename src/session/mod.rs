@@ -2,8 +2,6 @@
 //! process (any Lambda instance) can rebuild the MCP server for a later
 //! request from the store alone.
 
-#[doc(hidden)]
-pub mod conformance;
 mod dynamodb;
 mod redb;
 
@@ -11,92 +9,17 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use async_trait::async_trait;
-use rand::RngCore;
 use serde::{Deserialize, Serialize};
 
+use crate::protocol::mcp::ClientInfo;
+
+mod id;
+
 pub use self::dynamodb::DynamoSessionStore;
+pub use self::id::{InvalidLogicalSession, InvalidSessionId, LogicalSession, SessionId};
 pub use self::redb::RedbSessionStore;
 
-/// Boxed source error of a backend.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
-
-/// The `Mcp-Session-Id` of a transport session: 192 random bits as 48
-/// lowercase hex characters (visible ASCII, as the transport requires).
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct SessionId(String);
-
-/// A header value that cannot be a session id of this server.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("malformed session id: expected 48 lowercase hex characters")]
-pub struct InvalidSessionId;
-
-impl SessionId {
-    const BYTES: usize = 24;
-
-    /// A fresh random id.
-    pub fn generate() -> Self {
-        let mut bytes = [0u8; Self::BYTES];
-        rand::rng().fill_bytes(&mut bytes);
-        Self(hex::encode(bytes))
-    }
-
-    /// Validates an id received in a header. Anything else cannot name a
-    /// stored session, so callers answer it like an unknown session.
-    pub fn parse(text: &str) -> Result<Self, InvalidSessionId> {
-        let ok = text.len() == Self::BYTES * 2
-            && text
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-        if ok {
-            Ok(Self(text.to_owned()))
-        } else {
-            Err(InvalidSessionId)
-        }
-    }
-
-    /// The id as sent in `Mcp-Session-Id`.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl TryFrom<String> for SessionId {
-    type Error = InvalidSessionId;
-    fn try_from(value: String) -> Result<Self, Self::Error> {
-        Self::parse(&value)
-    }
-}
-
-impl From<SessionId> for String {
-    fn from(id: SessionId) -> Self {
-        id.0
-    }
-}
-
-impl fmt::Display for SessionId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl fmt::Debug for SessionId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "SessionId({})", self.0)
-    }
-}
-
-/// `clientInfo` of `initialize`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClientInfo {
-    /// Client name.
-    pub name: String,
-    /// Client version.
-    pub version: String,
-    /// Display title (2025-06-18 and later).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-}
+use crate::BoxError;
 
 /// Everything `initialize` established, replayed on every later request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -113,7 +36,8 @@ pub struct InitState {
     /// Every `X-MCP-*` request header of `initialize`, prefix stripped, lowercased.
     pub mcp_headers: BTreeMap<String, String>,
     /// The logical session (`X-MCP-Session-Id`), naming the session log.
-    pub logical_session: Option<String>,
+    #[serde(default, deserialize_with = "LogicalSession::deserialize_lenient")]
+    pub logical_session: Option<LogicalSession>,
     /// The authenticated caller, when there is one; another caller presenting
     /// this session id is answered as if it did not exist.
     pub principal: Option<String>,

@@ -21,7 +21,7 @@ pub struct RedbSessionStore {
 impl RedbSessionStore {
     /// Opens (or creates) a database of its own at `path`.
     pub fn open(path: &Path) -> Result<Self, SessionStoreError> {
-        Self::new(crate::embedded::open_database(path).map_err(backend)?)
+        Self::new(crate::backends::embedded::open_database(path).map_err(backend)?)
     }
 
     /// A store over an open database (shared with the metadata store: redb

@@ -3,6 +3,7 @@
 
 use crate::heap::HeapKey;
 use crate::meta::Tags;
+use crate::session::LogicalSession;
 
 /// Most tags one heap may carry.
 pub(crate) const MAX_TAGS: usize = 64;
@@ -11,22 +12,9 @@ pub(crate) const MAX_TAG_KEY: usize = 128;
 /// Longest tag value, in bytes.
 pub(crate) const MAX_TAG_VALUE: usize = 1024;
 
-/// Longest logical session name, in bytes.
-pub(crate) const MAX_SESSION_NAME: usize = 256;
-
-/// A logical session name given as an argument: it keys the session log in
-/// every store, so it is bounded and free of control characters.
-pub(crate) fn session(name: &str) -> Result<&str, String> {
-    if name.is_empty() {
-        return Err("session must not be empty".into());
-    }
-    if name.len() > MAX_SESSION_NAME {
-        return Err(format!("session is over {MAX_SESSION_NAME} bytes"));
-    }
-    if name.chars().any(char::is_control) {
-        return Err("session must not contain control characters".into());
-    }
-    Ok(name)
+/// A logical session name given as the `session` argument.
+pub(crate) fn session(name: &str) -> Result<LogicalSession, String> {
+    LogicalSession::parse(name).map_err(|e| format!("session {e}"))
 }
 
 pub(crate) fn heap(text: &str) -> Result<HeapKey, String> {

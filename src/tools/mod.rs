@@ -2,7 +2,6 @@
 //! for `tools/call`.
 
 mod args;
-pub(crate) use args::MAX_SESSION_NAME;
 mod heap_tags;
 mod run_js;
 mod schema;
@@ -10,16 +9,16 @@ mod session_log;
 
 use std::sync::Arc;
 
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::engine::Engine;
 use crate::meta::MetaStore;
 use crate::protocol::mcp::{
-    CallToolParams, CallToolResult, ListToolsResult, TextContent, has_structured_output,
+    CallToolParams, CallToolResult, Continuity, ListToolsResult, TextContent, has_structured_output,
 };
-use crate::session::InitState;
+use crate::session::{InitState, LogicalSession};
 
 /// What tools run against.
 #[derive(Debug, Clone)]
@@ -43,14 +42,14 @@ pub struct CallContext<'a> {
     pub protocol_version: &'a str,
     /// The logical session (`X-MCP-Session-Id`); a tool's `session`
     /// argument overrides it.
-    pub logical_session: Option<&'a str>,
+    pub logical_session: Option<&'a LogicalSession>,
 }
 
 impl<'a> From<&'a InitState> for CallContext<'a> {
     fn from(state: &'a InitState) -> Self {
         Self {
             protocol_version: &state.protocol_version,
-            logical_session: state.logical_session.as_deref(),
+            logical_session: state.logical_session.as_ref(),
         }
     }
 }
@@ -64,19 +63,6 @@ pub enum ToolCallError {
     /// A stateful tool called on a stateless server.
     #[error("{0} is not available: this server is stateless")]
     NotAvailable(String),
-}
-
-/// What `initialize` tells a client that comes back to a logical session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Continuity {
-    /// The logical session (`X-MCP-Session-Id`).
-    pub logical_session: String,
-    /// Whether the session already has logged runs.
-    pub resumed: bool,
-    /// How many.
-    pub entries: u64,
-    /// The heap of the newest run, to continue from.
-    pub last_output_heap: Option<String>,
 }
 
 impl Toolbox {
@@ -156,14 +142,14 @@ impl Toolbox {
     /// server is stateless and keeps no log).
     pub async fn continuity(
         &self,
-        logical_session: &str,
+        logical_session: &LogicalSession,
     ) -> Result<Option<Continuity>, crate::meta::MetaStoreError> {
         if self.stateless {
             return Ok(None);
         }
         let last = self.meta.last_log_entry(logical_session).await?;
         Ok(Some(Continuity {
-            logical_session: logical_session.to_owned(),
+            logical_session: logical_session.to_string(),
             resumed: last.is_some(),
             entries: last.as_ref().map_or(0, |e| e.index + 1),
             last_output_heap: last.map(|e| e.output_heap.to_string()),

@@ -42,7 +42,7 @@ pub(super) fn session(description: &str) -> Value {
     json!({
         "type": "string",
         "minLength": 1,
-        "maxLength": super::args::MAX_SESSION_NAME,
+        "maxLength": crate::session::LogicalSession::MAX_LEN,
         "description": description
     })
 }

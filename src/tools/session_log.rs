@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 use super::{CallContext, Toolbox, args, schema, structured_result};
 use crate::meta::LogEntry;
 use crate::protocol::mcp::{CallToolResult, Tool};
+use crate::session::LogicalSession;
 
 pub(super) const LIST_SESSIONS: &str = "list_sessions";
 pub(super) const LIST_SESSION_SNAPSHOTS: &str = "list_session_snapshots";
@@ -67,7 +68,7 @@ code run and when. The session is the session argument, else this connection's X
 
 #[derive(Debug, Serialize)]
 struct Sessions {
-    sessions: Vec<String>,
+    sessions: Vec<LogicalSession>,
 }
 
 pub(super) async fn list_sessions(toolbox: &Toolbox, structured: bool) -> CallToolResult {
@@ -129,9 +130,9 @@ pub(super) async fn list_session_snapshots(
     let named = match args.session.as_deref().map(args::session) {
         Some(Ok(name)) => Some(name),
         Some(Err(e)) => return CallToolResult::error(e),
-        None => context.logical_session,
+        None => None,
     };
-    let Some(name) = named else {
+    let Some(name) = named.as_ref().or(context.logical_session) else {
         let mut error = Map::new();
         error.insert("error".into(), Value::String(NO_SESSION.into()));
         return structured_result(

@@ -8,8 +8,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
+use super::envelope::HttpError;
+use super::headers::Principal;
 use super::jwt::{JwtError, JwtVerifier, ResourceMetadata};
-use super::{HttpError, Principal};
 use crate::protocol::jsonrpc::code;
 
 /// The SHA-256 of the one token this deployment accepts

@@ -3,10 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use super::HttpError;
+use axum::http::{HeaderMap, StatusCode, header};
+
+use super::envelope::HttpError;
 use crate::protocol::jsonrpc::code;
 use crate::protocol::mcp;
-use axum::http::{HeaderMap, StatusCode, header};
+use crate::session::LogicalSession;
 
 /// The authenticated caller, put in the request extensions by the host
 /// (Lambda IAM, bearer tokens). A session answers only its own principal.
@@ -106,8 +108,7 @@ pub(super) const MAX_MCP_HEADER_BYTES: usize = 1024;
 
 /// Every `X-MCP-*` header, prefix stripped and lowercased (`X-MCP-Session-Id`
 /// becomes `session-id`). Values that are not UTF-8 are skipped. Too many,
-/// or too long (the logical session name: longer than a `session` argument
-/// may be), is 400.
+/// or too long, is 400.
 pub(super) fn mcp_headers(headers: &HeaderMap) -> Result<BTreeMap<String, String>, HttpError> {
     let captured: BTreeMap<String, String> = headers
         .iter()
@@ -124,36 +125,28 @@ pub(super) fn mcp_headers(headers: &HeaderMap) -> Result<BTreeMap<String, String
         )));
     }
     for (key, value) in &captured {
-        let limit = if key == "session-id" {
-            crate::tools::MAX_SESSION_NAME
-        } else {
-            MAX_MCP_HEADER_BYTES
-        };
-        if value.len() > limit {
+        if value.len() > MAX_MCP_HEADER_BYTES {
             return Err(HttpError::bad_request(format!(
-                "the X-MCP-{key} header is over {limit} bytes"
+                "the X-MCP-{key} header is over {MAX_MCP_HEADER_BYTES} bytes"
             )));
         }
     }
     Ok(captured)
 }
 
-/// The logical session a request names in its own `X-MCP-Session-Id`
-/// header (2026-07-28 has no session to have captured it).
-pub(super) fn logical_session(headers: &HeaderMap) -> Result<Option<&str>, HttpError> {
+/// The logical session a request names in its `X-MCP-Session-Id` header:
+/// at `initialize` (session era), or on each 2026-07-28 request, which has
+/// no session to have captured it. An invalid name is 400, naming the header.
+pub(super) fn logical_session(headers: &HeaderMap) -> Result<Option<LogicalSession>, HttpError> {
     let Some(value) = headers.get(mcp::header::LOGICAL_SESSION) else {
         return Ok(None);
     };
     let name = value
         .to_str()
-        .map_err(|_| HttpError::bad_request("the X-MCP-Session-Id header must be ASCII"))?;
-    if name.len() > crate::tools::MAX_SESSION_NAME || name.is_empty() {
-        return Err(HttpError::bad_request(format!(
-            "the X-MCP-Session-Id header must be 1 to {} bytes",
-            crate::tools::MAX_SESSION_NAME
-        )));
-    }
-    Ok(Some(name))
+        .map_err(|_| HttpError::bad_request("the X-MCP-Session-Id header must be visible ASCII"))?;
+    LogicalSession::parse(name)
+        .map(Some)
+        .map_err(|e| HttpError::bad_request(format!("the X-MCP-Session-Id header {e}")))
 }
 
 #[cfg(test)]

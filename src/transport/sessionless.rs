@@ -10,21 +10,14 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::{HttpError, INSTRUCTIONS, json};
+use super::envelope::{HttpError, check_nesting, json};
 use crate::protocol::jsonrpc::{self, Incoming, RequestId, code};
 use crate::protocol::mcp::{
-    self, ALL_VERSIONS, CacheHints, CallToolParams, DiscoverResult, STATELESS_VERSION,
-    ServerCapabilities, StatelessResult, ToolsCapability, UnsupportedVersionData, method,
+    self, ALL_VERSIONS, ClientInfo, STATELESS_VERSION, StatelessResult, UnsupportedVersionData,
+    method,
 };
-use crate::session::ClientInfo;
-use crate::tools::{CallContext, ToolCallError, Toolbox};
-
-/// The tool list and discovery answer change only with a deployment, and are
-/// the same for every caller.
-const CACHE_HINTS: CacheHints = CacheHints {
-    ttl_ms: 300_000,
-    cache_scope: "public",
-};
+use crate::server::McpServer;
+use crate::tools::CallContext;
 
 /// The protocol version a request asks for in its header, when that version
 /// is not one with sessions: such requests are served here, and an unknown
@@ -115,15 +108,9 @@ pub(super) enum Decoded {
 /// Decodes and checks one 2026-07-28 POST body, up to dispatch: what the
 /// fuzz targets drive.
 pub(super) fn decode(headers: &HeaderMap, body: &[u8]) -> Result<Decoded, HttpError> {
-    let parse_error = |e: serde_json::Error| {
-        HttpError::new(
-            StatusCode::BAD_REQUEST,
-            code::PARSE_ERROR,
-            format!("Parse error: {e}"),
-        )
-    };
-    super::check_nesting(body)?;
-    let whole: Box<RawValue> = serde_json::from_slice(body).map_err(parse_error)?;
+    check_nesting(body)?;
+    let whole: Box<RawValue> =
+        serde_json::from_slice(body).map_err(|e| HttpError::parse_error(&e))?;
     if whole.get().trim_start().starts_with('[') {
         return Err(HttpError::bad_request(format!(
             "protocol {STATELESS_VERSION} takes one JSON-RPC message per request, not a batch"
@@ -165,7 +152,7 @@ pub(super) fn decode(headers: &HeaderMap, body: &[u8]) -> Result<Decoded, HttpEr
 
 /// Serves one 2026-07-28 POST body.
 pub(super) async fn post(
-    tools: &Toolbox,
+    server: &McpServer,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, HttpError> {
@@ -173,66 +160,30 @@ pub(super) async fn post(
         Decoded::Notification => return Ok(StatusCode::ACCEPTED.into_response()),
         Decoded::Request { id, method, params } => (id, method, params),
     };
-    let params = params.as_deref();
-    let span = tracing::Span::current();
-
-    let result = match rpc_method.as_str() {
-        method::SERVER_DISCOVER => raw_ok(
-            id,
-            StatelessResult::complete(
-                DiscoverResult {
-                    supported_versions: &ALL_VERSIONS,
-                    capabilities: ServerCapabilities {
-                        tools: ToolsCapability {
-                            list_changed: false,
-                        },
-                    },
-                    instructions: INSTRUCTIONS,
-                },
-                Some(CACHE_HINTS),
-            ),
-        ),
-        method::TOOLS_LIST => raw_ok(
-            id,
-            StatelessResult::complete(tools.list(STATELESS_VERSION), Some(CACHE_HINTS)),
-        ),
-        method::TOOLS_CALL => {
-            let params: CallToolParams = serde_json::from_str(params.map_or("null", RawValue::get))
-                .map_err(|e| error(&id, code::INVALID_PARAMS, format!("Invalid params: {e}")))?;
-            // The log follows the `session` argument, else this request's
-            // own X-MCP-Session-Id header: there is no session to replay.
-            let logical_session = super::headers::logical_session(headers)
-                .map_err(|e| e.with_id(Some(id.clone())))?;
-            if let Some(name) = logical_session {
-                span.record("logical_session", name);
-            }
-            let context = CallContext {
-                protocol_version: STATELESS_VERSION,
-                logical_session,
-            };
-            match tools.call(context, params).await {
-                Ok(result) => raw_ok(id, StatelessResult::complete(result, None)),
-                Err(e @ ToolCallError::UnknownTool(_)) => {
-                    return Err(error(&id, code::INVALID_PARAMS, e.to_string()));
-                }
-                Err(e @ ToolCallError::NotAvailable(_)) => {
-                    return Err(error(&id, code::METHOD_NOT_FOUND, e.to_string()));
-                }
-            }
-        }
-        other => {
-            return Err(error(
-                &id,
-                code::METHOD_NOT_FOUND,
-                format!("Method not found: {other} (protocol {STATELESS_VERSION})"),
-            ));
-        }
+    // The log follows the `session` argument, else this request's own
+    // X-MCP-Session-Id header: there is no session to replay.
+    let logical_session = if rpc_method == method::TOOLS_CALL {
+        super::headers::logical_session(headers).map_err(|e| e.with_id(Some(id.clone())))?
+    } else {
+        None
     };
-    Ok(result)
-}
-
-fn raw_ok<T: serde::Serialize>(id: RequestId, result: T) -> Response {
-    json(StatusCode::OK, &jsonrpc::Response::ok(id, result))
+    if let Some(name) = &logical_session {
+        tracing::Span::current().record("logical_session", name.as_str());
+    }
+    let context = CallContext {
+        protocol_version: STATELESS_VERSION,
+        logical_session: logical_session.as_ref(),
+    };
+    match server.handle(context, &rpc_method, params.as_deref()).await {
+        Ok(result) => {
+            let cache = result.cache_hints();
+            Ok(json(
+                StatusCode::OK,
+                &jsonrpc::Response::ok(id, StatelessResult::complete(result, cache)),
+            ))
+        }
+        Err(e) => Err(HttpError::from_method(id, e, status_of)),
+    }
 }
 
 fn unsupported(id: Option<&RequestId>, requested: &str) -> HttpError {
@@ -240,7 +191,7 @@ fn unsupported(id: Option<&RequestId>, requested: &str) -> HttpError {
         supported: &ALL_VERSIONS,
         requested,
     };
-    let mut error = HttpError::new(
+    HttpError::new(
         StatusCode::BAD_REQUEST,
         code::UNSUPPORTED_PROTOCOL_VERSION,
         format!(
@@ -248,9 +199,8 @@ fn unsupported(id: Option<&RequestId>, requested: &str) -> HttpError {
             ALL_VERSIONS.join(", ")
         ),
     )
-    .with_id(id.cloned());
-    error.data = Some(serde_json::to_value(data).expect("error data serializes"));
-    error
+    .with_id(id.cloned())
+    .with_data(serde_json::to_value(data).expect("error data serializes"))
 }
 
 /// Checks `params._meta` and the standard headers against the body, in the

@@ -17,11 +17,13 @@ const TOKEN: &str = "correct horse battery staple";
 
 fn guarded(dir: &std::path::Path) -> Router {
     let digest = hex::encode(Sha256::digest(TOKEN.as_bytes()));
-    let app =
-        Config::from_lookup(|name| (name == "MCP_V8_AUTH_TOKEN_SHA256").then(|| digest.clone()))
-            .unwrap()
-            .app(dir, false, None)
-            .unwrap();
+    let app = mcp_v8_lambda::app::app(
+        &Config::from_lookup(|name| (name == "MCP_V8_AUTH_TOKEN_SHA256").then(|| digest.clone()))
+            .unwrap(),
+        dir,
+        None,
+    )
+    .unwrap();
     router(app)
 }
 
@@ -138,10 +140,8 @@ fn a_malformed_token_digest_is_a_configuration_error_that_hides_the_value() {
 #[tokio::test]
 async fn a_loopback_serve_refuses_foreign_host_names() {
     let dir = tempfile::tempdir().unwrap();
-    let app = Config::from_lookup(|_| None)
-        .unwrap()
-        .app(dir.path(), false, None)
-        .unwrap();
+    let app =
+        mcp_v8_lambda::app::app(&Config::from_lookup(|_| None).unwrap(), dir.path(), None).unwrap();
     let router = loopback_only(router(app));
     let with_host = |host: &str| {
         let mut request = initialize(None);

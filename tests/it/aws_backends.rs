@@ -6,31 +6,30 @@ use crate::common;
 
 use std::sync::Arc;
 
+use common::conformance::heap::{self as heap_conformance, sample_snapshot};
+use common::conformance::meta as meta_conformance;
+use common::conformance::session as session_conformance;
+use common::faults::CancelTransactions;
 use common::moto::{clients, provisioned, unique};
-use mcp_v8_lambda::aws::{TABLES, setup};
+use mcp_v8_lambda::backends::aws::{TABLES, setup};
 use mcp_v8_lambda::engine::{RunOutcome, RunStatus};
-use mcp_v8_lambda::heap::conformance::{self as heap_conformance, sample_snapshot};
 use mcp_v8_lambda::heap::{
-    FileHeapStorage, HeapKey, HeapStorage, HeapStoreError, S3HeapStorage,
-    WriteThroughCacheHeapStorage,
+    FileHeapStore, HeapKey, HeapStore, HeapStoreError, S3HeapStore, WriteThroughCacheHeapStore,
 };
-use mcp_v8_lambda::meta::{
-    DynamoMetaStore, ExecutionRecord, MetaStore, MetaTables, NewLogEntry,
-    conformance as meta_conformance,
-};
-use mcp_v8_lambda::session::{DynamoSessionStore, conformance as session_conformance};
+use mcp_v8_lambda::meta::{DynamoMetaStore, ExecutionRecord, MetaStore, MetaTables, NewLogEntry};
+use mcp_v8_lambda::session::DynamoSessionStore;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn s3_store_passes_the_heap_conformance_suite() {
     let (s3, _, bucket, _) = provisioned().await;
-    heap_conformance::run_all(Arc::new(S3HeapStorage::new(s3.clone(), &bucket, ""))).await;
-    heap_conformance::run_all(Arc::new(S3HeapStorage::new(s3, &bucket, "under/a/prefix/"))).await;
+    heap_conformance::run_all(Arc::new(S3HeapStore::new(s3.clone(), &bucket, ""))).await;
+    heap_conformance::run_all(Arc::new(S3HeapStore::new(s3, &bucket, "under/a/prefix/"))).await;
 }
 
 #[tokio::test]
 async fn s3_objects_are_named_by_the_bare_heap_key_and_verified_on_read() {
     let (s3, _, bucket, _) = provisioned().await;
-    let store = S3HeapStorage::new(s3.clone(), &bucket, "");
+    let store = S3HeapStore::new(s3.clone(), &bucket, "");
     let snapshot = sample_snapshot(42);
     store.put(&snapshot).await.unwrap();
     let object = s3
@@ -60,7 +59,7 @@ async fn s3_objects_are_named_by_the_bare_heap_key_and_verified_on_read() {
 #[tokio::test]
 async fn a_missing_bucket_is_a_backend_error_not_a_missing_heap() {
     let (s3, _) = clients().await;
-    let store = S3HeapStorage::new(s3, unique("no-such-bucket"), "");
+    let store = S3HeapStore::new(s3, unique("no-such-bucket"), "");
     let err = store.get(sample_snapshot(1).key()).await.unwrap_err();
     assert!(
         matches!(err, HeapStoreError::Backend { store: "s3", .. }),
@@ -73,10 +72,9 @@ fn cache_over(
     bucket: &str,
     dir: &std::path::Path,
     max_bytes: u64,
-) -> (WriteThroughCacheHeapStorage, Arc<S3HeapStorage>) {
-    let remote = Arc::new(S3HeapStorage::new(s3, bucket, ""));
-    let cache =
-        WriteThroughCacheHeapStorage::new(FileHeapStorage::new(dir), remote.clone(), max_bytes);
+) -> (WriteThroughCacheHeapStore, Arc<S3HeapStore>) {
+    let remote = Arc::new(S3HeapStore::new(s3, bucket, ""));
+    let cache = WriteThroughCacheHeapStore::new(FileHeapStore::new(dir), remote.clone(), max_bytes);
     (cache, remote)
 }
 
@@ -167,7 +165,10 @@ async fn the_cache_evicts_the_least_recently_used_heaps_under_its_bound() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn dynamodb_session_store_passes_the_session_conformance_suite() {
     let (_, dynamodb, _, prefix) = provisioned().await;
-    let store = DynamoSessionStore::new(dynamodb, mcp_v8_lambda::aws::SESSIONS.name(&prefix));
+    let store = DynamoSessionStore::new(
+        dynamodb,
+        mcp_v8_lambda::backends::aws::SESSIONS.name(&prefix),
+    );
     session_conformance::run_all(Arc::new(store)).await;
 }
 
@@ -213,9 +214,16 @@ async fn fields_too_large_for_an_item_go_to_s3_and_come_back_whole() {
         code: big_code.clone(),
         timestamp: "2026-11-22T00:00:00Z".into(),
     };
-    store.append_log("big", entry).await.unwrap();
+    store
+        .append_log(&common::logical("big"), entry)
+        .await
+        .unwrap();
     assert_eq!(
-        store.read_log("big", 0, 10).await.unwrap()[0].code,
+        store
+            .read_log(&common::logical("big"), 0, 10)
+            .await
+            .unwrap()[0]
+            .code,
         big_code
     );
     let record = ExecutionRecord {
@@ -293,5 +301,44 @@ async fn setup_is_idempotent_and_creates_every_table() {
                 Some(ttl)
             );
         }
+    }
+}
+
+fn log_entry(n: u64) -> NewLogEntry {
+    NewLogEntry {
+        input_heap: None,
+        output_heap: HeapKey::of_payload(&n.to_le_bytes()),
+        code: format!("step({n})"),
+        timestamp: "2026-11-24T00:00:00Z".into(),
+    }
+}
+
+/// A transaction that lost the race for the session's head is tried again;
+/// one cancelled for any other reason fails the append at once, without a
+/// second attempt and without a log entry.
+#[tokio::test]
+async fn a_log_append_retries_only_a_transaction_that_lost_a_race() {
+    let (s3, dynamodb, bucket, prefix) = provisioned().await;
+    let raced = CancelTransactions::new(&["ConditionalCheckFailed", "None"], 2);
+    let store = meta_store(s3.clone(), raced.around(&dynamodb), &bucket, &prefix);
+    let session = common::logical("raced");
+    assert_eq!(store.append_log(&session, log_entry(0)).await.unwrap(), 0);
+    assert_eq!(raced.calls(), 3, "two lost races, then the write");
+    assert_eq!(store.read_log(&session, 0, 10).await.unwrap().len(), 1);
+
+    for reasons in [
+        &["ValidationError", "None"][..],
+        &["None", "ThrottlingError"][..],
+    ] {
+        let refused = CancelTransactions::new(reasons, u64::MAX);
+        let store = meta_store(s3.clone(), refused.around(&dynamodb), &bucket, &prefix);
+        let session = common::logical(&unique("refused"));
+        let error = store.append_log(&session, log_entry(0)).await.unwrap_err();
+        assert_eq!(refused.calls(), 1, "{reasons:?}: no second attempt");
+        assert!(
+            error.to_string().contains("TransactionCanceled"),
+            "{reasons:?}: {error}"
+        );
+        assert!(store.read_log(&session, 0, 10).await.unwrap().is_empty());
     }
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use axum::body::Body;
 use axum::http::StatusCode;
 use common::moto::{sdk_config, unique};
-use mcp_v8_lambda::aws::{CallCounter, Clients, setup};
+use mcp_v8_lambda::backends::aws::{CallCounter, Clients, setup};
 use mcp_v8_lambda::config::Config;
 use mcp_v8_lambda::transport::{App, router};
 use serde_json::{Value, json};
@@ -54,7 +54,7 @@ async fn a_stateful_tools_call_makes_the_documented_aws_calls() {
         ("MCP_V8_HEAP_CACHE_DIR", cache.to_str().unwrap().to_owned()),
     ]);
     let config = Config::from_lookup(|name| env.get(name).cloned()).unwrap();
-    let app = config.app(dir.path(), false, Some(&clients)).unwrap();
+    let app = mcp_v8_lambda::app::app(&config, dir.path(), Some(&clients)).unwrap();
     counter.take();
 
     let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
@@ -135,7 +135,7 @@ async fn a_stateful_tools_call_makes_the_documented_aws_calls() {
     );
 
     // A new instance (empty memory) with an empty /tmp fetches it from S3.
-    let cold_app = config.app(dir.path(), false, Some(&clients)).unwrap();
+    let cold_app = mcp_v8_lambda::app::app(&config, dir.path(), Some(&clients)).unwrap();
     std::fs::remove_dir_all(&cache).unwrap();
     counter.take();
     let (_, _, cold_reply) = send(&cold_app, Some(&sid), run(Some(&heap))).await;

@@ -271,7 +271,7 @@ fn sigkill_under_load_leaves_every_logged_heap_stored_and_verifiable() {
         .sum();
     assert!(runs >= 8, "the load ran before the kill: {runs} runs");
 
-    let heaps = mcp_v8_lambda::heap::FileHeapStorage::new(dir.path().join("heaps"));
+    let heaps = mcp_v8_lambda::heap::FileHeapStore::new(dir.path().join("heaps"));
     let http = reqwest::Client::new();
     let mut logged = 0;
     for session in &sessions {
@@ -294,7 +294,7 @@ fn sigkill_under_load_leaves_every_logged_heap_stored_and_verifiable() {
                     continue;
                 };
                 let key = mcp_v8_lambda::heap::HeapKey::parse(key).unwrap();
-                let stored = runtime.block_on(mcp_v8_lambda::heap::HeapStorage::get(&heaps, &key));
+                let stored = runtime.block_on(mcp_v8_lambda::heap::HeapStore::get(&heaps, &key));
                 assert!(
                     matches!(stored, Ok(Some(_))),
                     "{session} entry {i}: {field} {key} is stored and verifies: {stored:?}"

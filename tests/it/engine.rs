@@ -7,22 +7,22 @@ use mcp_v8_lambda::engine::{
     Engine, EngineConfig, EngineError, Language, RunOutcome, RunRequest, RunStatus,
     snapshot_checksum_calls,
 };
-use mcp_v8_lambda::heap::{FileHeapStorage, HeapKey, HeapStorage};
+use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore};
 
 use crate::common::engine::{self, completed};
 
 struct Fixture {
     engine: Engine,
-    store: FileHeapStorage,
+    store: FileHeapStore,
     _dir: tempfile::TempDir,
 }
 
 fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let store = FileHeapStorage::new(dir.path().join("heaps"));
+    let store = FileHeapStore::new(dir.path().join("heaps"));
     let engine = Engine::new(
         EngineConfig::default(),
-        Some(Arc::new(store.clone()) as Arc<dyn HeapStorage>),
+        Some(Arc::new(store.clone()) as Arc<dyn HeapStore>),
     );
     Fixture {
         engine,
@@ -247,7 +247,7 @@ async fn output_is_capped_with_a_visible_marker() {
     };
     let engine = Engine::new(
         config,
-        Some(Arc::new(FileHeapStorage::new(dir.path())) as Arc<dyn HeapStorage>),
+        Some(Arc::new(FileHeapStore::new(dir.path())) as Arc<dyn HeapStore>),
     );
     let out = engine
         .run(RunRequest {
@@ -661,7 +661,7 @@ async fn restoring_a_heap_larger_than_the_limit_is_refused_not_fatal() {
 #[tokio::test]
 async fn snapshots_over_the_size_bound_are_neither_stored_nor_restored() {
     let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn HeapStorage> = Arc::new(FileHeapStorage::new(dir.path().join("heaps")));
+    let store: Arc<dyn HeapStore> = Arc::new(FileHeapStore::new(dir.path().join("heaps")));
     let bounded = |max_snapshot_bytes| {
         Engine::new(
             EngineConfig {

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
+use common::faults::{Fault, FaultPlan, Faulty};
 use common::{Server, server_wrapped};
-use mcp_v8_lambda::faults::{Fault, FaultPlan, Faulty};
-use mcp_v8_lambda::heap::{HeapKey, HeapStorage};
+use mcp_v8_lambda::heap::{HeapKey, HeapStore};
 use mcp_v8_lambda::meta::MetaStore;
 use mcp_v8_lambda::session::SessionStore;
 use serde_json::{Value, json};
@@ -23,7 +23,7 @@ const FAULTS: [Fault; 3] = [
 
 /// A server whose three stores all go through `plan`; the unwrapped heap
 /// and metadata stores, to look behind the faults.
-fn faulty_server(plan: &Arc<FaultPlan>) -> (Server, Arc<dyn HeapStorage>, Arc<dyn MetaStore>) {
+fn faulty_server(plan: &Arc<FaultPlan>) -> (Server, Arc<dyn HeapStore>, Arc<dyn MetaStore>) {
     let mut inner = None;
     let server = server_wrapped(3600, false, |stores| {
         let heaps = stores.heaps.expect("a stateful server has heaps");
@@ -33,10 +33,7 @@ fn faulty_server(plan: &Arc<FaultPlan>) -> (Server, Arc<dyn HeapStorage>, Arc<dy
                 stores.sessions,
                 plan.clone(),
             )),
-            heaps: Some(Arc::new(Faulty::<dyn HeapStorage>::new(
-                heaps,
-                plan.clone(),
-            ))),
+            heaps: Some(Arc::new(Faulty::<dyn HeapStore>::new(heaps, plan.clone()))),
             meta: Arc::new(Faulty::<dyn MetaStore>::new(stores.meta, plan.clone())),
         }
     });
@@ -96,14 +93,21 @@ async fn a_failed_heap_put_fails_the_run_and_no_log_entry_points_at_it() {
         assert_eq!(outcome["status"], "failed", "{outcome}");
         assert!(outcome["heap"].is_null(), "no heap is reported: {outcome}");
         assert!(
-            meta.last_log_entry("faulty").await.unwrap().is_none(),
+            meta.last_log_entry(&common::logical("faulty"))
+                .await
+                .unwrap()
+                .is_none(),
             "{fault:?}: nothing was logged"
         );
 
         // The next run stores and logs as usual, at index 0.
         let result = s.call(&sid, json!({"code": "1"})).await;
         assert_eq!(result["isError"], false, "{result}");
-        let last = meta.last_log_entry("faulty").await.unwrap().unwrap();
+        let last = meta
+            .last_log_entry(&common::logical("faulty"))
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(last.index, 0);
     }
 }
@@ -131,7 +135,12 @@ async fn a_failed_metadata_write_is_reported_the_heap_stays_and_nothing_is_half_
             heaps.get(&key).await.unwrap().is_some(),
             "{fault:?}: the heap is stored and verifies"
         );
-        assert!(meta.last_log_entry("faulty").await.unwrap().is_none());
+        assert!(
+            meta.last_log_entry(&common::logical("faulty"))
+                .await
+                .unwrap()
+                .is_none()
+        );
         let id = outcome["execution_id"].as_str().unwrap().parse().unwrap();
         assert!(
             meta.get_execution(id, 0).await.unwrap().is_none(),
@@ -165,7 +174,11 @@ async fn a_failed_heap_read_fails_the_run_instead_of_starting_fresh() {
         assert_eq!(result["structuredContent"]["status"], "failed");
     }
     assert_eq!(
-        meta.last_log_entry("faulty").await.unwrap().unwrap().index,
+        meta.last_log_entry(&common::logical("faulty"))
+            .await
+            .unwrap()
+            .unwrap()
+            .index,
         0,
         "failed runs add nothing to the log"
     );

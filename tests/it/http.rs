@@ -3,11 +3,9 @@
 
 use crate::common;
 
-use std::sync::Arc;
-
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use common::{BrokenStore, post, server, server_with};
+use common::{broken_sessions, post, server, server_with};
 use mcp_v8_lambda::config::Config;
 use mcp_v8_lambda::session::{SessionId, unix_now};
 use mcp_v8_lambda::transport::{Principal, router};
@@ -43,7 +41,10 @@ async fn initialize_negotiates_persists_and_returns_a_session_id() {
         .unwrap()
         .expect("persisted");
     assert_eq!(state.protocol_version, "2025-11-25");
-    assert_eq!(state.logical_session.as_deref(), Some("agent-1"));
+    assert_eq!(
+        state.logical_session.as_ref().map(|s| s.as_str()),
+        Some("agent-1")
+    );
     assert_eq!(
         state.mcp_headers.get("team").map(String::as_str),
         Some("Blue")
@@ -124,7 +125,7 @@ async fn unknown_malformed_and_expired_sessions_are_404_session_not_found() {
 
 #[tokio::test]
 async fn a_failing_session_store_is_500_never_a_fresh_session() {
-    let s = server_with(3600, false, Some(Arc::new(BrokenStore)));
+    let s = server_with(3600, false, Some(broken_sessions()));
     let reply = s
         .rpc(
             Some(SessionId::generate().as_str()),
@@ -401,7 +402,11 @@ async fn run_js_threads_state_through_heaps_and_logs_each_run() {
         .as_str()
         .unwrap()
         .to_owned();
-    let log = s.meta.read_log("logged-agent", 0, 100).await.unwrap();
+    let log = s
+        .meta
+        .read_log(&common::logical("logged-agent"), 0, 100)
+        .await
+        .unwrap();
     assert_eq!(log.len(), 2);
     assert_eq!(log[0].input_heap, None);
     assert_eq!(
@@ -583,10 +588,8 @@ async fn an_oversized_body_is_413() {
 #[tokio::test]
 async fn the_local_app_of_the_binary_serves_from_a_data_dir() {
     let dir = tempfile::tempdir().unwrap();
-    let app = Config::from_lookup(|_| None)
-        .unwrap()
-        .app(dir.path(), false, None)
-        .unwrap();
+    let app =
+        mcp_v8_lambda::app::app(&Config::from_lookup(|_| None).unwrap(), dir.path(), None).unwrap();
     let text = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
         "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}})
     .to_string();
@@ -662,4 +665,34 @@ async fn oversized_or_too_many_x_mcp_headers_are_400_and_store_nothing() {
         .body(Body::from(init.clone()))
         .unwrap();
     assert_eq!(s.send(ok).await.status, StatusCode::OK);
+}
+
+/// The logical session name is checked at `initialize` as everywhere else:
+/// an empty or control-character name is a 400 naming the header, and no
+/// session (and so no log under that name) is made.
+#[tokio::test]
+async fn an_invalid_logical_session_header_at_initialize_is_400_naming_the_header() {
+    let s = server();
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}})
+    .to_string();
+    for (value, says) in [("", "must not be empty"), ("a\tb", "control characters")] {
+        let request = post(&init)
+            .header("x-mcp-session-id", value)
+            .body(Body::from(init.clone()))
+            .unwrap();
+        let reply = s.send(request).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::BAD_REQUEST,
+            "{value:?}: {}",
+            reply.body
+        );
+        assert_eq!(reply.body["id"], 0);
+        let message = reply.body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("X-MCP-Session-Id"), "{message}");
+        assert!(message.contains(says), "{message}");
+        assert!(reply.session_id().is_none(), "no session was stored");
+    }
+    assert!(s.meta.list_sessions().await.unwrap().is_empty());
 }

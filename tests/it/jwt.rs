@@ -55,13 +55,16 @@ fn guarded(dir: &std::path::Path, jwks_url: &str) -> Router {
         ("MCP_V8_JWT_ISSUER", ISSUER.to_owned()),
         ("MCP_V8_JWT_AUDIENCE", AUDIENCE.to_owned()),
     ];
-    let app = Config::from_lookup(|name| {
-        vars.iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.clone())
-    })
-    .unwrap()
-    .app(dir, false, None)
+    let app = mcp_v8_lambda::app::app(
+        &Config::from_lookup(|name| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.clone())
+        })
+        .unwrap(),
+        dir,
+        None,
+    )
     .unwrap();
     router(app)
 }

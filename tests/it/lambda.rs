@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use axum::http::StatusCode;
-use mcp_v8_lambda::aws::{KeyKind, TABLES};
+use mcp_v8_lambda::backends::aws::{KeyKind, TABLES};
 use mcp_v8_lambda::config::Config;
 use mcp_v8_lambda::lambda::service;
 use mcp_v8_lambda::transport::App;
@@ -34,10 +34,7 @@ async fn invoke(app: &App, event: &str) -> (StatusCode, Option<String>, Value) {
 }
 
 fn local_app(dir: &std::path::Path) -> App {
-    Config::from_lookup(|_| None)
-        .unwrap()
-        .app(dir, false, None)
-        .unwrap()
+    mcp_v8_lambda::app::app(&Config::from_lookup(|_| None).unwrap(), dir, None).unwrap()
 }
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use mcp_v8_lambda::session::conformance::{self, sample_state};
+use crate::common::conformance::session::{self as conformance, sample_state};
 use mcp_v8_lambda::session::{RedbSessionStore, SessionId, SessionStore};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

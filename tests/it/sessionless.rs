@@ -4,11 +4,9 @@
 
 use crate::common;
 
-use std::sync::Arc;
-
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use common::{BrokenStore, Reply, Server, post, server, server_with};
+use common::{Reply, Server, broken_sessions, post, server, server_with};
 use serde_json::{Value, json};
 
 const VERSION: &str = "2026-07-28";
@@ -106,7 +104,7 @@ async fn tools_list_is_deterministic_and_carries_caching_hints() {
 #[tokio::test]
 async fn no_session_store_is_read_and_a_sent_session_id_is_ignored() {
     // Every call of this store fails: a 2026-07-28 request must not need it.
-    let s = server_with(3600, false, Some(Arc::new(BrokenStore)));
+    let s = server_with(3600, false, Some(broken_sessions()));
     let (body, mut headers) = request(
         "tools/call",
         json!({"name": "run_js", "arguments": {"code": "6 * 7"}}),

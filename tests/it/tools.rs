@@ -398,7 +398,11 @@ async fn eight_concurrent_clients_append_two_hundred_gapless_entries() {
     for client in clients {
         client.await.unwrap();
     }
-    let log = s.meta.read_log("shared-log", 0, 1000).await.unwrap();
+    let log = s
+        .meta
+        .read_log(&common::logical("shared-log"), 0, 1000)
+        .await
+        .unwrap();
     assert_eq!(
         log.iter().map(|e| e.index).collect::<Vec<_>>(),
         (0..200).collect::<Vec<u64>>()
@@ -424,7 +428,7 @@ async fn run_js_refuses_invalid_tags_before_running() {
     );
     assert!(
         s.meta
-            .read_log("tag-check", 0, 10)
+            .read_log(&common::logical("tag-check"), 0, 10)
             .await
             .unwrap()
             .is_empty(),

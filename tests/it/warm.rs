@@ -154,7 +154,7 @@ async fn an_engine_that_snapshots_in_process_ignores_warm_isolates() {
     // read-only heap the latter need alone: the stateful run would wait for
     // ever. The engine must run both kinds without them.
     let dir = tempfile::tempdir().unwrap();
-    let store = mcp_v8_lambda::heap::FileHeapStorage::new(dir.path());
+    let store = mcp_v8_lambda::heap::FileHeapStore::new(dir.path());
     let engine = Engine::new(
         EngineConfig {
             warm_isolates: 2,

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_v8_lambda::engine::{Engine, EngineConfig, RunOutcome, RunRequest, RunStatus, WORKER_ARG};
-use mcp_v8_lambda::heap::{FileHeapStorage, HeapKey, HeapStorage};
+use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore};
 
 struct Fixture {
     engine: Engine,
-    store: Arc<dyn HeapStorage>,
+    store: Arc<dyn HeapStore>,
     /// A link to the binary, so that this test's workers are told apart from
     /// other tests' by their command line.
     program: PathBuf,
@@ -25,10 +25,10 @@ fn fixture_with(workers: usize, max_jobs: u64) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let program = dir.path().join("worker-under-test");
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mcp-v8-lambda"), &program).unwrap();
-    let store: Arc<dyn HeapStorage> = Arc::new(FileHeapStorage::new(dir.path().join("heaps")));
+    let store: Arc<dyn HeapStore> = Arc::new(FileHeapStore::new(dir.path().join("heaps")));
     let engine = Engine::new(
         EngineConfig {
-            worker_processes: workers,
+            engine_workers: workers,
             worker_program: Some(program.clone()),
             worker_max_jobs: max_jobs,
             ..EngineConfig::default()

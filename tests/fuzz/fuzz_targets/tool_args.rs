@@ -6,10 +6,11 @@
 use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
-use mcp_v8_lambda::embedded::open_database;
+use mcp_v8_lambda::backends::embedded::open_database;
 use mcp_v8_lambda::engine::{Engine, EngineConfig};
 use mcp_v8_lambda::meta::RedbMetaStore;
 use mcp_v8_lambda::protocol::mcp::CallToolParams;
+use mcp_v8_lambda::session::LogicalSession;
 use mcp_v8_lambda::tools::{CallContext, Toolbox};
 use serde_json::value::RawValue;
 
@@ -61,9 +62,10 @@ fuzz_target!(|data: &[u8]| {
         name: TOOLS[selector as usize % TOOLS.len()].to_owned(),
         arguments: Some(arguments),
     };
+    let session = LogicalSession::parse("fuzz").unwrap();
     let context = CallContext {
         protocol_version: "2025-11-25",
-        logical_session: Some("fuzz"),
+        logical_session: Some(&session),
     };
     let result = runtime
         .block_on(toolbox.call(context, params))

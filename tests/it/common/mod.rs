@@ -2,26 +2,27 @@
 //! and Lambda use, over real redb and directory stores in a temp dir.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod conformance;
 pub mod engine;
+pub mod faults;
 pub mod moto;
 pub mod net;
 pub mod runtime_api;
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use faults::{Fault, FaultPlan, Faulty};
 use http_body_util::BodyExt;
-use mcp_v8_lambda::embedded::open_database;
-use mcp_v8_lambda::engine::{Engine, EngineConfig};
-use mcp_v8_lambda::heap::{FileHeapStorage, HeapStorage};
-use mcp_v8_lambda::meta::{MetaStore, RedbMetaStore};
-use mcp_v8_lambda::session::{
-    InitState, RedbSessionStore, SessionId, SessionStore, SessionStoreError,
-};
-use mcp_v8_lambda::tools::Toolbox;
-use mcp_v8_lambda::transport::{App, OriginPolicy, TransportConfig, router};
+use mcp_v8_lambda::app;
+pub use mcp_v8_lambda::app::Stores;
+use mcp_v8_lambda::backends::embedded::open_database;
+use mcp_v8_lambda::config::Config;
+use mcp_v8_lambda::heap::HeapStore;
+use mcp_v8_lambda::meta::MetaStore;
+use mcp_v8_lambda::session::{RedbSessionStore, SessionStore};
+use mcp_v8_lambda::transport::{App, router};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -29,15 +30,8 @@ pub struct Server {
     pub app: App,
     pub sessions: Arc<dyn SessionStore>,
     pub meta: Arc<dyn MetaStore>,
-    pub heaps: Option<Arc<dyn HeapStorage>>,
+    pub heaps: Option<Arc<dyn HeapStore>>,
     _dir: tempfile::TempDir,
-}
-
-/// The stores a test server runs on; a test may wrap or replace them.
-pub struct Stores {
-    pub sessions: Arc<dyn SessionStore>,
-    pub heaps: Option<Arc<dyn HeapStorage>>,
-    pub meta: Arc<dyn MetaStore>,
 }
 
 pub fn server_with(ttl: i64, stateless: bool, sessions: Option<Arc<dyn SessionStore>>) -> Server {
@@ -49,42 +43,52 @@ pub fn server_with(ttl: i64, stateless: bool, sessions: Option<Arc<dyn SessionSt
     })
 }
 
-/// A server over redb and directory stores, as `wrap` leaves them.
+/// The configuration of a test server: defaults, a small body limit, one
+/// allowed browser origin, executions kept an hour.
+pub fn test_config(ttl: i64, stateless: bool) -> Config {
+    let mut config = Config::from_lookup(|_| None).expect("the defaults are valid");
+    config.session_ttl_secs = ttl;
+    config.stateless = stateless;
+    config.execution_ttl_secs = 3600;
+    config.max_body_bytes = 64 * 1024;
+    config.allowed_origins = vec!["https://allowed.example".into()];
+    // Tests look at what the stores themselves hold.
+    config.heap_memory_cache_mb = 0;
+    config
+}
+
+/// A server over redb and directory stores in a temp dir, built as `serve`
+/// builds it, with the stores as `wrap` leaves them.
 pub fn server_wrapped(ttl: i64, stateless: bool, wrap: impl FnOnce(Stores) -> Stores) -> Server {
     let dir = tempfile::tempdir().unwrap();
-    let db = open_database(&dir.path().join("meta.redb")).unwrap();
-    let Stores {
-        sessions,
-        heaps,
-        meta,
-    } = wrap(Stores {
-        sessions: Arc::new(RedbSessionStore::new(db.clone()).unwrap()),
-        heaps: (!stateless).then(|| {
-            Arc::new(FileHeapStorage::new(dir.path().join("heaps"))) as Arc<dyn HeapStorage>
-        }),
-        meta: Arc::new(RedbMetaStore::new(db).unwrap()),
-    });
-    let tools = Toolbox {
-        engine: Arc::new(Engine::new(EngineConfig::default(), heaps.clone())),
-        meta: meta.clone(),
-        stateless,
-        execution_ttl_secs: 3600,
-    };
-    let config = TransportConfig {
-        session_ttl_secs: ttl,
-        max_body_bytes: 64 * 1024,
-        origins: OriginPolicy {
-            extra: vec!["https://allowed.example".into()],
-        },
-        auth: Default::default(),
-    };
+    let config = test_config(ttl, stateless);
+    let stores = wrap(Stores::from_config(&config, dir.path(), None).unwrap());
     Server {
-        app: App::new(config, sessions.clone(), tools),
-        sessions,
-        meta,
-        heaps,
+        sessions: stores.sessions.clone(),
+        meta: stores.meta.clone(),
+        heaps: stores.heaps.clone(),
+        app: app::with_stores(&config, stores),
         _dir: dir,
     }
+}
+
+/// A session store whose every call fails, as an unreachable backend does:
+/// the fault wrapper around a real store, failing from the first call on.
+pub fn broken_sessions() -> Arc<dyn SessionStore> {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_database(&dir.path().join("meta.redb")).unwrap();
+    // The database stays open through the store; the directory may go.
+    let store: Arc<dyn SessionStore> = Arc::new(RedbSessionStore::new(db).unwrap());
+    let plan = FaultPlan::new();
+    for operation in [
+        "session.get",
+        "session.put",
+        "session.touch",
+        "session.delete",
+    ] {
+        plan.fail_from(operation, 1, Fault::Fail);
+    }
+    Arc::new(Faulty::new(store, plan))
 }
 
 pub fn server() -> Server {
@@ -189,29 +193,7 @@ impl Server {
     }
 }
 
-/// A session store whose every call fails, as an unreachable backend does.
-#[derive(Debug)]
-pub struct BrokenStore;
-
-#[async_trait]
-impl SessionStore for BrokenStore {
-    async fn get(&self, _: &SessionId, _: i64) -> Result<Option<InitState>, SessionStoreError> {
-        Err(broken())
-    }
-    async fn put(&self, _: &InitState) -> Result<(), SessionStoreError> {
-        Err(broken())
-    }
-    async fn touch(&self, _: &SessionId, _: i64, _: i64) -> Result<bool, SessionStoreError> {
-        Err(broken())
-    }
-    async fn delete(&self, _: &SessionId) -> Result<bool, SessionStoreError> {
-        Err(broken())
-    }
-}
-
-pub fn broken() -> SessionStoreError {
-    SessionStoreError::Backend {
-        store: "broken",
-        source: "injected failure".into(),
-    }
+/// A logical session name the test knows is valid.
+pub fn logical(name: &str) -> mcp_v8_lambda::session::LogicalSession {
+    mcp_v8_lambda::session::LogicalSession::parse(name).expect("a valid logical session name")
 }

@@ -60,7 +60,7 @@ pub async fn sdk_config() -> SdkConfig {
 
 /// Clients for the two services.
 pub async fn clients() -> (aws_sdk_s3::Client, aws_sdk_dynamodb::Client) {
-    let clients = mcp_v8_lambda::aws::Clients::new(&sdk_config().await, true, None);
+    let clients = mcp_v8_lambda::backends::aws::Clients::new(&sdk_config().await, true, None);
     (clients.s3, clients.dynamodb)
 }
 
@@ -77,7 +77,7 @@ pub async fn provisioned() -> (aws_sdk_s3::Client, aws_sdk_dynamodb::Client, Str
     let (s3, dynamodb) = clients().await;
     let bucket = unique("heaps");
     let prefix = format!("{}-", unique("t"));
-    mcp_v8_lambda::aws::setup(&dynamodb, &s3, &prefix, &bucket)
+    mcp_v8_lambda::backends::aws::setup(&dynamodb, &s3, &prefix, &bucket)
         .await
         .expect("setup against moto");
     (s3, dynamodb, bucket, prefix)

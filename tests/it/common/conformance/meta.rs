@@ -1,14 +1,15 @@
-//! The behaviour every [`MetaStore`] must show, written once; the redb store
-//! runs it now and the DynamoDB store will run it unchanged.
+//! The behaviour every [`MetaStore`] must show: redb and DynamoDB run it
+//! unchanged.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use uuid::Uuid;
 
-use super::{ExecutionRecord, MetaStore, NewLogEntry, Tags};
-use crate::engine::{RunOutcome, RunStatus};
-use crate::heap::HeapKey;
+use mcp_v8_lambda::engine::{RunOutcome, RunStatus};
+use mcp_v8_lambda::heap::HeapKey;
+use mcp_v8_lambda::meta::{ExecutionRecord, MetaStore, NewLogEntry, Tags};
+use mcp_v8_lambda::session::LogicalSession;
 
 fn heap(n: u64) -> HeapKey {
     HeapKey::parse(&format!("{n:064x}")).unwrap()
@@ -31,8 +32,8 @@ fn tags(pairs: &[(&str, &str)]) -> Tags {
 }
 
 /// A unique session name, so suites can share one store.
-fn session(name: &str) -> String {
-    format!("{name}-{}", Uuid::new_v4().simple())
+fn session(name: &str) -> LogicalSession {
+    LogicalSession::parse(&format!("{name}-{}", Uuid::new_v4().simple())).expect("a valid name")
 }
 
 /// Runs every check below against `store`.
@@ -83,7 +84,7 @@ pub async fn log_indexes_start_at_zero_and_read_back_in_order(store: &dyn MetaSt
 /// A session appears in the listing with its first entry, once however
 /// many it has; every such session is listed.
 pub async fn sessions_are_listed_once_they_have_entries(store: &dyn MetaStore) {
-    let names: Vec<String> = (0..4).map(|n| session(&format!("listed{n}"))).collect();
+    let names: Vec<LogicalSession> = (0..4).map(|n| session(&format!("listed{n}"))).collect();
     let before = store.list_sessions().await.unwrap();
     assert!(names.iter().all(|s| !before.contains(s)));
     for s in &names {

@@ -1,22 +1,22 @@
-//! The heap storage backends against the shared conformance suite, plus what
+//! The heap store backends against the shared conformance suite, plus what
 //! only the directory store promises.
 
 use std::sync::Arc;
 
-use mcp_v8_lambda::heap::conformance::{self, sample_snapshot};
-use mcp_v8_lambda::heap::{FileHeapStorage, HeapStorage, HeapStoreError, MemoryCacheHeapStorage};
+use crate::common::conformance::heap::{self as conformance, sample_snapshot};
+use mcp_v8_lambda::heap::{FileHeapStore, HeapStore, HeapStoreError, MemoryCacheHeapStore};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn directory_store_passes_the_conformance_suite() {
     let dir = tempfile::tempdir().unwrap();
-    conformance::run_all(Arc::new(FileHeapStorage::new(dir.path().join("heaps")))).await;
+    conformance::run_all(Arc::new(FileHeapStore::new(dir.path().join("heaps")))).await;
 }
 
 #[tokio::test]
 async fn directory_is_created_on_first_write() {
     let dir = tempfile::tempdir().unwrap();
     let nested = dir.path().join("a/b/heaps");
-    let store = FileHeapStorage::new(&nested);
+    let store = FileHeapStore::new(&nested);
     assert!(!nested.exists());
     store.put(&sample_snapshot(1)).await.unwrap();
     assert!(nested.is_dir());
@@ -25,7 +25,7 @@ async fn directory_is_created_on_first_write() {
 #[tokio::test]
 async fn an_existing_file_is_not_rewritten() {
     let dir = tempfile::tempdir().unwrap();
-    let store = FileHeapStorage::new(dir.path());
+    let store = FileHeapStore::new(dir.path());
     let snapshot = sample_snapshot(2);
     store.put(&snapshot).await.unwrap();
     // Mark the stored file; a rewrite would replace the mark.
@@ -40,7 +40,7 @@ async fn an_existing_file_is_not_rewritten() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_leave_no_temporary_files() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(FileHeapStorage::new(dir.path()));
+    let store = Arc::new(FileHeapStore::new(dir.path()));
     let mut tasks = Vec::new();
     for seed in 0..4 {
         for _ in 0..4 {
@@ -65,7 +65,7 @@ async fn writes_leave_no_temporary_files() {
 #[tokio::test]
 async fn a_truncated_file_is_corrupt_and_names_the_heap() {
     let dir = tempfile::tempdir().unwrap();
-    let store = FileHeapStorage::new(dir.path());
+    let store = FileHeapStore::new(dir.path());
     let snapshot = sample_snapshot(3);
     store.put(&snapshot).await.unwrap();
     let path = store.path_of(snapshot.key());
@@ -82,8 +82,8 @@ async fn a_put_replaces_a_file_cut_short() {
     // trusted the name alone would keep the heap unreadable for good.
     let (durable, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     for store in [
-        FileHeapStorage::new(durable.path()),
-        FileHeapStorage::cache(cache.path()),
+        FileHeapStore::new(durable.path()),
+        FileHeapStore::cache(cache.path()),
     ] {
         let snapshot = sample_snapshot(5);
         let path = store.path_of(snapshot.key());
@@ -102,7 +102,7 @@ async fn an_unreadable_store_is_a_backend_error_not_a_missing_heap() {
     // A file where the directory should be: every read fails with an I/O error.
     let blocker = dir.path().join("heaps");
     std::fs::write(&blocker, b"not a directory").unwrap();
-    let store = FileHeapStorage::new(&blocker);
+    let store = FileHeapStore::new(&blocker);
     let snapshot = sample_snapshot(4);
     let err = store.get(snapshot.key()).await.unwrap_err();
     assert!(
@@ -122,16 +122,16 @@ async fn an_unreadable_store_is_a_backend_error_not_a_missing_heap() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_cache_passes_the_conformance_suite() {
     let dir = tempfile::tempdir().unwrap();
-    let files = Arc::new(FileHeapStorage::new(dir.path()));
-    conformance::run_all(Arc::new(MemoryCacheHeapStorage::new(files, 4 << 20))).await;
+    let files = Arc::new(FileHeapStore::new(dir.path()));
+    conformance::run_all(Arc::new(MemoryCacheHeapStore::new(files, 4 << 20))).await;
 }
 
 /// The memory cache in front of a directory, bounded to two sample heaps.
-fn memory_over_files(dir: &std::path::Path) -> (MemoryCacheHeapStorage, FileHeapStorage) {
-    let files = FileHeapStorage::new(dir);
+fn memory_over_files(dir: &std::path::Path) -> (MemoryCacheHeapStore, FileHeapStore) {
+    let files = FileHeapStore::new(dir);
     let two = 2 * sample_snapshot(0).framed().len();
     (
-        MemoryCacheHeapStorage::new(Arc::new(files.clone()), two),
+        MemoryCacheHeapStore::new(Arc::new(files.clone()), two),
         files,
     )
 }
@@ -206,8 +206,8 @@ async fn memory_cache_keeps_a_heap_read_from_the_store_and_not_a_corrupt_one() {
 #[tokio::test]
 async fn memory_cache_of_zero_bytes_holds_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let files = FileHeapStorage::new(dir.path());
-    let cache = MemoryCacheHeapStorage::new(Arc::new(files.clone()), 0);
+    let files = FileHeapStore::new(dir.path());
+    let cache = MemoryCacheHeapStore::new(Arc::new(files.clone()), 0);
     let heap = sample_snapshot(16);
     cache.put(&heap).await.unwrap();
     assert_eq!(cache.cached_bytes(), 0);

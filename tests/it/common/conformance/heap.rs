@@ -1,10 +1,9 @@
-//! The behaviour every [`HeapStorage`] backend must show, written once and
-//! called from each backend's tests (directory now; S3 and the write-through
-//! cache later). Functions panic on a contract violation.
+//! The behaviour every [`HeapStore`] backend must show: the directory, S3,
+//! the write-through and memory caches run it unchanged.
 
 use std::sync::Arc;
 
-use super::{HeapKey, HeapStorage, MIN_PAYLOAD_LEN, Snapshot};
+use mcp_v8_lambda::heap::{HeapKey, HeapStore, MIN_PAYLOAD_LEN, Snapshot};
 
 /// A valid snapshot of `seed`-dependent content (not a V8 heap: storage
 /// does not care what the payload means).
@@ -22,7 +21,7 @@ pub fn sample_snapshot(seed: u64) -> Snapshot {
 }
 
 /// Runs every check below against `store`.
-pub async fn run_all(store: Arc<dyn HeapStorage>) {
+pub async fn run_all(store: Arc<dyn HeapStore>) {
     missing_key_is_none(store.as_ref()).await;
     put_then_get_returns_the_same_bytes(store.as_ref()).await;
     put_of_an_existing_key_is_idempotent(store.as_ref()).await;
@@ -31,7 +30,7 @@ pub async fn run_all(store: Arc<dyn HeapStorage>) {
 }
 
 /// `get` of a key never stored is `Ok(None)`.
-pub async fn missing_key_is_none(store: &dyn HeapStorage) {
+pub async fn missing_key_is_none(store: &dyn HeapStore) {
     let key = HeapKey::parse(&"e".repeat(64)).unwrap();
     assert!(
         store
@@ -43,7 +42,7 @@ pub async fn missing_key_is_none(store: &dyn HeapStorage) {
 }
 
 /// What `put` stored, `get` returns byte for byte, verified.
-pub async fn put_then_get_returns_the_same_bytes(store: &dyn HeapStorage) {
+pub async fn put_then_get_returns_the_same_bytes(store: &dyn HeapStore) {
     let snapshot = sample_snapshot(1);
     store.put(&snapshot).await.expect("put");
     let read = store
@@ -56,7 +55,7 @@ pub async fn put_then_get_returns_the_same_bytes(store: &dyn HeapStorage) {
 }
 
 /// A second `put` of the same content succeeds.
-pub async fn put_of_an_existing_key_is_idempotent(store: &dyn HeapStorage) {
+pub async fn put_of_an_existing_key_is_idempotent(store: &dyn HeapStore) {
     let snapshot = sample_snapshot(2);
     store.put(&snapshot).await.expect("first put");
     store
@@ -68,7 +67,7 @@ pub async fn put_of_an_existing_key_is_idempotent(store: &dyn HeapStorage) {
 }
 
 /// Racing writers of one key never leave a torn snapshot.
-pub async fn concurrent_puts_of_one_key_leave_one_valid_snapshot(store: Arc<dyn HeapStorage>) {
+pub async fn concurrent_puts_of_one_key_leave_one_valid_snapshot(store: Arc<dyn HeapStore>) {
     let snapshot = sample_snapshot(3);
     let mut tasks = Vec::new();
     for _ in 0..8 {
@@ -84,7 +83,7 @@ pub async fn concurrent_puts_of_one_key_leave_one_valid_snapshot(store: Arc<dyn 
 }
 
 /// Two keys are two independent snapshots.
-pub async fn distinct_keys_do_not_interfere(store: &dyn HeapStorage) {
+pub async fn distinct_keys_do_not_interfere(store: &dyn HeapStore) {
     let a = sample_snapshot(10);
     let b = sample_snapshot(11);
     assert_ne!(a.key(), b.key());

@@ -3,10 +3,11 @@
 //! construction from the standard AWS configuration, and `setup`.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use aws_sdk_dynamodb::client::Waiters;
+use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, PointInTimeRecoverySpecification,
     ScalarAttributeType, TimeToLiveSpecification,
@@ -151,108 +152,133 @@ pub async fn setup(
     table_prefix: &str,
     bucket: &str,
 ) -> Result<SetupReport, SetupError> {
-    use aws_sdk_dynamodb::error::DisplayErrorContext;
     let mut report = SetupReport::default();
     for table in TABLES {
         let name = table.name(table_prefix);
-        let mut keys = vec![(table.partition_key, KeyType::Hash)];
-        if let Some(sort) = table.sort_key {
-            keys.push((sort, KeyType::Range));
-        }
-        let mut request = dynamodb
-            .create_table()
-            .table_name(&name)
-            .billing_mode(BillingMode::PayPerRequest);
-        for ((attribute, kind), key_type) in keys {
-            request = request
-                .attribute_definitions(
-                    AttributeDefinition::builder()
-                        .attribute_name(attribute)
-                        .attribute_type(scalar(kind))
-                        .build()
-                        .map_err(|e| setup_error(&name, e))?,
-                )
-                .key_schema(
-                    KeySchemaElement::builder()
-                        .attribute_name(attribute)
-                        .key_type(key_type)
-                        .build()
-                        .map_err(|e| setup_error(&name, e))?,
-                );
-        }
-        match request.send().await {
-            Ok(_) => report.created_tables.push(name.clone()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_resource_in_use_exception()) =>
-            {
-                report.existing_tables.push(name);
-                continue;
-            }
-            Err(e) => {
-                return Err(setup_error(
-                    format!("creating table {name}"),
-                    DisplayErrorContext(e),
-                ));
-            }
-        }
-        dynamodb
-            .wait_until_table_exists()
-            .table_name(&name)
-            .wait(std::time::Duration::from_secs(120))
-            .await
-            .map_err(|e| {
-                setup_error(format!("waiting for table {name}"), DisplayErrorContext(e))
-            })?;
-        if let Some(attribute) = table.ttl_attribute {
-            let spec = TimeToLiveSpecification::builder()
-                .attribute_name(attribute)
-                .enabled(true)
-                .build()
-                .map_err(|e| setup_error(&name, e))?;
-            dynamodb
-                .update_time_to_live()
-                .table_name(&name)
-                .time_to_live_specification(spec)
-                .send()
-                .await
-                .map_err(|e| {
-                    setup_error(format!("enabling TTL on {name}"), DisplayErrorContext(e))
-                })?;
-        }
-        if table.point_in_time_recovery {
-            let spec = PointInTimeRecoverySpecification::builder()
-                .point_in_time_recovery_enabled(true)
-                .build()
-                .map_err(|e| setup_error(&name, e))?;
-            dynamodb
-                .update_continuous_backups()
-                .table_name(&name)
-                .point_in_time_recovery_specification(spec)
-                .send()
-                .await
-                .map_err(|e| {
-                    setup_error(
-                        format!("enabling point-in-time recovery on {name}"),
-                        DisplayErrorContext(e),
-                    )
-                })?;
+        if create_table(dynamodb, &table, &name).await? {
+            configure_table(dynamodb, &table, &name).await?;
+            report.created_tables.push(name);
+        } else {
+            report.existing_tables.push(name);
         }
     }
-    match s3.create_bucket().bucket(bucket).send().await {
-        Ok(_) => report.created_bucket = true,
+    report.created_bucket = create_bucket(s3, bucket).await?;
+    Ok(report)
+}
+
+/// Creates `table` as `name` and waits until it exists; false when it was
+/// there already.
+async fn create_table(
+    dynamodb: &aws_sdk_dynamodb::Client,
+    table: &TableDef,
+    name: &str,
+) -> Result<bool, SetupError> {
+    let mut keys = vec![(table.partition_key, KeyType::Hash)];
+    if let Some(sort) = table.sort_key {
+        keys.push((sort, KeyType::Range));
+    }
+    let mut request = dynamodb
+        .create_table()
+        .table_name(name)
+        .billing_mode(BillingMode::PayPerRequest);
+    for ((attribute, kind), key_type) in keys {
+        request = request
+            .attribute_definitions(
+                AttributeDefinition::builder()
+                    .attribute_name(attribute)
+                    .attribute_type(scalar(kind))
+                    .build()
+                    .map_err(|e| setup_error(name, e))?,
+            )
+            .key_schema(
+                KeySchemaElement::builder()
+                    .attribute_name(attribute)
+                    .key_type(key_type)
+                    .build()
+                    .map_err(|e| setup_error(name, e))?,
+            );
+    }
+    match request.send().await {
+        Ok(_) => {}
         Err(e)
-            if e.as_service_error().is_some_and(|s| {
-                s.is_bucket_already_owned_by_you() || s.is_bucket_already_exists()
-            }) => {}
+            if e.as_service_error()
+                .is_some_and(|s| s.is_resource_in_use_exception()) =>
+        {
+            return Ok(false);
+        }
         Err(e) => {
             return Err(setup_error(
-                format!("creating bucket {bucket}"),
-                aws_sdk_s3::error::DisplayErrorContext(e),
+                format!("creating table {name}"),
+                DisplayErrorContext(e),
             ));
         }
     }
-    Ok(report)
+    dynamodb
+        .wait_until_table_exists()
+        .table_name(name)
+        .wait(Duration::from_secs(120))
+        .await
+        .map_err(|e| setup_error(format!("waiting for table {name}"), DisplayErrorContext(e)))?;
+    Ok(true)
+}
+
+/// Turns on what `table` defines beyond its keys: TTL, point-in-time recovery.
+async fn configure_table(
+    dynamodb: &aws_sdk_dynamodb::Client,
+    table: &TableDef,
+    name: &str,
+) -> Result<(), SetupError> {
+    if let Some(attribute) = table.ttl_attribute {
+        let spec = TimeToLiveSpecification::builder()
+            .attribute_name(attribute)
+            .enabled(true)
+            .build()
+            .map_err(|e| setup_error(name, e))?;
+        dynamodb
+            .update_time_to_live()
+            .table_name(name)
+            .time_to_live_specification(spec)
+            .send()
+            .await
+            .map_err(|e| setup_error(format!("enabling TTL on {name}"), DisplayErrorContext(e)))?;
+    }
+    if table.point_in_time_recovery {
+        let spec = PointInTimeRecoverySpecification::builder()
+            .point_in_time_recovery_enabled(true)
+            .build()
+            .map_err(|e| setup_error(name, e))?;
+        dynamodb
+            .update_continuous_backups()
+            .table_name(name)
+            .point_in_time_recovery_specification(spec)
+            .send()
+            .await
+            .map_err(|e| {
+                setup_error(
+                    format!("enabling point-in-time recovery on {name}"),
+                    DisplayErrorContext(e),
+                )
+            })?;
+    }
+    Ok(())
+}
+
+/// Creates the bucket; false when this account has it already.
+async fn create_bucket(s3: &aws_sdk_s3::Client, bucket: &str) -> Result<bool, SetupError> {
+    match s3.create_bucket().bucket(bucket).send().await {
+        Ok(_) => Ok(true),
+        Err(e)
+            if e.as_service_error().is_some_and(|s| {
+                s.is_bucket_already_owned_by_you() || s.is_bucket_already_exists()
+            }) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(setup_error(
+            format!("creating bucket {bucket}"),
+            aws_sdk_s3::error::DisplayErrorContext(e),
+        )),
+    }
 }
 
 /// The two AWS clients the stores use, built once per process.
@@ -321,7 +347,7 @@ pub struct CallCounter(Arc<Mutex<BTreeMap<String, u64>>>);
 impl CallCounter {
     /// The counts so far, resetting them.
     pub fn take(&self) -> BTreeMap<String, u64> {
-        std::mem::take(&mut *self.0.lock().expect("counter lock"))
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }
 
@@ -341,7 +367,7 @@ impl Intercept for CallCounter {
             *self
                 .0
                 .lock()
-                .expect("counter lock")
+                .unwrap_or_else(PoisonError::into_inner)
                 .entry(name)
                 .or_default() += 1;
         }

@@ -1,10 +1,11 @@
-//! The behaviour every [`SessionStore`] must show, written once; the redb
-//! store's tests call it now, the DynamoDB store's tests will call it too.
+//! The behaviour every [`SessionStore`] must show: redb and DynamoDB run it
+//! unchanged.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{ClientInfo, InitState, SessionId, SessionStore};
+use mcp_v8_lambda::protocol::mcp::ClientInfo;
+use mcp_v8_lambda::session::{InitState, LogicalSession, SessionId, SessionStore};
 
 const NOW: i64 = 1_800_000_000;
 
@@ -22,7 +23,8 @@ pub fn sample_state(logical_session: Option<&str>) -> InitState {
             title: None,
         },
         mcp_headers: BTreeMap::from([("session-id".to_owned(), "agent-7".to_owned())]),
-        logical_session: logical_session.map(str::to_owned),
+        logical_session: logical_session
+            .map(|name| LogicalSession::parse(name).expect("a valid name")),
         principal: None,
         initialized: false,
         created_at: NOW,

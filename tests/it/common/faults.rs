@@ -1,19 +1,34 @@
 //! Fault injection at the store seams: a wrapper around any session store,
-//! heap storage or metadata store that fails chosen calls the way a backend
+//! heap store or metadata store that fails chosen calls the way a backend
 //! does (an error, a timeout, a throttling error), so tests can show what
-//! the server does then. Nothing here is wired in by configuration.
+//! the server does then; and, one level down, a wrapper around a DynamoDB
+//! client that cancels its transactions as DynamoDB does. Test code only:
+//! nothing in the library knows it.
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsInput;
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem};
+use aws_smithy_runtime_api::client::interceptors::context::{
+    BeforeDeserializationInterceptorContextMut, BeforeSerializationInterceptorContextMut,
+};
+use aws_smithy_types::body::SdkBody;
+use aws_smithy_types::config_bag::{Storable, StoreReplace};
 use uuid::Uuid;
 
-use crate::heap::{HeapKey, HeapStorage, HeapStoreError, Snapshot};
-use crate::meta::{ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, Tags};
-use crate::session::{InitState, SessionId, SessionStore, SessionStoreError};
+use mcp_v8_lambda::heap::{HeapKey, HeapStore, HeapStoreError, Snapshot};
+use mcp_v8_lambda::meta::{
+    ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, Tags,
+};
+use mcp_v8_lambda::session::{
+    InitState, LogicalSession, SessionId, SessionStore, SessionStoreError,
+};
 
 /// How an injected call fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,7 +192,7 @@ async fn fail_session(plan: &FaultPlan, operation: &'static str) -> Result<(), S
 }
 
 #[async_trait]
-impl HeapStorage for Faulty<dyn HeapStorage> {
+impl HeapStore for Faulty<dyn HeapStore> {
     async fn put(&self, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
         fail_heap(&self.plan, "heap.put", snapshot.key()).await?;
         self.inner.put(snapshot).await
@@ -215,21 +230,28 @@ async fn fail_meta(plan: &FaultPlan, operation: &'static str) -> Result<(), Meta
 
 #[async_trait]
 impl MetaStore for Faulty<dyn MetaStore> {
-    async fn append_log(&self, session: &str, entry: NewLogEntry) -> Result<u64, MetaStoreError> {
+    async fn append_log(
+        &self,
+        session: &LogicalSession,
+        entry: NewLogEntry,
+    ) -> Result<u64, MetaStoreError> {
         fail_meta(&self.plan, "meta.append_log").await?;
         self.inner.append_log(session, entry).await
     }
-    async fn list_sessions(&self) -> Result<Vec<String>, MetaStoreError> {
+    async fn list_sessions(&self) -> Result<Vec<LogicalSession>, MetaStoreError> {
         fail_meta(&self.plan, "meta.list_sessions").await?;
         self.inner.list_sessions().await
     }
-    async fn last_log_entry(&self, session: &str) -> Result<Option<LogEntry>, MetaStoreError> {
+    async fn last_log_entry(
+        &self,
+        session: &LogicalSession,
+    ) -> Result<Option<LogEntry>, MetaStoreError> {
         fail_meta(&self.plan, "meta.last_log_entry").await?;
         self.inner.last_log_entry(session).await
     }
     async fn read_log(
         &self,
-        session: &str,
+        session: &LogicalSession,
         offset: u64,
         limit: usize,
     ) -> Result<Vec<LogEntry>, MetaStoreError> {
@@ -264,10 +286,126 @@ impl MetaStore for Faulty<dyn MetaStore> {
     // run in one transaction is tested as it is.
     async fn record_run(
         &self,
-        log: Option<(&str, NewLogEntry)>,
+        log: Option<(&LogicalSession, NewLogEntry)>,
         execution: &ExecutionRecord,
     ) -> Result<Option<u64>, MetaStoreError> {
         fail_meta(&self.plan, "meta.record_run").await?;
         self.inner.record_run(log, execution).await
+    }
+}
+
+/// Cancels DynamoDB `TransactWriteItems` calls the way DynamoDB does, with
+/// chosen cancellation reasons, for the first `times` calls of a client it
+/// is added to: each such call is sent on to a table that does not exist, so
+/// it writes nothing, and its answer is replaced by a
+/// `TransactionCanceledException` carrying the reasons. Later calls go
+/// through untouched. Counts every `TransactWriteItems` call.
+#[derive(Debug, Clone)]
+pub struct CancelTransactions {
+    reasons: &'static [&'static str],
+    left: Arc<AtomicU64>,
+    calls: Arc<AtomicU64>,
+}
+
+/// Marks a call whose answer is to be replaced.
+#[derive(Debug, Clone)]
+struct Cancelled;
+
+impl Storable for Cancelled {
+    type Storer = StoreReplace<Self>;
+}
+
+impl CancelTransactions {
+    /// Cancels the first `times` transactions with `reasons`, one per item.
+    pub fn new(reasons: &'static [&'static str], times: u64) -> Self {
+        Self {
+            reasons,
+            left: Arc::new(AtomicU64::new(times)),
+            calls: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// How many `TransactWriteItems` calls the client made.
+    pub fn calls(&self) -> u64 {
+        self.calls.load(Ordering::SeqCst)
+    }
+
+    /// `client` with this wrapper around its transactions.
+    pub fn around(&self, client: &aws_sdk_dynamodb::Client) -> aws_sdk_dynamodb::Client {
+        let config = client
+            .config()
+            .to_builder()
+            .interceptor(self.clone())
+            .build();
+        aws_sdk_dynamodb::Client::from_conf(config)
+    }
+}
+
+impl Intercept for CancelTransactions {
+    fn name(&self) -> &'static str {
+        "CancelTransactions"
+    }
+
+    fn modify_before_serialization(
+        &self,
+        context: &mut BeforeSerializationInterceptorContextMut<'_>,
+        _components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), aws_smithy_runtime_api::box_error::BoxError> {
+        let Some(input) = context
+            .input_mut()
+            .downcast_mut::<TransactWriteItemsInput>()
+        else {
+            return Ok(());
+        };
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let take = self
+            .left
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        if take.is_err() {
+            return Ok(());
+        }
+        let nowhere = ConditionCheck::builder()
+            .table_name("fault-injected-no-such-table")
+            .key("k", AttributeValue::S("k".into()))
+            .condition_expression("attribute_exists(k)")
+            .build()?;
+        *input = TransactWriteItemsInput::builder()
+            .transact_items(
+                TransactWriteItem::builder()
+                    .condition_check(nowhere)
+                    .build(),
+            )
+            .build()?;
+        cfg.interceptor_state().store_put(Cancelled);
+        Ok(())
+    }
+
+    fn modify_before_deserialization(
+        &self,
+        context: &mut BeforeDeserializationInterceptorContextMut<'_>,
+        _components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), aws_smithy_runtime_api::box_error::BoxError> {
+        if cfg.load::<Cancelled>().is_none() {
+            return Ok(());
+        }
+        let reasons: Vec<serde_json::Value> = self
+            .reasons
+            .iter()
+            .map(|code| serde_json::json!({ "Code": code }))
+            .collect();
+        let body = serde_json::json!({
+            "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+            "Message": format!("Transaction cancelled, please refer cancellation reasons for specific reasons {:?} (injected)", self.reasons),
+            "CancellationReasons": reasons,
+        });
+        let response = context.response_mut();
+        *response.status_mut() = 400u16.try_into()?;
+        response
+            .headers_mut()
+            .insert("x-amzn-errortype", "TransactionCanceledException");
+        *response.body_mut() = SdkBody::from(body.to_string());
+        Ok(())
     }
 }

@@ -1,0 +1,190 @@
+//! The composition root: the one place that turns a [`Config`] into stores,
+//! an engine, tools and the HTTP [`App`]. `serve`, the Lambda entry and the
+//! tests all build through here, so what they run is wired one way.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::BoxError;
+use crate::backends::aws::{Clients, SESSIONS};
+use crate::backends::embedded::open_database_with_cache;
+use crate::config::Config;
+use crate::engine::{Engine, EngineConfig};
+use crate::heap::{
+    FileHeapStore, HeapStore, MemoryCacheHeapStore, S3HeapStore, WriteThroughCacheHeapStore,
+};
+use crate::meta::{DynamoMetaStore, MetaStore, MetaTables, RedbMetaStore};
+use crate::server::McpServer;
+use crate::session::{DynamoSessionStore, RedbSessionStore, SessionStore};
+use crate::tools::Toolbox;
+use crate::transport::{App, Authenticator, JwtVerifier, OriginPolicy, TransportConfig};
+
+/// The stores an app runs on. Built from a configuration by
+/// [`Stores::from_config`]; a test may wrap or replace any of them before
+/// [`with_stores`].
+#[derive(Debug, Clone)]
+pub struct Stores {
+    /// Transport sessions.
+    pub sessions: Arc<dyn SessionStore>,
+    /// Session log, tags, executions.
+    pub meta: Arc<dyn MetaStore>,
+    /// Heaps; `None` for a stateless server.
+    pub heaps: Option<Arc<dyn HeapStore>>,
+}
+
+impl Stores {
+    /// The stores `config` names. Heaps: S3 when a bucket is set (behind the
+    /// write-through cache when a cache directory is configured, as it is by
+    /// default under Lambda), else `<data_dir>/heaps`, and a memory cache in
+    /// front of either unless it is off. Sessions and metadata: DynamoDB when
+    /// a table prefix is set (by default under Lambda), else
+    /// `<data_dir>/meta.redb`. `aws` holds the clients, required when
+    /// [`Config::uses_aws`].
+    pub fn from_config(
+        config: &Config,
+        data_dir: &Path,
+        aws: Option<&Clients>,
+    ) -> Result<Self, BoxError> {
+        let aws = || aws.ok_or("an AWS store is configured but no AWS clients were built");
+        let heaps = if config.stateless {
+            None
+        } else {
+            Some(heap_store(config, data_dir, aws)?)
+        };
+        let (sessions, meta): (Arc<dyn SessionStore>, Arc<dyn MetaStore>) = match &config
+            .table_prefix
+        {
+            Some(prefix) => {
+                let bucket = config.heap_bucket.as_ref().ok_or(
+                        "DynamoDB metadata needs MCP_V8_HEAP_BUCKET: items too large for DynamoDB are kept in S3",
+                    )?;
+                let clients = aws()?;
+                (
+                    Arc::new(DynamoSessionStore::new(
+                        clients.dynamodb.clone(),
+                        SESSIONS.name(prefix),
+                    )),
+                    Arc::new(DynamoMetaStore::new(
+                        clients.dynamodb.clone(),
+                        clients.s3.clone(),
+                        bucket,
+                        format!("{}overflow/", config.heap_prefix),
+                        MetaTables::with_prefix(prefix),
+                    )),
+                )
+            }
+            None => {
+                let db = open_database_with_cache(
+                    &data_dir.join("meta.redb"),
+                    config.db_cache_mb * 1024 * 1024,
+                )?;
+                (
+                    Arc::new(RedbSessionStore::new(db.clone())?),
+                    Arc::new(RedbMetaStore::new(db)?),
+                )
+            }
+        };
+        Ok(Self {
+            sessions,
+            meta,
+            heaps,
+        })
+    }
+}
+
+/// The heap store of a stateful server, with its caches.
+fn heap_store<'a>(
+    config: &Config,
+    data_dir: &Path,
+    aws: impl Fn() -> Result<&'a Clients, &'static str>,
+) -> Result<Arc<dyn HeapStore>, BoxError> {
+    let store: Arc<dyn HeapStore> = match &config.heap_bucket {
+        Some(bucket) => {
+            let s3 = Arc::new(S3HeapStore::new(
+                aws()?.s3.clone(),
+                bucket,
+                &config.heap_prefix,
+            ));
+            match &config.heap_cache_dir {
+                Some(dir) => Arc::new(WriteThroughCacheHeapStore::new(
+                    FileHeapStore::cache(dir),
+                    s3,
+                    config.heap_cache_max_mb * 1024 * 1024,
+                )),
+                None => s3,
+            }
+        }
+        None => Arc::new(FileHeapStore::new(data_dir.join("heaps"))),
+    };
+    // A session's next run most often restores the heap its last run
+    // stored: from memory, that is neither a read nor a second hash.
+    Ok(match config.heap_memory_cache_mb {
+        0 => store,
+        mb => Arc::new(MemoryCacheHeapStore::new(store, mb * 1024 * 1024)),
+    })
+}
+
+/// The app `config` describes, on the stores it names.
+pub fn app(config: &Config, data_dir: &Path, aws: Option<&Clients>) -> Result<App, BoxError> {
+    Ok(with_stores(
+        config,
+        Stores::from_config(config, data_dir, aws)?,
+    ))
+}
+
+/// The app `config` describes, on `stores`.
+pub fn with_stores(config: &Config, stores: Stores) -> App {
+    let engine_config = EngineConfig {
+        max_snapshot_bytes: config.max_heap_snapshot_mb * 1024 * 1024,
+        engine_workers: config.engine_workers,
+        warm_isolates: config.warm_isolates,
+        ..EngineConfig::default()
+    };
+    let tools = Toolbox {
+        engine: Arc::new(Engine::new(engine_config, stores.heaps)),
+        meta: stores.meta,
+        stateless: config.stateless,
+        execution_ttl_secs: config.execution_ttl_secs,
+    };
+    let transport = TransportConfig {
+        session_ttl_secs: config.session_ttl_secs,
+        max_body_bytes: config.max_body_bytes,
+        origins: OriginPolicy {
+            extra: config.allowed_origins.clone(),
+        },
+        auth: Authenticator {
+            token: config.auth_token_sha256.clone(),
+            jwt: config.jwt.clone().map(JwtVerifier::new),
+        },
+    };
+    App::new(transport, stores.sessions, McpServer::new(tools))
+}
+
+/// AWS clients from the standard configuration (`AWS_ENDPOINT_URL`, region,
+/// credentials chain), built once, only when a store needs them.
+pub async fn aws_clients(config: &Config) -> Option<Clients> {
+    if !config.uses_aws() {
+        return None;
+    }
+    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    Some(Clients::new(&sdk, config.s3_force_path_style, None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dynamodb_metadata_without_a_bucket_is_refused() {
+        let config =
+            Config::from_lookup(|name| (name == "MCP_V8_TABLE_PREFIX").then(|| "x-".into()))
+                .unwrap();
+        let sdk = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .build();
+        let clients = Clients::new(&sdk, false, None);
+        let dir = std::env::temp_dir();
+        let err = app(&config, &dir, Some(&clients)).unwrap_err();
+        assert!(err.to_string().contains("MCP_V8_HEAP_BUCKET"), "{err}");
+    }
+}

@@ -1,0 +1,198 @@
+//! Stateless runs on isolates made ready before the run arrives: a [`Warm`]
+//! isolate serves runs one after another, and a [`WarmPool`] keeps one
+//! ready on each of its threads.
+
+use std::sync::{Arc, Mutex, PoisonError, RwLockReadGuard, mpsc};
+use std::time::Instant;
+
+use tokio::sync::oneshot;
+
+use super::isolate::{
+    HeapGuard, Job, JobResult, READ_ONLY_HEAP, classify, evaluate, take_output, thread_builder,
+};
+use super::natives::{self, RunState};
+use super::watchdog::Watchdog;
+
+/// A plain isolate on V8's built-in snapshot that serves stateless runs one
+/// after another, each in a context of its own made before the run arrives
+/// (the host functions installed), as `node:vm` does. Nothing a run leaves
+/// reaches the next: globals and built-ins belong to the context, microtasks
+/// to the context's own queue, output and timers to the run's slot. An
+/// isolate that was terminated (timeout, heap limit) is not reused, nor one
+/// that has served [`Warm::MAX_RUNS`] runs or holds more than a quarter of
+/// its heap limit, so what the isolate itself keeps (compiled code, the
+/// `Symbol.for` registry) stays bounded. Fields drop in order: contexts and
+/// queues while the isolate lives, the guard after the isolate's last
+/// callback, the lock last.
+pub(crate) struct Warm {
+    /// The next run's context and its queue. Dropping the handle after the
+    /// run is safe: in the `v8` crate's default build (`v8_cppgc_microtask_queue`)
+    /// the context keeps its queue alive.
+    next: Option<(v8::Global<v8::Context>, v8::MicrotaskQueueHandle)>,
+    watchdog: Watchdog,
+    isolate: v8::OwnedIsolate,
+    guard: Box<HeapGuard>,
+    heap_limit_bytes: usize,
+    runs: usize,
+    /// A termination reached the isolate (the watchdog fired, or one was
+    /// pending when the run ended): it serves no other run.
+    terminated: bool,
+    _shared: RwLockReadGuard<'static, ()>,
+}
+
+impl Warm {
+    /// Runs one isolate serves before it is replaced.
+    pub(crate) const MAX_RUNS: usize = 256;
+
+    pub(crate) fn new(heap_limit_bytes: usize) -> Self {
+        super::platform::init();
+        // A panic in another run cannot leave V8 half-used; the lock guards no data.
+        let shared = READ_ONLY_HEAP
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        let guard = HeapGuard::new();
+        let params = v8::CreateParams::default().heap_limits(0, heap_limit_bytes);
+        let mut isolate = v8::Isolate::new(params);
+        guard.arm(&mut isolate);
+        let watchdog = Watchdog::new(isolate.thread_safe_handle());
+        let mut warm = Self {
+            next: None,
+            watchdog,
+            isolate,
+            guard,
+            heap_limit_bytes,
+            runs: 0,
+            terminated: false,
+            _shared: shared,
+        };
+        warm.next = Some(warm.new_context());
+        warm
+    }
+
+    /// A context with the host functions and its own microtask queue.
+    fn new_context(&mut self) -> (v8::Global<v8::Context>, v8::MicrotaskQueueHandle) {
+        let queue = v8::MicrotaskQueue::new(&mut self.isolate, v8::MicrotasksPolicy::Explicit);
+        let context = {
+            v8::scope!(let scope, &mut self.isolate);
+            let options = v8::ContextOptions {
+                microtask_queue: Some(&*queue as *const v8::MicrotaskQueue as *mut _),
+                ..Default::default()
+            };
+            let context = v8::Context::new(scope, options);
+            let scope = &mut v8::ContextScope::new(scope, context);
+            let global = context.global(scope);
+            natives::install(scope, global);
+            v8::Global::new(scope, context)
+        };
+        (context, queue)
+    }
+
+    /// Runs a stateless job in the prepared context.
+    pub(crate) fn run(&mut self, job: &Job) -> JobResult {
+        let (context, queue) = match self.next.take() {
+            Some(next) => next,
+            None => self.new_context(),
+        };
+        self.runs += 1;
+        self.isolate.set_slot(RunState::new(job.max_output_bytes));
+        let deadline = Instant::now() + job.timeout;
+        self.watchdog.arm(job.timeout);
+        let (status, result, error, warnings) = {
+            v8::scope!(let scope, &mut self.isolate);
+            let context = v8::Local::new(scope, context);
+            let scope = &mut v8::ContextScope::new(scope, context);
+            let ended = evaluate(scope, &job.code, deadline, Some(&queue));
+            let fired = self.watchdog.disarm();
+            self.terminated = fired || scope.is_execution_terminating();
+            classify(ended, self.guard.hit(), job.timeout, job.heap_limit_bytes)
+        };
+        JobResult {
+            status,
+            result,
+            output: take_output(&mut self.isolate),
+            error,
+            warnings,
+            blob: None,
+        }
+    }
+
+    /// Whether the isolate may serve another run; if so, its next context is
+    /// made now.
+    pub(crate) fn renew(&mut self) -> bool {
+        if self.terminated || self.runs >= Self::MAX_RUNS || self.guard.hit() {
+            return false;
+        }
+        let stats = self.isolate.get_heap_statistics();
+        if stats.used_heap_size() > self.heap_limit_bytes / 4 {
+            return false;
+        }
+        self.next = Some(self.new_context());
+        true
+    }
+}
+
+/// Threads that each keep a [`Warm`] isolate ready, so a stateless run
+/// starts at its code: creating the context, and the isolate when one is
+/// replaced, happen between runs instead of inside one. Only for processes
+/// where no isolate ever creates or restores a snapshot (a stateless server,
+/// or one whose snapshots go to worker processes): an idle warm isolate
+/// holds the shared read-only heap, which such isolates need exclusively.
+#[derive(Debug)]
+pub(crate) struct WarmPool {
+    jobs: mpsc::Sender<(Job, oneshot::Sender<JobResult>)>,
+}
+
+type Queue = Arc<Mutex<mpsc::Receiver<(Job, oneshot::Sender<JobResult>)>>>;
+
+impl WarmPool {
+    /// `threads` runners, each with an isolate of `heap_limit_bytes` ready;
+    /// a job asking for another limit gets a new isolate on a runner.
+    pub(crate) fn new(threads: usize, heap_limit_bytes: usize) -> std::io::Result<Self> {
+        let (jobs, queue) = mpsc::channel();
+        let queue: Queue = Arc::new(Mutex::new(queue));
+        for _ in 0..threads.max(1) {
+            let queue = queue.clone();
+            thread_builder()
+                .name("v8-warm".into())
+                .spawn(move || warm_runner(&queue, heap_limit_bytes))?;
+        }
+        Ok(Self { jobs })
+    }
+
+    /// Runs a stateless job on the next free runner.
+    pub(crate) async fn execute(&self, job: Job) -> Option<JobResult> {
+        let (done, result) = oneshot::channel();
+        self.jobs.send((job, done)).ok()?;
+        result.await.ok()
+    }
+}
+
+/// Ends when the pool is dropped. A panicking run loses its answer (the
+/// caller sees the engine thread fail) and its isolate, not the runner.
+fn warm_runner(queue: &Queue, heap_limit_bytes: usize) {
+    let mut kept: Option<Warm> = None;
+    loop {
+        let mut warm = kept.take().unwrap_or_else(|| Warm::new(heap_limit_bytes));
+        let next = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
+        let Ok((job, done)) = next else {
+            return;
+        };
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if job.heap_limit_bytes == heap_limit_bytes {
+                warm.run(&job)
+            } else {
+                Warm::new(job.heap_limit_bytes).run(&job)
+            }
+        }));
+        // After a panic the isolate may be half-used: it goes.
+        let Ok(result) = ran else {
+            continue;
+        };
+        let _ = done.send(result);
+        // Only now, with the answer on its way, is the isolate readied for
+        // the next run or replaced.
+        if warm.renew() {
+            kept = Some(warm);
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! The session era (2025-03-26, 2025-06-18, 2025-11-25): `initialize`
+//! stores the session, and every later request replays it from the store, so
+//! no request depends on this process having served the session before.
+
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::value::RawValue;
+
+use super::envelope::{HttpError, check_nesting, json, raw};
+use super::headers::{self, Principal};
+use crate::protocol::jsonrpc::{self, Incoming, Message, RequestId, code};
+use crate::protocol::mcp::{self, BATCHING_VERSION, InitializeParams, method};
+use crate::server::McpServer;
+use crate::session::{InitState, SessionId, SessionStore, unix_now};
+
+/// The session store and the sessions' lifetime.
+#[derive(Debug)]
+pub(super) struct Sessions {
+    pub(super) store: Arc<dyn SessionStore>,
+    /// Seconds, sliding.
+    pub(super) ttl_secs: i64,
+}
+
+impl Sessions {
+    /// Loads the session a request names, or the error that ends the request.
+    async fn replay(
+        &self,
+        request_headers: &HeaderMap,
+        principal: Option<&Principal>,
+    ) -> Result<InitState, HttpError> {
+        let raw = request_headers
+            .get(mcp::header::SESSION_ID)
+            .ok_or_else(|| {
+                HttpError::bad_request("missing Mcp-Session-Id header: initialize first")
+            })?;
+        // An id this server could not have issued names no session.
+        let id = raw
+            .to_str()
+            .ok()
+            .and_then(|text| SessionId::parse(text).ok())
+            .ok_or_else(HttpError::session_not_found)?;
+        tracing::Span::current().record("session", id.as_str());
+        let now = unix_now();
+        let state = self
+            .store
+            .get(&id, now)
+            .await
+            .map_err(|e| HttpError::store_failed(&e))?
+            .ok_or_else(HttpError::session_not_found)?;
+        // Another caller presenting this id learns nothing about it.
+        if state.principal.as_ref() != principal.map(|p| &p.0) {
+            return Err(HttpError::session_not_found());
+        }
+        if let Some(name) = &state.logical_session {
+            tracing::Span::current().record("logical_session", name.as_str());
+        }
+        // Sliding expiry, written only when less than half the lifetime is
+        // left, so most requests cost one read and no write.
+        if state.expires_at - now < self.ttl_secs / 2 {
+            self.store
+                .touch(&id, now, now + self.ttl_secs)
+                .await
+                .map_err(|e| HttpError::store_failed(&e))?;
+        }
+        Ok(state)
+    }
+}
+
+/// Splits a body into messages and says whether it was a batch.
+pub(super) fn parse_body(body: &[u8]) -> Result<(Vec<Message>, bool), HttpError> {
+    check_nesting(body)?;
+    let whole: Box<RawValue> =
+        serde_json::from_slice(body).map_err(|e| HttpError::parse_error(&e))?;
+    let batch = whole.get().trim_start().starts_with('[');
+    let items: Vec<Box<RawValue>> = if batch {
+        serde_json::from_str(whole.get()).map_err(|e| HttpError::parse_error(&e))?
+    } else {
+        vec![whole]
+    };
+    if items.is_empty() {
+        return Err(HttpError::bad_request("empty batch"));
+    }
+    let messages = items
+        .iter()
+        .map(|item| {
+            let incoming: Incoming = serde_json::from_str(item.get())
+                .map_err(|e| HttpError::bad_request(format!("Invalid Request: {e}")))?;
+            Message::try_from(incoming)
+                .map_err(|e| HttpError::bad_request(format!("Invalid Request: {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((messages, batch))
+}
+
+/// Serves one session-era POST body: `initialize`, or messages of a
+/// replayed session.
+pub(super) async fn post(
+    sessions: &Sessions,
+    server: &McpServer,
+    request_headers: &HeaderMap,
+    principal: Option<&Principal>,
+    body: &[u8],
+) -> Result<Response, HttpError> {
+    headers::check_post(request_headers)?;
+    let (mut messages, batch) = parse_body(body)?;
+    let is_initialize =
+        |m: &Message| matches!(m, Message::Request { method, .. } if method == method::INITIALIZE);
+    if messages.iter().any(is_initialize) {
+        if batch {
+            return Err(HttpError::bad_request(
+                "initialize must not be part of a batch",
+            ));
+        }
+        let Some(Message::Request { id, params, .. }) = messages.pop() else {
+            unreachable!("checked: the single message is an initialize request")
+        };
+        tracing::Span::current().record("rpc.method", method::INITIALIZE);
+        return initialize(
+            sessions,
+            server,
+            request_headers,
+            principal,
+            id,
+            params.as_deref(),
+        )
+        .await;
+    }
+
+    let mut state = sessions.replay(request_headers, principal).await?;
+    if let Some(version) = request_headers.get(mcp::header::PROTOCOL_VERSION)
+        && version.as_bytes() != state.protocol_version.as_bytes()
+    {
+        return Err(HttpError::bad_request(format!(
+            "MCP-Protocol-Version {:?} does not match the version negotiated for this session ({})",
+            String::from_utf8_lossy(version.as_bytes()),
+            state.protocol_version
+        )));
+    }
+    if batch && state.protocol_version != BATCHING_VERSION {
+        return Err(HttpError::bad_request(format!(
+            "JSON-RPC batches are only accepted in protocol version {BATCHING_VERSION}"
+        )));
+    }
+
+    let mut responses = Vec::new();
+    for message in messages {
+        match message {
+            Message::Request { id, method, params } => {
+                tracing::Span::current().record("rpc.method", method.as_str());
+                let answer = server
+                    .handle((&state).into(), &method, params.as_deref())
+                    .await;
+                responses.push(match answer {
+                    Ok(result) => raw(&jsonrpc::Response::ok(id, result)),
+                    Err(e) => raw(&jsonrpc::Response::error(Some(id), e.code, e.message)),
+                });
+            }
+            Message::Notification { method, .. } => {
+                tracing::Span::current().record("rpc.method", method.as_str());
+                if method == method::INITIALIZED && !state.initialized {
+                    state.initialized = true;
+                    sessions
+                        .store
+                        .put(&state)
+                        .await
+                        .map_err(|e| HttpError::store_failed(&e))?;
+                }
+                // notifications/cancelled and unknown notifications need no
+                // answer: every request here completes within its own HTTP
+                // exchange.
+            }
+            Message::Response => {}
+        }
+    }
+    Ok(match (responses.pop(), batch) {
+        (None, _) => StatusCode::ACCEPTED.into_response(),
+        (Some(last), true) => {
+            responses.push(last);
+            json(StatusCode::OK, &responses)
+        }
+        (Some(only), false) => json(StatusCode::OK, &only),
+    })
+}
+
+async fn initialize(
+    sessions: &Sessions,
+    server: &McpServer,
+    request_headers: &HeaderMap,
+    principal: Option<&Principal>,
+    id: RequestId,
+    params: Option<&RawValue>,
+) -> Result<Response, HttpError> {
+    let with_id = |e: HttpError| e.with_id(Some(id.clone()));
+    let params: InitializeParams = serde_json::from_str(params.map_or("null", RawValue::get))
+        .map_err(|e| {
+            with_id(HttpError::new(
+                StatusCode::BAD_REQUEST,
+                code::INVALID_PARAMS,
+                format!("Invalid initialize params: {e}"),
+            ))
+        })?;
+    let version = mcp::negotiate(&params.protocol_version);
+    let captured = headers::mcp_headers(request_headers).map_err(with_id)?;
+    let logical_session = headers::logical_session(request_headers).map_err(with_id)?;
+    let now = unix_now();
+    let state = InitState {
+        session_id: SessionId::generate(),
+        protocol_version: version.to_owned(),
+        client_capabilities: params.capabilities,
+        client_info: params.client_info,
+        logical_session,
+        mcp_headers: captured,
+        principal: principal.map(|p| p.0.clone()),
+        initialized: false,
+        created_at: now,
+        expires_at: now + sessions.ttl_secs,
+    };
+    let span = tracing::Span::current();
+    span.record("session", state.session_id.as_str());
+    if let Some(name) = &state.logical_session {
+        span.record("logical_session", name.as_str());
+    }
+    let result = server
+        .initialize(version, state.logical_session.as_ref())
+        .await
+        .map_err(|e| HttpError::store_failed(&e))?;
+    sessions
+        .store
+        .put(&state)
+        .await
+        .map_err(|e| HttpError::store_failed(&e))?;
+    let mut response = json(StatusCode::OK, &jsonrpc::Response::ok(id, result));
+    response.headers_mut().insert(
+        mcp::header::SESSION_ID,
+        HeaderValue::from_str(state.session_id.as_str()).expect("hex is a valid header value"),
+    );
+    Ok(response)
+}
+
+/// Ends the session a DELETE names.
+pub(super) async fn delete(
+    sessions: &Sessions,
+    request_headers: &HeaderMap,
+    principal: Option<&Principal>,
+) -> Result<Response, HttpError> {
+    let state = sessions.replay(request_headers, principal).await?;
+    match sessions.store.delete(&state.session_id).await {
+        Ok(true) => Ok(StatusCode::NO_CONTENT.into_response()),
+        Ok(false) => Err(HttpError::session_not_found()),
+        Err(e) => Err(HttpError::store_failed(&e)),
+    }
+}
