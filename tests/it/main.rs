@@ -10,6 +10,7 @@ mod allocator;
 mod auth;
 mod aws_backends;
 mod aws_calls;
+mod deployment;
 mod e2e;
 mod engine;
 mod faults;
