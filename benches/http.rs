@@ -483,6 +483,7 @@ async fn watch_cold_start(env: &[(String, String)], quiet: bool) -> (f64, f64) {
     let port = net::free_port();
     let mut watch = Command::new("cargo")
         .args(["lambda", "watch", "--release", "--wait", "--quiet"])
+        .args(["--env-var", "MCP_V8_ALLOW_UNAUTHENTICATED=true"])
         .args([
             "--ignore-changes",
             "-A",

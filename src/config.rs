@@ -75,6 +75,10 @@ pub struct Config {
     /// `MCP_V8_JWKS_URL`, `MCP_V8_JWT_ISSUER`, `MCP_V8_JWT_AUDIENCE`: bearer
     /// JWTs verified against the issuer's keys.
     pub jwt: Option<JwtSettings>,
+    /// `MCP_V8_ALLOW_UNAUTHENTICATED`: under Lambda, serve requests that
+    /// carry no IAM caller while no bearer token or JWT is configured
+    /// (refused with 401 otherwise).
+    pub allow_unauthenticated: bool,
 }
 
 /// A variable with a value that cannot be used.
@@ -225,6 +229,7 @@ impl Config {
         let (lambda_max_concurrency, engine_workers) = vars.lambda_concurrency(under_lambda)?;
         Ok(Self {
             jwt: vars.jwt()?,
+            allow_unauthenticated: vars.flag("MCP_V8_ALLOW_UNAUTHENTICATED")?,
             auth_token_sha256: vars.token_digest()?,
             max_heap_snapshot_mb: vars.number("MCP_V8_MAX_HEAP_SNAPSHOT_MB", 256, Least::One)?,
             heap_bucket: vars.non_empty("MCP_V8_HEAP_BUCKET"),

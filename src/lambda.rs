@@ -1,15 +1,25 @@
 //! The Lambda host: the same router as `serve`, behind `lambda_http`, with
-//! the function URL's IAM caller identity as the session principal.
+//! the function URL's IAM caller identity as the session principal. It
+//! fails closed: a request that no one authenticated is refused unless the
+//! operator said otherwise.
 
 use axum::Router;
 use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use lambda_http::RequestExt;
 use lambda_http::request::RequestContext;
 use tower::ServiceExt;
 
+use crate::protocol::jsonrpc::{self, code};
 use crate::transport::{App, Principal, router};
+
+/// What a caller that nobody authenticated is told: how to configure auth.
+pub const UNAUTHENTICATED: &str = "this function authenticates no one: its function URL has no \
+IAM auth (AuthType AWS_IAM) and no bearer token (MCP_V8_AUTH_TOKEN_SHA256) or JWT issuer \
+(MCP_V8_JWKS_URL) is configured; configure one (docs/deployment.md), or set \
+MCP_V8_ALLOW_UNAUTHENTICATED=true to serve anyone who can reach the URL";
 
 /// The caller a function URL with `AuthType: AWS_IAM` authenticated: its
 /// IAM ARN (or caller id). `None` without IAM auth.
@@ -31,9 +41,37 @@ async fn attach_principal(mut request: Request, next: Next) -> Response {
     next.run(request).await
 }
 
+/// Refuses a request without an IAM caller; in front of the router only
+/// where the app checks no bearer token itself.
+async fn refuse_unauthenticated(request: Request, next: Next) -> Response {
+    if request.extensions().get::<Principal>().is_some() {
+        return next.run(request).await;
+    }
+    tracing::warn!("refused a request that no one authenticated");
+    let body = jsonrpc::Response::<()>::error(None, code::INVALID_REQUEST, UNAUTHENTICATED);
+    let mut response = (
+        StatusCode::UNAUTHORIZED,
+        serde_json::to_vec(&body).expect("responses serialize"),
+    )
+        .into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
 /// The service Lambda runs: the router plus the principal of each request.
-pub fn service(app: App) -> Router {
-    router(app).layer(middleware::from_fn(attach_principal))
+/// Where the app authenticates no bearer token or JWT, only requests with
+/// an IAM caller pass, unless `allow_unauthenticated`
+/// (`MCP_V8_ALLOW_UNAUTHENTICATED`).
+pub fn service(app: App, allow_unauthenticated: bool) -> Router {
+    let mut service = router(app.clone());
+    if !app.authenticates_callers() && !allow_unauthenticated {
+        service = service.layer(middleware::from_fn(refuse_unauthenticated));
+    }
+    // Outermost, so the check above sees the principal.
+    service.layer(middleware::from_fn(attach_principal))
 }
 
 /// Serves Lambda invocations until the runtime stops the process: as many
@@ -41,12 +79,12 @@ pub fn service(app: App) -> Router {
 /// Instances), one at a time where it is unset (standard Lambda). Nothing is
 /// shared between invocations but the engine and the store clients, which
 /// take concurrent requests under `serve` already.
-pub async fn run(app: App) -> Result<(), lambda_http::Error> {
+pub async fn run(app: App, allow_unauthenticated: bool) -> Result<(), lambda_http::Error> {
     // Concurrent invocations need a `Sync` answer, which axum's streaming
     // body is not: buffer it here, as lambda_http buffers it for a
     // sequential run anyway (function URLs answer with the whole body).
     let buffered = ServiceExt::<lambda_http::Request>::and_then(
-        service(app),
+        service(app, allow_unauthenticated),
         |response: Response| async move {
             Ok::<_, std::convert::Infallible>(
                 lambda_http::IntoResponse::into_response(response).await,

@@ -114,6 +114,11 @@ async fn run_lambda(mut config: Config) -> anyhow::Result<()> {
     if config.engine_workers > 0 && !config.stateless {
         return_freed_memory_promptly();
     }
+    if config.allow_unauthenticated {
+        tracing::warn!(
+            "MCP_V8_ALLOW_UNAUTHENTICATED=true: requests without an IAM caller are served when no bearer token or JWT is configured"
+        );
+    }
     tracing::info!(
         max_concurrency = config.lambda_max_concurrency,
         engine_workers = config.engine_workers,
@@ -123,7 +128,7 @@ async fn run_lambda(mut config: Config) -> anyhow::Result<()> {
     let app = app::app(&config, std::path::Path::new(LAMBDA_DATA_DIR), aws.as_ref())
         .map_err(|e| anyhow::anyhow!(e))
         .context("building the server from the configuration")?;
-    mcp_v8_lambda::lambda::run(app)
+    mcp_v8_lambda::lambda::run(app, config.allow_unauthenticated)
         .await
         .map_err(|e| anyhow::anyhow!(e))
         .context("serving Lambda invocations")

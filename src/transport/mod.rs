@@ -81,6 +81,14 @@ impl App {
     }
 }
 
+impl App {
+    /// Whether requests must carry a bearer token or JWT that this app
+    /// checks (`MCP_V8_AUTH_TOKEN_SHA256`, `MCP_V8_JWKS_URL`).
+    pub fn authenticates_callers(&self) -> bool {
+        self.inner.config.auth.is_required()
+    }
+}
+
 /// The one HTTP service: `serve`, Lambda and the tests all use it.
 pub fn router(app: App) -> Router {
     let limit = app.inner.config.max_body_bytes;

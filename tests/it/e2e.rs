@@ -547,6 +547,10 @@ impl Watch {
                 "--quiet",
                 // A reload mid-test would be a new instance the test did not ask for.
                 "--ignore-changes",
+                // The emulator's URL events carry no IAM caller: the local
+                // loop as docs/deployment.md gives it.
+                "--env-var",
+                "MCP_V8_ALLOW_UNAUTHENTICATED=true",
                 "-A",
                 "127.0.0.1",
                 "-P",

@@ -15,6 +15,7 @@ use mcp_v8_lambda::lambda::service;
 use mcp_v8_lambda::transport::App;
 use serde_json::Value;
 use serde_yaml::Value as Yaml;
+use sha2::Digest;
 use tower::ServiceExt;
 
 fn project() -> PathBuf {
@@ -28,9 +29,28 @@ fn event(name: &str, session: &str) -> String {
 }
 
 async fn invoke(app: &App, event: &str) -> (StatusCode, Option<String>, Value) {
+    invoke_allowing(app, event, false).await
+}
+
+/// `invoke` on a function whose `MCP_V8_ALLOW_UNAUTHENTICATED` is `allow`.
+async fn invoke_allowing(
+    app: &App,
+    event: &str,
+    allow: bool,
+) -> (StatusCode, Option<String>, Value) {
     let request = lambda_http::request::from_str(event).expect("a function URL event");
-    let reply = common::reply(service(app.clone()).oneshot(request).await.unwrap()).await;
+    let reply = common::reply(service(app.clone(), allow).oneshot(request).await.unwrap()).await;
     (reply.status, reply.session_id(), reply.body)
+}
+
+/// `event` as a function URL without IAM auth delivers it: no caller.
+fn unsigned(event: &str) -> String {
+    let mut unsigned: Value = serde_json::from_str(event).unwrap();
+    unsigned["requestContext"]
+        .as_object_mut()
+        .unwrap()
+        .remove("authorizer");
+    unsigned.to_string()
 }
 
 fn local_app(dir: &std::path::Path) -> App {
@@ -84,17 +104,59 @@ async fn a_session_answers_only_the_iam_principal_that_created_it() {
     let other = event("tools-list", &sid).replace("user/agent-operator", "user/someone-else");
     let (status, _, body) = invoke(&app, &other).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
-    let mut unsigned: Value = serde_json::from_str(&event("tools-list", &sid)).unwrap();
-    unsigned["requestContext"]
-        .as_object_mut()
-        .unwrap()
-        .remove("authorizer");
-    let (status, _, _) = invoke(&app, &unsigned.to_string()).await;
+    // Where the operator allows callers nobody authenticated, such a
+    // caller is still another principal.
+    let (status, _, _) = invoke_allowing(&app, &unsigned(&event("tools-list", &sid)), true).await;
     assert_eq!(
         status,
         StatusCode::NOT_FOUND,
         "an unauthenticated caller is another principal"
     );
+}
+
+/// Without IAM auth on the URL and without a bearer token or JWT, the
+/// function serves no one, and says how to configure auth; the operator's
+/// explicit switch opens it; a configured bearer token takes over the gate.
+#[tokio::test]
+async fn a_function_that_authenticates_no_one_refuses_every_unsigned_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = local_app(dir.path());
+    for name in ["initialize", "run-js-2026"] {
+        let (status, sid, body) = invoke(&app, &unsigned(&event(name, ""))).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{name}: {body}");
+        assert!(sid.is_none());
+        let message = body["error"]["message"].as_str().unwrap();
+        for names in [
+            "AWS_IAM",
+            "MCP_V8_AUTH_TOKEN_SHA256",
+            "MCP_V8_ALLOW_UNAUTHENTICATED",
+        ] {
+            assert!(message.contains(names), "{message}");
+        }
+    }
+    let (status, _, _) = invoke(&app, &event("initialize", "")).await;
+    assert_eq!(status, StatusCode::OK, "an IAM caller passes");
+    let (status, sid, _) = invoke_allowing(&app, &unsigned(&event("initialize", "")), true).await;
+    assert_eq!(status, StatusCode::OK, "allowed by the operator");
+    assert!(sid.is_some());
+
+    let token = "a-bearer-token";
+    let digest = hex::encode(sha2::Sha256::digest(token.as_bytes()));
+    let dir = tempfile::tempdir().unwrap();
+    let config =
+        Config::from_lookup(|name| (name == "MCP_V8_AUTH_TOKEN_SHA256").then(|| digest.clone()))
+            .unwrap();
+    let guarded = mcp_v8_lambda::app::app(&config, dir.path(), None).unwrap();
+    let mut with_token: Value = serde_json::from_str(&unsigned(&event("initialize", ""))).unwrap();
+    with_token["headers"]["authorization"] = Value::String(format!("Bearer {token}"));
+    let (status, _, body) = invoke(&guarded, &with_token.to_string()).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "the bearer token is the gate: {body}"
+    );
+    let (status, _, body) = invoke(&guarded, &unsigned(&event("initialize", ""))).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
 }
 
 #[tokio::test]

@@ -19,7 +19,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("server", &["meta", "protocol", "session", "tools"]),
     ("transport", &["protocol", "server", "session", "tools"]),
     ("config", &["backends", "transport"]),
-    ("lambda", &["transport"]),
+    ("lambda", &["protocol", "transport"]),
     (
         "app",
         &[
