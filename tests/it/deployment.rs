@@ -76,7 +76,7 @@ fn evaluate(template: &Value, given: &Value, expression: &Value) -> Value {
 
 /// The resources CloudFormation would create: those without a condition
 /// and those whose condition holds.
-fn created<'t>(template: &'t Value, given: &Value) -> Map<String, Value> {
+fn created(template: &Value, given: &Value) -> Map<String, Value> {
     template["Resources"]
         .as_object()
         .unwrap()
