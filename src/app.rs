@@ -134,11 +134,16 @@ pub fn app(config: &Config, data_dir: &Path, aws: Option<&Clients>) -> Result<Ap
 
 /// The app `config` describes, on `stores`.
 pub fn with_stores(config: &Config, stores: Stores) -> App {
+    let defaults = EngineConfig::default();
+    let max_heap_limit_mb = config.max_heap_limit_mb();
     let engine_config = EngineConfig {
+        max_heap_limit_mb,
+        default_heap_limit_mb: defaults.default_heap_limit_mb.min(max_heap_limit_mb),
         max_snapshot_bytes: config.max_heap_snapshot_mb * 1024 * 1024,
+        max_result_bytes: config.max_result_bytes,
         engine_workers: config.engine_workers,
         warm_isolates: config.warm_isolates,
-        ..EngineConfig::default()
+        ..defaults
     };
     let tools = Toolbox {
         engine: Arc::new(Engine::new(engine_config, stores.heaps)),

@@ -51,6 +51,9 @@ pub struct Config {
     /// two) where Lambda hands an instance several invocations at once, so
     /// that one long run does not hold up the others.
     pub engine_workers: usize,
+    /// `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` under Lambda: the function's memory
+    /// in MB, which bounds the heap limit a run may ask for.
+    pub function_memory_mb: Option<usize>,
     /// `AWS_LAMBDA_MAX_CONCURRENCY`: invocations Lambda hands this instance
     /// at once (Lambda Managed Instances); 1 on standard Lambda and outside.
     pub lambda_max_concurrency: usize,
@@ -67,6 +70,9 @@ pub struct Config {
     /// `MCP_V8_STATELESS` under Lambda, `serve --stateless` locally: no
     /// heaps, no session tools, nothing written per run.
     pub stateless: bool,
+    /// `MCP_V8_MAX_RESULT_BYTES`: longest `result` a run returns; longer ones
+    /// are cut with a marker.
+    pub max_result_bytes: usize,
     /// `MCP_V8_MAX_HEAP_SNAPSHOT_MB`: largest snapshot stored or restored.
     pub max_heap_snapshot_mb: usize,
     /// `MCP_V8_AUTH_TOKEN_SHA256`: when set, every request needs the bearer
@@ -231,6 +237,7 @@ impl Config {
             jwt: vars.jwt()?,
             allow_unauthenticated: vars.flag("MCP_V8_ALLOW_UNAUTHENTICATED")?,
             auth_token_sha256: vars.token_digest()?,
+            max_result_bytes: vars.number("MCP_V8_MAX_RESULT_BYTES", 1024 * 1024, Least::One)?,
             max_heap_snapshot_mb: vars.number("MCP_V8_MAX_HEAP_SNAPSHOT_MB", 256, Least::One)?,
             heap_bucket: vars.non_empty("MCP_V8_HEAP_BUCKET"),
             heap_prefix: vars.get("MCP_V8_HEAP_PREFIX").unwrap_or_default(),
@@ -242,6 +249,12 @@ impl Config {
             heap_memory_cache_mb: vars.number("MCP_V8_HEAP_MEMORY_CACHE_MB", 64, Least::Zero)?,
             db_cache_mb: vars.number("MCP_V8_DB_CACHE_MB", 32, Least::One)?,
             engine_workers,
+            function_memory_mb: if under_lambda {
+                Some(vars.number("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", 0, Least::Zero)?)
+                    .filter(|&mb| mb > 0)
+            } else {
+                None
+            },
             lambda_max_concurrency,
             warm_isolates: 0,
             table_prefix: vars
@@ -256,6 +269,19 @@ impl Config {
             max_body_bytes: vars.number("MCP_V8_MAX_BODY_BYTES", 1024 * 1024, Least::One)?,
             log_format: vars.log_format()?,
         })
+    }
+
+    /// The largest heap limit a run may ask for, in MiB: the engine's 1024,
+    /// or less where the function's memory must also hold the rest of the
+    /// process (about 200 MB: V8, the allocator's caches, the runtime) and,
+    /// beside a full heap, the snapshot V8 serialises from it and the copies
+    /// that are framed, hashed and stored: (memory − 200) / 3, at least 16.
+    pub fn max_heap_limit_mb(&self) -> usize {
+        const ENGINE_MAX_MB: usize = 1024;
+        match self.function_memory_mb {
+            Some(memory) => (memory.saturating_sub(200) / 3).clamp(16, ENGINE_MAX_MB),
+            None => ENGINE_MAX_MB,
+        }
     }
 
     /// Whether any store is on AWS (and AWS clients are needed).
@@ -348,6 +374,23 @@ mod tests {
         // no one.
         let local = from(&[("AWS_LAMBDA_MAX_CONCURRENCY", "8")]).unwrap();
         assert_eq!((local.lambda_max_concurrency, local.engine_workers), (1, 0));
+    }
+
+    #[test]
+    fn the_function_memory_bounds_the_heap_limit_under_lambda_only() {
+        let lambda = ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001");
+        let with = |mb: &str| {
+            from(&[lambda, ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", mb)])
+                .unwrap()
+                .max_heap_limit_mb()
+        };
+        assert_eq!(with("1024"), 274);
+        assert_eq!(with("512"), 104);
+        assert_eq!(with("128"), 16);
+        assert_eq!(with("10240"), 1024);
+        assert_eq!(from(&[lambda]).unwrap().max_heap_limit_mb(), 1024);
+        let local = from(&[("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512")]).unwrap();
+        assert_eq!(local.max_heap_limit_mb(), 1024, "serve is not bound by it");
     }
 
     #[test]

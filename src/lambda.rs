@@ -3,6 +3,8 @@
 //! fails closed: a request that no one authenticated is refused unless the
 //! operator said otherwise.
 
+use std::time::{Duration, UNIX_EPOCH};
+
 use axum::Router;
 use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -13,7 +15,7 @@ use lambda_http::request::RequestContext;
 use tower::ServiceExt;
 
 use crate::protocol::jsonrpc::{self, code};
-use crate::transport::{App, Principal, router};
+use crate::transport::{App, Deadline, Principal, router};
 
 /// What a caller that nobody authenticated is told: how to configure auth.
 pub const UNAUTHENTICATED: &str = "this function authenticates no one: its function URL has no \
@@ -34,9 +36,20 @@ pub fn principal_of(extensions: &http::Extensions) -> Option<Principal> {
         .map(Principal)
 }
 
+/// The invocation's deadline, when Lambda gave one.
+pub fn deadline_of(extensions: &http::Extensions) -> Option<Deadline> {
+    let millis = extensions.lambda_context_ref()?.deadline;
+    (millis > 0).then(|| Deadline(UNIX_EPOCH + Duration::from_millis(millis)))
+}
+
+/// Puts what Lambda says of the invocation where the router reads it: the
+/// IAM caller, the deadline.
 async fn attach_principal(mut request: Request, next: Next) -> Response {
     if let Some(principal) = principal_of(request.extensions()) {
         request.extensions_mut().insert(principal);
+    }
+    if let Some(deadline) = deadline_of(request.extensions()) {
+        request.extensions_mut().insert(deadline);
     }
     next.run(request).await
 }

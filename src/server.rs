@@ -137,9 +137,7 @@ impl McpServer {
                 capabilities: self.capabilities(),
                 instructions: INSTRUCTIONS,
             })),
-            method::TOOLS_LIST => Ok(MethodResult::Tools(
-                self.tools.list(context.protocol_version),
-            )),
+            method::TOOLS_LIST => Ok(MethodResult::Tools(self.tools.list(context))),
             method::TOOLS_CALL => {
                 let params: CallToolParams =
                     serde_json::from_str(params.map_or("null", RawValue::get)).map_err(|e| {

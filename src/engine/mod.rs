@@ -51,6 +51,9 @@ pub struct EngineConfig {
     pub max_code_bytes: usize,
     /// Console output kept per run, in bytes.
     pub max_output_bytes: usize,
+    /// Longest rendered `result` returned, in bytes; a longer one is cut
+    /// with a marker saying how long it was.
+    pub max_result_bytes: usize,
     /// Snapshot code handling.
     pub code_handling: CodeHandling,
     /// Isolates alive at once; further runs wait their turn.
@@ -81,6 +84,7 @@ impl Default for EngineConfig {
             max_heap_limit_mb: 1024,
             max_code_bytes: 1024 * 1024,
             max_output_bytes: 1024 * 1024,
+            max_result_bytes: 1024 * 1024,
             code_handling: CodeHandling::Keep,
             max_concurrent_runs: std::thread::available_parallelism().map_or(2, |n| n.get() * 2),
             max_snapshot_bytes: 256 * 1024 * 1024,
@@ -358,7 +362,9 @@ impl Engine {
         let result = self.execute(job).await?;
         let outcome = &mut report.outcome;
         outcome.status = result.status;
-        outcome.result = result.result;
+        outcome.result = result
+            .result
+            .map(|text| cap_text(text, self.config.max_result_bytes, "result"));
         outcome.output = result.output;
         outcome.error = result.error;
         outcome.warnings.extend(result.warnings);
@@ -532,4 +538,23 @@ fn storage_error(err: &HeapStoreError) -> RunError {
         _ => "StorageError",
     };
     RunError::new(name, err.to_string())
+}
+
+/// `text` cut to at most `max` bytes (at a character boundary) with a
+/// marker naming `what` was cut and its length, like console output past
+/// its cap.
+pub fn cap_text(mut text: String, max: usize, what: &str) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let len = text.len();
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str(&format!(
+        "\n[{what} truncated: {len} bytes, the first {end} shown]"
+    ));
+    text
 }

@@ -8,6 +8,7 @@ mod schema;
 mod session_log;
 
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -34,8 +35,9 @@ pub struct Toolbox {
 }
 
 /// What a tool call knows of its caller: the protocol version (which shapes
-/// results) and the logical session named by the transport, if any. Built
-/// from a replayed session or from one 2026-07-28 request.
+/// results), the logical session named by the transport, if any, and when
+/// the host must have answered. Built from a replayed session or from one
+/// 2026-07-28 request.
 #[derive(Debug, Clone, Copy)]
 pub struct CallContext<'a> {
     /// The protocol version of the request.
@@ -43,16 +45,26 @@ pub struct CallContext<'a> {
     /// The logical session (`X-MCP-Session-Id`); a tool's `session`
     /// argument overrides it.
     pub logical_session: Option<&'a LogicalSession>,
+    /// When the host stops waiting for the answer (a Lambda invocation's
+    /// deadline); `None` under `serve`.
+    pub deadline: Option<SystemTime>,
 }
 
-impl<'a> From<&'a InitState> for CallContext<'a> {
-    fn from(state: &'a InitState) -> Self {
+impl<'a> CallContext<'a> {
+    /// The context of a request of a replayed session.
+    pub fn of_session(state: &'a InitState, deadline: Option<SystemTime>) -> Self {
         Self {
             protocol_version: &state.protocol_version,
             logical_session: state.logical_session.as_ref(),
+            deadline,
         }
     }
 }
+
+/// Largest serialized tool result, in bytes: with the JSON-RPC envelope it
+/// fits Lambda's 6 MB buffered response (6,291,456 bytes) with room to
+/// spare. A result over it becomes a tool error saying so.
+pub const MAX_RESULT_JSON_BYTES: usize = 5 * 1024 * 1024;
 
 /// A `tools/call` that is a protocol error rather than a tool error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -66,10 +78,11 @@ pub enum ToolCallError {
 }
 
 impl Toolbox {
-    /// `tools/list` for a session that negotiated `version`.
-    pub fn list(&self, version: &str) -> ListToolsResult {
-        let structured = has_structured_output(version);
-        let mut tools = vec![run_js::describe(self.stateless)];
+    /// `tools/list` for a request of `context`: the schemas give the
+    /// limits in force for it.
+    pub fn list(&self, context: CallContext<'_>) -> ListToolsResult {
+        let structured = has_structured_output(context.protocol_version);
+        let mut tools = vec![run_js::describe(self, context.deadline)];
         if !self.stateless {
             tools.extend(session_log::describe());
             tools.extend(heap_tags::describe());
@@ -109,7 +122,7 @@ impl Toolbox {
                 }
             };
         }
-        Ok(match name {
+        let result = match name {
             run_js::NAME => with_args!(|a| run_js::call(self, context, a, structured)),
             session_log::LIST_SESSIONS => {
                 with_args!(|_: NoArgs| session_log::list_sessions(self, structured))
@@ -125,7 +138,8 @@ impl Toolbox {
                 with_args!(|a| heap_tags::get_execution(self, a, structured))
             }
             other => return Err(ToolCallError::UnknownTool(other.to_owned())),
-        })
+        };
+        Ok(within_response_limit(name, result))
     }
 
     const STATEFUL_TOOLS: [&'static str; 7] = [
@@ -166,6 +180,31 @@ struct NoArgs {}
 fn arguments<T: DeserializeOwned>(raw: Option<&RawValue>) -> Result<T, String> {
     let text = raw.map_or("{}", RawValue::get);
     serde_json::from_str(text).map_err(|e| format!("invalid arguments: {e}"))
+}
+
+/// `result`, unless its JSON is over [`MAX_RESULT_JSON_BYTES`]: then a tool
+/// error saying so, so that the host never answers with more than its
+/// platform can carry (a 502 on Lambda). Tools that can shrink their answer
+/// (`run_js`, `list_session_snapshots`) do so before it comes to this.
+fn within_response_limit(tool: &str, result: CallToolResult) -> CallToolResult {
+    let len = result_json_len(&result);
+    if len <= MAX_RESULT_JSON_BYTES {
+        return result;
+    }
+    tracing::warn!(
+        tool,
+        len,
+        "a tool result over the response limit was refused"
+    );
+    CallToolResult::error(format!(
+        "the {tool} result is {len} bytes of JSON, over the {MAX_RESULT_JSON_BYTES}-byte limit of \
+         one response; ask for less (fewer entries, a smaller result)"
+    ))
+}
+
+/// The length of a result's JSON.
+fn result_json_len(result: &CallToolResult) -> usize {
+    serde_json::to_vec(result).map_or(usize::MAX, |json| json.len())
 }
 
 /// A successful or failed tool result carrying a structured value.

@@ -1,12 +1,12 @@
 //! `run_js`: run JavaScript or TypeScript, optionally from a saved heap.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde::Deserialize;
 use serde_json::json;
 
 use super::{CallContext, Toolbox, schema, structured_result};
-use crate::engine::{Language, RunOutcome, RunRequest, RunStatus};
+use crate::engine::{Language, RunOutcome, RunRequest, RunStatus, cap_text};
 use crate::heap::HeapKey;
 use crate::meta::{ExecutionRecord, NewLogEntry, Tags};
 use crate::protocol::mcp::{CallToolResult, Tool};
@@ -40,11 +40,45 @@ pub(super) struct Args {
     language: Language,
 }
 
-pub(super) fn describe(stateless: bool) -> Tool {
+/// How long before an invocation's deadline a run must end, to leave time
+/// to snapshot and store its heap and write the log: 1 s plus 35 ms per MiB
+/// of heap limit (a 10 MiB heap took about 330 ms to snapshot and store;
+/// docs/performance.md, "Engine").
+fn deadline_margin(heap_limit_mb: usize) -> Duration {
+    Duration::from_millis(1000 + 35 * heap_limit_mb as u64)
+}
+
+/// The time a run may take before `deadline`, with the margin for a heap
+/// limit of `heap_limit_mb`; zero when there is none left.
+fn time_before(deadline: SystemTime, heap_limit_mb: usize) -> Duration {
+    deadline
+        .duration_since(SystemTime::now())
+        .unwrap_or_default()
+        .saturating_sub(deadline_margin(heap_limit_mb))
+}
+
+/// The run's description, with the limits in force for a request that must
+/// be answered by `deadline`.
+pub(super) fn describe(toolbox: &Toolbox, deadline: Option<SystemTime>) -> Tool {
+    let stateless = toolbox.stateless;
+    let limits = toolbox.engine.config();
+    let mut max_timeout = limits.max_timeout;
+    if let Some(deadline) = deadline {
+        max_timeout = max_timeout.min(time_before(deadline, limits.default_heap_limit_mb));
+    }
     let mut properties = json!({
         "code": { "type": "string", "description": "JavaScript or TypeScript source. The value of the last expression is the result; a promise is awaited; top-level await works." },
-        "execution_timeout_secs": { "type": "number", "exclusiveMinimum": 0, "maximum": 300, "description": "Timeout in seconds (default 30)." },
-        "heap_memory_max_mb": { "type": "integer", "minimum": 8, "maximum": 1024, "description": "Heap limit in MiB (default 64)." },
+        "execution_timeout_secs": {
+            "type": "number", "exclusiveMinimum": 0, "maximum": max_timeout.as_secs_f64().floor().max(1.0),
+            "description": format!("Timeout in seconds (default {}); at most {} s here{}.",
+                limits.default_timeout.as_secs(), max_timeout.as_secs(),
+                if deadline.is_some() { ", the time left in this invocation" } else { "" }),
+        },
+        "heap_memory_max_mb": {
+            "type": "integer", "minimum": 8, "maximum": limits.max_heap_limit_mb,
+            "description": format!("Heap limit in MiB (default {}, at most {}).",
+                limits.default_heap_limit_mb, limits.max_heap_limit_mb),
+        },
         "language": { "type": "string", "enum": ["auto", "javascript", "typescript"], "description": "Default auto: TypeScript syntax is detected and its types stripped (no type checking)." }
     });
     if !stateless {
@@ -104,7 +138,12 @@ struct Planned {
     request: RunRequest,
     logical_session: Option<LogicalSession>,
     tags: Option<Tags>,
+    /// For the outcome: what the plan changed of what was asked.
+    warnings: Vec<String>,
 }
+
+/// The least time worth starting a run with.
+const MIN_RUN_TIME: Duration = Duration::from_millis(100);
 
 /// Checks the arguments; `Err` is the tool error the model reads.
 fn plan(toolbox: &Toolbox, context: CallContext<'_>, args: Args) -> Result<Planned, String> {
@@ -122,7 +161,7 @@ fn plan(toolbox: &Toolbox, context: CallContext<'_>, args: Args) -> Result<Plann
         Some(name) => Some(super::args::session(name)?),
         None => context.logical_session.cloned(),
     };
-    let timeout = match args.execution_timeout_secs {
+    let mut timeout = match args.execution_timeout_secs {
         None => None,
         Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => {
             Some(Duration::from_secs_f64(secs))
@@ -133,6 +172,34 @@ fn plan(toolbox: &Toolbox, context: CallContext<'_>, args: Args) -> Result<Plann
             ));
         }
     };
+    let mut warnings = Vec::new();
+    if let Some(deadline) = context.deadline {
+        let limits = toolbox.engine.config();
+        let heap_limit_mb = args
+            .heap_memory_max_mb
+            .unwrap_or(limits.default_heap_limit_mb);
+        let left = time_before(deadline, heap_limit_mb);
+        if left < MIN_RUN_TIME {
+            return Err(format!(
+                "this invocation ends in {:.1} s, too soon to run and store a heap; \
+                 retry, or raise the function's timeout",
+                deadline
+                    .duration_since(SystemTime::now())
+                    .unwrap_or_default()
+                    .as_secs_f64()
+            ));
+        }
+        let asked = timeout.unwrap_or(limits.default_timeout);
+        if asked > left {
+            warnings.push(format!(
+                "the timeout was cut from {:.1} s to {:.1} s: the invocation ends sooner, and its \
+                 heap must still be stored",
+                asked.as_secs_f64(),
+                left.as_secs_f64()
+            ));
+            timeout = Some(left);
+        }
+    }
     Ok(Planned {
         request: RunRequest {
             code: args.code,
@@ -144,6 +211,7 @@ fn plan(toolbox: &Toolbox, context: CallContext<'_>, args: Args) -> Result<Plann
         },
         logical_session,
         tags: args.tags,
+        warnings,
     })
 }
 
@@ -166,6 +234,7 @@ pub(super) async fn call(
     };
     let completed_at = now_millis();
     let mut outcome = report.outcome;
+    outcome.warnings.extend(planned.warnings);
     // A stateless server keeps nothing: no tool could read a record.
     let metadata_failed = !toolbox.stateless
         && !record(
@@ -178,7 +247,44 @@ pub(super) async fn call(
         )
         .await;
     let is_error = outcome.status != RunStatus::Completed || metadata_failed;
-    structured_result(&outcome, is_error, structured)
+    fitted(outcome, is_error, structured)
+}
+
+/// The tool result of `outcome`, with `output` and `result` cut, the longer
+/// first, until it fits one response ([`super::MAX_RESULT_JSON_BYTES`]):
+/// each is capped already, but JSON escaping can make text six times
+/// longer, and a structured result carries it twice. The execution record
+/// keeps them as they were.
+fn fitted(mut outcome: RunOutcome, is_error: bool, structured: bool) -> CallToolResult {
+    let mut cut = false;
+    loop {
+        let result = structured_result(&outcome, is_error, structured);
+        if super::result_json_len(&result) <= super::MAX_RESULT_JSON_BYTES {
+            return result;
+        }
+        let output_len = outcome.output.len();
+        let result_len = outcome.result.as_ref().map_or(0, String::len);
+        if output_len.max(result_len) < 1024 {
+            // Nothing left to cut: the generic limit answers.
+            return result;
+        }
+        if !cut {
+            outcome.warnings.push(format!(
+                "output and result were cut to fit one response of {} bytes",
+                super::MAX_RESULT_JSON_BYTES
+            ));
+            cut = true;
+        }
+        if output_len >= result_len {
+            outcome.output = cap_text(
+                std::mem::take(&mut outcome.output),
+                output_len / 2,
+                "output",
+            );
+        } else if let Some(text) = outcome.result.take() {
+            outcome.result = Some(cap_text(text, result_len / 2, "result"));
+        }
+    }
 }
 
 /// Writes what a stateful run leaves behind: the log entry (with a logical

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::{CallContext, Toolbox, args, schema, structured_result};
-use crate::meta::LogEntry;
+use crate::meta::{LogEntry, MetaStoreError};
 use crate::protocol::mcp::{CallToolResult, Tool};
 use crate::session::LogicalSession;
 
@@ -14,6 +14,12 @@ pub(super) const LIST_SESSION_SNAPSHOTS: &str = "list_session_snapshots";
 const FIELDS: [&str; 5] = ["index", "input_heap", "output_heap", "code", "timestamp"];
 /// Most entries one call returns.
 const MAX_ENTRIES: usize = 1000;
+/// Most JSON one page of entries holds, in bytes: a structured result
+/// carries it twice, and with escaping it stays inside one response
+/// (`super::MAX_RESULT_JSON_BYTES`).
+const PAGE_BYTES: usize = 1024 * 1024;
+/// Entries read from the store at a time.
+const READ_BATCH: usize = 100;
 /// The original server's words, kept exactly: clients may match on them.
 const NO_SESSION: &str = "no session ID available (send X-MCP-Session-Id header)";
 
@@ -33,7 +39,7 @@ pub(super) fn describe() -> Vec<Tool> {
             name: LIST_SESSION_SNAPSHOTS,
             description: "List the logged runs of a logical session in order: each entry's input and output heap, the \
 code run and when. The session is the session argument, else this connection's X-MCP-Session-Id header. Returns at most \
-1000 entries per call; page with offset and limit.",
+1000 entries and about 1 MiB per call; page with offset and limit (next_offset says where the next page starts).",
             input_schema: json!({
                 "type": "object",
                 "properties": {
@@ -149,23 +155,48 @@ pub(super) async fn list_session_snapshots(
         return CallToolResult::error(format!("limit must be between 1 and {MAX_ENTRIES}"));
     }
     let offset = args.offset.unwrap_or(0);
-    // One more than asked tells whether a next page exists.
-    match toolbox.meta.read_log(name, offset, limit + 1).await {
-        Ok(mut entries) => {
-            let next_offset = (entries.len() > limit).then(|| {
-                entries.truncate(limit);
-                offset + limit as u64
-            });
-            let entries = entries.into_iter().map(|e| project(e, &fields)).collect();
-            structured_result(
-                &Entries {
-                    entries,
-                    next_offset,
-                },
-                false,
-                structured,
-            )
-        }
+    match read_page(toolbox, name, offset, limit, &fields).await {
+        Ok((entries, next_offset)) => structured_result(
+            &Entries {
+                entries,
+                next_offset,
+            },
+            false,
+            structured,
+        ),
         Err(e) => CallToolResult::error(format!("could not read the session log: {e}")),
+    }
+}
+
+/// Entries from `offset` on, projected: at most `limit`, and no more than
+/// [`PAGE_BYTES`] of JSON unless one entry alone is larger. Read in batches,
+/// so a log of large entries is not read whole; also the next offset when
+/// more entries follow.
+async fn read_page(
+    toolbox: &Toolbox,
+    name: &LogicalSession,
+    offset: u64,
+    limit: usize,
+    fields: &[&str],
+) -> Result<(Vec<Map<String, Value>>, Option<u64>), MetaStoreError> {
+    let mut page = Vec::new();
+    let mut bytes = 0;
+    let mut index = offset;
+    loop {
+        let batch = toolbox.meta.read_log(name, index, READ_BATCH).await?;
+        let exhausted = batch.len() < READ_BATCH;
+        for entry in batch {
+            let projected = project(entry, fields);
+            let len = serde_json::to_vec(&projected).map_or(usize::MAX, |j| j.len());
+            if page.len() == limit || (!page.is_empty() && bytes + len > PAGE_BYTES) {
+                return Ok((page, Some(index)));
+            }
+            bytes += len;
+            page.push(projected);
+            index += 1;
+        }
+        if exhausted {
+            return Ok((page, None));
+        }
     }
 }

@@ -30,6 +30,12 @@ use crate::session::SessionStore;
 use envelope::HttpError;
 use session::Sessions;
 
+/// When the host stops waiting for a request's answer (a Lambda
+/// invocation's deadline), put in the request extensions by the host; tools
+/// fit their work inside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadline(pub std::time::SystemTime);
+
 pub use auth::{Authenticator, RESOURCE_METADATA_PATH, STATIC_TOKEN_PRINCIPAL, TokenDigest};
 pub use headers::{OriginPolicy, Principal};
 pub use jwt::{JwtError, JwtSettings, JwtVerifier, ResourceMetadata};
@@ -127,6 +133,7 @@ async fn handle(
     method: Method,
     request_headers: HeaderMap,
     principal: Option<axum::Extension<Principal>>,
+    deadline: Option<axum::Extension<Deadline>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let span = tracing::info_span!(
@@ -141,10 +148,18 @@ async fn handle(
     );
     let started = Instant::now();
     let principal = principal.map(|p| p.0);
-    let response = dispatch(&app, method, &request_headers, principal.as_ref(), body)
-        .instrument(span.clone())
-        .await
-        .unwrap_or_else(IntoResponse::into_response);
+    let deadline = deadline.map(|d| d.0.0);
+    let response = dispatch(
+        &app,
+        method,
+        &request_headers,
+        principal.as_ref(),
+        deadline,
+        body,
+    )
+    .instrument(span.clone())
+    .await
+    .unwrap_or_else(IntoResponse::into_response);
     span.record("status", response.status().as_u16());
     span.record("duration_ms", started.elapsed().as_millis() as u64);
     span.in_scope(|| tracing::info!("request"));
@@ -156,6 +171,7 @@ async fn dispatch(
     method: Method,
     request_headers: &HeaderMap,
     principal: Option<&Principal>,
+    deadline: Option<std::time::SystemTime>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, HttpError> {
     app.inner.config.origins.check(request_headers)?;
@@ -175,7 +191,7 @@ async fn dispatch(
         return match method {
             Method::POST => {
                 headers::check_post(request_headers)?;
-                sessionless::post(&app.inner.server, request_headers, &body).await
+                sessionless::post(&app.inner.server, request_headers, deadline, &body).await
             }
             _ => Ok(sessionless::method_not_allowed()),
         };
@@ -187,6 +203,7 @@ async fn dispatch(
                 &app.inner.server,
                 request_headers,
                 principal,
+                deadline,
                 &body,
             )
             .await

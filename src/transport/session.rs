@@ -3,6 +3,7 @@
 //! no request depends on this process having served the session before.
 
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -14,6 +15,7 @@ use crate::protocol::jsonrpc::{self, Incoming, Message, RequestId, code};
 use crate::protocol::mcp::{self, BATCHING_VERSION, InitializeParams, method};
 use crate::server::McpServer;
 use crate::session::{InitState, SessionId, SessionStore, unix_now};
+use crate::tools::CallContext;
 
 /// The session store and the sessions' lifetime.
 #[derive(Debug)]
@@ -101,6 +103,7 @@ pub(super) async fn post(
     server: &McpServer,
     request_headers: &HeaderMap,
     principal: Option<&Principal>,
+    deadline: Option<SystemTime>,
     body: &[u8],
 ) -> Result<Response, HttpError> {
     headers::check_post(request_headers)?;
@@ -150,7 +153,11 @@ pub(super) async fn post(
             Message::Request { id, method, params } => {
                 tracing::Span::current().record("rpc.method", method.as_str());
                 let answer = server
-                    .handle((&state).into(), &method, params.as_deref())
+                    .handle(
+                        CallContext::of_session(&state, deadline),
+                        &method,
+                        params.as_deref(),
+                    )
                     .await;
                 responses.push(match answer {
                     Ok(result) => raw(&jsonrpc::Response::ok(id, result)),

@@ -154,6 +154,7 @@ pub(super) fn decode(headers: &HeaderMap, body: &[u8]) -> Result<Decoded, HttpEr
 pub(super) async fn post(
     server: &McpServer,
     headers: &HeaderMap,
+    deadline: Option<std::time::SystemTime>,
     body: &[u8],
 ) -> Result<Response, HttpError> {
     let (id, rpc_method, params) = match decode(headers, body)? {
@@ -173,6 +174,7 @@ pub(super) async fn post(
     let context = CallContext {
         protocol_version: STATELESS_VERSION,
         logical_session: logical_session.as_ref(),
+        deadline,
     };
     match server.handle(context, &rpc_method, params.as_deref()).await {
         Ok(result) => {

@@ -196,3 +196,51 @@ fn every_auth_mode_transforms_to_a_url_that_works_and_is_never_open() {
         String::from_utf8_lossy(&lint.stderr)
     );
 }
+
+/// cargo-lambda (and so `sam build`) injects `lto`, `codegen-units`,
+/// `panic = "abort"` and `strip = "symbols"` into a release build whose
+/// profile leaves them unset: the deployed binary would not be the tested
+/// one, and a panic anywhere would end every invocation of the instance.
+#[test]
+fn the_release_profile_sets_every_key_cargo_lambda_would_inject() {
+    let manifest: toml_like::Manifest = toml_like::read(&project().join("Cargo.toml"));
+    let release = manifest.section("profile.release");
+    for key in ["lto", "codegen-units", "panic", "strip", "debug"] {
+        assert!(
+            release.contains_key(key),
+            "[profile.release] leaves {key} to cargo-lambda"
+        );
+    }
+    assert_eq!(release["panic"], "\"unwind\"", "tests run with unwinding");
+}
+
+/// Just enough of TOML to read one section's `key = value` lines (the
+/// project carries no TOML parser).
+mod toml_like {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    pub struct Manifest(String);
+
+    pub fn read(path: &Path) -> Manifest {
+        Manifest(std::fs::read_to_string(path).unwrap())
+    }
+
+    impl Manifest {
+        /// `key` → raw value of the lines under `[name]`, comments dropped.
+        pub fn section(&self, name: &str) -> BTreeMap<String, String> {
+            let header = format!("[{name}]");
+            self.0
+                .lines()
+                .skip_while(|line| line.trim() != header)
+                .skip(1)
+                .take_while(|line| !line.trim_start().starts_with('['))
+                .filter_map(|line| {
+                    let line = line.split('#').next()?.trim();
+                    let (key, value) = line.split_once('=')?;
+                    Some((key.trim().to_owned(), value.trim().to_owned()))
+                })
+                .collect()
+        }
+    }
+}

@@ -209,6 +209,15 @@ impl Drop for Function {
     }
 }
 
+/// The binary the Runtime API tests start: this build's, or the artifact
+/// `cargo lambda build --release` made when `MCP_V8_LAMBDA_BINARY` names it
+/// (`target/lambda/mcp-v8-lambda/bootstrap`), to smoke-test what deploys.
+fn function_binary() -> PathBuf {
+    std::env::var_os("MCP_V8_LAMBDA_BINARY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_mcp-v8-lambda")))
+}
+
 /// Lambda Managed Instances hand one instance several invocations at once
 /// (`AWS_LAMBDA_MAX_CONCURRENCY`). A run that loops until its timeout must
 /// hold up neither a `tools/list` nor a stateful run of another session
@@ -227,7 +236,7 @@ async fn with_max_concurrency_a_looping_run_holds_up_no_other_invocation() {
     let mut api = common::runtime_api::RuntimeApi::start().await;
     env.extend(api.function_env());
     let _function = Function(
-        Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
+        Command::new(function_binary())
             .envs(env)
             .env("AWS_LAMBDA_MAX_CONCURRENCY", "3")
             .env("RUST_LOG", "warn")

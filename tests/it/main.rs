@@ -19,6 +19,7 @@ mod http;
 mod jwt;
 mod lambda;
 mod layers;
+mod limits;
 mod meta_store;
 mod properties;
 mod session_store;

@@ -66,6 +66,7 @@ fuzz_target!(|data: &[u8]| {
     let context = CallContext {
         protocol_version: "2025-11-25",
         logical_session: Some(&session),
+        deadline: None,
     };
     let result = runtime
         .block_on(toolbox.call(context, params))

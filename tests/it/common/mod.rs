@@ -60,8 +60,13 @@ pub fn test_config(ttl: i64, stateless: bool) -> Config {
 /// A server over redb and directory stores in a temp dir, built as `serve`
 /// builds it, with the stores as `wrap` leaves them.
 pub fn server_wrapped(ttl: i64, stateless: bool, wrap: impl FnOnce(Stores) -> Stores) -> Server {
+    server_configured(test_config(ttl, stateless), wrap)
+}
+
+/// A server built from `config` over stores in a temp dir, as `wrap`
+/// leaves them.
+pub fn server_configured(config: Config, wrap: impl FnOnce(Stores) -> Stores) -> Server {
     let dir = tempfile::tempdir().unwrap();
-    let config = test_config(ttl, stateless);
     let stores = wrap(Stores::from_config(&config, dir.path(), None).unwrap());
     Server {
         sessions: stores.sessions.clone(),
