@@ -222,6 +222,21 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
     }
 }
 
+/// The heap cache bound when none is set: under Lambda half of the
+/// function's `/tmp` (`MCP_V8_EPHEMERAL_STORAGE_MB`, which the template sets
+/// from its `EphemeralStorage`; Lambda's default 512 MB when unset), so that
+/// the cache leaves room for everything else there; 512 MiB elsewhere.
+fn default_cache_mb<F: Fn(&str) -> Option<String>>(
+    vars: &Vars<F>,
+    under_lambda: bool,
+) -> Result<u64, ConfigError> {
+    if !under_lambda {
+        return Ok(512);
+    }
+    let tmp_mb: u64 = vars.number("MCP_V8_EPHEMERAL_STORAGE_MB", 512, Least::One)?;
+    Ok((tmp_mb / 2).max(1))
+}
+
 impl Config {
     /// From the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -245,7 +260,11 @@ impl Config {
                 .non_empty("MCP_V8_HEAP_CACHE_DIR")
                 .map(PathBuf::from)
                 .or_else(|| under_lambda.then(|| PathBuf::from(LAMBDA_CACHE_DIR))),
-            heap_cache_max_mb: vars.number("MCP_V8_HEAP_CACHE_MAX_MB", 512, Least::One)?,
+            heap_cache_max_mb: vars.number(
+                "MCP_V8_HEAP_CACHE_MAX_MB",
+                default_cache_mb(&vars, under_lambda)?,
+                Least::One,
+            )?,
             heap_memory_cache_mb: vars.number("MCP_V8_HEAP_MEMORY_CACHE_MB", 64, Least::Zero)?,
             db_cache_mb: vars.number("MCP_V8_DB_CACHE_MB", 32, Least::One)?,
             engine_workers,
@@ -338,7 +357,17 @@ mod tests {
             config.heap_cache_dir,
             Some(PathBuf::from("/tmp/mcp-v8-heaps"))
         );
-        assert_eq!(config.heap_cache_max_mb, 512);
+        assert_eq!(
+            config.heap_cache_max_mb, 256,
+            "half of Lambda's default /tmp"
+        );
+        let larger = from(&[
+            ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001"),
+            ("MCP_V8_EPHEMERAL_STORAGE_MB", "2048"),
+        ])
+        .unwrap();
+        assert_eq!(larger.heap_cache_max_mb, 1024);
+        assert_eq!(from(&[]).unwrap().heap_cache_max_mb, 512, "serve");
         assert_eq!(config.heap_prefix, "");
         assert!(!config.stateless);
         assert!(from(&[("MCP_V8_STATELESS", "true")]).unwrap().stateless);

@@ -8,7 +8,9 @@ use async_trait::async_trait;
 use super::lru::ByteLru;
 use super::{FileHeapStore, HeapKey, HeapStore, HeapStoreError, Snapshot};
 
-/// Reads served from a local directory when possible, writes go to both.
+/// Reads served from a local directory when possible, writes go to both:
+/// to the remote store first, which decides whether the write succeeded,
+/// then to the directory, whose failure only costs the cache.
 ///
 /// Keys are content hashes, so a cached entry can never be stale; it can
 /// only be damaged, and every read still verifies it (a damaged file is
@@ -80,6 +82,29 @@ impl WriteThroughCacheHeapStore {
         }
     }
 
+    /// Copies a snapshot into the directory. A failed write (a full or
+    /// read-only `/tmp`) is logged and answered by dropping what it left and
+    /// evicting the older half of the cache, so the next write has room.
+    async fn keep_local(&self, snapshot: &Snapshot) {
+        let key = snapshot.key();
+        match self.local.put(snapshot).await {
+            Ok(()) => self.admit(key, snapshot.framed().len() as u64).await,
+            Err(e) => {
+                tracing::warn!(heap = %key, error = %e, "could not write the heap cache; evicting");
+                self.drop_local(key).await;
+                let evicted = self
+                    .lru
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .heaps
+                    .evict_to(self.max_bytes / 2, key);
+                for old in evicted {
+                    let _ = tokio::fs::remove_file(self.local.path_of(&old)).await;
+                }
+            }
+        }
+    }
+
     async fn drop_local(&self, key: &HeapKey) {
         self.lru
             .lock()
@@ -92,12 +117,13 @@ impl WriteThroughCacheHeapStore {
 
 #[async_trait]
 impl HeapStore for WriteThroughCacheHeapStore {
+    /// The remote store is the truth: its write decides the result. The
+    /// local copy is a convenience that never fails a write.
     async fn put(&self, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
         self.load_once();
-        self.local.put(snapshot).await?;
-        self.admit(snapshot.key(), snapshot.framed().len() as u64)
-            .await;
-        self.remote.put(snapshot).await
+        self.remote.put(snapshot).await?;
+        self.keep_local(snapshot).await;
+        Ok(())
     }
 
     async fn get(&self, key: &HeapKey) -> Result<Option<Snapshot>, HeapStoreError> {
@@ -119,10 +145,7 @@ impl HeapStore for WriteThroughCacheHeapStore {
         let Some(snapshot) = self.remote.get(key).await? else {
             return Ok(None);
         };
-        match self.local.put(&snapshot).await {
-            Ok(()) => self.admit(key, snapshot.framed().len() as u64).await,
-            Err(e) => tracing::warn!(heap = %key, error = %e, "could not fill the heap cache"),
-        }
+        self.keep_local(&snapshot).await;
         Ok(Some(snapshot))
     }
 }

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use crate::common::conformance::heap::{self as conformance, sample_snapshot};
-use mcp_v8_lambda::heap::{FileHeapStore, HeapStore, HeapStoreError, MemoryCacheHeapStore};
+use mcp_v8_lambda::heap::{
+    FileHeapStore, HeapStore, HeapStoreError, MemoryCacheHeapStore, WriteThroughCacheHeapStore,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn directory_store_passes_the_conformance_suite() {
@@ -213,4 +215,37 @@ async fn memory_cache_of_zero_bytes_holds_nothing() {
     assert_eq!(cache.cached_bytes(), 0);
     std::fs::remove_file(files.path_of(heap.key())).unwrap();
     assert!(cache.get(heap.key()).await.unwrap().is_none());
+}
+
+/// A write-through cache whose directory refuses every write (Lambda's
+/// `/tmp` full, or not writable) still stores and serves every heap through
+/// the store behind it: the cache never fails a run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cache_directory_that_refuses_writes_never_fails_a_put_or_a_get() {
+    let dir = tempfile::tempdir().unwrap();
+    // A file where the cache directory should be: as root, permissions
+    // would not stop a write, this does.
+    let blocker = dir.path().join("tmp-full");
+    std::fs::write(&blocker, b"not a directory").unwrap();
+    let remote: Arc<dyn HeapStore> = Arc::new(FileHeapStore::new(dir.path().join("remote")));
+    let cache = Arc::new(WriteThroughCacheHeapStore::new(
+        FileHeapStore::cache(blocker.join("heaps")),
+        remote.clone(),
+        1 << 20,
+    ));
+    let snapshot = sample_snapshot(11);
+    cache
+        .put(&snapshot)
+        .await
+        .expect("the cache's failure fails no put");
+    assert_eq!(
+        remote.get(snapshot.key()).await.unwrap().unwrap().framed(),
+        snapshot.framed(),
+        "the store behind has it"
+    );
+    assert_eq!(
+        cache.get(snapshot.key()).await.unwrap().unwrap().framed(),
+        snapshot.framed()
+    );
+    conformance::run_all(cache).await;
 }
