@@ -70,7 +70,41 @@ fn evaluate(template: &Value, given: &Value, expression: &Value) -> Value {
         "Fn::Not" => Value::Bool(!truth(&evaluate(template, given, &args()[0]))),
         "Fn::Or" => Value::Bool(args().iter().any(|e| truth(&evaluate(template, given, e)))),
         "Fn::And" => Value::Bool(args().iter().all(|e| truth(&evaluate(template, given, e)))),
+        "Fn::If" => {
+            let name = args()[0].as_str().unwrap();
+            let holds = truth(&evaluate(template, given, &json!({ "Condition": name })));
+            resolve(template, given, &args()[if holds { 1 } else { 2 }])
+        }
         other => panic!("{other} is not evaluated here"),
+    }
+}
+
+/// `value` with its parameter references and `Fn::If`s resolved, as
+/// CloudFormation resolves them at deploy time; other functions are kept.
+fn resolve(template: &Value, given: &Value, value: &Value) -> Value {
+    match value {
+        Value::Object(object) if object.len() == 1 => {
+            let (function, arguments) = object.iter().next().unwrap();
+            let is_parameter = function == "Ref"
+                && arguments
+                    .as_str()
+                    .is_some_and(|name| template["Parameters"].get(name).is_some());
+            if is_parameter || function == "Fn::If" {
+                evaluate(template, given, value)
+            } else {
+                json!({ function: resolve(template, given, arguments) })
+            }
+        }
+        Value::Object(object) => Value::Object(
+            object
+                .iter()
+                .map(|(k, v)| (k.clone(), resolve(template, given, v)))
+                .collect(),
+        ),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|v| resolve(template, given, v)).collect())
+        }
+        other => other.clone(),
     }
 }
 
@@ -87,7 +121,7 @@ fn created(template: &Value, given: &Value) -> Map<String, Value> {
                 evaluate(template, given, &json!({ "Condition": condition })) == json!(true)
             }
         })
-        .map(|(name, resource)| (name.clone(), resource.clone()))
+        .map(|(name, resource)| (name.clone(), resolve(template, given, resource)))
         .collect()
 }
 
@@ -242,5 +276,109 @@ mod toml_like {
                 })
                 .collect()
         }
+    }
+}
+
+/// What agents cannot recreate outlives the stack and mistakes: the bucket
+/// and the log, heads and tag tables are retained and protected, the bucket
+/// takes TLS only, oversized execution parts expire with their records,
+/// heaps expire only when asked to, and log lines have a retention.
+#[test]
+fn data_is_retained_and_costs_stop_growing() {
+    let dir = tempfile::tempdir().unwrap();
+    let execution_ttl_days = mcp_v8_lambda::config::Config::from_lookup(|_| None)
+        .unwrap()
+        .execution_ttl_secs
+        / 86_400;
+    for retention in [0, 30] {
+        let given = json!({ "HeapRetentionDays": retention, "LogRetentionDays": 30 });
+        let template = transformed(&given, &dir.path().join(format!("{retention}.json")));
+        let resources = created(&template, &given);
+
+        for name in [
+            "HeapBucket",
+            "SessionLogTable",
+            "SessionHeadsTable",
+            "HeapTagsTable",
+            "HeapTagIndexTable",
+        ] {
+            let resource = &resources[name];
+            assert_eq!(resource["DeletionPolicy"], "Retain", "{name}");
+            assert_eq!(resource["UpdateReplacePolicy"], "Retain", "{name}");
+            if name != "HeapBucket" {
+                assert_eq!(
+                    resource["Properties"]["DeletionProtectionEnabled"], true,
+                    "{name}"
+                );
+            }
+        }
+
+        let tls_only = resources
+            .values()
+            .filter(|r| r["Type"] == "AWS::S3::BucketPolicy")
+            .flat_map(|r| {
+                r["Properties"]["PolicyDocument"]["Statement"]
+                    .as_array()
+                    .unwrap()
+                    .clone()
+            })
+            .any(|s| {
+                s["Effect"] == "Deny"
+                    && s["Condition"]["Bool"]["aws:SecureTransport"] == "false"
+                    && s["Action"] == "s3:*"
+            });
+        assert!(tls_only, "a bucket policy refuses requests without TLS");
+
+        let rules = resources["HeapBucket"]["Properties"]["LifecycleConfiguration"]["Rules"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let enabled = |prefix: &str| {
+            rules
+                .iter()
+                .find(|r| r["Prefix"] == prefix && r["Status"] == "Enabled")
+                .and_then(|r| r["ExpirationInDays"].as_i64())
+        };
+        let overflow_days = enabled("overflow/executions/").expect("execution overflow expires");
+        assert!(
+            overflow_days > execution_ttl_days,
+            "{overflow_days} days, after the records"
+        );
+        assert_eq!(
+            enabled("overflow/"),
+            None,
+            "session-log overflow is kept with the log"
+        );
+        for digit in "0123456789abcdef".chars() {
+            let days = enabled(&digit.to_string());
+            assert_eq!(
+                days,
+                (retention > 0).then_some(retention),
+                "heaps under {digit}"
+            );
+        }
+        for rule in &rules {
+            let prefix = rule["Prefix"].as_str().unwrap_or("");
+            let expires = rule["Status"] == "Enabled" && rule.get("ExpirationInDays").is_some();
+            assert!(
+                !(expires && "overflow/session-log/x".starts_with(prefix)),
+                "rule {} would expire session-log overflow",
+                rule["Id"]
+            );
+        }
+
+        let log_group = resources
+            .values()
+            .find(|r| r["Type"] == "AWS::Logs::LogGroup")
+            .expect("a log group");
+        assert_eq!(log_group["Properties"]["RetentionInDays"], 30);
+        let function = resources
+            .values()
+            .find(|r| r["Type"] == "AWS::Lambda::Function")
+            .unwrap();
+        assert!(
+            function["Properties"]["LoggingConfig"]["LogGroup"].is_object(),
+            "the function logs to that group"
+        );
     }
 }
