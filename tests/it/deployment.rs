@@ -382,3 +382,45 @@ fn data_is_retained_and_costs_stop_growing() {
         );
     }
 }
+
+/// On AWS a GET of a missing object is 404 only to a caller that may list
+/// the bucket, and 403 AccessDenied otherwise, which would fail run_js with
+/// an unknown heap instead of starting fresh. moto does not model that
+/// rule, so the grant is checked where it is written: the transformed
+/// template's role, and the policy for the cargo-lambda route.
+#[test]
+fn every_policy_lets_a_missing_heap_be_a_404() {
+    let dir = tempfile::tempdir().unwrap();
+    let template = transformed(&json!({}), &dir.path().join("t.json"));
+    let role = template["Resources"]
+        .as_object()
+        .unwrap()
+        .values()
+        .find(|r| r["Type"] == "AWS::IAM::Role" && r["Properties"]["Policies"].is_array())
+        .expect("the function's role");
+    let statements: Vec<Value> = role["Properties"]["Policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["PolicyDocument"]["Statement"].as_array().unwrap().clone())
+        .collect();
+    let lists_the_bucket = |statements: &[Value], bucket: &Value| {
+        statements.iter().any(|s| {
+            s["Effect"] == "Allow"
+                && s["Action"].to_string().contains("\"s3:ListBucket\"")
+                && s["Resource"] == *bucket
+        })
+    };
+    assert!(
+        lists_the_bucket(&statements, &json!({"Fn::GetAtt": ["HeapBucket", "Arn"]})),
+        "{statements:#?}"
+    );
+    let policy: Value = serde_json::from_str(
+        &std::fs::read_to_string(project().join("infra/policy.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(lists_the_bucket(
+        policy["Statement"].as_array().unwrap(),
+        &json!("arn:aws:s3:::BUCKET")
+    ));
+}
