@@ -29,8 +29,10 @@ pub struct Config {
     pub allowed_origins: Vec<String>,
     /// `MCP_V8_MAX_BODY_BYTES`.
     pub max_body_bytes: usize,
-    /// `MCP_V8_LOG_FORMAT`.
+    /// `MCP_V8_LOG_FORMAT`, else `AWS_LAMBDA_LOG_FORMAT`.
     pub log_format: LogFormat,
+    /// `AWS_LAMBDA_LOG_LEVEL` as a tracing filter; `RUST_LOG` wins over it.
+    pub log_level: Option<&'static str>,
     /// `MCP_V8_HEAP_BUCKET`: heaps in S3 when set.
     pub heap_bucket: Option<String>,
     /// `MCP_V8_HEAP_PREFIX`: object key prefix (default none: bare heap keys).
@@ -153,7 +155,17 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
         }
     }
 
+    /// `MCP_V8_LOG_FORMAT`, else Lambda's own `AWS_LAMBDA_LOG_FORMAT`
+    /// (`JSON` or `Text`, from the function's logging configuration).
     fn log_format(&self) -> Result<LogFormat, ConfigError> {
+        if let Some(lambda) = self.non_empty("AWS_LAMBDA_LOG_FORMAT")
+            && self.non_empty("MCP_V8_LOG_FORMAT").is_none()
+        {
+            return Ok(match lambda.to_ascii_lowercase().as_str() {
+                "json" => LogFormat::Json,
+                _ => LogFormat::Text,
+            });
+        }
         match self.get("MCP_V8_LOG_FORMAT").as_deref().map(str::trim) {
             None | Some("") | Some("text") => Ok(LogFormat::Text),
             Some("json") => Ok(LogFormat::Json),
@@ -163,6 +175,19 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
                 reason: "expected text or json",
             }),
         }
+    }
+
+    /// The level Lambda's logging configuration asks for
+    /// (`AWS_LAMBDA_LOG_LEVEL`), as a tracing filter; `FATAL` is `error`.
+    fn log_level(&self) -> Option<&'static str> {
+        let level = self.non_empty("AWS_LAMBDA_LOG_LEVEL")?;
+        Some(match level.to_ascii_uppercase().as_str() {
+            "TRACE" => "trace",
+            "DEBUG" => "debug",
+            "WARN" => "warn",
+            "ERROR" | "FATAL" => "error",
+            _ => "info",
+        })
     }
 
     /// `(AWS_LAMBDA_MAX_CONCURRENCY, engine workers)`: under Lambda only;
@@ -287,6 +312,7 @@ impl Config {
             allowed_origins: vars.list("MCP_V8_ALLOWED_ORIGINS"),
             max_body_bytes: vars.number("MCP_V8_MAX_BODY_BYTES", 1024 * 1024, Least::One)?,
             log_format: vars.log_format()?,
+            log_level: vars.log_level(),
         })
     }
 
@@ -420,6 +446,29 @@ mod tests {
         assert_eq!(from(&[lambda]).unwrap().max_heap_limit_mb(), 1024);
         let local = from(&[("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512")]).unwrap();
         assert_eq!(local.max_heap_limit_mb(), 1024, "serve is not bound by it");
+    }
+
+    #[test]
+    fn lambdas_logging_configuration_is_honoured_unless_overridden() {
+        let json = from(&[
+            ("AWS_LAMBDA_LOG_FORMAT", "JSON"),
+            ("AWS_LAMBDA_LOG_LEVEL", "WARN"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (json.log_format, json.log_level),
+            (LogFormat::Json, Some("warn"))
+        );
+        let text = from(&[("AWS_LAMBDA_LOG_FORMAT", "Text")]).unwrap();
+        assert_eq!((text.log_format, text.log_level), (LogFormat::Text, None));
+        let ours = from(&[
+            ("AWS_LAMBDA_LOG_FORMAT", "Text"),
+            ("MCP_V8_LOG_FORMAT", "json"),
+        ])
+        .unwrap();
+        assert_eq!(ours.log_format, LogFormat::Json, "MCP_V8_LOG_FORMAT wins");
+        let fatal = from(&[("AWS_LAMBDA_LOG_LEVEL", "FATAL")]).unwrap();
+        assert_eq!(fatal.log_level, Some("error"));
     }
 
     #[test]

@@ -77,8 +77,11 @@ enum Command {
     Setup,
 }
 
-fn init_logging(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+/// `RUST_LOG` when set, else the level Lambda's logging configuration asks
+/// for, else `info`.
+fn init_logging(format: LogFormat, level: Option<&str>) {
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(level.unwrap_or("info")));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -152,7 +155,7 @@ fn main() -> anyhow::Result<()> {
 
 async fn serve_main() -> anyhow::Result<()> {
     let mut config = Config::from_env().context("reading configuration from the environment")?;
-    init_logging(config.log_format);
+    init_logging(config.log_format, config.log_level);
     // Lambda starts the binary without arguments.
     if config.under_lambda {
         return run_lambda(config).await;

@@ -13,6 +13,7 @@ use aws_sdk_dynamodb::types::{
     ScalarAttributeType, TimeToLiveSpecification,
 };
 use aws_sdk_s3::config::{ConfigBag, RuntimeComponents};
+use aws_sdk_s3::types::{BucketLocationConstraint, CreateBucketConfiguration};
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::interceptors::Intercept;
 use aws_smithy_runtime_api::client::interceptors::context::BeforeSerializationInterceptorContextRef;
@@ -263,9 +264,21 @@ async fn configure_table(
     Ok(())
 }
 
-/// Creates the bucket; false when this account has it already.
+/// Creates the bucket in the client's region; false when this account has
+/// it already. Outside us-east-1, S3 needs the region named as the bucket's
+/// location constraint, and refuses the request without it.
 async fn create_bucket(s3: &aws_sdk_s3::Client, bucket: &str) -> Result<bool, SetupError> {
-    match s3.create_bucket().bucket(bucket).send().await {
+    let mut request = s3.create_bucket().bucket(bucket);
+    if let Some(region) = s3.config().region().map(|r| r.as_ref().to_owned())
+        && region != "us-east-1"
+    {
+        request = request.create_bucket_configuration(
+            CreateBucketConfiguration::builder()
+                .location_constraint(BucketLocationConstraint::from(region.as_str()))
+                .build(),
+        );
+    }
+    match request.send().await {
         Ok(_) => Ok(true),
         Err(e)
             if e.as_service_error().is_some_and(|s| {

@@ -342,3 +342,36 @@ async fn a_log_append_retries_only_a_transaction_that_lost_a_race() {
         assert!(store.read_log(&session, 0, 10).await.unwrap().is_empty());
     }
 }
+
+/// Outside us-east-1 S3 wants the bucket's region named at creation (moto,
+/// like S3, refuses it otherwise): `setup` works in any region.
+#[tokio::test]
+async fn setup_creates_the_bucket_outside_us_east_1() {
+    let sdk = common::moto::sdk_config()
+        .await
+        .into_builder()
+        .region(aws_config::Region::new("eu-west-1"))
+        .build();
+    let clients = mcp_v8_lambda::backends::aws::Clients::new(&sdk, true, None);
+    let bucket = unique("eu-setup");
+    let prefix = format!("{}-", unique("eu"));
+    let report = setup(&clients.dynamodb, &clients.s3, &prefix, &bucket)
+        .await
+        .unwrap();
+    assert!(report.created_bucket);
+    let location = clients
+        .s3
+        .get_bucket_location()
+        .bucket(&bucket)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        location.location_constraint().map(|c| c.as_str()),
+        Some("eu-west-1")
+    );
+    let again = setup(&clients.dynamodb, &clients.s3, &prefix, &bucket)
+        .await
+        .unwrap();
+    assert!(!again.created_bucket, "idempotent there too");
+}
