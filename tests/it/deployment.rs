@@ -424,3 +424,20 @@ fn every_policy_lets_a_missing_heap_be_a_404() {
         &json!("arn:aws:s3:::BUCKET")
     ));
 }
+
+/// docs/deployment.md documents every parameter a user is asked for.
+#[test]
+fn the_deployment_guide_lists_every_template_parameter() {
+    let guide = std::fs::read_to_string(project().join("docs/deployment.md")).unwrap();
+    let template: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(project().join("template.yaml")).unwrap())
+            .unwrap();
+    let missing: Vec<String> = template["Parameters"]
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str().unwrap().to_owned())
+        .filter(|name| !guide.contains(&format!("`{name}`")))
+        .collect();
+    assert!(missing.is_empty(), "not in docs/deployment.md: {missing:?}");
+}
