@@ -15,7 +15,7 @@ use lambda_http::request::RequestContext;
 use tower::ServiceExt;
 
 use crate::protocol::jsonrpc::{self, code};
-use crate::transport::{App, Deadline, Principal, router};
+use crate::transport::{App, Invocation, Principal, router};
 
 /// What a caller that nobody authenticated is told: how to configure auth.
 pub const UNAUTHENTICATED: &str = "this function authenticates no one: its function URL has no \
@@ -36,20 +36,24 @@ pub fn principal_of(extensions: &http::Extensions) -> Option<Principal> {
         .map(Principal)
 }
 
-/// The invocation's deadline, when Lambda gave one.
-pub fn deadline_of(extensions: &http::Extensions) -> Option<Deadline> {
-    let millis = extensions.lambda_context_ref()?.deadline;
-    (millis > 0).then(|| Deadline(UNIX_EPOCH + Duration::from_millis(millis)))
+/// What Lambda's context says of the invocation: its deadline and id.
+pub fn invocation_of(extensions: &http::Extensions) -> Option<Invocation> {
+    let context = extensions.lambda_context_ref()?;
+    let millis = context.deadline;
+    Some(Invocation {
+        deadline: (millis > 0).then(|| UNIX_EPOCH + Duration::from_millis(millis)),
+        request_id: Some(context.request_id.clone()).filter(|id| !id.is_empty()),
+    })
 }
 
 /// Puts what Lambda says of the invocation where the router reads it: the
-/// IAM caller, the deadline.
+/// IAM caller, the invocation's deadline and id.
 async fn attach_principal(mut request: Request, next: Next) -> Response {
     if let Some(principal) = principal_of(request.extensions()) {
         request.extensions_mut().insert(principal);
     }
-    if let Some(deadline) = deadline_of(request.extensions()) {
-        request.extensions_mut().insert(deadline);
+    if let Some(invocation) = invocation_of(request.extensions()) {
+        request.extensions_mut().insert(invocation);
     }
     next.run(request).await
 }

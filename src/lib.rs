@@ -18,6 +18,7 @@ pub mod config;
 pub mod engine;
 pub mod heap;
 pub mod lambda;
+pub mod logs;
 pub mod meta;
 pub mod protocol;
 pub mod server;

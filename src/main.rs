@@ -12,8 +12,11 @@ use mcp_v8_lambda::app::{self, aws_clients};
 use mcp_v8_lambda::backends::aws::Clients;
 use mcp_v8_lambda::config::{Config, LogFormat};
 use mcp_v8_lambda::engine::WORKER_ARG;
+use mcp_v8_lambda::logs::{JsonLines, SpanFields};
 use mcp_v8_lambda::transport::{loopback_only, router};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 // With the crate's "override" feature this also serves V8's malloc calls;
 // naming it here is what links it in.
@@ -82,12 +85,19 @@ enum Command {
 fn init_logging(format: LogFormat, level: Option<&str>) {
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new(level.unwrap_or("info")));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt().with_writer(std::io::stderr);
     match format {
-        LogFormat::Json => builder.json().flatten_event(true).init(),
-        LogFormat::Text => builder.init(),
+        // Request fields as top-level keys (mcp_v8_lambda::logs).
+        LogFormat::Json => tracing_subscriber::registry()
+            .with(filter)
+            .with(SpanFields)
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .event_format(JsonLines)
+                    .with_writer(std::io::stderr),
+            )
+            .init(),
+        LogFormat::Text => builder.with_env_filter(filter).init(),
     }
 }
 

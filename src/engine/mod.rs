@@ -127,6 +127,18 @@ pub enum RunStatus {
     OutOfMemory,
 }
 
+impl RunStatus {
+    /// The status as the outcome's JSON spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::TimedOut => "timed_out",
+            Self::OutOfMemory => "out_of_memory",
+        }
+    }
+}
+
 /// A JavaScript error, or an engine error shaped like one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunError {

@@ -105,6 +105,7 @@ impl Toolbox {
         let structured = has_structured_output(context.protocol_version);
         let raw = params.arguments.as_deref();
         let name = params.name.as_str();
+        tracing::Span::current().record("tool", name);
         if self.stateless && name != run_js::NAME {
             return Err(if Self::STATEFUL_TOOLS.contains(&name) {
                 ToolCallError::NotAvailable(name.to_owned())

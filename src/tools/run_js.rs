@@ -226,7 +226,11 @@ pub(super) async fn call(
         Err(message) => return CallToolResult::error(message),
     };
     let heap = planned.request.heap.as_ref().map(HeapKey::as_str);
-    tracing::Span::current().record("heap", heap);
+    let span = tracing::Span::current();
+    span.record("input_heap", heap);
+    if let Some(name) = &planned.logical_session {
+        span.record("logical_session", name.as_str());
+    }
     let started = now_millis();
     let report = match toolbox.engine.run(planned.request).await {
         Ok(report) => report,
@@ -234,6 +238,9 @@ pub(super) async fn call(
     };
     let completed_at = now_millis();
     let mut outcome = report.outcome;
+    span.record("execution_id", outcome.execution_id.to_string());
+    span.record("status", outcome.status.as_str());
+    span.record("heap", outcome.heap.as_ref().map(HeapKey::as_str));
     outcome.warnings.extend(planned.warnings);
     // A stateless server keeps nothing: no tool could read a record.
     let metadata_failed = !toolbox.stateless

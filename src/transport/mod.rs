@@ -30,11 +30,23 @@ use crate::session::SessionStore;
 use envelope::HttpError;
 use session::Sessions;
 
-/// When the host stops waiting for a request's answer (a Lambda
-/// invocation's deadline), put in the request extensions by the host; tools
-/// fit their work inside it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Deadline(pub std::time::SystemTime);
+/// What the host knows of the invocation a request arrived in (Lambda's
+/// context), put in the request extensions by the host.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Invocation {
+    /// When the host stops waiting for the answer; tools fit their work
+    /// inside it.
+    pub deadline: Option<std::time::SystemTime>,
+    /// The host's id of the request, for the log line.
+    pub request_id: Option<String>,
+}
+
+/// Whether this process has served no request yet: its first is a cold
+/// start.
+fn cold_start() -> bool {
+    static SERVED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    !SERVED.swap(true, std::sync::atomic::Ordering::Relaxed)
+}
 
 pub use auth::{Authenticator, RESOURCE_METADATA_PATH, STATIC_TOKEN_PRINCIPAL, TokenDigest};
 pub use headers::{OriginPolicy, Principal};
@@ -133,22 +145,31 @@ async fn handle(
     method: Method,
     request_headers: HeaderMap,
     principal: Option<axum::Extension<Principal>>,
-    deadline: Option<axum::Extension<Deadline>>,
+    invocation: Option<axum::Extension<Invocation>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    let invocation = invocation.map(|i| i.0).unwrap_or_default();
+    // Every field a request's log line may carry, filled in as they become
+    // known (docs/configuration.md, "Log lines").
     let span = tracing::info_span!(
         "mcp",
         http.method = %method,
         rpc.method = field::Empty,
+        cold_start = cold_start(),
+        request_id = invocation.request_id.as_deref(),
         session = field::Empty,
         logical_session = field::Empty,
-        heap = field::Empty,
+        tool = field::Empty,
+        execution_id = field::Empty,
         status = field::Empty,
+        input_heap = field::Empty,
+        heap = field::Empty,
+        http.status = field::Empty,
         duration_ms = field::Empty,
     );
     let started = Instant::now();
     let principal = principal.map(|p| p.0);
-    let deadline = deadline.map(|d| d.0.0);
+    let deadline = invocation.deadline;
     let response = dispatch(
         &app,
         method,
@@ -160,7 +181,7 @@ async fn handle(
     .instrument(span.clone())
     .await
     .unwrap_or_else(IntoResponse::into_response);
-    span.record("status", response.status().as_u16());
+    span.record("http.status", response.status().as_u16());
     span.record("duration_ms", started.elapsed().as_millis() as u64);
     span.in_scope(|| tracing::info!("request"));
     response

@@ -12,6 +12,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("protocol", &[]),
     ("heap", &[]),
     ("backends", &[]),
+    ("logs", &[]),
     ("session", &["backends", "heap", "protocol"]),
     ("engine", &["heap"]),
     ("meta", &["backends", "engine", "heap", "session"]),

@@ -20,6 +20,7 @@ mod jwt;
 mod lambda;
 mod layers;
 mod limits;
+mod logs;
 mod meta_store;
 mod properties;
 mod session_store;

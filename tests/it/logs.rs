@@ -1,0 +1,78 @@
+//! JSON log lines carry a request's fields at the top level, where
+//! CloudWatch Logs Insights and Lambda's JSON log format look for them.
+
+use crate::common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use lambda_http::RequestExt;
+use mcp_v8_lambda::lambda::service;
+use mcp_v8_lambda::logs::{JsonLines, SpanFields};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+use tracing_subscriber::layer::SubscriberExt;
+
+#[derive(Clone, Default)]
+struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Buffer {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_request_line_has_its_fields_at_the_top_level() {
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let subscriber = tracing_subscriber::registry().with(SpanFields).with(
+        tracing_subscriber::fmt::layer()
+            .event_format(JsonLines)
+            .with_writer(move || writer.clone()),
+    );
+    let _default = tracing::subscriber::set_default(subscriber);
+
+    let s = common::server();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("events/run-js-2026.json");
+    let mut event: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut body: Value = serde_json::from_str(event["body"].as_str().unwrap()).unwrap();
+    body["params"]["arguments"] = json!({"code": "globalThis.n = 41; n + 1", "session": "logged"});
+    event["body"] = Value::String(body.to_string());
+    let mut context = lambda_http::Context::default();
+    context.request_id = "request-7".into();
+    context.deadline = (SystemTime::now() + Duration::from_secs(60))
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let request = lambda_http::request::from_str(&event.to_string())
+        .unwrap()
+        .with_lambda_context(context);
+    let response = service(s.app.clone(), false)
+        .oneshot(request)
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+
+    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    let line: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("every line is JSON"))
+        .find(|l| l["message"] == "request")
+        .unwrap_or_else(|| panic!("no request line in {text}"));
+    assert_eq!(line["request_id"], "request-7", "{line}");
+    assert!(line["cold_start"].is_boolean(), "{line}");
+    assert_eq!(line["tool"], "run_js", "{line}");
+    assert_eq!(line["status"], "completed", "{line}");
+    assert_eq!(line["logical_session"], "logged", "{line}");
+    assert_eq!(line["heap"].as_str().map(str::len), Some(64), "{line}");
+    assert!(line["execution_id"].is_string(), "{line}");
+    assert!(line["duration_ms"].is_u64(), "{line}");
+    assert_eq!(line["http.status"], 200, "{line}");
+    assert_eq!(line["level"], "INFO");
+}
