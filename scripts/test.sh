@@ -16,4 +16,10 @@ cargo clippy --locked --all-targets -- -D warnings
 # The plain build is what `cargo lambda watch` runs in tests/it/e2e.rs; building
 # it here keeps that compile out of any test's time.
 cargo build --locked
+# The binary that deploys: `sam build` runs `cargo lambda build --release`
+# (here with the plain cargo compiler, no zig). Smoke-test that very
+# artifact against the test Runtime API before the whole suite runs.
+.venv/bin/cargo-lambda lambda build --release --compiler cargo --locked
+MCP_V8_LAMBDA_BINARY="$PWD/target/lambda/mcp-v8-lambda/bootstrap" \
+    cargo test --locked --test it lambda::with_max_concurrency
 cargo test --locked
