@@ -16,6 +16,7 @@ mod engine;
 mod faults;
 mod heap_store;
 mod http;
+mod iam;
 mod jwt;
 mod lambda;
 mod layers;

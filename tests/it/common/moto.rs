@@ -18,7 +18,13 @@ static MOTO: OnceLock<Moto> = OnceLock::new();
 
 /// The shared server, started on first use.
 pub fn moto() -> &'static Moto {
-    MOTO.get_or_init(|| {
+    MOTO.get_or_init(Moto::start)
+}
+
+impl Moto {
+    /// A server of its own, stopped when the `Moto` is dropped (its pipe
+    /// closes): for a test that changes what the server enforces.
+    pub fn start() -> Moto {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
         let python = root.join(".venv/bin/python");
         let launcher = root.join("tests/moto_serial.py");
@@ -45,7 +51,7 @@ pub fn moto() -> &'static Moto {
             endpoint: format!("http://127.0.0.1:{port}"),
             _wrapper: wrapper,
         }
-    })
+    }
 }
 
 /// AWS configuration pointing at moto.
