@@ -92,12 +92,30 @@ fn function_policy(bucket: &str, prefix: &str) -> Value {
             Some(list) => Value::Array(list.iter().map(&resolve).collect()),
             None => resolve(resource),
         };
-        // moto checks DynamoDB actions against the resource "*", never a
-        // table's ARN: a table-scoped grant would be refused there. Its
-        // actions are tested here; its resources by reading the template.
-        // It also checks a TransactWriteItems call as the action
-        // dynamodb:TransactWriteItems, which AWS's IAM does not have: AWS
-        // checks each item's PutItem, UpdateItem or ConditionCheckItem.
+    }
+    for_moto(json!({"Version": "2012-10-17", "Statement": statements}))
+}
+
+/// infra/policy.json (the cargo-lambda route's policy) for `bucket` and
+/// `prefix`.
+fn infra_policy(bucket: &str, prefix: &str) -> Value {
+    let text = std::fs::read_to_string(project().join("infra/policy.json"))
+        .unwrap()
+        .replace("BUCKET", bucket)
+        .replace("REGION", "us-east-1")
+        .replace("ACCOUNT", "123456789012")
+        .replace("PREFIX", prefix);
+    for_moto(serde_json::from_str(&text).unwrap())
+}
+
+/// `policy` as moto can evaluate it. moto checks DynamoDB actions against
+/// the resource "*", never a table's ARN, so a table-scoped grant would be
+/// refused there: the actions are tested here, the table scoping by
+/// reading the template. It also checks a TransactWriteItems call as the
+/// action dynamodb:TransactWriteItems, which AWS's IAM does not have (AWS
+/// checks each item's PutItem, UpdateItem or ConditionCheckItem).
+fn for_moto(mut policy: Value) -> Value {
+    for statement in policy["Statement"].as_array_mut().unwrap() {
         if statement["Action"].to_string().contains("dynamodb:") {
             statement["Resource"] = Value::from("*");
             statement["Action"]
@@ -106,7 +124,7 @@ fn function_policy(bucket: &str, prefix: &str) -> Value {
                 .push(Value::from("dynamodb:TransactWriteItems"));
         }
     }
-    json!({"Version": "2012-10-17", "Statement": statements})
+    policy
 }
 
 /// `policy` less `action`.
@@ -190,6 +208,7 @@ async fn the_template_policy_is_enough_for_every_tool_and_dropping_an_action_fai
     let policy = function_policy(&bucket, &prefix);
     let users = json!({
         "function": policy,
+        "infra": infra_policy(&bucket, &prefix),
         "no-put": without(&policy, "s3:PutObject"),
         "no-get": without(&policy, "s3:GetObject"),
         "no-query": without(&policy, "dynamodb:Query"),
@@ -253,6 +272,29 @@ async fn the_template_policy_is_enough_for_every_tool_and_dropping_an_action_fai
     ] {
         let result = tool(&app, name, arguments).await;
         assert_eq!(result["isError"], false, "{name}: {result}");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let infra = app_as(&moto, &keys["infra"], &bucket, &prefix, dir.path()).await;
+    let run = tool(
+        &infra,
+        "run_js",
+        json!({"code": "n + 2", "heap": heap, "session": "iam"}),
+    )
+    .await;
+    assert_eq!(
+        run["structuredContent"]["result"], "3",
+        "infra/policy.json: {run}"
+    );
+    for (name, arguments) in [
+        ("list_sessions", json!({})),
+        ("list_session_snapshots", json!({"session": "iam"})),
+    ] {
+        let result = tool(&infra, name, arguments).await;
+        assert_eq!(
+            result["isError"], false,
+            "infra/policy.json, {name}: {result}"
+        );
     }
 
     let dir = tempfile::tempdir().unwrap();
