@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::BoxError;
 use crate::backends::aws::{Clients, SESSIONS};
@@ -59,18 +60,23 @@ impl Stores {
                         "DynamoDB metadata needs MCP_V8_HEAP_BUCKET: items too large for DynamoDB are kept in S3",
                     )?;
                 let clients = aws()?;
+                let meta = DynamoMetaStore::new(
+                    clients.dynamodb.clone(),
+                    clients.s3.clone(),
+                    bucket,
+                    format!("{}overflow/", config.heap_prefix),
+                    MetaTables::with_prefix(prefix),
+                );
+                let meta = match config.session_log_retention_days {
+                    0 => meta,
+                    days => meta.with_log_retention(Duration::from_secs(days * 86_400)),
+                };
                 (
                     Arc::new(DynamoSessionStore::new(
                         clients.dynamodb.clone(),
                         SESSIONS.name(prefix),
                     )),
-                    Arc::new(DynamoMetaStore::new(
-                        clients.dynamodb.clone(),
-                        clients.s3.clone(),
-                        bucket,
-                        format!("{}overflow/", config.heap_prefix),
-                        MetaTables::with_prefix(prefix),
-                    )),
+                    Arc::new(meta),
                 )
             }
             None => {

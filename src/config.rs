@@ -72,6 +72,9 @@ pub struct Config {
     /// `MCP_V8_STATELESS` under Lambda, `serve --stateless` locally: no
     /// heaps, no session tools, nothing written per run.
     pub stateless: bool,
+    /// `MCP_V8_SESSION_LOG_RETENTION_DAYS`: on DynamoDB, days a session's log
+    /// is kept after its last run (0: for good).
+    pub session_log_retention_days: u64,
     /// `MCP_V8_MAX_RESULT_BYTES`: longest `result` a run returns; longer ones
     /// are cut with a marker.
     pub max_result_bytes: usize,
@@ -277,6 +280,11 @@ impl Config {
             jwt: vars.jwt()?,
             allow_unauthenticated: vars.flag("MCP_V8_ALLOW_UNAUTHENTICATED")?,
             auth_token_sha256: vars.token_digest()?,
+            session_log_retention_days: vars.number(
+                "MCP_V8_SESSION_LOG_RETENTION_DAYS",
+                0,
+                Least::Zero,
+            )?,
             max_result_bytes: vars.number("MCP_V8_MAX_RESULT_BYTES", 1024 * 1024, Least::One)?,
             max_heap_snapshot_mb: vars.number("MCP_V8_MAX_HEAP_SNAPSHOT_MB", 256, Least::One)?,
             heap_bucket: vars.non_empty("MCP_V8_HEAP_BUCKET"),

@@ -42,6 +42,10 @@ pub struct TableDef {
     pub sort_key: Option<(&'static str, KeyKind)>,
     /// Attribute DynamoDB's TTL deletes items by (epoch seconds).
     pub ttl_attribute: Option<&'static str>,
+    /// The same, for a table whose items expire only when the operator
+    /// asks (the session log's retention): TTL is on, and items carry the
+    /// attribute only then.
+    pub retention_attribute: Option<&'static str>,
     /// Whether point-in-time recovery is on (the durable history: log and tags).
     pub point_in_time_recovery: bool,
 }
@@ -52,6 +56,7 @@ pub const SESSIONS: TableDef = TableDef {
     partition_key: ("session_id", KeyKind::S),
     sort_key: None,
     ttl_attribute: Some("expires_at"),
+    retention_attribute: None,
     point_in_time_recovery: false,
 };
 /// Session-log entries: one item per (logical session, index).
@@ -60,6 +65,7 @@ pub const SESSION_LOG: TableDef = TableDef {
     partition_key: ("session_name", KeyKind::S),
     sort_key: Some(("idx", KeyKind::N)),
     ttl_attribute: None,
+    retention_attribute: Some("expires_at"),
     point_in_time_recovery: true,
 };
 /// One item per logical session: the next index, and the list of sessions.
@@ -68,6 +74,7 @@ pub const SESSION_HEADS: TableDef = TableDef {
     partition_key: ("session_name", KeyKind::S),
     sort_key: None,
     ttl_attribute: None,
+    retention_attribute: Some("expires_at"),
     point_in_time_recovery: true,
 };
 /// A heap's tags.
@@ -76,6 +83,7 @@ pub const HEAP_TAGS: TableDef = TableDef {
     partition_key: ("heap_key", KeyKind::S),
     sort_key: None,
     ttl_attribute: None,
+    retention_attribute: None,
     point_in_time_recovery: true,
 };
 /// The inverted tag index: one item per (tag pair, heap).
@@ -84,6 +92,7 @@ pub const HEAP_TAG_INDEX: TableDef = TableDef {
     partition_key: ("tag_pair", KeyKind::S),
     sort_key: Some(("heap_key", KeyKind::S)),
     ttl_attribute: None,
+    retention_attribute: None,
     point_in_time_recovery: true,
 };
 /// The execution registry.
@@ -92,6 +101,7 @@ pub const EXECUTIONS: TableDef = TableDef {
     partition_key: ("execution_id", KeyKind::S),
     sort_key: None,
     ttl_attribute: Some("expires_at"),
+    retention_attribute: None,
     point_in_time_recovery: false,
 };
 
@@ -229,7 +239,7 @@ async fn configure_table(
     table: &TableDef,
     name: &str,
 ) -> Result<(), SetupError> {
-    if let Some(attribute) = table.ttl_attribute {
+    if let Some(attribute) = table.ttl_attribute.or(table.retention_attribute) {
         let spec = TimeToLiveSpecification::builder()
             .attribute_name(attribute)
             .enabled(true)

@@ -61,6 +61,9 @@ pub struct DynamoMetaStore {
     tables: MetaTables,
     /// Items per query or scan page; `None` lets DynamoDB fill 1 MB pages.
     page_items: Option<i32>,
+    /// How long log entries and heads live after their last write, in
+    /// seconds; `None` keeps them for good.
+    log_ttl_secs: Option<i64>,
 }
 
 fn backend(error: impl std::fmt::Display) -> MetaStoreError {
@@ -112,7 +115,28 @@ impl DynamoMetaStore {
             overflow_prefix: overflow_prefix.into(),
             tables,
             page_items: None,
+            log_ttl_secs: None,
         }
+    }
+
+    /// Log entries and session heads carry an `expires_at` of their last
+    /// write plus `retention`, for DynamoDB's TTL to delete, and reads treat
+    /// them as gone from then on (TTL deletes late). A session's head moves
+    /// with each append, so a session disappears `retention` after its last
+    /// run, its entries one by one as they age. Without it, all is kept.
+    pub fn with_log_retention(mut self, retention: Duration) -> Self {
+        self.log_ttl_secs = Some(retention.as_secs().max(1) as i64);
+        self
+    }
+
+    /// The filter that hides log items past their `expires_at`, with its
+    /// value, when a retention is set.
+    fn live_only(&self) -> Option<(&'static str, AttributeValue)> {
+        self.log_ttl_secs?;
+        Some((
+            "attribute_not_exists(expires_at) OR expires_at > :now",
+            n(crate::session::unix_now()),
+        ))
     }
 
     /// Asks DynamoDB for at most `items` items per page. It ends a page at
@@ -184,11 +208,16 @@ impl DynamoMetaStore {
             .send()
             .await
             .map_err(sdk)?;
-        Ok(output
-            .item
-            .as_ref()
-            .and_then(|i| number(i, "next_idx"))
-            .unwrap_or(0) as u64)
+        let Some(item) = output.item.as_ref() else {
+            return Ok(0);
+        };
+        // An expired head that TTL has not deleted yet starts the log anew.
+        if self.log_ttl_secs.is_some()
+            && number(item, "expires_at").is_some_and(|at| at <= crate::session::unix_now())
+        {
+            return Ok(0);
+        }
+        Ok(number(item, "next_idx").unwrap_or(0) as u64)
     }
 }
 
@@ -232,36 +261,65 @@ impl DynamoMetaStore {
             let (attribute, value) = self
                 .stash(format!("session-log/{session_hash}/{index}.json"), json)
                 .await?;
-            let put_entry = Put::builder()
+            let now = crate::session::unix_now();
+            let expires = self.log_ttl_secs.map(|ttl| now + ttl);
+            // With a retention, an expired item TTL has not deleted yet may
+            // be written over: its index has been given up.
+            let (entry_free, head_free) = match expires {
+                Some(_) => (
+                    "attribute_not_exists(idx) OR expires_at <= :now",
+                    "attribute_not_exists(session_name) OR expires_at <= :now",
+                ),
+                None => (
+                    "attribute_not_exists(idx)",
+                    "attribute_not_exists(session_name)",
+                ),
+            };
+            let mut put_entry = Put::builder()
                 .table_name(&self.tables.log)
                 .item("session_name", s(session.as_str()))
                 .item("idx", n(index))
                 .item(attribute, value)
-                .condition_expression("attribute_not_exists(idx)")
-                .build()
-                .map_err(backend)?;
+                .condition_expression(entry_free);
+            if let Some(at) = expires {
+                put_entry = put_entry
+                    .item("expires_at", n(at))
+                    .expression_attribute_values(":now", n(now));
+            }
+            let put_entry = put_entry.build().map_err(backend)?;
             // The entry and the head move together, and only from the head we
             // read: a concurrent append makes the whole transaction fail.
             let advance_head = if index == 0 {
-                let put = Put::builder()
+                let mut put = Put::builder()
                     .table_name(&self.tables.heads)
                     .item("session_name", s(session.as_str()))
                     .item("next_idx", n(1))
-                    .condition_expression("attribute_not_exists(session_name)")
+                    .condition_expression(head_free);
+                if let Some(at) = expires {
+                    put = put
+                        .item("expires_at", n(at))
+                        .expression_attribute_values(":now", n(now));
+                }
+                TransactWriteItem::builder()
+                    .put(put.build().map_err(backend)?)
                     .build()
-                    .map_err(backend)?;
-                TransactWriteItem::builder().put(put).build()
             } else {
-                let update = Update::builder()
+                let mut update = Update::builder()
                     .table_name(&self.tables.heads)
                     .key("session_name", s(session.as_str()))
-                    .update_expression("SET next_idx = :next")
+                    .update_expression(match expires {
+                        Some(_) => "SET next_idx = :next, expires_at = :expires",
+                        None => "SET next_idx = :next",
+                    })
                     .condition_expression("next_idx = :current")
                     .expression_attribute_values(":next", n(index + 1))
-                    .expression_attribute_values(":current", n(index))
+                    .expression_attribute_values(":current", n(index));
+                if let Some(at) = expires {
+                    update = update.expression_attribute_values(":expires", n(at));
+                }
+                TransactWriteItem::builder()
+                    .update(update.build().map_err(backend)?)
                     .build()
-                    .map_err(backend)?;
-                TransactWriteItem::builder().update(update).build()
             };
             let mut transaction = self
                 .dynamodb
@@ -347,7 +405,12 @@ impl MetaStore for DynamoMetaStore {
             .dynamodb
             .scan()
             .table_name(&self.tables.heads)
-            .projection_expression("session_name")
+            .projection_expression("session_name, expires_at")
+            .set_filter_expression(self.live_only().map(|(filter, _)| filter.to_owned()))
+            .set_expression_attribute_values(
+                self.live_only()
+                    .map(|(_, now)| HashMap::from([(":now".to_owned(), now)])),
+            )
             .consistent_read(true)
             .set_limit(self.page_items)
             .into_paginator()
@@ -368,7 +431,7 @@ impl MetaStore for DynamoMetaStore {
         &self,
         session: &LogicalSession,
     ) -> Result<Option<LogEntry>, MetaStoreError> {
-        let output = self
+        let mut query = self
             .dynamodb
             .query()
             .table_name(&self.tables.log)
@@ -376,13 +439,17 @@ impl MetaStore for DynamoMetaStore {
             .expression_attribute_values(":s", s(session.as_str()))
             .scan_index_forward(false)
             .limit(1)
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(sdk)?;
-        match output.items().first() {
+            .consistent_read(true);
+        if let Some((filter, now)) = self.live_only() {
+            query = query
+                .filter_expression(filter)
+                .expression_attribute_values(":now", now);
+        }
+        // With a filter a page may hold nothing and still not be the end.
+        let mut items = query.into_paginator().items().send();
+        match items.try_next().await.map_err(sdk)? {
             Some(item) => self
-                .unstash(item, &format!("log entry of {session:?}"))
+                .unstash(&item, &format!("log entry of {session:?}"))
                 .await
                 .map(Some),
             None => Ok(None),
@@ -401,7 +468,7 @@ impl MetaStore for DynamoMetaStore {
         }
         // No page holds more than the caller wants (nor over 1000 items).
         let page = limit.min(1000) as i32;
-        let mut items = self
+        let mut query = self
             .dynamodb
             .query()
             .table_name(&self.tables.log)
@@ -409,10 +476,13 @@ impl MetaStore for DynamoMetaStore {
             .expression_attribute_values(":s", s(session.as_str()))
             .expression_attribute_values(":o", n(offset))
             .consistent_read(true)
-            .limit(self.page_items.map_or(page, |items| items.min(page)))
-            .into_paginator()
-            .items()
-            .send();
+            .limit(self.page_items.map_or(page, |items| items.min(page)));
+        if let Some((filter, now)) = self.live_only() {
+            query = query
+                .filter_expression(filter)
+                .expression_attribute_values(":now", now);
+        }
+        let mut items = query.into_paginator().items().send();
         // Pages are fetched as the stream is read, so none past `limit`.
         while let Some(item) = items.try_next().await.map_err(sdk)? {
             entries.push(

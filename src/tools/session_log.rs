@@ -186,14 +186,16 @@ async fn read_page(
         let batch = toolbox.meta.read_log(name, index, READ_BATCH).await?;
         let exhausted = batch.len() < READ_BATCH;
         for entry in batch {
+            // The entry's own index: a store may skip expired entries.
+            let at = entry.index;
             let projected = project(entry, fields);
             let len = serde_json::to_vec(&projected).map_or(usize::MAX, |j| j.len());
             if page.len() == limit || (!page.is_empty() && bytes + len > PAGE_BYTES) {
-                return Ok((page, Some(index)));
+                return Ok((page, Some(at)));
             }
             bytes += len;
             page.push(projected);
-            index += 1;
+            index = at + 1;
         }
         if exhausted {
             return Ok((page, None));

@@ -375,3 +375,58 @@ async fn setup_creates_the_bucket_outside_us_east_1() {
         .unwrap();
     assert!(!again.created_bucket, "idempotent there too");
 }
+
+/// With a session-log retention, log items and heads carry `expires_at`
+/// for DynamoDB's TTL; past it they are gone to every read even while TTL
+/// has not deleted them (moto never does), and a new run starts the log
+/// anew over them. With a long retention the store passes the suite.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_log_retention_expires_entries_for_every_read() {
+    let (s3, dynamodb, bucket, prefix) = provisioned().await;
+    let long = meta_store(s3.clone(), dynamodb.clone(), &bucket, &prefix)
+        .with_log_retention(std::time::Duration::from_secs(86_400));
+    meta_conformance::run_all(Arc::new(long)).await;
+
+    let store = meta_store(s3, dynamodb.clone(), &bucket, &prefix)
+        .with_log_retention(std::time::Duration::from_secs(2));
+    let session = common::logical(&unique("expiring"));
+    for n in 0..3 {
+        assert_eq!(store.append_log(&session, log_entry(n)).await.unwrap(), n);
+    }
+    let item = dynamodb
+        .get_item()
+        .table_name(format!("{prefix}session-log"))
+        .key(
+            "session_name",
+            aws_sdk_dynamodb::types::AttributeValue::S(session.to_string()),
+        )
+        .key(
+            "idx",
+            aws_sdk_dynamodb::types::AttributeValue::N("0".into()),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        item.item().unwrap().contains_key("expires_at"),
+        "the item carries the TTL attribute"
+    );
+    assert_eq!(store.read_log(&session, 0, 10).await.unwrap().len(), 3);
+    assert!(store.list_sessions().await.unwrap().contains(&session));
+
+    // Past the retention (TTL has deleted nothing: moto never does).
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert!(store.read_log(&session, 0, 10).await.unwrap().is_empty());
+    assert!(store.last_log_entry(&session).await.unwrap().is_none());
+    assert!(!store.list_sessions().await.unwrap().contains(&session));
+
+    // The next run starts the log anew, over the stale items.
+    assert_eq!(store.append_log(&session, log_entry(9)).await.unwrap(), 0);
+    let log = store.read_log(&session, 0, 10).await.unwrap();
+    assert_eq!(log.len(), 1, "only the new entry: {log:?}");
+    assert_eq!(log[0].output_heap, log_entry(9).output_heap);
+    assert_eq!(
+        store.last_log_entry(&session).await.unwrap().unwrap().index,
+        0
+    );
+}

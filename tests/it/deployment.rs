@@ -290,8 +290,12 @@ fn data_is_retained_and_costs_stop_growing() {
         .unwrap()
         .execution_ttl_secs
         / 86_400;
-    for retention in [0, 30] {
-        let given = json!({ "HeapRetentionDays": retention, "LogRetentionDays": 30 });
+    for (retention, log_retention) in [(0, 0), (30, 45)] {
+        let given = json!({
+            "HeapRetentionDays": retention,
+            "SessionLogRetentionDays": log_retention,
+            "LogRetentionDays": 30,
+        });
         let template = transformed(&given, &dir.path().join(format!("{retention}.json")));
         let resources = created(&template, &given);
 
@@ -357,14 +361,25 @@ fn data_is_retained_and_costs_stop_growing() {
                 "heaps under {digit}"
             );
         }
-        for rule in &rules {
-            let prefix = rule["Prefix"].as_str().unwrap_or("");
-            let expires = rule["Status"] == "Enabled" && rule.get("ExpirationInDays").is_some();
-            assert!(
-                !(expires && "overflow/session-log/x".starts_with(prefix)),
-                "rule {} would expire session-log overflow",
-                rule["Id"]
-            );
+        // Session-log overflow goes with the log: only with a log retention.
+        let expiring_log_overflow: Vec<i64> = rules
+            .iter()
+            .filter(|r| {
+                r["Status"] == "Enabled"
+                    && "overflow/session-log/x".starts_with(r["Prefix"].as_str().unwrap_or(""))
+            })
+            .filter_map(|r| r["ExpirationInDays"].as_i64())
+            .collect();
+        let expected: Vec<i64> = if log_retention > 0 {
+            vec![log_retention]
+        } else {
+            vec![]
+        };
+        assert_eq!(expiring_log_overflow, expected);
+        for table in ["SessionLogTable", "SessionHeadsTable"] {
+            let ttl = &resources[table]["Properties"]["TimeToLiveSpecification"];
+            assert_eq!(ttl["AttributeName"], "expires_at", "{table}");
+            assert_eq!(ttl["Enabled"], log_retention > 0, "{table}");
         }
 
         let log_group = resources

@@ -371,12 +371,17 @@ fn check_tables(file: &str) {
             .collect();
         assert_eq!(attributes, expected, "{file} {} attributes", table.suffix);
         let ttl = &properties["TimeToLiveSpecification"];
-        match table.ttl_attribute {
-            Some(attribute) => {
+        match (table.ttl_attribute, table.retention_attribute) {
+            (Some(attribute), _) => {
                 assert_eq!(ttl["AttributeName"], attribute, "{file} {}", table.suffix);
                 assert_eq!(ttl["Enabled"], true, "{file} {}", table.suffix);
             }
-            None => assert!(ttl.is_null(), "{file} {}: no TTL", table.suffix),
+            // On when a retention is set (the SAM template decides by its
+            // parameter): the attribute must be the one the store writes.
+            (None, Some(attribute)) => {
+                assert_eq!(ttl["AttributeName"], attribute, "{file} {}", table.suffix);
+            }
+            (None, None) => assert!(ttl.is_null(), "{file} {}: no TTL", table.suffix),
         }
         let pitr =
             properties["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] == true;
