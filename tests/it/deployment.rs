@@ -5,39 +5,15 @@
 //! What only CloudFormation and a real account can show is listed in
 //! docs/deployment.md.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::{Map, Value, json};
 
+use crate::common::sam::{function_statements, transformed, venv_tool};
+
 fn project() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn venv_tool(name: &str) -> PathBuf {
-    let tool = project().join(".venv/bin").join(name);
-    assert!(
-        tool.exists(),
-        "{name} is not installed: run scripts/test.sh"
-    );
-    tool
-}
-
-/// The CloudFormation template SAM makes of template.yaml with `parameters`.
-fn transformed(parameters: &Value, output: &Path) -> Value {
-    let run = Command::new(venv_tool("python"))
-        .arg(project().join("tests/sam_transform.py"))
-        .arg(project().join("template.yaml"))
-        .arg(output)
-        .arg(parameters.to_string())
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "the SAM transform failed for {parameters}: {}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    serde_json::from_slice(&std::fs::read(output).unwrap()).unwrap()
 }
 
 /// A parameter's value: the one given, else the template's default.
@@ -407,18 +383,7 @@ fn data_is_retained_and_costs_stop_growing() {
 fn every_policy_lets_a_missing_heap_be_a_404() {
     let dir = tempfile::tempdir().unwrap();
     let template = transformed(&json!({}), &dir.path().join("t.json"));
-    let role = template["Resources"]
-        .as_object()
-        .unwrap()
-        .values()
-        .find(|r| r["Type"] == "AWS::IAM::Role" && r["Properties"]["Policies"].is_array())
-        .expect("the function's role");
-    let statements: Vec<Value> = role["Properties"]["Policies"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|p| p["PolicyDocument"]["Statement"].as_array().unwrap().clone())
-        .collect();
+    let statements = function_statements(&template);
     let lists_the_bucket = |statements: &[Value], bucket: &Value| {
         statements.iter().any(|s| {
             s["Effect"] == "Allow"

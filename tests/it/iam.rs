@@ -27,35 +27,11 @@ fn project() -> std::path::PathBuf {
 /// `prefix` (account 123456789012, us-east-1, as moto names them).
 fn function_policy(bucket: &str, prefix: &str) -> Value {
     let dir = tempfile::tempdir().unwrap();
-    let output = dir.path().join("t.json");
-    let run = Command::new(project().join(".venv/bin/python"))
-        .arg(project().join("tests/sam_transform.py"))
-        .arg(project().join("template.yaml"))
-        .arg(&output)
-        .arg(json!({"TablePrefix": prefix, "AWS::Region": "us-east-1"}).to_string())
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
+    let template = common::sam::transformed(
+        &json!({"TablePrefix": prefix, "AWS::Region": "us-east-1"}),
+        &dir.path().join("t.json"),
     );
-    let template: Value = serde_json::from_slice(&std::fs::read(output).unwrap()).unwrap();
-    let role = template["Resources"]
-        .as_object()
-        .unwrap()
-        .values()
-        .find(|r| r["Type"] == "AWS::IAM::Role" && r["Properties"]["Policies"].is_array())
-        .unwrap();
-    let mut statements = Vec::new();
-    for policy in role["Properties"]["Policies"].as_array().unwrap() {
-        statements.extend(
-            policy["PolicyDocument"]["Statement"]
-                .as_array()
-                .unwrap()
-                .clone(),
-        );
-    }
+    let mut statements = common::sam::function_statements(&template);
     let bucket_arn = format!("arn:aws:s3:::{bucket}");
     let table_arn = |resource: &str| {
         let suffix = TABLES
