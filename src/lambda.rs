@@ -3,7 +3,7 @@
 //! fails closed: a request that no one authenticated is refused unless the
 //! operator said otherwise.
 
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
 use axum::extract::Request;
@@ -36,12 +36,16 @@ pub fn principal_of(extensions: &http::Extensions) -> Option<Principal> {
         .map(Principal)
 }
 
-/// What Lambda's context says of the invocation: its deadline and id.
+/// What Lambda's context says of the invocation: its deadline and id. A
+/// deadline already past when the invocation arrives is no deadline Lambda
+/// gives (it ends an invocation at its deadline); `cargo lambda watch` sends
+/// a duration (600000) where an epoch time belongs, so such a value is
+/// ignored rather than refusing every run.
 pub fn invocation_of(extensions: &http::Extensions) -> Option<Invocation> {
     let context = extensions.lambda_context_ref()?;
-    let millis = context.deadline;
+    let deadline = UNIX_EPOCH + Duration::from_millis(context.deadline);
     Some(Invocation {
-        deadline: (millis > 0).then(|| UNIX_EPOCH + Duration::from_millis(millis)),
+        deadline: (deadline > SystemTime::now()).then_some(deadline),
         request_id: Some(context.request_id.clone()).filter(|id| !id.is_empty()),
     })
 }

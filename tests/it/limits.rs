@@ -259,3 +259,22 @@ async fn the_function_memory_bounds_the_heap_limit_runs_may_ask_for() {
         .await;
     assert_eq!(fits["structuredContent"]["status"], "completed", "{fits}");
 }
+
+/// `cargo lambda watch` sends a duration (600000 ms) where Lambda sends an
+/// epoch time: a deadline already past on arrival is no deadline, not a
+/// reason to refuse every run.
+#[tokio::test]
+async fn a_deadline_already_past_on_arrival_is_ignored() {
+    let s = common::server();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("events/run-js-2026.json");
+    let event = std::fs::read_to_string(path).unwrap();
+    let request = lambda_http::request::from_str(&event)
+        .unwrap()
+        .with_lambda_context(context(600_000));
+    let body = invoke(&s.app, request).await;
+    assert_eq!(body["result"]["isError"], false, "{body}");
+    assert_eq!(
+        body["result"]["structuredContent"]["result"], "42",
+        "{body}"
+    );
+}
