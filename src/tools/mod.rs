@@ -188,10 +188,10 @@ fn arguments<T: DeserializeOwned>(raw: Option<&RawValue>) -> Result<T, String> {
 /// platform can carry (a 502 on Lambda). Tools that can shrink their answer
 /// (`run_js`, `list_session_snapshots`) do so before it comes to this.
 fn within_response_limit(tool: &str, result: CallToolResult) -> CallToolResult {
-    let len = result_json_len(&result);
-    if len <= MAX_RESULT_JSON_BYTES {
+    if fits_one_response(&result) {
         return result;
     }
+    let len = result_json_len(&result);
     tracing::warn!(
         tool,
         len,
@@ -206,6 +206,16 @@ fn within_response_limit(tool: &str, result: CallToolResult) -> CallToolResult {
 /// The length of a result's JSON.
 fn result_json_len(result: &CallToolResult) -> usize {
     serde_json::to_vec(result).map_or(usize::MAX, |json| json.len())
+}
+
+/// Whether a result's JSON is at most [`MAX_RESULT_JSON_BYTES`], serialized
+/// only when it may not be: escaping makes text at most six times longer,
+/// and a structured copy is no longer than the text, so seven times the
+/// text bounds the whole, and most results are far below that.
+fn fits_one_response(result: &CallToolResult) -> bool {
+    let text: usize = result.content.iter().map(|c| c.text.len()).sum();
+    text.saturating_mul(7) + 1024 <= MAX_RESULT_JSON_BYTES
+        || result_json_len(result) <= MAX_RESULT_JSON_BYTES
 }
 
 /// A successful or failed tool result carrying a structured value.

@@ -266,7 +266,7 @@ fn fitted(mut outcome: RunOutcome, is_error: bool, structured: bool) -> CallTool
     let mut cut = false;
     loop {
         let result = structured_result(&outcome, is_error, structured);
-        if super::result_json_len(&result) <= super::MAX_RESULT_JSON_BYTES {
+        if super::fits_one_response(&result) {
             return result;
         }
         let output_len = outcome.output.len();

@@ -97,9 +97,7 @@ impl App {
             }),
         }
     }
-}
 
-impl App {
     /// Whether requests must carry a bearer token or JWT that this app
     /// checks (`MCP_V8_AUTH_TOKEN_SHA256`, `MCP_V8_JWKS_URL`).
     pub fn authenticates_callers(&self) -> bool {
