@@ -401,15 +401,15 @@ impl MetaStore for DynamoMetaStore {
 
     async fn list_sessions(&self) -> Result<Vec<LogicalSession>, MetaStoreError> {
         let mut sessions = Vec::new();
+        let (filter, now) = self.live_only().unzip();
         let mut items = self
             .dynamodb
             .scan()
             .table_name(&self.tables.heads)
-            .projection_expression("session_name, expires_at")
-            .set_filter_expression(self.live_only().map(|(filter, _)| filter.to_owned()))
+            .projection_expression("session_name")
+            .set_filter_expression(filter.map(str::to_owned))
             .set_expression_attribute_values(
-                self.live_only()
-                    .map(|(_, now)| HashMap::from([(":now".to_owned(), now)])),
+                now.map(|now| HashMap::from([(":now".to_owned(), now)])),
             )
             .consistent_read(true)
             .set_limit(self.page_items)
