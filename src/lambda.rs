@@ -7,15 +7,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
 use axum::extract::Request;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use lambda_http::RequestExt;
 use lambda_http::request::RequestContext;
 use tower::ServiceExt;
 
-use crate::protocol::jsonrpc::{self, code};
-use crate::transport::{App, Invocation, Principal, router};
+use crate::transport::{App, Invocation, Principal, refusal, router};
 
 /// What a caller that nobody authenticated is told: how to configure auth.
 pub const UNAUTHENTICATED: &str = "this function authenticates no one: its function URL has no \
@@ -69,17 +68,7 @@ async fn refuse_unauthenticated(request: Request, next: Next) -> Response {
         return next.run(request).await;
     }
     tracing::warn!("refused a request that no one authenticated");
-    let body = jsonrpc::Response::<()>::error(None, code::INVALID_REQUEST, UNAUTHENTICATED);
-    let mut response = (
-        StatusCode::UNAUTHORIZED,
-        serde_json::to_vec(&body).expect("responses serialize"),
-    )
-        .into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
+    refusal(StatusCode::UNAUTHORIZED, UNAUTHENTICATED)
 }
 
 /// The service Lambda runs: the router plus the principal of each request.

@@ -132,6 +132,13 @@ pub fn router(app: App) -> Router {
     router
 }
 
+/// A request refused before it reaches the endpoint (by a host's own
+/// check), answered as the endpoint answers its own refusals: `status` with
+/// a JSON-RPC error body carrying `message`.
+pub fn refusal(status: StatusCode, message: &str) -> Response {
+    HttpError::new(status, code::INVALID_REQUEST, message).into_response()
+}
+
 /// `router` for a `serve` bound to loopback: requests must name a loopback
 /// `Host` (DNS-rebinding defence beside the `Origin` check).
 pub fn loopback_only(router: Router) -> Router {

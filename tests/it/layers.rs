@@ -20,7 +20,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("server", &["meta", "protocol", "session", "tools"]),
     ("transport", &["protocol", "server", "session", "tools"]),
     ("config", &["backends", "transport"]),
-    ("lambda", &["protocol", "transport"]),
+    ("lambda", &["transport"]),
     (
         "app",
         &[
