@@ -70,11 +70,23 @@ impl WriteThroughCacheHeapStore {
 
     /// Records a cached heap and evicts what no longer fits.
     async fn admit(&self, key: &HeapKey, size: u64) {
-        let evicted = {
-            let mut lru = self.lru.lock().unwrap_or_else(PoisonError::into_inner);
-            lru.heaps.insert(key, (), size);
-            lru.heaps.evict_to(self.max_bytes, key)
-        };
+        self.lru
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .heaps
+            .insert(key, (), size);
+        self.evict_to(self.max_bytes, key).await;
+    }
+
+    /// Removes the least recently used heaps but `keep` until the directory
+    /// holds at most `max_bytes`.
+    async fn evict_to(&self, max_bytes: u64, keep: &HeapKey) {
+        let evicted = self
+            .lru
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .heaps
+            .evict_to(max_bytes, keep);
         for key in evicted {
             if let Err(e) = tokio::fs::remove_file(self.local.path_of(&key)).await {
                 tracing::warn!(heap = %key, error = %e, "could not evict a cached heap");
@@ -92,15 +104,7 @@ impl WriteThroughCacheHeapStore {
             Err(e) => {
                 tracing::warn!(heap = %key, error = %e, "could not write the heap cache; evicting");
                 self.drop_local(key).await;
-                let evicted = self
-                    .lru
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .heaps
-                    .evict_to(self.max_bytes / 2, key);
-                for old in evicted {
-                    let _ = tokio::fs::remove_file(self.local.path_of(&old)).await;
-                }
+                self.evict_to(self.max_bytes / 2, key).await;
             }
         }
     }
