@@ -11,6 +11,7 @@ use mcp_v8_lambda::engine::{
     CodeHandling, Engine, EngineConfig, RunOutcome, RunRequest, RunStatus,
 };
 use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore};
+use mcp_v8_lambda::tenant::Tenant;
 
 // The binary's allocator (src/main.rs), so the figures are the server's.
 #[cfg(feature = "mimalloc")]
@@ -41,7 +42,7 @@ impl Bench {
     }
 
     fn stored_size(&self, key: &HeapKey) -> u64 {
-        std::fs::metadata(self.store.path_of(key))
+        std::fs::metadata(self.store.path_of(&Tenant::anonymous(), key))
             .expect("stored")
             .len()
     }

@@ -17,6 +17,7 @@ use crate::heap::{
 use crate::meta::{DynamoMetaStore, MetaStore, MetaTables, RedbMetaStore};
 use crate::server::McpServer;
 use crate::session::{DynamoSessionStore, RedbSessionStore, SessionStore};
+use crate::tenant::Tenancy;
 use crate::tools::Toolbox;
 use crate::transport::{App, Authenticator, JwtVerifier, OriginPolicy, TransportConfig};
 
@@ -166,6 +167,9 @@ pub fn with_stores(config: &Config, stores: Stores) -> App {
         auth: Authenticator {
             token: config.auth_token_sha256.clone(),
             jwt: config.jwt.clone().map(JwtVerifier::new),
+        },
+        tenancy: Tenancy {
+            shared_namespace: config.shared_namespace,
         },
     };
     App::new(transport, stores.sessions, McpServer::new(tools))

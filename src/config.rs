@@ -90,6 +90,9 @@ pub struct Config {
     /// carry no IAM caller while no bearer token or JWT is configured
     /// (refused with 401 otherwise).
     pub allow_unauthenticated: bool,
+    /// `MCP_V8_SHARED_NAMESPACE`: every authenticated caller works in one
+    /// namespace (the anonymous layout) instead of a tenant of its own.
+    pub shared_namespace: bool,
 }
 
 /// A variable with a value that cannot be used.
@@ -279,6 +282,7 @@ impl Config {
         Ok(Self {
             jwt: vars.jwt()?,
             allow_unauthenticated: vars.flag("MCP_V8_ALLOW_UNAUTHENTICATED")?,
+            shared_namespace: vars.flag("MCP_V8_SHARED_NAMESPACE")?,
             auth_token_sha256: vars.token_digest()?,
             session_log_retention_days: vars.number(
                 "MCP_V8_SESSION_LOG_RETENTION_DAYS",

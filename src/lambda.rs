@@ -23,16 +23,49 @@ IAM auth (AuthType AWS_IAM) and no bearer token (MCP_V8_AUTH_TOKEN_SHA256) or JW
 MCP_V8_ALLOW_UNAUTHENTICATED=true to serve anyone who can reach the URL";
 
 /// The caller a function URL with `AuthType: AWS_IAM` authenticated: its
-/// IAM ARN (or caller id). `None` without IAM auth.
+/// IAM ARN (or caller id), an assumed-role session reduced to its role
+/// ([`stable_identity`]). `None` without IAM auth.
 pub fn principal_of(extensions: &http::Extensions) -> Option<Principal> {
     let Some(RequestContext::ApiGatewayV2(context)) = extensions.request_context_ref() else {
         return None;
     };
     let iam = context.authorizer.as_ref()?.iam.as_ref()?;
     iam.user_arn
-        .clone()
+        .as_deref()
+        .map(stable_identity)
         .or_else(|| iam.caller_id.clone())
         .map(Principal)
+}
+
+/// The identity an IAM caller keeps across credentials: an assumed-role
+/// session (`arn:aws:sts::123456789012:assumed-role/Role/session`) is its
+/// role (`arn:aws:sts::123456789012:assumed-role/Role`). A session name
+/// changes with every assumption (a Lambda's invocation, a CI job, an SSO
+/// sign-in), so keying a tenant by it would lose the state with each new
+/// set of credentials; whoever may assume the role may act as any of its
+/// sessions anyway. Users and other ARNs are kept whole.
+pub fn stable_identity(arn: &str) -> String {
+    let mut parts = arn.splitn(6, ':');
+    let (Some("arn"), Some(_partition), Some("sts"), Some(_region), Some(_account), Some(resource)) = (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    ) else {
+        return arn.to_owned();
+    };
+    match resource
+        .strip_prefix("assumed-role/")
+        .and_then(|rest| rest.split_once('/'))
+    {
+        Some((role, _session)) => {
+            let cut = arn.len() - resource.len() + "assumed-role/".len() + role.len();
+            arn[..cut].to_owned()
+        }
+        None => arn.to_owned(),
+    }
 }
 
 /// What Lambda's context says of the invocation: its deadline and id. A
@@ -102,4 +135,30 @@ pub async fn run(app: App, allow_unauthenticated: bool) -> Result<(), lambda_htt
         },
     );
     lambda_http::run_concurrent(buffered).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_assumed_role_session_is_reduced_to_its_role() {
+        assert_eq!(
+            stable_identity("arn:aws:sts::123456789012:assumed-role/Agents/i-0abc"),
+            "arn:aws:sts::123456789012:assumed-role/Agents"
+        );
+        assert_eq!(
+            stable_identity("arn:aws-cn:sts::123456789012:assumed-role/Agents/alice@example.com"),
+            "arn:aws-cn:sts::123456789012:assumed-role/Agents"
+        );
+        for kept in [
+            "arn:aws:iam::123456789012:user/alice",
+            "arn:aws:iam::123456789012:root",
+            "arn:aws:sts::123456789012:federated-user/bob",
+            "arn:aws:sts::123456789012:assumed-role/NoSession",
+            "not an arn",
+        ] {
+            assert_eq!(stable_identity(kept), kept);
+        }
+    }
 }

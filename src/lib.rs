@@ -5,6 +5,7 @@
 //! gives MCP methods their meaning, `session` replays the state of
 //! `initialize`, `tools` runs calls, `engine` runs code, `heap` stores
 //! snapshots and `meta` keeps the session log, tags and execution registry.
+//! Every store is scoped by the caller's `tenant`.
 //! `app` wires them from a `config`; `backends` holds what the AWS and
 //! embedded stores share; `lambda` hosts the app on AWS Lambda.
 //! docs/architecture.md draws the layers.
@@ -23,6 +24,7 @@ pub mod meta;
 pub mod protocol;
 pub mod server;
 pub mod session;
+pub mod tenant;
 pub mod tools;
 pub mod transport;
 

@@ -15,6 +15,7 @@ use crate::protocol::mcp::{
     STATELESS_VERSION, ServerCapabilities, ToolsCapability, method,
 };
 use crate::session::LogicalSession;
+use crate::tenant::Tenant;
 use crate::tools::{CallContext, ToolCallError, Toolbox};
 
 /// The tool list and discovery answer change only with a deployment, and are
@@ -102,14 +103,16 @@ impl McpServer {
     }
 
     /// The `initialize` result for a negotiated `version`, with the logical
-    /// session's continuity when the client named one.
+    /// session's continuity (in `tenant`'s namespace) when the client named
+    /// one.
     pub async fn initialize(
         &self,
         version: &'static str,
+        tenant: &Tenant,
         logical_session: Option<&LogicalSession>,
     ) -> Result<InitializeResult, MetaStoreError> {
         let continuity = match logical_session {
-            Some(name) => self.tools.continuity(name).await?,
+            Some(name) => self.tools.continuity(tenant, name).await?,
             None => None,
         };
         Ok(InitializeResult {

@@ -68,11 +68,21 @@ pub const SESSION_LOG: TableDef = TableDef {
     retention_attribute: Some("expires_at"),
     point_in_time_recovery: true,
 };
-/// One item per logical session: the next index, and the list of sessions.
+/// One item per logical session: the next index.
 pub const SESSION_HEADS: TableDef = TableDef {
     suffix: "session-heads",
     partition_key: ("session_name", KeyKind::S),
     sort_key: None,
+    ttl_attribute: None,
+    retention_attribute: Some("expires_at"),
+    point_in_time_recovery: true,
+};
+/// Each tenant's session names in one partition: what `list_sessions`
+/// queries, so a listing reads only the caller's own sessions.
+pub const SESSION_INDEX: TableDef = TableDef {
+    suffix: "session-index",
+    partition_key: ("tenant", KeyKind::S),
+    sort_key: Some(("session_name", KeyKind::S)),
     ttl_attribute: None,
     retention_attribute: Some("expires_at"),
     point_in_time_recovery: true,
@@ -106,10 +116,11 @@ pub const EXECUTIONS: TableDef = TableDef {
 };
 
 /// Every table, in creation order.
-pub const TABLES: [TableDef; 6] = [
+pub const TABLES: [TableDef; 7] = [
     SESSIONS,
     SESSION_LOG,
     SESSION_HEADS,
+    SESSION_INDEX,
     HEAP_TAGS,
     HEAP_TAG_INDEX,
     EXECUTIONS,

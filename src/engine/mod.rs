@@ -20,6 +20,7 @@ use tokio::sync::{Semaphore, oneshot};
 use uuid::Uuid;
 
 use crate::heap::{HeapKey, HeapStore, HeapStoreError, Snapshot};
+use crate::tenant::Tenant;
 
 pub use checksum::calls as snapshot_checksum_calls;
 pub use typescript::Language;
@@ -103,6 +104,8 @@ pub struct RunRequest {
     pub code: String,
     /// Heap to restore first (stateful runs only).
     pub heap: Option<HeapKey>,
+    /// Whose heaps `heap` names and the run's heap goes to.
+    pub tenant: Tenant,
     /// Snapshot the heap afterwards and return its key.
     pub stateful: bool,
     /// Language of `code`.
@@ -345,7 +348,10 @@ impl Engine {
         report.executed_code = prepared.js.clone();
 
         let restore = match (&request.heap, &self.heaps) {
-            (Some(key), Some(heaps)) => match self.load(heaps.as_ref(), key, &limits).await {
+            (Some(key), Some(heaps)) => match self
+                .load(heaps.as_ref(), &request.tenant, key, &limits)
+                .await
+            {
                 Ok(Some(payload)) => Some(payload),
                 Ok(None) => {
                     report.outcome.warnings.push(format!(
@@ -381,7 +387,7 @@ impl Engine {
         outcome.error = result.error;
         outcome.warnings.extend(result.warnings);
         if let (Some(blob), Some(heaps)) = (result.blob, &self.heaps) {
-            match self.store(heaps.as_ref(), &blob).await {
+            match self.store(heaps.as_ref(), &request.tenant, &blob).await {
                 Ok(key) => outcome.heap = Some(key),
                 Err(error) => {
                     outcome.status = RunStatus::Failed;
@@ -398,10 +404,11 @@ impl Engine {
     async fn load(
         &self,
         heaps: &dyn HeapStore,
+        tenant: &Tenant,
         key: &HeapKey,
         limits: &Limits,
     ) -> Result<Option<bytes::Bytes>, (RunStatus, RunError)> {
-        let snapshot = match heaps.get(key).await {
+        let snapshot = match heaps.get(tenant, key).await {
             Ok(Some(snapshot)) => snapshot,
             Ok(None) => return Ok(None),
             Err(err) => return Err((RunStatus::Failed, storage_error(&err))),
@@ -432,14 +439,19 @@ impl Engine {
 
     /// Frames and stores the payload a run produced; its key, or the error
     /// that fails the run.
-    async fn store(&self, heaps: &dyn HeapStore, blob: &[u8]) -> Result<HeapKey, RunError> {
+    async fn store(
+        &self,
+        heaps: &dyn HeapStore,
+        tenant: &Tenant,
+        blob: &[u8],
+    ) -> Result<HeapKey, RunError> {
         if blob.len() > self.config.max_snapshot_bytes {
             return Err(self.too_large("this run's heap", blob.len()));
         }
         let snapshot = Snapshot::from_payload(blob)
             .map_err(|err| RunError::new("SnapshotError", err.to_string()))?;
         heaps
-            .put(&snapshot)
+            .put(tenant, &snapshot)
             .await
             .map_err(|err| storage_error(&err))?;
         Ok(snapshot.key().clone())

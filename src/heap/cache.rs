@@ -5,8 +5,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 
-use super::lru::ByteLru;
+use super::lru::{ByteLru, Slot};
 use super::{FileHeapStore, HeapKey, HeapStore, HeapStoreError, Snapshot};
+use crate::tenant::Tenant;
 
 /// Reads served from a local directory when possible, writes go to both:
 /// to the remote store first, which decides whether the write succeeded,
@@ -54,42 +55,53 @@ impl WriteThroughCacheHeapStore {
             return;
         }
         lru.loaded = true;
-        let Ok(dir) = std::fs::read_dir(self.local.dir()) else {
-            return;
-        };
-        for entry in dir.flatten() {
-            let name = entry.file_name();
-            if let (Some(key), Ok(meta)) = (
-                name.to_str().and_then(|n| HeapKey::parse(n).ok()),
-                entry.metadata(),
-            ) {
-                lru.heaps.insert(&key, (), meta.len());
+        let mut folders = vec![(Tenant::anonymous(), self.local.dir().to_owned())];
+        if let Ok(tenants) = std::fs::read_dir(self.local.dir().join("tenants")) {
+            for entry in tenants.flatten() {
+                let name = entry.file_name();
+                if let Some(tenant) = name.to_str().and_then(Tenant::from_id) {
+                    folders.push((tenant, entry.path()));
+                }
+            }
+        }
+        for (tenant, folder) in folders {
+            let Ok(dir) = std::fs::read_dir(folder) else {
+                continue;
+            };
+            for entry in dir.flatten() {
+                let name = entry.file_name();
+                if let (Some(key), Ok(meta)) = (
+                    name.to_str().and_then(|n| HeapKey::parse(n).ok()),
+                    entry.metadata(),
+                ) {
+                    lru.heaps.insert(&(tenant.clone(), key), (), meta.len());
+                }
             }
         }
     }
 
     /// Records a cached heap and evicts what no longer fits.
-    async fn admit(&self, key: &HeapKey, size: u64) {
+    async fn admit(&self, slot: &Slot, size: u64) {
         self.lru
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .heaps
-            .insert(key, (), size);
-        self.evict_to(self.max_bytes, key).await;
+            .insert(slot, (), size);
+        self.evict_to(self.max_bytes, slot).await;
     }
 
     /// Removes the least recently used heaps but `keep` until the directory
     /// holds at most `max_bytes`.
-    async fn evict_to(&self, max_bytes: u64, keep: &HeapKey) {
+    async fn evict_to(&self, max_bytes: u64, keep: &Slot) {
         let evicted = self
             .lru
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .heaps
             .evict_to(max_bytes, keep);
-        for key in evicted {
-            if let Err(e) = tokio::fs::remove_file(self.local.path_of(&key)).await {
-                tracing::warn!(heap = %key, error = %e, "could not evict a cached heap");
+        for (tenant, key) in evicted {
+            if let Err(e) = tokio::fs::remove_file(self.local.path_of(&tenant, &key)).await {
+                tracing::warn!(heap = %key, %tenant, error = %e, "could not evict a cached heap");
             }
         }
     }
@@ -97,25 +109,25 @@ impl WriteThroughCacheHeapStore {
     /// Copies a snapshot into the directory. A failed write (a full or
     /// read-only `/tmp`) is logged and answered by dropping what it left and
     /// evicting the older half of the cache, so the next write has room.
-    async fn keep_local(&self, snapshot: &Snapshot) {
-        let key = snapshot.key();
-        match self.local.put(snapshot).await {
-            Ok(()) => self.admit(key, snapshot.framed().len() as u64).await,
+    async fn keep_local(&self, tenant: &Tenant, snapshot: &Snapshot) {
+        let slot = (tenant.clone(), snapshot.key().clone());
+        match self.local.put(tenant, snapshot).await {
+            Ok(()) => self.admit(&slot, snapshot.framed().len() as u64).await,
             Err(e) => {
-                tracing::warn!(heap = %key, error = %e, "could not write the heap cache; evicting");
-                self.drop_local(key).await;
-                self.evict_to(self.max_bytes / 2, key).await;
+                tracing::warn!(heap = %slot.1, error = %e, "could not write the heap cache; evicting");
+                self.drop_local(&slot).await;
+                self.evict_to(self.max_bytes / 2, &slot).await;
             }
         }
     }
 
-    async fn drop_local(&self, key: &HeapKey) {
+    async fn drop_local(&self, slot: &Slot) {
         self.lru
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .heaps
-            .remove(key);
-        let _ = tokio::fs::remove_file(self.local.path_of(key)).await;
+            .remove(slot);
+        let _ = tokio::fs::remove_file(self.local.path_of(&slot.0, &slot.1)).await;
     }
 }
 
@@ -123,33 +135,38 @@ impl WriteThroughCacheHeapStore {
 impl HeapStore for WriteThroughCacheHeapStore {
     /// The remote store is the truth: its write decides the result. The
     /// local copy is a convenience that never fails a write.
-    async fn put(&self, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
+    async fn put(&self, tenant: &Tenant, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
         self.load_once();
-        self.remote.put(snapshot).await?;
-        self.keep_local(snapshot).await;
+        self.remote.put(tenant, snapshot).await?;
+        self.keep_local(tenant, snapshot).await;
         Ok(())
     }
 
-    async fn get(&self, key: &HeapKey) -> Result<Option<Snapshot>, HeapStoreError> {
+    async fn get(
+        &self,
+        tenant: &Tenant,
+        key: &HeapKey,
+    ) -> Result<Option<Snapshot>, HeapStoreError> {
         self.load_once();
-        match self.local.get(key).await {
+        let slot = (tenant.clone(), key.clone());
+        match self.local.get(tenant, key).await {
             Ok(Some(snapshot)) => {
-                self.admit(key, snapshot.framed().len() as u64).await;
+                self.admit(&slot, snapshot.framed().len() as u64).await;
                 return Ok(Some(snapshot));
             }
             Ok(None) => {}
             Err(HeapStoreError::Corrupt { source, .. }) => {
                 tracing::warn!(heap = %key, error = %source, "cached heap failed verification; fetching it again");
-                self.drop_local(key).await;
+                self.drop_local(&slot).await;
             }
             Err(e) => {
                 tracing::warn!(heap = %key, error = %e, "cache read failed; fetching from the store")
             }
         }
-        let Some(snapshot) = self.remote.get(key).await? else {
+        let Some(snapshot) = self.remote.get(tenant, key).await? else {
             return Ok(None);
         };
-        self.keep_local(&snapshot).await;
+        self.keep_local(tenant, &snapshot).await;
         Ok(Some(snapshot))
     }
 }

@@ -7,8 +7,11 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 
 use super::{HeapKey, HeapStore, HeapStoreError, Snapshot, verify_read};
+use crate::tenant::Tenant;
 
-/// Heaps as files named by their key in one directory (created on demand).
+/// Heaps as files named by their key: the anonymous tenant's in the
+/// directory itself, another tenant's in `tenants/<id>/` under it (created
+/// on demand).
 #[derive(Debug, Clone)]
 pub struct FileHeapStore {
     dir: PathBuf,
@@ -42,9 +45,17 @@ impl FileHeapStore {
         &self.dir
     }
 
-    /// Where the snapshot of `key` lives.
-    pub fn path_of(&self, key: &HeapKey) -> PathBuf {
-        self.dir.join(key.as_str())
+    /// The directory of `tenant`'s heaps.
+    pub fn folder_of(&self, tenant: &Tenant) -> PathBuf {
+        match tenant.heap_folder() {
+            Some(folder) => self.dir.join(folder),
+            None => self.dir.clone(),
+        }
+    }
+
+    /// Where the snapshot of `key` in `tenant`'s namespace lives.
+    pub fn path_of(&self, tenant: &Tenant, key: &HeapKey) -> PathBuf {
+        self.folder_of(tenant).join(key.as_str())
     }
 
     fn backend(key: &HeapKey, source: io::Error) -> HeapStoreError {
@@ -57,9 +68,10 @@ impl FileHeapStore {
 
     /// Blocking body of [`HeapStore::put`]: one trip to the blocking pool
     /// per write instead of one per file operation.
-    fn put_blocking(&self, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
+    fn put_blocking(&self, tenant: &Tenant, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
         let key = snapshot.key();
-        let path = self.path_of(key);
+        let folder = self.folder_of(tenant);
+        let path = folder.join(key.as_str());
         // Same key, same bytes, so a file of the right length is this heap.
         // One of another length was cut short (a crash before this store
         // synced, a full disk) and is replaced; `get` refuses it meanwhile.
@@ -67,20 +79,28 @@ impl FileHeapStore {
         if std::fs::metadata(&path).is_ok_and(|m| m.len() == framed.len() as u64) {
             return Ok(());
         }
-        if !self.dir.is_dir() {
-            std::fs::create_dir_all(&self.dir).map_err(|e| Self::backend(key, e))?;
-            // A new directory is on disk only once its parent is.
+        if !folder.is_dir() {
+            std::fs::create_dir_all(&folder).map_err(|e| Self::backend(key, e))?;
+            // A new directory is on disk only once its parent is: sync each
+            // parent from the tenant's folder up to the store's own.
             if self.durable {
-                let parent = match self.dir.parent() {
-                    Some(parent) if !parent.as_os_str().is_empty() => parent,
-                    _ => Path::new("."),
-                };
-                sync_dir(parent).map_err(|e| Self::backend(key, e))?;
+                let mut created: &Path = &folder;
+                loop {
+                    let parent = match created.parent() {
+                        Some(parent) if !parent.as_os_str().is_empty() => parent,
+                        _ => Path::new("."),
+                    };
+                    sync_dir(parent).map_err(|e| Self::backend(key, e))?;
+                    if created == self.dir || parent == Path::new(".") {
+                        break;
+                    }
+                    created = parent;
+                }
             }
         }
         // A unique temporary name per writer: two runs producing the same heap
         // at once must not interleave bytes in one temp file.
-        let tmp = self.dir.join(format!(
+        let tmp = folder.join(format!(
             ".{}.{}.tmp",
             key.as_str(),
             uuid::Uuid::new_v4().simple()
@@ -94,7 +114,7 @@ impl FileHeapStore {
         }
         if self.durable {
             // The rename is on disk only once the directory is.
-            sync_dir(&self.dir).map_err(|e| Self::backend(key, e))?;
+            sync_dir(&folder).map_err(|e| Self::backend(key, e))?;
         }
         Ok(())
     }
@@ -112,8 +132,12 @@ impl FileHeapStore {
 
     /// Blocking body of [`HeapStore::get`]; the checksum is computed there
     /// too, so a 400 KB hash does not hold up the async workers.
-    fn get_blocking(&self, key: &HeapKey) -> Result<Option<Snapshot>, HeapStoreError> {
-        match std::fs::read(self.path_of(key)) {
+    fn get_blocking(
+        &self,
+        tenant: &Tenant,
+        key: &HeapKey,
+    ) -> Result<Option<Snapshot>, HeapStoreError> {
+        match std::fs::read(self.path_of(tenant, key)) {
             Ok(bytes) => verify_read(key, bytes.into()).map(Some),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Self::backend(key, e)),
@@ -134,16 +158,20 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 
 #[async_trait]
 impl HeapStore for FileHeapStore {
-    async fn put(&self, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
-        let (store, owned) = (self.clone(), snapshot.clone());
-        tokio::task::spawn_blocking(move || store.put_blocking(&owned))
+    async fn put(&self, tenant: &Tenant, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
+        let (store, tenant, owned) = (self.clone(), tenant.clone(), snapshot.clone());
+        tokio::task::spawn_blocking(move || store.put_blocking(&tenant, &owned))
             .await
             .map_err(|e| Self::joined(snapshot.key(), e))?
     }
 
-    async fn get(&self, key: &HeapKey) -> Result<Option<Snapshot>, HeapStoreError> {
-        let (store, owned) = (self.clone(), key.clone());
-        tokio::task::spawn_blocking(move || store.get_blocking(&owned))
+    async fn get(
+        &self,
+        tenant: &Tenant,
+        key: &HeapKey,
+    ) -> Result<Option<Snapshot>, HeapStoreError> {
+        let (store, tenant, owned) = (self.clone(), tenant.clone(), key.clone());
+        tokio::task::spawn_blocking(move || store.get_blocking(&tenant, &owned))
             .await
             .map_err(|e| Self::joined(key, e))?
     }

@@ -4,15 +4,20 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::HeapKey;
+use crate::tenant::Tenant;
+
+/// A cached heap: the same key in two tenants is two entries, so one
+/// tenant's cache never answers another's read.
+pub(super) type Slot = (Tenant, HeapKey);
 
 /// Heaps with a value and a size each, evicted least recently used first.
 #[derive(Debug)]
 pub(super) struct ByteLru<V> {
     tick: u64,
     total: u64,
-    entries: HashMap<HeapKey, Entry<V>>,
+    entries: HashMap<Slot, Entry<V>>,
     /// Use tick → key: the first entry is the least recently used.
-    by_use: BTreeMap<u64, HeapKey>,
+    by_use: BTreeMap<u64, Slot>,
 }
 
 #[derive(Debug)]
@@ -40,7 +45,7 @@ impl<V> ByteLru<V> {
     }
 
     /// The value of `key`, which becomes the most recently used.
-    pub(super) fn get(&mut self, key: &HeapKey) -> Option<&V> {
+    pub(super) fn get(&mut self, key: &Slot) -> Option<&V> {
         self.tick += 1;
         let entry = self.entries.get_mut(key)?;
         self.by_use.remove(&entry.used);
@@ -50,7 +55,7 @@ impl<V> ByteLru<V> {
     }
 
     /// Holds `value` as the most recently used, replacing what `key` held.
-    pub(super) fn insert(&mut self, key: &HeapKey, value: V, size: u64) {
+    pub(super) fn insert(&mut self, key: &Slot, value: V, size: u64) {
         self.remove(key);
         self.tick += 1;
         self.total += size;
@@ -65,7 +70,7 @@ impl<V> ByteLru<V> {
         );
     }
 
-    pub(super) fn remove(&mut self, key: &HeapKey) -> Option<V> {
+    pub(super) fn remove(&mut self, key: &Slot) -> Option<V> {
         let entry = self.entries.remove(key)?;
         self.by_use.remove(&entry.used);
         self.total -= entry.size;
@@ -74,7 +79,7 @@ impl<V> ByteLru<V> {
 
     /// Removes the least recently used entries other than `keep` until the
     /// sizes fit `max_bytes`, and returns their keys.
-    pub(super) fn evict_to(&mut self, max_bytes: u64, keep: &HeapKey) -> Vec<HeapKey> {
+    pub(super) fn evict_to(&mut self, max_bytes: u64, keep: &Slot) -> Vec<Slot> {
         let mut evicted = Vec::new();
         while self.total > max_bytes {
             let Some(oldest) = self.by_use.values().find(|key| *key != keep).cloned() else {
@@ -91,8 +96,11 @@ impl<V> ByteLru<V> {
 mod tests {
     use super::*;
 
-    fn key(c: char) -> HeapKey {
-        HeapKey::parse(&c.to_string().repeat(64)).unwrap()
+    fn key(c: char) -> Slot {
+        (
+            Tenant::anonymous(),
+            HeapKey::parse(&c.to_string().repeat(64)).unwrap(),
+        )
     }
 
     #[test]
@@ -106,7 +114,7 @@ mod tests {
         // even under a bound it alone exceeds.
         assert_eq!(lru.evict_to(15, &key('b')), vec![key('c'), key('a')]);
         assert_eq!(lru.total(), 10);
-        assert_eq!(lru.evict_to(5, &key('b')), Vec::<HeapKey>::new());
+        assert_eq!(lru.evict_to(5, &key('b')), Vec::<Slot>::new());
         assert_eq!(lru.total(), 10);
     }
 

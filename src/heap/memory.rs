@@ -4,8 +4,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 
-use super::lru::ByteLru;
+use super::lru::{ByteLru, Slot};
 use super::{HeapKey, HeapStore, HeapStoreError, Snapshot};
+use crate::tenant::Tenant;
 
 /// Serves the heaps this process wrote or read last from memory.
 ///
@@ -25,13 +26,14 @@ pub struct MemoryCacheHeapStore {
 
 /// Keeps `snapshot` unless it alone exceeds `max_bytes`, evicting the least
 /// recently used others to make room.
-fn admit(entries: &mut ByteLru<Snapshot>, snapshot: &Snapshot, max_bytes: u64) {
+fn admit(entries: &mut ByteLru<Snapshot>, tenant: &Tenant, snapshot: &Snapshot, max_bytes: u64) {
     let size = snapshot.framed().len() as u64;
-    if size > max_bytes || entries.get(snapshot.key()).is_some() {
+    let slot: Slot = (tenant.clone(), snapshot.key().clone());
+    if size > max_bytes || entries.get(&slot).is_some() {
         return;
     }
-    entries.insert(snapshot.key(), snapshot.clone(), size);
-    entries.evict_to(max_bytes, snapshot.key());
+    entries.insert(&slot, snapshot.clone(), size);
+    entries.evict_to(max_bytes, &slot);
 }
 
 impl MemoryCacheHeapStore {
@@ -58,19 +60,23 @@ impl MemoryCacheHeapStore {
 
 #[async_trait]
 impl HeapStore for MemoryCacheHeapStore {
-    async fn put(&self, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
-        self.inner.put(snapshot).await?;
-        admit(&mut self.lock(), snapshot, self.max_bytes);
+    async fn put(&self, tenant: &Tenant, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
+        self.inner.put(tenant, snapshot).await?;
+        admit(&mut self.lock(), tenant, snapshot, self.max_bytes);
         Ok(())
     }
 
-    async fn get(&self, key: &HeapKey) -> Result<Option<Snapshot>, HeapStoreError> {
-        if let Some(snapshot) = self.lock().get(key) {
+    async fn get(
+        &self,
+        tenant: &Tenant,
+        key: &HeapKey,
+    ) -> Result<Option<Snapshot>, HeapStoreError> {
+        if let Some(snapshot) = self.lock().get(&(tenant.clone(), key.clone())) {
             return Ok(Some(snapshot.clone()));
         }
-        let found = self.inner.get(key).await?;
+        let found = self.inner.get(tenant, key).await?;
         if let Some(snapshot) = &found {
-            admit(&mut self.lock(), snapshot, self.max_bytes);
+            admit(&mut self.lock(), tenant, snapshot, self.max_bytes);
         }
         Ok(found)
     }

@@ -22,6 +22,7 @@ pub use s3::S3HeapStore;
 pub use snapshot::{HEADER_LEN, MAGIC, MIN_PAYLOAD_LEN, Snapshot, SnapshotError};
 
 use crate::BoxError;
+use crate::tenant::Tenant;
 
 /// What can go wrong reading or writing a heap.
 #[derive(Debug, thiserror::Error)]
@@ -59,12 +60,17 @@ pub enum HeapStoreError {
 /// - `get` of a key never stored is `Ok(None)`, not an error.
 /// - `get` verifies what it read ([`Snapshot::verify`]); bytes that fail are
 ///   [`HeapStoreError::Corrupt`] and are never returned.
+/// - Each [`Tenant`] has a namespace of its own: a key `put` by one tenant
+///   is `Ok(None)` to every other (no oracle: exactly as a key never
+///   stored). The anonymous tenant's heaps keep the original layout.
 #[async_trait]
 pub trait HeapStore: Send + Sync + fmt::Debug + 'static {
-    /// Stores `snapshot` under its key.
-    async fn put(&self, snapshot: &Snapshot) -> Result<(), HeapStoreError>;
-    /// Reads and verifies the snapshot stored under `key`.
-    async fn get(&self, key: &HeapKey) -> Result<Option<Snapshot>, HeapStoreError>;
+    /// Stores `snapshot` under its key in `tenant`'s namespace.
+    async fn put(&self, tenant: &Tenant, snapshot: &Snapshot) -> Result<(), HeapStoreError>;
+    /// Reads and verifies the snapshot stored under `key` in `tenant`'s
+    /// namespace.
+    async fn get(&self, tenant: &Tenant, key: &HeapKey)
+    -> Result<Option<Snapshot>, HeapStoreError>;
 }
 
 /// Verification of bytes a backend read, mapped to the seam's error.

@@ -7,6 +7,7 @@ use aws_sdk_s3::error::{DisplayErrorContext, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 
 use super::{HeapKey, HeapStore, HeapStoreError, Snapshot, verify_read};
+use crate::tenant::Tenant;
 
 /// Heaps in a bucket, under an optional key prefix.
 #[derive(Debug, Clone)]
@@ -17,8 +18,10 @@ pub struct S3HeapStore {
 }
 
 impl S3HeapStore {
-    /// A store in `bucket`; object keys are `prefix` + heap key (an empty
-    /// prefix gives bare heap keys, as the original server wrote them).
+    /// A store in `bucket`; object keys are `prefix` + heap key for the
+    /// anonymous tenant (an empty prefix gives bare heap keys, as the
+    /// original server wrote them), `prefix` + `tenants/<id>/` + heap key
+    /// for any other.
     pub fn new(client: Client, bucket: impl Into<String>, prefix: impl Into<String>) -> Self {
         Self {
             client,
@@ -27,9 +30,10 @@ impl S3HeapStore {
         }
     }
 
-    /// The object key of `key`.
-    pub fn object_key(&self, key: &HeapKey) -> String {
-        format!("{}{}", self.prefix, key.as_str())
+    /// The object key of `key` in `tenant`'s namespace.
+    pub fn object_key(&self, tenant: &Tenant, key: &HeapKey) -> String {
+        let folder = tenant.heap_folder().unwrap_or_default();
+        format!("{}{folder}{}", self.prefix, key.as_str())
     }
 
     fn backend<E>(key: &HeapKey, error: SdkError<E, HttpResponse>) -> HeapStoreError
@@ -54,13 +58,13 @@ fn status<E>(error: &SdkError<E, HttpResponse>) -> Option<u16> {
 
 #[async_trait]
 impl HeapStore for S3HeapStore {
-    async fn put(&self, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
+    async fn put(&self, tenant: &Tenant, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
         let key = snapshot.key();
         let result = self
             .client
             .put_object()
             .bucket(&self.bucket)
-            .key(self.object_key(key))
+            .key(self.object_key(tenant, key))
             .body(ByteStream::from(snapshot.framed().clone()))
             .content_type("application/octet-stream")
             // Content addressing: an object under this key already holds these
@@ -77,12 +81,16 @@ impl HeapStore for S3HeapStore {
         }
     }
 
-    async fn get(&self, key: &HeapKey) -> Result<Option<Snapshot>, HeapStoreError> {
+    async fn get(
+        &self,
+        tenant: &Tenant,
+        key: &HeapKey,
+    ) -> Result<Option<Snapshot>, HeapStoreError> {
         let result = self
             .client
             .get_object()
             .bucket(&self.bucket)
-            .key(self.object_key(key))
+            .key(self.object_key(tenant, key))
             .send()
             .await;
         let object = match result {

@@ -13,9 +13,12 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::{ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, Tags};
-use crate::backends::aws::{EXECUTIONS, HEAP_TAG_INDEX, HEAP_TAGS, SESSION_HEADS, SESSION_LOG};
+use crate::backends::aws::{
+    EXECUTIONS, HEAP_TAG_INDEX, HEAP_TAGS, SESSION_HEADS, SESSION_INDEX, SESSION_LOG,
+};
 use crate::heap::HeapKey;
 use crate::session::LogicalSession;
+use crate::tenant::Tenant;
 
 /// JSON larger than this goes to S3; DynamoDB items stop at 400 KB.
 const INLINE_MAX: usize = 300 * 1024;
@@ -33,6 +36,7 @@ const BACKOFF_CAP: Duration = Duration::from_millis(200);
 pub struct MetaTables {
     log: String,
     heads: String,
+    index: String,
     tags: String,
     tag_index: String,
     executions: String,
@@ -44,6 +48,7 @@ impl MetaTables {
         Self {
             log: SESSION_LOG.name(prefix),
             heads: SESSION_HEADS.name(prefix),
+            index: SESSION_INDEX.name(prefix),
             tags: HEAP_TAGS.name(prefix),
             tag_index: HEAP_TAG_INDEX.name(prefix),
             executions: EXECUTIONS.name(prefix),
@@ -93,9 +98,20 @@ fn string<'a>(item: &'a HashMap<String, AttributeValue>, name: &str) -> Option<&
     item.get(name)?.as_s().ok()
 }
 
-/// An unambiguous partition key for one tag pair.
-fn pair_key(key: &str, value: &str) -> String {
-    format!("{}:{key}={value}", key.len())
+/// An unambiguous partition key for one tag pair of `tenant`.
+fn pair_key(tenant: &Tenant, key: &str, value: &str) -> String {
+    tenant
+        .scoped(&format!("{}:{key}={value}", key.len()))
+        .into_owned()
+}
+
+/// Where a session's head stands.
+struct Head {
+    /// The index the next entry gets.
+    next: u64,
+    /// Whether the session index names the session (heads written before
+    /// the index existed do not, until their next append).
+    listed: bool,
 }
 
 impl DynamoMetaStore {
@@ -198,38 +214,55 @@ impl DynamoMetaStore {
         serde_json::from_str(&json).map_err(|e| unreadable(e.to_string()))
     }
 
-    async fn head(&self, session: &LogicalSession) -> Result<u64, MetaStoreError> {
+    async fn head(&self, scoped: &str) -> Result<Head, MetaStoreError> {
+        let fresh = Head {
+            next: 0,
+            listed: false,
+        };
         let output = self
             .dynamodb
             .get_item()
             .table_name(&self.tables.heads)
-            .key("session_name", s(session.as_str()))
+            .key("session_name", s(scoped))
             .consistent_read(true)
             .send()
             .await
             .map_err(sdk)?;
         let Some(item) = output.item.as_ref() else {
-            return Ok(0);
+            return Ok(fresh);
         };
         // An expired head that TTL has not deleted yet starts the log anew.
         if self.log_ttl_secs.is_some()
             && number(item, "expires_at").is_some_and(|at| at <= crate::session::unix_now())
         {
-            return Ok(0);
+            return Ok(fresh);
         }
-        Ok(number(item, "next_idx").unwrap_or(0) as u64)
+        Ok(Head {
+            next: number(item, "next_idx").unwrap_or(0) as u64,
+            listed: item
+                .get("listed")
+                .and_then(|v| v.as_bool().ok())
+                .is_some_and(|b| *b),
+        })
     }
 }
 
 impl DynamoMetaStore {
     /// The execution record as a transaction item.
-    async fn execution_put(&self, record: &ExecutionRecord) -> Result<Put, MetaStoreError> {
+    async fn execution_put(
+        &self,
+        tenant: &Tenant,
+        record: &ExecutionRecord,
+    ) -> Result<Put, MetaStoreError> {
         let id = record.outcome.execution_id;
         let json = serde_json::to_string(record).map_err(backend)?;
-        let (attribute, value) = self.stash(format!("executions/{id}.json"), json).await?;
+        let folder = tenant.heap_folder().unwrap_or_default();
+        let (attribute, value) = self
+            .stash(format!("executions/{folder}{id}.json"), json)
+            .await?;
         Put::builder()
             .table_name(&self.tables.executions)
-            .item("execution_id", s(id.to_string()))
+            .item("execution_id", s(tenant.scoped(&id.to_string())))
             .item(attribute, value)
             .item("expires_at", n(record.expires_at))
             .build()
@@ -239,17 +272,21 @@ impl DynamoMetaStore {
     /// Appends a log entry, in the same transaction as `also` when given.
     async fn append(
         &self,
+        tenant: &Tenant,
         session: &LogicalSession,
         entry: NewLogEntry,
         also: Option<Put>,
     ) -> Result<u64, MetaStoreError> {
-        let session_hash = hex::encode(Sha256::digest(session.as_str().as_bytes()));
+        let scoped = tenant.scoped(session.as_str());
+        let scoped = scoped.as_ref();
+        let session_hash = hex::encode(Sha256::digest(scoped.as_bytes()));
         let started = std::time::Instant::now();
         let mut backoff = BACKOFF_START;
         let mut attempts = 0u32;
         while started.elapsed() < APPEND_BUDGET {
             attempts += 1;
-            let index = self.head(session).await?;
+            let head = self.head(scoped).await?;
+            let index = head.next;
             let record = LogEntry {
                 index,
                 input_heap: entry.input_heap.clone(),
@@ -277,7 +314,7 @@ impl DynamoMetaStore {
             };
             let mut put_entry = Put::builder()
                 .table_name(&self.tables.log)
-                .item("session_name", s(session.as_str()))
+                .item("session_name", s(scoped))
                 .item("idx", n(index))
                 .item(attribute, value)
                 .condition_expression(entry_free);
@@ -292,8 +329,9 @@ impl DynamoMetaStore {
             let advance_head = if index == 0 {
                 let mut put = Put::builder()
                     .table_name(&self.tables.heads)
-                    .item("session_name", s(session.as_str()))
+                    .item("session_name", s(scoped))
                     .item("next_idx", n(1))
+                    .item("listed", AttributeValue::Bool(true))
                     .condition_expression(head_free);
                 if let Some(at) = expires {
                     put = put
@@ -306,13 +344,14 @@ impl DynamoMetaStore {
             } else {
                 let mut update = Update::builder()
                     .table_name(&self.tables.heads)
-                    .key("session_name", s(session.as_str()))
+                    .key("session_name", s(scoped))
                     .update_expression(match expires {
-                        Some(_) => "SET next_idx = :next, expires_at = :expires",
-                        None => "SET next_idx = :next",
+                        Some(_) => "SET next_idx = :next, listed = :listed, expires_at = :expires",
+                        None => "SET next_idx = :next, listed = :listed",
                     })
                     .condition_expression("next_idx = :current")
                     .expression_attribute_values(":next", n(index + 1))
+                    .expression_attribute_values(":listed", AttributeValue::Bool(true))
                     .expression_attribute_values(":current", n(index));
                 if let Some(at) = expires {
                     update = update.expression_attribute_values(":expires", n(at));
@@ -326,6 +365,22 @@ impl DynamoMetaStore {
                 .transact_write_items()
                 .transact_items(TransactWriteItem::builder().put(put_entry).build())
                 .transact_items(advance_head);
+            // The index item is written once per session, and again with
+            // each append only when it must expire with the session.
+            if !head.listed || expires.is_some() {
+                let mut put = Put::builder()
+                    .table_name(&self.tables.index)
+                    .item("tenant", s(tenant.partition()))
+                    .item("session_name", s(session.as_str()));
+                if let Some(at) = expires {
+                    put = put.item("expires_at", n(at));
+                }
+                transaction = transaction.transact_items(
+                    TransactWriteItem::builder()
+                        .put(put.build().map_err(backend)?)
+                        .build(),
+                );
+            }
             if let Some(put) = &also {
                 transaction = transaction
                     .transact_items(TransactWriteItem::builder().put(put.clone()).build());
@@ -372,20 +427,25 @@ fn lost_a_race(error: &TransactWriteItemsError) -> bool {
 impl MetaStore for DynamoMetaStore {
     async fn append_log(
         &self,
+        tenant: &Tenant,
         session: &LogicalSession,
         entry: NewLogEntry,
     ) -> Result<u64, MetaStoreError> {
-        self.append(session, entry, None).await
+        self.append(tenant, session, entry, None).await
     }
 
     async fn record_run(
         &self,
+        tenant: &Tenant,
         log: Option<(&LogicalSession, NewLogEntry)>,
         execution: &ExecutionRecord,
     ) -> Result<Option<u64>, MetaStoreError> {
-        let put = self.execution_put(execution).await?;
+        let put = self.execution_put(tenant, execution).await?;
         match log {
-            Some((session, entry)) => self.append(session, entry, Some(put)).await.map(Some),
+            Some((session, entry)) => self
+                .append(tenant, session, entry, Some(put))
+                .await
+                .map(Some),
             None => {
                 self.dynamodb
                     .put_item()
@@ -399,36 +459,54 @@ impl MetaStore for DynamoMetaStore {
         }
     }
 
-    async fn list_sessions(&self) -> Result<Vec<LogicalSession>, MetaStoreError> {
+    async fn list_sessions(
+        &self,
+        tenant: &Tenant,
+        after: Option<&LogicalSession>,
+        limit: usize,
+    ) -> Result<Vec<LogicalSession>, MetaStoreError> {
         let mut sessions = Vec::new();
-        let (filter, now) = self.live_only().unzip();
-        let mut items = self
+        if limit == 0 {
+            return Ok(sessions);
+        }
+        let page = limit.min(1000) as i32;
+        let mut query = self
             .dynamodb
-            .scan()
-            .table_name(&self.tables.heads)
+            .query()
+            .table_name(&self.tables.index)
             .projection_expression("session_name")
-            .set_filter_expression(filter.map(str::to_owned))
-            .set_expression_attribute_values(
-                now.map(|now| HashMap::from([(":now".to_owned(), now)])),
-            )
+            .expression_attribute_values(":t", s(tenant.partition()))
             .consistent_read(true)
-            .set_limit(self.page_items)
-            .into_paginator()
-            .items()
-            .send();
+            .limit(self.page_items.map_or(page, |items| items.min(page)));
+        query = match after {
+            Some(after) => query
+                .key_condition_expression("tenant = :t AND session_name > :after")
+                .expression_attribute_values(":after", s(after.as_str())),
+            None => query.key_condition_expression("tenant = :t"),
+        };
+        if let Some((filter, now)) = self.live_only() {
+            query = query
+                .filter_expression(filter)
+                .expression_attribute_values(":now", now);
+        }
+        let mut items = query.into_paginator().items().send();
+        // Pages are fetched as the stream is read, so none past `limit`.
         while let Some(item) = items.try_next().await.map_err(sdk)? {
             // Only a name logged before names were validated (the empty
             // one) fails; no call can name it, so no listing shows it.
             sessions.extend(
                 string(&item, "session_name").and_then(|name| LogicalSession::parse(name).ok()),
             );
+            if sessions.len() == limit {
+                break;
+            }
         }
-        sessions.sort();
         Ok(sessions)
     }
 
     async fn last_log_entry(
         &self,
+        tenant: &Tenant,
         session: &LogicalSession,
     ) -> Result<Option<LogEntry>, MetaStoreError> {
         let mut query = self
@@ -436,7 +514,7 @@ impl MetaStore for DynamoMetaStore {
             .query()
             .table_name(&self.tables.log)
             .key_condition_expression("session_name = :s")
-            .expression_attribute_values(":s", s(session.as_str()))
+            .expression_attribute_values(":s", s(tenant.scoped(session.as_str())))
             .scan_index_forward(false)
             .limit(1)
             .consistent_read(true);
@@ -458,6 +536,7 @@ impl MetaStore for DynamoMetaStore {
 
     async fn read_log(
         &self,
+        tenant: &Tenant,
         session: &LogicalSession,
         offset: u64,
         limit: usize,
@@ -473,7 +552,7 @@ impl MetaStore for DynamoMetaStore {
             .query()
             .table_name(&self.tables.log)
             .key_condition_expression("session_name = :s AND idx >= :o")
-            .expression_attribute_values(":s", s(session.as_str()))
+            .expression_attribute_values(":s", s(tenant.scoped(session.as_str())))
             .expression_attribute_values(":o", n(offset))
             .consistent_read(true)
             .limit(self.page_items.map_or(page, |items| items.min(page)));
@@ -496,12 +575,12 @@ impl MetaStore for DynamoMetaStore {
         Ok(entries)
     }
 
-    async fn get_tags(&self, heap: &HeapKey) -> Result<Tags, MetaStoreError> {
+    async fn get_tags(&self, tenant: &Tenant, heap: &HeapKey) -> Result<Tags, MetaStoreError> {
         let output = self
             .dynamodb
             .get_item()
             .table_name(&self.tables.tags)
-            .key("heap_key", s(heap.as_str()))
+            .key("heap_key", s(tenant.scoped(heap.as_str())))
             .consistent_read(true)
             .send()
             .await
@@ -512,17 +591,23 @@ impl MetaStore for DynamoMetaStore {
         }
     }
 
-    async fn set_tags(&self, heap: &HeapKey, tags: &Tags) -> Result<(), MetaStoreError> {
+    async fn set_tags(
+        &self,
+        tenant: &Tenant,
+        heap: &HeapKey,
+        tags: &Tags,
+    ) -> Result<(), MetaStoreError> {
+        let stored = tenant.scoped(heap.as_str());
         // The tags item is the truth; index items only propose candidates,
         // which every query checks against it. Writing new index items first
         // and removing stale ones last means the index never lacks a pair
         // the heap has, without a transaction (and its 100-item limit).
-        let old = self.get_tags(heap).await?;
+        let old = self.get_tags(tenant, heap).await?;
         for (key, value) in tags.iter().filter(|(k, v)| old.get(*k) != Some(*v)) {
             self.dynamodb
                 .put_item()
                 .table_name(&self.tables.tag_index)
-                .item("tag_pair", s(pair_key(key, value)))
+                .item("tag_pair", s(pair_key(tenant, key, value)))
                 .item("heap_key", s(heap.as_str()))
                 .send()
                 .await
@@ -532,7 +617,7 @@ impl MetaStore for DynamoMetaStore {
             self.dynamodb
                 .delete_item()
                 .table_name(&self.tables.tags)
-                .key("heap_key", s(heap.as_str()))
+                .key("heap_key", s(stored.as_ref()))
                 .send()
                 .await
                 .map_err(sdk)?;
@@ -541,7 +626,7 @@ impl MetaStore for DynamoMetaStore {
             self.dynamodb
                 .put_item()
                 .table_name(&self.tables.tags)
-                .item("heap_key", s(heap.as_str()))
+                .item("heap_key", s(stored.as_ref()))
                 .item("json", s(json))
                 .send()
                 .await
@@ -551,7 +636,7 @@ impl MetaStore for DynamoMetaStore {
             self.dynamodb
                 .delete_item()
                 .table_name(&self.tables.tag_index)
-                .key("tag_pair", s(pair_key(key, value)))
+                .key("tag_pair", s(pair_key(tenant, key, value)))
                 .key("heap_key", s(heap.as_str()))
                 .send()
                 .await
@@ -560,7 +645,11 @@ impl MetaStore for DynamoMetaStore {
         Ok(())
     }
 
-    async fn query_by_tags(&self, filter: &Tags) -> Result<Vec<(HeapKey, Tags)>, MetaStoreError> {
+    async fn query_by_tags(
+        &self,
+        tenant: &Tenant,
+        filter: &Tags,
+    ) -> Result<Vec<(HeapKey, Tags)>, MetaStoreError> {
         let Some((key, value)) = filter.iter().next() else {
             return Ok(Vec::new());
         };
@@ -570,7 +659,7 @@ impl MetaStore for DynamoMetaStore {
             .query()
             .table_name(&self.tables.tag_index)
             .key_condition_expression("tag_pair = :p")
-            .expression_attribute_values(":p", s(pair_key(key, value)))
+            .expression_attribute_values(":p", s(pair_key(tenant, key, value)))
             .consistent_read(true)
             .set_limit(self.page_items)
             .into_paginator()
@@ -581,7 +670,7 @@ impl MetaStore for DynamoMetaStore {
         }
         let mut found = Vec::new();
         for heap in candidates {
-            let tags = self.get_tags(&heap).await?;
+            let tags = self.get_tags(tenant, &heap).await?;
             if !tags.is_empty() && filter.iter().all(|(k, v)| tags.get(k) == Some(v)) {
                 found.push((heap, tags));
             }
@@ -589,12 +678,17 @@ impl MetaStore for DynamoMetaStore {
         Ok(found)
     }
 
-    async fn put_execution(&self, record: &ExecutionRecord) -> Result<(), MetaStoreError> {
-        self.record_run(None, record).await.map(drop)
+    async fn put_execution(
+        &self,
+        tenant: &Tenant,
+        record: &ExecutionRecord,
+    ) -> Result<(), MetaStoreError> {
+        self.record_run(tenant, None, record).await.map(drop)
     }
 
     async fn get_execution(
         &self,
+        tenant: &Tenant,
         id: Uuid,
         now: i64,
     ) -> Result<Option<ExecutionRecord>, MetaStoreError> {
@@ -602,7 +696,7 @@ impl MetaStore for DynamoMetaStore {
             .dynamodb
             .get_item()
             .table_name(&self.tables.executions)
-            .key("execution_id", s(id.to_string()))
+            .key("execution_id", s(tenant.scoped(&id.to_string())))
             .consistent_read(true)
             .send()
             .await

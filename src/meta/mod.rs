@@ -16,6 +16,7 @@ use uuid::Uuid;
 use crate::engine::RunOutcome;
 use crate::heap::HeapKey;
 use crate::session::LogicalSession;
+use crate::tenant::Tenant;
 
 pub use self::dynamodb::{DynamoMetaStore, MetaTables};
 pub use self::redb::RedbMetaStore;
@@ -90,14 +91,20 @@ pub enum MetaStoreError {
     },
 }
 
-/// Session log, heap tags and execution registry.
+/// Session log, heap tags and execution registry, each scoped by tenant.
 ///
 /// # Contract
+/// - Every method acts in the namespace of its [`Tenant`] only: a session,
+///   tag or execution written by one tenant is, to every other, exactly
+///   what one never written is (an empty log, no tags, `None`), and no
+///   listing or query of one tenant names another's. The anonymous tenant
+///   keeps the original layout.
 /// - `append_log` allocates the next index of its session atomically:
 ///   concurrent appends to one session get distinct indexes with no gaps,
 ///   from 0.
-/// - `list_sessions` names every session with at least one entry without
-///   reading entries.
+/// - `list_sessions` names the tenant's sessions with at least one entry,
+///   sorted, a page at a time, without reading entries or any other
+///   tenant's sessions (no table scan).
 /// - `set_tags` replaces all tags of a heap; an empty map removes them.
 ///   `query_by_tags` returns heaps whose tags contain every pair of the
 ///   filter, never untagged heaps, reading only candidates of one pair.
@@ -107,34 +114,57 @@ pub trait MetaStore: Send + Sync + fmt::Debug + 'static {
     /// Appends to the log of `session` and returns the entry's index.
     async fn append_log(
         &self,
+        tenant: &Tenant,
         session: &LogicalSession,
         entry: NewLogEntry,
     ) -> Result<u64, MetaStoreError>;
-    /// Names of sessions with at least one entry, sorted.
-    async fn list_sessions(&self) -> Result<Vec<LogicalSession>, MetaStoreError>;
+    /// At most `limit` names of sessions with at least one entry, sorted,
+    /// each after `after` when given (the last name of the previous page).
+    async fn list_sessions(
+        &self,
+        tenant: &Tenant,
+        after: Option<&LogicalSession>,
+        limit: usize,
+    ) -> Result<Vec<LogicalSession>, MetaStoreError>;
     /// The newest entry of `session` (its `index + 1` is the log's length).
     async fn last_log_entry(
         &self,
+        tenant: &Tenant,
         session: &LogicalSession,
     ) -> Result<Option<LogEntry>, MetaStoreError>;
     /// Entries `offset..offset + limit` of `session`, in index order.
     async fn read_log(
         &self,
+        tenant: &Tenant,
         session: &LogicalSession,
         offset: u64,
         limit: usize,
     ) -> Result<Vec<LogEntry>, MetaStoreError>;
     /// Tags of `heap` (empty when none).
-    async fn get_tags(&self, heap: &HeapKey) -> Result<Tags, MetaStoreError>;
+    async fn get_tags(&self, tenant: &Tenant, heap: &HeapKey) -> Result<Tags, MetaStoreError>;
     /// Replaces the tags of `heap`.
-    async fn set_tags(&self, heap: &HeapKey, tags: &Tags) -> Result<(), MetaStoreError>;
+    async fn set_tags(
+        &self,
+        tenant: &Tenant,
+        heap: &HeapKey,
+        tags: &Tags,
+    ) -> Result<(), MetaStoreError>;
     /// Heaps whose tags contain every pair of `filter` (non-empty).
-    async fn query_by_tags(&self, filter: &Tags) -> Result<Vec<(HeapKey, Tags)>, MetaStoreError>;
+    async fn query_by_tags(
+        &self,
+        tenant: &Tenant,
+        filter: &Tags,
+    ) -> Result<Vec<(HeapKey, Tags)>, MetaStoreError>;
     /// Records a run.
-    async fn put_execution(&self, record: &ExecutionRecord) -> Result<(), MetaStoreError>;
+    async fn put_execution(
+        &self,
+        tenant: &Tenant,
+        record: &ExecutionRecord,
+    ) -> Result<(), MetaStoreError>;
     /// A recorded run, unless absent or expired at `now` (Unix seconds).
     async fn get_execution(
         &self,
+        tenant: &Tenant,
         id: Uuid,
         now: i64,
     ) -> Result<Option<ExecutionRecord>, MetaStoreError>;
@@ -145,14 +175,15 @@ pub trait MetaStore: Send + Sync + fmt::Debug + 'static {
     /// Returns the log index.
     async fn record_run(
         &self,
+        tenant: &Tenant,
         log: Option<(&LogicalSession, NewLogEntry)>,
         execution: &ExecutionRecord,
     ) -> Result<Option<u64>, MetaStoreError> {
         let index = match log {
-            Some((session, entry)) => Some(self.append_log(session, entry).await?),
+            Some((session, entry)) => Some(self.append_log(tenant, session, entry).await?),
             None => None,
         };
-        self.put_execution(execution).await?;
+        self.put_execution(tenant, execution).await?;
         Ok(index)
     }
 }

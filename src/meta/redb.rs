@@ -3,20 +3,27 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use redb::{Database, ReadableTable, TableDefinition};
+use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
 use uuid::Uuid;
 
 use super::{ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, Tags};
 use crate::heap::HeapKey;
 use crate::session::LogicalSession;
+use crate::tenant::Tenant;
+
+// Keys of session names, heaps and executions are scoped by tenant
+// (`Tenant::scoped`): bare for the anonymous tenant, as before tenants.
 
 /// (session, index) → JSON [`LogEntry`].
 const LOG: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("session_log");
 /// session → next index; one row per session, so listing reads no entries.
 const LOG_HEADS: TableDefinition<&str, u64> = TableDefinition::new("session_log_heads");
+/// (tenant partition, session name) → (): each tenant's sessions in one
+/// range, so a listing reads only its own tenant's names.
+const SESSION_INDEX: TableDefinition<(&str, &str), ()> = TableDefinition::new("session_index");
 /// heap → JSON tags.
 const TAGS: TableDefinition<&str, &[u8]> = TableDefinition::new("heap_tags");
-/// (tag key, tag value, heap) → (): the inverted index for queries.
+/// (scoped tag key, tag value, heap) → (): the inverted index for queries.
 const TAG_INDEX: TableDefinition<(&str, &str, &str), ()> = TableDefinition::new("heap_tag_index");
 /// execution id → JSON [`ExecutionRecord`].
 const EXECUTIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("executions");
@@ -51,10 +58,10 @@ impl RedbMetaStore {
     pub fn new(db: Arc<Database>) -> Result<Self, MetaStoreError> {
         let tx = db.begin_write().map_err(backend)?;
         tx.open_table(LOG).map_err(backend)?;
-        tx.open_table(LOG_HEADS).map_err(backend)?;
         tx.open_table(TAGS).map_err(backend)?;
         tx.open_table(TAG_INDEX).map_err(backend)?;
         tx.open_table(EXECUTIONS).map_err(backend)?;
+        index_existing_sessions(&tx)?;
         tx.commit().map_err(backend)?;
         Ok(Self { db })
     }
@@ -71,21 +78,47 @@ impl RedbMetaStore {
     }
 }
 
+/// Fills the session index from the heads when it is empty and they are
+/// not: a database written before the index existed is listed in full.
+fn index_existing_sessions(tx: &redb::WriteTransaction) -> Result<(), MetaStoreError> {
+    let heads = tx.open_table(LOG_HEADS).map_err(backend)?;
+    let mut index = tx.open_table(SESSION_INDEX).map_err(backend)?;
+    if !index.is_empty().map_err(backend)? || heads.is_empty().map_err(backend)? {
+        return Ok(());
+    }
+    for row in heads.iter().map_err(backend)? {
+        let (stored, _) = row.map_err(backend)?;
+        let (tenant, name) = Tenant::unscoped(stored.value());
+        index
+            .insert((tenant.partition(), name), ())
+            .map_err(backend)?;
+    }
+    Ok(())
+}
+
 /// Appends to the log of `session` inside `tx`. redb runs write transactions
 /// one at a time, so reading the head and writing entry and head in one
 /// transaction allocates the index without races.
 fn append_in(
     tx: &redb::WriteTransaction,
+    tenant: &Tenant,
     session: &LogicalSession,
     entry: NewLogEntry,
 ) -> Result<u64, MetaStoreError> {
-    let session = session.as_str();
+    let scoped = tenant.scoped(session.as_str());
+    let session = scoped.as_ref();
     let mut heads = tx.open_table(LOG_HEADS).map_err(backend)?;
     let index = heads
         .get(session)
         .map_err(backend)?
         .map_or(0, |v| v.value());
     heads.insert(session, index + 1).map_err(backend)?;
+    if index == 0 {
+        tx.open_table(SESSION_INDEX)
+            .map_err(backend)?
+            .insert((tenant.partition(), scoped_name(session)), ())
+            .map_err(backend)?;
+    }
     let record = LogEntry {
         index,
         input_heap: entry.input_heap,
@@ -101,17 +134,21 @@ fn append_in(
     Ok(index)
 }
 
+/// The session name of a scoped key.
+fn scoped_name(scoped: &str) -> &str {
+    Tenant::unscoped(scoped).1
+}
+
 fn put_execution_in(
     tx: &redb::WriteTransaction,
+    tenant: &Tenant,
     record: &ExecutionRecord,
 ) -> Result<(), MetaStoreError> {
     let bytes = serde_json::to_vec(record).map_err(backend)?;
+    let id = record.outcome.execution_id.to_string();
     tx.open_table(EXECUTIONS)
         .map_err(backend)?
-        .insert(
-            record.outcome.execution_id.to_string().as_str(),
-            bytes.as_slice(),
-        )
+        .insert(tenant.scoped(&id).as_ref(), bytes.as_slice())
         .map_err(backend)?;
     Ok(())
 }
@@ -120,29 +157,45 @@ fn put_execution_in(
 impl MetaStore for RedbMetaStore {
     async fn append_log(
         &self,
+        tenant: &Tenant,
         session: &LogicalSession,
         entry: NewLogEntry,
     ) -> Result<u64, MetaStoreError> {
-        let session = session.clone();
+        let (tenant, session) = (tenant.clone(), session.clone());
         self.blocking(move |db| {
             let tx = db.begin_write().map_err(backend)?;
-            let index = append_in(&tx, &session, entry)?;
+            let index = append_in(&tx, &tenant, &session, entry)?;
             tx.commit().map_err(backend)?;
             Ok(index)
         })
         .await
     }
 
-    async fn list_sessions(&self) -> Result<Vec<LogicalSession>, MetaStoreError> {
-        self.blocking(|db| {
+    async fn list_sessions(
+        &self,
+        tenant: &Tenant,
+        after: Option<&LogicalSession>,
+        limit: usize,
+    ) -> Result<Vec<LogicalSession>, MetaStoreError> {
+        let (tenant, after) = (tenant.clone(), after.cloned());
+        self.blocking(move |db| {
             let tx = db.begin_read().map_err(backend)?;
-            let heads = tx.open_table(LOG_HEADS).map_err(backend)?;
+            let index = tx.open_table(SESSION_INDEX).map_err(backend)?;
+            let partition = tenant.partition();
+            let start = after.as_ref().map_or("", LogicalSession::as_str);
             let mut sessions = Vec::new();
-            for row in heads.iter().map_err(backend)? {
-                let (name, _) = row.map_err(backend)?;
+            for row in index.range((partition, start)..).map_err(backend)? {
+                let (key, _) = row.map_err(backend)?;
+                let (p, name) = key.value();
+                if p != partition || sessions.len() == limit {
+                    break;
+                }
+                if Some(name) == after.as_ref().map(LogicalSession::as_str) {
+                    continue;
+                }
                 // Only a name logged before names were validated (the empty
                 // one) fails; no call can name it, so no listing shows it.
-                if let Ok(name) = LogicalSession::parse(name.value()) {
+                if let Ok(name) = LogicalSession::parse(name) {
                     sessions.push(name);
                 }
             }
@@ -153,9 +206,10 @@ impl MetaStore for RedbMetaStore {
 
     async fn last_log_entry(
         &self,
+        tenant: &Tenant,
         session: &LogicalSession,
     ) -> Result<Option<LogEntry>, MetaStoreError> {
-        let session = session.clone();
+        let session = tenant.scoped(session.as_str()).into_owned();
         self.blocking(move |db| {
             let tx = db.begin_read().map_err(backend)?;
             let log = tx.open_table(LOG).map_err(backend)?;
@@ -175,11 +229,12 @@ impl MetaStore for RedbMetaStore {
 
     async fn read_log(
         &self,
+        tenant: &Tenant,
         session: &LogicalSession,
         offset: u64,
         limit: usize,
     ) -> Result<Vec<LogEntry>, MetaStoreError> {
-        let session = session.clone();
+        let session = tenant.scoped(session.as_str()).into_owned();
         self.blocking(move |db| {
             let tx = db.begin_read().map_err(backend)?;
             let log = tx.open_table(LOG).map_err(backend)?;
@@ -197,12 +252,12 @@ impl MetaStore for RedbMetaStore {
         .await
     }
 
-    async fn get_tags(&self, heap: &HeapKey) -> Result<Tags, MetaStoreError> {
-        let heap = heap.clone();
+    async fn get_tags(&self, tenant: &Tenant, heap: &HeapKey) -> Result<Tags, MetaStoreError> {
+        let (heap, stored) = (heap.clone(), tenant.scoped(heap.as_str()).into_owned());
         self.blocking(move |db| {
             let tx = db.begin_read().map_err(backend)?;
             let tags = tx.open_table(TAGS).map_err(backend)?;
-            match tags.get(heap.as_str()).map_err(backend)? {
+            match tags.get(stored.as_str()).map_err(backend)? {
                 Some(bytes) => decode(|| format!("tags of heap {heap}"), bytes.value()),
                 None => Ok(Tags::new()),
             }
@@ -210,32 +265,41 @@ impl MetaStore for RedbMetaStore {
         .await
     }
 
-    async fn set_tags(&self, heap: &HeapKey, new_tags: &Tags) -> Result<(), MetaStoreError> {
-        let heap = heap.clone();
+    async fn set_tags(
+        &self,
+        tenant: &Tenant,
+        heap: &HeapKey,
+        new_tags: &Tags,
+    ) -> Result<(), MetaStoreError> {
+        let (tenant, heap) = (tenant.clone(), heap.clone());
         let new_tags = new_tags.clone();
         self.blocking(move |db| {
+            let stored = tenant.scoped(heap.as_str());
             let tx = db.begin_write().map_err(backend)?;
             {
                 let mut tags = tx.open_table(TAGS).map_err(backend)?;
                 let mut index = tx.open_table(TAG_INDEX).map_err(backend)?;
-                let old: Tags = match tags.get(heap.as_str()).map_err(backend)? {
+                let old: Tags = match tags.get(stored.as_ref()).map_err(backend)? {
                     Some(bytes) => decode(|| format!("tags of heap {heap}"), bytes.value())?,
                     None => Tags::new(),
                 };
                 for (key, value) in &old {
                     index
-                        .remove((key.as_str(), value.as_str(), heap.as_str()))
+                        .remove((tenant.scoped(key).as_ref(), value.as_str(), heap.as_str()))
                         .map_err(backend)?;
                 }
                 if new_tags.is_empty() {
-                    tags.remove(heap.as_str()).map_err(backend)?;
+                    tags.remove(stored.as_ref()).map_err(backend)?;
                 } else {
                     let bytes = serde_json::to_vec(&new_tags).map_err(backend)?;
-                    tags.insert(heap.as_str(), bytes.as_slice())
+                    tags.insert(stored.as_ref(), bytes.as_slice())
                         .map_err(backend)?;
                     for (key, value) in &new_tags {
                         index
-                            .insert((key.as_str(), value.as_str(), heap.as_str()), ())
+                            .insert(
+                                (tenant.scoped(key).as_ref(), value.as_str(), heap.as_str()),
+                                (),
+                            )
                             .map_err(backend)?;
                     }
                 }
@@ -245,21 +309,24 @@ impl MetaStore for RedbMetaStore {
         .await
     }
 
-    async fn query_by_tags(&self, filter: &Tags) -> Result<Vec<(HeapKey, Tags)>, MetaStoreError> {
-        let filter = filter.clone();
+    async fn query_by_tags(
+        &self,
+        tenant: &Tenant,
+        filter: &Tags,
+    ) -> Result<Vec<(HeapKey, Tags)>, MetaStoreError> {
+        let (tenant, filter) = (tenant.clone(), filter.clone());
         self.blocking(move |db| {
             let Some((key, value)) = filter.iter().next() else {
                 return Ok(Vec::new());
             };
+            let key = tenant.scoped(key);
+            let key = key.as_ref();
             let tx = db.begin_read().map_err(backend)?;
             let index = tx.open_table(TAG_INDEX).map_err(backend)?;
             let tags = tx.open_table(TAGS).map_err(backend)?;
             let mut found = Vec::new();
             // Candidates share the first pair; only they are read.
-            for row in index
-                .range((key.as_str(), value.as_str(), "")..)
-                .map_err(backend)?
-            {
+            for row in index.range((key, value.as_str(), "")..).map_err(backend)? {
                 let (entry, _) = row.map_err(backend)?;
                 let (k, v, heap) = entry.value();
                 if k != key || v != value {
@@ -268,7 +335,10 @@ impl MetaStore for RedbMetaStore {
                 let Ok(heap) = HeapKey::parse(heap) else {
                     continue;
                 };
-                let Some(bytes) = tags.get(heap.as_str()).map_err(backend)? else {
+                let Some(bytes) = tags
+                    .get(tenant.scoped(heap.as_str()).as_ref())
+                    .map_err(backend)?
+                else {
                     continue;
                 };
                 let heap_tags: Tags = decode(|| format!("tags of heap {heap}"), bytes.value())?;
@@ -281,26 +351,31 @@ impl MetaStore for RedbMetaStore {
         .await
     }
 
-    async fn put_execution(&self, record: &ExecutionRecord) -> Result<(), MetaStoreError> {
-        self.record_run(None, record).await.map(|_| ())
+    async fn put_execution(
+        &self,
+        tenant: &Tenant,
+        record: &ExecutionRecord,
+    ) -> Result<(), MetaStoreError> {
+        self.record_run(tenant, None, record).await.map(|_| ())
     }
 
     /// One write transaction: a failure leaves neither the log entry nor the
     /// execution record behind, as on DynamoDB.
     async fn record_run(
         &self,
+        tenant: &Tenant,
         log: Option<(&LogicalSession, NewLogEntry)>,
         execution: &ExecutionRecord,
     ) -> Result<Option<u64>, MetaStoreError> {
         let log = log.map(|(session, entry)| (session.clone(), entry));
-        let execution = execution.clone();
+        let (tenant, execution) = (tenant.clone(), execution.clone());
         self.blocking(move |db| {
             let tx = db.begin_write().map_err(backend)?;
             let index = match log {
-                Some((session, entry)) => Some(append_in(&tx, &session, entry)?),
+                Some((session, entry)) => Some(append_in(&tx, &tenant, &session, entry)?),
                 None => None,
             };
-            put_execution_in(&tx, &execution)?;
+            put_execution_in(&tx, &tenant, &execution)?;
             tx.commit().map_err(backend)?;
             Ok(index)
         })
@@ -309,13 +384,15 @@ impl MetaStore for RedbMetaStore {
 
     async fn get_execution(
         &self,
+        tenant: &Tenant,
         id: Uuid,
         now: i64,
     ) -> Result<Option<ExecutionRecord>, MetaStoreError> {
+        let stored = tenant.scoped(&id.to_string()).into_owned();
         self.blocking(move |db| {
             let tx = db.begin_read().map_err(backend)?;
             let executions = tx.open_table(EXECUTIONS).map_err(backend)?;
-            let Some(bytes) = executions.get(id.to_string().as_str()).map_err(backend)? else {
+            let Some(bytes) = executions.get(stored.as_str()).map_err(backend)? else {
                 return Ok(None);
             };
             let record: ExecutionRecord = decode(|| format!("execution {id}"), bytes.value())?;

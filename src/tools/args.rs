@@ -32,6 +32,13 @@ pub(crate) fn tags(tags: &Tags) -> Result<(), String> {
         if key.is_empty() {
             return Err("tag keys must not be empty".into());
         }
+        // Stores scope tag keys by tenant with a control character
+        // (`Tenant::scoped`); a key holding one could pass for another's.
+        if key.chars().any(char::is_control) {
+            return Err(format!(
+                "tag key {key:?} contains a control character; tag keys must not"
+            ));
+        }
         if key.len() > MAX_TAG_KEY {
             return Err(format!(
                 "tag key {:?}… is over {MAX_TAG_KEY} bytes",
@@ -65,6 +72,8 @@ mod tests {
         assert!(tags(&ok).is_ok());
         let empty_key: Tags = [(String::new(), "x".to_owned())].into();
         assert!(tags(&empty_key).unwrap_err().contains("empty"));
+        let control: Tags = [("a\u{1f}b".to_owned(), "x".to_owned())].into();
+        assert!(tags(&control).unwrap_err().contains("control"));
         let long_value: Tags = [("k".to_owned(), "v".repeat(MAX_TAG_VALUE + 1))].into();
         assert!(tags(&long_value).unwrap_err().contains("over"));
         let many: Tags = (0..=MAX_TAGS)

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use uuid::Uuid;
 
-use super::{Toolbox, args, schema, structured_result};
+use super::{CallContext, Toolbox, args, schema, structured_result};
 use crate::engine::RunOutcome;
 use crate::meta::Tags;
 use crate::protocol::mcp::{CallToolResult, Tool};
@@ -141,12 +141,17 @@ struct TagsResult {
     tags: Tags,
 }
 
-pub(super) async fn get(toolbox: &Toolbox, a: HeapArgs, structured: bool) -> CallToolResult {
+pub(super) async fn get(
+    toolbox: &Toolbox,
+    context: CallContext<'_>,
+    a: HeapArgs,
+    structured: bool,
+) -> CallToolResult {
     let heap = match args::heap(&a.heap) {
         Ok(heap) => heap,
         Err(e) => return CallToolResult::error(e),
     };
-    match toolbox.meta.get_tags(&heap).await {
+    match toolbox.meta.get_tags(context.tenant, &heap).await {
         Ok(tags) => structured_result(&TagsResult { tags }, false, structured),
         Err(e) => CallToolResult::error(format!("could not read the tags: {e}")),
     }
@@ -159,13 +164,18 @@ pub(super) struct SetArgs {
     tags: Tags,
 }
 
-pub(super) async fn set(toolbox: &Toolbox, a: SetArgs, structured: bool) -> CallToolResult {
+pub(super) async fn set(
+    toolbox: &Toolbox,
+    context: CallContext<'_>,
+    a: SetArgs,
+    structured: bool,
+) -> CallToolResult {
     let result = async {
         let heap = args::heap(&a.heap)?;
         args::tags(&a.tags)?;
         toolbox
             .meta
-            .set_tags(&heap, &a.tags)
+            .set_tags(context.tenant, &heap, &a.tags)
             .await
             .map_err(|e| e.to_string())
     };
@@ -180,7 +190,12 @@ pub(super) struct DeleteArgs {
     keys: Option<String>,
 }
 
-pub(super) async fn delete(toolbox: &Toolbox, a: DeleteArgs, structured: bool) -> CallToolResult {
+pub(super) async fn delete(
+    toolbox: &Toolbox,
+    context: CallContext<'_>,
+    a: DeleteArgs,
+    structured: bool,
+) -> CallToolResult {
     let result = async {
         let heap = args::heap(&a.heap)?;
         let tags = match &a.keys {
@@ -188,7 +203,7 @@ pub(super) async fn delete(toolbox: &Toolbox, a: DeleteArgs, structured: bool) -
             Some(keys) => {
                 let mut tags = toolbox
                     .meta
-                    .get_tags(&heap)
+                    .get_tags(context.tenant, &heap)
                     .await
                     .map_err(|e| e.to_string())?;
                 for key in args::list(keys) {
@@ -199,7 +214,7 @@ pub(super) async fn delete(toolbox: &Toolbox, a: DeleteArgs, structured: bool) -
         };
         toolbox
             .meta
-            .set_tags(&heap, &tags)
+            .set_tags(context.tenant, &heap, &tags)
             .await
             .map_err(|e| e.to_string())
     };
@@ -223,14 +238,19 @@ struct QueryResult {
     results: Vec<Match>,
 }
 
-pub(super) async fn query(toolbox: &Toolbox, a: QueryArgs, structured: bool) -> CallToolResult {
+pub(super) async fn query(
+    toolbox: &Toolbox,
+    context: CallContext<'_>,
+    a: QueryArgs,
+    structured: bool,
+) -> CallToolResult {
     if a.tags.is_empty() {
         return CallToolResult::error("tags must name at least one key-value pair to match");
     }
     if let Err(e) = args::tags(&a.tags) {
         return CallToolResult::error(e);
     }
-    match toolbox.meta.query_by_tags(&a.tags).await {
+    match toolbox.meta.query_by_tags(context.tenant, &a.tags).await {
         Ok(found) => {
             let results = found
                 .into_iter()
@@ -261,13 +281,18 @@ struct ExecutionView {
 
 pub(super) async fn get_execution(
     toolbox: &Toolbox,
+    context: CallContext<'_>,
     a: ExecutionArgs,
     structured: bool,
 ) -> CallToolResult {
     let Ok(id) = a.execution_id.trim().parse::<Uuid>() else {
         return CallToolResult::error(format!("execution_id {:?} is not a UUID", a.execution_id));
     };
-    match toolbox.meta.get_execution(id, unix_now()).await {
+    match toolbox
+        .meta
+        .get_execution(context.tenant, id, unix_now())
+        .await
+    {
         Ok(Some(record)) => {
             let view = ExecutionView {
                 outcome: record.outcome,

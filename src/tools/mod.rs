@@ -10,7 +10,6 @@ mod session_log;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
@@ -20,6 +19,7 @@ use crate::protocol::mcp::{
     CallToolParams, CallToolResult, Continuity, ListToolsResult, TextContent, has_structured_output,
 };
 use crate::session::{InitState, LogicalSession};
+use crate::tenant::Tenant;
 
 /// What tools run against.
 #[derive(Debug, Clone)]
@@ -35,13 +35,16 @@ pub struct Toolbox {
 }
 
 /// What a tool call knows of its caller: the protocol version (which shapes
-/// results), the logical session named by the transport, if any, and when
-/// the host must have answered. Built from a replayed session or from one
-/// 2026-07-28 request.
+/// results), whose data it may see, the logical session named by the
+/// transport, if any, and when the host must have answered. Built from a
+/// replayed session or from one 2026-07-28 request.
 #[derive(Debug, Clone, Copy)]
 pub struct CallContext<'a> {
     /// The protocol version of the request.
     pub protocol_version: &'a str,
+    /// The caller's namespace: every store read and write of the call is
+    /// scoped by it.
+    pub tenant: &'a Tenant,
     /// The logical session (`X-MCP-Session-Id`); a tool's `session`
     /// argument overrides it.
     pub logical_session: Option<&'a LogicalSession>,
@@ -52,9 +55,14 @@ pub struct CallContext<'a> {
 
 impl<'a> CallContext<'a> {
     /// The context of a request of a replayed session.
-    pub fn of_session(state: &'a InitState, deadline: Option<SystemTime>) -> Self {
+    pub fn of_session(
+        state: &'a InitState,
+        tenant: &'a Tenant,
+        deadline: Option<SystemTime>,
+    ) -> Self {
         Self {
             protocol_version: &state.protocol_version,
+            tenant,
             logical_session: state.logical_session.as_ref(),
             deadline,
         }
@@ -126,17 +134,25 @@ impl Toolbox {
         let result = match name {
             run_js::NAME => with_args!(|a| run_js::call(self, context, a, structured)),
             session_log::LIST_SESSIONS => {
-                with_args!(|_: NoArgs| session_log::list_sessions(self, structured))
+                with_args!(|a| session_log::list_sessions(self, context, a, structured))
             }
             session_log::LIST_SESSION_SNAPSHOTS => {
                 with_args!(|a| session_log::list_session_snapshots(self, context, a, structured))
             }
-            heap_tags::GET_HEAP_TAGS => with_args!(|a| heap_tags::get(self, a, structured)),
-            heap_tags::SET_HEAP_TAGS => with_args!(|a| heap_tags::set(self, a, structured)),
-            heap_tags::DELETE_HEAP_TAGS => with_args!(|a| heap_tags::delete(self, a, structured)),
-            heap_tags::QUERY_HEAPS_BY_TAGS => with_args!(|a| heap_tags::query(self, a, structured)),
+            heap_tags::GET_HEAP_TAGS => {
+                with_args!(|a| heap_tags::get(self, context, a, structured))
+            }
+            heap_tags::SET_HEAP_TAGS => {
+                with_args!(|a| heap_tags::set(self, context, a, structured))
+            }
+            heap_tags::DELETE_HEAP_TAGS => {
+                with_args!(|a| heap_tags::delete(self, context, a, structured))
+            }
+            heap_tags::QUERY_HEAPS_BY_TAGS => {
+                with_args!(|a| heap_tags::query(self, context, a, structured))
+            }
             heap_tags::GET_EXECUTION => {
-                with_args!(|a| heap_tags::get_execution(self, a, structured))
+                with_args!(|a| heap_tags::get_execution(self, context, a, structured))
             }
             other => return Err(ToolCallError::UnknownTool(other.to_owned())),
         };
@@ -157,12 +173,13 @@ impl Toolbox {
     /// server is stateless and keeps no log).
     pub async fn continuity(
         &self,
+        tenant: &Tenant,
         logical_session: &LogicalSession,
     ) -> Result<Option<Continuity>, crate::meta::MetaStoreError> {
         if self.stateless {
             return Ok(None);
         }
-        let last = self.meta.last_log_entry(logical_session).await?;
+        let last = self.meta.last_log_entry(tenant, logical_session).await?;
         Ok(Some(Continuity {
             logical_session: logical_session.to_string(),
             resumed: last.is_some(),
@@ -171,11 +188,6 @@ impl Toolbox {
         }))
     }
 }
-
-/// Arguments of a tool that takes none (unknown ones are refused).
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NoArgs {}
 
 /// Decodes tool arguments, with a message the model can act on.
 fn arguments<T: DeserializeOwned>(raw: Option<&RawValue>) -> Result<T, String> {

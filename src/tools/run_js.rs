@@ -11,6 +11,7 @@ use crate::heap::HeapKey;
 use crate::meta::{ExecutionRecord, NewLogEntry, Tags};
 use crate::protocol::mcp::{CallToolResult, Tool};
 use crate::session::{LogicalSession, unix_now};
+use crate::tenant::Tenant;
 
 pub(super) const NAME: &str = "run_js";
 
@@ -204,6 +205,7 @@ fn plan(toolbox: &Toolbox, context: CallContext<'_>, args: Args) -> Result<Plann
         request: RunRequest {
             code: args.code,
             heap,
+            tenant: context.tenant.clone(),
             stateful: !toolbox.stateless,
             language: args.language,
             timeout,
@@ -246,6 +248,7 @@ pub(super) async fn call(
     let metadata_failed = !toolbox.stateless
         && !record(
             toolbox,
+            context.tenant,
             &mut outcome,
             (started, completed_at),
             report.executed_code,
@@ -301,6 +304,7 @@ fn fitted(mut outcome: RunOutcome, is_error: bool, structured: bool) -> CallTool
 /// was written.
 async fn record(
     toolbox: &Toolbox,
+    tenant: &Tenant,
     outcome: &mut RunOutcome,
     (started, completed_at): (i128, i128),
     executed_code: String,
@@ -330,14 +334,14 @@ async fn record(
         completed_at: rfc3339(completed_at),
         expires_at: unix_now() + toolbox.execution_ttl_secs,
     };
-    if let Err(e) = toolbox.meta.record_run(log, &execution).await {
+    if let Err(e) = toolbox.meta.record_run(tenant, log, &execution).await {
         outcome.warnings.push(format!(
             "the session log entry and execution record were not written: {e}"
         ));
         written = false;
     }
     if let (Some(output_heap), Some(tags)) = (&completed_heap, tags)
-        && let Err(e) = toolbox.meta.set_tags(output_heap, tags).await
+        && let Err(e) = toolbox.meta.set_tags(tenant, output_heap, tags).await
     {
         outcome.warnings.push(format!("the tags were not set: {e}"));
         written = false;

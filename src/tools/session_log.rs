@@ -14,6 +14,9 @@ pub(super) const LIST_SESSION_SNAPSHOTS: &str = "list_session_snapshots";
 const FIELDS: [&str; 5] = ["index", "input_heap", "output_heap", "code", "timestamp"];
 /// Most entries one call returns.
 const MAX_ENTRIES: usize = 1000;
+/// Most session names one call returns (at most 256 bytes each, so a page
+/// stays far inside one response).
+const MAX_SESSIONS: usize = 1000;
 /// Most JSON one page of entries holds, in bytes: a structured result
 /// carries it twice, and with escaping it stays inside one response
 /// (`super::MAX_RESULT_JSON_BYTES`).
@@ -27,17 +30,29 @@ pub(super) fn describe() -> Vec<Tool> {
     vec![
         Tool {
             name: LIST_SESSIONS,
-            description: "List the names of all logical sessions that have at least one logged run.",
-            input_schema: json!({ "type": "object", "properties": {}, "additionalProperties": false }),
+            description: "List the names of your logical sessions that have at least one logged run, sorted. Only \
+sessions of the caller you authenticated as are listed. Returns at most 1000 names per call; pass next_cursor as cursor \
+for the next page.",
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "cursor": { "type": "string", "description": "next_cursor of the previous page (default: from the first name)." },
+                    "limit": { "type": "integer", "minimum": 1, "maximum": MAX_SESSIONS, "description": "Most names to return (default and cap 1000)." }
+                },
+                "additionalProperties": false
+            }),
             output_schema: Some(json!({
                 "type": "object",
-                "properties": { "sessions": { "type": "array", "items": { "type": "string" } } },
+                "properties": {
+                    "sessions": { "type": "array", "items": { "type": "string" } },
+                    "next_cursor": { "type": "string", "description": "Present when more names follow." }
+                },
                 "required": ["sessions"]
             })),
         },
         Tool {
             name: LIST_SESSION_SNAPSHOTS,
-            description: "List the logged runs of a logical session in order: each entry's input and output heap, the \
+            description: "List the logged runs of one of your logical sessions in order: each entry's input and output heap, the \
 code run and when. The session is the session argument, else this connection's X-MCP-Session-Id header. Returns at most \
 1000 entries and about 1 MiB per call; page with offset and limit (next_offset says where the next page starts).",
             input_schema: json!({
@@ -72,14 +87,59 @@ code run and when. The session is the session argument, else this connection's X
     ]
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SessionsArgs {
+    #[serde(default)]
+    cursor: Option<String>,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
 #[derive(Debug, Serialize)]
 struct Sessions {
     sessions: Vec<LogicalSession>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_cursor: Option<LogicalSession>,
 }
 
-pub(super) async fn list_sessions(toolbox: &Toolbox, structured: bool) -> CallToolResult {
-    match toolbox.meta.list_sessions().await {
-        Ok(sessions) => structured_result(&Sessions { sessions }, false, structured),
+pub(super) async fn list_sessions(
+    toolbox: &Toolbox,
+    context: CallContext<'_>,
+    args: SessionsArgs,
+    structured: bool,
+) -> CallToolResult {
+    let limit = args.limit.unwrap_or(MAX_SESSIONS);
+    if !(1..=MAX_SESSIONS).contains(&limit) {
+        return CallToolResult::error(format!("limit must be between 1 and {MAX_SESSIONS}"));
+    }
+    // The cursor is the last name of the previous page: any valid name is
+    // a place to start from, so no cursor can be forged into more.
+    let after = match args.cursor.as_deref().map(LogicalSession::parse) {
+        Some(Ok(name)) => Some(name),
+        Some(Err(e)) => return CallToolResult::error(format!("cursor {e}")),
+        None => None,
+    };
+    // One name more than asked says whether another page follows.
+    let listed = toolbox
+        .meta
+        .list_sessions(context.tenant, after.as_ref(), limit + 1)
+        .await;
+    match listed {
+        Ok(mut sessions) => {
+            let next_cursor = (sessions.len() > limit).then(|| {
+                sessions.truncate(limit);
+                sessions[limit - 1].clone()
+            });
+            structured_result(
+                &Sessions {
+                    sessions,
+                    next_cursor,
+                },
+                false,
+                structured,
+            )
+        }
         Err(e) => CallToolResult::error(format!("could not list sessions: {e}")),
     }
 }
@@ -155,7 +215,7 @@ pub(super) async fn list_session_snapshots(
         return CallToolResult::error(format!("limit must be between 1 and {MAX_ENTRIES}"));
     }
     let offset = args.offset.unwrap_or(0);
-    match read_page(toolbox, name, offset, limit, &fields).await {
+    match read_page(toolbox, context, name, offset, limit, &fields).await {
         Ok((entries, next_offset)) => structured_result(
             &Entries {
                 entries,
@@ -174,6 +234,7 @@ pub(super) async fn list_session_snapshots(
 /// more entries follow.
 async fn read_page(
     toolbox: &Toolbox,
+    context: CallContext<'_>,
     name: &LogicalSession,
     offset: u64,
     limit: usize,
@@ -183,7 +244,10 @@ async fn read_page(
     let mut bytes = 0;
     let mut index = offset;
     loop {
-        let batch = toolbox.meta.read_log(name, index, READ_BATCH).await?;
+        let batch = toolbox
+            .meta
+            .read_log(context.tenant, name, index, READ_BATCH)
+            .await?;
         let exhausted = batch.len() < READ_BATCH;
         for entry in batch {
             // The entry's own index: a store may skip expired entries.

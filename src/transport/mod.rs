@@ -27,6 +27,7 @@ use tracing::{Instrument, field};
 use crate::protocol::jsonrpc::code;
 use crate::server::McpServer;
 use crate::session::SessionStore;
+use crate::tenant::{Tenancy, Tenant};
 use envelope::HttpError;
 use session::Sessions;
 
@@ -63,6 +64,8 @@ pub struct TransportConfig {
     pub origins: OriginPolicy,
     /// Which bearer tokens requests need, if any.
     pub auth: Authenticator,
+    /// How callers map to tenants.
+    pub tenancy: Tenancy,
 }
 
 /// Everything a request needs; cheap to clone.
@@ -163,6 +166,7 @@ async fn handle(
         cold_start = cold_start(),
         request_id = invocation.request_id.as_deref(),
         session = field::Empty,
+        tenant = field::Empty,
         logical_session = field::Empty,
         tool = field::Empty,
         execution_id = field::Empty,
@@ -174,12 +178,18 @@ async fn handle(
     );
     let started = Instant::now();
     let principal = principal.map(|p| p.0);
+    let tenant = app
+        .inner
+        .config
+        .tenancy
+        .tenant_of(principal.as_ref().map(|p| p.0.as_str()));
+    span.record("tenant", tenant.partition());
     let deadline = invocation.deadline;
     let response = dispatch(
         &app,
         method,
         &request_headers,
-        principal.as_ref(),
+        (principal.as_ref(), &tenant),
         deadline,
         body,
     )
@@ -196,7 +206,7 @@ async fn dispatch(
     app: &App,
     method: Method,
     request_headers: &HeaderMap,
-    principal: Option<&Principal>,
+    (principal, tenant): (Option<&Principal>, &Tenant),
     deadline: Option<std::time::SystemTime>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, HttpError> {
@@ -217,7 +227,7 @@ async fn dispatch(
         return match method {
             Method::POST => {
                 headers::check_post(request_headers)?;
-                sessionless::post(&app.inner.server, request_headers, deadline, &body).await
+                sessionless::post(&app.inner.server, request_headers, tenant, deadline, &body).await
             }
             _ => Ok(sessionless::method_not_allowed()),
         };
@@ -228,7 +238,7 @@ async fn dispatch(
                 &app.inner.sessions,
                 &app.inner.server,
                 request_headers,
-                principal,
+                (principal, tenant),
                 deadline,
                 &body,
             )

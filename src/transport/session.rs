@@ -15,6 +15,7 @@ use crate::protocol::jsonrpc::{self, Incoming, Message, RequestId, code};
 use crate::protocol::mcp::{self, BATCHING_VERSION, InitializeParams, method};
 use crate::server::McpServer;
 use crate::session::{InitState, SessionId, SessionStore, unix_now};
+use crate::tenant::Tenant;
 use crate::tools::CallContext;
 
 /// The session store and the sessions' lifetime.
@@ -102,7 +103,7 @@ pub(super) async fn post(
     sessions: &Sessions,
     server: &McpServer,
     request_headers: &HeaderMap,
-    principal: Option<&Principal>,
+    (principal, tenant): (Option<&Principal>, &Tenant),
     deadline: Option<SystemTime>,
     body: &[u8],
 ) -> Result<Response, HttpError> {
@@ -124,7 +125,7 @@ pub(super) async fn post(
             sessions,
             server,
             request_headers,
-            principal,
+            (principal, tenant),
             id,
             params.as_deref(),
         )
@@ -154,7 +155,7 @@ pub(super) async fn post(
                 tracing::Span::current().record("rpc.method", method.as_str());
                 let answer = server
                     .handle(
-                        CallContext::of_session(&state, deadline),
+                        CallContext::of_session(&state, tenant, deadline),
                         &method,
                         params.as_deref(),
                     )
@@ -195,7 +196,7 @@ async fn initialize(
     sessions: &Sessions,
     server: &McpServer,
     request_headers: &HeaderMap,
-    principal: Option<&Principal>,
+    (principal, tenant): (Option<&Principal>, &Tenant),
     id: RequestId,
     params: Option<&RawValue>,
 ) -> Result<Response, HttpError> {
@@ -230,7 +231,7 @@ async fn initialize(
         span.record("logical_session", name.as_str());
     }
     let result = server
-        .initialize(version, state.logical_session.as_ref())
+        .initialize(version, tenant, state.logical_session.as_ref())
         .await
         .map_err(|e| HttpError::store_failed(&e))?;
     sessions

@@ -17,6 +17,7 @@ use crate::protocol::mcp::{
     method,
 };
 use crate::server::McpServer;
+use crate::tenant::Tenant;
 use crate::tools::CallContext;
 
 /// The protocol version a request asks for in its header, when that version
@@ -154,6 +155,7 @@ pub(super) fn decode(headers: &HeaderMap, body: &[u8]) -> Result<Decoded, HttpEr
 pub(super) async fn post(
     server: &McpServer,
     headers: &HeaderMap,
+    tenant: &Tenant,
     deadline: Option<std::time::SystemTime>,
     body: &[u8],
 ) -> Result<Response, HttpError> {
@@ -173,6 +175,7 @@ pub(super) async fn post(
     }
     let context = CallContext {
         protocol_version: STATELESS_VERSION,
+        tenant,
         logical_session: logical_session.as_ref(),
         deadline,
     };

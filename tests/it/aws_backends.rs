@@ -18,6 +18,7 @@ use mcp_v8_lambda::heap::{
 };
 use mcp_v8_lambda::meta::{DynamoMetaStore, ExecutionRecord, MetaStore, MetaTables, NewLogEntry};
 use mcp_v8_lambda::session::DynamoSessionStore;
+use mcp_v8_lambda::tenant::Tenant;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn s3_store_passes_the_heap_conformance_suite() {
@@ -31,7 +32,7 @@ async fn s3_objects_are_named_by_the_bare_heap_key_and_verified_on_read() {
     let (s3, _, bucket, _) = provisioned().await;
     let store = S3HeapStore::new(s3.clone(), &bucket, "");
     let snapshot = sample_snapshot(42);
-    store.put(&snapshot).await.unwrap();
+    store.put(&Tenant::anonymous(), &snapshot).await.unwrap();
     let object = s3
         .get_object()
         .bucket(&bucket)
@@ -52,7 +53,10 @@ async fn s3_objects_are_named_by_the_bare_heap_key_and_verified_on_read() {
         .send()
         .await
         .unwrap();
-    let err = store.get(snapshot.key()).await.unwrap_err();
+    let err = store
+        .get(&Tenant::anonymous(), snapshot.key())
+        .await
+        .unwrap_err();
     assert!(matches!(err, HeapStoreError::Corrupt { .. }), "{err}");
 }
 
@@ -60,7 +64,10 @@ async fn s3_objects_are_named_by_the_bare_heap_key_and_verified_on_read() {
 async fn a_missing_bucket_is_a_backend_error_not_a_missing_heap() {
     let (s3, _) = clients().await;
     let store = S3HeapStore::new(s3, unique("no-such-bucket"), "");
-    let err = store.get(sample_snapshot(1).key()).await.unwrap_err();
+    let err = store
+        .get(&Tenant::anonymous(), sample_snapshot(1).key())
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, HeapStoreError::Backend { store: "s3", .. }),
         "{err}"
@@ -92,17 +99,21 @@ async fn the_cache_writes_through_and_refills_after_the_directory_is_wiped() {
     let dir = tempfile::tempdir().unwrap();
     let (cache, remote) = cache_over(s3, &bucket, dir.path(), 512 * 1024 * 1024);
     let snapshot = sample_snapshot(7);
-    cache.put(&snapshot).await.unwrap();
+    cache.put(&Tenant::anonymous(), &snapshot).await.unwrap();
     assert!(
-        remote.get(snapshot.key()).await.unwrap().is_some(),
+        remote
+            .get(&Tenant::anonymous(), snapshot.key())
+            .await
+            .unwrap()
+            .is_some(),
         "written through to S3"
     );
-    let local = cache.local().path_of(snapshot.key());
+    let local = cache.local().path_of(&Tenant::anonymous(), snapshot.key());
     assert!(local.exists(), "and kept locally");
 
     std::fs::remove_file(&local).unwrap();
     let read = cache
-        .get(snapshot.key())
+        .get(&Tenant::anonymous(), snapshot.key())
         .await
         .unwrap()
         .expect("fetched from S3");
@@ -116,12 +127,16 @@ async fn a_corrupted_cache_file_is_rejected_and_fetched_again() {
     let dir = tempfile::tempdir().unwrap();
     let (cache, _) = cache_over(s3, &bucket, dir.path(), 512 * 1024 * 1024);
     let snapshot = sample_snapshot(8);
-    cache.put(&snapshot).await.unwrap();
-    let local = cache.local().path_of(snapshot.key());
+    cache.put(&Tenant::anonymous(), &snapshot).await.unwrap();
+    let local = cache.local().path_of(&Tenant::anonymous(), snapshot.key());
     let mut bytes = std::fs::read(&local).unwrap();
     bytes[100] ^= 0xff;
     std::fs::write(&local, &bytes).unwrap();
-    let read = cache.get(snapshot.key()).await.unwrap().unwrap();
+    let read = cache
+        .get(&Tenant::anonymous(), snapshot.key())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(read.framed(), snapshot.framed());
     assert_eq!(
         std::fs::read(&local).unwrap(),
@@ -142,22 +157,31 @@ async fn the_cache_evicts_the_least_recently_used_heaps_under_its_bound() {
         sample_snapshot(21),
         sample_snapshot(22),
     );
-    cache.put(&a).await.unwrap();
-    cache.put(&b).await.unwrap();
-    cache.get(a.key()).await.unwrap(); // a is now more recent than b
-    cache.put(&c).await.unwrap();
-    let cached = |key: &HeapKey| cache.local().path_of(key).exists();
+    cache.put(&Tenant::anonymous(), &a).await.unwrap();
+    cache.put(&Tenant::anonymous(), &b).await.unwrap();
+    cache.get(&Tenant::anonymous(), a.key()).await.unwrap(); // a is now more recent than b
+    cache.put(&Tenant::anonymous(), &c).await.unwrap();
+    let cached = |key: &HeapKey| cache.local().path_of(&Tenant::anonymous(), key).exists();
     assert!(
         cached(a.key()) && cached(c.key()),
         "recently used heaps stay"
     );
     assert!(!cached(b.key()), "the least recently used heap is evicted");
     assert!(
-        remote.get(b.key()).await.unwrap().is_some(),
+        remote
+            .get(&Tenant::anonymous(), b.key())
+            .await
+            .unwrap()
+            .is_some(),
         "eviction never touches S3"
     );
     assert_eq!(
-        cache.get(b.key()).await.unwrap().unwrap().framed(),
+        cache
+            .get(&Tenant::anonymous(), b.key())
+            .await
+            .unwrap()
+            .unwrap()
+            .framed(),
         b.framed()
     );
 }
@@ -215,12 +239,12 @@ async fn fields_too_large_for_an_item_go_to_s3_and_come_back_whole() {
         timestamp: "2026-11-22T00:00:00Z".into(),
     };
     store
-        .append_log(&common::logical("big"), entry)
+        .append_log(&Tenant::anonymous(), &common::logical("big"), entry)
         .await
         .unwrap();
     assert_eq!(
         store
-            .read_log(&common::logical("big"), 0, 10)
+            .read_log(&Tenant::anonymous(), &common::logical("big"), 0, 10)
             .await
             .unwrap()[0]
             .code,
@@ -242,9 +266,12 @@ async fn fields_too_large_for_an_item_go_to_s3_and_come_back_whole() {
         completed_at: "b".into(),
         expires_at: i64::MAX / 2,
     };
-    store.put_execution(&record).await.unwrap();
+    store
+        .put_execution(&Tenant::anonymous(), &record)
+        .await
+        .unwrap();
     let read = store
-        .get_execution(record.outcome.execution_id, 0)
+        .get_execution(&Tenant::anonymous(), record.outcome.execution_id, 0)
         .await
         .unwrap()
         .unwrap();
@@ -322,9 +349,22 @@ async fn a_log_append_retries_only_a_transaction_that_lost_a_race() {
     let raced = CancelTransactions::new(&["ConditionalCheckFailed", "None"], 2);
     let store = meta_store(s3.clone(), raced.around(&dynamodb), &bucket, &prefix);
     let session = common::logical("raced");
-    assert_eq!(store.append_log(&session, log_entry(0)).await.unwrap(), 0);
+    assert_eq!(
+        store
+            .append_log(&Tenant::anonymous(), &session, log_entry(0))
+            .await
+            .unwrap(),
+        0
+    );
     assert_eq!(raced.calls(), 3, "two lost races, then the write");
-    assert_eq!(store.read_log(&session, 0, 10).await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .read_log(&Tenant::anonymous(), &session, 0, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 
     for reasons in [
         &["ValidationError", "None"][..],
@@ -333,13 +373,22 @@ async fn a_log_append_retries_only_a_transaction_that_lost_a_race() {
         let refused = CancelTransactions::new(reasons, u64::MAX);
         let store = meta_store(s3.clone(), refused.around(&dynamodb), &bucket, &prefix);
         let session = common::logical(&unique("refused"));
-        let error = store.append_log(&session, log_entry(0)).await.unwrap_err();
+        let error = store
+            .append_log(&Tenant::anonymous(), &session, log_entry(0))
+            .await
+            .unwrap_err();
         assert_eq!(refused.calls(), 1, "{reasons:?}: no second attempt");
         assert!(
             error.to_string().contains("TransactionCanceled"),
             "{reasons:?}: {error}"
         );
-        assert!(store.read_log(&session, 0, 10).await.unwrap().is_empty());
+        assert!(
+            store
+                .read_log(&Tenant::anonymous(), &session, 0, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
     }
 }
 
@@ -391,7 +440,13 @@ async fn a_session_log_retention_expires_entries_for_every_read() {
         .with_log_retention(std::time::Duration::from_secs(2));
     let session = common::logical(&unique("expiring"));
     for n in 0..3 {
-        assert_eq!(store.append_log(&session, log_entry(n)).await.unwrap(), n);
+        assert_eq!(
+            store
+                .append_log(&Tenant::anonymous(), &session, log_entry(n))
+                .await
+                .unwrap(),
+            n
+        );
     }
     let item = dynamodb
         .get_item()
@@ -411,22 +466,67 @@ async fn a_session_log_retention_expires_entries_for_every_read() {
         item.item().unwrap().contains_key("expires_at"),
         "the item carries the TTL attribute"
     );
-    assert_eq!(store.read_log(&session, 0, 10).await.unwrap().len(), 3);
-    assert!(store.list_sessions().await.unwrap().contains(&session));
+    assert_eq!(
+        store
+            .read_log(&Tenant::anonymous(), &session, 0, 10)
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
+    assert!(
+        store
+            .list_sessions(&Tenant::anonymous(), None, usize::MAX)
+            .await
+            .unwrap()
+            .contains(&session)
+    );
 
     // Past the retention (TTL has deleted nothing: moto never does).
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
-    assert!(store.read_log(&session, 0, 10).await.unwrap().is_empty());
-    assert!(store.last_log_entry(&session).await.unwrap().is_none());
-    assert!(!store.list_sessions().await.unwrap().contains(&session));
+    assert!(
+        store
+            .read_log(&Tenant::anonymous(), &session, 0, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .last_log_entry(&Tenant::anonymous(), &session)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        !store
+            .list_sessions(&Tenant::anonymous(), None, usize::MAX)
+            .await
+            .unwrap()
+            .contains(&session)
+    );
 
     // The next run starts the log anew, over the stale items.
-    assert_eq!(store.append_log(&session, log_entry(9)).await.unwrap(), 0);
-    let log = store.read_log(&session, 0, 10).await.unwrap();
+    assert_eq!(
+        store
+            .append_log(&Tenant::anonymous(), &session, log_entry(9))
+            .await
+            .unwrap(),
+        0
+    );
+    let log = store
+        .read_log(&Tenant::anonymous(), &session, 0, 10)
+        .await
+        .unwrap();
     assert_eq!(log.len(), 1, "only the new entry: {log:?}");
     assert_eq!(log[0].output_heap, log_entry(9).output_heap);
     assert_eq!(
-        store.last_log_entry(&session).await.unwrap().unwrap().index,
+        store
+            .last_log_entry(&Tenant::anonymous(), &session)
+            .await
+            .unwrap()
+            .unwrap()
+            .index,
         0
     );
 }

@@ -2,6 +2,7 @@
 //! official TypeScript SDK client and the Python `mcp` client (installed by
 //! scripts/test.sh), including the replay proof across a server restart.
 
+use mcp_v8_lambda::tenant::Tenant;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -294,7 +295,11 @@ fn sigkill_under_load_leaves_every_logged_heap_stored_and_verifiable() {
                     continue;
                 };
                 let key = mcp_v8_lambda::heap::HeapKey::parse(key).unwrap();
-                let stored = runtime.block_on(mcp_v8_lambda::heap::HeapStore::get(&heaps, &key));
+                let stored = runtime.block_on(mcp_v8_lambda::heap::HeapStore::get(
+                    &heaps,
+                    &Tenant::anonymous(),
+                    &key,
+                ));
                 assert!(
                     matches!(stored, Ok(Some(_))),
                     "{session} entry {i}: {field} {key} is stored and verifies: {stored:?}"

@@ -8,6 +8,7 @@ use mcp_v8_lambda::engine::{
     snapshot_checksum_calls,
 };
 use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore};
+use mcp_v8_lambda::tenant::Tenant;
 
 use crate::common::engine::{self, completed};
 
@@ -81,7 +82,7 @@ async fn counter_is_threaded_through_three_heaps() {
         heap = next.heap.clone().unwrap();
     }
     assert_eq!(heap.as_str().len(), 64);
-    assert!(f.store.path_of(&heap).exists());
+    assert!(f.store.path_of(&Tenant::anonymous(), &heap).exists());
 }
 
 /// The engine links its own implementation of V8's snapshot checksum in
@@ -464,7 +465,7 @@ async fn a_tampered_snapshot_is_rejected_and_nothing_is_restored() {
     let f = fixture();
     let out = f.stateful("globalThis.secret = 1", None).await;
     let heap = out.heap.unwrap();
-    let path = f.store.path_of(&heap);
+    let path = f.store.path_of(&Tenant::anonymous(), &heap);
     let mut bytes = std::fs::read(&path).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0x55;
@@ -491,7 +492,11 @@ async fn a_snapshot_stored_under_the_wrong_key_is_rejected() {
         .await
         .heap
         .unwrap();
-    std::fs::copy(f.store.path_of(&a), f.store.path_of(&b)).unwrap();
+    std::fs::copy(
+        f.store.path_of(&Tenant::anonymous(), &a),
+        f.store.path_of(&Tenant::anonymous(), &b),
+    )
+    .unwrap();
     let out = f.stateful("which", Some(&b)).await;
     assert_eq!(out.status, RunStatus::Failed);
     let message = out.error.unwrap().message;
@@ -633,7 +638,9 @@ async fn restoring_a_heap_larger_than_the_limit_is_refused_not_fatal() {
 
     // At exactly the admitted size the restore must not be fatal either: it
     // completes, or growth past the limit ends as out_of_memory.
-    let payload = std::fs::metadata(f.store.path_of(&heap)).unwrap().len() as usize
+    let payload = std::fs::metadata(f.store.path_of(&Tenant::anonymous(), &heap))
+        .unwrap()
+        .len() as usize
         - mcp_v8_lambda::heap::HEADER_LEN;
     let admitted = mcp_v8_lambda::engine::restore_needs_mb(payload);
     for code in [
@@ -740,7 +747,7 @@ async fn a_heap_stored_with_read_only_promotion_still_restores() {
         "{}/tests/fixtures/heaps/{PROMOTED_HEAP}",
         env!("CARGO_MANIFEST_DIR")
     );
-    std::fs::copy(file, f.store.path_of(&old)).unwrap();
+    std::fs::copy(file, f.store.path_of(&Tenant::anonymous(), &old)).unwrap();
     let expected = serde_json::to_string(PROMOTED_STATE).unwrap();
 
     let from_old = f.stateful(READ_PROMOTED_STATE, Some(&old)).await;

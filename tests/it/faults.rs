@@ -13,6 +13,7 @@ use common::{Server, server_wrapped};
 use mcp_v8_lambda::heap::{HeapKey, HeapStore};
 use mcp_v8_lambda::meta::MetaStore;
 use mcp_v8_lambda::session::SessionStore;
+use mcp_v8_lambda::tenant::Tenant;
 use serde_json::{Value, json};
 
 const FAULTS: [Fault; 3] = [
@@ -93,7 +94,7 @@ async fn a_failed_heap_put_fails_the_run_and_no_log_entry_points_at_it() {
         assert_eq!(outcome["status"], "failed", "{outcome}");
         assert!(outcome["heap"].is_null(), "no heap is reported: {outcome}");
         assert!(
-            meta.last_log_entry(&common::logical("faulty"))
+            meta.last_log_entry(&Tenant::anonymous(), &common::logical("faulty"))
                 .await
                 .unwrap()
                 .is_none(),
@@ -104,7 +105,7 @@ async fn a_failed_heap_put_fails_the_run_and_no_log_entry_points_at_it() {
         let result = s.call(&sid, json!({"code": "1"})).await;
         assert_eq!(result["isError"], false, "{result}");
         let last = meta
-            .last_log_entry(&common::logical("faulty"))
+            .last_log_entry(&Tenant::anonymous(), &common::logical("faulty"))
             .await
             .unwrap()
             .unwrap();
@@ -132,18 +133,25 @@ async fn a_failed_metadata_write_is_reported_the_heap_stays_and_nothing_is_half_
         );
         let key = HeapKey::parse(outcome["heap"].as_str().unwrap()).unwrap();
         assert!(
-            heaps.get(&key).await.unwrap().is_some(),
+            heaps
+                .get(&Tenant::anonymous(), &key)
+                .await
+                .unwrap()
+                .is_some(),
             "{fault:?}: the heap is stored and verifies"
         );
         assert!(
-            meta.last_log_entry(&common::logical("faulty"))
+            meta.last_log_entry(&Tenant::anonymous(), &common::logical("faulty"))
                 .await
                 .unwrap()
                 .is_none()
         );
         let id = outcome["execution_id"].as_str().unwrap().parse().unwrap();
         assert!(
-            meta.get_execution(id, 0).await.unwrap().is_none(),
+            meta.get_execution(&Tenant::anonymous(), id, 0)
+                .await
+                .unwrap()
+                .is_none(),
             "{fault:?}: no execution record without its log entry"
         );
 
@@ -174,7 +182,7 @@ async fn a_failed_heap_read_fails_the_run_instead_of_starting_fresh() {
         assert_eq!(result["structuredContent"]["status"], "failed");
     }
     assert_eq!(
-        meta.last_log_entry(&common::logical("faulty"))
+        meta.last_log_entry(&Tenant::anonymous(), &common::logical("faulty"))
             .await
             .unwrap()
             .unwrap()

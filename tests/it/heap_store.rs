@@ -1,6 +1,7 @@
 //! The heap store backends against the shared conformance suite, plus what
 //! only the directory store promises.
 
+use mcp_v8_lambda::tenant::Tenant;
 use std::sync::Arc;
 
 use crate::common::conformance::heap::{self as conformance, sample_snapshot};
@@ -20,7 +21,10 @@ async fn directory_is_created_on_first_write() {
     let nested = dir.path().join("a/b/heaps");
     let store = FileHeapStore::new(&nested);
     assert!(!nested.exists());
-    store.put(&sample_snapshot(1)).await.unwrap();
+    store
+        .put(&Tenant::anonymous(), &sample_snapshot(1))
+        .await
+        .unwrap();
     assert!(nested.is_dir());
 }
 
@@ -29,13 +33,13 @@ async fn an_existing_file_is_not_rewritten() {
     let dir = tempfile::tempdir().unwrap();
     let store = FileHeapStore::new(dir.path());
     let snapshot = sample_snapshot(2);
-    store.put(&snapshot).await.unwrap();
+    store.put(&Tenant::anonymous(), &snapshot).await.unwrap();
     // Mark the stored file; a rewrite would replace the mark.
-    let path = store.path_of(snapshot.key());
+    let path = store.path_of(&Tenant::anonymous(), snapshot.key());
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[20] ^= 1;
     std::fs::write(&path, &bytes).unwrap();
-    store.put(&snapshot).await.unwrap();
+    store.put(&Tenant::anonymous(), &snapshot).await.unwrap();
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
 }
 
@@ -48,7 +52,9 @@ async fn writes_leave_no_temporary_files() {
         for _ in 0..4 {
             let store = store.clone();
             tasks.push(tokio::spawn(async move {
-                store.put(&sample_snapshot(seed)).await
+                store
+                    .put(&Tenant::anonymous(), &sample_snapshot(seed))
+                    .await
             }));
         }
     }
@@ -69,11 +75,14 @@ async fn a_truncated_file_is_corrupt_and_names_the_heap() {
     let dir = tempfile::tempdir().unwrap();
     let store = FileHeapStore::new(dir.path());
     let snapshot = sample_snapshot(3);
-    store.put(&snapshot).await.unwrap();
-    let path = store.path_of(snapshot.key());
+    store.put(&Tenant::anonymous(), &snapshot).await.unwrap();
+    let path = store.path_of(&Tenant::anonymous(), snapshot.key());
     let bytes = std::fs::read(&path).unwrap();
     std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
-    let err = store.get(snapshot.key()).await.unwrap_err();
+    let err = store
+        .get(&Tenant::anonymous(), snapshot.key())
+        .await
+        .unwrap_err();
     assert!(matches!(err, HeapStoreError::Corrupt { .. }), "{err}");
     assert!(err.to_string().contains(snapshot.key().as_str()), "{err}");
 }
@@ -88,12 +97,21 @@ async fn a_put_replaces_a_file_cut_short() {
         FileHeapStore::cache(cache.path()),
     ] {
         let snapshot = sample_snapshot(5);
-        let path = store.path_of(snapshot.key());
+        let path = store.path_of(&Tenant::anonymous(), snapshot.key());
         std::fs::write(&path, &snapshot.framed()[..snapshot.framed().len() - 1]).unwrap();
-        assert!(store.get(snapshot.key()).await.is_err());
-        store.put(&snapshot).await.unwrap();
+        assert!(
+            store
+                .get(&Tenant::anonymous(), snapshot.key())
+                .await
+                .is_err()
+        );
+        store.put(&Tenant::anonymous(), &snapshot).await.unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), &snapshot.framed()[..]);
-        let read = store.get(snapshot.key()).await.unwrap().unwrap();
+        let read = store
+            .get(&Tenant::anonymous(), snapshot.key())
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(read.key(), snapshot.key());
     }
 }
@@ -106,7 +124,10 @@ async fn an_unreadable_store_is_a_backend_error_not_a_missing_heap() {
     std::fs::write(&blocker, b"not a directory").unwrap();
     let store = FileHeapStore::new(&blocker);
     let snapshot = sample_snapshot(4);
-    let err = store.get(snapshot.key()).await.unwrap_err();
+    let err = store
+        .get(&Tenant::anonymous(), snapshot.key())
+        .await
+        .unwrap_err();
     assert!(
         matches!(
             err,
@@ -117,7 +138,10 @@ async fn an_unreadable_store_is_a_backend_error_not_a_missing_heap() {
         ),
         "{err}"
     );
-    let err = store.put(&snapshot).await.unwrap_err();
+    let err = store
+        .put(&Tenant::anonymous(), &snapshot)
+        .await
+        .unwrap_err();
     assert!(matches!(err, HeapStoreError::Backend { .. }), "{err}");
 }
 
@@ -143,13 +167,17 @@ async fn memory_cache_serves_recent_heaps_without_reading_the_store() {
     let dir = tempfile::tempdir().unwrap();
     let (cache, files) = memory_over_files(dir.path());
     let written = sample_snapshot(10);
-    cache.put(&written).await.unwrap();
+    cache.put(&Tenant::anonymous(), &written).await.unwrap();
     // Stored below as well: the cache never holds what the store refused.
-    let path = files.path_of(written.key());
+    let path = files.path_of(&Tenant::anonymous(), written.key());
     assert!(path.exists());
     // Damage the file: a read that reached the directory would fail.
     std::fs::write(&path, b"damaged").unwrap();
-    let read = cache.get(written.key()).await.unwrap().unwrap();
+    let read = cache
+        .get(&Tenant::anonymous(), written.key())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(read.framed(), written.framed());
 }
 
@@ -162,24 +190,43 @@ async fn memory_cache_evicts_the_least_recently_used_heap_first() {
         sample_snapshot(12),
         sample_snapshot(13),
     );
-    cache.put(&a).await.unwrap();
-    cache.put(&b).await.unwrap();
+    cache.put(&Tenant::anonymous(), &a).await.unwrap();
+    cache.put(&Tenant::anonymous(), &b).await.unwrap();
     // Using `a` makes `b` the oldest, so storing `c` evicts `b`.
-    cache.get(a.key()).await.unwrap().unwrap();
-    cache.put(&c).await.unwrap();
+    cache
+        .get(&Tenant::anonymous(), a.key())
+        .await
+        .unwrap()
+        .unwrap();
+    cache.put(&Tenant::anonymous(), &c).await.unwrap();
     assert_eq!(cache.cached_bytes(), 2 * a.framed().len());
     for heap in [&a, &b, &c] {
-        std::fs::remove_file(files.path_of(heap.key())).unwrap();
+        std::fs::remove_file(files.path_of(&Tenant::anonymous(), heap.key())).unwrap();
     }
     assert!(
-        cache.get(a.key()).await.unwrap().is_some(),
+        cache
+            .get(&Tenant::anonymous(), a.key())
+            .await
+            .unwrap()
+            .is_some(),
         "a was used last"
     );
     assert!(
-        cache.get(c.key()).await.unwrap().is_some(),
+        cache
+            .get(&Tenant::anonymous(), c.key())
+            .await
+            .unwrap()
+            .is_some(),
         "c was stored last"
     );
-    assert!(cache.get(b.key()).await.unwrap().is_none(), "b was evicted");
+    assert!(
+        cache
+            .get(&Tenant::anonymous(), b.key())
+            .await
+            .unwrap()
+            .is_none(),
+        "b was evicted"
+    );
 }
 
 #[tokio::test]
@@ -187,20 +234,33 @@ async fn memory_cache_keeps_a_heap_read_from_the_store_and_not_a_corrupt_one() {
     let dir = tempfile::tempdir().unwrap();
     let (cache, files) = memory_over_files(dir.path());
     let (good, bad) = (sample_snapshot(14), sample_snapshot(15));
-    files.put(&good).await.unwrap();
-    files.put(&bad).await.unwrap();
-    std::fs::write(files.path_of(bad.key()), b"damaged").unwrap();
-    let err = cache.get(bad.key()).await.unwrap_err();
+    files.put(&Tenant::anonymous(), &good).await.unwrap();
+    files.put(&Tenant::anonymous(), &bad).await.unwrap();
+    std::fs::write(files.path_of(&Tenant::anonymous(), bad.key()), b"damaged").unwrap();
+    let err = cache
+        .get(&Tenant::anonymous(), bad.key())
+        .await
+        .unwrap_err();
     assert!(matches!(err, HeapStoreError::Corrupt { .. }), "{err}");
-    assert!(cache.get(good.key()).await.unwrap().is_some());
+    assert!(
+        cache
+            .get(&Tenant::anonymous(), good.key())
+            .await
+            .unwrap()
+            .is_some()
+    );
     assert_eq!(
         cache.cached_bytes(),
         good.framed().len(),
         "only the good heap is kept"
     );
-    std::fs::remove_file(files.path_of(good.key())).unwrap();
+    std::fs::remove_file(files.path_of(&Tenant::anonymous(), good.key())).unwrap();
     assert!(
-        cache.get(good.key()).await.unwrap().is_some(),
+        cache
+            .get(&Tenant::anonymous(), good.key())
+            .await
+            .unwrap()
+            .is_some(),
         "served from memory"
     );
 }
@@ -211,10 +271,16 @@ async fn memory_cache_of_zero_bytes_holds_nothing() {
     let files = FileHeapStore::new(dir.path());
     let cache = MemoryCacheHeapStore::new(Arc::new(files.clone()), 0);
     let heap = sample_snapshot(16);
-    cache.put(&heap).await.unwrap();
+    cache.put(&Tenant::anonymous(), &heap).await.unwrap();
     assert_eq!(cache.cached_bytes(), 0);
-    std::fs::remove_file(files.path_of(heap.key())).unwrap();
-    assert!(cache.get(heap.key()).await.unwrap().is_none());
+    std::fs::remove_file(files.path_of(&Tenant::anonymous(), heap.key())).unwrap();
+    assert!(
+        cache
+            .get(&Tenant::anonymous(), heap.key())
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
 
 /// A write-through cache whose directory refuses every write (Lambda's
@@ -235,16 +301,26 @@ async fn a_cache_directory_that_refuses_writes_never_fails_a_put_or_a_get() {
     ));
     let snapshot = sample_snapshot(11);
     cache
-        .put(&snapshot)
+        .put(&Tenant::anonymous(), &snapshot)
         .await
         .expect("the cache's failure fails no put");
     assert_eq!(
-        remote.get(snapshot.key()).await.unwrap().unwrap().framed(),
+        remote
+            .get(&Tenant::anonymous(), snapshot.key())
+            .await
+            .unwrap()
+            .unwrap()
+            .framed(),
         snapshot.framed(),
         "the store behind has it"
     );
     assert_eq!(
-        cache.get(snapshot.key()).await.unwrap().unwrap().framed(),
+        cache
+            .get(&Tenant::anonymous(), snapshot.key())
+            .await
+            .unwrap()
+            .unwrap()
+            .framed(),
         snapshot.framed()
     );
     conformance::run_all(cache).await;

@@ -8,6 +8,7 @@ use axum::http::{Request, StatusCode};
 use common::{broken_sessions, post, server, server_with};
 use mcp_v8_lambda::config::Config;
 use mcp_v8_lambda::session::{SessionId, unix_now};
+use mcp_v8_lambda::tenant::Tenant;
 use mcp_v8_lambda::transport::{Principal, router};
 use serde_json::{Value, json};
 use tower::ServiceExt;
@@ -404,7 +405,12 @@ async fn run_js_threads_state_through_heaps_and_logs_each_run() {
         .to_owned();
     let log = s
         .meta
-        .read_log(&common::logical("logged-agent"), 0, 100)
+        .read_log(
+            &Tenant::anonymous(),
+            &common::logical("logged-agent"),
+            0,
+            100,
+        )
         .await
         .unwrap();
     assert_eq!(log.len(), 2);
@@ -420,7 +426,10 @@ async fn run_js_threads_state_through_heaps_and_logs_each_run() {
     );
     let tags = s
         .meta
-        .get_tags(&mcp_v8_lambda::heap::HeapKey::parse(&heap1).unwrap())
+        .get_tags(
+            &Tenant::anonymous(),
+            &mcp_v8_lambda::heap::HeapKey::parse(&heap1).unwrap(),
+        )
         .await
         .unwrap();
     assert_eq!(tags.get("step").map(String::as_str), Some("one"));
@@ -431,7 +440,7 @@ async fn run_js_threads_state_through_heaps_and_logs_each_run() {
         .unwrap();
     assert!(
         s.meta
-            .get_execution(id, unix_now())
+            .get_execution(&Tenant::anonymous(), id, unix_now())
             .await
             .unwrap()
             .is_some()
@@ -694,5 +703,11 @@ async fn an_invalid_logical_session_header_at_initialize_is_400_naming_the_heade
         assert!(message.contains(says), "{message}");
         assert!(reply.session_id().is_none(), "no session was stored");
     }
-    assert!(s.meta.list_sessions().await.unwrap().is_empty());
+    assert!(
+        s.meta
+            .list_sessions(&Tenant::anonymous(), None, usize::MAX)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

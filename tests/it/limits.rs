@@ -13,6 +13,7 @@ use http_body_util::BodyExt;
 use lambda_http::RequestExt;
 use mcp_v8_lambda::lambda::service;
 use mcp_v8_lambda::meta::NewLogEntry;
+use mcp_v8_lambda::tenant::Tenant;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -102,7 +103,10 @@ async fn a_log_of_1000_entries_of_100_kib_is_listed_in_pages_that_fit_a_response
             code: code.clone(),
             timestamp: "2026-11-24T00:00:00.000Z".into(),
         };
-        s.meta.append_log(&session, entry).await.unwrap();
+        s.meta
+            .append_log(&Tenant::anonymous(), &session, entry)
+            .await
+            .unwrap();
     }
     let mut offset = 0;
     let mut seen = Vec::new();
@@ -183,7 +187,11 @@ async fn a_run_asking_for_more_time_than_the_invocation_has_ends_timed_out_in_ti
     );
     let id = outcome["execution_id"].as_str().unwrap().parse().unwrap();
     assert!(
-        s.meta.get_execution(id, 0).await.unwrap().is_some(),
+        s.meta
+            .get_execution(&Tenant::anonymous(), id, 0)
+            .await
+            .unwrap()
+            .is_some(),
         "the run was recorded"
     );
 

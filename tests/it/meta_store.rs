@@ -25,6 +25,7 @@ mod execution_records {
     use mcp_v8_lambda::backends::embedded::open_database;
     use mcp_v8_lambda::engine::{RunOutcome, RunStatus};
     use mcp_v8_lambda::meta::{ExecutionRecord, MetaStore, RedbMetaStore};
+    use mcp_v8_lambda::tenant::Tenant;
     use uuid::Uuid;
 
     fn record() -> ExecutionRecord {
@@ -52,7 +53,10 @@ mod execution_records {
         let copy = path.with_extension("crashed");
         std::fs::copy(path, &copy).unwrap();
         let store = RedbMetaStore::new(open_database(&copy).unwrap()).unwrap();
-        let found = store.get_execution(id, 0).await.unwrap();
+        let found = store
+            .get_execution(&Tenant::anonymous(), id, 0)
+            .await
+            .unwrap();
         drop(store);
         std::fs::remove_file(&copy).unwrap();
         found
@@ -65,9 +69,15 @@ mod execution_records {
         let store = RedbMetaStore::new(open_database(&path).unwrap()).unwrap();
         let record = record();
         let id = record.outcome.execution_id;
-        store.record_run(None, &record).await.unwrap();
+        store
+            .record_run(&Tenant::anonymous(), None, &record)
+            .await
+            .unwrap();
         assert_eq!(
-            store.get_execution(id, 0).await.unwrap(),
+            store
+                .get_execution(&Tenant::anonymous(), id, 0)
+                .await
+                .unwrap(),
             Some(record.clone())
         );
 
@@ -92,7 +102,10 @@ mod execution_records {
         let store = RedbMetaStore::new(db.clone()).unwrap();
         let record = record();
         let id = record.outcome.execution_id;
-        store.record_run(None, &record).await.unwrap();
+        store
+            .record_run(&Tenant::anonymous(), None, &record)
+            .await
+            .unwrap();
         drop(store);
         // The database handle is still open: only the flush on drop can have
         // put the record on disk this soon.
@@ -114,7 +127,11 @@ mod execution_records {
             timestamp: "2026-11-22T12:00:00Z".into(),
         };
         store
-            .record_run(Some((&crate::common::logical("s"), entry)), &record)
+            .record_run(
+                &Tenant::anonymous(),
+                Some((&crate::common::logical("s"), entry)),
+                &record,
+            )
             .await
             .unwrap();
         assert_eq!(on_disk(&path, id).await, Some(record));
@@ -135,9 +152,18 @@ mod execution_records {
                 let mut ids = Vec::new();
                 for _ in 0..200 {
                     let record = record();
-                    store.record_run(None, &record).await.unwrap();
+                    store
+                        .record_run(&Tenant::anonymous(), None, &record)
+                        .await
+                        .unwrap();
                     let id = record.outcome.execution_id;
-                    assert_eq!(store.get_execution(id, 0).await.unwrap(), Some(record));
+                    assert_eq!(
+                        store
+                            .get_execution(&Tenant::anonymous(), id, 0)
+                            .await
+                            .unwrap(),
+                        Some(record)
+                    );
                     ids.push(id);
                 }
                 ids
@@ -153,7 +179,11 @@ mod execution_records {
         let reopened = RedbMetaStore::new(open_database(&copy).unwrap()).unwrap();
         for id in &ids {
             assert!(
-                reopened.get_execution(*id, 0).await.unwrap().is_some(),
+                reopened
+                    .get_execution(&Tenant::anonymous(), *id, 0)
+                    .await
+                    .unwrap()
+                    .is_some(),
                 "record {id} was lost"
             );
         }
@@ -167,11 +197,23 @@ mod execution_records {
         let store = RedbMetaStore::new(open_database(&dir.path().join("m.redb")).unwrap()).unwrap();
         let record = record();
         let id = record.outcome.execution_id;
-        store.record_run(None, &record).await.unwrap();
+        store
+            .record_run(&Tenant::anonymous(), None, &record)
+            .await
+            .unwrap();
         assert_eq!(
-            store.get_execution(id, record.expires_at).await.unwrap(),
+            store
+                .get_execution(&Tenant::anonymous(), id, record.expires_at)
+                .await
+                .unwrap(),
             None
         );
-        assert!(store.get_execution(id, 0).await.unwrap().is_some());
+        assert!(
+            store
+                .get_execution(&Tenant::anonymous(), id, 0)
+                .await
+                .unwrap()
+                .is_some()
+        );
     }
 }

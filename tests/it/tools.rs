@@ -2,6 +2,7 @@
 //! initialize continuity, through the same router `serve` uses.
 
 use crate::common;
+use mcp_v8_lambda::tenant::Tenant;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -400,7 +401,12 @@ async fn eight_concurrent_clients_append_two_hundred_gapless_entries() {
     }
     let log = s
         .meta
-        .read_log(&common::logical("shared-log"), 0, 1000)
+        .read_log(
+            &Tenant::anonymous(),
+            &common::logical("shared-log"),
+            0,
+            1000,
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -428,7 +434,7 @@ async fn run_js_refuses_invalid_tags_before_running() {
     );
     assert!(
         s.meta
-            .read_log(&common::logical("tag-check"), 0, 10)
+            .read_log(&Tenant::anonymous(), &common::logical("tag-check"), 0, 10)
             .await
             .unwrap()
             .is_empty(),

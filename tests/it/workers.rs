@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use mcp_v8_lambda::engine::{Engine, EngineConfig, RunOutcome, RunRequest, RunStatus, WORKER_ARG};
 use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore};
+use mcp_v8_lambda::tenant::Tenant;
 
 struct Fixture {
     engine: Engine,
@@ -112,7 +113,13 @@ async fn chains_from_different_heaps_run_at_once_in_workers() {
     // by an engine without workers.
     let in_process = Engine::new(EngineConfig::default(), Some(f.store.clone()));
     for (chain, heap) in finals.iter().enumerate() {
-        assert!(f.store.get(heap).await.unwrap().is_some());
+        assert!(
+            f.store
+                .get(&Tenant::anonymous(), heap)
+                .await
+                .unwrap()
+                .is_some()
+        );
         let out = stateful(&in_process, "chain * 100 + n", Some(heap)).await;
         assert_eq!(out.result, Some((chain * 100 + 4).to_string()));
     }

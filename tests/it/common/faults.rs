@@ -29,6 +29,7 @@ use mcp_v8_lambda::meta::{
 use mcp_v8_lambda::session::{
     InitState, LogicalSession, SessionId, SessionStore, SessionStoreError,
 };
+use mcp_v8_lambda::tenant::Tenant;
 
 /// How an injected call fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,13 +194,17 @@ async fn fail_session(plan: &FaultPlan, operation: &'static str) -> Result<(), S
 
 #[async_trait]
 impl HeapStore for Faulty<dyn HeapStore> {
-    async fn put(&self, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
+    async fn put(&self, tenant: &Tenant, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
         fail_heap(&self.plan, "heap.put", snapshot.key()).await?;
-        self.inner.put(snapshot).await
+        self.inner.put(tenant, snapshot).await
     }
-    async fn get(&self, key: &HeapKey) -> Result<Option<Snapshot>, HeapStoreError> {
+    async fn get(
+        &self,
+        tenant: &Tenant,
+        key: &HeapKey,
+    ) -> Result<Option<Snapshot>, HeapStoreError> {
         fail_heap(&self.plan, "heap.get", key).await?;
-        self.inner.get(key).await
+        self.inner.get(tenant, key).await
     }
 }
 
@@ -232,65 +237,88 @@ async fn fail_meta(plan: &FaultPlan, operation: &'static str) -> Result<(), Meta
 impl MetaStore for Faulty<dyn MetaStore> {
     async fn append_log(
         &self,
+        tenant: &Tenant,
         session: &LogicalSession,
         entry: NewLogEntry,
     ) -> Result<u64, MetaStoreError> {
         fail_meta(&self.plan, "meta.append_log").await?;
-        self.inner.append_log(session, entry).await
+        self.inner.append_log(tenant, session, entry).await
     }
-    async fn list_sessions(&self) -> Result<Vec<LogicalSession>, MetaStoreError> {
+    async fn list_sessions(
+        &self,
+        tenant: &Tenant,
+        after: Option<&LogicalSession>,
+        limit: usize,
+    ) -> Result<Vec<LogicalSession>, MetaStoreError> {
         fail_meta(&self.plan, "meta.list_sessions").await?;
-        self.inner.list_sessions().await
+        self.inner.list_sessions(tenant, after, limit).await
     }
     async fn last_log_entry(
         &self,
+        tenant: &Tenant,
         session: &LogicalSession,
     ) -> Result<Option<LogEntry>, MetaStoreError> {
         fail_meta(&self.plan, "meta.last_log_entry").await?;
-        self.inner.last_log_entry(session).await
+        self.inner.last_log_entry(tenant, session).await
     }
     async fn read_log(
         &self,
+        tenant: &Tenant,
         session: &LogicalSession,
         offset: u64,
         limit: usize,
     ) -> Result<Vec<LogEntry>, MetaStoreError> {
         fail_meta(&self.plan, "meta.read_log").await?;
-        self.inner.read_log(session, offset, limit).await
+        self.inner.read_log(tenant, session, offset, limit).await
     }
-    async fn get_tags(&self, heap: &HeapKey) -> Result<Tags, MetaStoreError> {
+    async fn get_tags(&self, tenant: &Tenant, heap: &HeapKey) -> Result<Tags, MetaStoreError> {
         fail_meta(&self.plan, "meta.get_tags").await?;
-        self.inner.get_tags(heap).await
+        self.inner.get_tags(tenant, heap).await
     }
-    async fn set_tags(&self, heap: &HeapKey, tags: &Tags) -> Result<(), MetaStoreError> {
+    async fn set_tags(
+        &self,
+        tenant: &Tenant,
+        heap: &HeapKey,
+        tags: &Tags,
+    ) -> Result<(), MetaStoreError> {
         fail_meta(&self.plan, "meta.set_tags").await?;
-        self.inner.set_tags(heap, tags).await
+        self.inner.set_tags(tenant, heap, tags).await
     }
-    async fn query_by_tags(&self, filter: &Tags) -> Result<Vec<(HeapKey, Tags)>, MetaStoreError> {
+    async fn query_by_tags(
+        &self,
+        tenant: &Tenant,
+        filter: &Tags,
+    ) -> Result<Vec<(HeapKey, Tags)>, MetaStoreError> {
         fail_meta(&self.plan, "meta.query_by_tags").await?;
-        self.inner.query_by_tags(filter).await
+        self.inner.query_by_tags(tenant, filter).await
     }
-    async fn put_execution(&self, record: &ExecutionRecord) -> Result<(), MetaStoreError> {
+    async fn put_execution(
+        &self,
+        tenant: &Tenant,
+        record: &ExecutionRecord,
+    ) -> Result<(), MetaStoreError> {
         fail_meta(&self.plan, "meta.put_execution").await?;
-        self.inner.put_execution(record).await
+        self.inner.put_execution(tenant, record).await
     }
     async fn get_execution(
         &self,
+        tenant: &Tenant,
         id: Uuid,
         now: i64,
     ) -> Result<Option<ExecutionRecord>, MetaStoreError> {
         fail_meta(&self.plan, "meta.get_execution").await?;
-        self.inner.get_execution(id, now).await
+        self.inner.get_execution(tenant, id, now).await
     }
     // The wrapped store's own record_run runs, so a backend that writes a
     // run in one transaction is tested as it is.
     async fn record_run(
         &self,
+        tenant: &Tenant,
         log: Option<(&LogicalSession, NewLogEntry)>,
         execution: &ExecutionRecord,
     ) -> Result<Option<u64>, MetaStoreError> {
         fail_meta(&self.plan, "meta.record_run").await?;
-        self.inner.record_run(log, execution).await
+        self.inner.record_run(tenant, log, execution).await
     }
 }
 

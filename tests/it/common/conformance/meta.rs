@@ -10,6 +10,10 @@ use mcp_v8_lambda::engine::{RunOutcome, RunStatus};
 use mcp_v8_lambda::heap::HeapKey;
 use mcp_v8_lambda::meta::{ExecutionRecord, MetaStore, NewLogEntry, Tags};
 use mcp_v8_lambda::session::LogicalSession;
+use mcp_v8_lambda::tenant::Tenant;
+
+/// The tenant of the checks that are not about tenants: the original layout.
+const ANON: &Tenant = &Tenant::anonymous();
 
 fn heap(n: u64) -> HeapKey {
     HeapKey::parse(&format!("{n:064x}")).unwrap()
@@ -36,8 +40,31 @@ fn session(name: &str) -> LogicalSession {
     LogicalSession::parse(&format!("{name}-{}", Uuid::new_v4().simple())).expect("a valid name")
 }
 
+/// Every session of `tenant`, read in small pages.
+pub async fn list_all(store: &dyn MetaStore, tenant: &Tenant) -> Vec<LogicalSession> {
+    let mut all: Vec<LogicalSession> = Vec::new();
+    loop {
+        let page = store
+            .list_sessions(tenant, all.last(), 7)
+            .await
+            .expect("list_sessions");
+        let done = page.len() < 7;
+        all.extend(page);
+        if done {
+            return all;
+        }
+    }
+}
+
+/// A tenant of its own, so a check sees exactly what it wrote.
+pub fn fresh_tenant(who: &str) -> Tenant {
+    Tenant::of_principal(&format!("jwt:https://issuer.test#{who}-{}", Uuid::new_v4()))
+}
+
 /// Runs every check below against `store`.
 pub async fn run_all(store: Arc<dyn MetaStore>) {
+    sessions_are_listed_in_pages_in_name_order(store.as_ref()).await;
+    tenants_see_nothing_of_each_other(store.as_ref()).await;
     log_indexes_start_at_zero_and_read_back_in_order(store.as_ref()).await;
     sessions_are_listed_once_they_have_entries(store.as_ref()).await;
     tags_are_replaced_read_and_cleared(store.as_ref()).await;
@@ -50,9 +77,9 @@ pub async fn run_all(store: Arc<dyn MetaStore>) {
 pub async fn log_indexes_start_at_zero_and_read_back_in_order(store: &dyn MetaStore) {
     let s = session("ordered");
     for n in 0..5 {
-        assert_eq!(store.append_log(&s, entry(n)).await.unwrap(), n);
+        assert_eq!(store.append_log(ANON, &s, entry(n)).await.unwrap(), n);
     }
-    let all = store.read_log(&s, 0, 1000).await.unwrap();
+    let all = store.read_log(ANON, &s, 0, 1000).await.unwrap();
     assert_eq!(
         all.iter().map(|e| e.index).collect::<Vec<_>>(),
         [0, 1, 2, 3, 4]
@@ -61,20 +88,20 @@ pub async fn log_indexes_start_at_zero_and_read_back_in_order(store: &dyn MetaSt
     assert_eq!(all[3].input_heap, Some(heap(2)));
     assert_eq!(all[3].output_heap, heap(3));
     assert_eq!(all[3].code, "step(3)");
-    let last = store.last_log_entry(&s).await.unwrap().unwrap();
+    let last = store.last_log_entry(ANON, &s).await.unwrap().unwrap();
     assert_eq!((last.index, last.output_heap.clone()), (4, heap(4)));
     assert!(
         store
-            .last_log_entry(&session("none"))
+            .last_log_entry(ANON, &session("none"))
             .await
             .unwrap()
             .is_none()
     );
-    let page = store.read_log(&s, 2, 2).await.unwrap();
+    let page = store.read_log(ANON, &s, 2, 2).await.unwrap();
     assert_eq!(page.iter().map(|e| e.index).collect::<Vec<_>>(), [2, 3]);
     assert!(
         store
-            .read_log(&session("empty"), 0, 10)
+            .read_log(ANON, &session("empty"), 0, 10)
             .await
             .unwrap()
             .is_empty()
@@ -85,13 +112,13 @@ pub async fn log_indexes_start_at_zero_and_read_back_in_order(store: &dyn MetaSt
 /// many it has; every such session is listed.
 pub async fn sessions_are_listed_once_they_have_entries(store: &dyn MetaStore) {
     let names: Vec<LogicalSession> = (0..4).map(|n| session(&format!("listed{n}"))).collect();
-    let before = store.list_sessions().await.unwrap();
+    let before = list_all(store, ANON).await;
     assert!(names.iter().all(|s| !before.contains(s)));
     for s in &names {
-        store.append_log(s, entry(0)).await.unwrap();
-        store.append_log(s, entry(1)).await.unwrap();
+        store.append_log(ANON, s, entry(0)).await.unwrap();
+        store.append_log(ANON, s, entry(1)).await.unwrap();
     }
-    let listed = store.list_sessions().await.unwrap();
+    let listed = list_all(store, ANON).await;
     for s in &names {
         assert_eq!(
             listed.iter().filter(|n| *n == s).count(),
@@ -104,19 +131,25 @@ pub async fn sessions_are_listed_once_they_have_entries(store: &dyn MetaStore) {
 /// `set_tags` replaces; an empty map clears; unknown heaps have none.
 pub async fn tags_are_replaced_read_and_cleared(store: &dyn MetaStore) {
     let h = HeapKey::of_payload(Uuid::new_v4().as_bytes());
-    assert!(store.get_tags(&h).await.unwrap().is_empty());
+    assert!(store.get_tags(ANON, &h).await.unwrap().is_empty());
     store
-        .set_tags(&h, &tags(&[("env", "prod"), ("model", "v2")]))
+        .set_tags(ANON, &h, &tags(&[("env", "prod"), ("model", "v2")]))
         .await
         .unwrap();
     assert_eq!(
-        store.get_tags(&h).await.unwrap(),
+        store.get_tags(ANON, &h).await.unwrap(),
         tags(&[("env", "prod"), ("model", "v2")])
     );
-    store.set_tags(&h, &tags(&[("env", "dev")])).await.unwrap();
-    assert_eq!(store.get_tags(&h).await.unwrap(), tags(&[("env", "dev")]));
-    store.set_tags(&h, &Tags::new()).await.unwrap();
-    assert!(store.get_tags(&h).await.unwrap().is_empty());
+    store
+        .set_tags(ANON, &h, &tags(&[("env", "dev")]))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get_tags(ANON, &h).await.unwrap(),
+        tags(&[("env", "dev")])
+    );
+    store.set_tags(ANON, &h, &Tags::new()).await.unwrap();
+    assert!(store.get_tags(ANON, &h).await.unwrap().is_empty());
 }
 
 /// A heap matches when its tags contain every pair; replaced tags stop matching.
@@ -126,6 +159,7 @@ pub async fn tag_queries_need_every_pair(store: &dyn MetaStore) {
     let b = HeapKey::of_payload(format!("{run}b").as_bytes());
     store
         .set_tags(
+            ANON,
             &a,
             &tags(&[("run", &run), ("env", "prod"), ("model", "v2")]),
         )
@@ -133,35 +167,39 @@ pub async fn tag_queries_need_every_pair(store: &dyn MetaStore) {
         .unwrap();
     store
         .set_tags(
+            ANON,
             &b,
             &tags(&[("run", &run), ("env", "prod"), ("model", "v3")]),
         )
         .await
         .unwrap();
     let both = store
-        .query_by_tags(&tags(&[("run", &run), ("env", "prod")]))
+        .query_by_tags(ANON, &tags(&[("run", &run), ("env", "prod")]))
         .await
         .unwrap();
     let found: BTreeSet<_> = both.iter().map(|(h, _)| h.clone()).collect();
     assert_eq!(found, BTreeSet::from([a.clone(), b.clone()]));
     let only_b = store
-        .query_by_tags(&tags(&[("run", &run), ("model", "v3")]))
+        .query_by_tags(ANON, &tags(&[("run", &run), ("model", "v3")]))
         .await
         .unwrap();
     assert_eq!(only_b.len(), 1);
     assert_eq!(only_b[0].0, b);
     assert_eq!(only_b[0].1.get("model").map(String::as_str), Some("v3"));
-    store.set_tags(&b, &tags(&[("run", &run)])).await.unwrap();
+    store
+        .set_tags(ANON, &b, &tags(&[("run", &run)]))
+        .await
+        .unwrap();
     assert!(
         store
-            .query_by_tags(&tags(&[("run", &run), ("model", "v3")]))
+            .query_by_tags(ANON, &tags(&[("run", &run), ("model", "v3")]))
             .await
             .unwrap()
             .is_empty()
     );
     assert!(
         store
-            .query_by_tags(&tags(&[("run", "nobody")]))
+            .query_by_tags(ANON, &tags(&[("run", "nobody")]))
             .await
             .unwrap()
             .is_empty()
@@ -186,14 +224,20 @@ pub async fn executions_round_trip_and_expire(store: &dyn MetaStore) {
         completed_at: "2026-11-22T12:00:01Z".into(),
         expires_at: 2_000_000_000,
     };
-    store.put_execution(&record).await.unwrap();
+    store.put_execution(ANON, &record).await.unwrap();
     let id = record.outcome.execution_id;
     assert_eq!(
-        store.get_execution(id, 1_900_000_000).await.unwrap(),
+        store.get_execution(ANON, id, 1_900_000_000).await.unwrap(),
         Some(record)
     );
-    assert_eq!(store.get_execution(id, 2_000_000_000).await.unwrap(), None);
-    assert_eq!(store.get_execution(Uuid::new_v4(), 0).await.unwrap(), None);
+    assert_eq!(
+        store.get_execution(ANON, id, 2_000_000_000).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store.get_execution(ANON, Uuid::new_v4(), 0).await.unwrap(),
+        None
+    );
 }
 
 /// `writers` tasks append `each` entries to one session at once: exactly
@@ -210,14 +254,17 @@ pub async fn concurrent_appends_get_distinct_gapless_indexes(
         let s = s.clone();
         tasks.push(tokio::spawn(async move {
             for n in 0..each {
-                store.append_log(&s, entry(w * 1000 + n)).await.unwrap();
+                store
+                    .append_log(ANON, &s, entry(w * 1000 + n))
+                    .await
+                    .unwrap();
             }
         }));
     }
     for task in tasks {
         task.await.unwrap();
     }
-    let all = store.read_log(&s, 0, usize::MAX).await.unwrap();
+    let all = store.read_log(ANON, &s, 0, usize::MAX).await.unwrap();
     let indexes: Vec<u64> = all.iter().map(|e| e.index).collect();
     assert_eq!(indexes, (0..writers * each).collect::<Vec<_>>());
     let distinct: BTreeSet<_> = all.iter().map(|e| e.output_heap.clone()).collect();
@@ -225,5 +272,149 @@ pub async fn concurrent_appends_get_distinct_gapless_indexes(
         distinct.len() as u64,
         writers * each,
         "every append kept its own entry"
+    );
+}
+
+/// A tenant's listing is its sessions exactly, sorted, in pages that
+/// resume after the given name and hold at most `limit` names.
+pub async fn sessions_are_listed_in_pages_in_name_order(store: &dyn MetaStore) {
+    let tenant = fresh_tenant("pages");
+    assert!(
+        store
+            .list_sessions(&tenant, None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let names: Vec<LogicalSession> = ["delta", "alpha", "echo", "charlie", "bravo"]
+        .iter()
+        .map(|n| LogicalSession::parse(n).unwrap())
+        .collect();
+    for s in &names {
+        store.append_log(&tenant, s, entry(0)).await.unwrap();
+    }
+    store
+        .append_log(&tenant, &names[0], entry(1))
+        .await
+        .unwrap();
+    let mut sorted = names.clone();
+    sorted.sort();
+    let first = store.list_sessions(&tenant, None, 2).await.unwrap();
+    assert_eq!(first, sorted[..2]);
+    let second = store
+        .list_sessions(&tenant, Some(&first[1]), 2)
+        .await
+        .unwrap();
+    assert_eq!(second, sorted[2..4]);
+    let last = store
+        .list_sessions(&tenant, Some(&second[1]), 2)
+        .await
+        .unwrap();
+    assert_eq!(last, sorted[4..]);
+    assert_eq!(list_all(store, &tenant).await, sorted);
+    // A name between two listed ones resumes after it.
+    let between = LogicalSession::parse("b").unwrap();
+    assert_eq!(
+        store
+            .list_sessions(&tenant, Some(&between), 1)
+            .await
+            .unwrap(),
+        sorted[1..2]
+    );
+}
+
+/// Two tenants using the same session name, heap key and tags: each sees
+/// only its own, exactly as if the other's did not exist, and the
+/// anonymous tenant sees neither.
+pub async fn tenants_see_nothing_of_each_other(store: &dyn MetaStore) {
+    let alice = fresh_tenant("alice");
+    let bob = fresh_tenant("bob");
+    let name = session("shared-name");
+    let h = HeapKey::of_payload(Uuid::new_v4().as_bytes());
+    let run = Uuid::new_v4().simple().to_string();
+
+    for n in 0..3 {
+        store.append_log(&alice, &name, entry(n)).await.unwrap();
+    }
+    store
+        .set_tags(&alice, &h, &tags(&[("run", &run), ("owner", "alice")]))
+        .await
+        .unwrap();
+    let record = ExecutionRecord {
+        outcome: RunOutcome {
+            execution_id: Uuid::new_v4(),
+            status: RunStatus::Completed,
+            result: Some("1".into()),
+            output: String::new(),
+            heap: Some(h.clone()),
+            input_heap: None,
+            error: None,
+            warnings: vec![],
+            duration_ms: 1,
+        },
+        started_at: "2026-11-22T12:00:00Z".into(),
+        completed_at: "2026-11-22T12:00:01Z".into(),
+        expires_at: 2_000_000_000,
+    };
+    let id = record.outcome.execution_id;
+    store.put_execution(&alice, &record).await.unwrap();
+
+    for other in [&bob, ANON] {
+        assert!(
+            store
+                .read_log(other, &name, 0, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert!(store.last_log_entry(other, &name).await.unwrap().is_none());
+        assert!(!list_all(store, other).await.contains(&name));
+        assert!(store.get_tags(other, &h).await.unwrap().is_empty());
+        assert!(
+            store
+                .query_by_tags(other, &tags(&[("run", &run)]))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(store.get_execution(other, id, 0).await.unwrap(), None);
+    }
+
+    // Bob writing under the same names starts his own log and tags, and
+    // changes nothing of Alice's.
+    assert_eq!(store.append_log(&bob, &name, entry(7)).await.unwrap(), 0);
+    store
+        .set_tags(&bob, &h, &tags(&[("run", &run), ("owner", "bob")]))
+        .await
+        .unwrap();
+    let alices = store.read_log(&alice, &name, 0, 10).await.unwrap();
+    assert_eq!(
+        alices.iter().map(|e| e.index).collect::<Vec<_>>(),
+        [0, 1, 2]
+    );
+    assert_eq!(
+        store
+            .last_log_entry(&alice, &name)
+            .await
+            .unwrap()
+            .unwrap()
+            .output_heap,
+        heap(2)
+    );
+    assert_eq!(
+        store.get_tags(&alice, &h).await.unwrap(),
+        tags(&[("run", &run), ("owner", "alice")])
+    );
+    let found = store
+        .query_by_tags(&alice, &tags(&[("run", &run)]))
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].1.get("owner").map(String::as_str), Some("alice"));
+    assert_eq!(list_all(store, &alice).await, std::slice::from_ref(&name));
+    assert_eq!(list_all(store, &bob).await, std::slice::from_ref(&name));
+    assert_eq!(
+        store.get_execution(&alice, id, 0).await.unwrap(),
+        Some(record)
     );
 }
