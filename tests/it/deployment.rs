@@ -279,6 +279,7 @@ fn data_is_retained_and_costs_stop_growing() {
             "HeapBucket",
             "SessionLogTable",
             "SessionHeadsTable",
+            "SessionIndexTable",
             "HeapTagsTable",
             "HeapTagIndexTable",
         ] {
@@ -337,6 +338,11 @@ fn data_is_retained_and_costs_stop_growing() {
                 "heaps under {digit}"
             );
         }
+        assert_eq!(
+            enabled("tenants/"),
+            (retention > 0).then_some(retention),
+            "authenticated tenants' heaps"
+        );
         // Session-log overflow goes with the log: only with a log retention.
         let expiring_log_overflow: Vec<i64> = rules
             .iter()
