@@ -18,8 +18,8 @@ use mcp_v8_lambda::transport::router;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-const ISSUER: &str = "https://issuer.example";
-const AUDIENCE: &str = "https://mcp.example/mcp";
+pub(crate) const ISSUER: &str = "https://issuer.example";
+pub(crate) const AUDIENCE: &str = "https://mcp.example/mcp";
 
 fn fixture(name: &str) -> String {
     std::fs::read_to_string(
@@ -31,7 +31,7 @@ fn fixture(name: &str) -> String {
 }
 
 /// Serves tests/fixtures/jwks.json on a free loopback port; counts fetches.
-async fn jwks_server() -> (String, Arc<AtomicUsize>) {
+pub(crate) async fn jwks_server() -> (String, Arc<AtomicUsize>) {
     let fetches = Arc::new(AtomicUsize::new(0));
     let counter = fetches.clone();
     let jwks = fixture("jwks.json");
@@ -85,7 +85,7 @@ fn claims(sub: &str) -> Value {
     json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "exp": now() + 600})
 }
 
-fn good(sub: &str) -> String {
+pub(crate) fn good(sub: &str) -> String {
     token(claims(sub), "test-key-1", "test-key-1")
 }
 

@@ -26,6 +26,7 @@ mod meta_store;
 mod properties;
 mod session_store;
 mod sessionless;
+mod tenancy;
 mod tools;
 mod warm;
 mod workers;
