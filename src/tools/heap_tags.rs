@@ -36,7 +36,7 @@ pub(super) fn describe() -> Vec<Tool> {
     vec![
         Tool {
             name: GET_HEAP_TAGS,
-            description: "Get the tags of a heap ({} when it has none).",
+            description: "Get the tags you set on a heap ({} when you set none). Tags, like heaps, sessions and executions, belong to the caller you authenticated as.",
             input_schema: json!({ "type": "object", "properties": { "heap": heap() }, "required": ["heap"], "additionalProperties": false }),
             output_schema: Some(json!({
                 "type": "object",
@@ -46,7 +46,7 @@ pub(super) fn describe() -> Vec<Tool> {
         },
         Tool {
             name: SET_HEAP_TAGS,
-            description: "Replace all tags of a heap with the given map (an empty map clears them).",
+            description: "Replace all your tags of a heap with the given map (an empty map clears them).",
             input_schema: json!({
                 "type": "object",
                 "properties": { "heap": heap(), "tags": schema::tags("New tags: string keys to string values.") },
@@ -57,7 +57,7 @@ pub(super) fn describe() -> Vec<Tool> {
         },
         Tool {
             name: DELETE_HEAP_TAGS,
-            description: "Remove the named tags of a heap, or all of its tags when keys is omitted.",
+            description: "Remove the named tags of one of your heaps, or all of its tags when keys is omitted.",
             input_schema: json!({
                 "type": "object",
                 "properties": { "heap": heap(), "keys": { "type": "string", "description": "Comma-separated tag keys to remove." } },
@@ -68,7 +68,7 @@ pub(super) fn describe() -> Vec<Tool> {
         },
         Tool {
             name: QUERY_HEAPS_BY_TAGS,
-            description: "Find heaps whose tags contain every given key-value pair (heaps without tags are never returned).",
+            description: "Find your heaps whose tags contain every given key-value pair (heaps without tags are never returned).",
             input_schema: json!({
                 "type": "object",
                 "properties": { "tags": schema::tags("Pairs that must all match.") },
@@ -90,7 +90,7 @@ pub(super) fn describe() -> Vec<Tool> {
         },
         Tool {
             name: GET_EXECUTION,
-            description: "Get the recorded outcome of an earlier run_js by its execution_id, with when it started and completed.",
+            description: "Get the recorded outcome of one of your earlier run_js calls by its execution_id, with when it started and completed.",
             input_schema: json!({
                 "type": "object",
                 "properties": { "execution_id": { "type": "string", "description": "The execution_id a run_js returned." } },

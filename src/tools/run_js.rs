@@ -86,7 +86,8 @@ pub(super) fn describe(toolbox: &Toolbox, deadline: Option<SystemTime>) -> Tool 
         let object = properties.as_object_mut().expect("object literal");
         object.insert(
             "heap".into(),
-            schema::heap_key("Heap to start from (a `heap` returned by an earlier run). Omit for a fresh isolate."),
+            schema::heap_key("Heap to start from (a `heap` returned by one of your earlier runs; another caller's heap is not found). \
+Omit for a fresh isolate."),
         );
         object.insert(
             "tags".into(),

@@ -36,7 +36,6 @@ pub(super) fn heap_key(description: &str) -> Value {
     json!({ "type": "string", "pattern": "^[0-9a-f]{64}$", "description": description })
 }
 
-/// The schema of a tag map.
 /// The optional `session` argument: a logical session named per call.
 pub(super) fn session(description: &str) -> Value {
     json!({
@@ -47,6 +46,7 @@ pub(super) fn session(description: &str) -> Value {
     })
 }
 
+/// The schema of a tag map.
 pub(super) fn tags(description: &str) -> Value {
     json!({ "type": "object", "additionalProperties": { "type": "string" }, "description": description })
 }

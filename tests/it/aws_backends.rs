@@ -6,6 +6,7 @@ use crate::common;
 
 use std::sync::Arc;
 
+use aws_sdk_dynamodb::types::AttributeValue;
 use common::conformance::heap::{self as heap_conformance, sample_snapshot};
 use common::conformance::meta as meta_conformance;
 use common::conformance::session as session_conformance;
@@ -58,6 +59,80 @@ async fn s3_objects_are_named_by_the_bare_heap_key_and_verified_on_read() {
         .await
         .unwrap_err();
     assert!(matches!(err, HeapStoreError::Corrupt { .. }), "{err}");
+}
+
+/// An authenticated tenant's heaps are objects under `tenants/<id>/`
+/// beside the prefix, never under the bare key another tenant reads.
+#[tokio::test]
+async fn a_tenants_heaps_are_objects_under_tenants_and_its_id() {
+    let (s3, _, bucket, _) = provisioned().await;
+    let store = S3HeapStore::new(s3.clone(), &bucket, "heaps/");
+    let tenant = Tenant::of_principal("jwt:https://issuer.test#alice");
+    let snapshot = sample_snapshot(43);
+    store.put(&tenant, &snapshot).await.unwrap();
+    let expected = format!("heaps/tenants/{}/{}", tenant.id().unwrap(), snapshot.key());
+    assert_eq!(store.object_key(&tenant, snapshot.key()), expected);
+    let listed = s3.list_objects_v2().bucket(&bucket).send().await.unwrap();
+    let keys: Vec<&str> = listed.contents().iter().filter_map(|o| o.key()).collect();
+    assert_eq!(keys, [expected.as_str()]);
+}
+
+/// A session logged before the session index existed (a head without
+/// `listed`) joins the listing with its next append.
+#[tokio::test]
+async fn a_session_from_before_the_index_is_listed_after_its_next_append() {
+    let (s3, dynamodb, bucket, prefix) = provisioned().await;
+    let store = DynamoMetaStore::new(
+        dynamodb.clone(),
+        s3,
+        &bucket,
+        "overflow/",
+        MetaTables::with_prefix(&prefix),
+    );
+    let old = common::logical("from-before");
+    let entry = |n: u64| NewLogEntry {
+        input_heap: None,
+        output_heap: HeapKey::parse(&format!("{n:064x}")).unwrap(),
+        code: format!("{n}"),
+        timestamp: "2026-11-20T00:00:00Z".into(),
+    };
+    // What an earlier version left: an entry and a head, nothing indexed.
+    store
+        .append_log(&Tenant::anonymous(), &old, entry(0))
+        .await
+        .unwrap();
+    dynamodb
+        .delete_item()
+        .table_name(format!("{prefix}session-index"))
+        .key("tenant", AttributeValue::S("anonymous".into()))
+        .key("session_name", AttributeValue::S(old.to_string()))
+        .send()
+        .await
+        .unwrap();
+    dynamodb
+        .update_item()
+        .table_name(format!("{prefix}session-heads"))
+        .key("session_name", AttributeValue::S(old.to_string()))
+        .update_expression("REMOVE listed")
+        .send()
+        .await
+        .unwrap();
+    let anonymous = Tenant::anonymous();
+    assert!(
+        store
+            .list_sessions(&anonymous, None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store.append_log(&anonymous, &old, entry(1)).await.unwrap(),
+        1
+    );
+    assert_eq!(
+        store.list_sessions(&anonymous, None, 10).await.unwrap(),
+        [old]
+    );
 }
 
 #[tokio::test]

@@ -152,3 +152,76 @@ async fn a_stateful_tools_call_makes_the_documented_aws_calls() {
         ])
     );
 }
+
+/// `list_sessions` reads the caller's own partition of the session index:
+/// one Query for a page, never a Scan, however many sessions other tenants
+/// hold.
+#[tokio::test]
+async fn list_sessions_is_one_query_of_the_callers_partition_and_no_scan() {
+    use mcp_v8_lambda::meta::{DynamoMetaStore, MetaStore, MetaTables, NewLogEntry};
+    use mcp_v8_lambda::tenant::Tenant;
+
+    let counter = CallCounter::default();
+    let clients = Clients::new(&sdk_config().await, true, Some(&counter));
+    let bucket = unique("list");
+    let prefix = format!("{}-", unique("l"));
+    setup(&clients.dynamodb, &clients.s3, &prefix, &bucket)
+        .await
+        .unwrap();
+    let store = DynamoMetaStore::new(
+        clients.dynamodb.clone(),
+        clients.s3.clone(),
+        &bucket,
+        "overflow/",
+        MetaTables::with_prefix(&prefix),
+    );
+    let entry = || NewLogEntry {
+        input_heap: None,
+        output_heap: mcp_v8_lambda::heap::HeapKey::parse(&"a".repeat(64)).unwrap(),
+        code: "1".into(),
+        timestamp: "2026-11-24T00:00:00Z".into(),
+    };
+    // Other tenants' sessions, which no listing of this caller may read.
+    for n in 0..30 {
+        let other = Tenant::of_principal(&format!("jwt:https://issuer#{n}"));
+        store
+            .append_log(&other, &common::logical("theirs"), entry())
+            .await
+            .unwrap();
+    }
+    for name in ["mine-1", "mine-2"] {
+        store
+            .append_log(&Tenant::anonymous(), &common::logical(name), entry())
+            .await
+            .unwrap();
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let env = BTreeMap::from([
+        ("MCP_V8_HEAP_BUCKET", bucket.clone()),
+        ("MCP_V8_TABLE_PREFIX", prefix.clone()),
+    ]);
+    let config = Config::from_lookup(|name| env.get(name).cloned()).unwrap();
+    let app = mcp_v8_lambda::app::app(&config, dir.path(), Some(&clients)).unwrap();
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}});
+    let (_, sid, _) = send(&app, None, init).await;
+    counter.take();
+    let (_, _, listed) = send(
+        &app,
+        sid.as_deref(),
+        json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_sessions","arguments":{}}}),
+    )
+    .await;
+    assert_eq!(
+        listed["result"]["structuredContent"],
+        json!({"sessions": ["mine-1", "mine-2"]})
+    );
+    let calls_made = counter.take();
+    println!("list_sessions: {calls_made:?}");
+    assert_eq!(
+        calls_made,
+        calls(&[("DynamoDB.GetItem", 1), ("DynamoDB.Query", 1)]),
+        "session replay, then one Query of the index"
+    );
+}

@@ -13,6 +13,41 @@ async fn redb_store_passes_the_conformance_suite() {
     conformance::run_all(Arc::new(RedbMetaStore::new(db).unwrap())).await;
 }
 
+/// A database written before the session index existed lists every
+/// session it holds, once opened by this version.
+#[tokio::test]
+async fn a_database_from_before_the_session_index_lists_its_sessions() {
+    use mcp_v8_lambda::meta::MetaStore;
+    use mcp_v8_lambda::tenant::Tenant;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_database(&dir.path().join("meta.redb")).unwrap();
+    {
+        // The heads table as earlier versions wrote it, and nothing else.
+        let heads: redb::TableDefinition<&str, u64> =
+            redb::TableDefinition::new("session_log_heads");
+        let tx = db.begin_write().unwrap();
+        {
+            let mut table = tx.open_table(heads).unwrap();
+            table.insert("old-b", 3).unwrap();
+            table.insert("old-a", 1).unwrap();
+        }
+        tx.commit().unwrap();
+    }
+    let store = RedbMetaStore::new(db).unwrap();
+    let listed = store
+        .list_sessions(&Tenant::anonymous(), None, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        listed,
+        [
+            crate::common::logical("old-a"),
+            crate::common::logical("old-b")
+        ]
+    );
+}
+
 mod execution_records {
     //! An execution record is on disk when the call that writes it returns,
     //! with or without a log entry; these check it against what a crash
