@@ -186,9 +186,11 @@ async fn a_run_asking_for_more_time_than_the_invocation_has_ends_timed_out_in_ti
         "{outcome}"
     );
     let id = outcome["execution_id"].as_str().unwrap().parse().unwrap();
+    // The event's IAM caller is the run's tenant.
+    let tenant = Tenant::of_principal("arn:aws:iam::123456789012:user/agent-operator");
     assert!(
         s.meta
-            .get_execution(&Tenant::anonymous(), id, 0)
+            .get_execution(&tenant, id, 0)
             .await
             .unwrap()
             .is_some(),
