@@ -139,6 +139,16 @@ mod tests {
         assert!(Tenant::anonymous().id().is_none());
     }
 
+    /// The recipe docs/storage.md gives operators:
+    /// `printf 'mcp-v8-lambda tenant\n%s' "$principal" | sha256sum | cut -c1-32`.
+    #[test]
+    fn the_id_is_the_documented_shell_recipe() {
+        assert_eq!(
+            Tenant::of_principal("jwt:https://issuer.example#alice").id(),
+            Some("af034ce27b3b1ab9e6014d0e47f522aa")
+        );
+    }
+
     #[test]
     fn scoping_round_trips_and_leaves_the_anonymous_layout_alone() {
         let a = Tenant::of_principal("p");

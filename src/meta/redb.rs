@@ -105,7 +105,8 @@ fn append_in(
     session: &LogicalSession,
     entry: NewLogEntry,
 ) -> Result<u64, MetaStoreError> {
-    let scoped = tenant.scoped(session.as_str());
+    let name = session.as_str();
+    let scoped = tenant.scoped(name);
     let session = scoped.as_ref();
     let mut heads = tx.open_table(LOG_HEADS).map_err(backend)?;
     let index = heads
@@ -116,7 +117,7 @@ fn append_in(
     if index == 0 {
         tx.open_table(SESSION_INDEX)
             .map_err(backend)?
-            .insert((tenant.partition(), scoped_name(session)), ())
+            .insert((tenant.partition(), name), ())
             .map_err(backend)?;
     }
     let record = LogEntry {
@@ -132,11 +133,6 @@ fn append_in(
         .insert((session, index), bytes.as_slice())
         .map_err(backend)?;
     Ok(index)
-}
-
-/// The session name of a scoped key.
-fn scoped_name(scoped: &str) -> &str {
-    Tenant::unscoped(scoped).1
 }
 
 fn put_execution_in(

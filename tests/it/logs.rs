@@ -70,6 +70,12 @@ async fn the_request_line_has_its_fields_at_the_top_level() {
     assert_eq!(line["tool"], "run_js", "{line}");
     assert_eq!(line["status"], "completed", "{line}");
     assert_eq!(line["logical_session"], "logged", "{line}");
+    // The tenant's id, never the principal (an IAM ARN, a JWT subject).
+    let tenant = mcp_v8_lambda::tenant::Tenant::of_principal(
+        "arn:aws:iam::123456789012:user/agent-operator",
+    );
+    assert_eq!(line["tenant"], tenant.id().unwrap(), "{line}");
+    assert!(!text.contains("agent-operator"), "{text}");
     assert_eq!(line["heap"].as_str().map(str::len), Some(64), "{line}");
     assert!(line["execution_id"].is_string(), "{line}");
     assert!(line["duration_ms"].is_u64(), "{line}");
