@@ -249,13 +249,43 @@ pub struct ListToolsResult {
 pub struct Tool {
     /// Name used in `tools/call`.
     pub name: &'static str,
+    /// For people: what a client shows.
+    pub title: &'static str,
     /// For the model.
-    pub description: &'static str,
+    pub description: std::borrow::Cow<'static, str>,
     /// JSON Schema of the arguments.
     pub input_schema: Value,
     /// JSON Schema of `structuredContent` (2025-06-18 and later).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// What calling it does to the world, for clients deciding whether to
+    /// ask first.
+    pub annotations: ToolAnnotations,
+}
+
+/// Hints about a tool's effects (since 2025-03-26). Clients auto-approve
+/// on `readOnlyHint`; every field is stated, none left to the defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// The tool changes nothing.
+    pub read_only_hint: bool,
+    /// It may overwrite or remove what exists (meaningful when not read-only).
+    pub destructive_hint: bool,
+    /// Calling it again with the same arguments changes nothing more.
+    pub idempotent_hint: bool,
+    /// It reaches entities outside this server (the network).
+    pub open_world_hint: bool,
+}
+
+impl ToolAnnotations {
+    /// Reads this server's own data.
+    pub const READ_ONLY: Self = Self {
+        read_only_hint: true,
+        destructive_hint: false,
+        idempotent_hint: true,
+        open_world_hint: false,
+    };
 }
 
 /// `server/discover` result (2026-07-28).

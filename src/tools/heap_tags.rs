@@ -8,7 +8,7 @@ use uuid::Uuid;
 use super::{CallContext, Toolbox, args, schema, structured_result};
 use crate::engine::RunOutcome;
 use crate::meta::Tags;
-use crate::protocol::mcp::{CallToolResult, Tool};
+use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
 use crate::session::unix_now;
 
 pub(super) const GET_HEAP_TAGS: &str = "get_heap_tags";
@@ -36,17 +36,20 @@ pub(super) fn describe() -> Vec<Tool> {
     vec![
         Tool {
             name: GET_HEAP_TAGS,
-            description: "Get the tags you set on a heap ({} when you set none). Tags, like heaps, sessions and executions, belong to the caller you authenticated as.",
+            title: "Get heap tags",
+            description: "Get the tags you set on a heap ({} when you set none). Tags, like heaps, sessions and executions, belong to the caller you authenticated as.".into(),
             input_schema: json!({ "type": "object", "properties": { "heap": heap() }, "required": ["heap"], "additionalProperties": false }),
             output_schema: Some(json!({
                 "type": "object",
                 "properties": { "tags": { "type": "object", "additionalProperties": { "type": "string" } } },
                 "required": ["tags"]
             })),
+            annotations: ToolAnnotations::READ_ONLY,
         },
         Tool {
             name: SET_HEAP_TAGS,
-            description: "Replace all your tags of a heap with the given map (an empty map clears them).",
+            title: "Set heap tags",
+            description: "Replace all your tags of a heap with the given map (an empty map clears them).".into(),
             input_schema: json!({
                 "type": "object",
                 "properties": { "heap": heap(), "tags": schema::tags("New tags: string keys to string values.") },
@@ -54,10 +57,17 @@ pub(super) fn describe() -> Vec<Tool> {
                 "additionalProperties": false
             }),
             output_schema: Some(ok_schema()),
+            annotations: ToolAnnotations {
+                read_only_hint: false,
+                destructive_hint: true,
+                idempotent_hint: true,
+                open_world_hint: false,
+            },
         },
         Tool {
             name: DELETE_HEAP_TAGS,
-            description: "Remove the named tags of one of your heaps, or all of its tags when keys is omitted.",
+            title: "Delete heap tags",
+            description: "Remove the named tags of one of your heaps, or all of its tags when keys is omitted.".into(),
             input_schema: json!({
                 "type": "object",
                 "properties": { "heap": heap(), "keys": { "type": "string", "description": "Comma-separated tag keys to remove." } },
@@ -65,10 +75,17 @@ pub(super) fn describe() -> Vec<Tool> {
                 "additionalProperties": false
             }),
             output_schema: Some(ok_schema()),
+            annotations: ToolAnnotations {
+                read_only_hint: false,
+                destructive_hint: true,
+                idempotent_hint: true,
+                open_world_hint: false,
+            },
         },
         Tool {
             name: QUERY_HEAPS_BY_TAGS,
-            description: "Find your heaps whose tags contain every given key-value pair (heaps without tags are never returned).",
+            title: "Find heaps by tags",
+            description: "Find your heaps whose tags contain every given key-value pair (heaps without tags are never returned).".into(),
             input_schema: json!({
                 "type": "object",
                 "properties": { "tags": schema::tags("Pairs that must all match.") },
@@ -87,10 +104,12 @@ pub(super) fn describe() -> Vec<Tool> {
                 }}},
                 "required": ["results"]
             })),
+            annotations: ToolAnnotations::READ_ONLY,
         },
         Tool {
             name: GET_EXECUTION,
-            description: "Get the recorded outcome of one of your earlier run_js calls by its execution_id, with when it started and completed.",
+            title: "Get a run's record",
+            description: "Get the recorded outcome of one of your earlier run_js calls by its execution_id, with when it started and completed.".into(),
             input_schema: json!({
                 "type": "object",
                 "properties": { "execution_id": { "type": "string", "description": "The execution_id a run_js returned." } },
@@ -98,6 +117,7 @@ pub(super) fn describe() -> Vec<Tool> {
                 "additionalProperties": false
             }),
             output_schema: Some(execution),
+            annotations: ToolAnnotations::READ_ONLY,
         },
     ]
 }

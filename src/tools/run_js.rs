@@ -9,7 +9,7 @@ use super::{CallContext, Toolbox, schema, structured_result};
 use crate::engine::{Language, RunOutcome, RunRequest, RunStatus, cap_text};
 use crate::heap::HeapKey;
 use crate::meta::{ExecutionRecord, NewLogEntry, Tags};
-use crate::protocol::mcp::{CallToolResult, Tool};
+use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
 use crate::session::{LogicalSession, unix_now};
 use crate::tenant::Tenant;
 
@@ -18,7 +18,8 @@ pub(super) const NAME: &str = "run_js";
 const STATEFUL_DESCRIPTION: &str = "Run JavaScript or TypeScript in a V8 isolate and return its completion value and console output. \
 Every successful run saves the whole heap and returns its key as `heap`; pass that key as `heap` in a later call to continue with \
 every global, top-level declaration and object of that run. Heaps are immutable: continuing from the same key twice gives two \
-independent branches. No network, filesystem, environment or modules are available.";
+independent branches. Name a logical session (the `session` argument, else the X-MCP-Session-Id header) to have the run \
+logged there (list_session_snapshots reads the log). No network, filesystem, environment or modules are available.";
 
 const STATELESS_DESCRIPTION: &str = "Run JavaScript or TypeScript in a fresh V8 isolate and return its completion value and console \
 output. This server is stateless: nothing is kept between calls. No network, filesystem, environment or modules are available.";
@@ -99,13 +100,25 @@ Omit for a fresh isolate."),
 the way to keep a session log without headers (protocol 2026-07-28)."),
         );
     }
+    let base = if stateless {
+        STATELESS_DESCRIPTION
+    } else {
+        STATEFUL_DESCRIPTION
+    };
+    let description = format!(
+        "{base} Limits here: timeout {} s by default, at most {} s; heap {} MiB by default, at most {} MiB; \
+console output kept up to {} and the result up to {} (longer text is cut, with a marker).",
+        limits.default_timeout.as_secs(),
+        max_timeout.as_secs(),
+        limits.default_heap_limit_mb,
+        limits.max_heap_limit_mb,
+        bytes(limits.max_output_bytes),
+        bytes(limits.max_result_bytes),
+    );
     Tool {
         name: NAME,
-        description: if stateless {
-            STATELESS_DESCRIPTION
-        } else {
-            STATEFUL_DESCRIPTION
-        },
+        title: "Run JavaScript",
+        description: description.into(),
         input_schema: json!({
             "type": "object",
             "properties": properties,
@@ -113,6 +126,25 @@ the way to keep a session log without headers (protocol 2026-07-28)."),
             "additionalProperties": false
         }),
         output_schema: Some(schema::run_outcome()),
+        // It only adds: a new heap, a log entry, an execution record; the
+        // `tags` it sets are those of the heap it produced.
+        annotations: ToolAnnotations {
+            read_only_hint: false,
+            destructive_hint: false,
+            idempotent_hint: false,
+            open_world_hint: false,
+        },
+    }
+}
+
+/// A byte count as people read it.
+fn bytes(n: usize) -> String {
+    if n >= 1024 * 1024 && n % (1024 * 1024) == 0 {
+        format!("{} MiB", n / (1024 * 1024))
+    } else if n >= 1024 && n % 1024 == 0 {
+        format!("{} KiB", n / 1024)
+    } else {
+        format!("{n} bytes")
     }
 }
 

@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 
 use super::{CallContext, Toolbox, args, schema, structured_result};
 use crate::meta::{LogEntry, MetaStoreError};
-use crate::protocol::mcp::{CallToolResult, Tool};
+use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
 use crate::session::LogicalSession;
 
 pub(super) const LIST_SESSIONS: &str = "list_sessions";
@@ -30,9 +30,11 @@ pub(super) fn describe() -> Vec<Tool> {
     vec![
         Tool {
             name: LIST_SESSIONS,
+            title: "List sessions",
             description: "List the names of your logical sessions that have at least one logged run, sorted. Only \
 sessions of the caller you authenticated as are listed. Returns at most 1000 names per call; pass next_cursor as cursor \
-for the next page.",
+for the next page."
+                .into(),
             input_schema: json!({
                 "type": "object",
                 "properties": {
@@ -49,12 +51,15 @@ for the next page.",
                 },
                 "required": ["sessions"]
             })),
+            annotations: ToolAnnotations::READ_ONLY,
         },
         Tool {
             name: LIST_SESSION_SNAPSHOTS,
+            title: "List a session's runs",
             description: "List the logged runs of one of your logical sessions in order: each entry's input and output heap, the \
 code run and when. The session is the session argument, else this connection's X-MCP-Session-Id header. Returns at most \
-1000 entries and about 1 MiB per call; page with offset and limit (next_offset says where the next page starts).",
+1000 entries and about 1 MiB per call; page with offset and limit (next_offset says where the next page starts)."
+                .into(),
             input_schema: json!({
                 "type": "object",
                 "properties": {
@@ -83,6 +88,7 @@ code run and when. The session is the session argument, else this connection's X
                 },
                 "required": ["entries"]
             })),
+            annotations: ToolAnnotations::READ_ONLY,
         },
     ]
 }

@@ -67,6 +67,59 @@ async fn every_tool_is_listed_when_stateful_and_only_run_js_when_stateless() {
     assert_eq!(reply.body["error"]["code"], -32601);
 }
 
+/// Every tool has a title and true annotations, in a fixed order: the
+/// readers read-only, the tag setters idempotent and destructive, run_js
+/// neither read-only nor idempotent; run_js states its limits.
+#[tokio::test]
+async fn tools_are_listed_in_a_fixed_order_with_titles_and_true_annotations() {
+    let s = server();
+    let sid = s.initialize_as("2025-11-25", &[]).await;
+    let tools = s.tools_list(&sid).await["tools"].clone();
+    let tools = tools.as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "run_js",
+            "list_sessions",
+            "list_session_snapshots",
+            "get_heap_tags",
+            "set_heap_tags",
+            "delete_heap_tags",
+            "query_heaps_by_tags",
+            "get_execution",
+        ]
+    );
+    for tool in tools {
+        let name = tool["name"].as_str().unwrap();
+        assert!(
+            tool["title"].as_str().is_some_and(|t| !t.is_empty()),
+            "{name}"
+        );
+        let hints = &tool["annotations"];
+        let read_only = !matches!(name, "run_js" | "set_heap_tags" | "delete_heap_tags");
+        assert_eq!(hints["readOnlyHint"], read_only, "{name}");
+        assert_eq!(hints["openWorldHint"], false, "{name}");
+        if name.ends_with("_heap_tags") && !read_only {
+            assert_eq!(hints["idempotentHint"], true, "{name}");
+            assert_eq!(hints["destructiveHint"], true, "{name}");
+        }
+    }
+    let run_js = &tools[0];
+    assert_eq!(run_js["annotations"]["idempotentHint"], false);
+    assert_eq!(run_js["annotations"]["destructiveHint"], false);
+    let description = run_js["description"].as_str().unwrap();
+    for limit in [
+        "at most 300 s",
+        "64 MiB by default",
+        "output kept up to 1 MiB",
+        "result up to 1 MiB",
+        "`session` argument",
+    ] {
+        assert!(description.contains(limit), "{limit:?} in {description}");
+    }
+}
+
 #[tokio::test]
 async fn list_sessions_names_sessions_with_entries() {
     let s = server();
