@@ -87,8 +87,13 @@ pub(super) fn describe(toolbox: &Toolbox, deadline: Option<SystemTime>) -> Tool 
         let object = properties.as_object_mut().expect("object literal");
         object.insert(
             "heap".into(),
-            schema::heap_key("Heap to start from (a `heap` returned by one of your earlier runs; another caller's heap is not found). \
-Omit for a fresh isolate."),
+            json!({
+                "type": "string",
+                "pattern": "^([0-9a-f]{64}|latest)$",
+                "description": "Heap to start from: a `heap` returned by one of your earlier runs (another caller's heap is not \
+found), or \"latest\" for the last heap of the logical session (the session argument, else the X-MCP-Session-Id header). \
+Omit for a fresh isolate."
+            }),
         );
         object.insert(
             "tags".into(),
@@ -171,6 +176,8 @@ fn now_millis() -> i128 {
 struct Planned {
     request: RunRequest,
     logical_session: Option<LogicalSession>,
+    /// `heap: "latest"`, resolved by [`resolve_latest`] when the run starts.
+    latest: bool,
     tags: Option<Tags>,
     /// For the outcome: what the plan changed of what was asked.
     warnings: Vec<String>,
@@ -179,22 +186,35 @@ struct Planned {
 /// The least time worth starting a run with.
 const MIN_RUN_TIME: Duration = Duration::from_millis(100);
 
+/// The `heap` argument's word for the last heap of the call's logical session.
+pub(super) const LATEST: &str = "latest";
+
 /// Checks the arguments; `Err` is the tool error the model reads.
 fn plan(toolbox: &Toolbox, context: CallContext<'_>, args: Args) -> Result<Planned, String> {
+    let latest = args.heap.as_deref() == Some(LATEST);
     let heap = match args.heap.as_deref() {
-        None | Some("") => None,
+        None | Some("") | Some(LATEST) => None,
         Some(text) => Some(HeapKey::parse(text).map_err(|e| e.to_string())?),
     };
     if let Some(tags) = &args.tags {
         super::args::tags(tags)?;
     }
-    if toolbox.stateless && (heap.is_some() || args.tags.is_some() || args.session.is_some()) {
+    if toolbox.stateless
+        && (heap.is_some() || latest || args.tags.is_some() || args.session.is_some())
+    {
         return Err("this server is stateless: run_js takes no heap, tags or session".into());
     }
     let logical_session = match args.session.as_deref() {
         Some(name) => Some(super::args::session(name)?),
         None => context.logical_session.cloned(),
     };
+    if latest && logical_session.is_none() {
+        return Err(
+            "heap \"latest\" is the last heap of your logical session, and this call names \
+                    none: pass the session argument, or send the X-MCP-Session-Id header"
+                .into(),
+        );
+    }
     let mut timeout = match args.execution_timeout_secs {
         None => None,
         Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => {
@@ -245,9 +265,35 @@ fn plan(toolbox: &Toolbox, context: CallContext<'_>, args: Args) -> Result<Plann
             heap_limit_mb: args.heap_memory_max_mb,
         },
         logical_session,
+        latest,
         tags: args.tags,
         warnings,
     })
+}
+
+/// Resolves `heap: "latest"`: the output heap of the session's newest log
+/// entry, read as the run starts; a session without runs starts fresh,
+/// with a warning saying so.
+async fn resolve_latest(
+    toolbox: &Toolbox,
+    context: CallContext<'_>,
+    planned: &mut Planned,
+) -> Result<(), String> {
+    let Some(session) = &planned.logical_session else {
+        return Ok(());
+    };
+    let last = toolbox
+        .meta
+        .last_log_entry(context.tenant, session)
+        .await
+        .map_err(|e| format!("could not read the session log for heap \"latest\": {e}"))?;
+    match last {
+        Some(entry) => planned.request.heap = Some(entry.output_heap),
+        None => planned.warnings.push(format!(
+            "session {session:?} has no runs yet, so heap \"latest\" started a fresh isolate"
+        )),
+    }
+    Ok(())
 }
 
 pub(super) async fn call(
@@ -256,10 +302,15 @@ pub(super) async fn call(
     args: Args,
     structured: bool,
 ) -> CallToolResult {
-    let planned = match plan(toolbox, context, args) {
+    let mut planned = match plan(toolbox, context, args) {
         Ok(planned) => planned,
         Err(message) => return CallToolResult::error(message),
     };
+    if planned.latest
+        && let Err(message) = resolve_latest(toolbox, context, &mut planned).await
+    {
+        return CallToolResult::error(message);
+    }
     let heap = planned.request.heap.as_ref().map(HeapKey::as_str);
     let span = tracing::Span::current();
     span.record("input_heap", heap);

@@ -58,14 +58,16 @@ for the next page."
             title: "List a session's runs",
             description: "List the logged runs of one of your logical sessions in order: each entry's input and output heap, the \
 code run and when. The session is the session argument, else this connection's X-MCP-Session-Id header. Returns at most \
-1000 entries and about 1 MiB per call; page with offset and limit (next_offset says where the next page starts)."
+1000 entries and about 1 MiB per call; page with offset and limit (next_offset says where the next page starts). \
+order: newest_first reads from the newest end."
                 .into(),
             input_schema: json!({
                 "type": "object",
                 "properties": {
                     "session": schema::session("Logical session to list (default: this connection's X-MCP-Session-Id)."),
                     "fields": { "type": "string", "description": "Comma-separated subset of index,input_heap,output_heap,code,timestamp (default: all)." },
-                    "offset": { "type": "integer", "minimum": 0, "description": "First index to return (default 0)." },
+                    "offset": { "type": "integer", "minimum": 0, "description": "First index to return (default: 0, or the newest with newest_first)." },
+                    "order": { "type": "string", "enum": ["oldest_first", "newest_first"], "description": "oldest_first (default) pages up from offset; newest_first pages down from it, so {order: newest_first, limit: 1} is the last run." },
                     "limit": { "type": "integer", "minimum": 1, "maximum": 1000, "description": "Most entries to return (default and cap 1000)." }
                 },
                 "additionalProperties": false
@@ -161,6 +163,17 @@ pub(super) struct SnapshotArgs {
     offset: Option<u64>,
     #[serde(default)]
     limit: Option<usize>,
+    #[serde(default)]
+    order: Order,
+}
+
+/// Which end of the log a page starts from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Order {
+    #[default]
+    OldestFirst,
+    NewestFirst,
 }
 
 #[derive(Debug, Serialize)]
@@ -220,8 +233,23 @@ pub(super) async fn list_session_snapshots(
     if !(1..=MAX_ENTRIES).contains(&limit) {
         return CallToolResult::error(format!("limit must be between 1 and {MAX_ENTRIES}"));
     }
-    let offset = args.offset.unwrap_or(0);
-    match read_page(toolbox, context, name, offset, limit, &fields).await {
+    let page = match args.order {
+        Order::OldestFirst => {
+            read_page(
+                toolbox,
+                context,
+                name,
+                args.offset.unwrap_or(0),
+                limit,
+                &fields,
+            )
+            .await
+        }
+        Order::NewestFirst => {
+            read_page_down(toolbox, context, name, args.offset, limit, &fields).await
+        }
+    };
+    match page {
         Ok((entries, next_offset)) => structured_result(
             &Entries {
                 entries,
@@ -232,6 +260,46 @@ pub(super) async fn list_session_snapshots(
         ),
         Err(e) => CallToolResult::error(format!("could not read the session log: {e}")),
     }
+}
+
+/// Entries from `from` (default: the newest) down to index 0, newest
+/// first, projected, under the same bounds as [`read_page`]; also the index
+/// the next page starts from when older entries follow.
+async fn read_page_down(
+    toolbox: &Toolbox,
+    context: CallContext<'_>,
+    name: &LogicalSession,
+    from: Option<u64>,
+    limit: usize,
+    fields: &[&str],
+) -> Result<(Vec<Map<String, Value>>, Option<u64>), MetaStoreError> {
+    let mut page = Vec::new();
+    let Some(last) = toolbox.meta.last_log_entry(context.tenant, name).await? else {
+        return Ok((page, None));
+    };
+    let mut bytes = 0;
+    // One past the highest index still to read.
+    let mut end = from.map_or(last.index, |from| from.min(last.index)) + 1;
+    while end > 0 {
+        let start = end.saturating_sub(READ_BATCH as u64);
+        let batch = toolbox
+            .meta
+            .read_log(context.tenant, name, start, (end - start) as usize)
+            .await?;
+        // A store may skip expired entries and read past `end` to fill the batch.
+        for entry in batch.into_iter().rev().filter(|e| e.index < end) {
+            let at = entry.index;
+            let projected = project(entry, fields);
+            let len = serde_json::to_vec(&projected).map_or(usize::MAX, |j| j.len());
+            if page.len() == limit || (!page.is_empty() && bytes + len > PAGE_BYTES) {
+                return Ok((page, Some(at)));
+            }
+            bytes += len;
+            page.push(projected);
+        }
+        end = start;
+    }
+    Ok((page, None))
 }
 
 /// Entries from `offset` on, projected: at most `limit`, and no more than

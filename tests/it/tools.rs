@@ -494,3 +494,102 @@ async fn run_js_refuses_invalid_tags_before_running() {
         "nothing ran, nothing was logged"
     );
 }
+
+/// `heap: "latest"` continues from the session's last heap: an error
+/// without a session, a fresh start with a warning on an empty log.
+#[tokio::test]
+async fn heap_latest_continues_the_logical_session() {
+    let s = server();
+    let sid = s.initialize_as("2025-11-25", &[]).await;
+    let no_session = s.call(&sid, json!({"code": "1", "heap": "latest"})).await;
+    assert_eq!(no_session["isError"], true);
+    assert!(
+        no_session["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("X-MCP-Session-Id"),
+        "{no_session}"
+    );
+    let fresh = structured(
+        &s.call(
+            &sid,
+            json!({"code": "globalThis.n = 1; n", "heap": "latest", "session": "latest-agent"}),
+        )
+        .await,
+    )
+    .clone();
+    assert_eq!(fresh["result"], "1");
+    assert!(fresh["input_heap"].is_null());
+    assert!(
+        fresh["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("no runs yet"),
+        "{fresh}"
+    );
+    let next = structured(
+        &s.call(
+            &sid,
+            json!({"code": "n += 1; n", "heap": "latest", "session": "latest-agent"}),
+        )
+        .await,
+    )
+    .clone();
+    assert_eq!(next["result"], "2", "{next}");
+    assert_eq!(next["input_heap"], fresh["heap"]);
+    assert_eq!(next["warnings"], json!([]));
+    // Through the header too.
+    let sid = s
+        .initialize_as("2025-11-25", &[("x-mcp-session-id", "latest-agent")])
+        .await;
+    let third = structured(&s.call(&sid, json!({"code": "n", "heap": "latest"})).await).clone();
+    assert_eq!(third["result"], "2");
+    assert_eq!(third["input_heap"], next["heap"]);
+}
+
+/// `order: newest_first` reads the log from its newest end, in pages.
+#[tokio::test]
+async fn list_session_snapshots_reads_newest_first_in_pages() {
+    let s = server();
+    let sid = s.initialize_as("2025-11-25", &[]).await;
+    for n in 0..5 {
+        s.call(
+            &sid,
+            json!({"code": format!("{n}"), "session": "backwards"}),
+        )
+        .await;
+    }
+    let page = |arguments: serde_json::Value| {
+        let s = &s;
+        let sid = sid.clone();
+        async move { structured(&s.tool(&sid, "list_session_snapshots", arguments).await).clone() }
+    };
+    let last = page(json!({"session": "backwards", "order": "newest_first", "limit": 1, "fields": "index,code"})).await;
+    assert_eq!(
+        last,
+        json!({"entries": [{"index": 4, "code": "4"}], "next_offset": 3})
+    );
+    let rest = page(
+        json!({"session": "backwards", "order": "newest_first", "offset": 3, "fields": "index"}),
+    )
+    .await;
+    assert_eq!(
+        rest,
+        json!({"entries": [{"index": 3}, {"index": 2}, {"index": 1}, {"index": 0}]})
+    );
+    let beyond = page(json!({"session": "backwards", "order": "newest_first", "offset": 99, "limit": 2, "fields": "index"})).await;
+    assert_eq!(
+        beyond,
+        json!({"entries": [{"index": 4}, {"index": 3}], "next_offset": 2})
+    );
+    let empty = page(json!({"session": "never-ran", "order": "newest_first"})).await;
+    assert_eq!(empty, json!({"entries": []}));
+    let bad = s
+        .tool(
+            &sid,
+            "list_session_snapshots",
+            json!({"session": "backwards", "order": "sideways"}),
+        )
+        .await;
+    assert_eq!(bad["isError"], true);
+}
