@@ -189,6 +189,16 @@ impl<T: Serialize> Response<T> {
 impl Response<()> {
     /// An error response.
     pub fn error(id: Option<RequestId>, code: i64, message: impl Into<String>) -> Self {
+        Self::error_with_data(id, code, message, None)
+    }
+
+    /// An error response with `error.data`.
+    pub fn error_with_data(
+        id: Option<RequestId>,
+        code: i64,
+        message: impl Into<String>,
+        data: Option<serde_json::Value>,
+    ) -> Self {
         Self {
             jsonrpc: "2.0",
             id,
@@ -196,7 +206,7 @@ impl Response<()> {
             error: Some(ErrorObject {
                 code,
                 message: message.into(),
-                data: None,
+                data,
             }),
         }
     }

@@ -1,5 +1,7 @@
 //! MCP messages of the session-protocol revisions this server speaks.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -58,6 +60,16 @@ pub mod method {
     pub const CANCELLED: &str = "notifications/cancelled";
     /// 2026-07-28: versions, capabilities and identity, in place of `initialize`.
     pub const SERVER_DISCOVER: &str = "server/discover";
+    /// Resource listing.
+    pub const RESOURCES_LIST: &str = "resources/list";
+    /// Resource template listing.
+    pub const RESOURCE_TEMPLATES_LIST: &str = "resources/templates/list";
+    /// Reading one resource.
+    pub const RESOURCES_READ: &str = "resources/read";
+    /// Prompt listing.
+    pub const PROMPTS_LIST: &str = "prompts/list";
+    /// One prompt, filled in.
+    pub const PROMPTS_GET: &str = "prompts/get";
 }
 
 /// Header names.
@@ -163,6 +175,174 @@ pub struct InitializeMeta {
 pub struct ServerCapabilities {
     /// Tools are offered; the list never changes during a session.
     pub tools: ToolsCapability,
+    /// Session logs and execution records, when the server keeps them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourcesCapability>,
+    /// The `resume_session` prompt, when the server keeps session logs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<PromptsCapability>,
+}
+
+/// The `resources` capability.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourcesCapability {
+    /// Always false: no update is ever pushed.
+    pub subscribe: bool,
+    /// Always false.
+    pub list_changed: bool,
+}
+
+/// The `prompts` capability.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptsCapability {
+    /// Always false.
+    pub list_changed: bool,
+}
+
+/// Params of a paged list (`resources/list`, `prompts/list`, …).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ListParams {
+    /// Where the previous page's `nextCursor` said to go on.
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// A resource in `resources/list`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resource {
+    /// Its address, for `resources/read`.
+    pub uri: String,
+    /// Programmatic name.
+    pub name: String,
+    /// For people.
+    pub title: String,
+    /// What it holds.
+    pub description: String,
+    /// Of its contents.
+    pub mime_type: &'static str,
+}
+
+/// `resources/list` result.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListResourcesResult {
+    /// One page.
+    pub resources: Vec<Resource>,
+    /// Present when more follow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// A resource template in `resources/templates/list`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceTemplate {
+    /// RFC 6570 level 1 template.
+    pub uri_template: &'static str,
+    /// Programmatic name.
+    pub name: &'static str,
+    /// For people.
+    pub title: &'static str,
+    /// What its resources hold.
+    pub description: &'static str,
+    /// Of their contents.
+    pub mime_type: &'static str,
+}
+
+/// `resources/templates/list` result.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListResourceTemplatesResult {
+    /// All of them: there are few.
+    pub resource_templates: Vec<ResourceTemplate>,
+}
+
+/// `resources/read` params.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ReadResourceParams {
+    /// The resource.
+    pub uri: String,
+}
+
+/// One text content of a read resource.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TextResourceContents {
+    /// The resource read.
+    pub uri: String,
+    /// Of `text`.
+    pub mime_type: &'static str,
+    /// The content.
+    pub text: String,
+}
+
+/// `resources/read` result.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReadResourceResult {
+    /// Never empty.
+    pub contents: Vec<TextResourceContents>,
+}
+
+/// A prompt argument.
+#[derive(Debug, Clone, Serialize)]
+pub struct PromptArgument {
+    /// As passed in `prompts/get`.
+    pub name: &'static str,
+    /// For people and models.
+    pub description: &'static str,
+    /// Whether `prompts/get` needs it.
+    pub required: bool,
+}
+
+/// A prompt in `prompts/list`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Prompt {
+    /// For `prompts/get`.
+    pub name: &'static str,
+    /// For people.
+    pub title: &'static str,
+    /// What it does.
+    pub description: &'static str,
+    /// What it takes.
+    pub arguments: Vec<PromptArgument>,
+}
+
+/// `prompts/list` result.
+#[derive(Debug, Clone, Serialize)]
+pub struct ListPromptsResult {
+    /// All of them.
+    pub prompts: Vec<Prompt>,
+}
+
+/// `prompts/get` params.
+#[derive(Debug, Clone, Deserialize)]
+pub struct GetPromptParams {
+    /// Which prompt.
+    pub name: String,
+    /// Its arguments.
+    #[serde(default)]
+    pub arguments: BTreeMap<String, String>,
+}
+
+/// A message of a prompt.
+#[derive(Debug, Clone, Serialize)]
+pub struct PromptMessage {
+    /// `user`.
+    pub role: &'static str,
+    /// What it says.
+    pub content: TextContent,
+}
+
+/// `prompts/get` result.
+#[derive(Debug, Clone, Serialize)]
+pub struct GetPromptResult {
+    /// What the prompt is for.
+    pub description: String,
+    /// The messages to send.
+    pub messages: Vec<PromptMessage>,
 }
 
 /// The `tools` capability.

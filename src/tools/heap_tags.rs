@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::{CallContext, Toolbox, args, schema, structured_result};
 use crate::engine::RunOutcome;
-use crate::meta::Tags;
+use crate::meta::{ExecutionRecord, Tags};
 use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
 use crate::session::unix_now;
 
@@ -291,12 +291,23 @@ pub(super) struct ExecutionArgs {
     execution_id: String,
 }
 
+/// An execution record as `get_execution` and its resource show it.
 #[derive(Debug, Serialize)]
-struct ExecutionView {
+pub(super) struct ExecutionView {
     #[serde(flatten)]
     outcome: RunOutcome,
     started_at: String,
     completed_at: String,
+}
+
+impl From<ExecutionRecord> for ExecutionView {
+    fn from(record: ExecutionRecord) -> Self {
+        Self {
+            outcome: record.outcome,
+            started_at: record.started_at,
+            completed_at: record.completed_at,
+        }
+    }
 }
 
 pub(super) async fn get_execution(
@@ -313,14 +324,7 @@ pub(super) async fn get_execution(
         .get_execution(context.tenant, id, unix_now())
         .await
     {
-        Ok(Some(record)) => {
-            let view = ExecutionView {
-                outcome: record.outcome,
-                started_at: record.started_at,
-                completed_at: record.completed_at,
-            };
-            structured_result(&view, false, structured)
-        }
+        Ok(Some(record)) => structured_result(&ExecutionView::from(record), false, structured),
         Ok(None) => CallToolResult::error(format!(
             "no execution {id} (unknown, or expired from the registry)"
         )),

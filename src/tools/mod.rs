@@ -169,6 +169,35 @@ impl Toolbox {
         heap_tags::GET_EXECUTION,
     ];
 
+    /// The first page of a session's log as JSON (`{entries, next_offset?}`,
+    /// as `list_session_snapshots` answers without arguments): the session
+    /// log resource.
+    pub async fn session_log_json(
+        &self,
+        context: CallContext<'_>,
+        name: &LogicalSession,
+    ) -> Result<serde_json::Value, crate::meta::MetaStoreError> {
+        let page = session_log::first_page(self, context, name).await?;
+        Ok(serde_json::to_value(page).expect("log pages serialize"))
+    }
+
+    /// An execution record as JSON, as `get_execution` shows it (`None`:
+    /// unknown, expired, or another tenant's).
+    pub async fn execution_json(
+        &self,
+        context: CallContext<'_>,
+        id: uuid::Uuid,
+    ) -> Result<Option<serde_json::Value>, crate::meta::MetaStoreError> {
+        let record = self
+            .meta
+            .get_execution(context.tenant, id, crate::session::unix_now())
+            .await?;
+        Ok(record.map(|record| {
+            serde_json::to_value(heap_tags::ExecutionView::from(record))
+                .expect("execution views serialize")
+        }))
+    }
+
     /// Continuity for `initialize` of a logical session (`None` when the
     /// server is stateless and keeps no log).
     pub async fn continuity(

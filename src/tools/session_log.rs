@@ -177,7 +177,7 @@ enum Order {
 }
 
 #[derive(Debug, Serialize)]
-struct Entries {
+pub(super) struct Entries {
     entries: Vec<Map<String, Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     next_offset: Option<u64>,
@@ -260,6 +260,20 @@ pub(super) async fn list_session_snapshots(
         ),
         Err(e) => CallToolResult::error(format!("could not read the session log: {e}")),
     }
+}
+
+/// The first page of a session's log, oldest first, with all fields, as
+/// `list_session_snapshots` gives it without arguments.
+pub(super) async fn first_page(
+    toolbox: &Toolbox,
+    context: CallContext<'_>,
+    name: &LogicalSession,
+) -> Result<Entries, MetaStoreError> {
+    let (entries, next_offset) = read_page(toolbox, context, name, 0, MAX_ENTRIES, &FIELDS).await?;
+    Ok(Entries {
+        entries,
+        next_offset,
+    })
 }
 
 /// Entries from `from` (default: the newest) down to index 0, newest

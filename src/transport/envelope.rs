@@ -71,7 +71,9 @@ impl HttpError {
         error: MethodError,
         status: impl Fn(i64) -> StatusCode,
     ) -> Self {
-        Self::new(status(error.code), error.code, error.message).with_id(Some(id))
+        let mut http = Self::new(status(error.code), error.code, error.message).with_id(Some(id));
+        http.data = error.data;
+        http
     }
 
     pub(super) fn bad_request(message: impl Into<String>) -> Self {

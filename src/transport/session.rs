@@ -162,7 +162,12 @@ pub(super) async fn post(
                     .await;
                 responses.push(match answer {
                     Ok(result) => raw(&jsonrpc::Response::ok(id, result)),
-                    Err(e) => raw(&jsonrpc::Response::error(Some(id), e.code, e.message)),
+                    Err(e) => raw(&jsonrpc::Response::error_with_data(
+                        Some(id),
+                        e.code,
+                        e.message,
+                        e.data,
+                    )),
                 });
             }
             Message::Notification { method, .. } => {

@@ -24,6 +24,7 @@ mod limits;
 mod logs;
 mod meta_store;
 mod properties;
+mod resources;
 mod session_store;
 mod sessionless;
 mod tenancy;

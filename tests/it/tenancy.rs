@@ -130,6 +130,17 @@ impl Agent {
         (content, result["isError"] == true)
     }
 
+    /// Any method of the session; the whole JSON-RPC response.
+    async fn rpc(&self, method: &str, params: Value) -> Value {
+        let body = json!({"jsonrpc":"2.0","id":1,"method":method,"params":params});
+        let reply = self
+            .host
+            .post(&self.who, &[("mcp-session-id", &self.sid)], &body)
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{method}: {}", reply.body);
+        reply.body
+    }
+
     /// A 2026-07-28 `tools/call` (no session), naming `logical` in its header.
     async fn tool_2026(&self, logical: &str, name: &str, arguments: Value) -> Value {
         let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
@@ -188,6 +199,36 @@ async fn second_caller_sees_nothing_of_the_first(host: Host, alice: Who, bob: Wh
         b.tool("list_sessions", json!({})).await.0,
         json!({"sessions": []})
     );
+    // Her resources and the prompt on her session: as if they did not exist.
+    let listed = b.rpc("resources/list", json!({})).await;
+    assert_eq!(listed["result"]["resources"], json!([]), "{listed}");
+    let log_uri = format!("mcp-v8://sessions/{project}/log");
+    let unknown_log = b
+        .rpc(
+            "resources/read",
+            json!({"uri": "mcp-v8://sessions/never-used/log"}),
+        )
+        .await;
+    let hers = b.rpc("resources/read", json!({"uri": log_uri})).await;
+    assert_eq!(hers["error"]["code"], -32602, "{hers}");
+    assert_eq!(hers["error"]["message"], unknown_log["error"]["message"]);
+    let execution_uri = format!("mcp-v8://executions/{execution}");
+    let hers = b.rpc("resources/read", json!({"uri": execution_uri})).await;
+    assert_eq!(hers["error"]["code"], -32602, "{hers}");
+    let prompt = b
+        .rpc(
+            "prompts/get",
+            json!({"name": "resume_session", "arguments": {"session": project}}),
+        )
+        .await;
+    let text = prompt["result"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        text.contains("no runs yet") && !text.contains(&heap),
+        "{text}"
+    );
+
     // Her log under the name he guessed, and under a name nobody used: the same.
     let (log, _) = b
         .tool("list_session_snapshots", json!({"session": project}))
@@ -303,6 +344,15 @@ async fn second_caller_sees_nothing_of_the_first(host: Host, alice: Who, bob: Wh
         .tool("run_js", json!({"code": "secret", "heap": heap}))
         .await;
     assert_eq!(restored["result"], "\"alice-secret\"", "{restored}");
+    let hers = a.rpc("resources/read", json!({"uri": log_uri})).await;
+    assert!(
+        hers["result"]["contents"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains(&heap)
+    );
+    let hers = a.rpc("resources/read", json!({"uri": execution_uri})).await;
+    assert!(hers["result"]["contents"].is_array(), "{hers}");
     let again = Agent::start(&host, &alice, &project).await;
     assert_eq!(again.continuity["resumed"], true);
     assert_eq!(again.continuity["last_output_heap"], restored["heap"]);

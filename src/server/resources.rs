@@ -1,0 +1,220 @@
+//! Session logs and execution records as MCP resources: listed per logical
+//! session of the caller, read by URI, scoped by tenant exactly as the
+//! tools are.
+
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
+use serde_json::json;
+use uuid::Uuid;
+
+use super::{Freshness, MethodError};
+use crate::protocol::jsonrpc::code;
+use crate::protocol::mcp::{
+    ListParams, ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams,
+    ReadResourceResult, Resource, ResourceTemplate, TextResourceContents,
+};
+use crate::session::LogicalSession;
+use crate::tools::{CallContext, Toolbox};
+
+const SESSIONS: &str = "mcp-v8://sessions/";
+const LOG: &str = "/log";
+const EXECUTIONS: &str = "mcp-v8://executions/";
+const JSON: &str = "application/json";
+/// Resources per `resources/list` page.
+const PAGE: usize = 100;
+
+/// What a session name may keep unescaped in a URI path segment: RFC 3986's
+/// unreserved characters; everything else (`/`, `%`, spaces, non-ASCII) is
+/// percent-encoded.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// The URI of a session's log.
+fn log_uri(name: &LogicalSession) -> String {
+    format!(
+        "{SESSIONS}{}{LOG}",
+        utf8_percent_encode(name.as_str(), SEGMENT)
+    )
+}
+
+/// The two templates: a session's log and an execution record.
+pub(super) fn templates() -> ListResourceTemplatesResult {
+    ListResourceTemplatesResult {
+        resource_templates: vec![
+            ResourceTemplate {
+                uri_template: "mcp-v8://sessions/{name}/log",
+                name: "session-log",
+                title: "Session log",
+                description: "The runs logged in one of your logical sessions, oldest first (the first 1000 \
+entries or about 1 MiB; list_session_snapshots pages further). {name} is the session name, percent-encoded.",
+                mime_type: JSON,
+            },
+            ResourceTemplate {
+                uri_template: "mcp-v8://executions/{id}",
+                name: "execution",
+                title: "Execution record",
+                description: "The recorded outcome of one of your run_js calls, by its execution_id, until it \
+expires from the registry.",
+                mime_type: JSON,
+            },
+        ],
+    }
+}
+
+/// One page of the caller's session logs, by session name.
+pub(super) async fn list(
+    tools: &Toolbox,
+    context: CallContext<'_>,
+    params: ListParams,
+) -> Result<ListResourcesResult, MethodError> {
+    let after = match params.cursor.as_deref().map(LogicalSession::parse) {
+        None => None,
+        Some(Ok(name)) => Some(name),
+        Some(Err(e)) => {
+            return Err(MethodError::new(
+                code::INVALID_PARAMS,
+                format!("invalid cursor: {e}"),
+            ));
+        }
+    };
+    let mut names = tools
+        .meta
+        .list_sessions(context.tenant, after.as_ref(), PAGE + 1)
+        .await
+        .map_err(|e| MethodError::internal(format!("could not list sessions: {e}")))?;
+    let next_cursor = (names.len() > PAGE).then(|| {
+        names.truncate(PAGE);
+        names[PAGE - 1].to_string()
+    });
+    let resources = names
+        .into_iter()
+        .map(|name| Resource {
+            uri: log_uri(&name),
+            title: format!("Session log of {name}"),
+            description: format!(
+                "The runs logged in logical session {:?}, oldest first.",
+                name.as_str()
+            ),
+            name: name.to_string(),
+            mime_type: JSON,
+        })
+        .collect();
+    Ok(ListResourcesResult {
+        resources,
+        next_cursor,
+    })
+}
+
+/// What a URI names.
+enum Named {
+    Log(LogicalSession),
+    Execution(Uuid),
+}
+
+fn parse(uri: &str) -> Option<Named> {
+    if let Some(rest) = uri.strip_prefix(SESSIONS) {
+        let encoded = rest.strip_suffix(LOG)?;
+        if encoded.contains('/') {
+            return None;
+        }
+        let name = percent_decode_str(encoded).decode_utf8().ok()?;
+        return LogicalSession::parse(&name).ok().map(Named::Log);
+    }
+    let id = uri.strip_prefix(EXECUTIONS)?;
+    id.parse().ok().map(Named::Execution)
+}
+
+/// The error of a URI that names nothing the caller has (SEP-2164): the
+/// same for a malformed URI, an unknown one and another tenant's.
+fn not_found(uri: &str) -> MethodError {
+    MethodError::new(code::INVALID_PARAMS, "Resource not found").with_data(json!({ "uri": uri }))
+}
+
+/// Reads a session log (the first page) or an execution record.
+pub(super) async fn read(
+    tools: &Toolbox,
+    context: CallContext<'_>,
+    params: ReadResourceParams,
+) -> Result<(ReadResourceResult, Freshness), MethodError> {
+    let uri = params.uri;
+    let (json, freshness) = match parse(&uri) {
+        Some(Named::Log(name)) => {
+            let page = tools.session_log_json(context, &name).await.map_err(|e| {
+                MethodError::internal(format!("could not read the session log: {e}"))
+            })?;
+            if page["entries"].as_array().is_none_or(Vec::is_empty) {
+                return Err(not_found(&uri));
+            }
+            let log = json!({ "session": name, "entries": page["entries"], "next_offset": page.get("next_offset") });
+            (log, Freshness::Changing)
+        }
+        Some(Named::Execution(id)) => {
+            let record = tools
+                .execution_json(context, id)
+                .await
+                .map_err(|e| {
+                    MethodError::internal(format!("could not read the execution registry: {e}"))
+                })?
+                .ok_or_else(|| not_found(&uri))?;
+            (record, Freshness::Stable)
+        }
+        None => return Err(not_found(&uri)),
+    };
+    let result = ReadResourceResult {
+        contents: vec![TextResourceContents {
+            uri,
+            mime_type: JSON,
+            text: json.to_string(),
+        }],
+    };
+    Ok((result, freshness))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_names_round_trip_through_their_uri() {
+        for name in [
+            "plain",
+            "with/slash",
+            "spaces and %",
+            "ünïcode",
+            "a.b-c_d~e",
+        ] {
+            let name = LogicalSession::parse(name).unwrap();
+            let uri = log_uri(&name);
+            assert_eq!(uri.matches('/').count(), 4, "{uri}");
+            assert!(
+                matches!(parse(&uri), Some(Named::Log(n)) if n == name),
+                "{uri}"
+            );
+        }
+        assert_eq!(
+            log_uri(&LogicalSession::parse("a/b c").unwrap()),
+            "mcp-v8://sessions/a%2Fb%20c/log"
+        );
+    }
+
+    #[test]
+    fn other_uris_name_nothing() {
+        for uri in [
+            "mcp-v8://sessions//log",
+            "mcp-v8://sessions/a/b/log",
+            "mcp-v8://sessions/a",
+            "mcp-v8://sessions/%FF/log",
+            "mcp-v8://executions/not-a-uuid",
+            "test://nonexistent",
+            "",
+        ] {
+            assert!(parse(uri).is_none(), "{uri}");
+        }
+        let id = Uuid::new_v4();
+        assert!(
+            matches!(parse(&format!("mcp-v8://executions/{id}")), Some(Named::Execution(x)) if x == id)
+        );
+    }
+}

@@ -1,0 +1,332 @@
+//! Session logs and execution records as resources, and the
+//! `resume_session` prompt, in both protocol eras: listed, read, paged,
+//! declared in the capabilities only where they exist, with 2026-07-28
+//! caching hints. Tenant scoping is in tenancy.rs.
+
+use crate::common;
+
+use axum::body::Body;
+use common::{Reply, Server, post, server, server_with};
+use mcp_v8_lambda::meta::NewLogEntry;
+use mcp_v8_lambda::tenant::Tenant;
+use serde_json::{Value, json};
+
+fn rpc(method: &str, params: Value) -> Value {
+    json!({"jsonrpc":"2.0","id":3,"method":method,"params":params})
+}
+
+async fn sessionless(s: &Server, method: &str, mut params: Value) -> Reply {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "resources-test", "version": "1"}
+    });
+    let text = rpc(method, params).to_string();
+    let request = post(&text)
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .body(Body::from(text))
+        .unwrap();
+    s.send(request).await
+}
+
+/// Two sessions with runs, through the session era; returns a session id
+/// and the execution id of the last run.
+async fn with_two_sessions(s: &Server) -> (String, String) {
+    let sid = s.initialize_as("2025-11-25", &[]).await;
+    let mut execution = String::new();
+    for (session, code) in [
+        ("alpha/one", "globalThis.a = 1; a"),
+        ("beta", "2"),
+        ("beta", "3"),
+    ] {
+        let result = s
+            .call(&sid, json!({"code": code, "session": session}))
+            .await;
+        execution = result["structuredContent"]["execution_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    }
+    (sid, execution)
+}
+
+#[tokio::test]
+async fn capabilities_name_resources_and_prompts_only_where_logs_are_kept() {
+    let s = server();
+    let init = s
+        .rpc(
+            None,
+            rpc(
+                "initialize",
+                json!({"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}),
+            ),
+        )
+        .await;
+    let capabilities = &init.body["result"]["capabilities"];
+    assert_eq!(
+        capabilities["resources"],
+        json!({"subscribe": false, "listChanged": false})
+    );
+    assert_eq!(capabilities["prompts"], json!({"listChanged": false}));
+    let discover = sessionless(&s, "server/discover", json!({})).await;
+    assert_eq!(
+        discover.body["result"]["capabilities"]["resources"],
+        capabilities["resources"]
+    );
+
+    let stateless = server_with(3600, true, None);
+    let sid = stateless.initialize_as("2025-11-25", &[]).await;
+    let init = stateless
+        .rpc(
+            None,
+            rpc(
+                "initialize",
+                json!({"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}),
+            ),
+        )
+        .await;
+    assert!(init.body["result"]["capabilities"]["resources"].is_null());
+    assert!(init.body["result"]["capabilities"]["prompts"].is_null());
+    for method in ["resources/list", "prompts/list"] {
+        let reply = stateless.rpc(Some(&sid), rpc(method, json!({}))).await;
+        assert_eq!(reply.body["error"]["code"], -32601, "{method}");
+    }
+}
+
+#[tokio::test]
+async fn session_logs_and_executions_are_listed_and_read() {
+    let s = server();
+    let (sid, execution) = with_two_sessions(&s).await;
+    let list = s.rpc(Some(&sid), rpc("resources/list", json!({}))).await;
+    let resources = list.body["result"]["resources"].as_array().unwrap().clone();
+    let uris: Vec<&str> = resources
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        uris,
+        [
+            "mcp-v8://sessions/alpha%2Fone/log",
+            "mcp-v8://sessions/beta/log"
+        ]
+    );
+    assert_eq!(resources[1]["name"], "beta");
+    assert_eq!(resources[1]["mimeType"], "application/json");
+    assert!(list.body["result"]["nextCursor"].is_null());
+
+    let templates = s
+        .rpc(Some(&sid), rpc("resources/templates/list", json!({})))
+        .await;
+    let templates: Vec<&str> = templates.body["result"]["resourceTemplates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["uriTemplate"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        templates,
+        ["mcp-v8://sessions/{name}/log", "mcp-v8://executions/{id}"]
+    );
+
+    let read = s
+        .rpc(
+            Some(&sid),
+            rpc(
+                "resources/read",
+                json!({"uri": "mcp-v8://sessions/beta/log"}),
+            ),
+        )
+        .await;
+    let contents = &read.body["result"]["contents"][0];
+    assert_eq!(contents["uri"], "mcp-v8://sessions/beta/log");
+    let log: Value = serde_json::from_str(contents["text"].as_str().unwrap()).unwrap();
+    assert_eq!(log["session"], "beta");
+    let codes: Vec<&str> = log["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["2", "3"]);
+
+    let uri = format!("mcp-v8://executions/{execution}");
+    let read = s
+        .rpc(Some(&sid), rpc("resources/read", json!({"uri": uri})))
+        .await;
+    let record: Value =
+        serde_json::from_str(read.body["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(record["execution_id"], execution.as_str());
+    assert_eq!(record["result"], "3");
+
+    for missing in [
+        "mcp-v8://sessions/never/log".to_owned(),
+        format!("mcp-v8://executions/{}", uuid::Uuid::new_v4()),
+        "test://nonexistent".to_owned(),
+    ] {
+        let reply = s
+            .rpc(Some(&sid), rpc("resources/read", json!({"uri": missing})))
+            .await;
+        assert_eq!(reply.body["error"]["code"], -32602, "{missing}");
+        assert_eq!(reply.body["error"]["data"]["uri"], missing.as_str());
+    }
+}
+
+#[tokio::test]
+async fn the_resource_list_pages_by_cursor() {
+    let s = server();
+    let tenant = Tenant::anonymous();
+    for n in 0..101 {
+        let entry = NewLogEntry {
+            input_heap: None,
+            output_heap: mcp_v8_lambda::heap::HeapKey::parse(&"c".repeat(64)).unwrap(),
+            code: "1".into(),
+            timestamp: "2026-11-24T00:00:00.000Z".into(),
+        };
+        s.meta
+            .append_log(&tenant, &common::logical(&format!("s{n:03}")), entry)
+            .await
+            .unwrap();
+    }
+    let sid = s.initialize_as("2025-11-25", &[]).await;
+    let first = s.rpc(Some(&sid), rpc("resources/list", json!({}))).await;
+    let first = &first.body["result"];
+    assert_eq!(first["resources"].as_array().unwrap().len(), 100);
+    assert_eq!(first["nextCursor"], "s099");
+    let second = s
+        .rpc(
+            Some(&sid),
+            rpc("resources/list", json!({"cursor": first["nextCursor"]})),
+        )
+        .await;
+    let second = &second.body["result"];
+    assert_eq!(second["resources"][0]["name"], "s100");
+    assert!(second["nextCursor"].is_null());
+    let bad = s
+        .rpc(Some(&sid), rpc("resources/list", json!({"cursor": ""})))
+        .await;
+    assert_eq!(bad.body["error"]["code"], -32602);
+}
+
+#[tokio::test]
+async fn resume_session_names_the_latest_heap_and_the_last_code() {
+    let s = server();
+    let (sid, _) = with_two_sessions(&s).await;
+    let prompts = s.rpc(Some(&sid), rpc("prompts/list", json!({}))).await;
+    assert_eq!(
+        prompts.body["result"]["prompts"][0]["name"],
+        "resume_session"
+    );
+    assert_eq!(
+        prompts.body["result"]["prompts"][0]["arguments"][0]["required"],
+        true
+    );
+    let log = s
+        .tool(
+            &sid,
+            "list_session_snapshots",
+            json!({"session": "beta", "order": "newest_first", "limit": 1}),
+        )
+        .await;
+    let heap = log["structuredContent"]["entries"][0]["output_heap"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let prompt = s
+        .rpc(
+            Some(&sid),
+            rpc(
+                "prompts/get",
+                json!({"name": "resume_session", "arguments": {"session": "beta"}}),
+            ),
+        )
+        .await;
+    let message = &prompt.body["result"]["messages"][0];
+    assert_eq!(message["role"], "user");
+    let text = message["content"]["text"].as_str().unwrap();
+    assert!(text.contains(&heap), "{text}");
+    assert!(text.contains("```js\n3\n```"), "{text}");
+    assert!(text.contains("2 logged run"), "{text}");
+    assert!(text.contains("heap: \"latest\""), "{text}");
+
+    let empty = s
+        .rpc(
+            Some(&sid),
+            rpc(
+                "prompts/get",
+                json!({"name": "resume_session", "arguments": {"session": "new"}}),
+            ),
+        )
+        .await;
+    assert!(
+        empty.body["result"]["messages"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("no runs yet")
+    );
+    for params in [
+        json!({"name": "resume_session"}),
+        json!({"name": "resume_session", "arguments": {"session": ""}}),
+        json!({"name": "other", "arguments": {"session": "beta"}}),
+    ] {
+        let reply = s.rpc(Some(&sid), rpc("prompts/get", params.clone())).await;
+        assert_eq!(reply.body["error"]["code"], -32602, "{params}");
+    }
+}
+
+/// 2026-07-28: every list and read result carries caching hints, private
+/// where the data is the caller's.
+#[tokio::test]
+async fn list_and_read_results_carry_caching_hints() {
+    let s = server();
+    let (_, execution) = with_two_sessions(&s).await;
+    let hints = |reply: &Reply| {
+        let result = &reply.body["result"];
+        (result["ttlMs"].clone(), result["cacheScope"].clone())
+    };
+    let cases = [
+        ("tools/list", json!({}), json!(300_000), "public"),
+        ("prompts/list", json!({}), json!(300_000), "public"),
+        (
+            "resources/templates/list",
+            json!({}),
+            json!(300_000),
+            "public",
+        ),
+        ("resources/list", json!({}), json!(0), "private"),
+        (
+            "resources/read",
+            json!({"uri": "mcp-v8://sessions/beta/log"}),
+            json!(0),
+            "private",
+        ),
+        (
+            "resources/read",
+            json!({"uri": format!("mcp-v8://executions/{execution}")}),
+            json!(3_600_000),
+            "private",
+        ),
+        (
+            "prompts/get",
+            json!({"name": "resume_session", "arguments": {"session": "beta"}}),
+            json!(0),
+            "private",
+        ),
+    ];
+    for (method, params, ttl, scope) in cases {
+        let reply = sessionless(&s, method, params).await;
+        assert_eq!(reply.status, 200, "{method}: {}", reply.body);
+        assert_eq!(hints(&reply), (ttl, json!(scope)), "{method}");
+    }
+    let missing = sessionless(
+        &s,
+        "resources/read",
+        json!({"uri": "mcp-v8://sessions/none/log"}),
+    )
+    .await;
+    assert_eq!(missing.body["error"]["code"], -32602);
+    assert_eq!(
+        missing.body["error"]["data"]["uri"],
+        "mcp-v8://sessions/none/log"
+    );
+}
