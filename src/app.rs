@@ -171,6 +171,7 @@ pub fn with_stores(config: &Config, stores: Stores) -> App {
         tenancy: Tenancy {
             shared_namespace: config.shared_namespace,
         },
+        streaming: config.response_streaming,
     };
     App::new(transport, stores.sessions, McpServer::new(tools))
 }

@@ -93,6 +93,11 @@ pub struct Config {
     /// `MCP_V8_SHARED_NAMESPACE`: every authenticated caller works in one
     /// namespace (the anonymous layout) instead of a tenant of its own.
     pub shared_namespace: bool,
+    /// Whether responses may stream (progress before a tool result):
+    /// always under `serve`; under Lambda only when
+    /// `MCP_V8_INVOKE_MODE=RESPONSE_STREAM`, the function URL's invoke mode
+    /// (a `BUFFERED` URL would hold the stream back whole).
+    pub response_streaming: bool,
 }
 
 /// A variable with a value that cannot be used.
@@ -157,6 +162,26 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
                 name,
                 value: other.to_owned(),
                 reason: "expected true or false",
+            }),
+        }
+    }
+
+    /// `MCP_V8_INVOKE_MODE`: whether responses may stream. A local server
+    /// always may; a function only when its URL streams, which the
+    /// deployment says (the template sets it from its `InvokeMode`).
+    fn invoke_mode(&self, under_lambda: bool) -> Result<bool, ConfigError> {
+        match self
+            .non_empty("MCP_V8_INVOKE_MODE")
+            .as_deref()
+            .map(str::trim)
+        {
+            None => Ok(!under_lambda),
+            Some("RESPONSE_STREAM") => Ok(true),
+            Some("BUFFERED") => Ok(false),
+            Some(other) => Err(ConfigError {
+                name: "MCP_V8_INVOKE_MODE",
+                value: other.to_owned(),
+                reason: "expected RESPONSE_STREAM or BUFFERED",
             }),
         }
     }
@@ -283,6 +308,7 @@ impl Config {
             jwt: vars.jwt()?,
             allow_unauthenticated: vars.flag("MCP_V8_ALLOW_UNAUTHENTICATED")?,
             shared_namespace: vars.flag("MCP_V8_SHARED_NAMESPACE")?,
+            response_streaming: vars.invoke_mode(under_lambda)?,
             auth_token_sha256: vars.token_digest()?,
             session_log_retention_days: vars.number(
                 "MCP_V8_SESSION_LOG_RETENTION_DAYS",

@@ -122,7 +122,20 @@ pub fn service(app: App, allow_unauthenticated: bool) -> Router {
 /// Instances), one at a time where it is unset (standard Lambda). Nothing is
 /// shared between invocations but the engine and the store clients, which
 /// take concurrent requests under `serve` already.
-pub async fn run(app: App, allow_unauthenticated: bool) -> Result<(), lambda_http::Error> {
+pub async fn run(
+    app: App,
+    allow_unauthenticated: bool,
+    streaming: bool,
+) -> Result<(), lambda_http::Error> {
+    if streaming {
+        // A function URL with `InvokeMode: RESPONSE_STREAM`: bodies go out
+        // as they are written, so progress events arrive before the result.
+        return lambda_http::run_with_streaming_response_concurrent(service(
+            app,
+            allow_unauthenticated,
+        ))
+        .await;
+    }
     // Concurrent invocations need a `Sync` answer, which axum's streaming
     // body is not: buffer it here, as lambda_http buffers it for a
     // sequential run anyway (function URLs answer with the whole body).

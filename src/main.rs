@@ -141,7 +141,7 @@ async fn run_lambda(mut config: Config) -> anyhow::Result<()> {
     let app = app::app(&config, std::path::Path::new(LAMBDA_DATA_DIR), aws.as_ref())
         .map_err(|e| anyhow::anyhow!(e))
         .context("building the server from the configuration")?;
-    mcp_v8_lambda::lambda::run(app, config.allow_unauthenticated)
+    mcp_v8_lambda::lambda::run(app, config.allow_unauthenticated, config.response_streaming)
         .await
         .map_err(|e| anyhow::anyhow!(e))
         .context("serving Lambda invocations")

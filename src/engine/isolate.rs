@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
+use super::control::Target;
 use super::inspect::{inspect, render_result};
 use super::natives::{self, RunState};
 use super::typescript::wrap_top_level_await;
@@ -28,6 +29,9 @@ pub(crate) struct Job {
     pub heap_limit_bytes: usize,
     pub max_output_bytes: usize,
     pub code_handling: CodeHandling,
+    /// The caller's handle on the run (not sent to engine workers, whose
+    /// process the pool stops instead).
+    pub control: Option<std::sync::Arc<super::RunControl>>,
 }
 
 impl Job {
@@ -140,7 +144,10 @@ pub(crate) fn execute(mut job: Job) -> JobResult {
     let fresh = job.restore.is_none();
     let mut isolate = snapshot_isolate(job.stateful, job.restore.take(), job.heap_limit_bytes);
     guard.arm(&mut isolate);
-    isolate.set_slot(RunState::new(job.max_output_bytes));
+    isolate.set_slot(RunState::new(job.max_output_bytes, job.control.clone()));
+    if let Some(control) = &job.control {
+        control.attach(Target::Isolate(isolate.thread_safe_handle()));
+    }
 
     let mut watchdog = Watchdog::new(isolate.thread_safe_handle());
     let deadline = Instant::now() + job.timeout;
@@ -155,7 +162,13 @@ pub(crate) fn execute(mut job: Job) -> JobResult {
         }
         let ended = evaluate(scope, &job.code, deadline, None);
         watchdog.disarm();
-        let classified = classify(ended, guard.hit(), job.timeout, job.heap_limit_bytes);
+        if let Some(control) = &job.control {
+            control.detach();
+        }
+        let classified = cancelled_or(
+            job.control.as_deref(),
+            classify(ended, guard.hit(), job.timeout, job.heap_limit_bytes),
+        );
         if job.stateful {
             if classified.0 == RunStatus::Completed {
                 scope.set_default_context(context);
@@ -256,6 +269,26 @@ pub(super) fn take_output(isolate: &mut v8::OwnedIsolate) -> String {
 }
 
 pub(super) type Classified = (RunStatus, Option<String>, Option<RunError>, Vec<String>);
+
+/// `classified`, unless the caller cancelled the run: then `Cancelled`,
+/// which keeps nothing (a stateful run makes no blob of it).
+pub(super) fn cancelled_or(
+    control: Option<&super::RunControl>,
+    classified: Classified,
+) -> Classified {
+    match control {
+        Some(control) if control.is_cancelled() => (
+            RunStatus::Cancelled,
+            None,
+            Some(RunError::new(
+                "CancelledError",
+                "the run was cancelled by the client and terminated; nothing was stored",
+            )),
+            Vec::new(),
+        ),
+        _ => classified,
+    }
+}
 
 pub(super) fn classify(
     ended: Ended,

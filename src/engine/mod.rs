@@ -2,6 +2,7 @@
 //! content-addressed heap snapshot, snapshotted again when the run succeeds.
 
 mod checksum;
+mod control;
 mod inspect;
 mod isolate;
 mod natives;
@@ -23,6 +24,7 @@ use crate::heap::{HeapKey, HeapStore, HeapStoreError, Snapshot};
 use crate::tenant::Tenant;
 
 pub use checksum::calls as snapshot_checksum_calls;
+pub use control::RunControl;
 pub use typescript::Language;
 pub use worker::{WORKER_ARG, serve_stdio as serve_worker};
 
@@ -114,6 +116,8 @@ pub struct RunRequest {
     pub timeout: Option<Duration>,
     /// Overrides the default heap limit, in MiB.
     pub heap_limit_mb: Option<usize>,
+    /// Lets the caller watch and cancel the run while it executes.
+    pub control: Option<Arc<RunControl>>,
 }
 
 /// How a run ended.
@@ -128,6 +132,9 @@ pub enum RunStatus {
     TimedOut,
     /// Terminated at the heap limit.
     OutOfMemory,
+    /// Cancelled by the caller (`notifications/cancelled`, or the client
+    /// went away): terminated, nothing stored.
+    Cancelled,
 }
 
 impl RunStatus {
@@ -138,6 +145,7 @@ impl RunStatus {
             Self::Failed => "failed",
             Self::TimedOut => "timed_out",
             Self::OutOfMemory => "out_of_memory",
+            Self::Cancelled => "cancelled",
         }
     }
 }
@@ -376,8 +384,19 @@ impl Engine {
             heap_limit_bytes: limits.heap_limit_mb * 1024 * 1024,
             max_output_bytes: self.config.max_output_bytes,
             code_handling: self.config.code_handling,
+            control: request.control.clone(),
         };
-        let result = self.execute(job).await?;
+        let mut result = self.execute(job).await?;
+        if request.control.as_ref().is_some_and(|c| c.is_cancelled()) {
+            // Whatever the run got to, the caller no longer wants it.
+            result.status = RunStatus::Cancelled;
+            result.result = None;
+            result.blob = None;
+            result.error = Some(RunError::new(
+                "CancelledError",
+                "the run was cancelled by the client and terminated; nothing was stored",
+            ));
+        }
         let outcome = &mut report.outcome;
         outcome.status = result.status;
         outcome.result = result

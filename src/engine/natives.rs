@@ -16,13 +16,19 @@ use super::inspect::inspect;
 pub(crate) struct RunState {
     pub output: Output,
     pub timers: Timers,
+    /// Counts console lines for the caller's progress reports.
+    pub control: Option<std::sync::Arc<super::RunControl>>,
 }
 
 impl RunState {
-    pub(crate) fn new(max_output_bytes: usize) -> Self {
+    pub(crate) fn new(
+        max_output_bytes: usize,
+        control: Option<std::sync::Arc<super::RunControl>>,
+    ) -> Self {
         Self {
             output: Output::new(max_output_bytes),
             timers: Timers::default(),
+            control,
         }
     }
 }
@@ -230,6 +236,9 @@ fn write_console<'s>(
     }
     if let Some(state) = scope.get_slot_mut::<RunState>() {
         state.output.push_line(&line);
+        if let Some(control) = &state.control {
+            control.count_console_line();
+        }
     }
 }
 

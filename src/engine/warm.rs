@@ -7,8 +7,10 @@ use std::time::Instant;
 
 use tokio::sync::oneshot;
 
+use super::control::Target;
 use super::isolate::{
-    HeapGuard, Job, JobResult, READ_ONLY_HEAP, classify, evaluate, take_output, thread_builder,
+    HeapGuard, Job, JobResult, READ_ONLY_HEAP, cancelled_or, classify, evaluate, take_output,
+    thread_builder,
 };
 use super::natives::{self, RunState};
 use super::watchdog::Watchdog;
@@ -94,7 +96,11 @@ impl Warm {
             None => self.new_context(),
         };
         self.runs += 1;
-        self.isolate.set_slot(RunState::new(job.max_output_bytes));
+        self.isolate
+            .set_slot(RunState::new(job.max_output_bytes, job.control.clone()));
+        if let Some(control) = &job.control {
+            control.attach(Target::Isolate(self.isolate.thread_safe_handle()));
+        }
         let deadline = Instant::now() + job.timeout;
         self.watchdog.arm(job.timeout);
         let (status, result, error, warnings) = {
@@ -103,8 +109,15 @@ impl Warm {
             let scope = &mut v8::ContextScope::new(scope, context);
             let ended = evaluate(scope, &job.code, deadline, Some(&queue));
             let fired = self.watchdog.disarm();
-            self.terminated = fired || scope.is_execution_terminating();
-            classify(ended, self.guard.hit(), job.timeout, job.heap_limit_bytes)
+            if let Some(control) = &job.control {
+                control.detach();
+            }
+            let cancelled = job.control.as_ref().is_some_and(|c| c.is_cancelled());
+            self.terminated = fired || cancelled || scope.is_execution_terminating();
+            cancelled_or(
+                job.control.as_deref(),
+                classify(ended, self.guard.hit(), job.timeout, job.heap_limit_bytes),
+            )
         };
         JobResult {
             status,

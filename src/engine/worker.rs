@@ -22,6 +22,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
+use super::control::Target;
 use super::isolate::{self, Job, JobResult};
 use super::{CodeHandling, EngineError, RunError, RunStatus};
 
@@ -117,6 +118,7 @@ pub fn serve_stdio() -> io::Result<()> {
             heap_limit_bytes: header.heap_limit_bytes,
             max_output_bytes: header.max_output_bytes,
             code_handling: header.code_handling,
+            control: None,
         };
         let result = isolate::thread_builder()
             .spawn(move || isolate::execute(job))?
@@ -269,7 +271,7 @@ impl WorkerPool {
             .unwrap_or_else(PoisonError::into_inner)
             .pop();
         let program = self.program.clone();
-        let (worker, outcome) = tokio::task::spawn_blocking(move || {
+        let (worker, outcome, cancelled) = tokio::task::spawn_blocking(move || {
             let mut worker = match idle {
                 Some(WorkerSlot(worker)) => worker,
                 None => Worker::spawn(&program).map_err(|e| {
@@ -279,8 +281,17 @@ impl WorkerPool {
                     ))
                 })?,
             };
+            let control = job.control.clone();
+            if let Some(control) = &control {
+                control.attach(Target::Worker(worker.child.id()));
+            }
             let outcome = worker.run(job);
-            Ok::<_, EngineError>((worker, outcome))
+            if let Some(control) = &control {
+                control.detach();
+            }
+            // A cancel may have killed the worker just as its run ended.
+            let cancelled = control.is_some_and(|c| c.is_cancelled());
+            Ok::<_, EngineError>((worker, outcome, cancelled))
         })
         .await
         .map_err(|e| EngineError::Internal(format!("the worker thread failed: {e}")))??;
@@ -289,7 +300,12 @@ impl WorkerPool {
                 // V8 keeps 1–1.6 KB per snapshot isolate for the life of the
                 // process (docs/performance.md, "Load"); a worker that has run
                 // its share is replaced, which keeps memory flat.
-                if worker.jobs < self.max_jobs {
+                if cancelled {
+                    tokio::task::spawn_blocking(move || {
+                        let mut worker = worker;
+                        worker.end()
+                    });
+                } else if worker.jobs < self.max_jobs {
                     self.idle
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
@@ -305,7 +321,11 @@ impl WorkerPool {
                 })
                 .await
                 .unwrap_or_else(|e| e.to_string());
-                tracing::error!(pid, %ended, error = %io, "an engine worker died during a run");
+                if cancelled {
+                    tracing::debug!(pid, %ended, "a cancelled run's engine worker was stopped");
+                } else {
+                    tracing::error!(pid, %ended, error = %io, "an engine worker died during a run");
+                }
                 Ok(crashed(&ended))
             }
         }

@@ -159,6 +159,28 @@ pub struct ErrorObject {
     pub data: Option<serde_json::Value>,
 }
 
+/// A notification the server sends (progress, on a response stream).
+#[derive(Debug, Clone, Serialize)]
+pub struct Notification<T: Serialize> {
+    /// Always `"2.0"`.
+    pub jsonrpc: &'static str,
+    /// Which notification.
+    pub method: &'static str,
+    /// Its params.
+    pub params: T,
+}
+
+impl<T: Serialize> Notification<T> {
+    /// `method` with `params`.
+    pub fn new(method: &'static str, params: T) -> Self {
+        Self {
+            jsonrpc: "2.0",
+            method,
+            params,
+        }
+    }
+}
+
 /// A response the server sends.
 #[derive(Debug, Clone, Serialize)]
 pub struct Response<T: Serialize> {

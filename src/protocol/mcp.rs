@@ -58,6 +58,8 @@ pub mod method {
     pub const TOOLS_CALL: &str = "tools/call";
     /// A request the client gave up on.
     pub const CANCELLED: &str = "notifications/cancelled";
+    /// How far a request has come (server to client).
+    pub const PROGRESS: &str = "notifications/progress";
     /// 2026-07-28: versions, capabilities and identity, in place of `initialize`.
     pub const SERVER_DISCOVER: &str = "server/discover";
     /// Resource listing.
@@ -367,6 +369,50 @@ pub const SERVER_INFO: ServerInfo = ServerInfo {
     name: "mcp-v8-lambda",
     version: env!("CARGO_PKG_VERSION"),
 };
+
+/// The `_meta.progressToken` of a request's params: the client asks for
+/// `notifications/progress` about the request, naming it with this token
+/// (a string or a number, echoed as sent).
+pub fn progress_token(params: Option<&serde_json::value::RawValue>) -> Option<Value> {
+    #[derive(Deserialize)]
+    struct Params {
+        #[serde(rename = "_meta", default)]
+        meta: Option<Meta>,
+    }
+    #[derive(Deserialize)]
+    struct Meta {
+        #[serde(rename = "progressToken", default)]
+        progress_token: Option<Value>,
+    }
+    let params: Params = serde_json::from_str(params?.get()).ok()?;
+    params
+        .meta?
+        .progress_token
+        .filter(|token| token.is_string() || token.is_number())
+}
+
+/// `notifications/progress` params.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgressParams {
+    /// The request's `_meta.progressToken`.
+    pub progress_token: Value,
+    /// Grows with every notification: seconds the request has run.
+    pub progress: f64,
+    /// For people.
+    pub message: String,
+}
+
+/// `notifications/cancelled` params.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelledParams {
+    /// The request to stop.
+    pub request_id: crate::protocol::jsonrpc::RequestId,
+    /// Why, for the log.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
 
 /// `tools/call` parameters.
 #[derive(Debug, Clone, Deserialize)]

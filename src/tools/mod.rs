@@ -13,7 +13,7 @@ use std::time::SystemTime;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
-use crate::engine::Engine;
+use crate::engine::{Engine, RunControl};
 use crate::meta::MetaStore;
 use crate::protocol::mcp::{
     CallToolParams, CallToolResult, Continuity, ListToolsResult, TextContent, has_structured_output,
@@ -51,6 +51,9 @@ pub struct CallContext<'a> {
     /// When the host stops waiting for the answer (a Lambda invocation's
     /// deadline); `None` under `serve`.
     pub deadline: Option<SystemTime>,
+    /// The transport's handle on a run this call starts: progress to
+    /// report, and a cancel when the client asks or goes away.
+    pub control: Option<&'a Arc<RunControl>>,
 }
 
 impl<'a> CallContext<'a> {
@@ -65,6 +68,7 @@ impl<'a> CallContext<'a> {
             tenant,
             logical_session: state.logical_session.as_ref(),
             deadline,
+            control: None,
         }
     }
 }

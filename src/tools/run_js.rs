@@ -263,6 +263,7 @@ fn plan(toolbox: &Toolbox, context: CallContext<'_>, args: Args) -> Result<Plann
             language: args.language,
             timeout,
             heap_limit_mb: args.heap_memory_max_mb,
+            control: context.control.cloned(),
         },
         logical_session,
         latest,
@@ -328,8 +329,10 @@ pub(super) async fn call(
     span.record("status", outcome.status.as_str());
     span.record("heap", outcome.heap.as_ref().map(HeapKey::as_str));
     outcome.warnings.extend(planned.warnings);
-    // A stateless server keeps nothing: no tool could read a record.
+    // A stateless server keeps nothing: no tool could read a record. A
+    // cancelled run leaves nothing either: no log entry, no record.
     let metadata_failed = !toolbox.stateless
+        && outcome.status != RunStatus::Cancelled
         && !record(
             toolbox,
             context.tenant,

@@ -10,7 +10,7 @@ pub(super) fn run_outcome() -> Value {
         "type": "object",
         "properties": {
             "execution_id": { "type": "string", "description": "UUID of this run" },
-            "status": { "type": "string", "enum": ["completed", "failed", "timed_out", "out_of_memory"] },
+            "status": { "type": "string", "enum": ["completed", "failed", "timed_out", "out_of_memory", "cancelled"] },
             "result": { "type": ["string", "null"], "description": "Completion value: JSON when it has a JSON form, readable text otherwise, null for undefined" },
             "output": { "type": "string", "description": "Console output" },
             "heap": { "type": ["string", "null"], "description": "Key of the heap this run produced; pass it as `heap` to continue from this state" },

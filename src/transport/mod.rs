@@ -10,6 +10,7 @@ mod headers;
 mod jwt;
 mod session;
 mod sessionless;
+mod stream;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -66,6 +67,10 @@ pub struct TransportConfig {
     pub auth: Authenticator,
     /// How callers map to tenants.
     pub tenancy: Tenancy,
+    /// Whether a tool call with a progress token may be answered as an
+    /// event stream; off behind a host that buffers responses (a Lambda
+    /// function URL in `BUFFERED` mode), where progress could not arrive.
+    pub streaming: bool,
 }
 
 /// Everything a request needs; cheap to clone.
@@ -79,6 +84,7 @@ struct AppInner {
     config: TransportConfig,
     sessions: Sessions,
     server: McpServer,
+    calls: stream::Calls,
 }
 
 impl App {
@@ -92,11 +98,16 @@ impl App {
             store: sessions,
             ttl_secs: config.session_ttl_secs,
         };
+        let calls = stream::Calls {
+            inflight: Arc::default(),
+            streaming: config.streaming,
+        };
         Self {
             inner: Arc::new(AppInner {
                 config,
                 sessions,
                 server,
+                calls,
             }),
         }
     }
@@ -227,7 +238,14 @@ async fn dispatch(
         return match method {
             Method::POST => {
                 headers::check_post(request_headers)?;
-                sessionless::post(&app.inner.server, request_headers, tenant, deadline, &body).await
+                sessionless::post(
+                    &app.inner.server,
+                    request_headers,
+                    tenant,
+                    (deadline, &app.inner.calls),
+                    &body,
+                )
+                .await
             }
             _ => Ok(sessionless::method_not_allowed()),
         };
@@ -239,7 +257,7 @@ async fn dispatch(
                 &app.inner.server,
                 request_headers,
                 (principal, tenant),
-                deadline,
+                (deadline, &app.inner.calls),
                 &body,
             )
             .await

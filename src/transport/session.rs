@@ -11,9 +11,11 @@ use serde_json::value::RawValue;
 
 use super::envelope::{HttpError, check_nesting, json, raw};
 use super::headers::{self, Principal};
+use super::stream::{self, Calls, Registration};
 use crate::protocol::jsonrpc::{self, Incoming, Message, RequestId, code};
 use crate::protocol::mcp::{self, BATCHING_VERSION, InitializeParams, method};
 use crate::server::McpServer;
+use crate::server::MethodResult;
 use crate::session::{InitState, SessionId, SessionStore, unix_now};
 use crate::tenant::Tenant;
 use crate::tools::CallContext;
@@ -104,7 +106,7 @@ pub(super) async fn post(
     server: &McpServer,
     request_headers: &HeaderMap,
     (principal, tenant): (Option<&Principal>, &Tenant),
-    deadline: Option<SystemTime>,
+    (deadline, calls): (Option<SystemTime>, &Calls),
     body: &[u8],
 ) -> Result<Response, HttpError> {
     headers::check_post(request_headers)?;
@@ -153,24 +155,37 @@ pub(super) async fn post(
         match message {
             Message::Request { id, method, params } => {
                 tracing::Span::current().record("rpc.method", method.as_str());
-                let answer = server
-                    .handle(
-                        CallContext::of_session(&state, tenant, deadline),
-                        &method,
-                        params.as_deref(),
-                    )
-                    .await;
-                responses.push(match answer {
-                    Ok(result) => raw(&jsonrpc::Response::ok(id, result)),
-                    Err(e) => raw(&jsonrpc::Response::error_with_data(
-                        Some(id),
-                        e.code,
-                        e.message,
-                        e.data,
-                    )),
-                });
+                // A tool call can be cancelled while it runs, by
+                // notifications/cancelled or by the client going away.
+                let registration = (method == method::TOOLS_CALL)
+                    .then(|| calls.inflight.register(Some((&state.session_id, &id))));
+                match (registration, mcp::progress_token(params.as_deref())) {
+                    (Some(registration), Some(token)) if !batch && calls.streaming => {
+                        let (server, state, tenant) =
+                            (server.clone(), state.clone(), tenant.clone());
+                        return Ok(stream::respond(
+                            token,
+                            registration,
+                            move |control| async move {
+                                let mut context =
+                                    CallContext::of_session(&state, &tenant, deadline);
+                                context.control = Some(&control);
+                                let answer =
+                                    server.handle(context, &method, params.as_deref()).await;
+                                answer_of(id, answer)
+                            },
+                        ));
+                    }
+                    (registration, _) => {
+                        let mut context = CallContext::of_session(&state, tenant, deadline);
+                        context.control = registration.as_ref().map(Registration::control);
+                        let answer = server.handle(context, &method, params.as_deref()).await;
+                        drop(registration);
+                        responses.push(answer_of(id, answer));
+                    }
+                }
             }
-            Message::Notification { method, .. } => {
+            Message::Notification { method, params } => {
                 tracing::Span::current().record("rpc.method", method.as_str());
                 if method == method::INITIALIZED && !state.initialized {
                     state.initialized = true;
@@ -180,9 +195,10 @@ pub(super) async fn post(
                         .await
                         .map_err(|e| HttpError::store_failed(&e))?;
                 }
-                // notifications/cancelled and unknown notifications need no
-                // answer: every request here completes within its own HTTP
-                // exchange.
+                if method == method::CANCELLED {
+                    cancel(calls, &state.session_id, params.as_deref());
+                }
+                // Other notifications need no answer.
             }
             Message::Response => {}
         }
@@ -250,6 +266,39 @@ async fn initialize(
         HeaderValue::from_str(state.session_id.as_str()).expect("hex is a valid header value"),
     );
     Ok(response)
+}
+
+/// A method's answer as one JSON-RPC response.
+fn answer_of(
+    id: RequestId,
+    answer: Result<MethodResult, crate::server::MethodError>,
+) -> Box<RawValue> {
+    match answer {
+        Ok(result) => raw(&jsonrpc::Response::ok(id, result)),
+        Err(e) => raw(&jsonrpc::Response::error_with_data(
+            Some(id),
+            e.code,
+            e.message,
+            e.data,
+        )),
+    }
+}
+
+/// `notifications/cancelled`: stops the named call when this process runs
+/// it. A malformed one is ignored, as notifications get no answer.
+fn cancel(calls: &Calls, session: &SessionId, params: Option<&RawValue>) {
+    let Some(params) =
+        params.and_then(|p| serde_json::from_str::<mcp::CancelledParams>(p.get()).ok())
+    else {
+        tracing::debug!("ignored a notifications/cancelled without a requestId");
+        return;
+    };
+    let found = calls.inflight.cancel(session, &params.request_id);
+    tracing::info!(
+        found,
+        reason = params.reason.as_deref().unwrap_or(""),
+        "notifications/cancelled"
+    );
 }
 
 /// Ends the session a DELETE names.

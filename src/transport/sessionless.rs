@@ -10,7 +10,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::envelope::{HttpError, check_nesting, json};
+use super::envelope::{HttpError, check_nesting, json, raw};
+use super::stream::{self, Calls, Registration};
 use crate::protocol::jsonrpc::{self, Incoming, RequestId, code};
 use crate::protocol::mcp::{
     self, ALL_VERSIONS, ClientInfo, STATELESS_VERSION, StatelessResult, UnsupportedVersionData,
@@ -156,7 +157,7 @@ pub(super) async fn post(
     server: &McpServer,
     headers: &HeaderMap,
     tenant: &Tenant,
-    deadline: Option<std::time::SystemTime>,
+    (deadline, calls): (Option<std::time::SystemTime>, &Calls),
     body: &[u8],
 ) -> Result<Response, HttpError> {
     let (id, rpc_method, params) = match decode(headers, body)? {
@@ -173,11 +174,49 @@ pub(super) async fn post(
     if let Some(name) = &logical_session {
         tracing::Span::current().record("logical_session", name.as_str());
     }
+    // Without a session, only the client going away cancels a call: its
+    // registration is held by the request (or by its response stream).
+    let registration = (rpc_method == method::TOOLS_CALL).then(|| calls.inflight.register(None));
+    let registration = match (registration, mcp::progress_token(params.as_deref())) {
+        (Some(registration), Some(token)) if calls.streaming => {
+            let (server, tenant) = (server.clone(), tenant.clone());
+            return Ok(stream::respond(
+                token,
+                registration,
+                move |control| async move {
+                    let context = CallContext {
+                        protocol_version: STATELESS_VERSION,
+                        tenant: &tenant,
+                        logical_session: logical_session.as_ref(),
+                        deadline,
+                        control: Some(&control),
+                    };
+                    match server.handle(context, &rpc_method, params.as_deref()).await {
+                        Ok(result) => {
+                            let cache = result.cache_hints();
+                            raw(&jsonrpc::Response::ok(
+                                id,
+                                StatelessResult::complete(result, cache),
+                            ))
+                        }
+                        Err(e) => raw(&jsonrpc::Response::error_with_data(
+                            Some(id),
+                            e.code,
+                            e.message,
+                            e.data,
+                        )),
+                    }
+                },
+            ));
+        }
+        (registration, _) => registration,
+    };
     let context = CallContext {
         protocol_version: STATELESS_VERSION,
         tenant,
         logical_session: logical_session.as_ref(),
         deadline,
+        control: registration.as_ref().map(Registration::control),
     };
     match server.handle(context, &rpc_method, params.as_deref()).await {
         Ok(result) => {

@@ -23,6 +23,7 @@ mod layers;
 mod limits;
 mod logs;
 mod meta_store;
+mod progress;
 mod properties;
 mod resources;
 mod session_store;

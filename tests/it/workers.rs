@@ -235,3 +235,47 @@ async fn a_worker_is_replaced_after_its_share_of_runs() {
         "runs 1, 3 and 5 each had a new worker: {pids_seen:?}"
     );
 }
+
+/// A cancelled run in an engine worker ends `cancelled` at once: the pool
+/// stops the worker's process, and the next run gets a new one.
+#[tokio::test]
+async fn a_cancelled_run_stops_its_worker_and_the_next_run_gets_a_new_one() {
+    let f = fixture(1);
+    let control = std::sync::Arc::new(mcp_v8_lambda::engine::RunControl::default());
+    let run = {
+        let request = RunRequest {
+            code: "for (;;) {}".into(),
+            stateful: true,
+            timeout: Some(std::time::Duration::from_secs(120)),
+            control: Some(control.clone()),
+            ..RunRequest::default()
+        };
+        let engine = std::sync::Arc::new(f.engine);
+        let running = engine.clone();
+        (
+            engine,
+            tokio::spawn(async move { running.run(request).await }),
+        )
+    };
+    let (engine, running) = run;
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    control.cancel();
+    let report = tokio::time::timeout(std::time::Duration::from_secs(60), running)
+        .await
+        .expect("the cancelled run ended")
+        .unwrap()
+        .unwrap();
+    assert_eq!(report.outcome.status, RunStatus::Cancelled);
+    assert!(report.outcome.heap.is_none());
+    assert_eq!(report.outcome.error.unwrap().name, "CancelledError");
+    let next = engine
+        .run(RunRequest {
+            code: "6 * 7".into(),
+            stateful: true,
+            ..RunRequest::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(next.outcome.status, RunStatus::Completed);
+    assert_eq!(next.outcome.result.as_deref(), Some("42"));
+}

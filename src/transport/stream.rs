@@ -1,0 +1,174 @@
+//! Long tool calls: the runs in flight (so `notifications/cancelled` and a
+//! client that goes away can stop them), and the answer as a
+//! `text/event-stream` of `notifications/progress` followed by the result,
+//! for a call that carries a progress token.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+
+use crate::engine::RunControl;
+use crate::protocol::jsonrpc::{Notification, RequestId};
+use crate::protocol::mcp::{ProgressParams, method};
+use crate::session::SessionId;
+
+/// How often a streamed call reports progress while it runs: well inside
+/// the 5 s the issue promises, and far inside the request timeouts clients
+/// reset on progress.
+pub(crate) const PROGRESS_EVERY: Duration = Duration::from_secs(3);
+
+/// How the endpoint runs tool calls: the runs in flight, and whether an
+/// answer may be a stream (not behind a buffering host: Lambda's
+/// `BUFFERED` function URLs).
+#[derive(Debug)]
+pub(super) struct Calls {
+    pub(super) inflight: Arc<InFlight>,
+    pub(super) streaming: bool,
+}
+
+/// Calls running in this process, by transport session and request id.
+#[derive(Debug, Default)]
+pub(super) struct InFlight {
+    runs: Mutex<HashMap<(SessionId, RequestId), Arc<RunControl>>>,
+}
+
+impl InFlight {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(SessionId, RequestId), Arc<RunControl>>> {
+        // Each insert and remove leaves the map whole.
+        self.runs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers a call; the registration cancels it when dropped before
+    /// the call ended (the client went away) and forgets it either way.
+    pub(super) fn register(
+        self: &Arc<Self>,
+        session: Option<(&SessionId, &RequestId)>,
+    ) -> Registration {
+        let control = Arc::new(RunControl::default());
+        let key = session.map(|(session, id)| (session.clone(), id.clone()));
+        if let Some(key) = &key {
+            self.lock().insert(key.clone(), control.clone());
+        }
+        Registration {
+            inflight: self.clone(),
+            key,
+            control,
+        }
+    }
+
+    /// Cancels the call `id` of `session` when this process runs it; says
+    /// whether it did.
+    pub(super) fn cancel(&self, session: &SessionId, id: &RequestId) -> bool {
+        let control = self.lock().get(&(session.clone(), id.clone())).cloned();
+        match control {
+            Some(control) => {
+                control.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A registered call; see [`InFlight::register`].
+#[derive(Debug)]
+pub(super) struct Registration {
+    inflight: Arc<InFlight>,
+    key: Option<(SessionId, RequestId)>,
+    control: Arc<RunControl>,
+}
+
+impl Registration {
+    /// The call's control, for its run.
+    pub(super) fn control(&self) -> &Arc<RunControl> {
+        &self.control
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        // A run that already ended has nothing to stop: its isolate is
+        // detached from the control, so this only matters while it runs.
+        self.control.cancel();
+        if let Some(key) = self.key.take() {
+            self.inflight.lock().remove(&key);
+        }
+    }
+}
+
+/// One server-sent event carrying a JSON-RPC message.
+fn event(json: &str) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {json}\n\n"))
+}
+
+/// The progress of a run so far.
+fn progress(token: &Value, started: Instant, control: &RunControl) -> String {
+    let elapsed = started.elapsed().as_secs_f64();
+    let lines = control.console_lines();
+    let notification = Notification::new(
+        method::PROGRESS,
+        ProgressParams {
+            progress_token: token.clone(),
+            progress: (elapsed * 10.0).round() / 10.0,
+            message: format!(
+                "running for {elapsed:.0} s; {lines} console line{} so far",
+                if lines == 1 { "" } else { "s" }
+            ),
+        },
+    );
+    serde_json::to_string(&notification).expect("notifications serialize")
+}
+
+/// Answers a call as an event stream: `notifications/progress` every
+/// [`PROGRESS_EVERY`] while `work` runs, then the message `work` makes.
+/// The stream holds `registration`: a client that closes it cancels the run.
+pub(super) fn respond<W, F>(token: Value, registration: Registration, work: W) -> Response
+where
+    W: FnOnce(Arc<RunControl>) -> F,
+    F: Future<Output = Box<RawValue>> + Send + 'static,
+{
+    let control = registration.control().clone();
+    let call = work(control.clone());
+    let (events, received) = mpsc::channel::<Bytes>(4);
+    tokio::spawn(async move {
+        let started = Instant::now();
+        let mut ticker =
+            tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
+        tokio::pin!(call);
+        let answer = loop {
+            tokio::select! {
+                answer = &mut call => break answer,
+                _ = ticker.tick() => {
+                    // A closed stream has already cancelled the run (its
+                    // registration went with it); the call ends soon.
+                    let _ = events.send(event(&progress(&token, started, &control))).await;
+                }
+            }
+        };
+        let _ = events.send(event(answer.get())).await;
+    });
+    let body = futures_util::stream::unfold(
+        (received, registration),
+        |(mut received, registration)| async move {
+            let next = received.recv().await?;
+            Some((Ok::<_, Infallible>(next), (received, registration)))
+        },
+    );
+    let mut response = (StatusCode::OK, Body::from_stream(body)).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
