@@ -427,3 +427,49 @@ fn the_deployment_guide_lists_every_template_parameter() {
         .collect();
     assert!(missing.is_empty(), "not in docs/deployment.md: {missing:?}");
 }
+
+/// The URL's invoke mode and the function's `MCP_V8_INVOKE_MODE` come from
+/// one parameter, so the function streams exactly when its URL does.
+#[test]
+fn the_function_streams_exactly_when_its_url_does() {
+    let dir = tempfile::tempdir().unwrap();
+    for mode in ["RESPONSE_STREAM", "BUFFERED"] {
+        let given = json!({ "InvokeMode": mode });
+        let template = transformed(&given, &dir.path().join(format!("{mode}.json")));
+        let resources = created(&template, &given);
+        let url = resources
+            .values()
+            .find(|r| r["Type"] == "AWS::Lambda::Url")
+            .expect("a function URL");
+        assert_eq!(
+            evaluate(&template, &given, &url["Properties"]["InvokeMode"]),
+            json!(mode)
+        );
+        let function = resources
+            .values()
+            .find(|r| r["Type"] == "AWS::Lambda::Function")
+            .expect("the function");
+        assert_eq!(
+            evaluate(
+                &template,
+                &given,
+                &function["Properties"]["Environment"]["Variables"]["MCP_V8_INVOKE_MODE"]
+            ),
+            json!(mode)
+        );
+    }
+    let default = yaml_default("InvokeMode");
+    assert_eq!(default, "RESPONSE_STREAM");
+}
+
+fn yaml_default(parameter: &str) -> String {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("template.yaml"),
+    )
+    .unwrap();
+    let template: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    template["Parameters"][parameter]["Default"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
