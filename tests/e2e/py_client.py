@@ -1,6 +1,8 @@
 """Drives the server with the Python `mcp` client.
 
-    python py_client.py URL    initialize, list tools, thread a counter through three heaps
+    python py_client.py URL            initialize, list tools, thread a counter through three heaps
+    python py_client.py URL surface    annotations, heap "latest", progress under a short request
+                                       timeout, cancellation, a resource read
 
 Prints one JSON line at the end; raises (exit 1) on any failed expectation.
 """
@@ -8,10 +10,13 @@ Prints one JSON line at the end; raises (exit 1) on any failed expectation.
 import asyncio
 import json
 import sys
+from datetime import timedelta
 
+import anyio
 import httpx
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CancelledNotification, CancelledNotificationParams, ClientNotification
 
 
 async def main(url: str) -> None:
@@ -36,4 +41,77 @@ async def main(url: str) -> None:
             print(json.dumps({"event": "done", "heap": heap, "session": session_id(), "protocol": init.protocolVersion}))
 
 
-asyncio.run(main(sys.argv[1]))
+def busy(secs: int) -> str:
+    return f'console.log("working"); (() => {{ const t = Date.now(); while (Date.now() - t < {secs * 1000}) {{}} }})(); "done"'
+
+
+async def surface(url: str) -> None:
+    http = httpx.AsyncClient(headers={"X-MCP-Session-Id": "py-surface"}, timeout=60)
+    async with http, streamable_http_client(url, http_client=http) as (read, write, _):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            assert tools["get_heap_tags"].annotations.readOnlyHint is True, tools
+            assert tools["run_js"].annotations.readOnlyHint is False, tools
+
+            first = await session.call_tool("run_js", {"code": "globalThis.n = 1; n", "heap": "latest"})
+            second = await session.call_tool("run_js", {"code": "n += 1; n", "heap": "latest"})
+            assert second.structuredContent["result"] == "2", second
+            assert second.structuredContent["input_heap"] == first.structuredContent["heap"]
+
+            # This client resets no timeout on progress: a run that reports
+            # progress completes inside a request timeout longer than it, and
+            # progress arrives while it runs.
+            seen = []
+
+            async def on_progress(progress, total, message):
+                seen.append((progress, message))
+
+            long = await session.call_tool(
+                "run_js",
+                {"code": busy(8), "heap": "latest"},
+                read_timeout_seconds=timedelta(seconds=30),
+                progress_callback=on_progress,
+            )
+            assert not long.isError, long
+            assert len(seen) >= 2 and "console line" in seen[0][1], seen
+
+            # notifications/cancelled for a running call: it ends cancelled,
+            # stores nothing, and the log keeps what it had.
+            before = await session.call_tool("list_session_snapshots", {"fields": "index"})
+            outcome = {}
+
+            async def forever():
+                outcome["result"] = await session.call_tool(
+                    "run_js", {"code": "for (;;) {}", "heap": "latest", "execution_timeout_secs": 120}
+                )
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(forever)
+                await anyio.sleep(1)
+                request_id = session._request_id - 1
+                await session.send_notification(
+                    ClientNotification(
+                        CancelledNotification(
+                            method="notifications/cancelled",
+                            params=CancelledNotificationParams(requestId=request_id, reason="gave up"),
+                        )
+                    )
+                )
+            cancelled = outcome["result"].structuredContent
+            assert cancelled["status"] == "cancelled", cancelled
+            assert cancelled["heap"] is None, cancelled
+            after = await session.call_tool("list_session_snapshots", {"fields": "index"})
+            assert after.structuredContent == before.structuredContent, after
+
+            read_result = await session.read_resource("mcp-v8://sessions/py-surface/log")
+            log = json.loads(read_result.contents[0].text)
+            assert log["session"] == "py-surface", log
+            assert log["entries"][-1]["output_heap"] == long.structuredContent["heap"], log
+            print(json.dumps({"event": "done", "progress": len(seen)}))
+
+
+if len(sys.argv) > 2 and sys.argv[2] == "surface":
+    asyncio.run(surface(sys.argv[1]))
+else:
+    asyncio.run(main(sys.argv[1]))

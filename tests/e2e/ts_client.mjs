@@ -2,6 +2,9 @@
 //   node ts_client.mjs URL counter   initialize, list tools, thread a counter through three heaps
 //   node ts_client.mjs URL replay    the replay proof; the harness restarts the server when told
 //   node ts_client.mjs URL tools     tags, tag queries, the session log and get_execution across a restart
+//   node ts_client.mjs URL surface [cancel]
+//                                    annotations, heap "latest", progress under a 10 s request timeout,
+//                                    a resource read; with "cancel", an aborted call stops its run
 // Prints one JSON line per event; exits non-zero on any failed expectation.
 import assert from "node:assert/strict";
 import readline from "node:readline";
@@ -106,5 +109,76 @@ async function tools() {
   await transport.close();
 }
 
-await ({ replay, tools, counter }[mode] ?? counter)();
+// Code that keeps its isolate busy for `secs` seconds after one console line.
+const busy = (secs) =>
+  `console.log("working"); (() => { const t = Date.now(); while (Date.now() - t < ${secs * 1000}) {} })(); "done"`;
+
+async function surface() {
+  const withCancel = process.argv[4] === "cancel";
+  const { client, transport } = await connect("ts-surface");
+  const { tools } = await client.listTools();
+  const hints = Object.fromEntries(tools.map((t) => [t.name, t.annotations]));
+  assert.equal(hints.run_js.readOnlyHint, false);
+  assert.equal(hints.list_sessions.readOnlyHint, true);
+  assert.equal(hints.set_heap_tags.idempotentHint, true);
+  assert.ok(tools.every((t) => t.title), JSON.stringify(tools));
+
+  // Continue without copying keys: "latest" is the session's last heap.
+  const first = await structured(client, "run_js", { code: "globalThis.n = 1; n", heap: "latest" });
+  assert.equal(first.result, "1");
+  const second = await structured(client, "run_js", { code: "n += 1; n", heap: "latest" });
+  assert.equal(second.result, "2");
+  assert.equal(second.input_heap, first.heap);
+  say({ event: "latest", heap: second.heap });
+
+  // A 25 s run under a 10 s request timeout that progress resets.
+  let progress = 0;
+  const long = await client.callTool(
+    { name: "run_js", arguments: { code: busy(25), heap: "latest" } },
+    undefined,
+    { timeout: 10_000, resetTimeoutOnProgress: true, onprogress: () => { progress += 1; } },
+  );
+  assert.equal(long.isError, false, JSON.stringify(long));
+  assert.equal(long.structuredContent.result, '"done"');
+  assert.ok(progress >= 5, `progress notifications: ${progress}`);
+  say({ event: "progress", progress });
+
+  // Without a progress token the same timeout ends the call.
+  await assert.rejects(
+    client.callTool({ name: "run_js", arguments: { code: busy(15) } }, undefined, { timeout: 10_000 }),
+    (e) => /timed out|timeout/i.test(String(e)),
+  );
+  say({ event: "timed_out" });
+
+  // The session log as a resource.
+  const uri = "mcp-v8://sessions/ts-surface/log";
+  const read = await client.readResource({ uri });
+  const log = JSON.parse(read.contents[0].text);
+  assert.equal(log.session, "ts-surface");
+  assert.ok(log.entries.some((e) => e.output_heap === second.heap), read.contents[0].text);
+  say({ event: "resource", entries: log.entries.length });
+
+  if (withCancel) {
+    const before = (await structured(client, "list_session_snapshots", { fields: "index" })).entries.length;
+    const abort = new AbortController();
+    const started = client.callTool(
+      { name: "run_js", arguments: { code: "for (;;) {}", heap: "latest", execution_timeout_secs: 120 } },
+      undefined,
+      { signal: abort.signal },
+    );
+    setTimeout(() => abort.abort("the user gave up"), 1_000);
+    await assert.rejects(started);
+    // The run was stopped: a snapshot run, which waits for the process's
+    // snapshot lock, completes long before the stopped one's 120 s.
+    const after = await structured(client, "run_js", { code: "n", heap: "latest" });
+    assert.equal(after.result, "2");
+    const entries = (await structured(client, "list_session_snapshots", { fields: "index" })).entries.length;
+    assert.equal(entries, before + 1, "the cancelled run left no entry");
+    say({ event: "cancelled" });
+  }
+  say({ event: "done" });
+  await transport.close();
+}
+
+await ({ replay, tools, counter, surface }[mode] ?? counter)();
 process.exit(0);

@@ -145,6 +145,46 @@ fn typescript_sdk_client_threads_a_counter_through_three_heaps() {
     );
 }
 
+/// The MCP surface through the official TypeScript client and `serve`:
+/// annotations, `heap: "latest"`, a 25 s run completing under a 10 s
+/// request timeout that progress resets (and timing out without a progress
+/// token), a resource read, and an aborted call whose run stops.
+#[test]
+fn typescript_sdk_client_uses_progress_cancellation_latest_and_resources() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(dir.path(), common::net::free_port());
+    let events = drive(&format!("{}", serve.url()), "surface", || {
+        unreachable!("no restart")
+    });
+    assert_eq!(
+        names(&events),
+        ["latest", "progress", "timed_out", "resource", "done"]
+    );
+    let mut command = node();
+    command.args([&serve.url(), "surface", "cancel"]);
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("\"cancelled\""));
+}
+
+/// The same surface through the Python `mcp` client: progress arrives,
+/// notifications/cancelled stops a run, a resource reads.
+#[test]
+fn python_mcp_client_uses_progress_cancellation_latest_and_resources() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(dir.path(), common::net::free_port());
+    let mut command = python();
+    command.args([serve.url().as_str(), "surface"]);
+    let done = finish(command);
+    assert_eq!(done["event"], "done");
+    assert!(done["progress"].as_u64().unwrap() >= 2, "{done}");
+}
+
 #[test]
 fn python_mcp_client_threads_a_counter_through_three_heaps() {
     let dir = tempfile::tempdir().unwrap();
@@ -686,6 +726,25 @@ fn event_file(name: &str, session: &str) -> String {
 // clean clone it compiles the dependencies again. scripts/test.sh runs
 // `cargo build` first, and `Watch::start` waits for the function itself, so
 // the client's 60 s request timeout never covers a build.
+/// Response streaming through the Lambda entry, as a function URL with
+/// `InvokeMode: RESPONSE_STREAM` runs it: the TypeScript client's 25 s run
+/// completes under its 10 s request timeout because progress arrives.
+#[test]
+fn under_cargo_lambda_watch_progress_streams_and_resets_the_client_timeout() {
+    let bucket = common::moto::unique("stream");
+    let prefix = format!("{}-", common::moto::unique("s"));
+    let dir = tempfile::tempdir().unwrap();
+    let mut env = common::moto::serve_env(&bucket, &prefix, &dir.path().join("cache"));
+    env.push(("MCP_V8_INVOKE_MODE".into(), "RESPONSE_STREAM".into()));
+    common::moto::setup(&env);
+    let watch = Watch::start(common::net::free_port(), env);
+    let events = drive(&watch.url(), "surface", || unreachable!("no restart"));
+    assert_eq!(
+        names(&events),
+        ["latest", "progress", "timed_out", "resource", "done"]
+    );
+}
+
 #[test]
 fn under_cargo_lambda_watch_a_session_survives_a_new_instance_and_every_event_answers() {
     let bucket = common::moto::unique("watch");
