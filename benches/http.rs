@@ -11,6 +11,8 @@
 //! - `stateless`: `run_js` `1+1` on `serve --stateless` (and on the reference);
 //! - `fresh`: a stateful run in a fresh isolate, snapshotted and stored;
 //! - `chained`: each client threads a counter through small heaps;
+//! - `streamed`: the same, each call with a progress token, so answered as
+//!   an event stream (the cost of streaming over the JSON answer);
 //! - `large`: the same from a ~10 MiB heap (120k objects);
 //! - `list`: `tools/list`, the cost of the replay alone (and on the reference).
 //!
@@ -179,13 +181,26 @@ impl Client {
     }
 
     async fn run_js(&self, code: &str, heap: Option<&str>) -> Result<Value, String> {
+        self.run_js_with(code, heap, false).await
+    }
+
+    /// `run_js`, with a progress token when `streamed`.
+    async fn run_js_with(
+        &self,
+        code: &str,
+        heap: Option<&str>,
+        streamed: bool,
+    ) -> Result<Value, String> {
         let mut arguments = json!({ "code": code });
         if let Some(heap) = heap {
             arguments["heap"] = json!(heap);
         }
+        let mut params = json!({"name":"run_js","arguments":arguments});
+        if streamed {
+            params["_meta"] = json!({"progressToken": "bench"});
+        }
         let result = self
-            .send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
-                "params":{"name":"run_js","arguments":arguments}}))
+            .send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":params}))
             .await?;
         if result["isError"] == true {
             return Err(format!("run_js failed: {result}"));
@@ -199,15 +214,17 @@ enum Scenario {
     Stateless,
     Fresh,
     Chained,
+    Streamed,
     Large,
     List,
 }
 
 impl Scenario {
-    const ALL: [Scenario; 5] = [
+    const ALL: [Scenario; 6] = [
         Scenario::Stateless,
         Scenario::Fresh,
         Scenario::Chained,
+        Scenario::Streamed,
         Scenario::Large,
         Scenario::List,
     ];
@@ -217,6 +234,7 @@ impl Scenario {
             Scenario::Stateless => "stateless",
             Scenario::Fresh => "fresh",
             Scenario::Chained => "chained",
+            Scenario::Streamed => "streamed",
             Scenario::Large => "large",
             Scenario::List => "list",
         }
@@ -249,7 +267,10 @@ impl Worker {
             heap: None,
             counter: 0,
         };
-        if matches!(scenario, Scenario::Chained | Scenario::Large) {
+        if matches!(
+            scenario,
+            Scenario::Chained | Scenario::Streamed | Scenario::Large
+        ) {
             let code = if scenario == Scenario::Large {
                 LARGE_HEAP
             } else {
@@ -271,10 +292,14 @@ impl Worker {
                 let result = self.client.run_js("globalThis.x = 41; x + 1", None).await?;
                 expect_text(&result, "42")
             }
-            Scenario::Chained | Scenario::Large => {
+            Scenario::Chained | Scenario::Streamed | Scenario::Large => {
                 let result = self
                     .client
-                    .run_js("n += 1; n", self.heap.as_deref())
+                    .run_js_with(
+                        "n += 1; n",
+                        self.heap.as_deref(),
+                        self.scenario == Scenario::Streamed,
+                    )
                     .await?;
                 self.counter += 1;
                 expect_text(&result, &self.counter.to_string())?;

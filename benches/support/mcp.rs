@@ -58,10 +58,27 @@ impl Session {
             .await
             .map_err(|e| e.to_string())?;
         let status = response.status();
+        let streamed = response
+            .headers()
+            .get("content-type")
+            .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
         let bytes = response.bytes().await.map_err(|e| e.to_string())?;
         if status == 202 {
             return Ok(Value::Null);
         }
+        // An event stream (a call with a progress token) ends with the answer.
+        let bytes = if streamed {
+            let text = String::from_utf8_lossy(&bytes);
+            let last = text
+                .lines()
+                .filter_map(|line| line.strip_prefix("data: "))
+                .last()
+                .ok_or("an event stream without data")?
+                .to_owned();
+            last.into_bytes().into()
+        } else {
+            bytes
+        };
         let body: Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
         if status != 200 || body.get("error").is_some() {
             return Err(format!("{status}: {body}"));
