@@ -203,6 +203,14 @@ async fn serve_main() -> anyhow::Result<()> {
             } else {
                 router(app)
             };
+            // No Nagle: a streamed answer ends with two small writes (the
+            // last event, the end of the body), and Nagle holds the second
+            // for the client's delayed ACK, 40 ms on Linux.
+            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                if let Err(e) = tcp.set_nodelay(true) {
+                    tracing::warn!(error = %e, "could not set TCP_NODELAY");
+                }
+            });
             axum::serve(listener, service)
                 .with_graceful_shutdown(shutdown_signal())
                 .await
