@@ -71,8 +71,8 @@ impl Session {
             let text = String::from_utf8_lossy(&bytes);
             let last = text
                 .lines()
-                .filter_map(|line| line.strip_prefix("data: "))
-                .last()
+                .rev()
+                .find_map(|line| line.strip_prefix("data: "))
                 .ok_or("an event stream without data")?
                 .to_owned();
             last.into_bytes().into()
