@@ -153,9 +153,7 @@ fn typescript_sdk_client_threads_a_counter_through_three_heaps() {
 fn typescript_sdk_client_uses_progress_cancellation_latest_and_resources() {
     let dir = tempfile::tempdir().unwrap();
     let serve = Serve::start(dir.path(), common::net::free_port());
-    let events = drive(&format!("{}", serve.url()), "surface", || {
-        unreachable!("no restart")
-    });
+    let events = drive(&serve.url(), "surface", || unreachable!("no restart"));
     assert_eq!(
         names(&events),
         ["latest", "progress", "timed_out", "resource", "done"]
