@@ -139,7 +139,11 @@ where
     let control = registration.control().clone();
     let call = work(control.clone());
     let (events, received) = mpsc::channel::<Bytes>(4);
-    tokio::spawn(async move {
+    // The request's span: the run records its fields there, and the line
+    // below carries them (the request's own line was written when the
+    // stream began).
+    let span = tracing::Span::current();
+    let task = async move {
         let started = Instant::now();
         let mut ticker =
             tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
@@ -155,7 +159,12 @@ where
             }
         };
         let _ = events.send(event(answer.get())).await;
-    });
+        tracing::info!(
+            stream_ms = started.elapsed().as_millis() as u64,
+            "streamed answer ended"
+        );
+    };
+    tokio::spawn(tracing::Instrument::instrument(task, span));
     let body = futures_util::stream::unfold(
         (received, registration),
         |(mut received, registration)| async move {

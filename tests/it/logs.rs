@@ -82,3 +82,47 @@ async fn the_request_line_has_its_fields_at_the_top_level() {
     assert_eq!(line["http.status"], 200, "{line}");
     assert_eq!(line["level"], "INFO");
 }
+
+/// A call answered as an event stream ends with a line that carries the
+/// run's fields, which its request line, written as the stream began, could
+/// not have.
+#[tokio::test]
+async fn a_streamed_answer_ends_with_a_line_that_has_the_runs_fields() {
+    use http_body_util::BodyExt;
+
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let subscriber = tracing_subscriber::registry().with(SpanFields).with(
+        tracing_subscriber::fmt::layer()
+            .event_format(JsonLines)
+            .with_writer(move || writer.clone()),
+    );
+    let _default = tracing::subscriber::set_default(subscriber);
+
+    let s = common::server();
+    let sid = s.initialize_as("2025-11-25", &[]).await;
+    let body = json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{
+        "name":"run_js","arguments":{"code":"6 * 7"},"_meta":{"progressToken":"p"}}});
+    let text = body.to_string();
+    let request = common::post(&text)
+        .header("mcp-session-id", &sid)
+        .body(axum::body::Body::from(text))
+        .unwrap();
+    let response = mcp_v8_lambda::transport::router(s.app.clone())
+        .oneshot(request)
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    response.into_body().collect().await.unwrap();
+
+    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    let line: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["message"] == "streamed answer ended")
+        .unwrap_or_else(|| panic!("no end line in {text}"));
+    assert_eq!(line["tool"], "run_js", "{line}");
+    assert_eq!(line["status"], "completed", "{line}");
+    assert!(line["execution_id"].is_string(), "{line}");
+    assert!(line["stream_ms"].is_u64(), "{line}");
+}
