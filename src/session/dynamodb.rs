@@ -40,6 +40,12 @@ fn number(value: i64) -> AttributeValue {
     AttributeValue::N(value.to_string())
 }
 
+/// The key of a cancel record, beside the session's own item: no session id
+/// (48 hex digits) contains a `#`, so no record can pass for a session.
+fn cancel_key(id: &SessionId, request: &str) -> String {
+    format!("{id}#cancelled#{request}")
+}
+
 #[async_trait]
 impl SessionStore for DynamoSessionStore {
     async fn get(&self, id: &SessionId, now: i64) -> Result<Option<InitState>, SessionStoreError> {
@@ -130,5 +136,46 @@ impl SessionStore for DynamoSessionStore {
             .await
             .map_err(backend)?;
         Ok(output.attributes.is_some_and(|a| !a.is_empty()))
+    }
+
+    async fn cancel_request(
+        &self,
+        id: &SessionId,
+        request: &str,
+        expires_at: i64,
+    ) -> Result<(), SessionStoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item(ID, AttributeValue::S(cancel_key(id, request)))
+            .item(EXPIRES, number(expires_at))
+            .send()
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn request_cancelled(
+        &self,
+        id: &SessionId,
+        request: &str,
+        now: i64,
+    ) -> Result<bool, SessionStoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(ID, AttributeValue::S(cancel_key(id, request)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(backend)?;
+        let until = output
+            .item
+            .as_ref()
+            .and_then(|item| item.get(EXPIRES))
+            .and_then(|v| v.as_n().ok())
+            .and_then(|v| v.parse::<i64>().ok());
+        Ok(until.is_some_and(|until| until > now))
     }
 }

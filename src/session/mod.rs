@@ -83,6 +83,10 @@ pub enum SessionStoreError {
 /// - `touch` moves `expires_at` of an existing, unexpired state and says
 ///   whether there was one; it never creates a state.
 /// - `delete` says whether a state (expired or not) was removed.
+/// - `cancel_request` records that the client cancelled request `request`
+///   (a JSON-RPC id as JSON text) of session `id`, until `expires_at`;
+///   `request_cancelled` sees it, strongly consistently, from any process,
+///   until then, and never sees another session's or request's.
 #[async_trait]
 pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
     /// The state of `id`, unless absent or expired at `now` (Unix seconds).
@@ -98,6 +102,22 @@ pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
     ) -> Result<bool, SessionStoreError>;
     /// Removes the state of `id`.
     async fn delete(&self, id: &SessionId) -> Result<bool, SessionStoreError>;
+    /// Records a cancel of `request` of session `id` for the process that
+    /// runs it, which may be another (another Lambda instance).
+    async fn cancel_request(
+        &self,
+        id: &SessionId,
+        request: &str,
+        expires_at: i64,
+    ) -> Result<(), SessionStoreError>;
+    /// Whether `request` of session `id` was cancelled (and the record has
+    /// not expired at `now`).
+    async fn request_cancelled(
+        &self,
+        id: &SessionId,
+        request: &str,
+        now: i64,
+    ) -> Result<bool, SessionStoreError>;
 }
 
 /// Current Unix time in seconds.

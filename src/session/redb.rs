@@ -10,6 +10,8 @@ use super::{InitState, SessionId, SessionStore, SessionStoreError};
 
 /// Session id → JSON of the [`InitState`].
 const SESSIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("sessions");
+/// (session id, request id as JSON) → Unix seconds the cancel is kept until.
+const CANCELLED: TableDefinition<(&str, &str), i64> = TableDefinition::new("cancelled_requests");
 
 /// Init states in a redb file; every call is one transaction, committed
 /// durably before it returns.
@@ -29,6 +31,7 @@ impl RedbSessionStore {
     pub fn new(db: Arc<Database>) -> Result<Self, SessionStoreError> {
         let tx = db.begin_write().map_err(backend)?;
         tx.open_table(SESSIONS).map_err(backend)?;
+        tx.open_table(CANCELLED).map_err(backend)?;
         tx.commit().map_err(backend)?;
         Ok(Self { db })
     }
@@ -135,6 +138,45 @@ impl SessionStore for RedbSessionStore {
                 .is_some();
             tx.commit().map_err(backend)?;
             Ok(removed)
+        })
+        .await
+    }
+
+    async fn cancel_request(
+        &self,
+        id: &SessionId,
+        request: &str,
+        expires_at: i64,
+    ) -> Result<(), SessionStoreError> {
+        let (id, request) = (id.clone(), request.to_owned());
+        self.blocking(move |db| {
+            let tx = db.begin_write().map_err(backend)?;
+            {
+                let mut table = tx.open_table(CANCELLED).map_err(backend)?;
+                table
+                    .insert((id.as_str(), request.as_str()), expires_at)
+                    .map_err(backend)?;
+            }
+            tx.commit().map_err(backend)
+        })
+        .await
+    }
+
+    async fn request_cancelled(
+        &self,
+        id: &SessionId,
+        request: &str,
+        now: i64,
+    ) -> Result<bool, SessionStoreError> {
+        let (id, request) = (id.clone(), request.to_owned());
+        self.blocking(move |db| {
+            let tx = db.begin_read().map_err(backend)?;
+            let table = tx.open_table(CANCELLED).map_err(backend)?;
+            let until = table
+                .get((id.as_str(), request.as_str()))
+                .map_err(backend)?
+                .map(|v| v.value());
+            Ok(until.is_some_and(|until| until > now))
         })
         .await
     }

@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 
 use super::envelope::{HttpError, check_nesting, json, raw};
 use super::headers::{self, Principal};
-use super::stream::{self, Calls, Registration};
+use super::stream::{self, Calls};
 use crate::protocol::jsonrpc::{self, Incoming, Message, RequestId, code};
 use crate::protocol::mcp::{self, BATCHING_VERSION, InitializeParams, method};
 use crate::server::McpServer;
@@ -163,6 +163,7 @@ pub(super) async fn post(
                     (Some(registration), Some(token)) if !batch && calls.streaming => {
                         let (server, state, tenant) =
                             (server.clone(), state.clone(), tenant.clone());
+                        let store = sessions.store.clone();
                         return Ok(stream::respond(
                             token,
                             registration,
@@ -170,17 +171,37 @@ pub(super) async fn post(
                                 let mut context =
                                     CallContext::of_session(&state, &tenant, deadline);
                                 context.control = Some(&control);
-                                let answer =
-                                    server.handle(context, &method, params.as_deref()).await;
+                                let call = server.handle(context, &method, params.as_deref());
+                                let answer = stream::watched(
+                                    call,
+                                    store.as_ref(),
+                                    &state.session_id,
+                                    &id,
+                                    &control,
+                                )
+                                .await;
                                 answer_of(id, answer)
                             },
                         ));
                     }
-                    (registration, _) => {
+                    (Some(registration), _) => {
                         let mut context = CallContext::of_session(&state, tenant, deadline);
-                        context.control = registration.as_ref().map(Registration::control);
-                        let answer = server.handle(context, &method, params.as_deref()).await;
+                        context.control = Some(registration.control());
+                        let call = server.handle(context, &method, params.as_deref());
+                        let answer = stream::watched(
+                            call,
+                            sessions.store.as_ref(),
+                            &state.session_id,
+                            &id,
+                            registration.control(),
+                        )
+                        .await;
                         drop(registration);
+                        responses.push(answer_of(id, answer));
+                    }
+                    (None, _) => {
+                        let context = CallContext::of_session(&state, tenant, deadline);
+                        let answer = server.handle(context, &method, params.as_deref()).await;
                         responses.push(answer_of(id, answer));
                     }
                 }
@@ -196,7 +217,7 @@ pub(super) async fn post(
                         .map_err(|e| HttpError::store_failed(&e))?;
                 }
                 if method == method::CANCELLED {
-                    cancel(calls, &state.session_id, params.as_deref());
+                    cancel(sessions, calls, &state.session_id, params.as_deref()).await;
                 }
                 // Other notifications need no answer.
             }
@@ -285,8 +306,14 @@ fn answer_of(
 }
 
 /// `notifications/cancelled`: stops the named call when this process runs
-/// it. A malformed one is ignored, as notifications get no answer.
-fn cancel(calls: &Calls, session: &SessionId, params: Option<&RawValue>) {
+/// it, else relays the cancel through the session store to the process
+/// that does. A malformed one is ignored, as notifications get no answer.
+async fn cancel(
+    sessions: &Sessions,
+    calls: &Calls,
+    session: &SessionId,
+    params: Option<&RawValue>,
+) {
     let Some(params) =
         params.and_then(|p| serde_json::from_str::<mcp::CancelledParams>(p.get()).ok())
     else {
@@ -299,6 +326,9 @@ fn cancel(calls: &Calls, session: &SessionId, params: Option<&RawValue>) {
         reason = params.reason.as_deref().unwrap_or(""),
         "notifications/cancelled"
     );
+    if !found {
+        stream::relay_cancel(sessions.store.as_ref(), session, &params.request_id).await;
+    }
 }
 
 /// Ends the session a DELETE names.

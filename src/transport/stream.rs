@@ -19,12 +19,68 @@ use tokio::sync::mpsc;
 use crate::engine::RunControl;
 use crate::protocol::jsonrpc::{Notification, RequestId};
 use crate::protocol::mcp::{ProgressParams, method};
-use crate::session::SessionId;
+use crate::session::{SessionId, SessionStore, unix_now};
 
 /// How often a streamed call reports progress while it runs: well inside
 /// the 5 s the issue promises, and far inside the request timeouts clients
 /// reset on progress.
 pub(crate) const PROGRESS_EVERY: Duration = Duration::from_secs(3);
+
+/// How often a call past its first seconds asks the session store whether
+/// another process received its cancel: at most one read per this much run
+/// time, and none for a call that ends sooner.
+pub(crate) const CANCEL_POLL_EVERY: Duration = Duration::from_secs(5);
+
+/// How long a relayed cancel is kept: longer than any run can last (the
+/// longest timeout, and Lambda's 15-minute invocation).
+const CANCEL_KEPT_SECS: i64 = 900;
+
+/// Runs `call`, polling the session store every [`CANCEL_POLL_EVERY`] for a
+/// cancel of request `id` that another process recorded, and cancelling
+/// `control` when one is there. A store that fails only logs: the run goes
+/// on as it would without the relay.
+pub(super) async fn watched<F: Future>(
+    call: F,
+    store: &dyn SessionStore,
+    session: &SessionId,
+    id: &RequestId,
+    control: &RunControl,
+) -> F::Output {
+    let request = serde_json::to_string(id).expect("request ids serialize");
+    tokio::pin!(call);
+    let mut ticker = tokio::time::interval_at(
+        tokio::time::Instant::now() + CANCEL_POLL_EVERY,
+        CANCEL_POLL_EVERY,
+    );
+    loop {
+        tokio::select! {
+            output = &mut call => return output,
+            _ = ticker.tick(), if !control.is_cancelled() => {
+                match store.request_cancelled(session, &request, unix_now()).await {
+                    Ok(true) => {
+                        tracing::info!("a cancel relayed through the session store stopped the run");
+                        control.cancel();
+                    }
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!(error = %e, "could not look for a relayed cancel"),
+                }
+            }
+        }
+    }
+}
+
+/// Records a cancel this process could not deliver (the call runs in
+/// another process, e.g. another Lambda instance), for that process's
+/// [`watched`] to find.
+pub(super) async fn relay_cancel(store: &dyn SessionStore, session: &SessionId, id: &RequestId) {
+    let request = serde_json::to_string(id).expect("request ids serialize");
+    if let Err(e) = store
+        .cancel_request(session, &request, unix_now() + CANCEL_KEPT_SECS)
+        .await
+    {
+        tracing::warn!(error = %e, "could not relay a cancel through the session store");
+    }
+}
 
 /// How the endpoint runs tool calls: the runs in flight, and whether an
 /// answer may be a stream (not behind a buffering host: Lambda's

@@ -295,3 +295,82 @@ async fn a_client_that_goes_away_cancels_its_run() {
         "the abandoned run left no entry"
     );
 }
+
+/// A cancel that reaches another instance (as on Lambda, where the one
+/// running the call is busy) is relayed through the session store: the
+/// running instance looks every 5 s, only once its call has run 5 s, and
+/// stops the run. A short call never looks.
+#[tokio::test]
+async fn a_cancel_received_by_another_instance_reaches_the_run_through_the_store() {
+    use common::faults::{FaultPlan, Faulty};
+    use mcp_v8_lambda::app::{Stores, with_stores};
+    use mcp_v8_lambda::session::SessionStore;
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = common::test_config(3600, false);
+    let mut stores = Stores::from_config(&config, dir.path(), None).unwrap();
+    let plan = FaultPlan::new();
+    let counted: std::sync::Arc<dyn SessionStore> =
+        std::sync::Arc::new(Faulty::new(stores.sessions.clone(), plan.clone()));
+    stores.sessions = counted;
+    let running_instance = with_stores(&config, stores.clone());
+    let other_instance = with_stores(&config, stores);
+    let send = |app: &mcp_v8_lambda::transport::App, session: Option<&str>, body: &Value| {
+        let request = request(session, body, &[]);
+        let app = app.clone();
+        async move {
+            let response = mcp_v8_lambda::transport::router(app)
+                .oneshot(request)
+                .await
+                .unwrap();
+            common::reply(response).await
+        }
+    };
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}});
+    let sid = send(&running_instance, None, &init)
+        .await
+        .session_id()
+        .unwrap();
+
+    let began = std::time::Instant::now();
+    let quick = send(
+        &running_instance,
+        Some(&sid),
+        &call(1, json!({"code": "1"}), None),
+    )
+    .await;
+    assert_eq!(quick.body["result"]["structuredContent"]["result"], "1");
+    // None unless the call waited 5 s (other tests' snapshot runs hold the
+    // process's snapshot lock).
+    assert!(
+        plan.calls("session.request_cancelled") <= began.elapsed().as_secs() / 5,
+        "a call shorter than 5 s never looks"
+    );
+    let before = plan.calls("session.request_cancelled");
+
+    let body = call(
+        2,
+        json!({"code": "for (;;) {}", "session": "relayed", "execution_timeout_secs": 120}),
+        None,
+    );
+    let running = tokio::spawn(send(&running_instance, Some(&sid), &body));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let cancel =
+        json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}});
+    assert_eq!(send(&other_instance, Some(&sid), &cancel).await.status, 202);
+    let started = std::time::Instant::now();
+    let answer = tokio::time::timeout(Duration::from_secs(60), running)
+        .await
+        .expect("the relayed cancel stopped the run")
+        .unwrap();
+    let outcome = &answer.body["result"]["structuredContent"];
+    assert_eq!(outcome["status"], "cancelled", "{}", answer.body);
+    let looks = plan.calls("session.request_cancelled") - before;
+    let bound = 1 + started.elapsed().as_secs() / 5;
+    assert!(
+        (1..=bound).contains(&looks),
+        "{looks} store reads, at most one per 5 s of run time"
+    );
+    assert_eq!(plan.calls("session.cancel_request"), 1);
+}

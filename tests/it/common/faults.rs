@@ -180,6 +180,24 @@ impl SessionStore for Faulty<dyn SessionStore> {
         fail_session(&self.plan, "session.delete").await?;
         self.inner.delete(id).await
     }
+    async fn cancel_request(
+        &self,
+        id: &SessionId,
+        request: &str,
+        expires_at: i64,
+    ) -> Result<(), SessionStoreError> {
+        fail_session(&self.plan, "session.cancel_request").await?;
+        self.inner.cancel_request(id, request, expires_at).await
+    }
+    async fn request_cancelled(
+        &self,
+        id: &SessionId,
+        request: &str,
+        now: i64,
+    ) -> Result<bool, SessionStoreError> {
+        fail_session(&self.plan, "session.request_cancelled").await?;
+        self.inner.request_cancelled(id, request, now).await
+    }
 }
 
 async fn fail_session(plan: &FaultPlan, operation: &'static str) -> Result<(), SessionStoreError> {

@@ -40,7 +40,25 @@ pub async fn run_all(store: Arc<dyn SessionStore>) {
     expired_state_is_none(store.as_ref()).await;
     touch_extends_only_live_states(store.as_ref()).await;
     delete_removes_and_reports(store.as_ref()).await;
+    cancels_are_seen_for_their_request_only_until_they_expire(store.as_ref()).await;
     concurrent_sessions_do_not_interfere(store).await;
+}
+
+/// A cancel is seen for its own session and request, until it expires.
+pub async fn cancels_are_seen_for_their_request_only_until_they_expire(store: &dyn SessionStore) {
+    let (a, b) = (SessionId::generate(), SessionId::generate());
+    assert!(!store.request_cancelled(&a, "7", 100).await.unwrap());
+    store.cancel_request(&a, "7", 200).await.unwrap();
+    assert!(store.request_cancelled(&a, "7", 100).await.unwrap());
+    assert!(
+        !store.request_cancelled(&a, "7", 200).await.unwrap(),
+        "expired"
+    );
+    assert!(!store.request_cancelled(&a, "8", 100).await.unwrap());
+    assert!(!store.request_cancelled(&a, "\"7\"", 100).await.unwrap());
+    assert!(!store.request_cancelled(&b, "7", 100).await.unwrap());
+    // A cancel record is not a session.
+    assert!(store.get(&a, 100).await.unwrap().is_none());
 }
 
 /// A never-stored id is absent.
