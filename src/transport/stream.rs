@@ -21,9 +21,9 @@ use crate::protocol::jsonrpc::{Notification, RequestId};
 use crate::protocol::mcp::{ProgressParams, method};
 use crate::session::{SessionId, SessionStore, unix_now};
 
-/// How often a streamed call reports progress while it runs: well inside
-/// the 5 s the issue promises, and far inside the request timeouts clients
-/// reset on progress.
+/// How often a streamed call reports progress while it runs: inside the
+/// 5 s docs/protocol.md promises, and far inside the request timeouts
+/// clients reset on progress.
 pub(crate) const PROGRESS_EVERY: Duration = Duration::from_secs(3);
 
 /// How often a call past its first seconds asks the session store whether
