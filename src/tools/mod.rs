@@ -13,7 +13,9 @@ use std::time::SystemTime;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
-use crate::engine::{Engine, RunControl};
+use crate::engine::Engine;
+/// The handle a caller keeps on a run a tool call starts (progress, cancel).
+pub use crate::engine::RunControl;
 use crate::meta::MetaStore;
 use crate::protocol::mcp::{
     CallToolParams, CallToolResult, Continuity, ListToolsResult, TextContent, has_structured_output,

@@ -16,10 +16,10 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
-use crate::engine::RunControl;
 use crate::protocol::jsonrpc::{Notification, RequestId};
 use crate::protocol::mcp::{ProgressParams, method};
 use crate::session::{SessionId, SessionStore, unix_now};
+use crate::tools::RunControl;
 
 /// How often a streamed call reports progress while it runs: inside the
 /// 5 s docs/protocol.md promises, and far inside the request timeouts
