@@ -444,6 +444,40 @@ mod tests {
     }
 
     #[test]
+    fn responses_stream_locally_and_under_lambda_only_when_the_url_does() {
+        let with = |pairs: &[(&str, &str)]| {
+            let pairs: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            Config::from_lookup(move |name| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.clone())
+            })
+        };
+        assert!(with(&[]).unwrap().response_streaming);
+        let lambda = ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001");
+        assert!(!with(&[lambda]).unwrap().response_streaming);
+        assert!(
+            with(&[lambda, ("MCP_V8_INVOKE_MODE", "RESPONSE_STREAM")])
+                .unwrap()
+                .response_streaming
+        );
+        assert!(
+            !with(&[lambda, ("MCP_V8_INVOKE_MODE", "BUFFERED")])
+                .unwrap()
+                .response_streaming
+        );
+        let err = with(&[("MCP_V8_INVOKE_MODE", "STREAM")]).unwrap_err();
+        assert!(
+            err.to_string().contains("RESPONSE_STREAM or BUFFERED"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn lambda_managed_instances_get_engine_workers_unless_told_otherwise() {
         let lambda = ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001");
         let managed = from(&[lambda, ("AWS_LAMBDA_MAX_CONCURRENCY", "8")]).unwrap();

@@ -724,11 +724,18 @@ fn event_file(name: &str, session: &str) -> String {
 // clean clone it compiles the dependencies again. scripts/test.sh runs
 // `cargo build` first, and `Watch::start` waits for the function itself, so
 // the client's 60 s request timeout never covers a build.
+/// Two `cargo lambda watch` emulators side by side do not both come up
+/// (the second never answered in CI): the tests that start one take turns.
+static ONE_EMULATOR_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Response streaming through the Lambda entry, as a function URL with
 /// `InvokeMode: RESPONSE_STREAM` runs it: the TypeScript client's 25 s run
 /// completes under its 10 s request timeout because progress arrives.
 #[test]
 fn under_cargo_lambda_watch_progress_streams_and_resets_the_client_timeout() {
+    let _turn = ONE_EMULATOR_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let bucket = common::moto::unique("stream");
     let prefix = format!("{}-", common::moto::unique("s"));
     let dir = tempfile::tempdir().unwrap();
@@ -745,6 +752,9 @@ fn under_cargo_lambda_watch_progress_streams_and_resets_the_client_timeout() {
 
 #[test]
 fn under_cargo_lambda_watch_a_session_survives_a_new_instance_and_every_event_answers() {
+    let _turn = ONE_EMULATOR_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let bucket = common::moto::unique("watch");
     let prefix = format!("{}-", common::moto::unique("w"));
     let dir = tempfile::tempdir().unwrap();

@@ -336,7 +336,7 @@ async fn unknown_methods_are_method_not_found() {
     let reply = s
         .rpc(
             Some(&sid),
-            json!({"jsonrpc":"2.0","id":"x","method":"resources/list"}),
+            json!({"jsonrpc":"2.0","id":"x","method":"completion/complete"}),
         )
         .await;
     assert_eq!(reply.status, StatusCode::OK);
