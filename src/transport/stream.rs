@@ -46,7 +46,7 @@ pub(super) async fn watched<F: Future>(
     id: &RequestId,
     control: &RunControl,
 ) -> F::Output {
-    let request = serde_json::to_string(id).expect("request ids serialize");
+    let request = request_key(id);
     tokio::pin!(call);
     let mut ticker = tokio::time::interval_at(
         tokio::time::Instant::now() + CANCEL_POLL_EVERY,
@@ -69,11 +69,16 @@ pub(super) async fn watched<F: Future>(
     }
 }
 
+/// How a relayed cancel names its request in the store: the id's JSON.
+fn request_key(id: &RequestId) -> String {
+    serde_json::to_string(id).expect("request ids serialize")
+}
+
 /// Records a cancel this process could not deliver (the call runs in
 /// another process, e.g. another Lambda instance), for that process's
 /// [`watched`] to find.
 pub(super) async fn relay_cancel(store: &dyn SessionStore, session: &SessionId, id: &RequestId) {
-    let request = serde_json::to_string(id).expect("request ids serialize");
+    let request = request_key(id);
     if let Err(e) = store
         .cancel_request(session, &request, unix_now() + CANCEL_KEPT_SECS)
         .await

@@ -27,8 +27,9 @@ impl Write for Buffer {
     }
 }
 
-#[tokio::test]
-async fn the_request_line_has_its_fields_at_the_top_level() {
+/// JSON lines as the binary writes them, into a buffer, for as long as the
+/// guard lives on this thread.
+fn capture() -> (Buffer, tracing::subscriber::DefaultGuard) {
     let buffer = Buffer::default();
     let writer = buffer.clone();
     let subscriber = tracing_subscriber::registry().with(SpanFields).with(
@@ -36,7 +37,12 @@ async fn the_request_line_has_its_fields_at_the_top_level() {
             .event_format(JsonLines)
             .with_writer(move || writer.clone()),
     );
-    let _default = tracing::subscriber::set_default(subscriber);
+    (buffer, tracing::subscriber::set_default(subscriber))
+}
+
+#[tokio::test]
+async fn the_request_line_has_its_fields_at_the_top_level() {
+    let (buffer, _default) = capture();
 
     let s = common::server();
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("events/run-js-2026.json");
@@ -90,14 +96,7 @@ async fn the_request_line_has_its_fields_at_the_top_level() {
 async fn a_streamed_answer_ends_with_a_line_that_has_the_runs_fields() {
     use http_body_util::BodyExt;
 
-    let buffer = Buffer::default();
-    let writer = buffer.clone();
-    let subscriber = tracing_subscriber::registry().with(SpanFields).with(
-        tracing_subscriber::fmt::layer()
-            .event_format(JsonLines)
-            .with_writer(move || writer.clone()),
-    );
-    let _default = tracing::subscriber::set_default(subscriber);
+    let (buffer, _default) = capture();
 
     let s = common::server();
     let sid = s.initialize_as("2025-11-25", &[]).await;
