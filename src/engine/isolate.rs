@@ -156,10 +156,12 @@ pub(crate) fn execute(mut job: Job) -> JobResult {
         v8::scope!(let scope, &mut isolate);
         let context = v8::Context::new(scope, Default::default());
         let scope = &mut v8::ContextScope::new(scope, context);
+        let global = context.global(scope);
         if fresh {
-            let global = context.global(scope);
             natives::install(scope, global);
         }
+        // A restored heap made before the Web layer gains it here.
+        super::web::install(scope, global);
         let ended = evaluate(scope, &job.code, deadline, None);
         watchdog.disarm();
         if let Some(control) = &job.control {

@@ -10,6 +10,7 @@ mod platform;
 mod typescript;
 mod warm;
 mod watchdog;
+mod web;
 mod worker;
 
 use std::path::PathBuf;

@@ -18,6 +18,11 @@ pub(crate) struct RunState {
     pub timers: Timers,
     /// Counts console lines for the caller's progress reports.
     pub control: Option<std::sync::Arc<super::RunControl>>,
+    /// `performance.now()` counts from here, `performance.timeOrigin` is it.
+    pub started: Instant,
+    pub started_wall: std::time::SystemTime,
+    /// `console.group` depth: lines are indented two spaces per level.
+    pub group_depth: usize,
 }
 
 impl RunState {
@@ -29,6 +34,9 @@ impl RunState {
             output: Output::new(max_output_bytes),
             timers: Timers::default(),
             control,
+            started: Instant::now(),
+            started_wall: std::time::SystemTime::now(),
+            group_depth: 0,
         }
     }
 }
@@ -49,7 +57,7 @@ impl Output {
         }
     }
 
-    fn push_line(&mut self, line: &str) {
+    pub(crate) fn push_line(&mut self, line: &str) {
         if self.truncated {
             return;
         }
@@ -80,6 +88,9 @@ pub(crate) struct Timer {
     pub callback: v8::Global<v8::Function>,
     pub args: Vec<v8::Global<v8::Value>>,
     pub repeat: Option<Duration>,
+    /// Does not keep the run going (`AbortSignal.timeout`'s timer, like
+    /// Node's unref'd ones): it fires only while something else is pending.
+    pub unref: bool,
 }
 
 /// Timers ordered by due time, then by creation, as in browsers and Node.
@@ -89,6 +100,8 @@ pub(crate) struct Timers {
     seq: u64,
     queue: BTreeMap<(Instant, u64), Timer>,
     slots: HashMap<u32, (Instant, u64)>,
+    /// Queued timers that keep the run going.
+    refd: usize,
     /// The timer whose callback is running: it is out of the queue, so a
     /// `clearInterval` from inside its own callback is remembered here.
     running: Option<u32>,
@@ -98,6 +111,7 @@ pub(crate) struct Timers {
 impl Timers {
     fn schedule(&mut self, timer: Timer, due: Instant) {
         self.seq += 1;
+        self.refd += usize::from(!timer.unref);
         self.slots.insert(timer.id, (due, self.seq));
         self.queue.insert((due, self.seq), timer);
     }
@@ -108,6 +122,7 @@ impl Timers {
         args: Vec<v8::Global<v8::Value>>,
         delay: Duration,
         repeat: bool,
+        unref: bool,
     ) -> u32 {
         self.next_id += 1;
         let id = self.next_id;
@@ -116,22 +131,28 @@ impl Timers {
             callback,
             args,
             repeat: repeat.then_some(delay),
+            unref,
         };
         self.schedule(timer, Instant::now() + delay);
         id
     }
 
     fn clear(&mut self, id: u32) {
-        if let Some(slot) = self.slots.remove(&id) {
-            self.queue.remove(&slot);
+        if let Some(slot) = self.slots.remove(&id)
+            && let Some(timer) = self.queue.remove(&slot)
+        {
+            self.refd -= usize::from(!timer.unref);
         }
         if self.running == Some(id) {
             self.running_cleared = true;
         }
     }
 
-    /// When the earliest timer is due.
+    /// When the earliest timer is due, while any timer keeps the run going.
     pub(crate) fn next_due(&self) -> Option<Instant> {
+        if self.refd == 0 {
+            return None;
+        }
         self.queue.keys().next().map(|(due, _)| *due)
     }
 
@@ -139,6 +160,7 @@ impl Timers {
     pub(crate) fn pop(&mut self) -> Option<Timer> {
         let (_, timer) = self.queue.pop_first()?;
         self.slots.remove(&timer.id);
+        self.refd -= usize::from(!timer.unref);
         self.running = Some(timer.id);
         self.running_cleared = false;
         Some(timer)
@@ -157,41 +179,47 @@ impl Timers {
     pub(crate) fn clear_all(&mut self) {
         self.queue.clear();
         self.slots.clear();
+        self.refd = 0;
     }
 }
 
 /// Every native callback, in a fixed order shared by snapshot creation and
 /// restore. V8 matches functions in a snapshot to this table by index.
 pub(crate) fn external_references() -> Cow<'static, [v8::ExternalReference]> {
-    Cow::Owned(vec![
-        v8::ExternalReference {
-            function: console_log.map_fn_to(),
-        },
-        v8::ExternalReference {
-            function: console_info.map_fn_to(),
-        },
-        v8::ExternalReference {
-            function: console_warn.map_fn_to(),
-        },
-        v8::ExternalReference {
-            function: console_error.map_fn_to(),
-        },
-        v8::ExternalReference {
-            function: console_debug.map_fn_to(),
-        },
-        v8::ExternalReference {
-            function: set_timeout.map_fn_to(),
-        },
-        v8::ExternalReference {
-            function: set_interval.map_fn_to(),
-        },
-        v8::ExternalReference {
-            function: clear_timer.map_fn_to(),
-        },
-        v8::ExternalReference {
-            function: queue_microtask.map_fn_to(),
-        },
-    ])
+    Cow::Owned(
+        vec![
+            v8::ExternalReference {
+                function: console_log.map_fn_to(),
+            },
+            v8::ExternalReference {
+                function: console_info.map_fn_to(),
+            },
+            v8::ExternalReference {
+                function: console_warn.map_fn_to(),
+            },
+            v8::ExternalReference {
+                function: console_error.map_fn_to(),
+            },
+            v8::ExternalReference {
+                function: console_debug.map_fn_to(),
+            },
+            v8::ExternalReference {
+                function: set_timeout.map_fn_to(),
+            },
+            v8::ExternalReference {
+                function: set_interval.map_fn_to(),
+            },
+            v8::ExternalReference {
+                function: clear_timer.map_fn_to(),
+            },
+            v8::ExternalReference {
+                function: queue_microtask.map_fn_to(),
+            },
+        ]
+        .into_iter()
+        .chain(super::web::external_references())
+        .collect(),
+    )
 }
 
 macro_rules! define {
@@ -234,11 +262,23 @@ fn write_console<'s>(
         let arg = args.get(i);
         line.push_str(&inspect(scope, arg));
     }
-    if let Some(state) = scope.get_slot_mut::<RunState>() {
-        state.output.push_line(&line);
-        if let Some(control) = &state.control {
-            control.count_console_line();
-        }
+    print(scope, &line);
+}
+
+/// Writes one console line, indented by the run's `console.group` depth.
+pub(crate) fn print(scope: &mut v8::PinScope<'_, '_>, line: &str) {
+    let Some(state) = scope.get_slot_mut::<RunState>() else {
+        return;
+    };
+    if state.group_depth == 0 {
+        state.output.push_line(line);
+    } else {
+        let indent = "  ".repeat(state.group_depth);
+        let indented: Vec<String> = line.lines().map(|l| format!("{indent}{l}")).collect();
+        state.output.push_line(&indented.join("\n"));
+    }
+    if let Some(control) = &state.control {
+        control.count_console_line();
     }
 }
 
@@ -282,7 +322,7 @@ fn console_debug<'s>(
     write_console(scope, &args, "[DEBUG] ");
 }
 
-fn throw_type_error(scope: &mut v8::PinScope, message: &str) {
+pub(crate) fn throw_type_error(scope: &mut v8::PinScope, message: &str) {
     let message = v8::String::new(scope, message).expect("short message");
     let exception = v8::Exception::type_error(scope, message);
     scope.throw_exception(exception);
@@ -293,6 +333,7 @@ fn schedule<'s>(
     args: &v8::FunctionCallbackArguments<'s>,
     rv: &mut v8::ReturnValue<'s, v8::Value>,
     repeat: bool,
+    unref: bool,
 ) {
     let Ok(callback) = v8::Local::<v8::Function>::try_from(args.get(0)) else {
         let name = if repeat { "setInterval" } else { "setTimeout" };
@@ -319,6 +360,7 @@ fn schedule<'s>(
         extra,
         Duration::from_millis(millis as u64),
         repeat,
+        unref,
     );
     rv.set_uint32(id);
 }
@@ -328,7 +370,7 @@ fn set_timeout<'s>(
     args: v8::FunctionCallbackArguments<'s>,
     mut rv: v8::ReturnValue<'s, v8::Value>,
 ) {
-    schedule(scope, &args, &mut rv, false);
+    schedule(scope, &args, &mut rv, false, false);
 }
 
 fn set_interval<'s>(
@@ -336,10 +378,19 @@ fn set_interval<'s>(
     args: v8::FunctionCallbackArguments<'s>,
     mut rv: v8::ReturnValue<'s, v8::Value>,
 ) {
-    schedule(scope, &args, &mut rv, true);
+    schedule(scope, &args, &mut rv, true, false);
 }
 
-fn clear_timer<'s>(
+/// A one-shot timer that does not keep the run going; the Web layer's.
+pub(crate) fn set_timeout_unref<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    args: v8::FunctionCallbackArguments<'s>,
+    mut rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    schedule(scope, &args, &mut rv, false, true);
+}
+
+pub(crate) fn clear_timer<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     args: v8::FunctionCallbackArguments<'s>,
     _rv: v8::ReturnValue<'s, v8::Value>,

@@ -84,6 +84,7 @@ impl Warm {
             let scope = &mut v8::ContextScope::new(scope, context);
             let global = context.global(scope);
             natives::install(scope, global);
+            super::web::install(scope, global);
             v8::Global::new(scope, context)
         };
         (context, queue)

@@ -19,10 +19,17 @@ const STATEFUL_DESCRIPTION: &str = "Run JavaScript or TypeScript in a V8 isolate
 Every successful run saves the whole heap and returns its key as `heap`; pass that key as `heap` in a later call to continue with \
 every global, top-level declaration and object of that run. Heaps are immutable: continuing from the same key twice gives two \
 independent branches. Name a logical session (the `session` argument, else the X-MCP-Session-Id header) to have the run \
-logged there (list_session_snapshots reads the log). No network, filesystem, environment or modules are available.";
+logged there (list_session_snapshots reads the log).";
 
 const STATELESS_DESCRIPTION: &str = "Run JavaScript or TypeScript in a fresh V8 isolate and return its completion value and console \
-output. This server is stateless: nothing is kept between calls. No network, filesystem, environment or modules are available.";
+output. This server is stateless: nothing is kept between calls.";
+
+/// What code can use, in every mode (docs/engine.md, "The Web platform").
+const GLOBALS_DESCRIPTION: &str = "Code can use the Web platform without the network: URL, URLSearchParams, \
+TextEncoder, TextDecoder, atob, btoa, structuredClone, crypto (getRandomValues, randomUUID, subtle.digest, HMAC sign/verify), \
+performance.now, Event, EventTarget, AbortController, AbortSignal, DOMException, Blob, File, FormData, Headers, Request, \
+Response, console (log, table, count, time, group, ...), setTimeout, setInterval, queueMicrotask. There is no fetch, no \
+streams, no WebAssembly, no modules, filesystem or environment.";
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -111,7 +118,7 @@ the way to keep a session log without headers (protocol 2026-07-28)."),
         STATEFUL_DESCRIPTION
     };
     let description = format!(
-        "{base} Limits here: timeout {} s by default, at most {} s; heap {} MiB by default, at most {} MiB; \
+        "{base} {GLOBALS_DESCRIPTION} Limits here: timeout {} s by default, at most {} s; heap {} MiB by default, at most {} MiB; \
 console output kept up to {} and the result up to {} (longer text is cut, with a marker).",
         limits.default_timeout.as_secs(),
         max_timeout.as_secs(),

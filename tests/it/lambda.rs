@@ -438,3 +438,35 @@ fn cfn_lint_passes_on_both_templates() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// The Web layer under the Lambda entry: every corpus family of
+/// tests/web through a 2026-07-28 `run_js` event, with and without a
+/// logical session.
+#[tokio::test]
+async fn the_web_corpus_passes_under_the_lambda_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = local_app(dir.path());
+    for family in crate::web::FAMILIES {
+        for session in [None, Some("web-corpus")] {
+            let mut arguments = serde_json::json!({"code": crate::web::corpus_code(family)});
+            if let Some(session) = session {
+                arguments["session"] = session.into();
+            }
+            let call = event_2026(
+                "tools/call",
+                Some("run_js"),
+                serde_json::json!({"name": "run_js", "arguments": arguments}),
+            );
+            let (status, _, body) = invoke(&app, &call).await;
+            assert_eq!(status, StatusCode::OK, "{family}: {body}");
+            let outcome = &body["result"]["structuredContent"];
+            assert_eq!(outcome["status"], "completed", "{family}: {body}");
+            let report: Value = serde_json::from_str(outcome["result"].as_str().unwrap()).unwrap();
+            assert_eq!(
+                report["failed"],
+                serde_json::json!([]),
+                "{family}, {session:?}"
+            );
+        }
+    }
+}

@@ -31,4 +31,5 @@ mod sessionless;
 mod tenancy;
 mod tools;
 mod warm;
+mod web;
 mod workers;

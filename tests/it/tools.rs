@@ -115,6 +115,14 @@ async fn tools_are_listed_in_a_fixed_order_with_titles_and_true_annotations() {
         "output kept up to 1 MiB",
         "result up to 1 MiB",
         "`session` argument",
+        // What code can use (docs/engine.md, "The Web platform").
+        "URLSearchParams",
+        "TextDecoder",
+        "structuredClone",
+        "subtle.digest",
+        "AbortController",
+        "Headers, Request, Response",
+        "no fetch",
     ] {
         assert!(description.contains(limit), "{limit:?} in {description}");
     }

@@ -1,0 +1,63 @@
+//! Moving bytes and strings between V8 values and Rust, for the natives.
+
+/// The bytes of an `ArrayBuffer` or any view of one (copied).
+pub(super) fn bytes_of(value: v8::Local<'_, v8::Value>) -> Option<Vec<u8>> {
+    if let Ok(view) = v8::Local::<v8::ArrayBufferView>::try_from(value) {
+        let mut out = vec![0; view.byte_length()];
+        let copied = view.copy_contents(&mut out);
+        out.truncate(copied);
+        return Some(out);
+    }
+    if let Ok(buffer) = v8::Local::<v8::ArrayBuffer>::try_from(value) {
+        let length = buffer.byte_length();
+        let Some(data) = buffer.data() else {
+            return Some(Vec::new());
+        };
+        // SAFETY: V8 keeps the buffer alive (it is a local in this scope) and
+        // `length` is its current byte length; JavaScript cannot run meanwhile.
+        let slice = unsafe { std::slice::from_raw_parts(data.as_ptr() as *const u8, length) };
+        return Some(slice.to_vec());
+    }
+    None
+}
+
+/// A new `ArrayBuffer` holding `bytes`, in V8's own memory so snapshots
+/// copy it like any other buffer.
+pub(super) fn array_buffer<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    bytes: &[u8],
+) -> v8::Local<'s, v8::ArrayBuffer> {
+    let buffer = v8::ArrayBuffer::new(scope, bytes.len());
+    if let Some(data) = buffer.data() {
+        // SAFETY: the buffer was just made with exactly `bytes.len()` bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), data.as_ptr() as *mut u8, bytes.len())
+        };
+    }
+    buffer
+}
+
+pub(super) fn uint8_array<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    bytes: &[u8],
+) -> Option<v8::Local<'s, v8::Uint8Array>> {
+    let buffer = array_buffer(scope, bytes);
+    v8::Uint8Array::new(scope, buffer, 0, bytes.len())
+}
+
+/// The UTF-16 code units of a string value (lone surrogates included).
+pub(super) fn utf16(scope: &mut v8::PinScope<'_, '_>, value: v8::Local<'_, v8::Value>) -> Vec<u16> {
+    let Some(string) = value.to_string(scope) else {
+        return Vec::new();
+    };
+    let mut units = vec![0; string.length()];
+    string.write_v2(scope, 0, &mut units, v8::WriteFlags::empty());
+    units
+}
+
+pub(super) fn string<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    text: &str,
+) -> Option<v8::Local<'s, v8::String>> {
+    v8::String::new_from_utf8(scope, text.as_bytes(), v8::NewStringType::Normal)
+}

@@ -1,0 +1,86 @@
+//! Natives of the events family (timers that do not hold the run) and of
+//! the host family (`performance`, `navigator`, `reportError`).
+
+use v8::MapFnTo;
+
+use super::Natives;
+use crate::engine::inspect::inspect;
+use crate::engine::natives::{self, RunState};
+
+pub(super) fn events_natives() -> Natives {
+    vec![
+        ("setTimeout", natives::set_timeout_unref.map_fn_to()),
+        ("clearTimeout", natives::clear_timer.map_fn_to()),
+    ]
+}
+
+pub(super) fn natives() -> Natives {
+    vec![
+        ("now", now.map_fn_to()),
+        ("timeOrigin", time_origin.map_fn_to()),
+        ("version", version.map_fn_to()),
+        ("report", report.map_fn_to()),
+    ]
+}
+
+/// Milliseconds since the run started, to the microsecond: a run is the
+/// "page load" here, and a heap restored elsewhere has no earlier clock.
+fn now<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    _args: v8::FunctionCallbackArguments<'s>,
+    mut rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    let elapsed = scope
+        .get_slot::<RunState>()
+        .map(|state| state.started.elapsed().as_micros() as f64 / 1000.0)
+        .unwrap_or(0.0);
+    rv.set_double(elapsed);
+}
+
+/// The wall-clock time the run started, in Unix milliseconds.
+fn time_origin<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    _args: v8::FunctionCallbackArguments<'s>,
+    mut rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    let started = scope
+        .get_slot::<RunState>()
+        .map(|state| state.started_wall)
+        .unwrap_or_else(std::time::SystemTime::now);
+    let millis = started
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as f64 / 1000.0)
+        .unwrap_or(0.0);
+    rv.set_double(millis);
+}
+
+fn version<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    _args: v8::FunctionCallbackArguments<'s>,
+    mut rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    let text = concat!("mcp-v8-lambda/", env!("CARGO_PKG_VERSION"));
+    if let Some(text) = v8::String::new(scope, text) {
+        rv.set(text.into());
+    }
+}
+
+/// `reportError(e)`: the error reaches the output as an uncaught one would.
+fn report<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    args: v8::FunctionCallbackArguments<'s>,
+    _rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    let error = args.get(0);
+    let text = match v8::Local::<v8::Object>::try_from(error) {
+        Ok(object) if error.is_native_error() => {
+            let key = v8::String::new(scope, "stack").expect("short name");
+            match object.get(scope, key.into()) {
+                Some(stack) if stack.is_string() => stack.to_rust_string_lossy(scope),
+                _ => inspect(scope, error),
+            }
+        }
+        _ => inspect(scope, error),
+    };
+    natives::print(scope, &format!("[ERROR] Uncaught {text}"));
+}

@@ -1,0 +1,388 @@
+//! The Web platform inside a run: `URL`, `TextEncoder`, `structuredClone`,
+//! `crypto`, events, `Blob`, `Headers`/`Request`/`Response`, the rest of
+//! `console`, and the small globals (docs/engine.md lists them all).
+//!
+//! Each API family is a JavaScript file beside the Rust natives it calls.
+//! A context gets only lazy data properties for the family's globals; the
+//! first access evaluates the family's file (and those it loads) in that
+//! context, and the property becomes a plain value. A run that uses none of
+//! it pays for ~40 property definitions, and a snapshot of it holds no Web
+//! code. A family once loaded is part of the heap like user code, so its
+//! objects keep their prototypes (`instanceof`) across snapshots.
+
+mod bytes;
+mod clone;
+mod console;
+mod crypto;
+mod encoding;
+mod host;
+mod url;
+
+use v8::MapFnTo;
+
+/// One family: its file, evaluated to a function `(natives, load) => exports`.
+struct Family {
+    name: &'static str,
+    source: &'static str,
+    /// The host functions the file is handed as its first argument.
+    natives: fn() -> Natives,
+}
+
+/// `(name, callback)` pairs; every callback is also in [`external_references`].
+type Natives = Vec<(&'static str, v8::FunctionCallback)>;
+
+fn none() -> Natives {
+    Vec::new()
+}
+
+const FAMILIES: &[Family] = &[
+    Family {
+        name: "events",
+        source: include_str!("events.js"),
+        natives: host::events_natives,
+    },
+    Family {
+        name: "encoding",
+        source: include_str!("encoding.js"),
+        natives: encoding::natives,
+    },
+    Family {
+        name: "url",
+        source: include_str!("url.js"),
+        natives: url::natives,
+    },
+    Family {
+        name: "clone",
+        source: include_str!("clone.js"),
+        natives: clone::natives,
+    },
+    Family {
+        name: "crypto",
+        source: include_str!("crypto.js"),
+        natives: crypto::natives,
+    },
+    Family {
+        name: "host",
+        source: include_str!("host.js"),
+        natives: host::natives,
+    },
+    Family {
+        name: "blob",
+        source: include_str!("blob.js"),
+        natives: none,
+    },
+    Family {
+        name: "http",
+        source: include_str!("http.js"),
+        natives: none,
+    },
+    Family {
+        name: "console",
+        source: include_str!("console.js"),
+        natives: console::natives,
+    },
+];
+
+/// Globals and the family that exports each (under the same name).
+const GLOBALS: &[(&str, &str)] = &[
+    ("DOMException", "events"),
+    ("Event", "events"),
+    ("EventTarget", "events"),
+    ("CustomEvent", "events"),
+    ("AbortController", "events"),
+    ("AbortSignal", "events"),
+    ("TextEncoder", "encoding"),
+    ("TextDecoder", "encoding"),
+    ("atob", "encoding"),
+    ("btoa", "encoding"),
+    ("URL", "url"),
+    ("URLSearchParams", "url"),
+    ("structuredClone", "clone"),
+    ("crypto", "crypto"),
+    ("Crypto", "crypto"),
+    ("CryptoKey", "crypto"),
+    ("SubtleCrypto", "crypto"),
+    ("performance", "host"),
+    ("Performance", "host"),
+    ("navigator", "host"),
+    ("Navigator", "host"),
+    ("reportError", "host"),
+    ("Blob", "blob"),
+    ("File", "blob"),
+    ("FormData", "blob"),
+    ("Headers", "http"),
+    ("Request", "http"),
+    ("Response", "http"),
+];
+
+/// Methods added to `console`, from the console family.
+const CONSOLE: &[&str] = &[
+    "table",
+    "dir",
+    "trace",
+    "assert",
+    "count",
+    "countReset",
+    "time",
+    "timeLog",
+    "timeEnd",
+    "group",
+    "groupCollapsed",
+    "groupEnd",
+];
+
+/// Where loaded families live: a private property of the global object, so
+/// code cannot reach or replace it, and it is in every snapshot.
+const REGISTRY: &str = "mcp-v8-lambda.web";
+
+fn registry_key<'s>(scope: &mut v8::PinScope<'s, '_>) -> v8::Local<'s, v8::Private> {
+    let name = v8::String::new(scope, REGISTRY).expect("short name");
+    v8::Private::for_api(scope, Some(name))
+}
+
+/// Makes the Web platform available in `global`'s context: on a fresh
+/// context, and on a restored one whose heap predates it (or lacks some
+/// global). Names the heap already has are left alone, so a restored heap
+/// keeps its own `URL` if code defined one. Cheap when the heap has it all:
+/// one private lookup.
+pub(crate) fn install<'s>(scope: &mut v8::PinScope<'s, '_>, global: v8::Local<'s, v8::Object>) {
+    let key = registry_key(scope);
+    if global.has_private(scope, key) == Some(true) {
+        return;
+    }
+    let registry = v8::Object::new(scope);
+    global.set_private(scope, key, registry.into());
+    define_self(scope, global);
+    // Snapshotting isolates have no WebAssembly; a run must not see it
+    // depend on whether it is stateful.
+    let wasm = v8::String::new(scope, "WebAssembly").expect("short name");
+    global.delete(scope, wasm.into());
+    stack_trace_limit(scope, global);
+    for (name, _) in GLOBALS {
+        define_lazy(scope, global, name);
+    }
+    let console_key = v8::String::new(scope, "console").expect("short name");
+    if let Some(console) = global
+        .get(scope, console_key.into())
+        .and_then(|c| v8::Local::<v8::Object>::try_from(c).ok())
+    {
+        for name in CONSOLE {
+            define_lazy(scope, console, name);
+        }
+    }
+}
+
+/// V8 leaves `Error.stackTraceLimit` out of contexts made by a snapshot
+/// creator, so errors of stateful runs had no `stack`; set V8's default.
+fn stack_trace_limit<'s>(scope: &mut v8::PinScope<'s, '_>, global: v8::Local<'s, v8::Object>) {
+    let error = v8::String::new(scope, "Error").expect("short name");
+    let limit = v8::String::new(scope, "stackTraceLimit").expect("short name");
+    if let Some(error) = global.get(scope, error.into())
+        && let Ok(error) = v8::Local::<v8::Object>::try_from(error)
+        && error
+            .get(scope, limit.into())
+            .is_some_and(|v| v.is_undefined())
+    {
+        let ten = v8::Integer::new(scope, 10);
+        error.set(scope, limit.into(), ten.into());
+    }
+}
+
+/// `self`, as in workers and Deno: the global object itself.
+fn define_self<'s>(scope: &mut v8::PinScope<'s, '_>, global: v8::Local<'s, v8::Object>) {
+    let key = v8::String::new(scope, "self").expect("short name");
+    if global.has_own_property(scope, key.into()) != Some(true) {
+        global.set(scope, key.into(), global.into());
+    }
+}
+
+fn define_lazy<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    target: v8::Local<'s, v8::Object>,
+    name: &str,
+) {
+    let key = v8::String::new(scope, name).expect("short name");
+    if target.has_own_property(scope, key.into()) == Some(true) {
+        return;
+    }
+    // Non-enumerable, as Web IDL defines interface objects and operations.
+    target.set_lazy_data_property_with_data(
+        scope,
+        key.into(),
+        lazy_value,
+        v8::undefined(scope).into(),
+        v8::PropertyAttribute::DONT_ENUM,
+        v8::SideEffectType::HasSideEffect,
+        v8::SideEffectType::HasSideEffect,
+    );
+}
+
+/// The first read of a lazy global or console method: loads its family.
+fn lazy_value<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    key: v8::Local<'s, v8::Name>,
+    _args: v8::PropertyCallbackArguments<'s>,
+    mut rv: v8::ReturnValue<v8::Value>,
+) {
+    let name = key.to_rust_string_lossy(scope);
+    let family = if CONSOLE.contains(&name.as_str()) {
+        "console"
+    } else {
+        match GLOBALS.iter().find(|(global, _)| *global == name) {
+            Some((_, family)) => family,
+            None => return,
+        }
+    };
+    let Some(exports) = load(scope, family) else {
+        return;
+    };
+    if let Some(value) = exports.get(scope, key.into()) {
+        rv.set(value);
+    }
+}
+
+/// The family's exports in the current context, evaluating its file on the
+/// first call. `None` with an exception pending when evaluation threw.
+fn load<'s>(scope: &mut v8::PinScope<'s, '_>, name: &str) -> Option<v8::Local<'s, v8::Object>> {
+    let family = FAMILIES.iter().find(|f| f.name == name)?;
+    let global = scope.get_current_context().global(scope);
+    let key = registry_key(scope);
+    let registry = match global.get_private(scope, key) {
+        Some(value) if value.is_object() => v8::Local::<v8::Object>::try_from(value).ok()?,
+        _ => {
+            let registry = v8::Object::new(scope);
+            global.set_private(scope, key, registry.into());
+            registry
+        }
+    };
+    let family_key = v8::String::new(scope, family.name)?;
+    if let Some(loaded) = registry.get(scope, family_key.into())
+        && let Ok(loaded) = v8::Local::<v8::Object>::try_from(loaded)
+    {
+        return Some(loaded);
+    }
+    let source = v8::String::new(scope, family.source)?;
+    let file = v8::String::new(scope, &format!("web/{}.js", family.name))?;
+    let origin = v8::ScriptOrigin::new(
+        scope,
+        file.into(),
+        0,
+        0,
+        false,
+        0,
+        None,
+        false,
+        false,
+        false,
+        None,
+    );
+    let factory = v8::Script::compile(scope, source, Some(&origin))?.run(scope)?;
+    let factory = v8::Local::<v8::Function>::try_from(factory).ok()?;
+    let natives = v8::Object::new(scope);
+    for (name, callback) in (family.natives)() {
+        let function = v8::Function::new_raw(scope, callback)?;
+        let key = v8::String::new(scope, name)?;
+        natives.set(scope, key.into(), function.into());
+    }
+    let loader = v8::Function::new(scope, load_native)?;
+    let receiver = v8::undefined(scope).into();
+    let exports = factory.call(scope, receiver, &[natives.into(), loader.into()])?;
+    let exports = v8::Local::<v8::Object>::try_from(exports).ok()?;
+    registry.set(scope, family_key.into(), exports.into());
+    Some(exports)
+}
+
+/// `load(name)` inside a family's file: another family's exports.
+fn load_native<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    args: v8::FunctionCallbackArguments<'s>,
+    mut rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    let name = args.get(0).to_rust_string_lossy(scope);
+    if let Some(exports) = load(scope, &name) {
+        rv.set(exports.into());
+    }
+}
+
+/// The Web layer's callbacks, appended after the older host functions: V8
+/// finds a snapshot's natives by their index in this table, so the order
+/// only ever grows at the end.
+pub(crate) fn external_references() -> Vec<v8::ExternalReference> {
+    let mut refs = vec![
+        v8::ExternalReference {
+            pointer: lazy_value_ref(),
+        },
+        v8::ExternalReference {
+            function: load_native.map_fn_to(),
+        },
+    ];
+    for family in FAMILIES {
+        for (_, callback) in (family.natives)() {
+            refs.push(v8::ExternalReference { function: callback });
+        }
+    }
+    refs
+}
+
+fn lazy_value_ref() -> *mut std::ffi::c_void {
+    let getter: v8::AccessorNameGetterCallback = lazy_value.map_fn_to();
+    getter as *mut std::ffi::c_void
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Stored heaps find their natives by index: a native added anywhere
+    /// but at the end, or one removed, would point old heaps' functions at
+    /// the wrong code. Extend this list at its end only.
+    #[test]
+    fn the_reference_table_only_grows_at_the_end() {
+        let names: Vec<String> = FAMILIES
+            .iter()
+            .flat_map(|f| {
+                (f.natives)()
+                    .into_iter()
+                    .map(move |(n, _)| format!("{}.{n}", f.name))
+            })
+            .collect();
+        let pinned = [
+            "events.setTimeout",
+            "events.clearTimeout",
+            "encoding.encode",
+            "encoding.encodeInto",
+            "encoding.label",
+            "encoding.decode",
+            "encoding.atob",
+            "encoding.btoa",
+            "url.parse",
+            "url.set",
+            "url.formParse",
+            "url.formSerialize",
+            "clone.clone",
+            "crypto.randomFill",
+            "crypto.randomUUID",
+            "crypto.digest",
+            "crypto.hmacSign",
+            "crypto.hmacVerify",
+            "host.now",
+            "host.timeOrigin",
+            "host.version",
+            "host.report",
+            "console.print",
+            "console.indent",
+            "console.inspect",
+            "console.now",
+        ];
+        assert_eq!(names, pinned);
+        assert_eq!(external_references().len(), 2 + pinned.len());
+    }
+
+    #[test]
+    fn every_global_and_console_method_has_a_family() {
+        for (name, family) in GLOBALS {
+            assert!(FAMILIES.iter().any(|f| f.name == *family), "{name}");
+        }
+        assert!(FAMILIES.iter().any(|f| f.name == "console"));
+    }
+}

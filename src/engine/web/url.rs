@@ -1,0 +1,170 @@
+//! Natives of `URL` and `URLSearchParams`: WHATWG parsing, setters and
+//! `application/x-www-form-urlencoded`, all by the `url` crate.
+
+use url::{Url, quirks};
+use v8::MapFnTo;
+
+use super::Natives;
+use super::bytes::{string, utf16};
+
+pub(super) fn natives() -> Natives {
+    vec![
+        ("parse", parse.map_fn_to()),
+        ("set", set.map_fn_to()),
+        ("formParse", form_parse.map_fn_to()),
+        ("formSerialize", form_serialize.map_fn_to()),
+    ]
+}
+
+/// A string argument as a USV string: lone surrogates become U+FFFD, as
+/// Web IDL converts them.
+fn usv(scope: &mut v8::PinScope<'_, '_>, value: v8::Local<'_, v8::Value>) -> String {
+    String::from_utf16_lossy(&utf16(scope, value))
+}
+
+/// The order of the components array the JavaScript side indexes.
+fn components<'s>(scope: &mut v8::PinScope<'s, '_>, url: &Url) -> v8::Local<'s, v8::Value> {
+    let parts = [
+        quirks::href(url).to_owned(),
+        quirks::origin(url),
+        quirks::protocol(url).to_owned(),
+        quirks::username(url).to_owned(),
+        quirks::password(url).to_owned(),
+        quirks::host(url).to_owned(),
+        quirks::hostname(url).to_owned(),
+        quirks::port(url).to_owned(),
+        quirks::pathname(url).to_owned(),
+        quirks::search(url).to_owned(),
+        quirks::hash(url).to_owned(),
+    ];
+    let values: Vec<v8::Local<v8::Value>> = parts
+        .iter()
+        .map(|part| match string(scope, part) {
+            Some(s) => s.into(),
+            None => v8::undefined(scope).into(),
+        })
+        .collect();
+    v8::Array::new_with_elements(scope, &values).into()
+}
+
+/// `parse(input, base?)` → components, or `undefined` on failure.
+fn parse<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    args: v8::FunctionCallbackArguments<'s>,
+    mut rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    let input = usv(scope, args.get(0));
+    let parsed = if args.get(1).is_undefined() {
+        Url::parse(&input)
+    } else {
+        let base = usv(scope, args.get(1));
+        Url::parse(&base).and_then(|base| Url::options().base_url(Some(&base)).parse(&input))
+    };
+    if let Ok(url) = parsed {
+        rv.set(components(scope, &url));
+    }
+}
+
+/// `set(href, index, value)` → components after the setter for that
+/// component (the components array's index), or `undefined` when `href`
+/// is set to something that does not parse. Other setters ignore values
+/// they cannot apply, as the URL Standard's do.
+fn set<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    args: v8::FunctionCallbackArguments<'s>,
+    mut rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    let href = usv(scope, args.get(0));
+    let Ok(mut url) = Url::parse(&href) else {
+        return;
+    };
+    let index = args.get(1).uint32_value(scope).unwrap_or(u32::MAX);
+    let value = usv(scope, args.get(2));
+    let applied = match index {
+        0 => quirks::set_href(&mut url, &value).is_ok(),
+        2 => {
+            let _ = quirks::set_protocol(&mut url, &value);
+            true
+        }
+        3 => {
+            let _ = quirks::set_username(&mut url, &value);
+            true
+        }
+        4 => {
+            let _ = quirks::set_password(&mut url, &value);
+            true
+        }
+        5 => {
+            let _ = quirks::set_host(&mut url, &value);
+            true
+        }
+        6 => {
+            let _ = quirks::set_hostname(&mut url, &value);
+            true
+        }
+        7 => {
+            let _ = quirks::set_port(&mut url, &value);
+            true
+        }
+        8 => {
+            quirks::set_pathname(&mut url, &value);
+            true
+        }
+        9 => {
+            quirks::set_search(&mut url, &value);
+            true
+        }
+        10 => {
+            quirks::set_hash(&mut url, &value);
+            true
+        }
+        _ => false,
+    };
+    if applied {
+        rv.set(components(scope, &url));
+    }
+}
+
+/// `formParse(query)` → `[name, value, name, value, …]`.
+fn form_parse<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    args: v8::FunctionCallbackArguments<'s>,
+    mut rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    let query = usv(scope, args.get(0));
+    let mut flat: Vec<v8::Local<v8::Value>> = Vec::new();
+    for (name, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        for part in [name, value] {
+            match string(scope, &part) {
+                Some(s) => flat.push(s.into()),
+                None => return,
+            }
+        }
+    }
+    rv.set(v8::Array::new_with_elements(scope, &flat).into());
+}
+
+/// `formSerialize([name, value, …])` → the urlencoded string.
+fn form_serialize<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    args: v8::FunctionCallbackArguments<'s>,
+    mut rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    let Ok(flat) = v8::Local::<v8::Array>::try_from(args.get(0)) else {
+        return;
+    };
+    let mut serializer = url::form_urlencoded::Serializer::new(String::new());
+    let mut i = 0;
+    while i + 1 < flat.length() {
+        let (Some(name), Some(value)) = (flat.get_index(scope, i), flat.get_index(scope, i + 1))
+        else {
+            return;
+        };
+        let (name, value) = (usv(scope, name), usv(scope, value));
+        serializer.append_pair(&name, &value);
+        i += 2;
+    }
+    if let Some(text) = string(scope, &serializer.finish()) {
+        rv.set(text.into());
+    }
+}
