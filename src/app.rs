@@ -150,6 +150,7 @@ pub fn with_stores(config: &Config, stores: Stores) -> App {
         max_result_bytes: config.max_result_bytes,
         engine_workers: config.engine_workers,
         warm_isolates: config.warm_isolates,
+        fetch: config.fetch.clone(),
         ..defaults
     };
     let tools = Toolbox {

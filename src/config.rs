@@ -27,6 +27,11 @@ pub struct Config {
     pub execution_ttl_secs: i64,
     /// `MCP_V8_ALLOWED_ORIGINS`.
     pub allowed_origins: Vec<String>,
+    /// `MCP_V8_FETCH_ALLOW`, `MCP_V8_FETCH_HEADERS`, `MCP_V8_FETCH_RESOLVE`
+    /// and the per-run limits: what `fetch` in runs may reach (off when
+    /// the allow list is empty). Under Lambda the Runtime API's address is
+    /// never reachable.
+    pub fetch: crate::egress::FetchConfig,
     /// `MCP_V8_MAX_BODY_BYTES`.
     pub max_body_bytes: usize,
     /// `MCP_V8_LOG_FORMAT`, else `AWS_LAMBDA_LOG_FORMAT`.
@@ -106,7 +111,7 @@ pub struct Config {
 pub struct ConfigError {
     name: &'static str,
     value: String,
-    reason: &'static str,
+    reason: std::borrow::Cow<'static, str>,
 }
 
 /// The smallest value a number variable accepts.
@@ -149,7 +154,7 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
             _ => Err(ConfigError {
                 name,
                 value,
-                reason,
+                reason: reason.into(),
             }),
         }
     }
@@ -161,7 +166,7 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
             Some(other) => Err(ConfigError {
                 name,
                 value: other.to_owned(),
-                reason: "expected true or false",
+                reason: "expected true or false".into(),
             }),
         }
     }
@@ -181,7 +186,7 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
             Some(other) => Err(ConfigError {
                 name: "MCP_V8_INVOKE_MODE",
                 value: other.to_owned(),
-                reason: "expected RESPONSE_STREAM or BUFFERED",
+                reason: "expected RESPONSE_STREAM or BUFFERED".into(),
             }),
         }
     }
@@ -203,7 +208,7 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
             Some(other) => Err(ConfigError {
                 name: "MCP_V8_LOG_FORMAT",
                 value: other.to_owned(),
-                reason: "expected text or json",
+                reason: "expected text or json".into(),
             }),
         }
     }
@@ -242,7 +247,7 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
         hex::decode_to_slice(text.to_ascii_lowercase(), &mut digest).map_err(|_| ConfigError {
             name: "MCP_V8_AUTH_TOKEN_SHA256",
             value: "(not shown)".to_owned(),
-            reason: "expected the token's SHA-256 as 64 hex digits",
+            reason: "expected the token's SHA-256 as 64 hex digits".into(),
         })?;
         Ok(Some(TokenDigest(digest)))
     }
@@ -255,7 +260,7 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
             self.non_empty(name).ok_or(ConfigError {
                 name,
                 value: String::new(),
-                reason: "required when MCP_V8_JWKS_URL is set",
+                reason: "required when MCP_V8_JWKS_URL is set".into(),
             })
         };
         Ok(Some(JwtSettings {
@@ -263,6 +268,59 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
             issuer: required("MCP_V8_JWT_ISSUER")?,
             audience: required("MCP_V8_JWT_AUDIENCE")?,
         }))
+    }
+
+    fn fetch(&self) -> Result<crate::egress::FetchConfig, ConfigError> {
+        use crate::egress::{FetchConfig, Policy};
+        let invalid = |name: &'static str, reason: String| ConfigError {
+            name,
+            value: self.get(name).unwrap_or_default(),
+            reason: reason.into(),
+        };
+        let allow: Vec<String> = self
+            .get("MCP_V8_FETCH_ALLOW")
+            .map(|v| {
+                v.split([',', ' ', '\n'])
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let runtime_api = self.non_empty("AWS_LAMBDA_RUNTIME_API");
+        Policy::new(&allow, runtime_api.as_deref())
+            .map_err(|e| invalid("MCP_V8_FETCH_ALLOW", e.to_string()))?;
+        let headers = match self.non_empty("MCP_V8_FETCH_HEADERS") {
+            Some(value) => FetchConfig::parse_headers(&value)
+                .map_err(|reason| invalid("MCP_V8_FETCH_HEADERS", reason))?,
+            None => Default::default(),
+        };
+        let resolve = match self.non_empty("MCP_V8_FETCH_RESOLVE") {
+            Some(value) => FetchConfig::parse_resolve(&value)
+                .map_err(|reason| invalid("MCP_V8_FETCH_RESOLVE", reason))?,
+            None => Default::default(),
+        };
+        Ok(FetchConfig {
+            allow,
+            headers,
+            resolve,
+            runtime_api,
+            max_requests: self.number(
+                "MCP_V8_FETCH_MAX_REQUESTS",
+                FetchConfig::DEFAULT_MAX_REQUESTS,
+                Least::One,
+            )?,
+            max_response_bytes: self.number(
+                "MCP_V8_FETCH_MAX_RESPONSE_BYTES",
+                FetchConfig::DEFAULT_MAX_RESPONSE_BYTES,
+                Least::One,
+            )?,
+            concurrency: self.number(
+                "MCP_V8_FETCH_CONCURRENCY",
+                FetchConfig::DEFAULT_CONCURRENCY,
+                Least::One,
+            )?,
+        })
     }
 
     fn list(&self, name: &str) -> Vec<String> {
@@ -348,6 +406,7 @@ impl Config {
             session_ttl_secs: vars.number("MCP_V8_SESSION_TTL_SECS", 86_400, Least::One)?,
             execution_ttl_secs: vars.number("MCP_V8_EXECUTION_TTL_SECS", 7 * 86_400, Least::One)?,
             allowed_origins: vars.list("MCP_V8_ALLOWED_ORIGINS"),
+            fetch: vars.fetch()?,
             max_body_bytes: vars.number("MCP_V8_MAX_BODY_BYTES", 1024 * 1024, Least::One)?,
             log_format: vars.log_format()?,
             log_level: vars.log_level(),

@@ -15,6 +15,7 @@
 pub mod app;
 pub mod backends;
 pub mod config;
+pub mod egress;
 #[allow(unsafe_code)]
 pub mod engine;
 pub mod heap;

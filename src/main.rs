@@ -154,6 +154,11 @@ fn main() -> anyhow::Result<()> {
         .nth(1)
         .is_some_and(|arg| arg == WORKER_ARG)
     {
+        // Its log lines (a run's fetch events) go to stderr, which it shares
+        // with the serving process, in the serving process's format.
+        if let Ok(config) = Config::from_env() {
+            init_logging(config.log_format, config.log_level);
+        }
         return mcp_v8_lambda::engine::serve_worker().context("engine worker");
     }
     tokio::runtime::Builder::new_multi_thread()

@@ -17,6 +17,10 @@ use super::{CodeHandling, RunError, RunStatus};
 
 const SCRIPT_NAME: &str = "run_js.js";
 
+/// How long the event loop waits for a request before looking at the
+/// run's cancellation again.
+const FETCH_WAIT_SLICE: Duration = Duration::from_millis(50);
+
 /// What the isolate thread is asked to do.
 pub(crate) struct Job {
     pub code: String,
@@ -32,6 +36,8 @@ pub(crate) struct Job {
     /// The caller's handle on the run (not sent to engine workers, whose
     /// process the pool stops instead).
     pub control: Option<std::sync::Arc<super::RunControl>>,
+    /// What `fetch` may reach; `None` (or an empty allow list): nothing.
+    pub fetch: Option<std::sync::Arc<crate::egress::FetchConfig>>,
 }
 
 impl Job {
@@ -51,6 +57,8 @@ pub(crate) struct JobResult {
     pub warnings: Vec<String>,
     /// The new raw V8 payload, for completed stateful runs only.
     pub blob: Option<Vec<u8>>,
+    /// What the run fetched, when it fetched anything.
+    pub fetches: Option<crate::egress::FetchCount>,
 }
 
 /// How evaluation ended, before termination causes are told apart.
@@ -144,13 +152,18 @@ pub(crate) fn execute(mut job: Job) -> JobResult {
     let fresh = job.restore.is_none();
     let mut isolate = snapshot_isolate(job.stateful, job.restore.take(), job.heap_limit_bytes);
     guard.arm(&mut isolate);
-    isolate.set_slot(RunState::new(job.max_output_bytes, job.control.clone()));
+    let deadline = Instant::now() + job.timeout;
+    isolate.set_slot(RunState::new(
+        job.max_output_bytes,
+        job.control.clone(),
+        job.fetch.as_deref(),
+        deadline,
+    ));
     if let Some(control) = &job.control {
         control.attach(Target::Isolate(isolate.thread_safe_handle()));
     }
 
     let mut watchdog = Watchdog::new(isolate.thread_safe_handle());
-    let deadline = Instant::now() + job.timeout;
     watchdog.arm(job.timeout);
     let (status, result, error, warnings) = {
         v8::scope!(let scope, &mut isolate);
@@ -185,7 +198,7 @@ pub(crate) fn execute(mut job: Job) -> JobResult {
         }
         classified
     };
-    let output = take_output(&mut isolate);
+    let (output, fetches) = take_output(&mut isolate);
     let (status, error, blob) = if job.stateful {
         snapshot(isolate, job.code_handling, status, error)
     } else {
@@ -200,6 +213,7 @@ pub(crate) fn execute(mut job: Job) -> JobResult {
         error,
         warnings,
         blob,
+        fetches,
     }
 }
 
@@ -258,15 +272,20 @@ fn snapshot(
     }
 }
 
-/// The console output of the run, taken out of the isolate. Timer handles
-/// are globals and go with it, as a snapshot must not hold them.
-pub(super) fn take_output(isolate: &mut v8::OwnedIsolate) -> String {
+/// The console output of the run and what it fetched, taken out of the
+/// isolate. Timer handles and pending requests' promises are globals and go
+/// with it, as a snapshot must not hold them; dropping the requests aborts
+/// those still running.
+pub(super) fn take_output(
+    isolate: &mut v8::OwnedIsolate,
+) -> (String, Option<crate::egress::FetchCount>) {
     match isolate.remove_slot::<RunState>() {
         Some(mut state) => {
             state.timers.clear_all();
-            state.output.into_string()
+            let fetches = state.fetch.take().and_then(|f| f.count());
+            (state.output.into_string(), fetches)
         }
-        None => String::new(),
+        None => (String::new(), None),
     }
 }
 
@@ -339,16 +358,19 @@ pub(super) fn evaluate<'s>(
 ) -> Ended {
     v8::tc_scope!(let tc, scope);
     let Some(script) = compile(tc, code).or_else(|| {
-        let is_top_level_await = tc
-            .message()
-            .map(|m| m.get(tc).to_rust_string_lossy(tc))
-            .is_some_and(|m| m.contains("await is only valid"));
-        if is_top_level_await {
-            tc.reset();
-            compile(tc, &wrap_top_level_await(code))
-        } else {
-            None
+        // In a classic script `await` is an identifier, so top-level await
+        // fails in several ways ("await is only valid…", "missing ) after
+        // argument list" for `f(await g())`, …). Code that mentions it is
+        // tried as an async function; if that fails too, the error shown is
+        // the code's own, with its own line numbers.
+        if !code.contains("await") {
+            return None;
         }
+        tc.reset();
+        compile(tc, &wrap_top_level_await(code)).or_else(|| {
+            tc.reset();
+            compile(tc, code)
+        })
     }) else {
         return caught(tc);
     };
@@ -416,7 +438,48 @@ fn run_event_loop(
         if tc.is_execution_terminating() {
             return Err(Ended::Terminated);
         }
-        let Some(due) = tc.get_slot::<RunState>().and_then(|s| s.timers.next_due()) else {
+        let (next_timer, fetching) = tc
+            .get_slot::<RunState>()
+            .map(|s| {
+                let fetching = s.fetch.as_ref().is_some_and(|f| f.pending() > 0);
+                let due = if fetching {
+                    s.timers.next_due_any()
+                } else {
+                    s.timers.next_due()
+                };
+                (due, fetching)
+            })
+            .unwrap_or((None, false));
+        if fetching {
+            // Requests are pending work like timers: wait for whichever
+            // comes first, in slices so a cancel is seen while waiting.
+            let until = next_timer
+                .unwrap_or(deadline)
+                .min(deadline)
+                .min(Instant::now() + FETCH_WAIT_SLICE);
+            let arrived = tc
+                .get_slot_mut::<RunState>()
+                .and_then(|s| s.fetch.as_mut())
+                .and_then(|f| f.wait(until));
+            if let Some(completion) = arrived {
+                super::web::deliver(tc, completion);
+                continue;
+            }
+            let cancelled = tc
+                .get_slot::<RunState>()
+                .and_then(|s| s.control.as_ref())
+                .is_some_and(|c| c.is_cancelled());
+            if cancelled {
+                return Err(Ended::Terminated);
+            }
+            if Instant::now() >= deadline {
+                return Err(Ended::DeadlineBeforeTimer);
+            }
+            if next_timer.is_none_or(|due| due > Instant::now()) {
+                continue;
+            }
+        }
+        let Some(due) = next_timer else {
             return Ok(());
         };
         if due > deadline {

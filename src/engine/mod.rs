@@ -77,6 +77,8 @@ pub struct EngineConfig {
     /// snapshots itself; why the default is 0: docs/performance.md, "Warm
     /// isolates".
     pub warm_isolates: usize,
+    /// What `fetch` may reach (off by default).
+    pub fetch: crate::egress::FetchConfig,
 }
 
 impl Default for EngineConfig {
@@ -96,6 +98,7 @@ impl Default for EngineConfig {
             worker_program: None,
             worker_max_jobs: 2000,
             warm_isolates: 0,
+            fetch: crate::egress::FetchConfig::off(),
         }
     }
 }
@@ -193,6 +196,10 @@ pub struct RunOutcome {
     pub warnings: Vec<String>,
     /// Wall time of the whole run, loading and storing included.
     pub duration_ms: u64,
+    /// Requests `fetch` made and the response bytes it read; absent when
+    /// the run made none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fetches: Option<crate::egress::FetchCount>,
 }
 
 /// An outcome plus what was really executed (JavaScript after type stripping),
@@ -250,6 +257,8 @@ pub struct Engine {
     permits: Semaphore,
     workers: Option<worker::WorkerPool>,
     warm: Option<warm::WarmPool>,
+    /// `config.fetch`, shared with every job; `None` when fetch is off.
+    fetch: Option<Arc<crate::egress::FetchConfig>>,
 }
 
 const MIN_HEAP_LIMIT_MB: usize = 8;
@@ -268,6 +277,7 @@ impl RunReport {
                 error: None,
                 warnings: Vec::new(),
                 duration_ms: 0,
+                fetches: None,
             },
             executed_code: request.code.clone(),
         }
@@ -301,12 +311,17 @@ impl Engine {
         } else {
             None
         };
+        let fetch = config
+            .fetch
+            .enabled()
+            .then(|| Arc::new(config.fetch.clone()));
         Self {
             config,
             heaps,
             permits,
             workers,
             warm,
+            fetch,
         }
     }
 
@@ -386,6 +401,7 @@ impl Engine {
             max_output_bytes: self.config.max_output_bytes,
             code_handling: self.config.code_handling,
             control: request.control.clone(),
+            fetch: self.fetch.clone(),
         };
         let mut result = self.execute(job).await?;
         if request.control.as_ref().is_some_and(|c| c.is_cancelled()) {
@@ -404,6 +420,7 @@ impl Engine {
             .result
             .map(|text| cap_text(text, self.config.max_result_bytes, "result"));
         outcome.output = result.output;
+        outcome.fetches = result.fetches;
         outcome.error = result.error;
         outcome.warnings.extend(result.warnings);
         if let (Some(blob), Some(heaps)) = (result.blob, &self.heaps) {

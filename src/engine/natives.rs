@@ -23,12 +23,19 @@ pub(crate) struct RunState {
     pub started_wall: std::time::SystemTime,
     /// `console.group` depth: lines are indented two spaces per level.
     pub group_depth: usize,
+    /// The run's requests; `None` when fetch is off.
+    pub fetch: Option<super::web::FetchRun>,
+    /// Whether this isolate may make code caches for the Web layer: V8
+    /// aborts the process if a snapshot creator tries.
+    pub makes_code_caches: bool,
 }
 
 impl RunState {
     pub(crate) fn new(
         max_output_bytes: usize,
         control: Option<std::sync::Arc<super::RunControl>>,
+        fetch: Option<&crate::egress::FetchConfig>,
+        deadline: Instant,
     ) -> Self {
         Self {
             output: Output::new(max_output_bytes),
@@ -37,6 +44,8 @@ impl RunState {
             started: Instant::now(),
             started_wall: std::time::SystemTime::now(),
             group_depth: 0,
+            fetch: super::web::FetchRun::new(fetch, deadline),
+            makes_code_caches: false,
         }
     }
 }
@@ -153,6 +162,12 @@ impl Timers {
         if self.refd == 0 {
             return None;
         }
+        self.next_due_any()
+    }
+
+    /// When the earliest timer is due, unref'd ones included: while other
+    /// work (a request) keeps the run going, they fire too.
+    pub(crate) fn next_due_any(&self) -> Option<Instant> {
         self.queue.keys().next().map(|(due, _)| *due)
     }
 

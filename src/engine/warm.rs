@@ -97,12 +97,19 @@ impl Warm {
             None => self.new_context(),
         };
         self.runs += 1;
-        self.isolate
-            .set_slot(RunState::new(job.max_output_bytes, job.control.clone()));
+        let deadline = Instant::now() + job.timeout;
+        self.isolate.set_slot(RunState::new(
+            job.max_output_bytes,
+            job.control.clone(),
+            job.fetch.as_deref(),
+            deadline,
+        ));
+        if let Some(state) = self.isolate.get_slot_mut::<RunState>() {
+            state.makes_code_caches = true;
+        }
         if let Some(control) = &job.control {
             control.attach(Target::Isolate(self.isolate.thread_safe_handle()));
         }
-        let deadline = Instant::now() + job.timeout;
         self.watchdog.arm(job.timeout);
         let (status, result, error, warnings) = {
             v8::scope!(let scope, &mut self.isolate);
@@ -120,13 +127,15 @@ impl Warm {
                 classify(ended, self.guard.hit(), job.timeout, job.heap_limit_bytes),
             )
         };
+        let (output, fetches) = take_output(&mut self.isolate);
         JobResult {
             status,
             result,
-            output: take_output(&mut self.isolate),
+            output,
             error,
             warnings,
             blob: None,
+            fetches,
         }
     }
 

@@ -42,6 +42,10 @@ struct JobHeader {
     max_output_bytes: usize,
     code_handling: CodeHandling,
     restore_len: Option<usize>,
+    /// The egress settings, injected headers included: they cross the pipe
+    /// to the worker and are never written anywhere.
+    #[serde(default)]
+    fetch: Option<crate::egress::FetchConfig>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -52,6 +56,8 @@ struct ResultHeader {
     error: Option<RunError>,
     warnings: Vec<String>,
     blob_len: Option<usize>,
+    #[serde(default)]
+    fetches: Option<crate::egress::FetchCount>,
 }
 
 fn write_frame(
@@ -119,6 +125,7 @@ pub fn serve_stdio() -> io::Result<()> {
             max_output_bytes: header.max_output_bytes,
             code_handling: header.code_handling,
             control: None,
+            fetch: header.fetch.map(std::sync::Arc::new),
         };
         let result = isolate::thread_builder()
             .spawn(move || isolate::execute(job))?
@@ -131,6 +138,7 @@ pub fn serve_stdio() -> io::Result<()> {
             error: result.error,
             warnings: result.warnings,
             blob_len: result.blob.as_ref().map(Vec::len),
+            fetches: result.fetches,
         };
         write_frame(&mut output, &header, result.blob.as_deref())?;
     }
@@ -193,6 +201,7 @@ impl Worker {
             max_output_bytes: job.max_output_bytes,
             code_handling: job.code_handling,
             restore_len: job.restore.as_ref().map(Bytes::len),
+            fetch: job.fetch.as_deref().cloned(),
         };
         write_frame(&mut self.input, &header, job.restore.as_deref())?;
         let header: ResultHeader = read_header(&mut self.output)?.ok_or_else(|| {
@@ -206,6 +215,7 @@ impl Worker {
             error: header.error,
             warnings: header.warnings,
             blob,
+            fetches: header.fetches,
         })
     }
 
@@ -347,6 +357,7 @@ fn crashed(ended: &str) -> JobResult {
         )),
         warnings: Vec::new(),
         blob: None,
+        fetches: None,
     }
 }
 
@@ -363,6 +374,7 @@ mod tests {
             error: None,
             warnings: vec!["w".into()],
             blob_len: Some(3),
+            fetches: None,
         };
         let mut wire = Vec::new();
         write_frame(&mut wire, &header, Some(&[1, 2, 3])).unwrap();

@@ -28,7 +28,7 @@ output. This server is stateless: nothing is kept between calls.";
 const GLOBALS_DESCRIPTION: &str = "Code can use the Web platform without the network: URL, URLSearchParams, \
 TextEncoder, TextDecoder, atob, btoa, structuredClone, crypto (getRandomValues, randomUUID, subtle.digest, HMAC sign/verify), \
 performance.now, Event, EventTarget, AbortController, AbortSignal, DOMException, Blob, File, FormData, Headers, Request, \
-Response, console (log, table, count, time, group, ...), setTimeout, setInterval, queueMicrotask. There is no fetch, no \
+Response, console (log, table, count, time, group, ...), setTimeout, setInterval, queueMicrotask. There are no \
 streams, no WebAssembly, no modules, filesystem or environment.";
 
 #[derive(Debug, Deserialize)]
@@ -117,8 +117,21 @@ the way to keep a session log without headers (protocol 2026-07-28)."),
     } else {
         STATEFUL_DESCRIPTION
     };
+    let fetch = if limits.fetch.enabled() {
+        let fetch = &limits.fetch;
+        format!(
+            "fetch reaches only these origins: {} (at most {} requests and {} of responses per run; \
+anything else rejects with a TypeError naming the egress policy).",
+            fetch.allow.join(", "),
+            fetch.max_requests,
+            bytes(usize::try_from(fetch.max_response_bytes).unwrap_or(usize::MAX)),
+        )
+    } else {
+        "fetch is off here: every request rejects with a TypeError naming the egress policy."
+            .to_owned()
+    };
     let description = format!(
-        "{base} {GLOBALS_DESCRIPTION} Limits here: timeout {} s by default, at most {} s; heap {} MiB by default, at most {} MiB; \
+        "{base} {GLOBALS_DESCRIPTION} {fetch} Limits here: timeout {} s by default, at most {} s; heap {} MiB by default, at most {} MiB; \
 console output kept up to {} and the result up to {} (longer text is cut, with a marker).",
         limits.default_timeout.as_secs(),
         max_timeout.as_secs(),
@@ -144,7 +157,8 @@ console output kept up to {} and the result up to {} (longer text is cut, with a
             read_only_hint: false,
             destructive_hint: false,
             idempotent_hint: false,
-            open_world_hint: false,
+            // With an allow list, fetch reaches the outside world.
+            open_world_hint: limits.fetch.enabled(),
         },
     }
 }

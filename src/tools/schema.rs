@@ -25,7 +25,16 @@ pub(super) fn run_outcome() -> Value {
                 "required": ["name", "message"]
             },
             "warnings": { "type": "array", "items": { "type": "string" } },
-            "duration_ms": { "type": "integer", "minimum": 0 }
+            "duration_ms": { "type": "integer", "minimum": 0 },
+            "fetches": {
+                "type": "object",
+                "description": "Present when the run called fetch: requests made and response body bytes read",
+                "properties": {
+                    "count": { "type": "integer", "minimum": 0 },
+                    "bytes": { "type": "integer", "minimum": 0 }
+                },
+                "required": ["count", "bytes"]
+            }
         },
         "required": ["execution_id", "status", "result", "output", "heap", "input_heap", "error", "warnings", "duration_ms"]
     })

@@ -336,6 +336,7 @@ async fn fields_too_large_for_an_item_go_to_s3_and_come_back_whole() {
             error: None,
             warnings: vec![],
             duration_ms: 1,
+            fetches: None,
         },
         started_at: "a".into(),
         completed_at: "b".into(),

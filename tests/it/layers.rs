@@ -15,7 +15,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("backends", &[]),
     ("logs", &[]),
     ("session", &["backends", "heap", "protocol"]),
-    ("engine", &["heap", "tenant"]),
+    ("egress", &[]),
+    ("engine", &["egress", "heap", "tenant"]),
     ("meta", &["backends", "engine", "heap", "session", "tenant"]),
     (
         "tools",
@@ -29,7 +30,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "transport",
         &["protocol", "server", "session", "tenant", "tools"],
     ),
-    ("config", &["backends", "tenant", "transport"]),
+    ("config", &["backends", "egress", "tenant", "transport"]),
     ("lambda", &["transport"]),
     (
         "app",

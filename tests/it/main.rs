@@ -14,6 +14,7 @@ mod deployment;
 mod e2e;
 mod engine;
 mod faults;
+mod fetch;
 mod heap_store;
 mod http;
 mod iam;

@@ -75,6 +75,7 @@ mod execution_records {
                 error: None,
                 warnings: vec![],
                 duration_ms: 0,
+                fetches: None,
             },
             started_at: "2026-11-22T12:00:00Z".into(),
             completed_at: "2026-11-22T12:00:00Z".into(),

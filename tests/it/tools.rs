@@ -122,7 +122,7 @@ async fn tools_are_listed_in_a_fixed_order_with_titles_and_true_annotations() {
         "subtle.digest",
         "AbortController",
         "Headers, Request, Response",
-        "no fetch",
+        "fetch is off here",
     ] {
         assert!(description.contains(limit), "{limit:?} in {description}");
     }

@@ -15,7 +15,7 @@ use crate::common::engine::{completed, run, stateless};
 
 /// The corpus files, one per API family, in docs/engine.md's order.
 pub const FAMILIES: &[&str] = &[
-    "url", "encoding", "clone", "crypto", "events", "blob", "http", "host", "console",
+    "url", "encoding", "clone", "crypto", "events", "blob", "http", "host", "console", "fetch",
 ];
 
 fn corpus_dir() -> PathBuf {

@@ -30,7 +30,7 @@ test(() => {
   }
   for (const name of ["URL", "URLSearchParams", "TextEncoder", "TextDecoder", "atob", "btoa", "structuredClone", "crypto",
     "performance", "navigator", "reportError", "Event", "EventTarget", "CustomEvent", "DOMException", "AbortController",
-    "AbortSignal", "Blob", "File", "FormData", "Headers", "Request", "Response", "queueMicrotask", "setTimeout"]) {
+    "AbortSignal", "Blob", "File", "FormData", "Headers", "Request", "Response", "fetch", "queueMicrotask", "setTimeout"]) {
     assert_not_equals(typeof globalThis[name], "undefined", name);
   }
   assert_false(Object.keys(globalThis).includes("URL"), "globals are not enumerable");

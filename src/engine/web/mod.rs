@@ -15,8 +15,14 @@ mod clone;
 mod console;
 mod crypto;
 mod encoding;
+mod fetch;
 mod host;
 mod url;
+
+pub(crate) use fetch::{FetchRun, deliver};
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use v8::MapFnTo;
 
@@ -81,6 +87,11 @@ const FAMILIES: &[Family] = &[
         source: include_str!("console.js"),
         natives: console::natives,
     },
+    Family {
+        name: "fetch",
+        source: include_str!("fetch.js"),
+        natives: fetch::natives,
+    },
 ];
 
 /// Globals and the family that exports each (under the same name).
@@ -113,6 +124,7 @@ const GLOBALS: &[(&str, &str)] = &[
     ("Headers", "http"),
     ("Request", "http"),
     ("Response", "http"),
+    ("fetch", "fetch"),
 ];
 
 /// Methods added to `console`, from the console family.
@@ -261,6 +273,35 @@ fn load<'s>(scope: &mut v8::PinScope<'s, '_>, name: &str) -> Option<v8::Local<'s
     {
         return Some(loaded);
     }
+    let factory = compile(scope, family)?.run(scope)?;
+    let factory = v8::Local::<v8::Function>::try_from(factory).ok()?;
+    let natives = v8::Object::new(scope);
+    for (name, callback) in (family.natives)() {
+        let function = v8::Function::new_raw(scope, callback)?;
+        let key = v8::String::new(scope, name)?;
+        natives.set(scope, key.into(), function.into());
+    }
+    let loader = v8::Function::new(scope, load_native)?;
+    let receiver = v8::undefined(scope).into();
+    let exports = factory.call(scope, receiver, &[natives.into(), loader.into()])?;
+    let exports = v8::Local::<v8::Object>::try_from(exports).ok()?;
+    registry.set(scope, family_key.into(), exports.into());
+    Some(exports)
+}
+
+/// Code caches of the families' files, made by the first isolate of the
+/// process that loads each. A stateless run gets a new isolate (unless a
+/// warm one serves it), so without them every run that used `fetch`
+/// parsed and compiled half the layer again (docs/performance.md).
+fn code_caches() -> &'static Mutex<HashMap<&'static str, &'static [u8]>> {
+    static CACHES: OnceLock<Mutex<HashMap<&'static str, &'static [u8]>>> = OnceLock::new();
+    CACHES.get_or_init(Default::default)
+}
+
+fn compile<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    family: &Family,
+) -> Option<v8::Local<'s, v8::Script>> {
     let source = v8::String::new(scope, family.source)?;
     let file = v8::String::new(scope, &format!("web/{}.js", family.name))?;
     let origin = v8::ScriptOrigin::new(
@@ -276,20 +317,50 @@ fn load<'s>(scope: &mut v8::PinScope<'s, '_>, name: &str) -> Option<v8::Local<'s
         false,
         None,
     );
-    let factory = v8::Script::compile(scope, source, Some(&origin))?.run(scope)?;
-    let factory = v8::Local::<v8::Function>::try_from(factory).ok()?;
-    let natives = v8::Object::new(scope);
-    for (name, callback) in (family.natives)() {
-        let function = v8::Function::new_raw(scope, callback)?;
-        let key = v8::String::new(scope, name)?;
-        natives.set(scope, key.into(), function.into());
+    // Snapshotting isolates neither make nor use them: V8 refuses the first,
+    // and the second would put every function's bytecode in the heap.
+    let may_cache = scope
+        .get_slot::<crate::engine::natives::RunState>()
+        .is_some_and(|state| state.makes_code_caches);
+    if !may_cache {
+        return v8::Script::compile(scope, source, Some(&origin));
     }
-    let loader = v8::Function::new(scope, load_native)?;
-    let receiver = v8::undefined(scope).into();
-    let exports = factory.call(scope, receiver, &[natives.into(), loader.into()])?;
-    let exports = v8::Local::<v8::Object>::try_from(exports).ok()?;
-    registry.set(scope, family_key.into(), exports.into());
-    Some(exports)
+    let cached = code_caches()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(family.name)
+        .copied();
+    if let Some(data) = cached {
+        let mut source = v8::script_compiler::Source::new_with_cached_data(
+            source,
+            Some(&origin),
+            v8::CachedData::new(data),
+        );
+        let script = v8::script_compiler::compile(
+            scope,
+            &mut source,
+            v8::script_compiler::CompileOptions::ConsumeCodeCache,
+            v8::script_compiler::NoCacheReason::NoReason,
+        );
+        // A rejected cache still compiles, from source.
+        return script;
+    }
+    let mut plain = v8::script_compiler::Source::new(source, Some(&origin));
+    let script = v8::script_compiler::compile(
+        scope,
+        &mut plain,
+        v8::script_compiler::CompileOptions::EagerCompile,
+        v8::script_compiler::NoCacheReason::NoReason,
+    )?;
+    if let Some(data) = script.get_unbound_script(scope).create_code_cache() {
+        let data: &'static [u8] = Box::leak(data.to_vec().into_boxed_slice());
+        code_caches()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(family.name)
+            .or_insert(data);
+    }
+    Some(script)
 }
 
 /// `load(name)` inside a family's file: another family's exports.
@@ -373,6 +444,8 @@ mod tests {
             "console.indent",
             "console.inspect",
             "console.now",
+            "fetch.start",
+            "fetch.abort",
         ];
         assert_eq!(names, pinned);
         assert_eq!(external_references().len(), 2 + pinned.len());

@@ -1,0 +1,274 @@
+//! Natives of `fetch`: requests start here and are carried out by
+//! `crate::egress`; their heads and bodies come back through the run's event
+//! loop ([`wait`], [`deliver`]). Injected headers never pass through here.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use v8::MapFnTo;
+
+use super::Natives;
+use super::bytes::{bytes_of, string, uint8_array};
+use crate::egress::{Completion, Egress, FetchConfig, FetchCount, RedirectMode, RequestParts};
+use crate::engine::natives::{RunState, throw_type_error};
+
+pub(super) fn natives() -> Natives {
+    vec![("start", start.map_fn_to()), ("abort", abort.map_fn_to())]
+}
+
+/// The promise a request's head settles, then the one its body settles.
+type Waiting = (
+    Option<v8::Global<v8::PromiseResolver>>,
+    Option<v8::Global<v8::PromiseResolver>>,
+);
+
+/// A run's requests and the promises waiting on them.
+pub(crate) struct FetchRun {
+    egress: Result<Egress, String>,
+    /// Per request: the head's resolver, then the body's.
+    waiting: HashMap<u32, Waiting>,
+}
+
+impl FetchRun {
+    /// `None` when fetch is off: every call is refused by the policy.
+    pub(crate) fn new(config: Option<&FetchConfig>, deadline: Instant) -> Option<Self> {
+        let config = config.filter(|c| c.enabled())?;
+        Some(Self {
+            egress: Egress::new(config, deadline).map_err(|e| e.to_string()),
+            waiting: HashMap::new(),
+        })
+    }
+
+    /// Heads and bodies still to come.
+    pub(crate) fn pending(&self) -> usize {
+        self.egress.as_ref().map(Egress::pending).unwrap_or(0)
+    }
+
+    /// The next head or body, waiting until `until` at most.
+    pub(crate) fn wait(&mut self, until: Instant) -> Option<Completion> {
+        self.egress.as_mut().ok()?.wait(until)
+    }
+
+    /// What the run fetched, for its outcome; `None` when it fetched nothing.
+    pub(crate) fn count(&self) -> Option<FetchCount> {
+        self.egress
+            .as_ref()
+            .ok()
+            .map(Egress::count)
+            .filter(|c| c.count > 0)
+    }
+}
+
+fn state<'a>(scope: &'a mut v8::PinScope<'_, '_>) -> Option<&'a mut FetchRun> {
+    scope.get_slot_mut::<RunState>()?.fetch.as_mut()
+}
+
+fn text(scope: &mut v8::PinScope<'_, '_>, value: v8::Local<'_, v8::Value>) -> String {
+    value.to_rust_string_lossy(scope)
+}
+
+/// `start(method, url, [name, value, …], body | null, redirect)` →
+/// `[id, head promise, body promise]`; throws a `TypeError` when the
+/// request may not start (the policy, the run's request limit).
+fn start<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    args: v8::FunctionCallbackArguments<'s>,
+    mut rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    let method = text(scope, args.get(0));
+    let url = text(scope, args.get(1));
+    let mut headers = Vec::new();
+    if let Ok(flat) = v8::Local::<v8::Array>::try_from(args.get(2)) {
+        let mut i = 0;
+        while i + 1 < flat.length() {
+            let (Some(name), Some(value)) =
+                (flat.get_index(scope, i), flat.get_index(scope, i + 1))
+            else {
+                return;
+            };
+            headers.push((text(scope, name), text(scope, value)));
+            i += 2;
+        }
+    }
+    let body = if args.get(3).is_null_or_undefined() {
+        None
+    } else {
+        bytes_of(args.get(3))
+    };
+    let redirect = match text(scope, args.get(4)).as_str() {
+        "error" => RedirectMode::Error,
+        "manual" => RedirectMode::Manual,
+        _ => RedirectMode::Follow,
+    };
+    let parts = RequestParts {
+        method,
+        url,
+        headers,
+        body,
+        redirect,
+    };
+    let started: Result<u32, String> = match state(scope) {
+        None => Err(
+            "fetch refused by the egress policy (MCP_V8_FETCH_ALLOW): no origin is allowed, fetch is off"
+                .to_owned(),
+        ),
+        Some(run) => match &mut run.egress {
+            Err(error) => Err(error.clone()),
+            Ok(egress) => egress.start(parts).map_err(|e| e.to_string()),
+        },
+    };
+    let id = match started {
+        Ok(id) => id,
+        Err(message) => {
+            throw_type_error(scope, &message);
+            return;
+        }
+    };
+    let (Some(head), Some(body)) = (
+        v8::PromiseResolver::new(scope),
+        v8::PromiseResolver::new(scope),
+    ) else {
+        return;
+    };
+    let promises = [
+        v8::Integer::new_from_unsigned(scope, id).into(),
+        head.get_promise(scope).into(),
+        body.get_promise(scope).into(),
+    ];
+    let globals = (
+        Some(v8::Global::new(scope, head)),
+        Some(v8::Global::new(scope, body)),
+    );
+    if let Some(run) = state(scope) {
+        run.waiting.insert(id, globals);
+    }
+    rv.set(v8::Array::new_with_elements(scope, &promises).into());
+}
+
+/// `abort(id, reason)`: the request's signal fired; what is still to come
+/// rejects with the reason.
+fn abort<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    args: v8::FunctionCallbackArguments<'s>,
+    _rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    let Some(id) = args.get(0).uint32_value(scope) else {
+        return;
+    };
+    let Some(run) = state(scope) else {
+        return;
+    };
+    if let Ok(egress) = &mut run.egress {
+        egress.abort(id);
+    }
+    let Some((head, body)) = run.waiting.remove(&id) else {
+        return;
+    };
+    let reason = args.get(1);
+    for resolver in [head, body].into_iter().flatten() {
+        let resolver = v8::Local::new(scope, resolver);
+        resolver.reject(scope, reason);
+    }
+}
+
+fn type_error<'s>(scope: &mut v8::PinScope<'s, '_>, message: &str) -> v8::Local<'s, v8::Value> {
+    let message = string(scope, message).unwrap_or_else(|| v8::String::empty(scope));
+    v8::Exception::type_error(scope, message)
+}
+
+/// Settles the promise a completion is for.
+pub(crate) fn deliver(scope: &mut v8::PinScope<'_, '_>, completion: Completion) {
+    let id = match &completion {
+        Completion::Head { id, .. } | Completion::Body { id, .. } => *id,
+    };
+    let Some(run) = state(scope) else {
+        return;
+    };
+    let Some(entry) = run.waiting.get_mut(&id) else {
+        return;
+    };
+    match completion {
+        Completion::Head { result, .. } => {
+            let Some(head) = entry.0.take() else {
+                return;
+            };
+            if result.is_err() {
+                run.waiting.remove(&id);
+            }
+            let head = v8::Local::new(scope, head);
+            match result {
+                Ok(parts) => {
+                    let object = v8::Object::new(scope);
+                    let flat: Vec<v8::Local<v8::Value>> = parts
+                        .headers
+                        .iter()
+                        .flat_map(|(n, v)| [n.as_str(), v.as_str()])
+                        .filter_map(|s| string(scope, s).map(Into::into))
+                        .collect();
+                    let flat = v8::Array::new_with_elements(scope, &flat);
+                    let kind = if parts.opaque_redirect {
+                        "opaqueredirect"
+                    } else {
+                        "basic"
+                    };
+                    let fields: [(&str, v8::Local<v8::Value>); 6] = [
+                        (
+                            "status",
+                            v8::Integer::new(scope, i32::from(parts.status)).into(),
+                        ),
+                        (
+                            "statusText",
+                            string(scope, &parts.status_text)
+                                .map(Into::into)
+                                .unwrap_or_else(|| v8::undefined(scope).into()),
+                        ),
+                        ("headers", flat.into()),
+                        (
+                            "url",
+                            string(scope, &parts.url)
+                                .map(Into::into)
+                                .unwrap_or_else(|| v8::undefined(scope).into()),
+                        ),
+                        (
+                            "redirected",
+                            v8::Boolean::new(scope, parts.redirected).into(),
+                        ),
+                        (
+                            "type",
+                            string(scope, kind)
+                                .map(Into::into)
+                                .unwrap_or_else(|| v8::undefined(scope).into()),
+                        ),
+                    ];
+                    for (key, value) in fields {
+                        if let Some(key) = string(scope, key) {
+                            object.set(scope, key.into(), value);
+                        }
+                    }
+                    head.resolve(scope, object.into());
+                }
+                Err(message) => {
+                    let error = type_error(scope, &message);
+                    head.reject(scope, error);
+                }
+            }
+        }
+        Completion::Body { result, .. } => {
+            let Some((_, Some(body))) = run.waiting.remove(&id) else {
+                return;
+            };
+            let body = v8::Local::new(scope, body);
+            match result {
+                Ok(bytes) => {
+                    if let Some(array) = uint8_array(scope, &bytes) {
+                        body.resolve(scope, array.into());
+                    }
+                }
+                Err(message) => {
+                    let error = type_error(scope, &message);
+                    body.reject(scope, error);
+                }
+            }
+        }
+    }
+}
