@@ -103,12 +103,6 @@ impl Policy {
         let port = url
             .port_or_known_default()
             .ok_or_else(|| refused(format!("{origin} has no port")))?;
-        if let Some((host, api_port)) = &self.runtime_api
-            && port == *api_port
-            && url.host_str().map(|h| h.trim_matches(['[', ']'])) == Some(host.as_str())
-        {
-            return Err(refused(format!("{origin} is the Lambda Runtime API")));
-        }
         let host = url
             .host()
             .ok_or_else(|| refused(format!("{url} has no host")))?;
@@ -117,6 +111,20 @@ impl Policy {
             Host::Ipv6(v6) => Some(IpAddr::V6(v6)),
             Host::Domain(_) => None,
         };
+        if let Some((api_host, api_port)) = &self.runtime_api
+            && port == *api_port
+        {
+            // Any spelling of the address: `[::ffff:127.0.0.1]` is 127.0.0.1.
+            let same = match (literal, api_host.parse::<IpAddr>()) {
+                (Some(address), Ok(api)) => canonical(address) == canonical(api),
+                _ => url
+                    .host_str()
+                    .is_some_and(|h| h.eq_ignore_ascii_case(api_host)),
+            };
+            if same {
+                return Err(refused(format!("{origin} is the Lambda Runtime API")));
+            }
+        }
         if let Some(address) = literal {
             never(address).map_err(|why| refused(format!("{origin} is {why}")))?;
         }
@@ -350,6 +358,14 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(message.contains("Runtime API"), "{message}");
+        let mapped = policy(&["http://[::ffff:127.0.0.1]:9001"]);
+        let message = check(&mapped, "http://[::ffff:127.0.0.1]:9001/")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("Runtime API"),
+            "another spelling of it: {message}"
+        );
         for entry in [
             "http://169.254.169.254",
             "http://[fd00:ec2::254]",
