@@ -147,6 +147,12 @@ const CONSOLE: &[&str] = &[
 /// code cannot reach or replace it, and it is in every snapshot.
 const REGISTRY: &str = "mcp-v8-lambda.web";
 
+/// The layer's version in a heap, under its own private symbol. Bump it
+/// when `GLOBALS` or `CONSOLE` gain a name, so heaps made by an earlier
+/// layer gain the name on their next restore (1: the layer with `fetch`).
+const LAYER_VERSION: i32 = 1;
+const VERSION: &str = "mcp-v8-lambda.web.version";
+
 fn registry_key<'s>(scope: &mut v8::PinScope<'s, '_>) -> v8::Local<'s, v8::Private> {
     let name = v8::String::new(scope, REGISTRY).expect("short name");
     v8::Private::for_api(scope, Some(name))
@@ -154,16 +160,25 @@ fn registry_key<'s>(scope: &mut v8::PinScope<'s, '_>) -> v8::Local<'s, v8::Priva
 
 /// Makes the Web platform available in `global`'s context: on a fresh
 /// context, and on a restored one whose heap predates it (or lacks some
-/// global). Names the heap already has are left alone, so a restored heap
-/// keeps its own `URL` if code defined one. Cheap when the heap has it all:
-/// one private lookup.
+/// global, per [`LAYER_VERSION`]). Names the heap already has are left
+/// alone, so a restored heap keeps its own `URL` if code defined one. Cheap
+/// when the heap has it all: one private lookup.
 pub(crate) fn install<'s>(scope: &mut v8::PinScope<'s, '_>, global: v8::Local<'s, v8::Object>) {
-    let key = registry_key(scope);
-    if global.has_private(scope, key) == Some(true) {
+    let version_name = v8::String::new(scope, VERSION).expect("short name");
+    let version_key = v8::Private::for_api(scope, Some(version_name));
+    let installed = global
+        .get_private(scope, version_key)
+        .and_then(|v| v.int32_value(scope));
+    if installed == Some(LAYER_VERSION) {
         return;
     }
-    let registry = v8::Object::new(scope);
-    global.set_private(scope, key, registry.into());
+    let key = registry_key(scope);
+    if global.has_private(scope, key) != Some(true) {
+        let registry = v8::Object::new(scope);
+        global.set_private(scope, key, registry.into());
+    }
+    let version = v8::Integer::new(scope, LAYER_VERSION);
+    global.set_private(scope, version_key, version.into());
     define_self(scope, global);
     // Snapshotting isolates have no WebAssembly; a run must not see it
     // depend on whether it is stateful.
