@@ -778,3 +778,49 @@ fn bad_fetch_settings_stop_the_server_with_the_reason() {
     ]);
     assert_eq!(lambda.runtime_api.as_deref(), Some("127.0.0.1:9001"));
 }
+
+/// Cancelling a run that waits on a request ends it at once, the request
+/// aborted with it; the next run is unaffected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_run_aborts_its_pending_fetch() {
+    let s = server().await;
+    let engine = Arc::new(engine(config(&[s.origin()])));
+    let control = Arc::new(mcp_v8_lambda::engine::RunControl::default());
+    let started = Instant::now();
+    let running = {
+        let engine = engine.clone();
+        let control = control.clone();
+        let code = format!("await fetch({:?})", s.url("/slow?ms=20000"));
+        tokio::spawn(async move {
+            run(
+                &engine,
+                RunRequest {
+                    code,
+                    control: Some(control),
+                    ..Default::default()
+                },
+            )
+            .await
+        })
+    };
+    while s.seen.requests.load(Ordering::SeqCst) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the request never arrived"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    control.cancel();
+    let out = running.await.unwrap();
+    assert_eq!(out.status, RunStatus::Cancelled, "{out:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the run waited for its request"
+    );
+    let next = stateless(
+        &engine,
+        &format!("(await fetch({:?})).status", s.url("/json")),
+    )
+    .await;
+    assert_eq!(completed(&next), "200");
+}
