@@ -37,6 +37,41 @@ pub(super) fn array_buffer<'s>(
     buffer
 }
 
+/// Copies `bytes` into the memory `view` looks at, from its start; at most
+/// the view's length.
+pub(super) fn write_into_view(
+    scope: &mut v8::PinScope<'_, '_>,
+    view: v8::Local<'_, v8::ArrayBufferView>,
+    bytes: &[u8],
+) {
+    let length = bytes.len().min(view.byte_length());
+    if let Some(data) = view.buffer(scope).and_then(|b| b.data()) {
+        // SAFETY: at most the view's length from its offset, which lie within
+        // its buffer; the local keeps the buffer alive and no JavaScript runs
+        // during the copy.
+        unsafe {
+            let start = (data.as_ptr() as *mut u8).add(view.byte_offset());
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), start, length);
+        }
+    }
+}
+
+/// The `[name, value, name, value, …]` arrays the JavaScript side passes,
+/// as pairs; `None` when an element cannot be read.
+pub(super) fn flat_pairs<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    flat: v8::Local<'s, v8::Array>,
+) -> Option<Vec<(v8::Local<'s, v8::Value>, v8::Local<'s, v8::Value>)>> {
+    (0..flat.length() / 2)
+        .map(|i| {
+            Some((
+                flat.get_index(scope, 2 * i)?,
+                flat.get_index(scope, 2 * i + 1)?,
+            ))
+        })
+        .collect()
+}
+
 pub(super) fn uint8_array<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     bytes: &[u8],

@@ -60,9 +60,5 @@ fn now<'s>(
     _args: v8::FunctionCallbackArguments<'s>,
     mut rv: v8::ReturnValue<'s, v8::Value>,
 ) {
-    let millis = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as f64 / 1000.0)
-        .unwrap_or(0.0);
-    rv.set_double(millis);
+    rv.set_double(super::host::unix_millis(std::time::SystemTime::now()));
 }

@@ -7,7 +7,7 @@ use sha2::Digest as _;
 use v8::MapFnTo;
 
 use super::Natives;
-use super::bytes::{array_buffer, bytes_of, string};
+use super::bytes::{array_buffer, bytes_of, string, write_into_view};
 use crate::engine::natives::throw_type_error;
 
 pub(super) fn natives() -> Natives {
@@ -36,14 +36,7 @@ fn random_fill<'s>(
     };
     let mut bytes = vec![0u8; view.byte_length()];
     rand::rng().fill_bytes(&mut bytes);
-    if let Some(data) = view.buffer(scope).and_then(|b| b.data()) {
-        // SAFETY: the view's offset and length lie within its buffer, which
-        // the local keeps alive; no JavaScript runs during the copy.
-        unsafe {
-            let start = (data.as_ptr() as *mut u8).add(view.byte_offset());
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), start, bytes.len());
-        }
-    }
+    write_into_view(scope, view, &bytes);
 }
 
 fn random_uuid<'s>(

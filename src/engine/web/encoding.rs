@@ -4,7 +4,7 @@ use base64::Engine as _;
 use v8::MapFnTo;
 
 use super::Natives;
-use super::bytes::{bytes_of, string, uint8_array, utf16};
+use super::bytes::{bytes_of, string, uint8_array, utf16, write_into_view};
 use crate::engine::natives::throw_type_error;
 
 pub(super) fn natives() -> Natives {
@@ -55,14 +55,7 @@ fn encode_into<'s>(
         out.extend_from_slice(encoded.as_bytes());
         read += if (c as u32) > 0xFFFF { 2 } else { 1 };
     }
-    if let Some(data) = target.buffer(scope).and_then(|b| b.data()) {
-        // SAFETY: `out` fits the view (checked above); the view's offset and
-        // length are within its buffer, which the local keeps alive.
-        unsafe {
-            let start = (data.as_ptr() as *mut u8).add(target.byte_offset());
-            std::ptr::copy_nonoverlapping(out.as_ptr(), start, out.len());
-        }
-    }
+    write_into_view(scope, target.into(), &out);
     let pair = [
         v8::Number::new(scope, read as f64).into(),
         v8::Number::new(scope, out.len() as f64).into(),

@@ -8,7 +8,7 @@ use std::time::Instant;
 use v8::MapFnTo;
 
 use super::Natives;
-use super::bytes::{bytes_of, string, uint8_array};
+use super::bytes::{bytes_of, flat_pairs, string, uint8_array};
 use crate::egress::{Completion, Egress, FetchConfig, FetchCount, RedirectMode, RequestParts};
 use crate::engine::natives::{RunState, throw_type_error};
 
@@ -79,15 +79,11 @@ fn start<'s>(
     let url = text(scope, args.get(1));
     let mut headers = Vec::new();
     if let Ok(flat) = v8::Local::<v8::Array>::try_from(args.get(2)) {
-        let mut i = 0;
-        while i + 1 < flat.length() {
-            let (Some(name), Some(value)) =
-                (flat.get_index(scope, i), flat.get_index(scope, i + 1))
-            else {
-                return;
-            };
+        let Some(pairs) = flat_pairs(scope, flat) else {
+            return;
+        };
+        for (name, value) in pairs {
             headers.push((text(scope, name), text(scope, value)));
-            i += 2;
         }
     }
     let body = if args.get(3).is_null_or_undefined() {

@@ -47,11 +47,14 @@ fn time_origin<'s>(
         .get_slot::<RunState>()
         .map(|state| state.started_wall)
         .unwrap_or_else(std::time::SystemTime::now);
-    let millis = started
-        .duration_since(std::time::UNIX_EPOCH)
+    rv.set_double(unix_millis(started));
+}
+
+/// Unix time in milliseconds, to the microsecond.
+pub(super) fn unix_millis(time: std::time::SystemTime) -> f64 {
+    time.duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_micros() as f64 / 1000.0)
-        .unwrap_or(0.0);
-    rv.set_double(millis);
+        .unwrap_or(0.0)
 }
 
 fn version<'s>(

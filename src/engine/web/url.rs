@@ -5,7 +5,7 @@ use url::{Url, quirks};
 use v8::MapFnTo;
 
 use super::Natives;
-use super::bytes::{string, utf16};
+use super::bytes::{flat_pairs, string, utf16};
 
 pub(super) fn natives() -> Natives {
     vec![
@@ -153,16 +153,13 @@ fn form_serialize<'s>(
     let Ok(flat) = v8::Local::<v8::Array>::try_from(args.get(0)) else {
         return;
     };
+    let Some(pairs) = flat_pairs(scope, flat) else {
+        return;
+    };
     let mut serializer = url::form_urlencoded::Serializer::new(String::new());
-    let mut i = 0;
-    while i + 1 < flat.length() {
-        let (Some(name), Some(value)) = (flat.get_index(scope, i), flat.get_index(scope, i + 1))
-        else {
-            return;
-        };
+    for (name, value) in pairs {
         let (name, value) = (usv(scope, name), usv(scope, value));
         serializer.append_pair(&name, &value);
-        i += 2;
     }
     if let Some(text) = string(scope, &serializer.finish()) {
         rv.set(text.into());
