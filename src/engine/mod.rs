@@ -3,12 +3,12 @@
 
 mod checksum;
 mod control;
-mod inspect;
 mod isolate;
-mod natives;
+mod outcome;
+mod plain;
 mod platform;
+mod run;
 mod typescript;
-mod warm;
 mod watchdog;
 mod web;
 mod worker;
@@ -17,28 +17,17 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use tokio::sync::{Semaphore, oneshot};
-use uuid::Uuid;
 
 use crate::heap::{HeapKey, HeapStore, HeapStoreError, Snapshot};
 use crate::tenant::Tenant;
 
 pub use checksum::calls as snapshot_checksum_calls;
 pub use control::RunControl;
+pub use outcome::{EngineError, RunError, RunOutcome, RunReport, RunStatus, cap_text};
+pub use run::CodeHandling;
 pub use typescript::Language;
 pub use worker::{WORKER_ARG, serve_stdio as serve_worker};
-
-/// How V8 treats compiled function code in a snapshot (see
-/// `docs/performance.md` for the measurements behind the default).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CodeHandling {
-    /// Keep compiled bytecode: bigger blobs, no recompilation after restore.
-    Keep,
-    /// Drop compiled code: smaller blobs, functions recompile lazily.
-    Clear,
-}
 
 /// Limits and defaults of the engine.
 #[derive(Debug, Clone)]
@@ -124,131 +113,6 @@ pub struct RunRequest {
     pub control: Option<Arc<RunControl>>,
 }
 
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunStatus {
-    /// The code ran to the end (and its promise, if any, settled).
-    Completed,
-    /// The code threw, did not parse, or its heap could not be used or saved.
-    Failed,
-    /// Terminated by the watchdog.
-    TimedOut,
-    /// Terminated at the heap limit.
-    OutOfMemory,
-    /// Cancelled by the caller (`notifications/cancelled`, or the client
-    /// went away): terminated, nothing stored.
-    Cancelled,
-}
-
-impl RunStatus {
-    /// The status as the outcome's JSON spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-            Self::TimedOut => "timed_out",
-            Self::OutOfMemory => "out_of_memory",
-            Self::Cancelled => "cancelled",
-        }
-    }
-}
-
-/// A JavaScript error, or an engine error shaped like one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunError {
-    /// `TypeError`, `SyntaxError`, `TimeoutError`, ...
-    pub name: String,
-    /// Human-readable message.
-    pub message: String,
-    /// JavaScript stack, when there is one.
-    pub stack: Option<String>,
-}
-
-impl RunError {
-    pub(crate) fn new(name: &str, message: impl Into<String>) -> Self {
-        Self {
-            name: name.to_owned(),
-            message: message.into(),
-            stack: None,
-        }
-    }
-}
-
-/// What a run produced; the `run_js` tool returns it as is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunOutcome {
-    /// Unique per run.
-    pub execution_id: Uuid,
-    /// How it ended.
-    pub status: RunStatus,
-    /// The completion value: JSON when it has a JSON form, else readable text; `None` for `undefined`.
-    pub result: Option<String>,
-    /// Captured console output.
-    pub output: String,
-    /// Key of the new heap (completed stateful runs).
-    pub heap: Option<HeapKey>,
-    /// The heap the run was asked to start from.
-    pub input_heap: Option<HeapKey>,
-    /// Why it did not complete.
-    pub error: Option<RunError>,
-    /// Things the caller should know that did not stop the run.
-    pub warnings: Vec<String>,
-    /// Wall time of the whole run, loading and storing included.
-    pub duration_ms: u64,
-    /// Requests `fetch` made and the response bytes it read; absent when
-    /// the run made none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fetches: Option<crate::egress::FetchCount>,
-}
-
-/// An outcome plus what was really executed (JavaScript after type stripping),
-/// which the session log records.
-#[derive(Debug, Clone)]
-pub struct RunReport {
-    /// The outcome.
-    pub outcome: RunOutcome,
-    /// The JavaScript that ran.
-    pub executed_code: String,
-}
-
-/// A request the engine refuses before running anything.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum EngineError {
-    /// `code` over the size cap.
-    #[error("code is {len} bytes, over the {max}-byte limit")]
-    CodeTooLarge {
-        /// Bytes sent.
-        len: usize,
-        /// The cap.
-        max: usize,
-    },
-    /// Timeout outside 1 ms ..= the configured maximum.
-    #[error("execution timeout must be between 1 ms and {max_secs} s")]
-    TimeoutOutOfRange {
-        /// The cap in seconds.
-        max_secs: u64,
-    },
-    /// Heap limit outside 8 ..= the configured maximum.
-    #[error("heap limit must be between 8 and {max_mb} MiB, got {asked}")]
-    HeapLimitOutOfRange {
-        /// Requested.
-        asked: usize,
-        /// The cap.
-        max_mb: usize,
-    },
-    /// A heap was named for a run that keeps no state.
-    #[error("a stateless run cannot start from a heap")]
-    HeapInStatelessRun,
-    /// Stateful run without storage configured.
-    #[error("stateful runs need a heap store, and none is configured")]
-    NoHeapStore,
-    /// The isolate thread died (a bug, reported rather than hidden).
-    #[error("the engine thread failed: {0}")]
-    Internal(String),
-}
-
 /// Runs code; cheap to share (`Arc`), safe to call from many tasks.
 #[derive(Debug)]
 pub struct Engine {
@@ -256,33 +120,12 @@ pub struct Engine {
     heaps: Option<Arc<dyn HeapStore>>,
     permits: Semaphore,
     workers: Option<worker::WorkerPool>,
-    warm: Option<warm::WarmPool>,
+    warm: Option<plain::WarmPool>,
     /// `config.fetch`, shared with every job; `None` when fetch is off.
     fetch: Option<Arc<crate::egress::FetchConfig>>,
 }
 
 const MIN_HEAP_LIMIT_MB: usize = 8;
-
-impl RunReport {
-    /// A run of `request` that has not happened: failed until it completes.
-    fn new(request: &RunRequest) -> Self {
-        Self {
-            outcome: RunOutcome {
-                execution_id: Uuid::new_v4(),
-                status: RunStatus::Failed,
-                result: None,
-                output: String::new(),
-                heap: None,
-                input_heap: request.heap.clone(),
-                error: None,
-                warnings: Vec::new(),
-                duration_ms: 0,
-                fetches: None,
-            },
-            executed_code: request.code.clone(),
-        }
-    }
-}
 
 impl Engine {
     /// An engine over `heaps` (required for stateful runs). Initialises V8
@@ -301,7 +144,7 @@ impl Engine {
         let snapshots_here = heaps.is_some() && workers.is_none();
         let warm = if config.warm_isolates > 0 && !snapshots_here {
             let heap_limit_bytes = config.default_heap_limit_mb * 1024 * 1024;
-            match warm::WarmPool::new(config.warm_isolates, heap_limit_bytes) {
+            match plain::WarmPool::new(config.warm_isolates, heap_limit_bytes) {
                 Ok(pool) => Some(pool),
                 Err(err) => {
                     tracing::warn!(error = %err, "no warm isolates: starting their threads failed");
@@ -340,7 +183,7 @@ impl Engine {
     pub async fn run(&self, request: RunRequest) -> Result<RunReport, EngineError> {
         let started = Instant::now();
         let limits = self.check(&request)?;
-        let mut report = RunReport::new(&request);
+        let mut report = RunReport::new(&request.code, request.heap.clone());
         let finish = |mut report: RunReport| {
             let outcome = &mut report.outcome;
             outcome.duration_ms = started.elapsed().as_millis() as u64;
@@ -392,7 +235,7 @@ impl Engine {
             _ => None,
         };
 
-        let job = isolate::Job {
+        let job = run::Job {
             code: prepared.js,
             restore,
             stateful: request.stateful,
@@ -403,17 +246,12 @@ impl Engine {
             control: request.control.clone(),
             fetch: self.fetch.clone(),
         };
-        let mut result = self.execute(job).await?;
-        if request.control.as_ref().is_some_and(|c| c.is_cancelled()) {
-            // Whatever the run got to, the caller no longer wants it.
-            result.status = RunStatus::Cancelled;
-            result.result = None;
-            result.blob = None;
-            result.error = Some(RunError::new(
-                "CancelledError",
-                "the run was cancelled by the client and terminated; nothing was stored",
-            ));
-        }
+        // A cancel may also arrive after the isolate classified the run, or
+        // end the engine worker running it.
+        let result = self
+            .execute(job)
+            .await?
+            .cancelled_by(request.control.as_deref());
         let outcome = &mut report.outcome;
         outcome.status = result.status;
         outcome.result = result
@@ -529,9 +367,10 @@ impl Engine {
         })
     }
 
-    /// Runs a job on a thread of its own (see `isolate::thread_builder`),
-    /// or in a worker process when it touches snapshots and there are workers.
-    async fn execute(&self, job: isolate::Job) -> Result<isolate::JobResult, EngineError> {
+    /// Runs a job on a thread of its own (see `run::thread_builder`): in a
+    /// worker process when it touches snapshots and there are workers, on a
+    /// warm isolate when it does not and there are some.
+    async fn execute(&self, job: run::Job) -> Result<run::JobResult, EngineError> {
         if let Some(workers) = &self.workers
             && job.touches_snapshots()
         {
@@ -549,9 +388,15 @@ impl Engine {
                 .ok_or_else(|| EngineError::Internal("the isolate thread panicked".into()));
         }
         let (done, result) = oneshot::channel();
-        isolate::thread_builder()
+        run::thread_builder()
             .spawn(move || {
-                let _ = done.send(isolate::execute(job));
+                let result = if job.touches_snapshots() {
+                    isolate::execute(job)
+                } else {
+                    platform::init();
+                    plain::PlainIsolate::new(job.heap_limit_bytes).run(&job)
+                };
+                let _ = done.send(result);
             })
             .map_err(|e| EngineError::Internal(format!("spawning the isolate thread: {e}")))?;
         result
@@ -601,21 +446,3 @@ fn storage_error(err: &HeapStoreError) -> RunError {
     RunError::new(name, err.to_string())
 }
 
-/// `text` cut to at most `max` bytes (at a character boundary) with a
-/// marker naming `what` was cut and its length, like console output past
-/// its cap.
-pub fn cap_text(mut text: String, max: usize, what: &str) -> String {
-    if text.len() <= max {
-        return text;
-    }
-    let len = text.len();
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text.truncate(end);
-    text.push_str(&format!(
-        "\n[{what} truncated: {len} bytes, the first {end} shown]"
-    ));
-    text
-}

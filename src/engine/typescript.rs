@@ -109,7 +109,7 @@ fn locate(code: &str, diagnostic: &OxcDiagnostic) -> SourceError {
         .map(|label| label.offset() as usize)
         .unwrap_or(0)
         .min(code.len());
-    let before = &code[..floor_char_boundary(code, offset)];
+    let before = &code[..code.floor_char_boundary(offset)];
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     SourceError {
@@ -117,13 +117,6 @@ fn locate(code: &str, diagnostic: &OxcDiagnostic) -> SourceError {
         line,
         column,
     }
-}
-
-fn floor_char_boundary(s: &str, mut index: usize) -> usize {
-    while !s.is_char_boundary(index) {
-        index -= 1;
-    }
-    index
 }
 
 /// Rewrites code that uses top-level `await` into an async function call, so

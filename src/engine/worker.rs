@@ -1,7 +1,7 @@
 //! Engine worker processes for runs that create or restore snapshots.
 //!
 //! V8 keeps one read-only heap per process, so isolates from different
-//! snapshots cannot be alive together (see `isolate.rs`): in one process,
+//! snapshots cannot be alive together (see `run.rs`): in one process,
 //! stateful runs go one at a time. A pool of worker processes, each the same
 //! binary started with [`WORKER_ARG`] and each with its own V8, runs them in
 //! parallel. A worker that dies (a V8 fatal error, a kill) fails only the run
@@ -23,8 +23,9 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
 use super::control::Target;
-use super::isolate::{self, Job, JobResult};
-use super::{CodeHandling, EngineError, RunError, RunStatus};
+use super::isolate;
+use super::outcome::{EngineError, RunError, RunStatus};
+use super::run::{self, CodeHandling, Job, JobResult};
 
 /// The first argument that makes the binary an engine worker.
 pub const WORKER_ARG: &str = "__engine-worker";
@@ -127,7 +128,7 @@ pub fn serve_stdio() -> io::Result<()> {
             control: None,
             fetch: header.fetch.map(std::sync::Arc::new),
         };
-        let result = isolate::thread_builder()
+        let result = run::thread_builder()
             .spawn(move || isolate::execute(job))?
             .join()
             .map_err(|_| io::Error::other("the isolate thread panicked"))?;

@@ -2,7 +2,7 @@
 //! session's latest heap and shows its last code, so an agent picks up
 //! where it stopped.
 
-use super::MethodError;
+use super::answer::MethodError;
 use crate::protocol::jsonrpc::code;
 use crate::protocol::mcp::{
     GetPromptParams, GetPromptResult, ListPromptsResult, Prompt, PromptArgument, PromptMessage,
@@ -67,11 +67,7 @@ pub(super) async fn get(
             let mut code = entry.code;
             let mut note = "";
             if code.len() > MAX_QUOTED_CODE {
-                let mut cut = MAX_QUOTED_CODE;
-                while !code.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                code.truncate(cut);
+                code.truncate(code.floor_char_boundary(MAX_QUOTED_CODE));
                 note = "\n(cut: the code is longer; list_session_snapshots has it whole)";
             }
             format!(

@@ -6,7 +6,7 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_perc
 use serde_json::json;
 use uuid::Uuid;
 
-use super::{Freshness, MethodError};
+use super::answer::{Freshness, MethodError};
 use crate::protocol::jsonrpc::code;
 use crate::protocol::mcp::{
     ListParams, ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams,

@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use uuid::Uuid;
 
-use super::{CallContext, Toolbox, args, schema, structured_result};
+use super::toolbox::{CallContext, Toolbox, structured_result};
+use super::{args, schema};
 use crate::engine::RunOutcome;
 use crate::meta::{ExecutionRecord, Tags};
 use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};

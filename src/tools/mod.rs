@@ -6,79 +6,20 @@ mod heap_tags;
 mod run_js;
 mod schema;
 mod session_log;
-
-use std::sync::Arc;
-use std::time::SystemTime;
+mod toolbox;
 
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
-use crate::engine::Engine;
 /// The handle a caller keeps on a run a tool call starts (progress, cancel).
 pub use crate::engine::RunControl;
-use crate::meta::MetaStore;
 use crate::protocol::mcp::{
-    CallToolParams, CallToolResult, Continuity, ListToolsResult, TextContent, has_structured_output,
+    CallToolParams, CallToolResult, Continuity, ListToolsResult, has_structured_output,
 };
-use crate::session::{InitState, LogicalSession};
+use crate::session::LogicalSession;
 use crate::tenant::Tenant;
-
-/// What tools run against.
-#[derive(Debug, Clone)]
-pub struct Toolbox {
-    /// Runs code.
-    pub engine: Arc<Engine>,
-    /// Session log, tags, executions.
-    pub meta: Arc<dyn MetaStore>,
-    /// No heaps, no tags, no session tools.
-    pub stateless: bool,
-    /// How long execution records live, in seconds.
-    pub execution_ttl_secs: i64,
-}
-
-/// What a tool call knows of its caller: the protocol version (which shapes
-/// results), whose data it may see, the logical session named by the
-/// transport, if any, and when the host must have answered. Built from a
-/// replayed session or from one 2026-07-28 request.
-#[derive(Debug, Clone, Copy)]
-pub struct CallContext<'a> {
-    /// The protocol version of the request.
-    pub protocol_version: &'a str,
-    /// The caller's namespace: every store read and write of the call is
-    /// scoped by it.
-    pub tenant: &'a Tenant,
-    /// The logical session (`X-MCP-Session-Id`); a tool's `session`
-    /// argument overrides it.
-    pub logical_session: Option<&'a LogicalSession>,
-    /// When the host stops waiting for the answer (a Lambda invocation's
-    /// deadline); `None` under `serve`.
-    pub deadline: Option<SystemTime>,
-    /// The transport's handle on a run this call starts: progress to
-    /// report, and a cancel when the client asks or goes away.
-    pub control: Option<&'a Arc<RunControl>>,
-}
-
-impl<'a> CallContext<'a> {
-    /// The context of a request of a replayed session.
-    pub fn of_session(
-        state: &'a InitState,
-        tenant: &'a Tenant,
-        deadline: Option<SystemTime>,
-    ) -> Self {
-        Self {
-            protocol_version: &state.protocol_version,
-            tenant,
-            logical_session: state.logical_session.as_ref(),
-            deadline,
-            control: None,
-        }
-    }
-}
-
-/// Largest serialized tool result, in bytes: with the JSON-RPC envelope it
-/// fits Lambda's 6 MB buffered response (6,291,456 bytes) with room to
-/// spare. A result over it becomes a tool error saying so.
-pub const MAX_RESULT_JSON_BYTES: usize = 5 * 1024 * 1024;
+pub use toolbox::{CallContext, MAX_RESULT_JSON_BYTES, Toolbox};
+use toolbox::{fits_one_response, result_json_len};
 
 /// A `tools/call` that is a protocol error rather than a tool error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -250,34 +191,3 @@ fn within_response_limit(tool: &str, result: CallToolResult) -> CallToolResult {
     ))
 }
 
-/// The length of a result's JSON.
-fn result_json_len(result: &CallToolResult) -> usize {
-    serde_json::to_vec(result).map_or(usize::MAX, |json| json.len())
-}
-
-/// Whether a result's JSON is at most [`MAX_RESULT_JSON_BYTES`], serialized
-/// only when it may not be: escaping makes text at most six times longer,
-/// and a structured copy is no longer than the text, so seven times the
-/// text bounds the whole, and most results are far below that.
-fn fits_one_response(result: &CallToolResult) -> bool {
-    let text: usize = result.content.iter().map(|c| c.text.len()).sum();
-    text.saturating_mul(7) + 1024 <= MAX_RESULT_JSON_BYTES
-        || result_json_len(result) <= MAX_RESULT_JSON_BYTES
-}
-
-/// A successful or failed tool result carrying a structured value.
-fn structured_result<T: serde::Serialize>(
-    value: &T,
-    is_error: bool,
-    structured: bool,
-) -> CallToolResult {
-    let json = serde_json::to_value(value).expect("tool results serialize");
-    CallToolResult {
-        content: vec![TextContent {
-            kind: "text",
-            text: json.to_string(),
-        }],
-        structured_content: structured.then_some(json),
-        is_error,
-    }
-}

@@ -5,7 +5,8 @@ use std::time::{Duration, SystemTime};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{CallContext, Toolbox, schema, structured_result};
+use super::schema;
+use super::toolbox::{CallContext, MAX_RESULT_JSON_BYTES, Toolbox, fits_one_response, structured_result};
 use crate::engine::{Language, RunOutcome, RunRequest, RunStatus, cap_text};
 use crate::heap::HeapKey;
 use crate::meta::{ExecutionRecord, NewLogEntry, Tags};
@@ -369,7 +370,7 @@ pub(super) async fn call(
 }
 
 /// The tool result of `outcome`, with `output` and `result` cut, the longer
-/// first, until it fits one response ([`super::MAX_RESULT_JSON_BYTES`]):
+/// first, until it fits one response ([`MAX_RESULT_JSON_BYTES`]):
 /// each is capped already, but JSON escaping can make text six times
 /// longer, and a structured result carries it twice. The execution record
 /// keeps them as they were.
@@ -377,7 +378,7 @@ fn fitted(mut outcome: RunOutcome, is_error: bool, structured: bool) -> CallTool
     let mut cut = false;
     loop {
         let result = structured_result(&outcome, is_error, structured);
-        if super::fits_one_response(&result) {
+        if fits_one_response(&result) {
             return result;
         }
         let output_len = outcome.output.len();
@@ -389,7 +390,7 @@ fn fitted(mut outcome: RunOutcome, is_error: bool, structured: bool) -> CallTool
         if !cut {
             outcome.warnings.push(format!(
                 "output and result were cut to fit one response of {} bytes",
-                super::MAX_RESULT_JSON_BYTES
+                MAX_RESULT_JSON_BYTES
             ));
             cut = true;
         }

@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::{CallContext, Toolbox, args, schema, structured_result};
+use super::toolbox::{CallContext, Toolbox, structured_result};
+use super::{args, schema};
 use crate::meta::{LogEntry, MetaStoreError};
 use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
 use crate::session::LogicalSession;
@@ -19,7 +20,7 @@ const MAX_ENTRIES: usize = 1000;
 const MAX_SESSIONS: usize = 1000;
 /// Most JSON one page of entries holds, in bytes: a structured result
 /// carries it twice, and with escaping it stays inside one response
-/// (`super::MAX_RESULT_JSON_BYTES`).
+/// (`super::toolbox::MAX_RESULT_JSON_BYTES`).
 const PAGE_BYTES: usize = 1024 * 1024;
 /// Entries read from the store at a time.
 const READ_BATCH: usize = 100;

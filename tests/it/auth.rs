@@ -31,7 +31,7 @@ fn initialize(authorization: Option<&str>) -> Request<Body> {
     let text = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
         "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"auth-test","version":"1"}}})
     .to_string();
-    let mut builder = post(&text);
+    let mut builder = post();
     if let Some(value) = authorization {
         builder = builder.header("authorization", value);
     }
@@ -89,7 +89,7 @@ async fn the_token_opens_a_session_that_only_token_holders_can_use() {
 
     let list = |authorization: Option<&str>, principal: Option<&str>| {
         let text = json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}).to_string();
-        let mut builder = post(&text).header("mcp-session-id", &sid);
+        let mut builder = post().header("mcp-session-id", &sid);
         if let Some(value) = authorization {
             builder = builder.header("authorization", value);
         }

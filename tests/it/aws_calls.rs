@@ -21,7 +21,7 @@ async fn send(
     body: Value,
 ) -> (StatusCode, Option<String>, Value) {
     let text = body.to_string();
-    let mut builder = common::post(&text).header("x-mcp-session-id", "counted-agent");
+    let mut builder = common::post().header("x-mcp-session-id", "counted-agent");
     if let Some(session) = session {
         builder = builder.header("mcp-session-id", session);
     }

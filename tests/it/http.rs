@@ -19,7 +19,7 @@ async fn initialize_negotiates_persists_and_returns_a_session_id() {
     let text = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
         "protocolVersion":"2024-11-05","capabilities":{"sampling":{}},"clientInfo":{"name":"c","version":"2"}}})
     .to_string();
-    let request = post(&text)
+    let request = post()
         .header("X-MCP-Session-Id", "agent-1")
         .header("X-MCP-Team", "Blue")
         .body(Body::from(text))
@@ -219,7 +219,7 @@ async fn content_negotiation_errors_are_406_and_415() {
         s.send(text).await.status,
         StatusCode::UNSUPPORTED_MEDIA_TYPE
     );
-    let wildcard = post(body)
+    let wildcard = post()
         .header("accept", "*/*")
         .body(Body::from(body))
         .unwrap();
@@ -230,7 +230,7 @@ async fn content_negotiation_errors_are_406_and_415() {
 async fn malformed_json_is_400_parse_error_and_non_rpc_is_400_invalid_request() {
     let s = server();
     let sid = s.initialize().await;
-    let broken = post("")
+    let broken = post()
         .header("mcp-session-id", &sid)
         .body(Body::from("{\"jsonrpc\": "))
         .unwrap();
@@ -283,7 +283,7 @@ async fn the_protocol_version_header_must_match_the_negotiated_one() {
     let sid = s.initialize_as("2025-06-18", &[]).await;
     let ping = json!({"jsonrpc":"2.0","id":1,"method":"ping"}).to_string();
     let with_version = |v: &str| {
-        post(&ping)
+        post()
             .header("mcp-session-id", &sid)
             .header("mcp-protocol-version", v)
             .body(Body::from(ping.clone()))
@@ -310,7 +310,7 @@ async fn foreign_origins_are_403_and_loopback_or_listed_ones_pass() {
         "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}})
     .to_string();
     let from = |origin: &str| {
-        post(&ping)
+        post()
             .header("origin", origin)
             .body(Body::from(ping.clone()))
             .unwrap()
@@ -554,7 +554,7 @@ async fn another_principal_cannot_use_the_session() {
     let text = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
         "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}})
     .to_string();
-    let mut request = post(&text).body(Body::from(text.clone())).unwrap();
+    let mut request = post().body(Body::from(text.clone())).unwrap();
     request.extensions_mut().insert(Principal("alice".into()));
     let sid = s.send(request).await.headers["mcp-session-id"]
         .to_str()
@@ -562,7 +562,7 @@ async fn another_principal_cannot_use_the_session() {
         .to_owned();
     let ping = json!({"jsonrpc":"2.0","id":1,"method":"ping"}).to_string();
     let as_who = |who: Option<&str>| {
-        let mut request = post(&ping)
+        let mut request = post()
             .header("mcp-session-id", &sid)
             .body(Body::from(ping.clone()))
             .unwrap();
@@ -603,7 +603,7 @@ async fn the_local_app_of_the_binary_serves_from_a_data_dir() {
         "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}})
     .to_string();
     let response = router(app)
-        .oneshot(post(&text).body(Body::from(text)).unwrap())
+        .oneshot(post().body(Body::from(text)).unwrap())
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
@@ -622,7 +622,7 @@ async fn deeply_nested_json_is_400_invalid_request_not_a_crash() {
             r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"run_js","arguments":{{"code":"1","tags":{nested}}}}}}}"#
         ),
     ] {
-        let request = post(&body)
+        let request = post()
             .header("mcp-session-id", &sid)
             .body(Body::from(body.clone()))
             .unwrap();
@@ -658,7 +658,7 @@ async fn oversized_or_too_many_x_mcp_headers_are_400_and_store_nothing() {
         many,
     ];
     for headers in cases {
-        let mut builder = post(&init);
+        let mut builder = post();
         for (name, value) in &headers {
             builder = builder.header(name.as_str(), value.as_str());
         }
@@ -669,7 +669,7 @@ async fn oversized_or_too_many_x_mcp_headers_are_400_and_store_nothing() {
         assert_eq!(reply.body["id"], 0);
         assert!(reply.session_id().is_none(), "no session was stored");
     }
-    let ok = post(&init)
+    let ok = post()
         .header("x-mcp-session-id", "s".repeat(256))
         .body(Body::from(init.clone()))
         .unwrap();
@@ -686,7 +686,7 @@ async fn an_invalid_logical_session_header_at_initialize_is_400_naming_the_heade
         "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}})
     .to_string();
     for (value, says) in [("", "must not be empty"), ("a\tb", "control characters")] {
-        let request = post(&init)
+        let request = post()
             .header("x-mcp-session-id", value)
             .body(Body::from(init.clone()))
             .unwrap();

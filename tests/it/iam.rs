@@ -153,7 +153,7 @@ async fn tool(app: &App, name: &str, arguments: Value) -> Value {
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                   "io.modelcontextprotocol/clientCapabilities": {}}}})
     .to_string();
-    let request = common::post(&text)
+    let request = common::post()
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "tools/call")
         .header("mcp-name", name)

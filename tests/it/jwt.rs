@@ -91,7 +91,7 @@ pub(crate) fn good(sub: &str) -> String {
 
 fn rpc(body: Value, bearer: Option<&str>, session: Option<&str>) -> Request<Body> {
     let text = body.to_string();
-    let mut builder = post(&text).header("host", "localhost:3000");
+    let mut builder = post().header("host", "localhost:3000");
     if let Some(token) = bearer {
         builder = builder.header("authorization", format!("Bearer {token}"));
     }

@@ -1,6 +1,7 @@
 //! The library's module layers (docs/architecture.md) as a test: each
 //! top-level module of `src/` may import only the modules listed for it,
-//! which keeps the graph free of cycles and of upward imports, and `src/`
+//! which keeps the graph free of cycles and of upward imports; inside a
+//! module, no two files import each other, even through others; and `src/`
 //! holds no module that only tests use.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -123,6 +124,258 @@ fn every_module_imports_only_from_the_layers_below_it() {
         }
     }
     assert!(violations.is_empty(), "{violations:#?}");
+}
+
+/// A file's module path below `src/` (`engine/web/mod.rs` is
+/// `["engine", "web"]`, `lib.rs` is `[]`).
+fn module_path(relative: &str) -> Vec<String> {
+    let stem = relative.strip_suffix(".rs").unwrap_or(relative);
+    let mut parts: Vec<String> = stem.split('/').map(str::to_owned).collect();
+    if parts
+        .last()
+        .is_some_and(|last| matches!(last.as_str(), "mod" | "lib" | "main"))
+    {
+        parts.pop();
+    }
+    parts
+}
+
+/// The file that holds the longest prefix of `path` that is a module.
+fn file_of(files: &BTreeMap<String, String>, path: &[String]) -> Option<String> {
+    (0..=path.len()).rev().find_map(|n| {
+        let prefix = path[..n].join("/");
+        let candidates = if n == 0 {
+            vec!["lib.rs".to_owned()]
+        } else {
+            vec![format!("{prefix}.rs"), format!("{prefix}/mod.rs")]
+        };
+        candidates.into_iter().find(|c| files.contains_key(c))
+    })
+}
+
+fn identifier_end(text: &str) -> usize {
+    text.find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(text.len())
+}
+
+/// The paths a line names through `crate::`, `super::` and `self::`, and
+/// through the file's own child modules, each as a module path.
+fn named_paths(line: &str, me: &[String], children: &BTreeSet<String>) -> Vec<Vec<String>> {
+    let mut found = Vec::new();
+    let bytes = line.as_bytes();
+    let mut at = 0;
+    while at < line.len() {
+        let rest = &line[at..];
+        let starts_word = at == 0 || {
+            let before = bytes[at - 1] as char;
+            !(before.is_alphanumeric() || before == '_' || before == ':')
+        };
+        let word = &rest[..identifier_end(rest)];
+        if !starts_word || word.is_empty() || !rest[word.len()..].starts_with("::") {
+            at += rest.chars().next().map_or(1, char::len_utf8);
+            continue;
+        }
+        let base: Vec<String> = match word {
+            "crate" => Vec::new(),
+            "super" => me[..me.len().saturating_sub(1)].to_vec(),
+            "self" => me.to_vec(),
+            child if children.contains(child) => {
+                let mut base = me.to_vec();
+                base.push(child.to_owned());
+                base
+            }
+            _ => {
+                at += word.len();
+                continue;
+            }
+        };
+        let mut path = base;
+        let mut segments = &rest[word.len() + 2..];
+        loop {
+            if let Some(group) = segments.strip_prefix('{') {
+                let group = &group[..group.find('}').unwrap_or(group.len())];
+                for item in group.split(',') {
+                    let mut grouped = path.clone();
+                    grouped.extend(
+                        item.trim()
+                            .split("::")
+                            .map(|s| s[..identifier_end(s)].to_owned())
+                            .filter(|s| !s.is_empty() && s != "self"),
+                    );
+                    found.push(grouped);
+                }
+                break;
+            }
+            let name = &segments[..identifier_end(segments)];
+            if name.is_empty() {
+                found.push(path);
+                break;
+            }
+            path.push(name.to_owned());
+            match segments[name.len()..].strip_prefix("::") {
+                Some(next) => segments = next,
+                None => {
+                    found.push(path);
+                    break;
+                }
+            }
+        }
+        at += word.len() + 2;
+    }
+    found
+}
+
+/// Which files of `src/` each file imports. Declaring a child (`mod x;`)
+/// is not an import, and neither is a `pub use` (a parent's facade over
+/// its children, as in object_store); test modules are left out.
+fn file_imports() -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut paths = Vec::new();
+    rust_files(&src, &mut paths);
+    let files: BTreeMap<String, String> = paths
+        .iter()
+        .map(|p| {
+            let relative = p.strip_prefix(&src).unwrap().to_str().unwrap().to_owned();
+            (relative, std::fs::read_to_string(p).unwrap())
+        })
+        .collect();
+    let mut graph = BTreeMap::new();
+    for (relative, text) in &files {
+        let me = module_path(relative);
+        let code = &text[..text.find("#[cfg(test)]").unwrap_or(text.len())];
+        let children: BTreeSet<String> = code
+            .lines()
+            .filter_map(|line| {
+                let line = line.trim();
+                let declared = line
+                    .strip_prefix("mod ")
+                    .or_else(|| line.strip_prefix("pub mod "))
+                    .or_else(|| line.strip_prefix("pub(crate) mod "))?;
+                declared.strip_suffix(';').map(str::to_owned)
+            })
+            .collect();
+        let mut imports = BTreeSet::new();
+        for line in code.lines().map(str::trim) {
+            let facade = ["pub use ", "pub(crate) use ", "pub(super) use "]
+                .iter()
+                .any(|p| line.starts_with(p));
+            if line.starts_with("//") || facade || line.contains("mod ") && line.ends_with(';') {
+                continue;
+            }
+            for path in named_paths(line, &me, &children) {
+                if let Some(file) = file_of(&files, &path)
+                    && file != *relative
+                {
+                    imports.insert(file);
+                }
+            }
+        }
+        graph.insert(relative.clone(), imports);
+    }
+    graph
+}
+
+/// A cycle through `graph`, if it has one.
+fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        done: &mut BTreeSet<String>,
+        path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| p == node) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(node.to_owned());
+            return Some(cycle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_owned());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(cycle) = visit(next, graph, done, path) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        done.insert(node.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|node| visit(node, graph, &mut done, &mut Vec::new()))
+}
+
+#[test]
+fn no_two_files_of_src_import_each_other() {
+    let graph = file_imports();
+    assert!(
+        graph["engine/run.rs"].contains("engine/web/mod.rs"),
+        "the reader must see the run core's imports: {:?}",
+        graph["engine/run.rs"]
+    );
+    assert_eq!(find_cycle(&graph), None, "an import cycle between files");
+}
+
+/// The Web families sit below the run core: they may use each other, the
+/// egress client and the run's control, never the paths that run them.
+#[test]
+fn no_file_of_the_web_layer_imports_a_module_above_it() {
+    let below = ["engine/control.rs", "egress/"];
+    let mut violations = Vec::new();
+    for (file, imports) in file_imports() {
+        if !file.starts_with("engine/web/") {
+            continue;
+        }
+        for import in imports {
+            let allowed = import.starts_with("engine/web/")
+                && (import != "engine/web/mod.rs" || file == "engine/web/mod.rs")
+                || below.iter().any(|b| import.starts_with(b));
+            if !allowed {
+                violations.push(format!("{file} imports {import}"));
+            }
+        }
+    }
+    assert!(violations.is_empty(), "{violations:#?}");
+}
+
+#[test]
+fn the_cycle_finder_finds_a_cycle_through_three_files() {
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("a.rs", vec!["b.rs"]),
+        ("b.rs", vec!["c.rs"]),
+        ("c.rs", vec!["a.rs"]),
+        ("d.rs", vec!["a.rs"]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.into_iter().map(str::to_owned).collect()))
+    .collect();
+    assert_eq!(
+        find_cycle(&graph),
+        Some(vec!["a.rs".into(), "b.rs".into(), "c.rs".into(), "a.rs".into()])
+    );
+    let mut acyclic = graph.clone();
+    acyclic.get_mut("c.rs").unwrap().clear();
+    assert_eq!(find_cycle(&acyclic), None);
+}
+
+#[test]
+fn the_path_reader_sees_super_crate_and_child_paths() {
+    let me = vec!["engine".to_owned(), "web".to_owned(), "console".to_owned()];
+    let children: BTreeSet<String> = ["bytes".to_owned()].into();
+    let line = "use super::registry::{Natives, define}; crate::engine::control::RunControl; bytes::string(x); v8::Local";
+    let paths = named_paths(line, &me, &children);
+    let joined: Vec<String> = paths.iter().map(|p| p.join("::")).collect();
+    assert_eq!(
+        joined,
+        [
+            "engine::web::registry::Natives",
+            "engine::web::registry::define",
+            "engine::control::RunControl",
+            "engine::web::console::bytes::string",
+        ]
+    );
 }
 
 #[test]

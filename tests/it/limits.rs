@@ -27,7 +27,7 @@ async fn call_measured(s: &common::Server, tool: &str, arguments: Value) -> (usi
     let text = json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
         "params":{"name": tool, "arguments": arguments}})
     .to_string();
-    let request = common::post(&text)
+    let request = common::post()
         .header("mcp-session-id", sid)
         .body(Body::from(text))
         .unwrap();

@@ -103,7 +103,7 @@ async fn a_streamed_answer_ends_with_a_line_that_has_the_runs_fields() {
     let body = json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{
         "name":"run_js","arguments":{"code":"6 * 7"},"_meta":{"progressToken":"p"}}});
     let text = body.to_string();
-    let request = common::post(&text)
+    let request = common::post()
         .header("mcp-session-id", &sid)
         .body(axum::body::Body::from(text))
         .unwrap();

@@ -36,7 +36,7 @@ fn request(
     extra: &[(&str, &str)],
 ) -> axum::http::Request<Body> {
     let text = body.to_string();
-    let mut builder = post(&text);
+    let mut builder = post();
     if let Some(session) = session {
         builder = builder.header("mcp-session-id", session);
     }

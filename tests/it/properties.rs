@@ -85,7 +85,7 @@ fn body() -> impl Strategy<Value = Vec<u8>> {
 }
 
 async fn post_bytes(s: &Server, body: Vec<u8>, headers: &[(&str, &str)]) -> (StatusCode, Value) {
-    let mut builder = post("");
+    let mut builder = post();
     for (name, value) in headers {
         builder = builder.header(*name, *value);
     }

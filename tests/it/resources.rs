@@ -22,7 +22,7 @@ async fn sessionless(s: &Server, method: &str, mut params: Value) -> Reply {
         "io.modelcontextprotocol/clientInfo": {"name": "resources-test", "version": "1"}
     });
     let text = rpc(method, params).to_string();
-    let request = post(&text)
+    let request = post()
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", method)
         .body(Body::from(text))

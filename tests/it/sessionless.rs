@@ -36,7 +36,7 @@ fn request(method: &str, mut params: Value) -> (Value, Vec<(&'static str, String
 
 async fn send(s: &Server, body: &Value, headers: &[(&str, String)]) -> Reply {
     let text = body.to_string();
-    let mut builder = post(&text);
+    let mut builder = post();
     for (name, value) in headers {
         builder = builder.header(*name, value);
     }
@@ -360,7 +360,7 @@ async fn batches_and_posted_responses_are_400_and_notifications_202() {
         send(&s, &response, &headers).await.status,
         StatusCode::BAD_REQUEST
     );
-    let malformed = post("{").header("mcp-protocol-version", VERSION);
+    let malformed = post().header("mcp-protocol-version", VERSION);
     let reply = s.send(malformed.body(Body::from("{")).unwrap()).await;
     assert_eq!(reply.status, StatusCode::BAD_REQUEST);
     assert_eq!(reply.body["error"]["code"], -32700);
@@ -394,7 +394,7 @@ async fn session_clients_are_unaffected_and_never_offered_2026_07_28() {
     let text = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
         "protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name":"c","version":"1"}}})
     .to_string();
-    let reply = s.send(post(&text).body(Body::from(text)).unwrap()).await;
+    let reply = s.send(post().body(Body::from(text)).unwrap()).await;
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(reply.body["result"]["protocolVersion"], "2025-11-25");
     let sid = reply.session_id().unwrap();

@@ -44,7 +44,7 @@ impl Host {
         match self {
             Host::Serve(app) => {
                 let text = body.to_string();
-                let mut builder = post(&text).header("host", "localhost:3000");
+                let mut builder = post().header("host", "localhost:3000");
                 for (name, value) in headers {
                     builder = builder.header(*name, *value);
                 }

@@ -416,7 +416,7 @@ async fn initialize_reply(s: &Server, logical_session: Option<&str>) -> common::
     let body = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
         "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}})
     .to_string();
-    let mut builder = common::post(&body);
+    let mut builder = common::post();
     if let Some(name) = logical_session {
         builder = builder.header("x-mcp-session-id", name);
     }

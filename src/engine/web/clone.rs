@@ -2,7 +2,7 @@
 
 use v8::{MapFnTo, ValueDeserializerHelper as _, ValueSerializerHelper as _};
 
-use super::Natives;
+use super::registry::Natives;
 use super::bytes::{array_buffer, bytes_of};
 
 pub(super) fn natives() -> Natives {

@@ -6,9 +6,9 @@ use rand::RngCore as _;
 use sha2::Digest as _;
 use v8::MapFnTo;
 
-use super::Natives;
+use super::registry::Natives;
 use super::bytes::{array_buffer, bytes_of, string, write_into_view};
-use crate::engine::natives::throw_type_error;
+use super::registry::throw_type_error;
 
 pub(super) fn natives() -> Natives {
     vec![

@@ -3,9 +3,9 @@
 use base64::Engine as _;
 use v8::MapFnTo;
 
-use super::Natives;
+use super::registry::Natives;
 use super::bytes::{bytes_of, string, uint8_array, utf16, write_into_view};
-use crate::engine::natives::throw_type_error;
+use super::registry::throw_type_error;
 
 pub(super) fn natives() -> Natives {
     vec![

@@ -7,10 +7,10 @@ use std::time::Instant;
 
 use v8::MapFnTo;
 
-use super::Natives;
+use super::registry::Natives;
 use super::bytes::{bytes_of, flat_pairs, string, uint8_array};
 use crate::egress::{Completion, Egress, FetchConfig, FetchCount, RedirectMode, RequestParts};
-use crate::engine::natives::{RunState, throw_type_error};
+use super::registry::throw_type_error;
 
 pub(super) fn natives() -> Natives {
     vec![("start", start.map_fn_to()), ("abort", abort.map_fn_to())]
@@ -60,7 +60,7 @@ impl FetchRun {
 }
 
 fn state<'a>(scope: &'a mut v8::PinScope<'_, '_>) -> Option<&'a mut FetchRun> {
-    scope.get_slot_mut::<RunState>()?.fetch.as_mut()
+    scope.get_slot_mut::<FetchRun>()
 }
 
 fn text(scope: &mut v8::PinScope<'_, '_>, value: v8::Local<'_, v8::Value>) -> String {

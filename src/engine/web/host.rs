@@ -1,18 +1,11 @@
-//! Natives of the events family (timers that do not hold the run) and of
-//! the host family (`performance`, `navigator`, `reportError`).
+//! Natives of the host family (`performance`, `navigator`, `reportError`).
 
 use v8::MapFnTo;
 
-use super::Natives;
-use crate::engine::inspect::inspect;
-use crate::engine::natives::{self, RunState};
-
-pub(super) fn events_natives() -> Natives {
-    vec![
-        ("setTimeout", natives::set_timeout_unref.map_fn_to()),
-        ("clearTimeout", natives::clear_timer.map_fn_to()),
-    ]
-}
+use super::clock::{Clock, unix_millis};
+use super::console;
+use super::inspect::inspect;
+use super::registry::Natives;
 
 pub(super) fn natives() -> Natives {
     vec![
@@ -31,8 +24,8 @@ fn now<'s>(
     mut rv: v8::ReturnValue<'s, v8::Value>,
 ) {
     let elapsed = scope
-        .get_slot::<RunState>()
-        .map(|state| state.started.elapsed().as_micros() as f64 / 1000.0)
+        .get_slot::<Clock>()
+        .map(|clock| clock.started.elapsed().as_micros() as f64 / 1000.0)
         .unwrap_or(0.0);
     rv.set_double(elapsed);
 }
@@ -44,17 +37,10 @@ fn time_origin<'s>(
     mut rv: v8::ReturnValue<'s, v8::Value>,
 ) {
     let started = scope
-        .get_slot::<RunState>()
-        .map(|state| state.started_wall)
+        .get_slot::<Clock>()
+        .map(|clock| clock.started_wall)
         .unwrap_or_else(std::time::SystemTime::now);
     rv.set_double(unix_millis(started));
-}
-
-/// Unix time in milliseconds, to the microsecond.
-pub(super) fn unix_millis(time: std::time::SystemTime) -> f64 {
-    time.duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as f64 / 1000.0)
-        .unwrap_or(0.0)
 }
 
 fn version<'s>(
@@ -85,5 +71,5 @@ fn report<'s>(
         }
         _ => inspect(scope, error),
     };
-    natives::print(scope, &format!("[ERROR] Uncaught {text}"));
+    console::print(scope, &format!("[ERROR] Uncaught {text}"));
 }

@@ -11,20 +11,31 @@
 //! objects keep their prototypes (`instanceof`) across snapshots.
 
 mod bytes;
+mod clock;
 mod clone;
 mod console;
 mod crypto;
 mod encoding;
 mod fetch;
 mod host;
+mod inspect;
+mod registry;
+mod timers;
 mod url;
 
 pub(crate) use fetch::{FetchRun, deliver};
+pub(crate) use inspect::{inspect, render_result};
+pub(crate) use timers::Timers;
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Instant;
 
 use v8::MapFnTo;
+
+use self::registry::{Natives, Registry};
+use crate::egress::{FetchConfig, FetchCount};
+use crate::engine::control::RunControl;
 
 /// One family: its file, evaluated to a function `(natives, load) => exports`.
 struct Family {
@@ -34,9 +45,6 @@ struct Family {
     natives: fn() -> Natives,
 }
 
-/// `(name, callback)` pairs; every callback is also in [`external_references`].
-type Natives = Vec<(&'static str, v8::FunctionCallback)>;
-
 fn none() -> Natives {
     Vec::new()
 }
@@ -45,7 +53,7 @@ const FAMILIES: &[Family] = &[
     Family {
         name: "events",
         source: include_str!("events.js"),
-        natives: host::events_natives,
+        natives: timers::events_natives,
     },
     Family {
         name: "encoding",
@@ -156,6 +164,17 @@ const VERSION: &str = "mcp-v8-lambda.web.version";
 fn registry_key<'s>(scope: &mut v8::PinScope<'s, '_>) -> v8::Local<'s, v8::Private> {
     let name = v8::String::new(scope, REGISTRY).expect("short name");
     v8::Private::for_api(scope, Some(name))
+}
+
+/// Puts the host functions on a fresh context's global object (`console`,
+/// timers, `queueMicrotask`); a restored context already has them, as part
+/// of its heap.
+pub(crate) fn install_host<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    global: v8::Local<'s, v8::Object>,
+) {
+    console::install(scope, global);
+    timers::install(scope, global);
 }
 
 /// Makes the Web platform available in `global`'s context: on a fresh
@@ -332,12 +351,7 @@ fn compile<'s>(
         false,
         None,
     );
-    // Snapshotting isolates neither make nor use them: V8 refuses the first,
-    // and the second would put every function's bytecode in the heap.
-    let may_cache = scope
-        .get_slot::<crate::engine::natives::RunState>()
-        .is_some_and(|state| state.makes_code_caches);
-    if !may_cache {
+    if scope.get_slot::<MakesCodeCaches>().is_none() {
         return v8::Script::compile(scope, source, Some(&origin));
     }
     let cached = code_caches()
@@ -390,29 +404,73 @@ fn load_native<'s>(
     }
 }
 
-/// The Web layer's callbacks, appended after the older host functions: V8
-/// finds a snapshot's natives by their index in this table, so the order
-/// only ever grows at the end.
-pub(crate) fn external_references() -> Vec<v8::ExternalReference> {
-    let mut refs = vec![
-        v8::ExternalReference {
-            pointer: lazy_value_ref(),
-        },
-        v8::ExternalReference {
-            function: load_native.map_fn_to(),
-        },
-    ];
+/// The native table, in the order stored heaps rely on: the host functions
+/// of the first release (console, timers), then the layer's own accessor
+/// and loader, then each family's natives.
+fn registry() -> Registry {
+    let mut registry = Registry::default();
+    registry.functions("console", console::globals());
+    registry.functions("timers", timers::globals());
+    registry.pointer("web.lazyValue", lazy_value_ref());
+    registry.functions("web", vec![("load", load_native.map_fn_to())]);
     for family in FAMILIES {
-        for (_, callback) in (family.natives)() {
-            refs.push(v8::ExternalReference { function: callback });
-        }
+        registry.functions(family.name, (family.natives)());
     }
-    refs
+    registry
+}
+
+/// Every native callback, for isolates that create or restore snapshots.
+pub(crate) fn external_references() -> Vec<v8::ExternalReference> {
+    registry().into_references()
 }
 
 fn lazy_value_ref() -> *mut std::ffi::c_void {
     let getter: v8::AccessorNameGetterCallback = lazy_value.map_fn_to();
     getter as *mut std::ffi::c_void
+}
+
+/// Marks an isolate that may make and use code caches of the families'
+/// files: V8 aborts the process if a snapshot creator makes one, and a
+/// restored isolate that used one would put every function's bytecode in
+/// its heap. Set once, when a plain isolate is created.
+pub(crate) struct MakesCodeCaches;
+
+/// What a run hands the families for its duration.
+pub(crate) struct RunSettings<'a> {
+    pub max_output_bytes: usize,
+    pub control: Option<Arc<RunControl>>,
+    pub fetch: Option<&'a FetchConfig>,
+    pub deadline: Instant,
+}
+
+/// Gives each family its state for one run, in slots of `isolate`.
+pub(crate) fn begin_run(isolate: &mut v8::Isolate, settings: RunSettings<'_>) {
+    isolate.set_slot(console::Console::new(
+        settings.max_output_bytes,
+        settings.control,
+    ));
+    isolate.set_slot(Timers::default());
+    isolate.set_slot(clock::Clock::start());
+    if let Some(fetch) = FetchRun::new(settings.fetch, settings.deadline) {
+        isolate.set_slot(fetch);
+    }
+}
+
+/// Takes the families' state out of `isolate` when the run ends: its
+/// console output and what it fetched. Timer callbacks and pending
+/// requests' promises are handles a snapshot must not hold; they go with
+/// it, and dropping the requests aborts those still running.
+pub(crate) fn end_run(isolate: &mut v8::Isolate) -> (String, Option<FetchCount>) {
+    drop(isolate.remove_slot::<Timers>());
+    drop(isolate.remove_slot::<clock::Clock>());
+    let fetches = isolate
+        .remove_slot::<FetchRun>()
+        .and_then(|fetch| fetch.count());
+    let output = isolate
+        .remove_slot::<console::Console>()
+        .map(console::Console::into_output)
+        .unwrap_or_default();
+    (output, fetches)
 }
 
 #[cfg(test)]
@@ -424,15 +482,19 @@ mod tests {
     /// the wrong code. Extend this list at its end only.
     #[test]
     fn the_reference_table_only_grows_at_the_end() {
-        let names: Vec<String> = FAMILIES
-            .iter()
-            .flat_map(|f| {
-                (f.natives)()
-                    .into_iter()
-                    .map(move |(n, _)| format!("{}.{n}", f.name))
-            })
-            .collect();
+        let registry = registry();
         let pinned = [
+            "console.log",
+            "console.info",
+            "console.warn",
+            "console.error",
+            "console.debug",
+            "timers.setTimeout",
+            "timers.setInterval",
+            "timers.clearTimeout",
+            "timers.queueMicrotask",
+            "web.lazyValue",
+            "web.load",
             "events.setTimeout",
             "events.clearTimeout",
             "encoding.encode",
@@ -462,8 +524,8 @@ mod tests {
             "fetch.start",
             "fetch.abort",
         ];
-        assert_eq!(names, pinned);
-        assert_eq!(external_references().len(), 2 + pinned.len());
+        assert_eq!(registry.names(), pinned);
+        assert_eq!(external_references().len(), pinned.len());
     }
 
     #[test]

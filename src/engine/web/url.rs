@@ -4,7 +4,7 @@
 use url::{Url, quirks};
 use v8::MapFnTo;
 
-use super::Natives;
+use super::registry::Natives;
 use super::bytes::{flat_pairs, string, utf16};
 
 pub(super) fn natives() -> Natives {

@@ -133,8 +133,9 @@ pub struct Reply {
     pub body: Value,
 }
 
-pub fn post(body: &str) -> axum::http::request::Builder {
-    let _ = body;
+/// A POST to `/mcp` with the headers every MCP request carries; the caller
+/// adds its own headers and the body.
+pub fn post() -> axum::http::request::Builder {
     Request::builder()
         .method("POST")
         .uri("/mcp")
@@ -160,7 +161,7 @@ impl Server {
 
     pub async fn rpc(&self, session: Option<&str>, body: Value) -> Reply {
         let text = body.to_string();
-        let mut builder = post(&text);
+        let mut builder = post();
         if let Some(session) = session {
             builder = builder.header("mcp-session-id", session);
         }
@@ -171,7 +172,7 @@ impl Server {
         let text = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
             "protocolVersion": version, "capabilities": {"roots": {}}, "clientInfo": {"name":"http-test","version":"1.0"}}})
         .to_string();
-        let mut builder = post(&text);
+        let mut builder = post();
         for (name, value) in extra_headers {
             builder = builder.header(*name, *value);
         }

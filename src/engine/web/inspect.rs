@@ -21,7 +21,7 @@ pub(crate) fn inspect<'s>(
     };
     w.value(scope, value, 0, true);
     if w.out.len() > MAX_LEN {
-        let cut = floor_boundary(&w.out, MAX_LEN);
+        let cut = w.out.floor_char_boundary(MAX_LEN);
         w.out.truncate(cut);
         w.out.push('…');
     }
@@ -404,9 +404,3 @@ fn iso_date(millis: f64) -> String {
         .unwrap_or_else(|| "Invalid Date".to_owned())
 }
 
-fn floor_boundary(s: &str, mut index: usize) -> usize {
-    while !s.is_char_boundary(index) {
-        index -= 1;
-    }
-    index
-}

@@ -1,19 +1,14 @@
-//! Stateless runs on isolates made ready before the run arrives: a [`Warm`]
-//! isolate serves runs one after another, and a [`WarmPool`] keeps one
-//! ready on each of its threads.
+//! The plain-isolate path: stateless runs on isolates of V8's built-in
+//! snapshot. A [`PlainIsolate`] serves one run (a cold run) or many one
+//! after another, and a [`WarmPool`] keeps one ready on each of its threads.
 
 use std::sync::{Arc, Mutex, PoisonError, RwLockReadGuard, mpsc};
-use std::time::Instant;
 
 use tokio::sync::oneshot;
 
-use super::control::Target;
-use super::isolate::{
-    HeapGuard, Job, JobResult, READ_ONLY_HEAP, cancelled_or, classify, evaluate, take_output,
-    thread_builder,
-};
-use super::natives::{self, RunState};
+use super::run::{self, HeapGuard, Job, JobResult, READ_ONLY_HEAP, thread_builder};
 use super::watchdog::Watchdog;
+use super::web;
 
 /// A plain isolate on V8's built-in snapshot that serves stateless runs one
 /// after another, each in a context of its own made before the run arrives
@@ -21,12 +16,12 @@ use super::watchdog::Watchdog;
 /// reaches the next: globals and built-ins belong to the context, microtasks
 /// to the context's own queue, output and timers to the run's slot. An
 /// isolate that was terminated (timeout, heap limit) is not reused, nor one
-/// that has served [`Warm::MAX_RUNS`] runs or holds more than a quarter of
+/// that has served [`PlainIsolate::MAX_RUNS`] runs or holds more than a quarter of
 /// its heap limit, so what the isolate itself keeps (compiled code, the
 /// `Symbol.for` registry) stays bounded. Fields drop in order: contexts and
 /// queues while the isolate lives, the guard after the isolate's last
 /// callback, the lock last.
-pub(crate) struct Warm {
+pub(crate) struct PlainIsolate {
     /// The next run's context and its queue. Dropping the handle after the
     /// run is safe: in the `v8` crate's default build (`v8_cppgc_microtask_queue`)
     /// the context keeps its queue alive.
@@ -42,7 +37,7 @@ pub(crate) struct Warm {
     _shared: RwLockReadGuard<'static, ()>,
 }
 
-impl Warm {
+impl PlainIsolate {
     /// Runs one isolate serves before it is replaced.
     pub(crate) const MAX_RUNS: usize = 256;
 
@@ -56,6 +51,7 @@ impl Warm {
         let params = v8::CreateParams::default().heap_limits(0, heap_limit_bytes);
         let mut isolate = v8::Isolate::new(params);
         guard.arm(&mut isolate);
+        isolate.set_slot(web::MakesCodeCaches);
         let watchdog = Watchdog::new(isolate.thread_safe_handle());
         let mut warm = Self {
             next: None,
@@ -83,8 +79,8 @@ impl Warm {
             let context = v8::Context::new(scope, options);
             let scope = &mut v8::ContextScope::new(scope, context);
             let global = context.global(scope);
-            natives::install(scope, global);
-            super::web::install(scope, global);
+            web::install_host(scope, global);
+            web::install(scope, global);
             v8::Global::new(scope, context)
         };
         (context, queue)
@@ -97,46 +93,17 @@ impl Warm {
             None => self.new_context(),
         };
         self.runs += 1;
-        let deadline = Instant::now() + job.timeout;
-        self.isolate.set_slot(RunState::new(
-            job.max_output_bytes,
-            job.control.clone(),
-            job.fetch.as_deref(),
-            deadline,
-        ));
-        if let Some(state) = self.isolate.get_slot_mut::<RunState>() {
-            state.makes_code_caches = true;
-        }
-        if let Some(control) = &job.control {
-            control.attach(Target::Isolate(self.isolate.thread_safe_handle()));
-        }
-        self.watchdog.arm(job.timeout);
-        let (status, result, error, warnings) = {
+        let started = run::start(&mut self.isolate, job, &mut self.watchdog);
+        let classified = {
             v8::scope!(let scope, &mut self.isolate);
             let context = v8::Local::new(scope, context);
             let scope = &mut v8::ContextScope::new(scope, context);
-            let ended = evaluate(scope, &job.code, deadline, Some(&queue));
-            let fired = self.watchdog.disarm();
-            if let Some(control) = &job.control {
-                control.detach();
-            }
-            let cancelled = job.control.as_ref().is_some_and(|c| c.is_cancelled());
-            self.terminated = fired || cancelled || scope.is_execution_terminating();
-            cancelled_or(
-                job.control.as_deref(),
-                classify(ended, self.guard.hit(), job.timeout, job.heap_limit_bytes),
-            )
+            let ended = started.evaluate(scope, job, Some(&queue));
+            let (classified, terminated) = run::settle(ended, job, &mut self.watchdog, &self.guard);
+            self.terminated = terminated || scope.is_execution_terminating();
+            classified
         };
-        let (output, fetches) = take_output(&mut self.isolate);
-        JobResult {
-            status,
-            result,
-            output,
-            error,
-            warnings,
-            blob: None,
-            fetches,
-        }
+        run::finish(&mut self.isolate, classified)
     }
 
     /// Whether the isolate may serve another run; if so, its next context is
@@ -154,7 +121,7 @@ impl Warm {
     }
 }
 
-/// Threads that each keep a [`Warm`] isolate ready, so a stateless run
+/// Threads that each keep a [`PlainIsolate`] ready, so a stateless run
 /// starts at its code: creating the context, and the isolate when one is
 /// replaced, happen between runs instead of inside one. Only for processes
 /// where no isolate ever creates or restores a snapshot (a stateless server,
@@ -193,9 +160,9 @@ impl WarmPool {
 /// Ends when the pool is dropped. A panicking run loses its answer (the
 /// caller sees the engine thread fail) and its isolate, not the runner.
 fn warm_runner(queue: &Queue, heap_limit_bytes: usize) {
-    let mut kept: Option<Warm> = None;
+    let mut kept: Option<PlainIsolate> = None;
     loop {
-        let mut warm = kept.take().unwrap_or_else(|| Warm::new(heap_limit_bytes));
+        let mut warm = kept.take().unwrap_or_else(|| PlainIsolate::new(heap_limit_bytes));
         let next = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
         let Ok((job, done)) = next else {
             return;
@@ -204,7 +171,7 @@ fn warm_runner(queue: &Queue, heap_limit_bytes: usize) {
             if job.heap_limit_bytes == heap_limit_bytes {
                 warm.run(&job)
             } else {
-                Warm::new(job.heap_limit_bytes).run(&job)
+                PlainIsolate::new(job.heap_limit_bytes).run(&job)
             }
         }));
         // After a panic the isolate may be half-used: it goes.

@@ -1,0 +1,169 @@
+//! What a run produced: its status, error, outcome and report.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::heap::HeapKey;
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The code ran to the end (and its promise, if any, settled).
+    Completed,
+    /// The code threw, did not parse, or its heap could not be used or saved.
+    Failed,
+    /// Terminated by the watchdog.
+    TimedOut,
+    /// Terminated at the heap limit.
+    OutOfMemory,
+    /// Cancelled by the caller (`notifications/cancelled`, or the client
+    /// went away): terminated, nothing stored.
+    Cancelled,
+}
+
+impl RunStatus {
+    /// The status as the outcome's JSON spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::TimedOut => "timed_out",
+            Self::OutOfMemory => "out_of_memory",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// A JavaScript error, or an engine error shaped like one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunError {
+    /// `TypeError`, `SyntaxError`, `TimeoutError`, ...
+    pub name: String,
+    /// Human-readable message.
+    pub message: String,
+    /// JavaScript stack, when there is one.
+    pub stack: Option<String>,
+}
+
+impl RunError {
+    pub(crate) fn new(name: &str, message: impl Into<String>) -> Self {
+        Self {
+            name: name.to_owned(),
+            message: message.into(),
+            stack: None,
+        }
+    }
+}
+
+/// What a run produced; the `run_js` tool returns it as is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunOutcome {
+    /// Unique per run.
+    pub execution_id: Uuid,
+    /// How it ended.
+    pub status: RunStatus,
+    /// The completion value: JSON when it has a JSON form, else readable text; `None` for `undefined`.
+    pub result: Option<String>,
+    /// Captured console output.
+    pub output: String,
+    /// Key of the new heap (completed stateful runs).
+    pub heap: Option<HeapKey>,
+    /// The heap the run was asked to start from.
+    pub input_heap: Option<HeapKey>,
+    /// Why it did not complete.
+    pub error: Option<RunError>,
+    /// Things the caller should know that did not stop the run.
+    pub warnings: Vec<String>,
+    /// Wall time of the whole run, loading and storing included.
+    pub duration_ms: u64,
+    /// Requests `fetch` made and the response bytes it read; absent when
+    /// the run made none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fetches: Option<crate::egress::FetchCount>,
+}
+
+/// An outcome plus what was really executed (JavaScript after type stripping),
+/// which the session log records.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// The outcome.
+    pub outcome: RunOutcome,
+    /// The JavaScript that ran.
+    pub executed_code: String,
+}
+
+impl RunReport {
+    /// A run of `code` from `input_heap` that has not happened: failed
+    /// until it completes.
+    pub(super) fn new(code: &str, input_heap: Option<HeapKey>) -> Self {
+        Self {
+            outcome: RunOutcome {
+                execution_id: Uuid::new_v4(),
+                status: RunStatus::Failed,
+                result: None,
+                output: String::new(),
+                heap: None,
+                input_heap,
+                error: None,
+                warnings: Vec::new(),
+                duration_ms: 0,
+                fetches: None,
+            },
+            executed_code: code.to_owned(),
+        }
+    }
+}
+
+/// A request the engine refuses before running anything.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// `code` over the size cap.
+    #[error("code is {len} bytes, over the {max}-byte limit")]
+    CodeTooLarge {
+        /// Bytes sent.
+        len: usize,
+        /// The cap.
+        max: usize,
+    },
+    /// Timeout outside 1 ms ..= the configured maximum.
+    #[error("execution timeout must be between 1 ms and {max_secs} s")]
+    TimeoutOutOfRange {
+        /// The cap in seconds.
+        max_secs: u64,
+    },
+    /// Heap limit outside 8 ..= the configured maximum.
+    #[error("heap limit must be between 8 and {max_mb} MiB, got {asked}")]
+    HeapLimitOutOfRange {
+        /// Requested.
+        asked: usize,
+        /// The cap.
+        max_mb: usize,
+    },
+    /// A heap was named for a run that keeps no state.
+    #[error("a stateless run cannot start from a heap")]
+    HeapInStatelessRun,
+    /// Stateful run without storage configured.
+    #[error("stateful runs need a heap store, and none is configured")]
+    NoHeapStore,
+    /// The isolate thread died (a bug, reported rather than hidden).
+    #[error("the engine thread failed: {0}")]
+    Internal(String),
+}
+
+/// `text` cut to at most `max` bytes (at a character boundary) with a
+/// marker naming `what` was cut and its length, like console output past
+/// its cap.
+pub fn cap_text(mut text: String, max: usize, what: &str) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let len = text.len();
+    let end = text.floor_char_boundary(max);
+    text.truncate(end);
+    text.push_str(&format!(
+        "\n[{what} truncated: {len} bytes, the first {end} shown]"
+    ));
+    text
+}

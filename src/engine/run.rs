@@ -1,0 +1,534 @@
+//! The run core that every isolate path shares: the job and its result,
+//! setting a run up on an isolate and taking it down, evaluation, the event
+//! loop, and how a run ended (timeout, heap limit, cancellation, a throw).
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use super::control::{RunControl, Target};
+use super::outcome::{RunError, RunStatus};
+use super::typescript::wrap_top_level_await;
+use super::watchdog::Watchdog;
+use super::web::{self, RunSettings, Timers, inspect, render_result};
+use crate::egress::{FetchConfig, FetchCount};
+
+const SCRIPT_NAME: &str = "run_js.js";
+
+/// How long the event loop waits for a request before looking at the
+/// run's cancellation again.
+const FETCH_WAIT_SLICE: Duration = Duration::from_millis(50);
+
+/// How V8 treats compiled function code in a snapshot (see
+/// `docs/performance.md` for the measurements behind the default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CodeHandling {
+    /// Keep compiled bytecode: bigger blobs, no recompilation after restore.
+    Keep,
+    /// Drop compiled code: smaller blobs, functions recompile lazily.
+    Clear,
+}
+
+/// What an isolate thread is asked to do.
+pub(crate) struct Job {
+    pub code: String,
+    /// Raw V8 payload to restore from, shared with the heap store's buffer
+    /// so that handing it to a worker process copies it only into the pipe.
+    pub restore: Option<Bytes>,
+    /// Create the isolate as a snapshot creator and return a blob on success.
+    pub stateful: bool,
+    pub timeout: Duration,
+    pub heap_limit_bytes: usize,
+    pub max_output_bytes: usize,
+    pub code_handling: CodeHandling,
+    /// The caller's handle on the run (not sent to engine workers, whose
+    /// process the pool stops instead).
+    pub control: Option<Arc<RunControl>>,
+    /// What `fetch` may reach; `None` (or an empty allow list): nothing.
+    pub fetch: Option<Arc<FetchConfig>>,
+}
+
+impl Job {
+    /// Whether the run creates or restores a snapshot, which decides where
+    /// it may run (see [`READ_ONLY_HEAP`]); the others run on a plain isolate.
+    pub(crate) fn touches_snapshots(&self) -> bool {
+        self.stateful || self.restore.is_some()
+    }
+
+    fn cancelled(&self) -> bool {
+        self.control.as_ref().is_some_and(|c| c.is_cancelled())
+    }
+}
+
+/// What came out of the isolate.
+pub(crate) struct JobResult {
+    pub status: RunStatus,
+    pub result: Option<String>,
+    pub output: String,
+    pub error: Option<RunError>,
+    pub warnings: Vec<String>,
+    /// The new raw V8 payload, for completed stateful runs only.
+    pub blob: Option<Vec<u8>>,
+    /// What the run fetched, when it fetched anything.
+    pub fetches: Option<FetchCount>,
+}
+
+impl JobResult {
+    /// The result of a run the caller cancelled: whatever it got to, the
+    /// caller no longer wants it, so nothing is kept. The one place that
+    /// decides what a cancellation leaves.
+    pub(crate) fn cancel(&mut self) {
+        self.status = RunStatus::Cancelled;
+        self.result = None;
+        self.blob = None;
+        self.warnings.clear();
+        self.error = Some(RunError::new(
+            "CancelledError",
+            "the run was cancelled by the client and terminated; nothing was stored",
+        ));
+    }
+
+    /// `self`, cancelled when `control` says the caller cancelled the run.
+    pub(crate) fn cancelled_by(mut self, control: Option<&RunControl>) -> Self {
+        if control.is_some_and(RunControl::is_cancelled) {
+            self.cancel();
+        }
+        self
+    }
+}
+
+/// V8 keeps one read-only heap per process, shared by every isolate, and
+/// snapshot creation promotes objects into the read-only space of the blob it
+/// writes. Isolates restored from different blobs (or a snapshot creator next
+/// to them) therefore cannot be alive at once: V8 aborts while deserialising.
+/// Isolates on the built-in snapshot share one read-only heap and may run
+/// together (read lock); any isolate that creates or restores a snapshot runs
+/// alone (write lock).
+pub(super) static READ_ONLY_HEAP: RwLock<()> = RwLock::new(());
+
+/// The thread a run executes on: isolates are `!Send`, block while
+/// JavaScript runs, and need a known stack size for deep recursion to end in
+/// a `RangeError` rather than a crash.
+pub(crate) fn thread_builder() -> thread::Builder {
+    thread::Builder::new()
+        .name("v8-run".into())
+        .stack_size(8 * 1024 * 1024)
+}
+
+/// Shared with the near-heap-limit callback through a raw pointer.
+pub(super) struct HeapGuard {
+    handle: OnceLock<v8::IsolateHandle>,
+    hit: AtomicBool,
+}
+
+impl HeapGuard {
+    pub(super) fn new() -> Box<Self> {
+        Box::new(Self {
+            handle: OnceLock::new(),
+            hit: AtomicBool::new(false),
+        })
+    }
+
+    /// Installs the near-heap-limit callback and the microtask policy every
+    /// run relies on. V8 keeps a pointer to `self`: it must stay where it is
+    /// (boxed, as `new` makes it) and outlive `isolate`.
+    pub(super) fn arm(&self, isolate: &mut v8::OwnedIsolate) {
+        let _ = self.handle.set(isolate.thread_safe_handle());
+        isolate
+            .add_near_heap_limit_callback(near_heap_limit, self as *const HeapGuard as *mut c_void);
+        isolate.set_microtasks_policy(v8::MicrotasksPolicy::Explicit);
+    }
+
+    pub(super) fn hit(&self) -> bool {
+        self.hit.load(Ordering::SeqCst)
+    }
+}
+
+/// Called by V8 on the isolate's thread when the heap nears its limit.
+unsafe extern "C" fn near_heap_limit(
+    data: *mut c_void,
+    current_heap_limit: usize,
+    _initial: usize,
+) -> usize {
+    // SAFETY: `data` points at a boxed `HeapGuard` that its owner keeps
+    // alive until after the isolate is gone, so it outlives every callback.
+    let guard = unsafe { &*(data as *const HeapGuard) };
+    guard.hit.store(true, Ordering::SeqCst);
+    if let Some(handle) = guard.handle.get() {
+        handle.terminate_execution();
+    }
+    // Room for the termination to unwind; returning the same limit would let
+    // V8 reach its fatal out-of-memory path and kill the process.
+    current_heap_limit.saturating_mul(2)
+}
+
+/// A run set up on an isolate: its families' state in slots, the caller's
+/// cancel pointed at the isolate, the watchdog armed.
+pub(super) struct Started {
+    deadline: Instant,
+}
+
+/// Sets `job` up on `isolate`; [`settle`] takes it down.
+pub(super) fn start(isolate: &mut v8::OwnedIsolate, job: &Job, watchdog: &mut Watchdog) -> Started {
+    let deadline = Instant::now() + job.timeout;
+    web::begin_run(
+        isolate,
+        RunSettings {
+            max_output_bytes: job.max_output_bytes,
+            control: job.control.clone(),
+            fetch: job.fetch.as_deref(),
+            deadline,
+        },
+    );
+    if let Some(control) = &job.control {
+        control.attach(Target::Isolate(isolate.thread_safe_handle()));
+    }
+    watchdog.arm(job.timeout);
+    Started { deadline }
+}
+
+impl Started {
+    /// Evaluates the job's code in the current context, `queue` being the
+    /// context's own microtask queue if it has one.
+    pub(super) fn evaluate(
+        &self,
+        scope: &mut v8::PinScope<'_, '_>,
+        job: &Job,
+        queue: Option<&v8::MicrotaskQueue>,
+    ) -> Ended {
+        evaluate(scope, &job.code, self.deadline, job.control.as_deref(), queue)
+    }
+}
+
+/// How the run of `job` ended, told apart: disarms the watchdog and detaches
+/// the caller's cancel first. Also says whether a termination reached the
+/// isolate (the watchdog fired, or a cancel), which a reused isolate must
+/// know.
+pub(super) fn settle(
+    ended: Ended,
+    job: &Job,
+    watchdog: &mut Watchdog,
+    guard: &HeapGuard,
+) -> (Classified, bool) {
+    let fired = watchdog.disarm();
+    if let Some(control) = &job.control {
+        control.detach();
+    }
+    let cancelled = job.cancelled();
+    let classified = if cancelled {
+        Classified::Cancelled
+    } else {
+        classify(ended, guard.hit(), job.timeout, job.heap_limit_bytes)
+    };
+    (classified, fired || cancelled)
+}
+
+/// The run's result, with the families' state taken out of `isolate`.
+pub(super) fn finish(isolate: &mut v8::Isolate, classified: Classified) -> JobResult {
+    let (output, fetches) = web::end_run(isolate);
+    let mut result = JobResult {
+        status: RunStatus::Completed,
+        result: None,
+        output,
+        error: None,
+        warnings: Vec::new(),
+        blob: None,
+        fetches,
+    };
+    match classified {
+        Classified::Ended(status, error) => {
+            result.status = status;
+            result.error = Some(error);
+        }
+        Classified::Completed { result: value, warnings } => {
+            result.result = value;
+            result.warnings = warnings;
+        }
+        Classified::Cancelled => result.cancel(),
+    }
+    result
+}
+
+/// How evaluation ended, before termination causes are told apart.
+pub(super) enum Ended {
+    Value {
+        result: Option<String>,
+        warnings: Vec<String>,
+    },
+    Threw(RunError),
+    Terminated,
+    DeadlineBeforeTimer,
+}
+
+/// How a run ended, causes told apart.
+pub(super) enum Classified {
+    Completed {
+        result: Option<String>,
+        warnings: Vec<String>,
+    },
+    /// Failed, timed out or out of memory, with the error saying which.
+    Ended(RunStatus, RunError),
+    Cancelled,
+}
+
+impl Classified {
+    pub(super) fn completed(&self) -> bool {
+        matches!(self, Self::Completed { .. })
+    }
+}
+
+fn classify(
+    ended: Ended,
+    out_of_memory: bool,
+    timeout: Duration,
+    heap_limit_bytes: usize,
+) -> Classified {
+    match ended {
+        _ if out_of_memory => Classified::Ended(
+            RunStatus::OutOfMemory,
+            RunError::new(
+                "OutOfMemoryError",
+                format!(
+                    "the JavaScript heap reached its {} MiB limit and the run was terminated",
+                    heap_limit_bytes / (1024 * 1024)
+                ),
+            ),
+        ),
+        Ended::Terminated | Ended::DeadlineBeforeTimer => Classified::Ended(
+            RunStatus::TimedOut,
+            RunError::new(
+                "TimeoutError",
+                format!(
+                    "execution did not finish within {} ms and was terminated",
+                    timeout.as_millis()
+                ),
+            ),
+        ),
+        // A value that arrived just as the watchdog fired still counts.
+        Ended::Value { result, warnings } => Classified::Completed { result, warnings },
+        Ended::Threw(error) => Classified::Ended(RunStatus::Failed, error),
+    }
+}
+
+fn evaluate<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    code: &str,
+    deadline: Instant,
+    control: Option<&RunControl>,
+    queue: Option<&v8::MicrotaskQueue>,
+) -> Ended {
+    v8::tc_scope!(let tc, scope);
+    let Some(script) = compile(tc, code).or_else(|| {
+        // In a classic script `await` is an identifier, so top-level await
+        // fails in several ways ("await is only valid…", "missing ) after
+        // argument list" for `f(await g())`, …). Code that mentions it is
+        // tried as an async function; if that fails too, the error shown is
+        // the code's own, with its own line numbers.
+        if !code.contains("await") {
+            return None;
+        }
+        tc.reset();
+        compile(tc, &wrap_top_level_await(code)).or_else(|| {
+            tc.reset();
+            compile(tc, code)
+        })
+    }) else {
+        return caught(tc);
+    };
+    let Some(value) = script.run(tc) else {
+        return caught(tc);
+    };
+    let value = v8::Global::new(tc, value);
+    if let Err(ended) = run_event_loop(tc, deadline, control, queue) {
+        return ended;
+    }
+    let value = v8::Local::new(tc, &value);
+    let mut warnings = Vec::new();
+    let value = match v8::Local::<v8::Promise>::try_from(value) {
+        Ok(promise) => match promise.state() {
+            v8::PromiseState::Fulfilled => promise.result(tc),
+            v8::PromiseState::Rejected => {
+                let reason = promise.result(tc);
+                return Ended::Threw(error_from(tc, reason, None));
+            }
+            v8::PromiseState::Pending => {
+                warnings.push("the completion value is a promise that never settled".to_owned());
+                value
+            }
+        },
+        Err(_) => value,
+    };
+    let result = render_result(tc, value);
+    if tc.has_terminated() || tc.is_execution_terminating() {
+        return Ended::Terminated;
+    }
+    Ended::Value { result, warnings }
+}
+
+fn compile<'s>(scope: &mut v8::PinScope<'s, '_>, code: &str) -> Option<v8::Local<'s, v8::Script>> {
+    let source = v8::String::new(scope, code)?;
+    let name = v8::String::new(scope, SCRIPT_NAME)?;
+    let origin = v8::ScriptOrigin::new(
+        scope,
+        name.into(),
+        0,
+        0,
+        false,
+        0,
+        None,
+        false,
+        false,
+        false,
+        None,
+    );
+    v8::Script::compile(scope, source, Some(&origin))
+}
+
+/// Runs microtasks, timers and request completions until nothing is left,
+/// the deadline passes or an exception escapes.
+fn run_event_loop(
+    tc: &mut v8::PinScope<'_, '_>,
+    deadline: Instant,
+    control: Option<&RunControl>,
+    queue: Option<&v8::MicrotaskQueue>,
+) -> Result<(), Ended> {
+    loop {
+        match queue {
+            Some(queue) => queue.perform_checkpoint(tc),
+            None => tc.perform_microtask_checkpoint(),
+        }
+        if tc.is_execution_terminating() {
+            return Err(Ended::Terminated);
+        }
+        let fetching = tc
+            .get_slot::<web::FetchRun>()
+            .is_some_and(|f| f.pending() > 0);
+        let next_timer = tc.get_slot::<Timers>().and_then(|timers| {
+            if fetching {
+                timers.next_due_any()
+            } else {
+                timers.next_due()
+            }
+        });
+        if fetching {
+            // Requests are pending work like timers: wait for whichever
+            // comes first, in slices so a cancel is seen while waiting.
+            let until = next_timer
+                .unwrap_or(deadline)
+                .min(deadline)
+                .min(Instant::now() + FETCH_WAIT_SLICE);
+            let arrived = tc
+                .get_slot_mut::<web::FetchRun>()
+                .and_then(|f| f.wait(until));
+            if let Some(completion) = arrived {
+                web::deliver(tc, completion);
+                continue;
+            }
+            if control.is_some_and(RunControl::is_cancelled) {
+                return Err(Ended::Terminated);
+            }
+            if Instant::now() >= deadline {
+                return Err(Ended::DeadlineBeforeTimer);
+            }
+            if next_timer.is_none_or(|due| due > Instant::now()) {
+                continue;
+            }
+        }
+        let Some(due) = next_timer else {
+            return Ok(());
+        };
+        if due > deadline {
+            return Err(Ended::DeadlineBeforeTimer);
+        }
+        let now = Instant::now();
+        if due > now {
+            thread::sleep(due - now);
+        }
+        let Some(timer) = tc.get_slot_mut::<Timers>().and_then(Timers::pop) else {
+            return Ok(());
+        };
+        let called = {
+            v8::tc_scope!(let inner, tc);
+            let callback = v8::Local::new(inner, &timer.callback);
+            let args: Vec<v8::Local<v8::Value>> = timer
+                .args
+                .iter()
+                .map(|a| v8::Local::new(inner, a))
+                .collect();
+            let receiver = v8::undefined(inner).into();
+            if callback.call(inner, receiver, &args).is_some() {
+                None
+            } else {
+                Some(caught(inner))
+            }
+        };
+        if let Some(ended) = called {
+            return Err(ended);
+        }
+        if let Some(timers) = tc.get_slot_mut::<Timers>() {
+            timers.finish(timer);
+        }
+    }
+}
+
+/// Turns the exception pending in a `TryCatch` into how the run ended.
+fn caught<'s>(tc: &mut v8::PinnedRef<'s, v8::TryCatch<'_, '_, v8::HandleScope<'_>>>) -> Ended {
+    if tc.has_terminated() || tc.is_execution_terminating() {
+        return Ended::Terminated;
+    }
+    match tc.exception() {
+        Some(exception) => {
+            let message = tc.message();
+            Ended::Threw(error_from(tc, exception, message))
+        }
+        None => Ended::Threw(RunError::new(
+            "Error",
+            "the script failed without an exception",
+        )),
+    }
+}
+
+fn error_from<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    exception: v8::Local<'s, v8::Value>,
+    message: Option<v8::Local<'s, v8::Message>>,
+) -> RunError {
+    let mut error = match v8::Local::<v8::Object>::try_from(exception) {
+        Ok(object) if exception.is_native_error() => {
+            let text = |scope: &mut v8::PinScope<'s, '_>, name: &str| -> Option<String> {
+                let key = v8::String::new(scope, name)?;
+                let value = object.get(scope, key.into())?;
+                (!value.is_undefined()).then(|| value.to_rust_string_lossy(scope))
+            };
+            RunError {
+                name: text(scope, "name").unwrap_or_else(|| "Error".to_owned()),
+                message: text(scope, "message").unwrap_or_default(),
+                stack: text(scope, "stack"),
+            }
+        }
+        _ => RunError {
+            name: "Uncaught".to_owned(),
+            message: inspect(scope, exception),
+            stack: None,
+        },
+    };
+    // Compile errors carry their position only on the message object.
+    if error.name == "SyntaxError"
+        && let Some(message) = message
+        && let Some(line) = message.get_line_number(scope)
+    {
+        let column = message.get_start_column() + 1;
+        error.message = format!("{} (line {line}, column {column})", error.message);
+        error.stack = Some(format!(
+            "SyntaxError: {}\n    at {SCRIPT_NAME}:{line}:{column}",
+            error.message
+        ));
+    }
+    error
+}

@@ -1,0 +1,68 @@
+//! The one ordered table of native callbacks, below every family.
+//!
+//! V8 records a native in a snapshot as its index in the table handed to
+//! the isolate, so the same table, in the same order, must be given when a
+//! heap is created and whenever it is restored. Each entry has a name, so a
+//! test can pin the order: an entry added anywhere but at the end, or one
+//! removed, would point stored heaps' functions at the wrong code.
+
+/// `(name, callback)` pairs a family hands to its JavaScript file or
+/// installs as globals; every callback is also an entry of the table.
+pub(crate) type Natives = Vec<(&'static str, v8::FunctionCallback)>;
+
+/// The table under construction, in the order stored heaps rely on.
+#[derive(Default)]
+pub(crate) struct Registry {
+    names: Vec<String>,
+    references: Vec<v8::ExternalReference>,
+}
+
+impl Registry {
+    /// Appends a family's callbacks as `family.name` entries.
+    pub(crate) fn functions(&mut self, family: &str, natives: Natives) {
+        for (name, callback) in natives {
+            self.names.push(format!("{family}.{name}"));
+            self.references
+                .push(v8::ExternalReference { function: callback });
+        }
+    }
+
+    /// Appends a raw pointer (an accessor's getter) under `name`.
+    pub(crate) fn pointer(&mut self, name: &str, pointer: *mut std::ffi::c_void) {
+        self.names.push(name.to_owned());
+        self.references.push(v8::ExternalReference { pointer });
+    }
+
+    /// The entries' names, in table order.
+    #[cfg(test)]
+    pub(crate) fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The table V8 is handed.
+    pub(crate) fn into_references(self) -> Vec<v8::ExternalReference> {
+        self.references
+    }
+}
+
+/// Throws a `TypeError` with `message` in the current context.
+pub(crate) fn throw_type_error(scope: &mut v8::PinScope, message: &str) {
+    let message = v8::String::new(scope, message).expect("short message");
+    let exception = v8::Exception::type_error(scope, message);
+    scope.throw_exception(exception);
+}
+
+/// Defines `natives` as named functions on `target` (the global object,
+/// `console`): host functions a fresh context gets before any code runs.
+pub(crate) fn define<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    target: v8::Local<'s, v8::Object>,
+    natives: Natives,
+) {
+    for (name, callback) in natives {
+        let function = v8::Function::new_raw(scope, callback).expect("creating a host function");
+        let key = v8::String::new(scope, name).expect("short name");
+        function.set_name(key);
+        target.set(scope, key.into(), function.into());
+    }
+}

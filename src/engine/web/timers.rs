@@ -1,0 +1,229 @@
+//! Timers and `queueMicrotask`: the globals a fresh context gets, the
+//! unref'd timer of the events family (`AbortSignal.timeout`), and the
+//! queue the run's event loop drains.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use v8::MapFnTo;
+
+use super::registry::{Natives, define, throw_type_error};
+
+/// A callback waiting in the timer queue.
+pub(crate) struct Timer {
+    id: u32,
+    pub(crate) callback: v8::Global<v8::Function>,
+    pub(crate) args: Vec<v8::Global<v8::Value>>,
+    repeat: Option<Duration>,
+    /// Does not keep the run going (`AbortSignal.timeout`'s timer, like
+    /// Node's unref'd ones): it fires only while something else is pending.
+    unref: bool,
+}
+
+/// The run's timers, ordered by due time, then by creation, as in browsers
+/// and Node; kept in an isolate slot. Dropping them (when the run ends)
+/// drops their handles, which a snapshot must not hold.
+#[derive(Default)]
+pub(crate) struct Timers {
+    next_id: u32,
+    seq: u64,
+    queue: BTreeMap<(Instant, u64), Timer>,
+    slots: HashMap<u32, (Instant, u64)>,
+    /// Queued timers that keep the run going.
+    refd: usize,
+    /// The timer whose callback is running: it is out of the queue, so a
+    /// `clearInterval` from inside its own callback is remembered here.
+    running: Option<u32>,
+    running_cleared: bool,
+}
+
+impl Timers {
+    fn schedule(&mut self, timer: Timer, due: Instant) {
+        self.seq += 1;
+        self.refd += usize::from(!timer.unref);
+        self.slots.insert(timer.id, (due, self.seq));
+        self.queue.insert((due, self.seq), timer);
+    }
+
+    fn add(
+        &mut self,
+        callback: v8::Global<v8::Function>,
+        args: Vec<v8::Global<v8::Value>>,
+        delay: Duration,
+        repeat: bool,
+        unref: bool,
+    ) -> u32 {
+        self.next_id += 1;
+        let id = self.next_id;
+        let timer = Timer {
+            id,
+            callback,
+            args,
+            repeat: repeat.then_some(delay),
+            unref,
+        };
+        self.schedule(timer, Instant::now() + delay);
+        id
+    }
+
+    fn clear(&mut self, id: u32) {
+        if let Some(slot) = self.slots.remove(&id)
+            && let Some(timer) = self.queue.remove(&slot)
+        {
+            self.refd -= usize::from(!timer.unref);
+        }
+        if self.running == Some(id) {
+            self.running_cleared = true;
+        }
+    }
+
+    /// When the earliest timer is due, while any timer keeps the run going.
+    pub(crate) fn next_due(&self) -> Option<Instant> {
+        if self.refd == 0 {
+            return None;
+        }
+        self.next_due_any()
+    }
+
+    /// When the earliest timer is due, unref'd ones included: while other
+    /// work (a request) keeps the run going, they fire too.
+    pub(crate) fn next_due_any(&self) -> Option<Instant> {
+        self.queue.keys().next().map(|(due, _)| *due)
+    }
+
+    /// Takes the earliest timer out of the queue to run its callback.
+    pub(crate) fn pop(&mut self) -> Option<Timer> {
+        let (_, timer) = self.queue.pop_first()?;
+        self.slots.remove(&timer.id);
+        self.refd -= usize::from(!timer.unref);
+        self.running = Some(timer.id);
+        self.running_cleared = false;
+        Some(timer)
+    }
+
+    /// After its callback: an interval not cleared meanwhile goes back in the
+    /// queue under the same id, so `clearInterval` keeps working.
+    pub(crate) fn finish(&mut self, timer: Timer) {
+        let cleared = self.running.take() == Some(timer.id) && self.running_cleared;
+        if let (Some(period), false) = (timer.repeat, cleared) {
+            self.schedule(timer, Instant::now() + period);
+        }
+    }
+}
+
+/// The timer globals' entries of the native table, in their first order
+/// (`clearInterval` is `clearTimeout`'s function under another name).
+pub(super) fn globals() -> Natives {
+    vec![
+        ("setTimeout", set_timeout.map_fn_to()),
+        ("setInterval", set_interval.map_fn_to()),
+        ("clearTimeout", clear_timer.map_fn_to()),
+        ("queueMicrotask", queue_microtask.map_fn_to()),
+    ]
+}
+
+/// Puts the timer globals on a fresh context's global object.
+pub(super) fn install<'s>(scope: &mut v8::PinScope<'s, '_>, global: v8::Local<'s, v8::Object>) {
+    let natives: Natives = vec![
+        ("setTimeout", set_timeout.map_fn_to()),
+        ("setInterval", set_interval.map_fn_to()),
+        ("clearTimeout", clear_timer.map_fn_to()),
+        ("clearInterval", clear_timer.map_fn_to()),
+        ("queueMicrotask", queue_microtask.map_fn_to()),
+    ];
+    define(scope, global, natives);
+}
+
+/// The natives of the events family's file: a timer that does not hold the
+/// run, and its clear.
+pub(super) fn events_natives() -> Natives {
+    vec![
+        ("setTimeout", set_timeout_unref.map_fn_to()),
+        ("clearTimeout", clear_timer.map_fn_to()),
+    ]
+}
+
+fn schedule<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    args: &v8::FunctionCallbackArguments<'s>,
+    rv: &mut v8::ReturnValue<'s, v8::Value>,
+    repeat: bool,
+    unref: bool,
+) {
+    let Ok(callback) = v8::Local::<v8::Function>::try_from(args.get(0)) else {
+        let name = if repeat { "setInterval" } else { "setTimeout" };
+        throw_type_error(scope, &format!("{name}: the callback must be a function"));
+        return;
+    };
+    let millis = args
+        .get(1)
+        .number_value(scope)
+        .filter(|ms| ms.is_finite())
+        .unwrap_or(0.0)
+        // Node's bounds: at least 1 ms, at most a signed 32-bit count.
+        .clamp(1.0, 2_147_483_647.0);
+    let callback = v8::Global::new(scope, callback);
+    let extra = (2..args.length())
+        .map(|i| v8::Global::new(scope, args.get(i)))
+        .collect();
+    let Some(timers) = scope.get_slot_mut::<Timers>() else {
+        throw_type_error(scope, "timers are not available here");
+        return;
+    };
+    let id = timers.add(
+        callback,
+        extra,
+        Duration::from_millis(millis as u64),
+        repeat,
+        unref,
+    );
+    rv.set_uint32(id);
+}
+
+fn set_timeout<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    args: v8::FunctionCallbackArguments<'s>,
+    mut rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    schedule(scope, &args, &mut rv, false, false);
+}
+
+fn set_interval<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    args: v8::FunctionCallbackArguments<'s>,
+    mut rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    schedule(scope, &args, &mut rv, true, false);
+}
+
+fn set_timeout_unref<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    args: v8::FunctionCallbackArguments<'s>,
+    mut rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    schedule(scope, &args, &mut rv, false, true);
+}
+
+fn clear_timer<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    args: v8::FunctionCallbackArguments<'s>,
+    _rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    let Some(id) = args.get(0).uint32_value(scope) else {
+        return;
+    };
+    if let Some(timers) = scope.get_slot_mut::<Timers>() {
+        timers.clear(id);
+    }
+}
+
+fn queue_microtask<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    args: v8::FunctionCallbackArguments<'s>,
+    _rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    match v8::Local::<v8::Function>::try_from(args.get(0)) {
+        Ok(callback) => scope.enqueue_microtask(callback),
+        Err(_) => throw_type_error(scope, "queueMicrotask: the callback must be a function"),
+    }
+}

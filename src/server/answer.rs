@@ -1,0 +1,144 @@
+//! What a method answers: its typed result with caching hints, or a
+//! JSON-RPC error.
+
+use serde::Serialize;
+
+use crate::protocol::jsonrpc::code;
+use crate::protocol::mcp::{
+    CacheHints, CallToolResult, DiscoverResult, EmptyResult, GetPromptResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, ReadResourceResult,
+};
+use crate::tools::ToolCallError;
+
+/// The tool, template and prompt lists and the discovery answer change only
+/// with a deployment, and are the same for every caller.
+const PUBLIC_CACHE: CacheHints = CacheHints {
+    ttl_ms: 300_000,
+    cache_scope: "public",
+};
+
+/// A caller's session list, log or prompt: changes with every run, and is
+/// that caller's alone.
+const PRIVATE_NO_REUSE: CacheHints = CacheHints {
+    ttl_ms: 0,
+    cache_scope: "private",
+};
+
+/// An execution record never changes while it exists, but is the caller's.
+const PRIVATE_STABLE: CacheHints = CacheHints {
+    ttl_ms: 3_600_000,
+    cache_scope: "private",
+};
+
+/// A method's result, typed per method; serializes as that result's own
+/// fields, so either era can wrap it.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum MethodResult {
+    /// `ping`.
+    Empty(EmptyResult),
+    /// `server/discover`.
+    Discover(DiscoverResult),
+    /// `tools/list`.
+    Tools(ListToolsResult),
+    /// `tools/call`.
+    Call(CallToolResult),
+    /// `resources/list`.
+    Resources(ListResourcesResult),
+    /// `resources/templates/list`.
+    ResourceTemplates(ListResourceTemplatesResult),
+    /// `resources/read`.
+    Read(ReadAnswer),
+    /// `prompts/list`.
+    Prompts(ListPromptsResult),
+    /// `prompts/get`.
+    Prompt(GetPromptResult),
+}
+
+/// A `resources/read` result and whether it can change (which decides its
+/// caching hints; not on the wire).
+#[derive(Debug, Serialize)]
+pub struct ReadAnswer {
+    /// The result.
+    #[serde(flatten)]
+    pub result: ReadResourceResult,
+    /// Whether it can change.
+    #[serde(skip)]
+    pub freshness: Freshness,
+}
+
+/// Whether a read result can change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Freshness {
+    /// It changes with the caller's next run (a session log).
+    Changing,
+    /// It stays as it is while it exists (an execution record).
+    Stable,
+}
+
+impl MethodResult {
+    /// Caching hints for a 2026-07-28 answer: every list and read result
+    /// carries them, `private` where the data is the caller's.
+    pub fn cache_hints(&self) -> Option<CacheHints> {
+        match self {
+            Self::Discover(_) | Self::Tools(_) | Self::ResourceTemplates(_) | Self::Prompts(_) => {
+                Some(PUBLIC_CACHE)
+            }
+            Self::Resources(_) | Self::Prompt(_) => Some(PRIVATE_NO_REUSE),
+            Self::Read(read) => Some(match read.freshness {
+                Freshness::Changing => PRIVATE_NO_REUSE,
+                Freshness::Stable => PRIVATE_STABLE,
+            }),
+            Self::Empty(_) | Self::Call(_) => None,
+        }
+    }
+}
+
+/// A request answered with a JSON-RPC error rather than a result.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message} ({code})")]
+pub struct MethodError {
+    /// The JSON-RPC error code.
+    pub code: i64,
+    /// For the client.
+    pub message: String,
+    /// `error.data`, where the code defines one (a missing resource's URI).
+    pub data: Option<serde_json::Value>,
+}
+
+impl MethodError {
+    pub(super) fn new(code: i64, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    pub(super) fn with_data(self, data: serde_json::Value) -> Self {
+        Self {
+            data: Some(data),
+            ..self
+        }
+    }
+
+    /// A store failure: the details are logged, the client learns only
+    /// that the server failed.
+    pub(super) fn internal(detail: String) -> Self {
+        tracing::error!(error = %detail, "a method failed");
+        Self::new(
+            code::INTERNAL_ERROR,
+            "internal error; the server log has the details",
+        )
+    }
+}
+
+impl From<ToolCallError> for MethodError {
+    fn from(error: ToolCallError) -> Self {
+        let code = match error {
+            ToolCallError::UnknownTool(_) => code::INVALID_PARAMS,
+            ToolCallError::NotAvailable(_) => code::METHOD_NOT_FOUND,
+        };
+        Self::new(code, error.to_string())
+    }
+}

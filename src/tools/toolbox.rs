@@ -1,0 +1,100 @@
+//! What every tool runs against ([`Toolbox`]), what it knows of its caller
+//! ([`CallContext`]), and how a result is shaped and bounded.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use crate::engine::{Engine, RunControl};
+use crate::meta::MetaStore;
+use crate::protocol::mcp::{CallToolResult, TextContent};
+use crate::session::{InitState, LogicalSession};
+use crate::tenant::Tenant;
+
+/// What tools run against.
+#[derive(Debug, Clone)]
+pub struct Toolbox {
+    /// Runs code.
+    pub engine: Arc<Engine>,
+    /// Session log, tags, executions.
+    pub meta: Arc<dyn MetaStore>,
+    /// No heaps, no tags, no session tools.
+    pub stateless: bool,
+    /// How long execution records live, in seconds.
+    pub execution_ttl_secs: i64,
+}
+
+/// What a tool call knows of its caller: the protocol version (which shapes
+/// results), whose data it may see, the logical session named by the
+/// transport, if any, and when the host must have answered. Built from a
+/// replayed session or from one 2026-07-28 request.
+#[derive(Debug, Clone, Copy)]
+pub struct CallContext<'a> {
+    /// The protocol version of the request.
+    pub protocol_version: &'a str,
+    /// The caller's namespace: every store read and write of the call is
+    /// scoped by it.
+    pub tenant: &'a Tenant,
+    /// The logical session (`X-MCP-Session-Id`); a tool's `session`
+    /// argument overrides it.
+    pub logical_session: Option<&'a LogicalSession>,
+    /// When the host stops waiting for the answer (a Lambda invocation's
+    /// deadline); `None` under `serve`.
+    pub deadline: Option<SystemTime>,
+    /// The transport's handle on a run this call starts: progress to
+    /// report, and a cancel when the client asks or goes away.
+    pub control: Option<&'a Arc<RunControl>>,
+}
+
+impl<'a> CallContext<'a> {
+    /// The context of a request of a replayed session.
+    pub fn of_session(
+        state: &'a InitState,
+        tenant: &'a Tenant,
+        deadline: Option<SystemTime>,
+    ) -> Self {
+        Self {
+            protocol_version: &state.protocol_version,
+            tenant,
+            logical_session: state.logical_session.as_ref(),
+            deadline,
+            control: None,
+        }
+    }
+}
+
+/// Largest serialized tool result, in bytes: with the JSON-RPC envelope it
+/// fits Lambda's 6 MB buffered response (6,291,456 bytes) with room to
+/// spare. A result over it becomes a tool error saying so.
+pub const MAX_RESULT_JSON_BYTES: usize = 5 * 1024 * 1024;
+
+/// The length of a result's JSON.
+pub(super) fn result_json_len(result: &CallToolResult) -> usize {
+    serde_json::to_vec(result).map_or(usize::MAX, |json| json.len())
+}
+
+/// Whether a result's JSON is at most [`MAX_RESULT_JSON_BYTES`], serialized
+/// only when it may not be: escaping makes text at most six times longer,
+/// and a structured copy is no longer than the text, so seven times the
+/// text bounds the whole, and most results are far below that.
+pub(super) fn fits_one_response(result: &CallToolResult) -> bool {
+    let text: usize = result.content.iter().map(|c| c.text.len()).sum();
+    text.saturating_mul(7) + 1024 <= MAX_RESULT_JSON_BYTES
+        || result_json_len(result) <= MAX_RESULT_JSON_BYTES
+}
+
+/// A successful or failed tool result carrying a structured value.
+pub(super) fn structured_result<T: serde::Serialize>(
+    value: &T,
+    is_error: bool,
+    structured: bool,
+) -> CallToolResult {
+    let json = serde_json::to_value(value).expect("tool results serialize");
+    CallToolResult {
+        content: vec![TextContent {
+            kind: "text",
+            text: json.to_string(),
+        }],
+        structured_content: structured.then_some(json),
+        is_error,
+    }
+}
