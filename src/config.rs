@@ -416,12 +416,17 @@ impl Config {
     /// The largest heap limit a run may ask for, in MiB: the engine's 1024,
     /// or less where the function's memory must also hold the rest of the
     /// process (about 200 MB: V8, the allocator's caches, the runtime) and,
-    /// beside a full heap, the snapshot V8 serialises from it and the copies
-    /// that are framed, hashed and stored: (memory − 200) / 3, at least 16.
+    /// for each run the instance serves at once, a full heap and as much in
+    /// `ArrayBuffer`s (the run's budget outside the heap), the snapshot V8
+    /// serialises from both and the copy that is framed, hashed and stored:
+    /// (memory − 200) / (6 × concurrent runs), at least 16.
     pub fn max_heap_limit_mb(&self) -> usize {
         const ENGINE_MAX_MB: usize = 1024;
+        const PER_HEAP_MB: usize = 6;
         match self.function_memory_mb {
-            Some(memory) => (memory.saturating_sub(200) / 3).clamp(16, ENGINE_MAX_MB),
+            Some(memory) => (memory.saturating_sub(200)
+                / (PER_HEAP_MB * self.lambda_max_concurrency.max(1)))
+            .clamp(16, ENGINE_MAX_MB),
             None => ENGINE_MAX_MB,
         }
     }
@@ -570,10 +575,17 @@ mod tests {
                 .unwrap()
                 .max_heap_limit_mb()
         };
-        assert_eq!(with("1024"), 274);
-        assert_eq!(with("512"), 104);
+        assert_eq!(with("1024"), 137);
+        assert_eq!(with("512"), 52);
         assert_eq!(with("128"), 16);
         assert_eq!(with("10240"), 1024);
+        let managed = from(&[
+            lambda,
+            ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "4096"),
+            ("AWS_LAMBDA_MAX_CONCURRENCY", "4"),
+        ])
+        .unwrap();
+        assert_eq!(managed.max_heap_limit_mb(), 162, "(4096 - 200) / (6 * 4)");
         assert_eq!(from(&[lambda]).unwrap().max_heap_limit_mb(), 1024);
         let local = from(&[("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512")]).unwrap();
         assert_eq!(local.max_heap_limit_mb(), 1024, "serve is not bound by it");

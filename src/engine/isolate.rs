@@ -7,7 +7,7 @@ use std::sync::PoisonError;
 use bytes::Bytes;
 
 use super::outcome::{RunError, RunStatus};
-use super::run::{self, CodeHandling, HeapGuard, Job, JobResult, READ_ONLY_HEAP};
+use super::run::{self, Classified, CodeHandling, HeapGuard, Job, JobResult, READ_ONLY_HEAP};
 use super::watchdog::Watchdog;
 use super::web;
 
@@ -18,12 +18,13 @@ pub(crate) fn execute(mut job: Job) -> JobResult {
     let _exclusive = READ_ONLY_HEAP
         .write()
         .unwrap_or_else(PoisonError::into_inner);
-    let guard = HeapGuard::new();
+    let guard = HeapGuard::new(job.heap_limit_bytes);
     let fresh = job.restore.is_none();
-    let mut isolate = snapshot_isolate(job.stateful, job.restore.take(), job.heap_limit_bytes);
+    let params = guard.params(job.heap_limit_bytes);
+    let mut isolate = snapshot_isolate(job.stateful, job.restore.take(), params);
     guard.arm(&mut isolate);
     let mut watchdog = Watchdog::new(isolate.thread_safe_handle());
-    let started = run::start(&mut isolate, &job, &mut watchdog);
+    let started = run::start(&mut isolate, &job, &mut watchdog, &guard);
     let classified = {
         v8::scope!(let scope, &mut isolate);
         let context = v8::Context::new(scope, Default::default());
@@ -35,7 +36,13 @@ pub(crate) fn execute(mut job: Job) -> JobResult {
         // A restored heap made before the Web layer gains it here.
         web::install(scope, global);
         let ended = started.evaluate(scope, &job, None);
-        let (classified, _) = run::settle(ended, &job, &mut watchdog, &guard);
+        let (mut classified, _) = run::settle(ended, &job, &mut watchdog, &guard);
+        if job.stateful
+            && classified.completed()
+            && let Some(kept) = web::unsnapshottable(scope)
+        {
+            classified = Classified::unsnapshottable(&kept);
+        }
         if job.stateful {
             if classified.completed() {
                 scope.set_default_context(context);
@@ -65,9 +72,8 @@ pub(crate) fn execute(mut job: Job) -> JobResult {
 fn snapshot_isolate(
     stateful: bool,
     restore: Option<Bytes>,
-    heap_limit_bytes: usize,
+    params: v8::CreateParams,
 ) -> v8::OwnedIsolate {
-    let params = v8::CreateParams::default().heap_limits(0, heap_limit_bytes);
     let refs: Cow<'static, [v8::ExternalReference]> = Cow::Owned(web::external_references());
     match (stateful, restore) {
         (true, Some(payload)) => v8::Isolate::snapshot_creator_from_existing_snapshot(

@@ -4,6 +4,7 @@
 mod checksum;
 mod control;
 mod isolate;
+mod memory;
 mod outcome;
 mod plain;
 mod platform;
@@ -445,4 +446,3 @@ fn storage_error(err: &HeapStoreError) -> RunError {
     };
     RunError::new(name, err.to_string())
 }
-

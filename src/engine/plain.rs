@@ -47,9 +47,8 @@ impl PlainIsolate {
         let shared = READ_ONLY_HEAP
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        let guard = HeapGuard::new();
-        let params = v8::CreateParams::default().heap_limits(0, heap_limit_bytes);
-        let mut isolate = v8::Isolate::new(params);
+        let guard = HeapGuard::new(heap_limit_bytes);
+        let mut isolate = v8::Isolate::new(guard.params(heap_limit_bytes));
         guard.arm(&mut isolate);
         isolate.set_slot(web::MakesCodeCaches);
         let watchdog = Watchdog::new(isolate.thread_safe_handle());
@@ -93,7 +92,7 @@ impl PlainIsolate {
             None => self.new_context(),
         };
         self.runs += 1;
-        let started = run::start(&mut self.isolate, job, &mut self.watchdog);
+        let started = run::start(&mut self.isolate, job, &mut self.watchdog, &self.guard);
         let classified = {
             v8::scope!(let scope, &mut self.isolate);
             let context = v8::Local::new(scope, context);
@@ -113,7 +112,9 @@ impl PlainIsolate {
             return false;
         }
         let stats = self.isolate.get_heap_statistics();
-        if stats.used_heap_size() > self.heap_limit_bytes / 4 {
+        if stats.used_heap_size() > self.heap_limit_bytes / 4
+            || self.guard.external_bytes() > self.heap_limit_bytes / 4
+        {
             return false;
         }
         self.next = Some(self.new_context());
@@ -162,7 +163,9 @@ impl WarmPool {
 fn warm_runner(queue: &Queue, heap_limit_bytes: usize) {
     let mut kept: Option<PlainIsolate> = None;
     loop {
-        let mut warm = kept.take().unwrap_or_else(|| PlainIsolate::new(heap_limit_bytes));
+        let mut warm = kept
+            .take()
+            .unwrap_or_else(|| PlainIsolate::new(heap_limit_bytes));
         let next = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
         let Ok((job, done)) = next else {
             return;

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use super::control::{RunControl, Target};
+use super::memory::Budget;
 use super::outcome::{RunError, RunStatus};
 use super::typescript::wrap_top_level_await;
 use super::watchdog::Watchdog;
@@ -121,18 +122,36 @@ pub(crate) fn thread_builder() -> thread::Builder {
         .stack_size(8 * 1024 * 1024)
 }
 
-/// Shared with the near-heap-limit callback through a raw pointer.
+/// An isolate's memory bounds: its heap limit, watched by the
+/// near-heap-limit callback (which reaches this through a raw pointer), and
+/// the budget its `ArrayBuffer` allocator counts against.
 pub(super) struct HeapGuard {
     handle: OnceLock<v8::IsolateHandle>,
     hit: AtomicBool,
+    budget: Arc<Budget>,
 }
 
 impl HeapGuard {
-    pub(super) fn new() -> Box<Self> {
+    /// Bounds of `heap_limit_bytes` on the heap and as many on the
+    /// buffers outside it.
+    pub(super) fn new(heap_limit_bytes: usize) -> Box<Self> {
         Box::new(Self {
             handle: OnceLock::new(),
             hit: AtomicBool::new(false),
+            budget: Budget::new(heap_limit_bytes),
         })
+    }
+
+    /// The parameters of an isolate these bounds apply to.
+    pub(super) fn params(&self, heap_limit_bytes: usize) -> v8::CreateParams {
+        v8::CreateParams::default()
+            .heap_limits(0, heap_limit_bytes)
+            .array_buffer_allocator(self.budget.allocator())
+    }
+
+    /// Bytes of buffers the isolate holds now.
+    pub(super) fn external_bytes(&self) -> usize {
+        self.budget.used()
     }
 
     /// Installs the near-heap-limit callback and the microtask policy every
@@ -174,13 +193,19 @@ pub(super) struct Started {
     deadline: Instant,
 }
 
-/// Sets `job` up on `isolate`; [`settle`] takes it down.
-pub(super) fn start(isolate: &mut v8::OwnedIsolate, job: &Job, watchdog: &mut Watchdog) -> Started {
+/// Sets `job` up on `isolate`, bounded by `guard`; [`settle`] takes it down.
+pub(super) fn start(
+    isolate: &mut v8::OwnedIsolate,
+    job: &Job,
+    watchdog: &mut Watchdog,
+    guard: &HeapGuard,
+) -> Started {
     let deadline = Instant::now() + job.timeout;
     web::begin_run(
         isolate,
         RunSettings {
             max_output_bytes: job.max_output_bytes,
+            budget: guard.budget.clone(),
             control: job.control.clone(),
             fetch: job.fetch.as_deref(),
             deadline,
@@ -202,7 +227,13 @@ impl Started {
         job: &Job,
         queue: Option<&v8::MicrotaskQueue>,
     ) -> Ended {
-        evaluate(scope, &job.code, self.deadline, job.control.as_deref(), queue)
+        evaluate(
+            scope,
+            &job.code,
+            self.deadline,
+            job.control.as_deref(),
+            queue,
+        )
     }
 }
 
@@ -221,11 +252,14 @@ pub(super) fn settle(
         control.detach();
     }
     let cancelled = job.cancelled();
-    let classified = if cancelled {
+    let mut classified = if cancelled {
         Classified::Cancelled
     } else {
         classify(ended, guard.hit(), job.timeout, job.heap_limit_bytes)
     };
+    if guard.budget.take_refused() {
+        classified.name_buffer_limit(guard.budget.limit());
+    }
     (classified, fired || cancelled)
 }
 
@@ -246,7 +280,10 @@ pub(super) fn finish(isolate: &mut v8::Isolate, classified: Classified) -> JobRe
             result.status = status;
             result.error = Some(error);
         }
-        Classified::Completed { result: value, warnings } => {
+        Classified::Completed {
+            result: value,
+            warnings,
+        } => {
             result.result = value;
             result.warnings = warnings;
         }
@@ -280,6 +317,49 @@ pub(super) enum Classified {
 impl Classified {
     pub(super) fn completed(&self) -> bool {
         matches!(self, Self::Completed { .. })
+    }
+
+    /// A completed run whose heap cannot be snapshotted: failed, saying
+    /// what it keeps and what to do.
+    pub(super) fn unsnapshottable(kept: &str) -> Self {
+        Self::Ended(
+            RunStatus::Failed,
+            RunError::new(
+                "SnapshotError",
+                format!(
+                    "the run completed, but its heap keeps {kept}, which V8 cannot write into a \
+                     heap snapshot; nothing was stored and the input heap is unchanged. Make such \
+                     objects inside functions when they are needed, or drop them before the run \
+                     ends (delete the global, or set it to null)"
+                ),
+            ),
+        )
+    }
+
+    /// After the allocator refused a buffer: V8's bare "Array buffer
+    /// allocation failed" says nothing of why, so the error (or, when the
+    /// code caught it, a warning) names the limit and what counts.
+    fn name_buffer_limit(&mut self, limit: usize) {
+        let why = format!(
+            "ArrayBuffer memory (typed arrays, Blob, TextEncoder output, structuredClone \
+             copies, fetch bodies) is limited to {} MiB per run, the run's heap_memory_max_mb; \
+             an allocation past it was refused",
+            limit / (1024 * 1024)
+        );
+        match self {
+            Self::Ended(RunStatus::Failed, error)
+                if error.message.contains("Array buffer allocation failed") =>
+            {
+                error.message = format!("{}: {why}", error.message);
+            }
+            // V8 may treat a refused buffer as the heap running out, which
+            // terminates the run (and cannot be caught).
+            Self::Ended(RunStatus::OutOfMemory, error) => {
+                error.message = format!("{why}, and the run was terminated");
+            }
+            Self::Completed { warnings, .. } => warnings.push(why),
+            _ => {}
+        }
     }
 }
 

@@ -190,4 +190,3 @@ fn within_response_limit(tool: &str, result: CallToolResult) -> CallToolResult {
          one response; ask for less (fewer entries, a smaller result)"
     ))
 }
-

@@ -6,7 +6,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::schema;
-use super::toolbox::{CallContext, MAX_RESULT_JSON_BYTES, Toolbox, fits_one_response, structured_result};
+use super::toolbox::{
+    CallContext, MAX_RESULT_JSON_BYTES, Toolbox, fits_one_response, structured_result,
+};
 use crate::engine::{Language, RunOutcome, RunRequest, RunStatus, cap_text};
 use crate::heap::HeapKey;
 use crate::meta::{ExecutionRecord, NewLogEntry, Tags};

@@ -470,3 +470,47 @@ async fn the_web_corpus_passes_under_the_lambda_entry() {
         }
     }
 }
+
+/// Memory past a run's budget and objects V8 cannot snapshot under the
+/// Lambda entry, where stateful runs share the function's own process: each
+/// call is answered with a tool result, and the process serves the next.
+#[tokio::test]
+async fn hostile_runs_under_the_lambda_entry_end_in_tool_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = local_app(dir.path());
+    let run = async |code: &str, session: Option<&str>| {
+        let mut arguments = serde_json::json!({"code": code});
+        if let Some(session) = session {
+            arguments["session"] = session.into();
+        }
+        let call = event_2026(
+            "tools/call",
+            Some("run_js"),
+            serde_json::json!({"name": "run_js", "arguments": arguments}),
+        );
+        let (status, _, body) = invoke(&app, &call).await;
+        assert_eq!(status, StatusCode::OK, "{code}: {body}");
+        body["result"]["structuredContent"].clone()
+    };
+    for session in [None, Some("hostile")] {
+        for code in crate::memory::OVER_BUDGET {
+            let outcome = run(code, session).await;
+            assert!(
+                outcome["error"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("limited to")),
+                "{code}: {outcome}"
+            );
+            assert_eq!(run("1 + 1", session).await["result"], "2");
+        }
+    }
+    for (code, says) in crate::memory::UNSNAPSHOTTABLE {
+        let outcome = run(code, Some("hostile")).await;
+        assert_eq!(outcome["status"], "failed", "{code}: {outcome}");
+        assert!(
+            outcome["error"]["message"].as_str().unwrap().contains(says),
+            "{code}: {outcome}"
+        );
+    }
+    assert_eq!(run("1 + 1", Some("hostile")).await["result"], "2");
+}

@@ -322,7 +322,7 @@ fn no_two_files_of_src_import_each_other() {
 /// egress client and the run's control, never the paths that run them.
 #[test]
 fn no_file_of_the_web_layer_imports_a_module_above_it() {
-    let below = ["engine/control.rs", "egress/"];
+    let below = ["engine/control.rs", "engine/memory.rs", "egress/"];
     let mut violations = Vec::new();
     for (file, imports) in file_imports() {
         if !file.starts_with("engine/web/") {
@@ -353,7 +353,12 @@ fn the_cycle_finder_finds_a_cycle_through_three_files() {
     .collect();
     assert_eq!(
         find_cycle(&graph),
-        Some(vec!["a.rs".into(), "b.rs".into(), "c.rs".into(), "a.rs".into()])
+        Some(vec![
+            "a.rs".into(),
+            "b.rs".into(),
+            "c.rs".into(),
+            "a.rs".into()
+        ])
     );
     let mut acyclic = graph.clone();
     acyclic.get_mut("c.rs").unwrap().clear();

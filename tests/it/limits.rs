@@ -240,8 +240,9 @@ async fn tools_list_advertises_the_time_the_invocation_has_left() {
     assert!((20.0..30.0).contains(&maximum), "{maximum}");
 }
 
-/// A function of 512 MB offers heaps of at most 104 MiB, says so in its
-/// schema, and refuses more with a message naming the bound.
+/// A function of 512 MB offers heaps of at most 52 MiB (each run may also
+/// hold as much in buffers), says so in its schema, and refuses more with a
+/// message naming the bound.
 #[tokio::test]
 async fn the_function_memory_bounds_the_heap_limit_runs_may_ask_for() {
     let mut config = common::test_config(3600, false);
@@ -257,15 +258,15 @@ async fn the_function_memory_bounds_the_heap_limit_runs_may_ask_for() {
         .unwrap();
     assert_eq!(
         run_js["inputSchema"]["properties"]["heap_memory_max_mb"]["maximum"],
-        104
+        52
     );
     let refused = s
-        .call(&sid, json!({"code": "1", "heap_memory_max_mb": 200}))
+        .call(&sid, json!({"code": "1", "heap_memory_max_mb": 100}))
         .await;
     assert_eq!(refused["isError"], true);
-    assert!(refused.to_string().contains("104"), "{refused}");
+    assert!(refused.to_string().contains("52"), "{refused}");
     let fits = s
-        .call(&sid, json!({"code": "1", "heap_memory_max_mb": 100}))
+        .call(&sid, json!({"code": "1", "heap_memory_max_mb": 50}))
         .await;
     assert_eq!(fits["structuredContent"]["status"], "completed", "{fits}");
 }

@@ -23,6 +23,7 @@ mod lambda;
 mod layers;
 mod limits;
 mod logs;
+mod memory;
 mod meta_store;
 mod progress;
 mod properties;

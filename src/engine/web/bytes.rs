@@ -22,11 +22,16 @@ pub(super) fn bytes_of(value: v8::Local<'_, v8::Value>) -> Option<Vec<u8>> {
 }
 
 /// A new `ArrayBuffer` holding `bytes`, in V8's own memory so snapshots
-/// copy it like any other buffer.
+/// copy it like any other buffer; `None`, with a `RangeError` thrown, when
+/// the run's budget has no room for it (V8's `ArrayBuffer::New` would end
+/// the process instead).
 pub(super) fn array_buffer<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     bytes: &[u8],
-) -> v8::Local<'s, v8::ArrayBuffer> {
+) -> Option<v8::Local<'s, v8::ArrayBuffer>> {
+    if !super::guard::room_for(scope, bytes.len()) {
+        return None;
+    }
     let buffer = v8::ArrayBuffer::new(scope, bytes.len());
     if let Some(data) = buffer.data() {
         // SAFETY: the buffer was just made with exactly `bytes.len()` bytes.
@@ -34,7 +39,7 @@ pub(super) fn array_buffer<'s>(
             std::ptr::copy_nonoverlapping(bytes.as_ptr(), data.as_ptr() as *mut u8, bytes.len())
         };
     }
-    buffer
+    Some(buffer)
 }
 
 /// Copies `bytes` into the memory `view` looks at, from its start; at most
@@ -76,18 +81,30 @@ pub(super) fn uint8_array<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     bytes: &[u8],
 ) -> Option<v8::Local<'s, v8::Uint8Array>> {
-    let buffer = array_buffer(scope, bytes);
+    let buffer = array_buffer(scope, bytes)?;
     v8::Uint8Array::new(scope, buffer, 0, bytes.len())
 }
 
 /// The UTF-16 code units of a string value (lone surrogates included).
 pub(super) fn utf16(scope: &mut v8::PinScope<'_, '_>, value: v8::Local<'_, v8::Value>) -> Vec<u16> {
+    utf16_prefix(scope, value, usize::MAX).0
+}
+
+/// The first `max` UTF-16 code units of a string value, and whether there
+/// were more: a native that needs only a prefix copies only that much of a
+/// string that may be far larger than the heap (a rope of repeats).
+pub(super) fn utf16_prefix(
+    scope: &mut v8::PinScope<'_, '_>,
+    value: v8::Local<'_, v8::Value>,
+    max: usize,
+) -> (Vec<u16>, bool) {
     let Some(string) = value.to_string(scope) else {
-        return Vec::new();
+        return (Vec::new(), false);
     };
-    let mut units = vec![0; string.length()];
+    let length = string.length();
+    let mut units = vec![0; length.min(max)];
     string.write_v2(scope, 0, &mut units, v8::WriteFlags::empty());
-    units
+    (units, length > max)
 }
 
 pub(super) fn string<'s>(

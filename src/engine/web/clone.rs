@@ -2,8 +2,8 @@
 
 use v8::{MapFnTo, ValueDeserializerHelper as _, ValueSerializerHelper as _};
 
-use super::registry::Natives;
 use super::bytes::{array_buffer, bytes_of};
+use super::registry::Natives;
 
 pub(super) fn natives() -> Natives {
     vec![("clone", clone.map_fn_to())]
@@ -93,7 +93,9 @@ fn clone<'s>(
         .collect();
     let deserializer = v8::ValueDeserializer::new(scope, Box::new(Deserializer), &data);
     for (id, bytes) in moved.iter().enumerate() {
-        let buffer = array_buffer(scope, bytes);
+        let Some(buffer) = array_buffer(scope, bytes) else {
+            return;
+        };
         deserializer.transfer_array_buffer(id as u32, buffer);
     }
     if deserializer.read_header(context) != Some(true) {

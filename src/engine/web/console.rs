@@ -178,8 +178,12 @@ fn print_native<'s>(
     args: v8::FunctionCallbackArguments<'s>,
     _rv: v8::ReturnValue<'s, v8::Value>,
 ) {
-    let text = args.get(0).to_rust_string_lossy(scope);
-    print(scope, &text);
+    // Text past the output's cap would be cut anyway; it is not copied.
+    let cap = scope
+        .get_slot::<Console>()
+        .map_or(0, |console| console.output.cap);
+    let (units, _) = super::bytes::utf16_prefix(scope, args.get(0), cap.saturating_add(1));
+    print(scope, &String::from_utf16_lossy(&units));
 }
 
 /// `indent(delta)`: `console.group` depth, which lasts until the run ends.

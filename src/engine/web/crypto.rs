@@ -6,8 +6,8 @@ use rand::RngCore as _;
 use sha2::Digest as _;
 use v8::MapFnTo;
 
-use super::registry::Natives;
 use super::bytes::{array_buffer, bytes_of, string, write_into_view};
+use super::registry::Natives;
 use super::registry::throw_type_error;
 
 pub(super) fn natives() -> Natives {
@@ -74,7 +74,9 @@ fn digest<'s>(
         throw_type_error(scope, &format!("digest: unsupported hash {name}"));
         return;
     };
-    rv.set(array_buffer(scope, &hash).into());
+    if let Some(buffer) = array_buffer(scope, &hash) {
+        rv.set(buffer.into());
+    }
 }
 
 /// HMAC under the named hash, or `None` for a hash that is not one.
@@ -106,7 +108,11 @@ fn hmac_sign<'s>(
         return;
     };
     match mac(&name, &key, &data) {
-        Some(signature) => rv.set(array_buffer(scope, &signature).into()),
+        Some(signature) => {
+            if let Some(buffer) = array_buffer(scope, &signature) {
+                rv.set(buffer.into());
+            }
+        }
         None => throw_type_error(scope, &format!("sign: unsupported hash {name}")),
     }
 }

@@ -3,8 +3,8 @@
 use base64::Engine as _;
 use v8::MapFnTo;
 
+use super::bytes::{bytes_of, string, uint8_array, utf16, utf16_prefix, write_into_view};
 use super::registry::Natives;
-use super::bytes::{bytes_of, string, uint8_array, utf16, write_into_view};
 use super::registry::throw_type_error;
 
 pub(super) fn natives() -> Natives {
@@ -25,6 +25,16 @@ fn encode<'s>(
     args: v8::FunctionCallbackArguments<'s>,
     mut rv: v8::ReturnValue<'s, v8::Value>,
 ) {
+    // The output, at least a byte per unit, must fit the run's buffer
+    // budget: a string that may be far larger than the heap (a rope of
+    // repeats) is refused before any copy of it is made. Its length needs
+    // no flattening; its UTF-8 length would, which for such a rope is a
+    // fatal out-of-memory inside V8.
+    if let Ok(string) = v8::Local::<v8::String>::try_from(args.get(0))
+        && !super::guard::room_for(scope, string.length())
+    {
+        return;
+    }
     let text = String::from_utf16_lossy(&utf16(scope, args.get(0)));
     if let Some(array) = uint8_array(scope, text.as_bytes()) {
         rv.set(array.into());
@@ -37,12 +47,14 @@ fn encode_into<'s>(
     args: v8::FunctionCallbackArguments<'s>,
     mut rv: v8::ReturnValue<'s, v8::Value>,
 ) {
-    let units = utf16(scope, args.get(0));
     let Ok(target) = v8::Local::<v8::Uint8Array>::try_from(args.get(1)) else {
         throw_type_error(scope, "encodeInto: the destination must be a Uint8Array");
         return;
     };
     let room = target.byte_length();
+    // Each character takes a byte at least and two units at most: no more
+    // of the source than this can be read.
+    let (units, _) = utf16_prefix(scope, args.get(0), room.saturating_mul(2).saturating_add(1));
     let mut out = Vec::with_capacity(room.min(units.len() * 3));
     let mut read = 0;
     for c in char::decode_utf16(units.iter().copied()) {

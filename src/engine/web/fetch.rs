@@ -7,10 +7,10 @@ use std::time::Instant;
 
 use v8::MapFnTo;
 
-use super::registry::Natives;
 use super::bytes::{bytes_of, flat_pairs, string, uint8_array};
-use crate::egress::{Completion, Egress, FetchConfig, FetchCount, RedirectMode, RequestParts};
+use super::registry::Natives;
 use super::registry::throw_type_error;
+use crate::egress::{Completion, Egress, FetchConfig, FetchCount, RedirectMode, RequestParts};
 
 pub(super) fn natives() -> Natives {
     vec![("start", start.map_fn_to()), ("abort", abort.map_fn_to())]

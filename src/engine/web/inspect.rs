@@ -88,7 +88,12 @@ impl<'s> Writer<'s> {
         } else if value.is_null() {
             self.out.push_str("null");
         } else if value.is_string() {
-            let s = value.to_rust_string_lossy(scope);
+            // No more of a string than can be shown is copied out of V8.
+            let (units, more) = super::bytes::utf16_prefix(scope, value, MAX_LEN + 1);
+            let mut s = String::from_utf16_lossy(&units);
+            if more {
+                s.push('…');
+            }
             if top {
                 self.out.push_str(&s);
             } else {
@@ -403,4 +408,3 @@ fn iso_date(millis: f64) -> String {
         })
         .unwrap_or_else(|| "Invalid Date".to_owned())
 }
-

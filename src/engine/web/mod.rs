@@ -17,6 +17,7 @@ mod console;
 mod crypto;
 mod encoding;
 mod fetch;
+mod guard;
 mod host;
 mod inspect;
 mod registry;
@@ -24,6 +25,7 @@ mod timers;
 mod url;
 
 pub(crate) use fetch::{FetchRun, deliver};
+pub(crate) use guard::unsnapshottable;
 pub(crate) use inspect::{inspect, render_result};
 pub(crate) use timers::Timers;
 
@@ -36,6 +38,7 @@ use v8::MapFnTo;
 use self::registry::{Natives, Registry};
 use crate::egress::{FetchConfig, FetchCount};
 use crate::engine::control::RunControl;
+use crate::engine::memory::Budget;
 
 /// One family: its file, evaluated to a function `(natives, load) => exports`.
 struct Family {
@@ -100,6 +103,11 @@ const FAMILIES: &[Family] = &[
         source: include_str!("fetch.js"),
         natives: fetch::natives,
     },
+    Family {
+        name: "guard",
+        source: include_str!("guard.js"),
+        natives: guard::natives,
+    },
 ];
 
 /// Globals and the family that exports each (under the same name).
@@ -133,7 +141,15 @@ const GLOBALS: &[(&str, &str)] = &[
     ("Request", "http"),
     ("Response", "http"),
     ("fetch", "fetch"),
+    ("ArrayBuffer", "guard"),
+    ("Intl", "guard"),
+    ("FinalizationRegistry", "guard"),
 ];
+
+/// The built-ins the guard family wraps: on a context the layer is first
+/// installed in, each is kept under the layer's registry ("intrinsics") for
+/// the family to wrap, and replaced by a lazy property like the Web globals.
+const GUARDED: &[&str] = &["ArrayBuffer", "Intl", "FinalizationRegistry"];
 
 /// Methods added to `console`, from the console family.
 const CONSOLE: &[&str] = &[
@@ -157,8 +173,9 @@ const REGISTRY: &str = "mcp-v8-lambda.web";
 
 /// The layer's version in a heap, under its own private symbol. Bump it
 /// when `GLOBALS` or `CONSOLE` gain a name, so heaps made by an earlier
-/// layer gain the name on their next restore (1: the layer with `fetch`).
-const LAYER_VERSION: i32 = 1;
+/// layer gain the name on their next restore (1: the layer with `fetch`;
+/// 2: the guarded `ArrayBuffer`, `Intl` and `FinalizationRegistry`).
+const LAYER_VERSION: i32 = 2;
 const VERSION: &str = "mcp-v8-lambda.web.version";
 
 fn registry_key<'s>(scope: &mut v8::PinScope<'s, '_>) -> v8::Local<'s, v8::Private> {
@@ -192,10 +209,16 @@ pub(crate) fn install<'s>(scope: &mut v8::PinScope<'s, '_>, global: v8::Local<'s
         return;
     }
     let key = registry_key(scope);
-    if global.has_private(scope, key) != Some(true) {
+    let registry = match global.get_private(scope, key) {
+        Some(value) if value.is_object() => v8::Local::<v8::Object>::try_from(value).ok(),
+        _ => None,
+    };
+    let registry = registry.unwrap_or_else(|| {
         let registry = v8::Object::new(scope);
         global.set_private(scope, key, registry.into());
-    }
+        registry
+    });
+    guard_intrinsics(scope, global, registry);
     let version = v8::Integer::new(scope, LAYER_VERSION);
     global.set_private(scope, version_key, version.into());
     define_self(scope, global);
@@ -215,6 +238,41 @@ pub(crate) fn install<'s>(scope: &mut v8::PinScope<'s, '_>, global: v8::Local<'s
         for name in CONSOLE {
             define_lazy(scope, console, name);
         }
+    }
+}
+
+/// Moves the built-ins of [`GUARDED`] under the registry and leaves lazy
+/// properties in their place, on the global object and, for `ArrayBuffer`,
+/// on its prototype's `constructor`, the other way code reaches it. Done
+/// once per context: a context whose registry has them is left alone.
+fn guard_intrinsics<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    global: v8::Local<'s, v8::Object>,
+    registry: v8::Local<'s, v8::Object>,
+) {
+    let key = v8::String::new(scope, "intrinsics").expect("short name");
+    if registry.has_own_property(scope, key.into()) == Some(true) {
+        return;
+    }
+    let intrinsics = v8::Object::new(scope);
+    for name in GUARDED {
+        let name = v8::String::new(scope, name).expect("short name");
+        if let Some(original) = global.get(scope, name.into()) {
+            intrinsics.set(scope, name.into(), original);
+        }
+        global.delete(scope, name.into());
+    }
+    registry.set(scope, key.into(), intrinsics.into());
+    let name = v8::String::new(scope, "ArrayBuffer").expect("short name");
+    if let Some(array_buffer) = intrinsics.get(scope, name.into())
+        && let Ok(array_buffer) = v8::Local::<v8::Object>::try_from(array_buffer)
+        && let Some(prototype) =
+            v8::String::new(scope, "prototype").and_then(|p| array_buffer.get(scope, p.into()))
+        && let Ok(prototype) = v8::Local::<v8::Object>::try_from(prototype)
+    {
+        let constructor = v8::String::new(scope, "constructor").expect("short name");
+        prototype.delete(scope, constructor.into());
+        define_lazy(scope, prototype, "constructor");
     }
 }
 
@@ -270,7 +328,12 @@ fn lazy_value<'s>(
     _args: v8::PropertyCallbackArguments<'s>,
     mut rv: v8::ReturnValue<v8::Value>,
 ) {
-    let name = key.to_rust_string_lossy(scope);
+    let mut name = key.to_rust_string_lossy(scope);
+    // The one lazy property not on the global object or `console`:
+    // `ArrayBuffer.prototype.constructor`.
+    if name == "constructor" {
+        name = "ArrayBuffer".to_owned();
+    }
     let family = if CONSOLE.contains(&name.as_str()) {
         "console"
     } else {
@@ -282,7 +345,10 @@ fn lazy_value<'s>(
     let Some(exports) = load(scope, family) else {
         return;
     };
-    if let Some(value) = exports.get(scope, key.into()) {
+    let Some(name) = v8::String::new(scope, &name) else {
+        return;
+    };
+    if let Some(value) = exports.get(scope, name.into()) {
         rv.set(value);
     }
 }
@@ -290,7 +356,6 @@ fn lazy_value<'s>(
 /// The family's exports in the current context, evaluating its file on the
 /// first call. `None` with an exception pending when evaluation threw.
 fn load<'s>(scope: &mut v8::PinScope<'s, '_>, name: &str) -> Option<v8::Local<'s, v8::Object>> {
-    let family = FAMILIES.iter().find(|f| f.name == name)?;
     let global = scope.get_current_context().global(scope);
     let key = registry_key(scope);
     let registry = match global.get_private(scope, key) {
@@ -301,12 +366,13 @@ fn load<'s>(scope: &mut v8::PinScope<'s, '_>, name: &str) -> Option<v8::Local<'s
             registry
         }
     };
-    let family_key = v8::String::new(scope, family.name)?;
+    let family_key = v8::String::new(scope, name)?;
     if let Some(loaded) = registry.get(scope, family_key.into())
         && let Ok(loaded) = v8::Local::<v8::Object>::try_from(loaded)
     {
         return Some(loaded);
     }
+    let family = FAMILIES.iter().find(|f| f.name == name)?;
     let factory = compile(scope, family)?.run(scope)?;
     let factory = v8::Local::<v8::Function>::try_from(factory).ok()?;
     let natives = v8::Object::new(scope);
@@ -438,6 +504,7 @@ pub(crate) struct MakesCodeCaches;
 /// What a run hands the families for its duration.
 pub(crate) struct RunSettings<'a> {
     pub max_output_bytes: usize,
+    pub budget: Arc<Budget>,
     pub control: Option<Arc<RunControl>>,
     pub fetch: Option<&'a FetchConfig>,
     pub deadline: Instant,
@@ -451,6 +518,8 @@ pub(crate) fn begin_run(isolate: &mut v8::Isolate, settings: RunSettings<'_>) {
     ));
     isolate.set_slot(Timers::default());
     isolate.set_slot(clock::Clock::start());
+    isolate.set_slot(settings.budget);
+    isolate.set_slot(guard::Unsnapshottable::default());
     if let Some(fetch) = FetchRun::new(settings.fetch, settings.deadline) {
         isolate.set_slot(fetch);
     }
@@ -462,7 +531,9 @@ pub(crate) fn begin_run(isolate: &mut v8::Isolate, settings: RunSettings<'_>) {
 /// it, and dropping the requests aborts those still running.
 pub(crate) fn end_run(isolate: &mut v8::Isolate) -> (String, Option<FetchCount>) {
     drop(isolate.remove_slot::<Timers>());
-    drop(isolate.remove_slot::<clock::Clock>());
+    isolate.remove_slot::<clock::Clock>();
+    drop(isolate.remove_slot::<Arc<Budget>>());
+    drop(isolate.remove_slot::<guard::Unsnapshottable>());
     let fetches = isolate
         .remove_slot::<FetchRun>()
         .and_then(|fetch| fetch.count());
@@ -523,6 +594,8 @@ mod tests {
             "console.now",
             "fetch.start",
             "fetch.abort",
+            "guard.reserve",
+            "guard.track",
         ];
         assert_eq!(registry.names(), pinned);
         assert_eq!(external_references().len(), pinned.len());

@@ -4,8 +4,8 @@
 use url::{Url, quirks};
 use v8::MapFnTo;
 
-use super::registry::Natives;
 use super::bytes::{flat_pairs, string, utf16};
+use super::registry::Natives;
 
 pub(super) fn natives() -> Natives {
     vec![
