@@ -10,9 +10,13 @@ cd "$(dirname "$0")/.."
 . scripts/v8-env.sh
 seconds=${1:-60}
 export RUSTC_BOOTSTRAP=1
-for target in request snapshot tool_args; do
+for target in request snapshot tool_args kept_objects; do
     mkdir -p "tests/fuzz/corpus/$target"
     cargo fuzz run --fuzz-dir tests/fuzz -O "$target" \
         "tests/fuzz/corpus/$target" "tests/fuzz/seeds/$target" \
         -- -max_total_time="$seconds" -max_len=131072
 done
+# The proptest twin of kept_objects, as CI runs it but for longer.
+MCP_V8_FUZZ_CASES=${MCP_V8_FUZZ_CASES:-2000} \
+    cargo test --locked --test it -- properties::kept_object_graphs_snapshot_or_fail_cleanly
+

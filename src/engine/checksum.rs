@@ -3,8 +3,8 @@
 //! `SnapshotCreator::CreateBlob` checksums every blob three times (the
 //! read-only part, the whole blob, then a verification pass). The `v8` crate
 //! builds V8 without zlib, so `v8::internal::Checksum` is a Fletcher-32 with
-//! two modulo reductions per byte; on a small heap it was 13–14 % of all CPU
-//! in the stateful HTTP benchmark (docs/performance.md).
+//! two modulo reductions per byte, a large share of a stateful run's CPU
+//! (docs/performance.md, round 3, has the measurements).
 //!
 //! The library defines that function alone in its own archive member
 //! (`snapshot-utils.o`). A definition of the same symbol that the linker has

@@ -12,7 +12,8 @@ use crate::session::LogicalSession;
 use crate::tenant::Tenant;
 
 // Keys of session names, heaps and executions are scoped by tenant
-// (`Tenant::scoped`): bare for the anonymous tenant, as before tenants.
+// (`Tenant::scoped`): bare for the anonymous tenant, so stores made before
+// tenants existed are that tenant's.
 
 /// (session, index) → JSON [`LogEntry`].
 const LOG: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("session_log");

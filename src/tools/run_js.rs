@@ -32,7 +32,8 @@ const GLOBALS_DESCRIPTION: &str = "Code can use the Web platform without the net
 TextEncoder, TextDecoder, atob, btoa, structuredClone, crypto (getRandomValues, randomUUID, subtle.digest, HMAC sign/verify), \
 performance.now, Event, EventTarget, AbortController, AbortSignal, DOMException, Blob, File, FormData, Headers, Request, \
 Response, console (log, table, count, time, group, ...), setTimeout, setInterval, queueMicrotask. There are no \
-streams, no WebAssembly, no modules, filesystem or environment.";
+streams, no WebAssembly, no modules, filesystem or environment. A stateful run that keeps an Intl object or a \
+FinalizationRegistry with registrations in a global fails (V8 cannot snapshot them): make them inside functions.";
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -88,7 +89,7 @@ pub(super) fn describe(toolbox: &Toolbox, deadline: Option<SystemTime>) -> Tool 
         },
         "heap_memory_max_mb": {
             "type": "integer", "minimum": 8, "maximum": limits.max_heap_limit_mb,
-            "description": format!("Heap limit in MiB (default {}, at most {}).",
+            "description": format!("Heap limit in MiB (default {}, at most {}); ArrayBuffer memory (typed arrays, Blob, TextEncoder output, structuredClone copies) may use as much again.",
                 limits.default_heap_limit_mb, limits.max_heap_limit_mb),
         },
         "language": { "type": "string", "enum": ["auto", "javascript", "typescript"], "description": "Default auto: TypeScript syntax is detected and its types stripped (no type checking)." }
@@ -134,8 +135,8 @@ anything else rejects with a TypeError naming the egress policy).",
             .to_owned()
     };
     let description = format!(
-        "{base} {GLOBALS_DESCRIPTION} {fetch} Limits here: timeout {} s by default, at most {} s; heap {} MiB by default, at most {} MiB; \
-console output kept up to {} and the result up to {} (longer text is cut, with a marker).",
+        "{base} {GLOBALS_DESCRIPTION} {fetch} Limits here: timeout {} s by default, at most {} s; heap {} MiB by default, at most {} MiB, \
+and as much again for ArrayBuffer data; console output kept up to {} and the result up to {} (longer text is cut, with a marker).",
         limits.default_timeout.as_secs(),
         max_timeout.as_secs(),
         limits.default_heap_limit_mb,

@@ -2,7 +2,7 @@
 //!
 //! Every test binary links V8's static library and the AWS SDK; one binary
 //! instead of one per file keeps a clean CI build small on disk and links
-//! once. Each module is the suite of one concern, named as before.
+//! once. Each module is the suite of one concern.
 
 mod common;
 

@@ -129,7 +129,7 @@ async fn a_call_with_a_progress_token_streams_progress_then_the_result() {
         1
     );
 
-    // Without a token: one JSON answer, as before.
+    // Without a token: one JSON answer.
     let reply = s.rpc(Some(&sid), call(8, json!({"code": "1"}), None)).await;
     assert_eq!(reply.headers["content-type"], "application/json");
     assert_eq!(reply.body["result"]["structuredContent"]["result"], "1");

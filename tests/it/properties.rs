@@ -197,3 +197,76 @@ proptest! {
         }
     }
 }
+
+/// How many graphs `kept_object_graphs` tries: a few in CI, many when
+/// `scripts/fuzz.sh` sets `MCP_V8_FUZZ_CASES`.
+fn kept_graph_cases() -> u32 {
+    std::env::var("MCP_V8_FUZZ_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(24)
+}
+
+/// A stateful engine in this process, as a Lambda function runs one: a
+/// graph V8 could not snapshot would abort this whole test binary.
+fn kept_graph_engine() -> &'static (mcp_v8_lambda::engine::Engine, tempfile::TempDir) {
+    static ENGINE: std::sync::OnceLock<(mcp_v8_lambda::engine::Engine, tempfile::TempDir)> =
+        std::sync::OnceLock::new();
+    ENGINE.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let store: std::sync::Arc<dyn mcp_v8_lambda::heap::HeapStore> = std::sync::Arc::new(
+            mcp_v8_lambda::heap::FileHeapStore::new(dir.path().join("heaps")),
+        );
+        let engine = mcp_v8_lambda::engine::Engine::new(
+            mcp_v8_lambda::engine::EngineConfig::default(),
+            Some(store),
+        );
+        (engine, dir)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(kept_graph_cases()))]
+
+    /// The twin of the kept_objects fuzz target (tests/fuzz): any graph of
+    /// kept objects is answered with an outcome, and a stored heap restores.
+    #[test]
+    fn kept_object_graphs_snapshot_or_fail_cleanly(seed in prop::collection::vec(any::<u8>(), 0..64)) {
+        use mcp_v8_lambda::engine::{RunRequest, RunStatus};
+        let builder = include_str!("../fuzz/kept_objects.js");
+        let engine = &kept_graph_engine().0;
+        let code = format!("(function (seed) {{ return {builder}; }})({seed:?})");
+        runtime().block_on(async {
+            let outcome = engine
+                .run(RunRequest { code, stateful: true, ..Default::default() })
+                .await
+                .unwrap()
+                .outcome;
+            match &outcome.heap {
+                Some(heap) => {
+                    prop_assert_eq!(outcome.status, RunStatus::Completed);
+                    let restored = engine
+                        .run(RunRequest {
+                            code: "Object.keys(globalThis).length".into(),
+                            heap: Some(heap.clone()),
+                            stateful: true,
+                            ..Default::default()
+                        })
+                        .await
+                        .unwrap()
+                        .outcome;
+                    prop_assert_eq!(restored.status, RunStatus::Completed, "{:?}", restored);
+                }
+                None => {
+                    let name = outcome.error.as_ref().map(|e| e.name.as_str());
+                    prop_assert!(
+                        matches!(name, Some("SnapshotError" | "RangeError")),
+                        "{:?}",
+                        outcome
+                    );
+                }
+            }
+            Ok(())
+        })?;
+    }
+}

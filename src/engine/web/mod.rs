@@ -277,7 +277,7 @@ fn guard_intrinsics<'s>(
 }
 
 /// V8 leaves `Error.stackTraceLimit` out of contexts made by a snapshot
-/// creator, so errors of stateful runs had no `stack`; set V8's default.
+/// creator, where errors would then have no `stack`; set V8's default.
 fn stack_trace_limit<'s>(scope: &mut v8::PinScope<'s, '_>, global: v8::Local<'s, v8::Object>) {
     let error = v8::String::new(scope, "Error").expect("short name");
     let limit = v8::String::new(scope, "stackTraceLimit").expect("short name");
