@@ -14,6 +14,7 @@
 
 pub mod app;
 pub mod backends;
+pub mod clock;
 pub mod config;
 pub mod egress;
 #[allow(unsafe_code)]

@@ -80,6 +80,20 @@ pub(crate) enum Completion {
     },
 }
 
+/// Why a run's egress could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SetupError {
+    /// The allow list does not make a policy.
+    #[error("{0}")]
+    Policy(#[from] PolicyError),
+    /// reqwest could not build the client (its TLS roots, its resolver).
+    #[error("fetch is unavailable: the HTTP client could not be built: {0}")]
+    Client(String),
+}
+
+/// A request's failure was already sent to the run as its completion.
+struct Delivered;
+
 /// A request could not start.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Launch {
@@ -114,7 +128,7 @@ fn runtime() -> &'static tokio::runtime::Runtime {
 
 /// Clients keyed by the settings they were built from: building one loads
 /// the system's root certificates, too slow to do per run.
-fn prepared(config: &FetchConfig) -> Result<Arc<Prepared>, PolicyError> {
+fn prepared(config: &FetchConfig) -> Result<Arc<Prepared>, SetupError> {
     static CACHE: OnceLock<Mutex<HashMap<String, Arc<Prepared>>>> = OnceLock::new();
     let key = serde_json::to_string(config).unwrap_or_default();
     let cache = CACHE.get_or_init(Default::default);
@@ -139,7 +153,7 @@ fn prepared(config: &FetchConfig) -> Result<Arc<Prepared>, PolicyError> {
             .dns_resolver(resolver)
             .user_agent(concat!("mcp-v8-lambda/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| PolicyError::Refused(format!("the HTTP client could not be built: {e}")))?
+            .map_err(|e| SetupError::Client(e.to_string()))?
     };
     let prepared = Arc::new(Prepared {
         policy,
@@ -216,7 +230,7 @@ pub(crate) struct Egress {
 
 impl Egress {
     /// `deadline`: when the run's time is up; no request lasts past it.
-    pub(crate) fn new(config: &FetchConfig, deadline: Instant) -> Result<Self, PolicyError> {
+    pub(crate) fn new(config: &FetchConfig, deadline: Instant) -> Result<Self, SetupError> {
         let (sender, receiver) = channel();
         Ok(Self {
             prepared: prepared(config)?,
@@ -389,15 +403,15 @@ impl Request {
         let _ = self.sender.send(completion);
     }
 
-    fn fail_head(&self, message: String) -> Result<(u16, u64), ()> {
+    fn fail_head(&self, message: String) -> Result<(u16, u64), Delivered> {
         self.send(Completion::Head {
             id: self.id,
             result: Err(message),
         });
-        Err(())
+        Err(Delivered)
     }
 
-    async fn exchange(&self, parts: RequestParts, mut url: Url) -> Result<(u16, u64), ()> {
+    async fn exchange(&self, parts: RequestParts, mut url: Url) -> Result<(u16, u64), Delivered> {
         let Ok(_slot) = self.slots.acquire().await else {
             return self.fail_head("fetch: the run is over".into());
         };
@@ -538,7 +552,7 @@ impl Request {
         &self,
         mut response: reqwest::Response,
         status: u16,
-    ) -> Result<(u16, u64), ()> {
+    ) -> Result<(u16, u64), Delivered> {
         let mut body = Vec::new();
         loop {
             let chunk = tokio::time::timeout_at(self.deadline, response.chunk()).await;
@@ -565,7 +579,7 @@ impl Request {
                     id: self.id,
                     result: Err(message),
                 });
-                return Err(());
+                return Err(Delivered);
             }
         }
         let read = body.len() as u64;

@@ -151,7 +151,7 @@ impl DynamoMetaStore {
         self.log_ttl_secs?;
         Some((
             "attribute_not_exists(expires_at) OR expires_at > :now",
-            n(crate::session::unix_now()),
+            n(crate::clock::unix_now()),
         ))
     }
 
@@ -233,7 +233,7 @@ impl DynamoMetaStore {
         };
         // An expired head that TTL has not deleted yet starts the log anew.
         if self.log_ttl_secs.is_some()
-            && number(item, "expires_at").is_some_and(|at| at <= crate::session::unix_now())
+            && number(item, "expires_at").is_some_and(|at| at <= crate::clock::unix_now())
         {
             return Ok(fresh);
         }
@@ -298,7 +298,7 @@ impl DynamoMetaStore {
             let (attribute, value) = self
                 .stash(format!("session-log/{session_hash}/{index}.json"), json)
                 .await?;
-            let now = crate::session::unix_now();
+            let now = crate::clock::unix_now();
             let expires = self.log_ttl_secs.map(|ttl| now + ttl);
             // With a retention, an expired item TTL has not deleted yet may
             // be written over: its index has been given up.

@@ -102,13 +102,6 @@ pub mod meta {
     pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 }
 
-/// For the model, returned by `initialize` and `server/discover`: heaps in
-/// two sentences, then continuity.
-pub const INSTRUCTIONS: &str = "Run JavaScript or TypeScript with the run_js tool; every successful run saves the whole V8 heap and \
-returns its key as `heap`. Pass that key back as `heap` to continue from exactly that state, in this or any later session. \
-When a client initializes with an X-MCP-Session-Id that has logged runs, this result's _meta \"mcp-v8/continuity\" gives the \
-number of runs and the last output heap, so the agent can resume where it left off.";
-
 /// `clientInfo` of `initialize` (and of 2026-07-28 requests' `_meta`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClientInfo {
@@ -364,12 +357,6 @@ pub struct ServerInfo {
     pub version: &'static str,
 }
 
-/// This server's `serverInfo`.
-pub const SERVER_INFO: ServerInfo = ServerInfo {
-    name: "mcp-v8-lambda",
-    version: env!("CARGO_PKG_VERSION"),
-};
-
 /// The `_meta.progressToken` of a request's params: the client asks for
 /// `notifications/progress` about the request, naming it with this token
 /// (a string or a number, echoed as sent).
@@ -564,15 +551,14 @@ pub struct StatelessResult<T> {
 }
 
 impl<T> StatelessResult<T> {
-    /// `result`, complete, with optional caching hints.
-    pub fn complete(result: T, cache: Option<CacheHints>) -> Self {
+    /// `result` of the server `server_info`, complete, with optional
+    /// caching hints.
+    pub fn complete(result: T, cache: Option<CacheHints>, server_info: ServerInfo) -> Self {
         Self {
             result,
             cache,
             result_type: "complete",
-            meta: ResultMeta {
-                server_info: SERVER_INFO,
-            },
+            meta: ResultMeta { server_info },
         }
     }
 }

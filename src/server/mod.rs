@@ -16,13 +16,26 @@ use serde_json::value::RawValue;
 use crate::meta::MetaStoreError;
 use crate::protocol::jsonrpc::code;
 use crate::protocol::mcp::{
-    ALL_VERSIONS, CallToolParams, DiscoverResult, EmptyResult, INSTRUCTIONS, InitializeMeta,
-    InitializeResult, PromptsCapability, ResourcesCapability, SERVER_INFO, STATELESS_VERSION,
-    ServerCapabilities, ToolsCapability, method,
+    ALL_VERSIONS, CallToolParams, DiscoverResult, EmptyResult, InitializeMeta, InitializeResult,
+    PromptsCapability, ResourcesCapability, STATELESS_VERSION, ServerCapabilities, ServerInfo,
+    ToolsCapability, method,
 };
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
 use crate::tools::{CallContext, Toolbox};
+
+/// For the model, returned by `initialize` and `server/discover`: heaps in
+/// two sentences, then continuity.
+pub const INSTRUCTIONS: &str = "Run JavaScript or TypeScript with the run_js tool; every successful run saves the whole V8 heap and \
+returns its key as `heap`. Pass that key back as `heap` to continue from exactly that state, in this or any later session. \
+When a client initializes with an X-MCP-Session-Id that has logged runs, this result's _meta \"mcp-v8/continuity\" gives the \
+number of runs and the last output heap, so the agent can resume where it left off.";
+
+/// This server's `serverInfo`.
+pub const SERVER_INFO: ServerInfo = ServerInfo {
+    name: "mcp-v8-lambda",
+    version: env!("CARGO_PKG_VERSION"),
+};
 
 /// The MCP server behind either transport: its tools and what it says of
 /// itself. Cheap to share; holds no per-request state.

@@ -119,10 +119,3 @@ pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
         now: i64,
     ) -> Result<bool, SessionStoreError>;
 }
-
-/// Current Unix time in seconds.
-pub fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}

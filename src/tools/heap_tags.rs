@@ -3,20 +3,16 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use uuid::Uuid;
 
 use super::toolbox::{CallContext, Toolbox, structured_result};
 use super::{args, schema};
-use crate::engine::RunOutcome;
-use crate::meta::{ExecutionRecord, Tags};
+use crate::meta::Tags;
 use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
-use crate::session::unix_now;
 
 pub(super) const GET_HEAP_TAGS: &str = "get_heap_tags";
 pub(super) const SET_HEAP_TAGS: &str = "set_heap_tags";
 pub(super) const DELETE_HEAP_TAGS: &str = "delete_heap_tags";
 pub(super) const QUERY_HEAPS_BY_TAGS: &str = "query_heaps_by_tags";
-pub(super) const GET_EXECUTION: &str = "get_execution";
 
 fn ok_schema() -> serde_json::Value {
     json!({
@@ -28,12 +24,6 @@ fn ok_schema() -> serde_json::Value {
 
 pub(super) fn describe() -> Vec<Tool> {
     let heap = || schema::heap_key("64-character hex heap key.");
-    let mut execution = schema::run_outcome();
-    let properties = execution["properties"]
-        .as_object_mut()
-        .expect("object schema");
-    properties.insert("started_at".into(), json!({ "type": "string" }));
-    properties.insert("completed_at".into(), json!({ "type": "string" }));
     vec![
         Tool {
             name: GET_HEAP_TAGS,
@@ -105,19 +95,6 @@ pub(super) fn describe() -> Vec<Tool> {
                 }}},
                 "required": ["results"]
             })),
-            annotations: ToolAnnotations::READ_ONLY,
-        },
-        Tool {
-            name: GET_EXECUTION,
-            title: "Get a run's record",
-            description: "Get the recorded outcome of one of your earlier run_js calls by its execution_id, with when it started and completed.".into(),
-            input_schema: json!({
-                "type": "object",
-                "properties": { "execution_id": { "type": "string", "description": "The execution_id a run_js returned." } },
-                "required": ["execution_id"],
-                "additionalProperties": false
-            }),
-            output_schema: Some(execution),
             annotations: ToolAnnotations::READ_ONLY,
         },
     ]
@@ -283,52 +260,5 @@ pub(super) async fn query(
             structured_result(&QueryResult { results }, false, structured)
         }
         Err(e) => CallToolResult::error(format!("could not query tags: {e}")),
-    }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct ExecutionArgs {
-    execution_id: String,
-}
-
-/// An execution record as `get_execution` and its resource show it.
-#[derive(Debug, Serialize)]
-pub(super) struct ExecutionView {
-    #[serde(flatten)]
-    outcome: RunOutcome,
-    started_at: String,
-    completed_at: String,
-}
-
-impl From<ExecutionRecord> for ExecutionView {
-    fn from(record: ExecutionRecord) -> Self {
-        Self {
-            outcome: record.outcome,
-            started_at: record.started_at,
-            completed_at: record.completed_at,
-        }
-    }
-}
-
-pub(super) async fn get_execution(
-    toolbox: &Toolbox,
-    context: CallContext<'_>,
-    a: ExecutionArgs,
-    structured: bool,
-) -> CallToolResult {
-    let Ok(id) = a.execution_id.trim().parse::<Uuid>() else {
-        return CallToolResult::error(format!("execution_id {:?} is not a UUID", a.execution_id));
-    };
-    match toolbox
-        .meta
-        .get_execution(context.tenant, id, unix_now())
-        .await
-    {
-        Ok(Some(record)) => structured_result(&ExecutionView::from(record), false, structured),
-        Ok(None) => CallToolResult::error(format!(
-            "no execution {id} (unknown, or expired from the registry)"
-        )),
-        Err(e) => CallToolResult::error(format!("could not read the execution registry: {e}")),
     }
 }

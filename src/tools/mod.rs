@@ -2,6 +2,7 @@
 //! for `tools/call`.
 
 mod args;
+mod executions;
 mod heap_tags;
 mod run_js;
 mod schema;
@@ -41,6 +42,7 @@ impl Toolbox {
         if !self.stateless {
             tools.extend(session_log::describe());
             tools.extend(heap_tags::describe());
+            tools.push(executions::describe());
         }
         if !structured {
             for tool in &mut tools {
@@ -98,8 +100,8 @@ impl Toolbox {
             heap_tags::QUERY_HEAPS_BY_TAGS => {
                 with_args!(|a| heap_tags::query(self, context, a, structured))
             }
-            heap_tags::GET_EXECUTION => {
-                with_args!(|a| heap_tags::get_execution(self, context, a, structured))
+            executions::GET_EXECUTION => {
+                with_args!(|a| executions::get(self, context, a, structured))
             }
             other => return Err(ToolCallError::UnknownTool(other.to_owned())),
         };
@@ -113,7 +115,7 @@ impl Toolbox {
         heap_tags::SET_HEAP_TAGS,
         heap_tags::DELETE_HEAP_TAGS,
         heap_tags::QUERY_HEAPS_BY_TAGS,
-        heap_tags::GET_EXECUTION,
+        executions::GET_EXECUTION,
     ];
 
     /// The first page of a session's log as JSON (`{entries, next_offset?}`,
@@ -137,10 +139,10 @@ impl Toolbox {
     ) -> Result<Option<serde_json::Value>, crate::meta::MetaStoreError> {
         let record = self
             .meta
-            .get_execution(context.tenant, id, crate::session::unix_now())
+            .get_execution(context.tenant, id, crate::clock::unix_now())
             .await?;
         Ok(record.map(|record| {
-            serde_json::to_value(heap_tags::ExecutionView::from(record))
+            serde_json::to_value(executions::ExecutionView::from(record))
                 .expect("execution views serialize")
         }))
     }

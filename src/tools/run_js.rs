@@ -9,11 +9,12 @@ use super::schema;
 use super::toolbox::{
     CallContext, MAX_RESULT_JSON_BYTES, Toolbox, fits_one_response, structured_result,
 };
+use crate::clock::unix_now;
 use crate::engine::{Language, RunOutcome, RunRequest, RunStatus, cap_text};
 use crate::heap::HeapKey;
 use crate::meta::{ExecutionRecord, NewLogEntry, Tags};
 use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
-use crate::session::{LogicalSession, unix_now};
+use crate::session::LogicalSession;
 use crate::tenant::Tenant;
 
 pub(super) const NAME: &str = "run_js";

@@ -7,6 +7,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq as _;
 
 use super::envelope::HttpError;
 use super::headers::Principal;
@@ -25,15 +26,11 @@ impl std::fmt::Debug for TokenDigest {
 }
 
 impl TokenDigest {
-    /// Whether `token` hashes to this digest. Every byte is compared, so the
-    /// time taken says nothing about how much of the digest matched.
+    /// Whether `token` hashes to this digest, compared in constant time so
+    /// the time taken says nothing about how much of the digest matched.
     fn accepts(&self, token: &str) -> bool {
         let presented: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        presented
-            .iter()
-            .zip(self.0.iter())
-            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
-            == 0
+        presented.ct_eq(&self.0).into()
     }
 }
 

@@ -96,12 +96,14 @@ impl HttpError {
         )
     }
 
-    pub(super) fn store_failed(error: &dyn std::error::Error) -> Self {
-        tracing::error!(error = %error, "session store failed");
+    /// A store failed under a request: `store` names which ("session",
+    /// "metadata") in the log line and in the client's message.
+    pub(super) fn store_failed(store: &'static str, error: &dyn std::error::Error) -> Self {
+        tracing::error!(store, error = %error, "{store} store failed");
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             code::INTERNAL_ERROR,
-            "the session store is unavailable; retry later",
+            format!("the {store} store is unavailable; retry later"),
         )
     }
 }

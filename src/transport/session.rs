@@ -12,11 +12,12 @@ use serde_json::value::RawValue;
 use super::envelope::{HttpError, check_nesting, json, raw};
 use super::headers::{self, Principal};
 use super::stream::{self, Calls};
+use crate::clock::unix_now;
 use crate::protocol::jsonrpc::{self, Incoming, Message, RequestId, code};
 use crate::protocol::mcp::{self, BATCHING_VERSION, InitializeParams, method};
 use crate::server::McpServer;
 use crate::server::MethodResult;
-use crate::session::{InitState, SessionId, SessionStore, unix_now};
+use crate::session::{InitState, SessionId, SessionStore};
 use crate::tenant::Tenant;
 use crate::tools::CallContext;
 
@@ -52,7 +53,7 @@ impl Sessions {
             .store
             .get(&id, now)
             .await
-            .map_err(|e| HttpError::store_failed(&e))?
+            .map_err(|e| HttpError::store_failed("session", &e))?
             .ok_or_else(HttpError::session_not_found)?;
         // Another caller presenting this id learns nothing about it.
         if state.principal.as_ref() != principal.map(|p| &p.0) {
@@ -67,7 +68,7 @@ impl Sessions {
             self.store
                 .touch(&id, now, now + self.ttl_secs)
                 .await
-                .map_err(|e| HttpError::store_failed(&e))?;
+                .map_err(|e| HttpError::store_failed("session", &e))?;
         }
         Ok(state)
     }
@@ -214,7 +215,7 @@ pub(super) async fn post(
                         .store
                         .put(&state)
                         .await
-                        .map_err(|e| HttpError::store_failed(&e))?;
+                        .map_err(|e| HttpError::store_failed("session", &e))?;
                 }
                 if method == method::CANCELLED {
                     cancel(sessions, calls, &state.session_id, params.as_deref()).await;
@@ -275,12 +276,12 @@ async fn initialize(
     let result = server
         .initialize(version, tenant, state.logical_session.as_ref())
         .await
-        .map_err(|e| HttpError::store_failed(&e))?;
+        .map_err(|e| HttpError::store_failed("metadata", &e))?;
     sessions
         .store
         .put(&state)
         .await
-        .map_err(|e| HttpError::store_failed(&e))?;
+        .map_err(|e| HttpError::store_failed("session", &e))?;
     let mut response = json(StatusCode::OK, &jsonrpc::Response::ok(id, result));
     response.headers_mut().insert(
         mcp::header::SESSION_ID,
@@ -341,6 +342,6 @@ pub(super) async fn delete(
     match sessions.store.delete(&state.session_id).await {
         Ok(true) => Ok(StatusCode::NO_CONTENT.into_response()),
         Ok(false) => Err(HttpError::session_not_found()),
-        Err(e) => Err(HttpError::store_failed(&e)),
+        Err(e) => Err(HttpError::store_failed("session", &e)),
     }
 }

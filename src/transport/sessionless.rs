@@ -196,7 +196,11 @@ pub(super) async fn post(
                             let cache = result.cache_hints();
                             raw(&jsonrpc::Response::ok(
                                 id,
-                                StatelessResult::complete(result, cache),
+                                StatelessResult::complete(
+                                    result,
+                                    cache,
+                                    crate::server::SERVER_INFO,
+                                ),
                             ))
                         }
                         Err(e) => raw(&jsonrpc::Response::error_with_data(
@@ -223,7 +227,10 @@ pub(super) async fn post(
             let cache = result.cache_hints();
             Ok(json(
                 StatusCode::OK,
-                &jsonrpc::Response::ok(id, StatelessResult::complete(result, cache)),
+                &jsonrpc::Response::ok(
+                    id,
+                    StatelessResult::complete(result, cache, crate::server::SERVER_INFO),
+                ),
             ))
         }
         Err(e) => Err(HttpError::from_method(id, e, status_of)),

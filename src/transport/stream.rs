@@ -16,9 +16,10 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
+use crate::clock::unix_now;
 use crate::protocol::jsonrpc::{Notification, RequestId};
 use crate::protocol::mcp::{ProgressParams, method};
-use crate::session::{SessionId, SessionStore, unix_now};
+use crate::session::{SessionId, SessionStore};
 use crate::tools::RunControl;
 
 /// How often a streamed call reports progress while it runs: inside the

@@ -70,7 +70,7 @@ fn guarded(dir: &std::path::Path, jwks_url: &str) -> Router {
 }
 
 fn now() -> i64 {
-    mcp_v8_lambda::session::unix_now()
+    mcp_v8_lambda::clock::unix_now()
 }
 
 /// A token for `claims`, signed by fixture key `signer` and naming `kid`.

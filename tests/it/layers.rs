@@ -12,16 +12,22 @@ use std::path::{Path, PathBuf};
 const ALLOWED: &[(&str, &[&str])] = &[
     ("protocol", &[]),
     ("tenant", &[]),
+    ("clock", &[]),
     ("heap", &["tenant"]),
     ("backends", &[]),
     ("logs", &[]),
     ("session", &["backends", "heap", "protocol"]),
     ("egress", &[]),
     ("engine", &["egress", "heap", "tenant"]),
-    ("meta", &["backends", "engine", "heap", "session", "tenant"]),
+    (
+        "meta",
+        &["backends", "clock", "engine", "heap", "session", "tenant"],
+    ),
     (
         "tools",
-        &["engine", "heap", "meta", "protocol", "session", "tenant"],
+        &[
+            "clock", "engine", "heap", "meta", "protocol", "session", "tenant",
+        ],
     ),
     (
         "server",
@@ -29,7 +35,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     (
         "transport",
-        &["protocol", "server", "session", "tenant", "tools"],
+        &["clock", "protocol", "server", "session", "tenant", "tools"],
     ),
     ("config", &["backends", "egress", "tenant", "transport"]),
     ("lambda", &["transport"]),
