@@ -186,9 +186,10 @@ async fn serve_main() -> anyhow::Result<()> {
         } => {
             let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
             config.engine_workers = engine_workers.unwrap_or(cores);
-            config.stateless = stateless;
+            // The flag or the variable: either makes the server stateless.
+            config.stateless |= stateless;
             #[cfg(feature = "mimalloc")]
-            if config.engine_workers > 0 && !stateless {
+            if config.engine_workers > 0 && !config.stateless {
                 return_freed_memory_promptly();
             }
             config.warm_isolates = cores;
@@ -200,7 +201,7 @@ async fn serve_main() -> anyhow::Result<()> {
             let listener = tokio::net::TcpListener::bind(address)
                 .await
                 .with_context(|| format!("binding {address}"))?;
-            tracing::info!(%address, data_dir = %data_dir.display(), stateless, engine_workers = config.engine_workers, "serving MCP at http://{address}/mcp");
+            tracing::info!(%address, data_dir = %data_dir.display(), stateless = config.stateless, engine_workers = config.engine_workers, "serving MCP at http://{address}/mcp");
             // Bound to loopback, only loopback names may be asked for: a web
             // page cannot reach this server by rebinding its own name to 127.0.0.1.
             let service = if host.is_loopback() {

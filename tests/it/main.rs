@@ -10,6 +10,7 @@ mod allocator;
 mod auth;
 mod aws_backends;
 mod aws_calls;
+mod configuration;
 mod deployment;
 mod e2e;
 mod engine;
