@@ -254,7 +254,7 @@ impl DynamoMetaStore {
         tenant: &Tenant,
         record: &ExecutionRecord,
     ) -> Result<Put, MetaStoreError> {
-        let id = record.outcome.execution_id;
+        let id = record.execution_id;
         let json = serde_json::to_string(record).map_err(backend)?;
         let folder = tenant.heap_folder().unwrap_or_default();
         let (attribute, value) = self

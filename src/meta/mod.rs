@@ -13,7 +13,6 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::engine::RunOutcome;
 use crate::heap::HeapKey;
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
@@ -54,12 +53,15 @@ pub struct NewLogEntry {
     pub timestamp: String,
 }
 
-/// A run as the execution registry keeps it.
+/// A run as the execution registry keeps it: the store needs only its id
+/// and expiry, and keeps the rest of the outcome as the tool returned it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExecutionRecord {
-    /// The outcome as `run_js` returned it.
+    /// The run's `execution_id`.
+    pub execution_id: uuid::Uuid,
+    /// The other fields of the outcome `run_js` returned, as its JSON.
     #[serde(flatten)]
-    pub outcome: RunOutcome,
+    pub outcome: serde_json::Map<String, serde_json::Value>,
     /// RFC 3339 UTC.
     pub started_at: String,
     /// RFC 3339 UTC.

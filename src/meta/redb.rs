@@ -142,7 +142,7 @@ fn put_execution_in(
     record: &ExecutionRecord,
 ) -> Result<(), MetaStoreError> {
     let bytes = serde_json::to_vec(record).map_err(backend)?;
-    let id = record.outcome.execution_id.to_string();
+    let id = record.execution_id.to_string();
     tx.open_table(EXECUTIONS)
         .map_err(backend)?
         .insert(tenant.scoped(&id).as_ref(), bytes.as_slice())

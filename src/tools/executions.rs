@@ -8,7 +8,6 @@ use uuid::Uuid;
 use super::schema;
 use super::toolbox::{CallContext, Toolbox, structured_result};
 use crate::clock::unix_now;
-use crate::engine::RunOutcome;
 use crate::meta::ExecutionRecord;
 use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
 
@@ -42,11 +41,13 @@ pub(super) struct ExecutionArgs {
     execution_id: String,
 }
 
-/// An execution record as `get_execution` and its resource show it.
+/// An execution record as `get_execution` and its resource show it: the
+/// outcome `run_js` returned, with when it started and completed.
 #[derive(Debug, Serialize)]
 pub(super) struct ExecutionView {
+    execution_id: Uuid,
     #[serde(flatten)]
-    outcome: RunOutcome,
+    outcome: serde_json::Map<String, serde_json::Value>,
     started_at: String,
     completed_at: String,
 }
@@ -54,6 +55,7 @@ pub(super) struct ExecutionView {
 impl From<ExecutionRecord> for ExecutionView {
     fn from(record: ExecutionRecord) -> Self {
         Self {
+            execution_id: record.execution_id,
             outcome: record.outcome,
             started_at: record.started_at,
             completed_at: record.completed_at,

@@ -168,6 +168,18 @@ and as much again for ArrayBuffer data; console output kept up to {} and the res
     }
 }
 
+/// The fields of `outcome` but its id, as the execution registry keeps
+/// them.
+fn outcome_fields(outcome: &RunOutcome) -> serde_json::Map<String, serde_json::Value> {
+    let serde_json::Value::Object(mut fields) =
+        serde_json::to_value(outcome).expect("outcomes serialize")
+    else {
+        unreachable!("an outcome is a JSON object")
+    };
+    fields.remove("execution_id");
+    fields
+}
+
 /// A byte count as people read it.
 fn bytes(n: usize) -> String {
     if n >= 1024 * 1024 && n.is_multiple_of(1024 * 1024) {
@@ -442,7 +454,8 @@ async fn record(
         _ => None,
     };
     let execution = ExecutionRecord {
-        outcome: outcome.clone(),
+        execution_id: outcome.execution_id,
+        outcome: outcome_fields(outcome),
         started_at: rfc3339(started),
         completed_at: rfc3339(completed_at),
         expires_at: unix_now() + toolbox.execution_ttl_secs,

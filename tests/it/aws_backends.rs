@@ -17,7 +17,7 @@ use mcp_v8_lambda::engine::{RunOutcome, RunStatus};
 use mcp_v8_lambda::heap::{
     FileHeapStore, HeapKey, HeapStore, HeapStoreError, S3HeapStore, WriteThroughCacheHeapStore,
 };
-use mcp_v8_lambda::meta::{DynamoMetaStore, ExecutionRecord, MetaStore, MetaTables, NewLogEntry};
+use mcp_v8_lambda::meta::{DynamoMetaStore, MetaStore, MetaTables, NewLogEntry};
 use mcp_v8_lambda::session::DynamoSessionStore;
 use mcp_v8_lambda::tenant::Tenant;
 
@@ -325,8 +325,8 @@ async fn fields_too_large_for_an_item_go_to_s3_and_come_back_whole() {
             .code,
         big_code
     );
-    let record = ExecutionRecord {
-        outcome: RunOutcome {
+    let record = crate::common::execution_record(
+        RunOutcome {
             execution_id: uuid::Uuid::new_v4(),
             status: RunStatus::Completed,
             result: None,
@@ -338,16 +338,16 @@ async fn fields_too_large_for_an_item_go_to_s3_and_come_back_whole() {
             duration_ms: 1,
             fetches: None,
         },
-        started_at: "a".into(),
-        completed_at: "b".into(),
-        expires_at: i64::MAX / 2,
-    };
+        "a",
+        "b",
+        i64::MAX / 2,
+    );
     store
         .put_execution(&Tenant::anonymous(), &record)
         .await
         .unwrap();
     let read = store
-        .get_execution(&Tenant::anonymous(), record.outcome.execution_id, 0)
+        .get_execution(&Tenant::anonymous(), record.execution_id, 0)
         .await
         .unwrap()
         .unwrap();

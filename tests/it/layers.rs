@@ -19,10 +19,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("session", &["backends", "heap", "protocol"]),
     ("egress", &[]),
     ("engine", &["egress", "heap", "tenant"]),
-    (
-        "meta",
-        &["backends", "clock", "engine", "heap", "session", "tenant"],
-    ),
+    ("meta", &["backends", "clock", "heap", "session", "tenant"]),
     (
         "tools",
         &[

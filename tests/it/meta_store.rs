@@ -64,8 +64,8 @@ mod execution_records {
     use uuid::Uuid;
 
     fn record() -> ExecutionRecord {
-        ExecutionRecord {
-            outcome: RunOutcome {
+        crate::common::execution_record(
+            RunOutcome {
                 execution_id: Uuid::new_v4(),
                 status: RunStatus::Completed,
                 result: Some("2".into()),
@@ -77,10 +77,10 @@ mod execution_records {
                 duration_ms: 0,
                 fetches: None,
             },
-            started_at: "2026-11-22T12:00:00Z".into(),
-            completed_at: "2026-11-22T12:00:00Z".into(),
-            expires_at: 2_000_000_000,
-        }
+            "2026-11-22T12:00:00Z",
+            "2026-11-22T12:00:00Z",
+            2_000_000_000,
+        )
     }
 
     /// What the disk holds now: a copy of the file, opened as after a crash
@@ -104,7 +104,7 @@ mod execution_records {
         let path = dir.path().join("meta.redb");
         let store = RedbMetaStore::new(open_database(&path).unwrap()).unwrap();
         let record = record();
-        let id = record.outcome.execution_id;
+        let id = record.execution_id;
         store
             .record_run(&Tenant::anonymous(), None, &record)
             .await
@@ -137,7 +137,7 @@ mod execution_records {
         let db = open_database(&path).unwrap();
         let store = RedbMetaStore::new(db.clone()).unwrap();
         let record = record();
-        let id = record.outcome.execution_id;
+        let id = record.execution_id;
         store
             .record_run(&Tenant::anonymous(), None, &record)
             .await
@@ -155,7 +155,7 @@ mod execution_records {
         let path = dir.path().join("meta.redb");
         let store = Arc::new(RedbMetaStore::new(open_database(&path).unwrap()).unwrap());
         let record = record();
-        let id = record.outcome.execution_id;
+        let id = record.execution_id;
         let entry = mcp_v8_lambda::meta::NewLogEntry {
             input_heap: None,
             output_heap: mcp_v8_lambda::heap::HeapKey::parse(&"a".repeat(64)).unwrap(),
@@ -192,7 +192,7 @@ mod execution_records {
                         .record_run(&Tenant::anonymous(), None, &record)
                         .await
                         .unwrap();
-                    let id = record.outcome.execution_id;
+                    let id = record.execution_id;
                     assert_eq!(
                         store
                             .get_execution(&Tenant::anonymous(), id, 0)
@@ -232,7 +232,7 @@ mod execution_records {
         let dir = tempfile::tempdir().unwrap();
         let store = RedbMetaStore::new(open_database(&dir.path().join("m.redb")).unwrap()).unwrap();
         let record = record();
-        let id = record.outcome.execution_id;
+        let id = record.execution_id;
         store
             .record_run(&Tenant::anonymous(), None, &record)
             .await

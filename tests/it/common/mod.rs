@@ -133,6 +133,26 @@ pub struct Reply {
     pub body: Value,
 }
 
+/// An execution record of `outcome`, as `run_js` makes one.
+pub fn execution_record(
+    outcome: mcp_v8_lambda::engine::RunOutcome,
+    started_at: &str,
+    completed_at: &str,
+    expires_at: i64,
+) -> mcp_v8_lambda::meta::ExecutionRecord {
+    let Value::Object(mut fields) = serde_json::to_value(&outcome).unwrap() else {
+        unreachable!("an outcome is an object")
+    };
+    fields.remove("execution_id");
+    mcp_v8_lambda::meta::ExecutionRecord {
+        execution_id: outcome.execution_id,
+        outcome: fields,
+        started_at: started_at.to_owned(),
+        completed_at: completed_at.to_owned(),
+        expires_at,
+    }
+}
+
 /// A POST to `/mcp` with the headers every MCP request carries; the caller
 /// adds its own headers and the body.
 pub fn post() -> axum::http::request::Builder {

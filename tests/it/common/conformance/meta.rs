@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use mcp_v8_lambda::engine::{RunOutcome, RunStatus};
 use mcp_v8_lambda::heap::HeapKey;
-use mcp_v8_lambda::meta::{ExecutionRecord, MetaStore, NewLogEntry, Tags};
+use mcp_v8_lambda::meta::{MetaStore, NewLogEntry, Tags};
 use mcp_v8_lambda::session::LogicalSession;
 use mcp_v8_lambda::tenant::Tenant;
 
@@ -208,8 +208,8 @@ pub async fn tag_queries_need_every_pair(store: &dyn MetaStore) {
 
 /// Records come back whole until they expire.
 pub async fn executions_round_trip_and_expire(store: &dyn MetaStore) {
-    let record = ExecutionRecord {
-        outcome: RunOutcome {
+    let record = crate::common::execution_record(
+        RunOutcome {
             execution_id: Uuid::new_v4(),
             status: RunStatus::Completed,
             result: Some("42".into()),
@@ -221,12 +221,12 @@ pub async fn executions_round_trip_and_expire(store: &dyn MetaStore) {
             duration_ms: 7,
             fetches: None,
         },
-        started_at: "2026-11-22T12:00:00Z".into(),
-        completed_at: "2026-11-22T12:00:01Z".into(),
-        expires_at: 2_000_000_000,
-    };
+        "2026-11-22T12:00:00Z",
+        "2026-11-22T12:00:01Z",
+        2_000_000_000,
+    );
     store.put_execution(ANON, &record).await.unwrap();
-    let id = record.outcome.execution_id;
+    let id = record.execution_id;
     assert_eq!(
         store.get_execution(ANON, id, 1_900_000_000).await.unwrap(),
         Some(record)
@@ -341,8 +341,8 @@ pub async fn tenants_see_nothing_of_each_other(store: &dyn MetaStore) {
         .set_tags(&alice, &h, &tags(&[("run", &run), ("owner", "alice")]))
         .await
         .unwrap();
-    let record = ExecutionRecord {
-        outcome: RunOutcome {
+    let record = crate::common::execution_record(
+        RunOutcome {
             execution_id: Uuid::new_v4(),
             status: RunStatus::Completed,
             result: Some("1".into()),
@@ -354,11 +354,11 @@ pub async fn tenants_see_nothing_of_each_other(store: &dyn MetaStore) {
             duration_ms: 1,
             fetches: None,
         },
-        started_at: "2026-11-22T12:00:00Z".into(),
-        completed_at: "2026-11-22T12:00:01Z".into(),
-        expires_at: 2_000_000_000,
-    };
-    let id = record.outcome.execution_id;
+        "2026-11-22T12:00:00Z",
+        "2026-11-22T12:00:01Z",
+        2_000_000_000,
+    );
+    let id = record.execution_id;
     store.put_execution(&alice, &record).await.unwrap();
 
     for other in [&bob, ANON] {
