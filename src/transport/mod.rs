@@ -5,6 +5,7 @@
 //! server's (`crate::server`).
 
 mod auth;
+mod call;
 mod envelope;
 mod headers;
 mod jwt;
@@ -200,7 +201,8 @@ async fn handle(
         &app,
         method,
         &request_headers,
-        (principal.as_ref(), &tenant),
+        principal.as_ref(),
+        &tenant,
         deadline,
         body,
     )
@@ -217,7 +219,8 @@ async fn dispatch(
     app: &App,
     method: Method,
     request_headers: &HeaderMap,
-    (principal, tenant): (Option<&Principal>, &Tenant),
+    principal: Option<&Principal>,
+    tenant: &Tenant,
     deadline: Option<std::time::SystemTime>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, HttpError> {
@@ -234,34 +237,27 @@ async fn dispatch(
         };
         HttpError::new(status, code::INVALID_REQUEST, message)
     })?;
-    if sessionless::requested_version(request_headers).is_some() {
-        return match method {
-            Method::POST => {
-                headers::check_post(request_headers)?;
-                sessionless::post(
-                    &app.inner.server,
-                    request_headers,
-                    tenant,
-                    (deadline, &app.inner.calls),
-                    &body,
-                )
-                .await
-            }
-            _ => Ok(sessionless::method_not_allowed()),
+    let sessionless = sessionless::requested_version(request_headers).is_some();
+    if method == Method::POST {
+        headers::check_post(request_headers)?;
+        let post = call::Post {
+            headers: request_headers,
+            principal,
+            tenant,
+            deadline,
+            body: &body,
+        };
+        let (server, calls) = (&app.inner.server, &app.inner.calls);
+        return if sessionless {
+            sessionless::post(server, calls, post).await
+        } else {
+            session::post(&app.inner.sessions, server, calls, post).await
         };
     }
+    if sessionless {
+        return Ok(sessionless::method_not_allowed());
+    }
     match method {
-        Method::POST => {
-            session::post(
-                &app.inner.sessions,
-                &app.inner.server,
-                request_headers,
-                (principal, tenant),
-                (deadline, &app.inner.calls),
-                &body,
-            )
-            .await
-        }
         Method::DELETE => session::delete(&app.inner.sessions, request_headers, principal).await,
         _ => {
             let mut response = StatusCode::METHOD_NOT_ALLOWED.into_response();

@@ -3,12 +3,12 @@
 //! no request depends on this process having served the session before.
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::value::RawValue;
 
+use super::call::{self, Answer, Post, RequestContext};
 use super::envelope::{HttpError, check_nesting, json, raw};
 use super::headers::{self, Principal};
 use super::stream::{self, Calls};
@@ -18,8 +18,6 @@ use crate::protocol::mcp::{self, BATCHING_VERSION, InitializeParams, method};
 use crate::server::McpServer;
 use crate::server::MethodResult;
 use crate::session::{InitState, SessionId, SessionStore};
-use crate::tenant::Tenant;
-use crate::tools::CallContext;
 
 /// The session store and the sessions' lifetime.
 #[derive(Debug)]
@@ -105,13 +103,11 @@ pub(super) fn parse_body(body: &[u8]) -> Result<(Vec<Message>, bool), HttpError>
 pub(super) async fn post(
     sessions: &Sessions,
     server: &McpServer,
-    request_headers: &HeaderMap,
-    (principal, tenant): (Option<&Principal>, &Tenant),
-    (deadline, calls): (Option<SystemTime>, &Calls),
-    body: &[u8],
+    calls: &Calls,
+    post: Post<'_>,
 ) -> Result<Response, HttpError> {
-    headers::check_post(request_headers)?;
-    let (mut messages, batch) = parse_body(body)?;
+    let request_headers = post.headers;
+    let (mut messages, batch) = parse_body(post.body)?;
     let is_initialize =
         |m: &Message| matches!(m, Message::Request { method, .. } if method == method::INITIALIZE);
     if messages.iter().any(is_initialize) {
@@ -124,18 +120,10 @@ pub(super) async fn post(
             unreachable!("checked: the single message is an initialize request")
         };
         tracing::Span::current().record("rpc.method", method::INITIALIZE);
-        return initialize(
-            sessions,
-            server,
-            request_headers,
-            (principal, tenant),
-            id,
-            params.as_deref(),
-        )
-        .await;
+        return initialize(sessions, server, &post, id, params.as_deref()).await;
     }
 
-    let mut state = sessions.replay(request_headers, principal).await?;
+    let mut state = sessions.replay(request_headers, post.principal).await?;
     if let Some(version) = request_headers.get(mcp::header::PROTOCOL_VERSION)
         && version.as_bytes() != state.protocol_version.as_bytes()
     {
@@ -156,55 +144,27 @@ pub(super) async fn post(
         match message {
             Message::Request { id, method, params } => {
                 tracing::Span::current().record("rpc.method", method.as_str());
-                // A tool call can be cancelled while it runs, by
-                // notifications/cancelled or by the client going away.
-                let registration = (method == method::TOOLS_CALL)
-                    .then(|| calls.inflight.register(Some((&state.session_id, &id))));
-                match (registration, mcp::progress_token(params.as_deref())) {
-                    (Some(registration), Some(token)) if !batch && calls.streaming => {
-                        let (server, state, tenant) =
-                            (server.clone(), state.clone(), tenant.clone());
-                        let store = sessions.store.clone();
-                        return Ok(stream::respond(
-                            token,
-                            registration,
-                            move |control| async move {
-                                let mut context =
-                                    CallContext::of_session(&state, &tenant, deadline);
-                                context.control = Some(&control);
-                                let call = server.handle(context, &method, params.as_deref());
-                                let answer = stream::watched(
-                                    call,
-                                    store.as_ref(),
-                                    &state.session_id,
-                                    &id,
-                                    &control,
-                                )
-                                .await;
-                                answer_of(id, answer)
-                            },
-                        ));
-                    }
-                    (Some(registration), _) => {
-                        let mut context = CallContext::of_session(&state, tenant, deadline);
-                        context.control = Some(registration.control());
-                        let call = server.handle(context, &method, params.as_deref());
-                        let answer = stream::watched(
-                            call,
-                            sessions.store.as_ref(),
-                            &state.session_id,
-                            &id,
-                            registration.control(),
-                        )
-                        .await;
-                        drop(registration);
-                        responses.push(answer_of(id, answer));
-                    }
-                    (None, _) => {
-                        let context = CallContext::of_session(&state, tenant, deadline);
-                        let answer = server.handle(context, &method, params.as_deref()).await;
-                        responses.push(answer_of(id, answer));
-                    }
+                let request = RequestContext {
+                    protocol_version: state.protocol_version.clone(),
+                    tenant: post.tenant.clone(),
+                    logical_session: state.logical_session.clone(),
+                    deadline: post.deadline,
+                    session: Some((state.session_id.clone(), sessions.store.clone())),
+                    may_stream: !batch && calls.streaming,
+                };
+                match call::call(
+                    request,
+                    server,
+                    calls,
+                    &id,
+                    &method,
+                    params.as_deref(),
+                    answer_of,
+                )
+                .await
+                {
+                    Answer::Streamed(response) => return Ok(response),
+                    Answer::Now(answer) => responses.push(answer_of(id, answer)),
                 }
             }
             Message::Notification { method, params } => {
@@ -238,11 +198,11 @@ pub(super) async fn post(
 async fn initialize(
     sessions: &Sessions,
     server: &McpServer,
-    request_headers: &HeaderMap,
-    (principal, tenant): (Option<&Principal>, &Tenant),
+    post: &Post<'_>,
     id: RequestId,
     params: Option<&RawValue>,
 ) -> Result<Response, HttpError> {
+    let (request_headers, principal, tenant) = (post.headers, post.principal, post.tenant);
     let with_id = |e: HttpError| e.with_id(Some(id.clone()));
     let params: InitializeParams = serde_json::from_str(params.map_or("null", RawValue::get))
         .map_err(|e| {

@@ -10,16 +10,15 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::call::{self, Answer, Post, RequestContext};
 use super::envelope::{HttpError, check_nesting, json, raw};
-use super::stream::{self, Calls, Registration};
+use super::stream::Calls;
 use crate::protocol::jsonrpc::{self, Incoming, RequestId, code};
 use crate::protocol::mcp::{
     self, ALL_VERSIONS, ClientInfo, STATELESS_VERSION, StatelessResult, UnsupportedVersionData,
     method,
 };
-use crate::server::McpServer;
-use crate::tenant::Tenant;
-use crate::tools::CallContext;
+use crate::server::{McpServer, MethodError, MethodResult};
 
 /// The protocol version a request asks for in its header, when that version
 /// is not one with sessions: such requests are served here, and an unknown
@@ -155,85 +154,72 @@ pub(super) fn decode(headers: &HeaderMap, body: &[u8]) -> Result<Decoded, HttpEr
 /// Serves one 2026-07-28 POST body.
 pub(super) async fn post(
     server: &McpServer,
-    headers: &HeaderMap,
-    tenant: &Tenant,
-    (deadline, calls): (Option<std::time::SystemTime>, &Calls),
-    body: &[u8],
+    calls: &Calls,
+    post: Post<'_>,
 ) -> Result<Response, HttpError> {
-    let (id, rpc_method, params) = match decode(headers, body)? {
+    let (id, rpc_method, params) = match decode(post.headers, post.body)? {
         Decoded::Notification => return Ok(StatusCode::ACCEPTED.into_response()),
         Decoded::Request { id, method, params } => (id, method, params),
     };
     // The log follows the `session` argument, else this request's own
     // X-MCP-Session-Id header: there is no session to replay.
     let logical_session = if rpc_method == method::TOOLS_CALL {
-        super::headers::logical_session(headers).map_err(|e| e.with_id(Some(id.clone())))?
+        super::headers::logical_session(post.headers).map_err(|e| e.with_id(Some(id.clone())))?
     } else {
         None
     };
     if let Some(name) = &logical_session {
         tracing::Span::current().record("logical_session", name.as_str());
     }
-    // Without a session, only the client going away cancels a call: its
-    // registration is held by the request (or by its response stream).
-    let registration = (rpc_method == method::TOOLS_CALL).then(|| calls.inflight.register(None));
-    let registration = match (registration, mcp::progress_token(params.as_deref())) {
-        (Some(registration), Some(token)) if calls.streaming => {
-            let (server, tenant) = (server.clone(), tenant.clone());
-            return Ok(stream::respond(
-                token,
-                registration,
-                move |control| async move {
-                    let context = CallContext {
-                        protocol_version: STATELESS_VERSION,
-                        tenant: &tenant,
-                        logical_session: logical_session.as_ref(),
-                        deadline,
-                        control: Some(&control),
-                    };
-                    match server.handle(context, &rpc_method, params.as_deref()).await {
-                        Ok(result) => {
-                            let cache = result.cache_hints();
-                            raw(&jsonrpc::Response::ok(
-                                id,
-                                StatelessResult::complete(
-                                    result,
-                                    cache,
-                                    crate::server::SERVER_INFO,
-                                ),
-                            ))
-                        }
-                        Err(e) => raw(&jsonrpc::Response::error_with_data(
-                            Some(id),
-                            e.code,
-                            e.message,
-                            e.data,
-                        )),
-                    }
-                },
-            ));
-        }
-        (registration, _) => registration,
+    // Without a session, only the client going away cancels a call.
+    let request = RequestContext {
+        protocol_version: STATELESS_VERSION.to_owned(),
+        tenant: post.tenant.clone(),
+        logical_session,
+        deadline: post.deadline,
+        session: None,
+        may_stream: calls.streaming,
     };
-    let context = CallContext {
-        protocol_version: STATELESS_VERSION,
-        tenant,
-        logical_session: logical_session.as_ref(),
-        deadline,
-        control: registration.as_ref().map(Registration::control),
-    };
-    match server.handle(context, &rpc_method, params.as_deref()).await {
-        Ok(result) => {
-            let cache = result.cache_hints();
-            Ok(json(
-                StatusCode::OK,
-                &jsonrpc::Response::ok(
-                    id,
-                    StatelessResult::complete(result, cache, crate::server::SERVER_INFO),
-                ),
-            ))
-        }
-        Err(e) => Err(HttpError::from_method(id, e, status_of)),
+    let answer = call::call(
+        request,
+        server,
+        calls,
+        &id,
+        &rpc_method,
+        params.as_deref(),
+        message,
+    )
+    .await;
+    match answer {
+        Answer::Streamed(response) => Ok(response),
+        Answer::Now(Ok(result)) => Ok(json(StatusCode::OK, &complete(id, result))),
+        Answer::Now(Err(e)) => Err(HttpError::from_method(id, e, status_of)),
+    }
+}
+
+/// A 2026-07-28 result: complete, with its caching hints and the server's
+/// identity.
+fn complete(
+    id: RequestId,
+    result: MethodResult,
+) -> jsonrpc::Response<StatelessResult<MethodResult>> {
+    let cache = result.cache_hints();
+    jsonrpc::Response::ok(
+        id,
+        StatelessResult::complete(result, cache, crate::server::SERVER_INFO),
+    )
+}
+
+/// A streamed call's last message.
+fn message(id: RequestId, answer: Result<MethodResult, MethodError>) -> Box<RawValue> {
+    match answer {
+        Ok(result) => raw(&complete(id, result)),
+        Err(e) => raw(&jsonrpc::Response::error_with_data(
+            Some(id),
+            e.code,
+            e.message,
+            e.data,
+        )),
     }
 }
 
