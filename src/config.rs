@@ -58,6 +58,10 @@ pub struct Config {
     /// two) where Lambda hands an instance several invocations at once, so
     /// that one long run does not hold up the others.
     pub engine_workers: usize,
+    /// `MCP_V8_ENGINE_WORKERS` as the operator set it, read here and nowhere
+    /// else: `serve --engine-workers` wins over it, and one per core is
+    /// `serve`'s default when neither is given.
+    pub engine_workers_set: Option<usize>,
     /// `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` under Lambda: the function's memory
     /// in MB, which bounds the heap limit a run may ask for.
     pub function_memory_mb: Option<usize>,
@@ -226,17 +230,21 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
         })
     }
 
-    /// `(AWS_LAMBDA_MAX_CONCURRENCY, engine workers)`: under Lambda only;
-    /// several invocations at once get workers unless told otherwise.
-    fn lambda_concurrency(&self, under_lambda: bool) -> Result<(usize, usize), ConfigError> {
+    /// `(AWS_LAMBDA_MAX_CONCURRENCY, engine workers)` under Lambda, where
+    /// several invocations at once get workers unless `workers_set` (the
+    /// variable, as the operator set it) says otherwise; `(1, 0)` elsewhere.
+    fn lambda_concurrency(
+        &self,
+        under_lambda: bool,
+        workers_set: Option<usize>,
+    ) -> Result<(usize, usize), ConfigError> {
         if !under_lambda {
             return Ok((1, 0));
         }
         let concurrency = self.number("AWS_LAMBDA_MAX_CONCURRENCY", 1, Least::One)?;
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         let default = if concurrency > 1 { cores.max(2) } else { 0 };
-        let workers = self.number("MCP_V8_ENGINE_WORKERS", default, Least::Zero)?;
-        Ok((concurrency, workers))
+        Ok((concurrency, workers_set.unwrap_or(default)))
     }
 
     fn token_digest(&self) -> Result<Option<TokenDigest>, ConfigError> {
@@ -361,7 +369,13 @@ impl Config {
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let vars = Vars(lookup);
         let under_lambda = vars.get("AWS_LAMBDA_RUNTIME_API").is_some();
-        let (lambda_max_concurrency, engine_workers) = vars.lambda_concurrency(under_lambda)?;
+        let engine_workers_set = vars
+            .get("MCP_V8_ENGINE_WORKERS")
+            .is_some()
+            .then(|| vars.number("MCP_V8_ENGINE_WORKERS", 0, Least::Zero))
+            .transpose()?;
+        let (lambda_max_concurrency, engine_workers) =
+            vars.lambda_concurrency(under_lambda, engine_workers_set)?;
         Ok(Self {
             jwt: vars.jwt()?,
             allow_unauthenticated: vars.flag("MCP_V8_ALLOW_UNAUTHENTICATED")?,
@@ -389,6 +403,7 @@ impl Config {
             heap_memory_cache_mb: vars.number("MCP_V8_HEAP_MEMORY_CACHE_MB", 64, Least::Zero)?,
             db_cache_mb: vars.number("MCP_V8_DB_CACHE_MB", 32, Least::One)?,
             engine_workers,
+            engine_workers_set,
             function_memory_mb: if under_lambda {
                 Some(vars.number("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", 0, Least::Zero)?)
                     .filter(|&mb| mb > 0)
@@ -565,6 +580,26 @@ mod tests {
         // no one.
         let local = from(&[("AWS_LAMBDA_MAX_CONCURRENCY", "8")]).unwrap();
         assert_eq!((local.lambda_max_concurrency, local.engine_workers), (1, 0));
+    }
+
+    #[test]
+    fn the_engine_workers_variable_is_read_once_for_serve_and_lambda_alike() {
+        let local = from(&[("MCP_V8_ENGINE_WORKERS", "3")]).unwrap();
+        assert_eq!(
+            local.engine_workers_set,
+            Some(3),
+            "serve takes it from here"
+        );
+        assert_eq!(local.engine_workers, 0, "the library's default stays");
+        assert_eq!(from(&[]).unwrap().engine_workers_set, None);
+        let bad = from(&[("MCP_V8_ENGINE_WORKERS", "many")]).unwrap_err();
+        assert!(bad.to_string().contains("MCP_V8_ENGINE_WORKERS"), "{bad}");
+        let lambda = from(&[
+            ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001"),
+            ("MCP_V8_ENGINE_WORKERS", "2"),
+        ])
+        .unwrap();
+        assert_eq!(lambda.engine_workers, 2);
     }
 
     #[test]

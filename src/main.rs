@@ -70,8 +70,9 @@ enum Command {
         stateless: bool,
         /// Engine worker processes for stateful runs, which go one at a time
         /// within a process (V8 has one read-only heap per process); 0 runs
-        /// them in the server process. Default: one per core.
-        #[arg(long, visible_alias = "workers", env = "MCP_V8_ENGINE_WORKERS")]
+        /// them in the server process. Default: MCP_V8_ENGINE_WORKERS, else
+        /// one per core.
+        #[arg(long, visible_alias = "workers")]
         engine_workers: Option<usize>,
     },
     /// Create the DynamoDB tables (MCP_V8_TABLE_PREFIX, default mcp-v8-) and
@@ -185,7 +186,9 @@ async fn serve_main() -> anyhow::Result<()> {
             engine_workers,
         } => {
             let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-            config.engine_workers = engine_workers.unwrap_or(cores);
+            config.engine_workers = engine_workers
+                .or(config.engine_workers_set)
+                .unwrap_or(cores);
             // The flag or the variable: either makes the server stateless.
             config.stateless |= stateless;
             #[cfg(feature = "mimalloc")]
