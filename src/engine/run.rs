@@ -453,20 +453,7 @@ fn evaluate<'s>(
 
 fn compile<'s>(scope: &mut v8::PinScope<'s, '_>, code: &str) -> Option<v8::Local<'s, v8::Script>> {
     let source = v8::String::new(scope, code)?;
-    let name = v8::String::new(scope, SCRIPT_NAME)?;
-    let origin = v8::ScriptOrigin::new(
-        scope,
-        name.into(),
-        0,
-        0,
-        false,
-        0,
-        None,
-        false,
-        false,
-        false,
-        None,
-    );
+    let origin = web::script_origin(scope, SCRIPT_NAME)?;
     v8::Script::compile(scope, source, Some(&origin))
 }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// Every `"MCP_V8_…"` and `"AWS_LAMBDA_…"` name that `src/` spells out in a
 /// string: the variables the code reads (in `config.rs`, and as clap's
@@ -79,23 +79,7 @@ async fn serve_honours_mcp_v8_stateless() {
         .spawn()
         .unwrap();
     crate::common::net::wait_listening(port, "serve", Duration::from_secs(20));
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {
-        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                  "io.modelcontextprotocol/clientCapabilities": {},
-                  "io.modelcontextprotocol/clientInfo": {"name": "config-test", "version": "1"}}}});
-    let answer: Value = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port}/mcp"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/list")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let answer = crate::common::post_2026(port, "tools/list", None, json!({})).await;
     let _ = child.kill();
     let _ = child.wait();
     let names: Vec<&str> = answer["result"]["tools"]

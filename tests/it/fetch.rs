@@ -666,26 +666,12 @@ async fn serve_logs_requests_without_their_headers() {
         .spawn()
         .unwrap();
     crate::common::net::wait_listening(port, "serve", Duration::from_secs(20));
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "run_js",
-        "arguments": {"code": format!("(await fetch({:?}, {{ method: 'POST', body: 'b' }})).status", s.url("/echo"))},
-        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                  "io.modelcontextprotocol/clientCapabilities": {},
-                  "io.modelcontextprotocol/clientInfo": {"name": "fetch-test", "version": "1"}}}});
-    let answer: Value = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port}/mcp"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "run_js")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let code = format!(
+        "(await fetch({:?}, {{ method: 'POST', body: 'b' }})).status",
+        s.url("/echo")
+    );
+    let params = json!({"name": "run_js", "arguments": {"code": code}});
+    let answer = crate::common::post_2026(port, "tools/call", Some("run_js"), params).await;
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(

@@ -191,6 +191,23 @@ fn event_2026(method: &str, name: Option<&str>, mut params: Value) -> String {
     event.to_string()
 }
 
+/// The outcome of a 2026-07-28 `run_js` of `code` through the Lambda
+/// entry, logged in `session` when one is named.
+async fn run_js_2026(app: &App, code: &str, session: Option<&str>) -> Value {
+    let mut arguments = serde_json::json!({ "code": code });
+    if let Some(session) = session {
+        arguments["session"] = session.into();
+    }
+    let call = event_2026(
+        "tools/call",
+        Some("run_js"),
+        serde_json::json!({"name": "run_js", "arguments": arguments}),
+    );
+    let (status, _, body) = invoke(app, &call).await;
+    assert_eq!(status, StatusCode::OK, "{code}: {body}");
+    body["result"]["structuredContent"].clone()
+}
+
 /// The JSON-RPC answer inside a function URL response the function posted.
 fn rpc_body(answer: &common::runtime_api::Answer) -> Value {
     assert_eq!(answer.outcome, "response", "{}", answer.body);
@@ -448,19 +465,8 @@ async fn the_web_corpus_passes_under_the_lambda_entry() {
     let app = local_app(dir.path());
     for family in crate::web::FAMILIES {
         for session in [None, Some("web-corpus")] {
-            let mut arguments = serde_json::json!({"code": crate::web::corpus_code(family)});
-            if let Some(session) = session {
-                arguments["session"] = session.into();
-            }
-            let call = event_2026(
-                "tools/call",
-                Some("run_js"),
-                serde_json::json!({"name": "run_js", "arguments": arguments}),
-            );
-            let (status, _, body) = invoke(&app, &call).await;
-            assert_eq!(status, StatusCode::OK, "{family}: {body}");
-            let outcome = &body["result"]["structuredContent"];
-            assert_eq!(outcome["status"], "completed", "{family}: {body}");
+            let outcome = &run_js_2026(&app, &crate::web::corpus_code(family), session).await;
+            assert_eq!(outcome["status"], "completed", "{family}: {outcome}");
             let report: Value = serde_json::from_str(outcome["result"].as_str().unwrap()).unwrap();
             assert_eq!(
                 report["failed"],
@@ -478,20 +484,7 @@ async fn the_web_corpus_passes_under_the_lambda_entry() {
 async fn hostile_runs_under_the_lambda_entry_end_in_tool_results() {
     let dir = tempfile::tempdir().unwrap();
     let app = local_app(dir.path());
-    let run = async |code: &str, session: Option<&str>| {
-        let mut arguments = serde_json::json!({"code": code});
-        if let Some(session) = session {
-            arguments["session"] = session.into();
-        }
-        let call = event_2026(
-            "tools/call",
-            Some("run_js"),
-            serde_json::json!({"name": "run_js", "arguments": arguments}),
-        );
-        let (status, _, body) = invoke(&app, &call).await;
-        assert_eq!(status, StatusCode::OK, "{code}: {body}");
-        body["result"]["structuredContent"].clone()
-    };
+    let run = async |code: &str, session: Option<&str>| run_js_2026(&app, code, session).await;
     for session in [None, Some("hostile")] {
         for code in crate::memory::OVER_BUDGET {
             let outcome = run(code, session).await;

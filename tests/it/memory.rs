@@ -284,26 +284,8 @@ fn serve(args: &[&str]) -> Serve {
 }
 
 async fn call(port: u16, arguments: Value) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "run_js",
-        "arguments": arguments,
-        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                  "io.modelcontextprotocol/clientCapabilities": {},
-                  "io.modelcontextprotocol/clientInfo": {"name": "memory-test", "version": "1"}}}});
-    let answer: Value = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port}/mcp"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "run_js")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let params = json!({"name": "run_js", "arguments": arguments});
+    let answer = crate::common::post_2026(port, "tools/call", Some("run_js"), params).await;
     answer["result"]["structuredContent"].clone()
 }
 

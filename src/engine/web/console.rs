@@ -132,45 +132,24 @@ fn write_console<'s>(
     print(scope, &line);
 }
 
-fn console_log<'s>(
-    scope: &mut v8::PinScope<'s, '_>,
-    args: v8::FunctionCallbackArguments<'s>,
-    _rv: v8::ReturnValue<'s, v8::Value>,
-) {
-    write_console(scope, &args, "");
+/// A console method that prints its arguments after `prefix`.
+macro_rules! console_method {
+    ($name:ident, $prefix:literal) => {
+        fn $name<'s>(
+            scope: &mut v8::PinScope<'s, '_>,
+            args: v8::FunctionCallbackArguments<'s>,
+            _rv: v8::ReturnValue<'s, v8::Value>,
+        ) {
+            write_console(scope, &args, $prefix);
+        }
+    };
 }
 
-fn console_info<'s>(
-    scope: &mut v8::PinScope<'s, '_>,
-    args: v8::FunctionCallbackArguments<'s>,
-    _rv: v8::ReturnValue<'s, v8::Value>,
-) {
-    write_console(scope, &args, "[INFO] ");
-}
-
-fn console_warn<'s>(
-    scope: &mut v8::PinScope<'s, '_>,
-    args: v8::FunctionCallbackArguments<'s>,
-    _rv: v8::ReturnValue<'s, v8::Value>,
-) {
-    write_console(scope, &args, "[WARN] ");
-}
-
-fn console_error<'s>(
-    scope: &mut v8::PinScope<'s, '_>,
-    args: v8::FunctionCallbackArguments<'s>,
-    _rv: v8::ReturnValue<'s, v8::Value>,
-) {
-    write_console(scope, &args, "[ERROR] ");
-}
-
-fn console_debug<'s>(
-    scope: &mut v8::PinScope<'s, '_>,
-    args: v8::FunctionCallbackArguments<'s>,
-    _rv: v8::ReturnValue<'s, v8::Value>,
-) {
-    write_console(scope, &args, "[DEBUG] ");
-}
+console_method!(console_log, "");
+console_method!(console_info, "[INFO] ");
+console_method!(console_warn, "[WARN] ");
+console_method!(console_error, "[ERROR] ");
+console_method!(console_debug, "[DEBUG] ");
 
 /// `print(text)`: one console entry (indented, counted, capped like `log`).
 fn print_native<'s>(

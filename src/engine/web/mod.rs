@@ -389,6 +389,27 @@ fn load<'s>(scope: &mut v8::PinScope<'s, '_>, name: &str) -> Option<v8::Local<'s
     Some(exports)
 }
 
+/// The origin of a classic script named `name`, as stack traces show it.
+pub(crate) fn script_origin<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    name: &str,
+) -> Option<v8::ScriptOrigin<'s>> {
+    let name = v8::String::new(scope, name)?;
+    Some(v8::ScriptOrigin::new(
+        scope,
+        name.into(),
+        0,
+        0,
+        false,
+        0,
+        None,
+        false,
+        false,
+        false,
+        None,
+    ))
+}
+
 /// Code caches of the families' files, made by the first isolate of the
 /// process that loads each. A stateless run gets a new isolate (unless a
 /// warm one serves it), so without them every run that used `fetch`
@@ -403,20 +424,7 @@ fn compile<'s>(
     family: &Family,
 ) -> Option<v8::Local<'s, v8::Script>> {
     let source = v8::String::new(scope, family.source)?;
-    let file = v8::String::new(scope, &format!("web/{}.js", family.name))?;
-    let origin = v8::ScriptOrigin::new(
-        scope,
-        file.into(),
-        0,
-        0,
-        false,
-        0,
-        None,
-        false,
-        false,
-        false,
-        None,
-    );
+    let origin = script_origin(scope, &format!("web/{}.js", family.name))?;
     if scope.get_slot::<MakesCodeCaches>().is_none() {
         return v8::Script::compile(scope, source, Some(&origin));
     }

@@ -224,3 +224,37 @@ impl Server {
 pub fn logical(name: &str) -> mcp_v8_lambda::session::LogicalSession {
     mcp_v8_lambda::session::LogicalSession::parse(name).expect("a valid logical session name")
 }
+
+/// The JSON-RPC answer of a 2026-07-28 request of `method` (naming `name`,
+/// for a tool call) with `params`, posted to the MCP endpoint on loopback
+/// `port`, as a client of that protocol sends it.
+pub async fn post_2026(
+    port: u16,
+    method: &str,
+    name: Option<&str>,
+    mut params: serde_json::Value,
+) -> serde_json::Value {
+    params["_meta"] = serde_json::json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"}
+    });
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut request = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = name {
+        request = request.header("mcp-name", name);
+    }
+    request
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
