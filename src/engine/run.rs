@@ -357,7 +357,11 @@ impl Classified {
             Self::Ended(RunStatus::OutOfMemory, error) => {
                 error.message = format!("{why}, and the run was terminated");
             }
-            Self::Completed { warnings, .. } => warnings.push(why),
+            // V8 retries a refused buffer after collecting garbage, so a
+            // run may complete past a refusal; or the code caught it.
+            Self::Completed { warnings, .. } => warnings.push(format!(
+                "{why} once (the code caught the RangeError, or V8 freed memory and retried)"
+            )),
             _ => {}
         }
     }

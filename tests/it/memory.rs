@@ -345,3 +345,25 @@ async fn a_server_stays_within_its_budget_and_gives_the_memory_back() {
         );
     }
 }
+
+/// A refusal the code catches leaves the run completed, with a warning
+/// that names the limit, so the model knows why its data is missing.
+#[tokio::test]
+async fn a_caught_refusal_completes_with_a_warning_naming_the_limit() {
+    let engine = Engine::new(EngineConfig::default(), None);
+    let code = "try { new TextEncoder().encode('x'.repeat(2 ** 28)); 'encoded' } catch (e) { e.name + ': ' + e.message }";
+    let outcome = request(&engine, code, false, None).await;
+    assert_eq!(outcome.status, RunStatus::Completed, "{outcome:#?}");
+    assert_eq!(
+        outcome.result.as_deref(),
+        Some("\"RangeError: Array buffer allocation failed\""),
+        "{outcome:#?}"
+    );
+    assert!(
+        outcome
+            .warnings
+            .iter()
+            .any(|w| w.contains("limited to 64 MiB")),
+        "{outcome:#?}"
+    );
+}
