@@ -7,13 +7,14 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::answer::{Freshness, MethodError};
+use crate::clock::unix_now;
 use crate::protocol::jsonrpc::code;
 use crate::protocol::mcp::{
     ListParams, ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams,
     ReadResourceResult, Resource, ResourceTemplate, TextResourceContents,
 };
 use crate::session::LogicalSession;
-use crate::tools::{CallContext, Toolbox};
+use crate::tools::{CallContext, ExecutionView, Toolbox};
 
 const SESSIONS: &str = "mcp-v8://sessions/";
 const LOG: &str = "/log";
@@ -152,13 +153,16 @@ pub(super) async fn read(
         }
         Some(Named::Execution(id)) => {
             let record = tools
-                .execution_json(context, id)
+                .meta
+                .get_execution(context.tenant, id, unix_now())
                 .await
                 .map_err(|e| {
                     MethodError::internal(format!("could not read the execution registry: {e}"))
                 })?
                 .ok_or_else(|| not_found(&uri))?;
-            (record, Freshness::Stable)
+            let view = serde_json::to_value(ExecutionView::from(record))
+                .expect("execution views serialize");
+            (view, Freshness::Stable)
         }
         None => return Err(not_found(&uri)),
     };

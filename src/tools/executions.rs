@@ -44,7 +44,7 @@ pub(super) struct ExecutionArgs {
 /// An execution record as `get_execution` and its resource show it: the
 /// outcome `run_js` returned, with when it started and completed.
 #[derive(Debug, Serialize)]
-pub(super) struct ExecutionView {
+pub struct ExecutionView {
     execution_id: Uuid,
     #[serde(flatten)]
     outcome: serde_json::Map<String, serde_json::Value>,

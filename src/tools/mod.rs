@@ -19,6 +19,7 @@ use crate::protocol::mcp::{
 };
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
+pub use executions::ExecutionView;
 pub use toolbox::{CallContext, MAX_RESULT_JSON_BYTES, Toolbox};
 use toolbox::{fits_one_response, result_json_len};
 
@@ -128,23 +129,6 @@ impl Toolbox {
     ) -> Result<serde_json::Value, crate::meta::MetaStoreError> {
         let page = session_log::first_page(self, context, name).await?;
         Ok(serde_json::to_value(page).expect("log pages serialize"))
-    }
-
-    /// An execution record as JSON, as `get_execution` shows it (`None`:
-    /// unknown, expired, or another tenant's).
-    pub async fn execution_json(
-        &self,
-        context: CallContext<'_>,
-        id: uuid::Uuid,
-    ) -> Result<Option<serde_json::Value>, crate::meta::MetaStoreError> {
-        let record = self
-            .meta
-            .get_execution(context.tenant, id, crate::clock::unix_now())
-            .await?;
-        Ok(record.map(|record| {
-            serde_json::to_value(executions::ExecutionView::from(record))
-                .expect("execution views serialize")
-        }))
     }
 
     /// Continuity for `initialize` of a logical session (`None` when the

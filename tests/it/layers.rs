@@ -28,7 +28,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     (
         "server",
-        &["meta", "protocol", "session", "tenant", "tools"],
+        &["clock", "meta", "protocol", "session", "tenant", "tools"],
     ),
     (
         "transport",
