@@ -1,9 +1,10 @@
 // The constructors whose objects a run's limits or V8's snapshots need to
 // know of: resizable ArrayBuffers (their memory is reserved and committed
-// outside the allocator that counts the run's buffers), Intl objects and
+// outside the allocator that counts the run's buffers) and
 // FinalizationRegistry registrations (V8 cannot write them into a heap
-// snapshot). Evaluated once per context as `(natives, load) => exports`;
-// the originals come from the context's own intrinsics.
+// snapshot); Intl's are in intl.js, which uses `wrap`. Evaluated once per
+// context as `(natives, load) => exports`; the originals come from the
+// context's own intrinsics.
 (function (natives, load) {
   "use strict";
   const { reserve, track } = natives;
@@ -58,39 +59,5 @@
   });
   defineProperty(FinalizationRegistry.prototype.register, "name", { value: "register" });
 
-  const Intl = intrinsics.Intl;
-  for (const name of getOwnPropertyNames(Intl)) {
-    const Original = Intl[name];
-    if (typeof Original !== "function" || !Original.prototype) continue;
-    const kind = `an Intl.${name}`;
-    defineProperty(Intl, name, {
-      value: wrap(Original, (object) => track(object, kind)),
-      writable: true, enumerable: false, configurable: true,
-    });
-  }
-  // A Segmenter's segments and their iterators hold ICU state too.
-  const Segmenter = intrinsics.Intl.Segmenter;
-  if (Segmenter) {
-    const segment = Segmenter.prototype.segment;
-    const Segments = getPrototypeOf(Reflect.apply(segment, construct(Segmenter, []), [""]));
-    const iterate = Segments[Symbol.iterator];
-    defineProperty(Segmenter.prototype, "segment", {
-      value: { segment(input) {
-        const segments = Reflect.apply(segment, this, [input]);
-        track(segments, "an Intl.Segmenter's segments");
-        return segments;
-      } }.segment,
-      writable: true, enumerable: false, configurable: true,
-    });
-    defineProperty(Segments, Symbol.iterator, {
-      value: { [Symbol.iterator]() {
-        const iterator = Reflect.apply(iterate, this, []);
-        track(iterator, "an Intl.Segmenter's iterator");
-        return iterator;
-      } }[Symbol.iterator],
-      writable: true, enumerable: false, configurable: true,
-    });
-  }
-
-  return { ArrayBuffer, FinalizationRegistry, Intl };
+  return { ArrayBuffer, FinalizationRegistry, wrap };
 })

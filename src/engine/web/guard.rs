@@ -1,4 +1,4 @@
-//! Natives of the guard family (`guard.js`): the run's budget for the
+//! Natives of the guard family (`guard.js`, and `intl.js` for Intl): the run's budget for the
 //! memory resizable buffers may commit, and the objects V8 cannot write
 //! into a heap snapshot, watched through weak handles so that a stateful run
 //! that keeps one fails with a clear error instead of aborting the process.
@@ -15,6 +15,11 @@ pub(super) fn natives() -> Natives {
         ("reserve", reserve.map_fn_to()),
         ("track", track.map_fn_to()),
     ]
+}
+
+/// The natives of the Intl family's file (`intl.js`).
+pub(super) fn intl_natives() -> Natives {
+    vec![("track", track.map_fn_to())]
 }
 
 /// The run's objects that must not be in its heap when it is snapshotted,

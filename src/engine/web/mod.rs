@@ -108,6 +108,11 @@ const FAMILIES: &[Family] = &[
         source: include_str!("guard.js"),
         natives: guard::natives,
     },
+    Family {
+        name: "intl",
+        source: include_str!("intl.js"),
+        natives: guard::intl_natives,
+    },
 ];
 
 /// Globals and the family that exports each (under the same name).
@@ -142,7 +147,7 @@ const GLOBALS: &[(&str, &str)] = &[
     ("Response", "http"),
     ("fetch", "fetch"),
     ("ArrayBuffer", "guard"),
-    ("Intl", "guard"),
+    ("Intl", "intl"),
     ("FinalizationRegistry", "guard"),
 ];
 
@@ -604,6 +609,7 @@ mod tests {
             "fetch.abort",
             "guard.reserve",
             "guard.track",
+            "intl.track",
         ];
         assert_eq!(registry.names(), pinned);
         assert_eq!(external_references().len(), pinned.len());
