@@ -41,7 +41,7 @@ impl Stores {
     /// front of either unless it is off. Sessions and metadata: DynamoDB when
     /// a table prefix is set (by default under Lambda), else
     /// `<data_dir>/meta.redb`. `aws` holds the clients, required when
-    /// [`Config::uses_aws`].
+    /// [`StoreSettings::uses_aws`](crate::config::StoreSettings::uses_aws).
     pub fn from_config(
         config: &Config,
         data_dir: &Path,
@@ -54,10 +54,11 @@ impl Stores {
             Some(heap_store(config, data_dir, aws)?)
         };
         let (sessions, meta): (Arc<dyn SessionStore>, Arc<dyn MetaStore>) = match &config
+            .stores
             .table_prefix
         {
             Some(prefix) => {
-                let bucket = config.heap_bucket.as_ref().ok_or(
+                let bucket = config.stores.heap_bucket.as_ref().ok_or(
                         "DynamoDB metadata needs MCP_V8_HEAP_BUCKET: items too large for DynamoDB are kept in S3",
                     )?;
                 let clients = aws()?;
@@ -65,10 +66,10 @@ impl Stores {
                     clients.dynamodb.clone(),
                     clients.s3.clone(),
                     bucket,
-                    format!("{}overflow/", config.heap_prefix),
+                    format!("{}overflow/", config.stores.heap_prefix),
                     MetaTables::with_prefix(prefix),
                 );
-                let meta = match config.session_log_retention_days {
+                let meta = match config.stores.session_log_retention_days {
                     0 => meta,
                     days => meta.with_log_retention(Duration::from_secs(days * 86_400)),
                 };
@@ -83,7 +84,7 @@ impl Stores {
             None => {
                 let db = open_database_with_cache(
                     &data_dir.join("meta.redb"),
-                    config.db_cache_mb * 1024 * 1024,
+                    config.stores.db_cache_mb * 1024 * 1024,
                 )?;
                 (
                     Arc::new(RedbSessionStore::new(db.clone())?),
@@ -105,18 +106,18 @@ fn heap_store<'a>(
     data_dir: &Path,
     aws: impl Fn() -> Result<&'a Clients, &'static str>,
 ) -> Result<Arc<dyn HeapStore>, BoxError> {
-    let store: Arc<dyn HeapStore> = match &config.heap_bucket {
+    let store: Arc<dyn HeapStore> = match &config.stores.heap_bucket {
         Some(bucket) => {
             let s3 = Arc::new(S3HeapStore::new(
                 aws()?.s3.clone(),
                 bucket,
-                &config.heap_prefix,
+                &config.stores.heap_prefix,
             ));
-            match &config.heap_cache_dir {
+            match &config.stores.heap_cache_dir {
                 Some(dir) => Arc::new(WriteThroughCacheHeapStore::new(
                     FileHeapStore::cache(dir),
                     s3,
-                    config.heap_cache_max_mb * 1024 * 1024,
+                    config.stores.heap_cache_max_mb * 1024 * 1024,
                 )),
                 None => s3,
             }
@@ -125,7 +126,7 @@ fn heap_store<'a>(
     };
     // A session's next run most often restores the heap its last run
     // stored: from memory, that is neither a read nor a second hash.
-    Ok(match config.heap_memory_cache_mb {
+    Ok(match config.stores.heap_memory_cache_mb {
         0 => store,
         mb => Arc::new(MemoryCacheHeapStore::new(store, mb * 1024 * 1024)),
     })
@@ -142,37 +143,37 @@ pub fn app(config: &Config, data_dir: &Path, aws: Option<&Clients>) -> Result<Ap
 /// The app `config` describes, on `stores`.
 pub fn with_stores(config: &Config, stores: Stores) -> App {
     let defaults = EngineConfig::default();
-    let max_heap_limit_mb = config.max_heap_limit_mb();
+    let max_heap_limit_mb = config.engine.max_heap_limit_mb();
     let engine_config = EngineConfig {
         max_heap_limit_mb,
         default_heap_limit_mb: defaults.default_heap_limit_mb.min(max_heap_limit_mb),
-        max_snapshot_bytes: config.max_heap_snapshot_mb * 1024 * 1024,
-        max_result_bytes: config.max_result_bytes,
-        engine_workers: config.engine_workers,
-        warm_isolates: config.warm_isolates,
-        fetch: config.fetch.clone(),
+        max_snapshot_bytes: config.engine.max_heap_snapshot_mb * 1024 * 1024,
+        max_result_bytes: config.engine.max_result_bytes,
+        engine_workers: config.engine.workers,
+        warm_isolates: config.engine.warm_isolates,
+        fetch: config.egress.clone(),
         ..defaults
     };
     let tools = Toolbox {
         engine: Arc::new(Engine::new(engine_config, stores.heaps)),
         meta: stores.meta,
         stateless: config.stateless,
-        execution_ttl_secs: config.execution_ttl_secs,
+        execution_ttl_secs: config.stores.execution_ttl_secs,
     };
     let transport = TransportConfig {
-        session_ttl_secs: config.session_ttl_secs,
-        max_body_bytes: config.max_body_bytes,
+        session_ttl_secs: config.transport.session_ttl_secs,
+        max_body_bytes: config.transport.max_body_bytes,
         origins: OriginPolicy {
-            extra: config.allowed_origins.clone(),
+            extra: config.transport.allowed_origins.clone(),
         },
         auth: Authenticator {
-            token: config.auth_token_sha256.clone(),
-            jwt: config.jwt.clone().map(JwtVerifier::new),
+            token: config.transport.auth_token_sha256.clone(),
+            jwt: config.transport.jwt.clone().map(JwtVerifier::new),
         },
         tenancy: Tenancy {
-            shared_namespace: config.shared_namespace,
+            shared_namespace: config.transport.shared_namespace,
         },
-        streaming: config.response_streaming,
+        streaming: config.transport.response_streaming,
     };
     App::new(transport, stores.sessions, McpServer::new(tools))
 }
@@ -180,11 +181,11 @@ pub fn with_stores(config: &Config, stores: Stores) -> App {
 /// AWS clients from the standard configuration (`AWS_ENDPOINT_URL`, region,
 /// credentials chain), built once, only when a store needs them.
 pub async fn aws_clients(config: &Config) -> Option<Clients> {
-    if !config.uses_aws() {
+    if !config.stores.uses_aws() {
         return None;
     }
     let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-    Some(Clients::new(&sdk, config.s3_force_path_style, None))
+    Some(Clients::new(&sdk, config.stores.s3_force_path_style, None))
 }
 
 #[cfg(test)]

@@ -18,77 +18,72 @@ pub enum LogFormat {
     Json,
 }
 
-/// Settings read from the environment.
+/// Settings read from the environment, one part per component. Each part
+/// is built from the variables in one place (`from_vars`), and
+/// docs/configuration.md has a row for every variable read (checked by
+/// `tests/it/configuration.rs`).
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// `MCP_V8_SESSION_TTL_SECS`.
-    pub session_ttl_secs: i64,
-    /// `MCP_V8_EXECUTION_TTL_SECS`.
-    pub execution_ttl_secs: i64,
-    /// `MCP_V8_ALLOWED_ORIGINS`.
-    pub allowed_origins: Vec<String>,
+    /// Running inside Lambda (`AWS_LAMBDA_RUNTIME_API` is set).
+    pub under_lambda: bool,
+    /// `MCP_V8_STATELESS` under Lambda, `serve --stateless` locally: no
+    /// heaps, no session tools, nothing written per run.
+    pub stateless: bool,
+    /// What the engine may run and where.
+    pub engine: EngineSettings,
+    /// The HTTP endpoint: who may call it and how it answers.
+    pub transport: TransportSettings,
+    /// Where heaps, sessions and metadata are kept.
+    pub stores: StoreSettings,
     /// `MCP_V8_FETCH_ALLOW`, `MCP_V8_FETCH_HEADERS`, `MCP_V8_FETCH_RESOLVE`
     /// and the per-run limits: what `fetch` in runs may reach (off when
     /// the allow list is empty). Under Lambda the Runtime API's address is
     /// never reachable.
-    pub fetch: crate::egress::FetchConfig,
-    /// `MCP_V8_MAX_BODY_BYTES`.
-    pub max_body_bytes: usize,
-    /// `MCP_V8_LOG_FORMAT`, else `AWS_LAMBDA_LOG_FORMAT`.
-    pub log_format: LogFormat,
-    /// `AWS_LAMBDA_LOG_LEVEL` as a tracing filter; `RUST_LOG` wins over it.
-    pub log_level: Option<&'static str>,
-    /// `MCP_V8_HEAP_BUCKET`: heaps in S3 when set.
-    pub heap_bucket: Option<String>,
-    /// `MCP_V8_HEAP_PREFIX`: object key prefix (default none: bare heap keys).
-    pub heap_prefix: String,
-    /// `MCP_V8_HEAP_CACHE_DIR`: local cache in front of S3.
-    pub heap_cache_dir: Option<PathBuf>,
-    /// `MCP_V8_HEAP_CACHE_MAX_MB`.
-    pub heap_cache_max_mb: u64,
-    /// `MCP_V8_HEAP_MEMORY_CACHE_MB`: recent heaps kept in memory; 0 turns
-    /// the memory cache off.
-    pub heap_memory_cache_mb: usize,
-    /// `MCP_V8_DB_CACHE_MB`: page cache of the embedded database.
-    pub db_cache_mb: usize,
+    pub egress: crate::egress::FetchConfig,
+    /// How the process logs.
+    pub log: LogSettings,
+}
+
+/// The engine's part of the configuration.
+#[derive(Debug, Clone)]
+pub struct EngineSettings {
     /// Engine worker processes for stateful runs (`serve --workers`, which
     /// reads `MCP_V8_ENGINE_WORKERS`; under Lambda the variable itself); 0
     /// runs them in the serving process, one at a time. The default is 0
     /// outside `serve` and on standard Lambda, and one per core (at least
     /// two) where Lambda hands an instance several invocations at once, so
     /// that one long run does not hold up the others.
-    pub engine_workers: usize,
+    pub workers: usize,
     /// `MCP_V8_ENGINE_WORKERS` as the operator set it, read here and nowhere
     /// else: `serve --engine-workers` wins over it, and one per core is
     /// `serve`'s default when neither is given.
-    pub engine_workers_set: Option<usize>,
+    pub workers_set: Option<usize>,
+    /// Isolates kept ready for stateless runs (`EngineConfig::warm_isolates`):
+    /// one per core under `serve`, one per invocation Lambda hands the
+    /// instance at once (up to the cores), 0 elsewhere.
+    pub warm_isolates: usize,
     /// `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` under Lambda: the function's memory
     /// in MB, which bounds the heap limit a run may ask for.
     pub function_memory_mb: Option<usize>,
     /// `AWS_LAMBDA_MAX_CONCURRENCY`: invocations Lambda hands this instance
     /// at once (Lambda Managed Instances); 1 on standard Lambda and outside.
     pub lambda_max_concurrency: usize,
-    /// Isolates kept ready for stateless runs (`EngineConfig::warm_isolates`):
-    /// one per core under `serve`, one per invocation Lambda hands the
-    /// instance at once (up to the cores), 0 elsewhere.
-    pub warm_isolates: usize,
-    /// `MCP_V8_TABLE_PREFIX`: sessions and metadata in DynamoDB when set.
-    pub table_prefix: Option<String>,
-    /// `MCP_V8_S3_FORCE_PATH_STYLE`: for local S3 endpoints.
-    pub s3_force_path_style: bool,
-    /// Running inside Lambda (`AWS_LAMBDA_RUNTIME_API` is set).
-    pub under_lambda: bool,
-    /// `MCP_V8_STATELESS` under Lambda, `serve --stateless` locally: no
-    /// heaps, no session tools, nothing written per run.
-    pub stateless: bool,
-    /// `MCP_V8_SESSION_LOG_RETENTION_DAYS`: on DynamoDB, days a session's log
-    /// is kept after its last run (0: for good).
-    pub session_log_retention_days: u64,
     /// `MCP_V8_MAX_RESULT_BYTES`: longest `result` a run returns; longer ones
     /// are cut with a marker.
     pub max_result_bytes: usize,
     /// `MCP_V8_MAX_HEAP_SNAPSHOT_MB`: largest snapshot stored or restored.
     pub max_heap_snapshot_mb: usize,
+}
+
+/// The transport's part of the configuration.
+#[derive(Debug, Clone)]
+pub struct TransportSettings {
+    /// `MCP_V8_SESSION_TTL_SECS`: how long an idle transport session lives.
+    pub session_ttl_secs: i64,
+    /// `MCP_V8_ALLOWED_ORIGINS`.
+    pub allowed_origins: Vec<String>,
+    /// `MCP_V8_MAX_BODY_BYTES`.
+    pub max_body_bytes: usize,
     /// `MCP_V8_AUTH_TOKEN_SHA256`: when set, every request needs the bearer
     /// token with this SHA-256 (64 hex digits).
     pub auth_token_sha256: Option<TokenDigest>,
@@ -107,6 +102,42 @@ pub struct Config {
     /// `MCP_V8_INVOKE_MODE=RESPONSE_STREAM`, the function URL's invoke mode
     /// (a `BUFFERED` URL would hold the stream back whole).
     pub response_streaming: bool,
+}
+
+/// The stores' part of the configuration.
+#[derive(Debug, Clone)]
+pub struct StoreSettings {
+    /// `MCP_V8_HEAP_BUCKET`: heaps in S3 when set.
+    pub heap_bucket: Option<String>,
+    /// `MCP_V8_HEAP_PREFIX`: object key prefix (default none: bare heap keys).
+    pub heap_prefix: String,
+    /// `MCP_V8_HEAP_CACHE_DIR`: local cache in front of S3.
+    pub heap_cache_dir: Option<PathBuf>,
+    /// `MCP_V8_HEAP_CACHE_MAX_MB`.
+    pub heap_cache_max_mb: u64,
+    /// `MCP_V8_HEAP_MEMORY_CACHE_MB`: recent heaps kept in memory; 0 turns
+    /// the memory cache off.
+    pub heap_memory_cache_mb: usize,
+    /// `MCP_V8_DB_CACHE_MB`: page cache of the embedded database.
+    pub db_cache_mb: usize,
+    /// `MCP_V8_TABLE_PREFIX`: sessions and metadata in DynamoDB when set.
+    pub table_prefix: Option<String>,
+    /// `MCP_V8_S3_FORCE_PATH_STYLE`: for local S3 endpoints.
+    pub s3_force_path_style: bool,
+    /// `MCP_V8_EXECUTION_TTL_SECS`: how long an execution record is kept.
+    pub execution_ttl_secs: i64,
+    /// `MCP_V8_SESSION_LOG_RETENTION_DAYS`: on DynamoDB, days a session's log
+    /// is kept after its last run (0: for good).
+    pub session_log_retention_days: u64,
+}
+
+/// The log's part of the configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct LogSettings {
+    /// `MCP_V8_LOG_FORMAT`, else `AWS_LAMBDA_LOG_FORMAT`.
+    pub format: LogFormat,
+    /// `AWS_LAMBDA_LOG_LEVEL` as a tracing filter; `RUST_LOG` wins over it.
+    pub level: Option<&'static str>,
 }
 
 /// A variable with a value that cannot be used.
@@ -369,41 +400,37 @@ impl Config {
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let vars = Vars(lookup);
         let under_lambda = vars.get("AWS_LAMBDA_RUNTIME_API").is_some();
-        let engine_workers_set = vars
+        Ok(Self {
+            under_lambda,
+            stateless: vars.flag("MCP_V8_STATELESS")?,
+            engine: EngineSettings::from_vars(&vars, under_lambda)?,
+            transport: TransportSettings::from_vars(&vars, under_lambda)?,
+            stores: StoreSettings::from_vars(&vars, under_lambda)?,
+            egress: vars.fetch()?,
+            log: LogSettings {
+                format: vars.log_format()?,
+                level: vars.log_level(),
+            },
+        })
+    }
+}
+
+impl EngineSettings {
+    fn from_vars<F: Fn(&str) -> Option<String>>(
+        vars: &Vars<F>,
+        under_lambda: bool,
+    ) -> Result<Self, ConfigError> {
+        let workers_set = vars
             .get("MCP_V8_ENGINE_WORKERS")
             .is_some()
             .then(|| vars.number("MCP_V8_ENGINE_WORKERS", 0, Least::Zero))
             .transpose()?;
-        let (lambda_max_concurrency, engine_workers) =
-            vars.lambda_concurrency(under_lambda, engine_workers_set)?;
+        let (lambda_max_concurrency, workers) =
+            vars.lambda_concurrency(under_lambda, workers_set)?;
         Ok(Self {
-            jwt: vars.jwt()?,
-            allow_unauthenticated: vars.flag("MCP_V8_ALLOW_UNAUTHENTICATED")?,
-            shared_namespace: vars.flag("MCP_V8_SHARED_NAMESPACE")?,
-            response_streaming: vars.invoke_mode(under_lambda)?,
-            auth_token_sha256: vars.token_digest()?,
-            session_log_retention_days: vars.number(
-                "MCP_V8_SESSION_LOG_RETENTION_DAYS",
-                0,
-                Least::Zero,
-            )?,
-            max_result_bytes: vars.number("MCP_V8_MAX_RESULT_BYTES", 1024 * 1024, Least::One)?,
-            max_heap_snapshot_mb: vars.number("MCP_V8_MAX_HEAP_SNAPSHOT_MB", 256, Least::One)?,
-            heap_bucket: vars.non_empty("MCP_V8_HEAP_BUCKET"),
-            heap_prefix: vars.get("MCP_V8_HEAP_PREFIX").unwrap_or_default(),
-            heap_cache_dir: vars
-                .non_empty("MCP_V8_HEAP_CACHE_DIR")
-                .map(PathBuf::from)
-                .or_else(|| under_lambda.then(|| PathBuf::from(LAMBDA_CACHE_DIR))),
-            heap_cache_max_mb: vars.number(
-                "MCP_V8_HEAP_CACHE_MAX_MB",
-                default_cache_mb(&vars, under_lambda)?,
-                Least::One,
-            )?,
-            heap_memory_cache_mb: vars.number("MCP_V8_HEAP_MEMORY_CACHE_MB", 64, Least::Zero)?,
-            db_cache_mb: vars.number("MCP_V8_DB_CACHE_MB", 32, Least::One)?,
-            engine_workers,
-            engine_workers_set,
+            workers,
+            workers_set,
+            warm_isolates: 0,
             function_memory_mb: if under_lambda {
                 Some(vars.number("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", 0, Least::Zero)?)
                     .filter(|&mb| mb > 0)
@@ -411,20 +438,8 @@ impl Config {
                 None
             },
             lambda_max_concurrency,
-            warm_isolates: 0,
-            table_prefix: vars
-                .non_empty("MCP_V8_TABLE_PREFIX")
-                .or_else(|| under_lambda.then(|| DEFAULT_TABLE_PREFIX.to_owned())),
-            s3_force_path_style: vars.flag("MCP_V8_S3_FORCE_PATH_STYLE")?,
-            under_lambda,
-            stateless: vars.flag("MCP_V8_STATELESS")?,
-            session_ttl_secs: vars.number("MCP_V8_SESSION_TTL_SECS", 86_400, Least::One)?,
-            execution_ttl_secs: vars.number("MCP_V8_EXECUTION_TTL_SECS", 7 * 86_400, Least::One)?,
-            allowed_origins: vars.list("MCP_V8_ALLOWED_ORIGINS"),
-            fetch: vars.fetch()?,
-            max_body_bytes: vars.number("MCP_V8_MAX_BODY_BYTES", 1024 * 1024, Least::One)?,
-            log_format: vars.log_format()?,
-            log_level: vars.log_level(),
+            max_result_bytes: vars.number("MCP_V8_MAX_RESULT_BYTES", 1024 * 1024, Least::One)?,
+            max_heap_snapshot_mb: vars.number("MCP_V8_MAX_HEAP_SNAPSHOT_MB", 256, Least::One)?,
         })
     }
 
@@ -444,6 +459,57 @@ impl Config {
             .clamp(16, ENGINE_MAX_MB),
             None => ENGINE_MAX_MB,
         }
+    }
+}
+
+impl TransportSettings {
+    fn from_vars<F: Fn(&str) -> Option<String>>(
+        vars: &Vars<F>,
+        under_lambda: bool,
+    ) -> Result<Self, ConfigError> {
+        Ok(Self {
+            session_ttl_secs: vars.number("MCP_V8_SESSION_TTL_SECS", 86_400, Least::One)?,
+            allowed_origins: vars.list("MCP_V8_ALLOWED_ORIGINS"),
+            max_body_bytes: vars.number("MCP_V8_MAX_BODY_BYTES", 1024 * 1024, Least::One)?,
+            auth_token_sha256: vars.token_digest()?,
+            jwt: vars.jwt()?,
+            allow_unauthenticated: vars.flag("MCP_V8_ALLOW_UNAUTHENTICATED")?,
+            shared_namespace: vars.flag("MCP_V8_SHARED_NAMESPACE")?,
+            response_streaming: vars.invoke_mode(under_lambda)?,
+        })
+    }
+}
+
+impl StoreSettings {
+    fn from_vars<F: Fn(&str) -> Option<String>>(
+        vars: &Vars<F>,
+        under_lambda: bool,
+    ) -> Result<Self, ConfigError> {
+        Ok(Self {
+            heap_bucket: vars.non_empty("MCP_V8_HEAP_BUCKET"),
+            heap_prefix: vars.get("MCP_V8_HEAP_PREFIX").unwrap_or_default(),
+            heap_cache_dir: vars
+                .non_empty("MCP_V8_HEAP_CACHE_DIR")
+                .map(PathBuf::from)
+                .or_else(|| under_lambda.then(|| PathBuf::from(LAMBDA_CACHE_DIR))),
+            heap_cache_max_mb: vars.number(
+                "MCP_V8_HEAP_CACHE_MAX_MB",
+                default_cache_mb(vars, under_lambda)?,
+                Least::One,
+            )?,
+            heap_memory_cache_mb: vars.number("MCP_V8_HEAP_MEMORY_CACHE_MB", 64, Least::Zero)?,
+            db_cache_mb: vars.number("MCP_V8_DB_CACHE_MB", 32, Least::One)?,
+            table_prefix: vars
+                .non_empty("MCP_V8_TABLE_PREFIX")
+                .or_else(|| under_lambda.then(|| DEFAULT_TABLE_PREFIX.to_owned())),
+            s3_force_path_style: vars.flag("MCP_V8_S3_FORCE_PATH_STYLE")?,
+            execution_ttl_secs: vars.number("MCP_V8_EXECUTION_TTL_SECS", 7 * 86_400, Least::One)?,
+            session_log_retention_days: vars.number(
+                "MCP_V8_SESSION_LOG_RETENTION_DAYS",
+                0,
+                Least::Zero,
+            )?,
+        })
     }
 
     /// Whether any store is on AWS (and AWS clients are needed).
@@ -469,20 +535,26 @@ mod tests {
     #[test]
     fn defaults_apply_when_nothing_is_set() {
         let config = from(&[]).unwrap();
-        assert_eq!(config.session_ttl_secs, 86_400);
-        assert_eq!(config.execution_ttl_secs, 604_800);
-        assert_eq!(config.max_body_bytes, 1_048_576);
-        assert_eq!(config.log_format, LogFormat::Text);
-        assert!(config.allowed_origins.is_empty());
-        assert!(!config.uses_aws(), "locally nothing needs AWS");
-        assert_eq!(config.heap_cache_dir, None);
-        assert_eq!(config.db_cache_mb, 32);
-        assert_eq!(config.heap_memory_cache_mb, 64);
+        assert_eq!(config.transport.session_ttl_secs, 86_400);
+        assert_eq!(config.stores.execution_ttl_secs, 604_800);
+        assert_eq!(config.transport.max_body_bytes, 1_048_576);
+        assert_eq!(config.log.format, LogFormat::Text);
+        assert!(config.transport.allowed_origins.is_empty());
+        assert!(!config.stores.uses_aws(), "locally nothing needs AWS");
+        assert_eq!(config.stores.heap_cache_dir, None);
+        assert_eq!(config.stores.db_cache_mb, 32);
+        assert_eq!(config.stores.heap_memory_cache_mb, 64);
         let off = from(&[("MCP_V8_HEAP_MEMORY_CACHE_MB", "0")]).unwrap();
-        assert_eq!(off.heap_memory_cache_mb, 0);
+        assert_eq!(off.stores.heap_memory_cache_mb, 0);
         let lots = from(&[("MCP_V8_HEAP_MEMORY_CACHE_MB", "lots")]).unwrap_err();
         assert!(lots.to_string().contains("0 or more"), "{lots}");
-        assert_eq!(from(&[("MCP_V8_DB_CACHE_MB", "4")]).unwrap().db_cache_mb, 4);
+        assert_eq!(
+            from(&[("MCP_V8_DB_CACHE_MB", "4")])
+                .unwrap()
+                .stores
+                .db_cache_mb,
+            4
+        );
         let err = from(&[("MCP_V8_DB_CACHE_MB", "0")]).unwrap_err();
         assert!(err.to_string().contains("MCP_V8_DB_CACHE_MB"), "{err}");
         assert!(err.to_string().contains("positive"), "{err}");
@@ -495,13 +567,13 @@ mod tests {
             ("MCP_V8_HEAP_BUCKET", "b"),
         ])
         .unwrap();
-        assert_eq!(config.table_prefix.as_deref(), Some("mcp-v8-"));
+        assert_eq!(config.stores.table_prefix.as_deref(), Some("mcp-v8-"));
         assert_eq!(
-            config.heap_cache_dir,
+            config.stores.heap_cache_dir,
             Some(PathBuf::from("/tmp/mcp-v8-heaps"))
         );
         assert_eq!(
-            config.heap_cache_max_mb, 256,
+            config.stores.heap_cache_max_mb, 256,
             "half of Lambda's default /tmp"
         );
         let larger = from(&[
@@ -509,15 +581,15 @@ mod tests {
             ("MCP_V8_EPHEMERAL_STORAGE_MB", "2048"),
         ])
         .unwrap();
-        assert_eq!(larger.heap_cache_max_mb, 1024);
-        assert_eq!(from(&[]).unwrap().heap_cache_max_mb, 512, "serve");
-        assert_eq!(config.heap_prefix, "");
+        assert_eq!(larger.stores.heap_cache_max_mb, 1024);
+        assert_eq!(from(&[]).unwrap().stores.heap_cache_max_mb, 512, "serve");
+        assert_eq!(config.stores.heap_prefix, "");
         assert!(!config.stateless);
         assert!(from(&[("MCP_V8_STATELESS", "true")]).unwrap().stateless);
         assert!(from(&[("MCP_V8_STATELESS", "maybe")]).is_err());
-        assert_eq!(config.lambda_max_concurrency, 1);
+        assert_eq!(config.engine.lambda_max_concurrency, 1);
         assert_eq!(
-            config.engine_workers, 0,
+            config.engine.workers, 0,
             "standard Lambda: one run at a time"
         );
     }
@@ -536,17 +608,19 @@ mod tests {
                     .map(|(_, v)| v.clone())
             })
         };
-        assert!(with(&[]).unwrap().response_streaming);
+        assert!(with(&[]).unwrap().transport.response_streaming);
         let lambda = ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001");
-        assert!(!with(&[lambda]).unwrap().response_streaming);
+        assert!(!with(&[lambda]).unwrap().transport.response_streaming);
         assert!(
             with(&[lambda, ("MCP_V8_INVOKE_MODE", "RESPONSE_STREAM")])
                 .unwrap()
+                .transport
                 .response_streaming
         );
         assert!(
             !with(&[lambda, ("MCP_V8_INVOKE_MODE", "BUFFERED")])
                 .unwrap()
+                .transport
                 .response_streaming
         );
         let err = with(&[("MCP_V8_INVOKE_MODE", "STREAM")]).unwrap_err();
@@ -560,17 +634,17 @@ mod tests {
     fn lambda_managed_instances_get_engine_workers_unless_told_otherwise() {
         let lambda = ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001");
         let managed = from(&[lambda, ("AWS_LAMBDA_MAX_CONCURRENCY", "8")]).unwrap();
-        assert_eq!(managed.lambda_max_concurrency, 8);
-        assert!(managed.engine_workers >= 2, "{}", managed.engine_workers);
+        assert_eq!(managed.engine.lambda_max_concurrency, 8);
+        assert!(managed.engine.workers >= 2, "{}", managed.engine.workers);
         let told = from(&[
             lambda,
             ("AWS_LAMBDA_MAX_CONCURRENCY", "8"),
             ("MCP_V8_ENGINE_WORKERS", "0"),
         ])
         .unwrap();
-        assert_eq!(told.engine_workers, 0);
+        assert_eq!(told.engine.workers, 0);
         let standard = from(&[lambda, ("MCP_V8_ENGINE_WORKERS", "3")]).unwrap();
-        assert_eq!(standard.engine_workers, 3);
+        assert_eq!(standard.engine.workers, 3);
         let bad = from(&[lambda, ("AWS_LAMBDA_MAX_CONCURRENCY", "0")]).unwrap_err();
         assert!(
             bad.to_string().contains("AWS_LAMBDA_MAX_CONCURRENCY"),
@@ -579,19 +653,22 @@ mod tests {
         // Outside Lambda the variables belong to `serve --workers` and to
         // no one.
         let local = from(&[("AWS_LAMBDA_MAX_CONCURRENCY", "8")]).unwrap();
-        assert_eq!((local.lambda_max_concurrency, local.engine_workers), (1, 0));
+        assert_eq!(
+            (local.engine.lambda_max_concurrency, local.engine.workers),
+            (1, 0)
+        );
     }
 
     #[test]
     fn the_engine_workers_variable_is_read_once_for_serve_and_lambda_alike() {
         let local = from(&[("MCP_V8_ENGINE_WORKERS", "3")]).unwrap();
         assert_eq!(
-            local.engine_workers_set,
+            local.engine.workers_set,
             Some(3),
             "serve takes it from here"
         );
-        assert_eq!(local.engine_workers, 0, "the library's default stays");
-        assert_eq!(from(&[]).unwrap().engine_workers_set, None);
+        assert_eq!(local.engine.workers, 0, "the library's default stays");
+        assert_eq!(from(&[]).unwrap().engine.workers_set, None);
         let bad = from(&[("MCP_V8_ENGINE_WORKERS", "many")]).unwrap_err();
         assert!(bad.to_string().contains("MCP_V8_ENGINE_WORKERS"), "{bad}");
         let lambda = from(&[
@@ -599,7 +676,7 @@ mod tests {
             ("MCP_V8_ENGINE_WORKERS", "2"),
         ])
         .unwrap();
-        assert_eq!(lambda.engine_workers, 2);
+        assert_eq!(lambda.engine.workers, 2);
     }
 
     #[test]
@@ -608,6 +685,7 @@ mod tests {
         let with = |mb: &str| {
             from(&[lambda, ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", mb)])
                 .unwrap()
+                .engine
                 .max_heap_limit_mb()
         };
         assert_eq!(with("1024"), 137);
@@ -620,10 +698,18 @@ mod tests {
             ("AWS_LAMBDA_MAX_CONCURRENCY", "4"),
         ])
         .unwrap();
-        assert_eq!(managed.max_heap_limit_mb(), 162, "(4096 - 200) / (6 * 4)");
-        assert_eq!(from(&[lambda]).unwrap().max_heap_limit_mb(), 1024);
+        assert_eq!(
+            managed.engine.max_heap_limit_mb(),
+            162,
+            "(4096 - 200) / (6 * 4)"
+        );
+        assert_eq!(from(&[lambda]).unwrap().engine.max_heap_limit_mb(), 1024);
         let local = from(&[("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512")]).unwrap();
-        assert_eq!(local.max_heap_limit_mb(), 1024, "serve is not bound by it");
+        assert_eq!(
+            local.engine.max_heap_limit_mb(),
+            1024,
+            "serve is not bound by it"
+        );
     }
 
     #[test]
@@ -634,19 +720,19 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(
-            (json.log_format, json.log_level),
+            (json.log.format, json.log.level),
             (LogFormat::Json, Some("warn"))
         );
         let text = from(&[("AWS_LAMBDA_LOG_FORMAT", "Text")]).unwrap();
-        assert_eq!((text.log_format, text.log_level), (LogFormat::Text, None));
+        assert_eq!((text.log.format, text.log.level), (LogFormat::Text, None));
         let ours = from(&[
             ("AWS_LAMBDA_LOG_FORMAT", "Text"),
             ("MCP_V8_LOG_FORMAT", "json"),
         ])
         .unwrap();
-        assert_eq!(ours.log_format, LogFormat::Json, "MCP_V8_LOG_FORMAT wins");
+        assert_eq!(ours.log.format, LogFormat::Json, "MCP_V8_LOG_FORMAT wins");
         let fatal = from(&[("AWS_LAMBDA_LOG_LEVEL", "FATAL")]).unwrap();
-        assert_eq!(fatal.log_level, Some("error"));
+        assert_eq!(fatal.log.level, Some("error"));
     }
 
     #[test]
@@ -660,12 +746,12 @@ mod tests {
             ("MCP_V8_LOG_FORMAT", "json"),
         ])
         .unwrap();
-        assert_eq!(config.session_ttl_secs, 60);
+        assert_eq!(config.transport.session_ttl_secs, 60);
         assert_eq!(
-            config.allowed_origins,
+            config.transport.allowed_origins,
             ["https://a.example", "https://b.example"]
         );
-        assert_eq!(config.log_format, LogFormat::Json);
+        assert_eq!(config.log.format, LogFormat::Json);
         let err = from(&[("MCP_V8_SESSION_TTL_SECS", "-5")]).unwrap_err();
         assert!(err.to_string().contains("MCP_V8_SESSION_TTL_SECS"), "{err}");
         assert!(from(&[("MCP_V8_LOG_FORMAT", "xml")]).is_err());

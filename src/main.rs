@@ -123,29 +123,33 @@ async fn run_lambda(mut config: Config) -> anyhow::Result<()> {
     // cores: one on standard Lambda. The engine uses them only for stateless
     // runs (see EngineConfig::warm_isolates).
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    config.warm_isolates = config.lambda_max_concurrency.clamp(1, cores);
+    config.engine.warm_isolates = config.engine.lambda_max_concurrency.clamp(1, cores);
     #[cfg(feature = "mimalloc")]
-    if config.engine_workers > 0 && !config.stateless {
+    if config.engine.workers > 0 && !config.stateless {
         return_freed_memory_promptly();
     }
-    if config.allow_unauthenticated {
+    if config.transport.allow_unauthenticated {
         tracing::warn!(
             "MCP_V8_ALLOW_UNAUTHENTICATED=true: requests without an IAM caller are served when no bearer token or JWT is configured"
         );
     }
     tracing::info!(
-        max_concurrency = config.lambda_max_concurrency,
-        engine_workers = config.engine_workers,
+        max_concurrency = config.engine.lambda_max_concurrency,
+        engine_workers = config.engine.workers,
         "serving Lambda invocations"
     );
     let aws = aws_clients(&config).await;
     let app = app::app(&config, std::path::Path::new(LAMBDA_DATA_DIR), aws.as_ref())
         .map_err(|e| anyhow::anyhow!(e))
         .context("building the server from the configuration")?;
-    mcp_v8_lambda::lambda::run(app, config.allow_unauthenticated, config.response_streaming)
-        .await
-        .map_err(|e| anyhow::anyhow!(e))
-        .context("serving Lambda invocations")
+    mcp_v8_lambda::lambda::run(
+        app,
+        config.transport.allow_unauthenticated,
+        config.transport.response_streaming,
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!(e))
+    .context("serving Lambda invocations")
 }
 
 fn main() -> anyhow::Result<()> {
@@ -158,7 +162,7 @@ fn main() -> anyhow::Result<()> {
         // Its log lines (a run's fetch events) go to stderr, which it shares
         // with the serving process, in the serving process's format.
         if let Ok(config) = Config::from_env() {
-            init_logging(config.log_format, config.log_level);
+            init_logging(config.log.format, config.log.level);
         }
         return mcp_v8_lambda::engine::serve_worker().context("engine worker");
     }
@@ -171,7 +175,7 @@ fn main() -> anyhow::Result<()> {
 
 async fn serve_main() -> anyhow::Result<()> {
     let mut config = Config::from_env().context("reading configuration from the environment")?;
-    init_logging(config.log_format, config.log_level);
+    init_logging(config.log.format, config.log.level);
     // Lambda starts the binary without arguments.
     if config.under_lambda {
         return run_lambda(config).await;
@@ -186,16 +190,16 @@ async fn serve_main() -> anyhow::Result<()> {
             engine_workers,
         } => {
             let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-            config.engine_workers = engine_workers
-                .or(config.engine_workers_set)
+            config.engine.workers = engine_workers
+                .or(config.engine.workers_set)
                 .unwrap_or(cores);
             // The flag or the variable: either makes the server stateless.
             config.stateless |= stateless;
             #[cfg(feature = "mimalloc")]
-            if config.engine_workers > 0 && !config.stateless {
+            if config.engine.workers > 0 && !config.stateless {
                 return_freed_memory_promptly();
             }
-            config.warm_isolates = cores;
+            config.engine.warm_isolates = cores;
             let aws = aws_clients(&config).await;
             let app = app::app(&config, &data_dir, aws.as_ref())
                 .map_err(|e| anyhow::anyhow!(e))
@@ -204,7 +208,7 @@ async fn serve_main() -> anyhow::Result<()> {
             let listener = tokio::net::TcpListener::bind(address)
                 .await
                 .with_context(|| format!("binding {address}"))?;
-            tracing::info!(%address, data_dir = %data_dir.display(), stateless = config.stateless, engine_workers = config.engine_workers, "serving MCP at http://{address}/mcp");
+            tracing::info!(%address, data_dir = %data_dir.display(), stateless = config.stateless, engine_workers = config.engine.workers, "serving MCP at http://{address}/mcp");
             // Bound to loopback, only loopback names may be asked for: a web
             // page cannot reach this server by rebinding its own name to 127.0.0.1.
             let service = if host.is_loopback() {
@@ -227,15 +231,16 @@ async fn serve_main() -> anyhow::Result<()> {
         }
         Command::Setup => {
             let bucket = config
+                .stores
                 .heap_bucket
                 .clone()
                 .context("setup needs MCP_V8_HEAP_BUCKET (the bucket for heaps)")?;
-            let prefix = config
-                .table_prefix
-                .clone()
-                .unwrap_or_else(|| mcp_v8_lambda::backends::aws::DEFAULT_TABLE_PREFIX.to_owned());
+            let prefix =
+                config.stores.table_prefix.clone().unwrap_or_else(|| {
+                    mcp_v8_lambda::backends::aws::DEFAULT_TABLE_PREFIX.to_owned()
+                });
             let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-            let clients = Clients::new(&sdk, config.s3_force_path_style, None);
+            let clients = Clients::new(&sdk, config.stores.s3_force_path_style, None);
             let report = mcp_v8_lambda::backends::aws::setup(
                 &clients.dynamodb,
                 &clients.s3,

@@ -264,6 +264,7 @@ fn data_is_retained_and_costs_stop_growing() {
     let dir = tempfile::tempdir().unwrap();
     let execution_ttl_days = mcp_v8_lambda::config::Config::from_lookup(|_| None)
         .unwrap()
+        .stores
         .execution_ttl_secs
         / 86_400;
     for (retention, log_retention) in [(0, 0), (30, 45)] {

@@ -246,7 +246,7 @@ async fn tools_list_advertises_the_time_the_invocation_has_left() {
 #[tokio::test]
 async fn the_function_memory_bounds_the_heap_limit_runs_may_ask_for() {
     let mut config = common::test_config(3600, false);
-    config.function_memory_mb = Some(512);
+    config.engine.function_memory_mb = Some(512);
     let s = common::server_configured(config, |stores| stores);
     let sid = s.initialize().await;
     let tools = s.tools_list(&sid).await;

@@ -48,13 +48,13 @@ pub fn server_with(ttl: i64, stateless: bool, sessions: Option<Arc<dyn SessionSt
 /// allowed browser origin, executions kept an hour.
 pub fn test_config(ttl: i64, stateless: bool) -> Config {
     let mut config = Config::from_lookup(|_| None).expect("the defaults are valid");
-    config.session_ttl_secs = ttl;
+    config.transport.session_ttl_secs = ttl;
     config.stateless = stateless;
-    config.execution_ttl_secs = 3600;
-    config.max_body_bytes = 64 * 1024;
-    config.allowed_origins = vec!["https://allowed.example".into()];
+    config.stores.execution_ttl_secs = 3600;
+    config.transport.max_body_bytes = 64 * 1024;
+    config.transport.allowed_origins = vec!["https://allowed.example".into()];
     // Tests look at what the stores themselves hold.
-    config.heap_memory_cache_mb = 0;
+    config.stores.heap_memory_cache_mb = 0;
     config
 }
 
