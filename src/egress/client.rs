@@ -29,7 +29,9 @@ use super::FetchConfig;
 use super::policy::{Policy, PolicyError};
 
 /// Requests and response bytes of one run, for its outcome.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct FetchCount {
     /// Requests started.
     pub count: u32,

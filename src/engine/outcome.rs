@@ -6,7 +6,7 @@ use uuid::Uuid;
 use crate::heap::HeapKey;
 
 /// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     /// The code ran to the end (and its promise, if any, settled).
@@ -36,7 +36,7 @@ impl RunStatus {
 }
 
 /// A JavaScript error, or an engine error shaped like one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunError {
     /// `TypeError`, `SyntaxError`, `TimeoutError`, ...
     pub name: String,
@@ -57,17 +57,18 @@ impl RunError {
 }
 
 /// What a run produced; the `run_js` tool returns it as is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunOutcome {
-    /// Unique per run.
+    /// UUID of this run (get_execution reads its record).
+    #[schemars(with = "String")]
     pub execution_id: Uuid,
     /// How it ended.
     pub status: RunStatus,
-    /// The completion value: JSON when it has a JSON form, else readable text; `None` for `undefined`.
+    /// Completion value: JSON when it has a JSON form, readable text otherwise, null for undefined.
     pub result: Option<String>,
     /// Captured console output.
     pub output: String,
-    /// Key of the new heap (completed stateful runs).
+    /// Key of the heap this run produced (completed stateful runs); pass it as `heap` to continue from this state.
     pub heap: Option<HeapKey>,
     /// The heap the run was asked to start from.
     pub input_heap: Option<HeapKey>,

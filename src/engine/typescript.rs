@@ -13,7 +13,9 @@ use oxc::transformer::{TransformOptions, Transformer};
 use serde::{Deserialize, Serialize};
 
 /// The language of the `code` argument.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Language {
     /// JavaScript when the code parses as JavaScript, else TypeScript.

@@ -69,6 +69,18 @@ impl HeapKey {
     }
 }
 
+/// A heap key in a tool schema: its text form, with the pattern a valid key
+/// matches.
+impl schemars::JsonSchema for HeapKey {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "HeapKey".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "pattern": "^[0-9a-f]{64}$" })
+    }
+}
+
 impl TryFrom<String> for HeapKey {
     type Error = InvalidHeapKey;
     fn try_from(value: String) -> Result<Self, Self::Error> {

@@ -26,11 +26,11 @@ use crate::BoxError;
 pub type Tags = BTreeMap<String, String>;
 
 /// A session-log entry as written by a stateful run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LogEntry {
     /// Position in the session's log, from 0, without gaps.
     pub index: u64,
-    /// The heap the run started from (`None`: a fresh isolate).
+    /// The heap the run started from (null: a fresh isolate).
     pub input_heap: Option<HeapKey>,
     /// The heap the run produced.
     pub output_heap: HeapKey,

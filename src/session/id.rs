@@ -127,6 +127,18 @@ impl LogicalSession {
     }
 }
 
+/// A logical session name in a tool schema: its text form, with the bounds
+/// a valid name keeps.
+impl schemars::JsonSchema for LogicalSession {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "LogicalSession".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "minLength": 1, "maxLength": Self::MAX_LEN })
+    }
+}
+
 impl TryFrom<String> for LogicalSession {
     type Error = InvalidLogicalSession;
     fn try_from(value: String) -> Result<Self, Self::Error> {

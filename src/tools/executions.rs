@@ -1,8 +1,8 @@
 //! `get_execution`: the recorded outcome of an earlier run, from the
 //! execution registry.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use uuid::Uuid;
 
 use super::schema;
@@ -14,41 +14,37 @@ use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
 pub(super) const GET_EXECUTION: &str = "get_execution";
 
 pub(super) fn describe() -> Tool {
-    let mut execution = schema::run_outcome();
-    let properties = execution["properties"]
-        .as_object_mut()
-        .expect("object schema");
-    properties.insert("started_at".into(), json!({ "type": "string" }));
-    properties.insert("completed_at".into(), json!({ "type": "string" }));
     Tool {
         name: GET_EXECUTION,
         title: "Get a run's record",
         description: "Get the recorded outcome of one of your earlier run_js calls by its execution_id, with when it started and completed.".into(),
-        input_schema: json!({
-            "type": "object",
-            "properties": { "execution_id": { "type": "string", "description": "The execution_id a run_js returned." } },
-            "required": ["execution_id"],
-            "additionalProperties": false
-        }),
-        output_schema: Some(execution),
+        input_schema: schema::input::<ExecutionArgs>(),
+        output_schema: Some(schema::output::<ExecutionView>()),
         annotations: ToolAnnotations::READ_ONLY,
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ExecutionArgs {
+    /// The execution_id a run_js returned.
     execution_id: String,
 }
 
 /// An execution record as `get_execution` and its resource show it: the
 /// outcome `run_js` returned, with when it started and completed.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct ExecutionView {
+    /// UUID of the run.
+    #[schemars(with = "String")]
     execution_id: Uuid,
+    /// The outcome as run_js returned it.
     #[serde(flatten)]
+    #[schemars(with = "crate::engine::RunOutcome")]
     outcome: serde_json::Map<String, serde_json::Value>,
+    /// When the run started (RFC 3339, UTC).
     started_at: String,
+    /// When it completed (RFC 3339, UTC).
     completed_at: String,
 }
 

@@ -1,8 +1,8 @@
 //! Heap tags (`get_heap_tags`, `set_heap_tags`, `delete_heap_tags`,
 //! `query_heaps_by_tags`) and `get_execution`.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use super::toolbox::{CallContext, Toolbox, structured_result};
 use super::{args, schema};
@@ -14,40 +14,22 @@ pub(super) const SET_HEAP_TAGS: &str = "set_heap_tags";
 pub(super) const DELETE_HEAP_TAGS: &str = "delete_heap_tags";
 pub(super) const QUERY_HEAPS_BY_TAGS: &str = "query_heaps_by_tags";
 
-fn ok_schema() -> serde_json::Value {
-    json!({
-        "type": "object",
-        "properties": { "ok": { "type": "boolean" }, "error": { "type": "string" } },
-        "required": ["ok"]
-    })
-}
-
 pub(super) fn describe() -> Vec<Tool> {
-    let heap = || schema::heap_key("64-character hex heap key.");
     vec![
         Tool {
             name: GET_HEAP_TAGS,
             title: "Get heap tags",
             description: "Get the tags you set on a heap ({} when you set none). Tags, like heaps, sessions and executions, belong to the caller you authenticated as.".into(),
-            input_schema: json!({ "type": "object", "properties": { "heap": heap() }, "required": ["heap"], "additionalProperties": false }),
-            output_schema: Some(json!({
-                "type": "object",
-                "properties": { "tags": { "type": "object", "additionalProperties": { "type": "string" } } },
-                "required": ["tags"]
-            })),
+            input_schema: schema::input::<HeapArgs>(),
+            output_schema: Some(schema::output::<TagsResult>()),
             annotations: ToolAnnotations::READ_ONLY,
         },
         Tool {
             name: SET_HEAP_TAGS,
             title: "Set heap tags",
             description: "Replace all your tags of a heap with the given map (an empty map clears them).".into(),
-            input_schema: json!({
-                "type": "object",
-                "properties": { "heap": heap(), "tags": schema::tags("New tags: string keys to string values.") },
-                "required": ["heap", "tags"],
-                "additionalProperties": false
-            }),
-            output_schema: Some(ok_schema()),
+            input_schema: schema::input::<SetArgs>(),
+            output_schema: Some(schema::output::<Ack>()),
             annotations: ToolAnnotations {
                 read_only_hint: false,
                 destructive_hint: true,
@@ -59,13 +41,8 @@ pub(super) fn describe() -> Vec<Tool> {
             name: DELETE_HEAP_TAGS,
             title: "Delete heap tags",
             description: "Remove the named tags of one of your heaps, or all of its tags when keys is omitted.".into(),
-            input_schema: json!({
-                "type": "object",
-                "properties": { "heap": heap(), "keys": { "type": "string", "description": "Comma-separated tag keys to remove." } },
-                "required": ["heap"],
-                "additionalProperties": false
-            }),
-            output_schema: Some(ok_schema()),
+            input_schema: schema::input::<DeleteArgs>(),
+            output_schema: Some(schema::output::<Ack>()),
             annotations: ToolAnnotations {
                 read_only_hint: false,
                 destructive_hint: true,
@@ -77,32 +54,19 @@ pub(super) fn describe() -> Vec<Tool> {
             name: QUERY_HEAPS_BY_TAGS,
             title: "Find heaps by tags",
             description: "Find your heaps whose tags contain every given key-value pair (heaps without tags are never returned).".into(),
-            input_schema: json!({
-                "type": "object",
-                "properties": { "tags": schema::tags("Pairs that must all match.") },
-                "required": ["tags"],
-                "additionalProperties": false
-            }),
-            output_schema: Some(json!({
-                "type": "object",
-                "properties": { "results": { "type": "array", "items": {
-                    "type": "object",
-                    "properties": {
-                        "heap": { "type": "string" },
-                        "tags": { "type": "object", "additionalProperties": { "type": "string" } }
-                    },
-                    "required": ["heap", "tags"]
-                }}},
-                "required": ["results"]
-            })),
+            input_schema: schema::input::<QueryArgs>(),
+            output_schema: Some(schema::output::<QueryResult>()),
             annotations: ToolAnnotations::READ_ONLY,
         },
     ]
 }
 
-#[derive(Debug, Serialize)]
+/// What a tool that changes tags answers.
+#[derive(Debug, Serialize, JsonSchema)]
 struct Ack {
+    /// Whether the change was made.
     ok: bool,
+    /// Why not, when it was not.
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
 }
@@ -128,14 +92,17 @@ fn ack(result: Result<(), String>, structured: bool) -> CallToolResult {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct HeapArgs {
+    /// 64-character hex heap key.
+    #[schemars(regex(pattern = schema::HEAP_KEY))]
     heap: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 struct TagsResult {
+    /// The heap's tags: string keys to string values.
     tags: Tags,
 }
 
@@ -155,10 +122,13 @@ pub(super) async fn get(
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct SetArgs {
+    /// 64-character hex heap key.
+    #[schemars(regex(pattern = schema::HEAP_KEY))]
     heap: String,
+    /// New tags: string keys to string values.
     tags: Tags,
 }
 
@@ -180,10 +150,13 @@ pub(super) async fn set(
     ack(result.await, structured)
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct DeleteArgs {
+    /// 64-character hex heap key.
+    #[schemars(regex(pattern = schema::HEAP_KEY))]
     heap: String,
+    /// Comma-separated tag keys to remove.
     #[serde(default)]
     keys: Option<String>,
 }
@@ -219,20 +192,24 @@ pub(super) async fn delete(
     ack(result.await, structured)
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct QueryArgs {
+    /// Pairs that must all match.
     tags: Tags,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 struct Match {
+    /// The heap's key.
     heap: String,
+    /// All its tags.
     tags: Tags,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 struct QueryResult {
+    /// The heaps that match.
     results: Vec<Match>,
 }
 

@@ -2,6 +2,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -36,20 +37,34 @@ Response, console (log, table, count, time, group, ...), setTimeout, setInterval
 streams, no WebAssembly, no modules, filesystem or environment. A stateful run that keeps an Intl object or a \
 FinalizationRegistry with registrations in a global fails (V8 cannot snapshot them): make them inside functions.";
 
-#[derive(Debug, Deserialize)]
+/// The arguments of `run_js`; its input schema is derived from them, and
+/// `describe` fills in the limits in force and drops what a stateless
+/// server does not offer.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Args {
+    /// JavaScript or TypeScript source. The value of the last expression is the result; a promise is awaited; top-level await works.
     code: String,
+    /// Heap to start from: a `heap` returned by one of your earlier runs (another caller's heap is not found), or "latest" for the last heap of the logical session (the session argument, else the X-MCP-Session-Id header). Omit for a fresh isolate.
     #[serde(default)]
+    #[schemars(regex(pattern = "^([0-9a-f]{64}|latest)$"))]
     heap: Option<String>,
+    /// Tags to set on the heap this run produces (replaces its tags).
     #[serde(default)]
     tags: Option<Tags>,
+    /// Logical session whose log records this run. Overrides the X-MCP-Session-Id header; the way to keep a session log without headers (protocol 2026-07-28).
     #[serde(default)]
+    #[schemars(length(min = 1, max = LogicalSession::MAX_LEN))]
     session: Option<String>,
+    /// Timeout in seconds.
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     execution_timeout_secs: Option<f64>,
+    /// Heap limit in MiB.
     #[serde(default)]
+    #[schemars(range(min = 8))]
     heap_memory_max_mb: Option<usize>,
+    /// Default auto: TypeScript syntax is detected and its types stripped (no type checking).
     #[serde(default)]
     language: Language,
 }
@@ -80,42 +95,33 @@ pub(super) fn describe(toolbox: &Toolbox, deadline: Option<SystemTime>) -> Tool 
     if let Some(deadline) = deadline {
         max_timeout = max_timeout.min(time_before(deadline, limits.default_heap_limit_mb));
     }
-    let mut properties = json!({
-        "code": { "type": "string", "description": "JavaScript or TypeScript source. The value of the last expression is the result; a promise is awaited; top-level await works." },
-        "execution_timeout_secs": {
-            "type": "number", "exclusiveMinimum": 0, "maximum": max_timeout.as_secs_f64().floor().max(1.0),
-            "description": format!("Timeout in seconds (default {}); at most {} s here{}.",
-                limits.default_timeout.as_secs(), max_timeout.as_secs(),
-                if deadline.is_some() { ", the time left in this invocation" } else { "" }),
-        },
-        "heap_memory_max_mb": {
-            "type": "integer", "minimum": 8, "maximum": limits.max_heap_limit_mb,
-            "description": format!("Heap limit in MiB (default {}, at most {}); ArrayBuffer memory (typed arrays, Blob, TextEncoder output, structuredClone copies) may use as much again.",
-                limits.default_heap_limit_mb, limits.max_heap_limit_mb),
-        },
-        "language": { "type": "string", "enum": ["auto", "javascript", "typescript"], "description": "Default auto: TypeScript syntax is detected and its types stripped (no type checking)." }
-    });
-    if !stateless {
-        let object = properties.as_object_mut().expect("object literal");
-        object.insert(
-            "heap".into(),
-            json!({
-                "type": "string",
-                "pattern": "^([0-9a-f]{64}|latest)$",
-                "description": "Heap to start from: a `heap` returned by one of your earlier runs (another caller's heap is not \
-found), or \"latest\" for the last heap of the logical session (the session argument, else the X-MCP-Session-Id header). \
-Omit for a fresh isolate."
-            }),
-        );
-        object.insert(
-            "tags".into(),
-            schema::tags("Tags to set on the heap this run produces (replaces its tags)."),
-        );
-        object.insert(
-            "session".into(),
-            schema::session("Logical session whose log records this run. Overrides the X-MCP-Session-Id header; \
-the way to keep a session log without headers (protocol 2026-07-28)."),
-        );
+    let mut input_schema = schema::input::<Args>();
+    schema::describe_property(
+        &mut input_schema,
+        "execution_timeout_secs",
+        format!(
+            "Timeout in seconds (default {}); at most {} s here{}.",
+            limits.default_timeout.as_secs(),
+            max_timeout.as_secs(),
+            if deadline.is_some() {
+                ", the time left in this invocation"
+            } else {
+                ""
+            }
+        ),
+        Some(json!(max_timeout.as_secs_f64().floor().max(1.0))),
+    );
+    schema::describe_property(
+        &mut input_schema,
+        "heap_memory_max_mb",
+        format!(
+            "Heap limit in MiB (default {}, at most {}); ArrayBuffer memory (typed arrays, Blob, TextEncoder output, structuredClone copies) may use as much again.",
+            limits.default_heap_limit_mb, limits.max_heap_limit_mb
+        ),
+        Some(json!(limits.max_heap_limit_mb)),
+    );
+    if stateless {
+        schema::remove_properties(&mut input_schema, &["heap", "tags", "session"]);
     }
     let base = if stateless {
         STATELESS_DESCRIPTION
@@ -149,12 +155,7 @@ and as much again for ArrayBuffer data; console output kept up to {} and the res
         name: NAME,
         title: "Run JavaScript",
         description: description.into(),
-        input_schema: json!({
-            "type": "object",
-            "properties": properties,
-            "required": ["code"],
-            "additionalProperties": false
-        }),
+        input_schema,
         output_schema: Some(schema::run_outcome()),
         // It only adds: a new heap, a log entry, an execution record; the
         // `tags` it sets are those of the heap it produced.

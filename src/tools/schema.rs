@@ -1,61 +1,167 @@
-//! JSON Schemas of the tools' arguments and results, kept beside each other
-//! so `tools/list` and the wire types cannot drift apart unnoticed (the
-//! end-to-end clients validate results against these).
+//! JSON Schemas of the tools' arguments and results, derived with
+//! `schemars` from the types the tools deserialize and serialize, so that
+//! `tools/list` cannot drift from what a tool accepts or returns (the
+//! end-to-end clients also validate results against these).
 
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde_json::Value;
+
+/// The pattern of a heap key argument.
+pub(super) const HEAP_KEY: &str = "^[0-9a-f]{64}$";
+
+/// The schema of the arguments `T` deserializes from.
+pub(super) fn input<T: JsonSchema>() -> Value {
+    let generator = tidy(SchemaSettings::draft2020_12().for_deserialize()).into_generator();
+    let mut schema = strip_root(generator.into_root_schema_for::<T>().to_value());
+    omit_nulls(&mut schema);
+    schema
+}
+
+/// The schema of the result `T` serializes to.
+pub(super) fn output<T: JsonSchema>() -> Value {
+    let generator = tidy(SchemaSettings::draft2020_12().for_serialize()).into_generator();
+    strip_root(generator.into_root_schema_for::<T>().to_value())
+}
 
 /// The schema of a `RunOutcome`.
 pub(super) fn run_outcome() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "execution_id": { "type": "string", "description": "UUID of this run" },
-            "status": { "type": "string", "enum": ["completed", "failed", "timed_out", "out_of_memory", "cancelled"] },
-            "result": { "type": ["string", "null"], "description": "Completion value: JSON when it has a JSON form, readable text otherwise, null for undefined" },
-            "output": { "type": "string", "description": "Console output" },
-            "heap": { "type": ["string", "null"], "description": "Key of the heap this run produced; pass it as `heap` to continue from this state" },
-            "input_heap": { "type": ["string", "null"] },
-            "error": {
-                "type": ["object", "null"],
-                "properties": {
-                    "name": { "type": "string" },
-                    "message": { "type": "string" },
-                    "stack": { "type": ["string", "null"] }
-                },
-                "required": ["name", "message"]
-            },
-            "warnings": { "type": "array", "items": { "type": "string" } },
-            "duration_ms": { "type": "integer", "minimum": 0 },
-            "fetches": {
-                "type": "object",
-                "description": "Present when the run called fetch: requests made and response body bytes read",
-                "properties": {
-                    "count": { "type": "integer", "minimum": 0 },
-                    "bytes": { "type": "integer", "minimum": 0 }
-                },
-                "required": ["count", "bytes"]
+    output::<crate::engine::RunOutcome>()
+}
+
+/// One schema per tool, whole: no `$defs` to resolve, since some clients
+/// show the schema to the model as is.
+fn tidy(settings: SchemaSettings) -> SchemaSettings {
+    settings.with(|s| {
+        s.meta_schema = None;
+        s.inline_subschemas = true;
+    })
+}
+
+/// The root's `title` and `description` are the Rust type's name and docs, which mean nothing to a
+/// model; the integer formats schemars adds (`uint`, `uint64`, `double`)
+/// are not JSON Schema formats, and validators in strict mode (ajv, which
+/// the TypeScript SDK uses) refuse unknown formats.
+fn strip_root(mut schema: Value) -> Value {
+    if let Some(root) = schema.as_object_mut() {
+        root.remove("title");
+        root.remove("description");
+    }
+    tidy_keywords(&mut schema);
+    schema
+}
+
+/// An argument a caller may leave out is shown as its type alone: that
+/// it may also be `null`, the default, only adds a choice nobody needs.
+fn omit_nulls(schema: &mut Value) {
+    let required: Vec<Value> = schema["required"].as_array().cloned().unwrap_or_default();
+    let Some(properties) = schema["properties"].as_object_mut() else {
+        return;
+    };
+    for (name, property) in properties {
+        if required.contains(&Value::String(name.clone())) {
+            continue;
+        }
+        let Some(property) = property.as_object_mut() else {
+            continue;
+        };
+        if property.get("default") == Some(&Value::Null) {
+            property.remove("default");
+        }
+        if let Some(Value::Array(types)) = property.get_mut("type") {
+            types.retain(|t| t != "null");
+            if let [only] = types.as_slice() {
+                let only = only.clone();
+                property.insert("type".into(), only);
             }
-        },
-        "required": ["execution_id", "status", "result", "output", "heap", "input_heap", "error", "warnings", "duration_ms"]
-    })
+        }
+    }
 }
 
-/// The schema of a heap key argument.
-pub(super) fn heap_key(description: &str) -> Value {
-    json!({ "type": "string", "pattern": "^[0-9a-f]{64}$", "description": description })
+/// Also joins the lines of descriptions taken from doc comments, which
+/// keep the source's line breaks.
+fn tidy_keywords(schema: &mut Value) {
+    const NOT_JSON_SCHEMA: [&str; 12] = [
+        "uint", "uint8", "uint16", "uint32", "uint64", "int", "int8", "int16", "int32", "int64",
+        "float", "double",
+    ];
+    match schema {
+        Value::Object(map) => {
+            if map
+                .get("format")
+                .and_then(Value::as_str)
+                .is_some_and(|format| NOT_JSON_SCHEMA.contains(&format))
+            {
+                map.remove("format");
+            }
+            if let Some(Value::String(description)) = map.get_mut("description") {
+                *description = description.replace('\n', " ");
+            }
+            map.values_mut().for_each(tidy_keywords);
+        }
+        Value::Array(items) => items.iter_mut().for_each(tidy_keywords),
+        _ => {}
+    }
 }
 
-/// The optional `session` argument: a logical session named per call.
-pub(super) fn session(description: &str) -> Value {
-    json!({
-        "type": "string",
-        "minLength": 1,
-        "maxLength": crate::session::LogicalSession::MAX_LEN,
-        "description": description
-    })
+/// Sets `description` (and `maximum`, when given) of property `name` of an
+/// object schema, for the limits only known at run time.
+pub(super) fn describe_property(
+    schema: &mut Value,
+    name: &str,
+    description: String,
+    maximum: Option<Value>,
+) {
+    let property = &mut schema["properties"][name];
+    property["description"] = Value::String(description);
+    if let Some(maximum) = maximum {
+        property["maximum"] = maximum;
+    }
 }
 
-/// The schema of a tag map.
-pub(super) fn tags(description: &str) -> Value {
-    json!({ "type": "object", "additionalProperties": { "type": "string" }, "description": description })
+/// Removes properties of an object schema (those a mode does not offer).
+pub(super) fn remove_properties(schema: &mut Value, names: &[&str]) {
+    if let Some(properties) = schema["properties"].as_object_mut() {
+        for name in names {
+            properties.remove(*name);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Example {
+        /// A count.
+        count: u64,
+        #[serde(default)]
+        nested: Option<Inner>,
+    }
+
+    #[derive(serde::Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Inner {
+        ratio: f64,
+    }
+
+    #[test]
+    fn schemas_are_whole_closed_and_use_json_schema_formats_only() {
+        let schema = input::<Example>();
+        let text = schema.to_string();
+        assert!(!text.contains("$defs") && !text.contains("$ref"), "{text}");
+        assert!(!text.contains("\"format\""), "{text}");
+        assert!(schema.get("title").is_none() && schema.get("$schema").is_none());
+        assert_eq!(schema["additionalProperties"], false);
+        assert_eq!(schema["required"], serde_json::json!(["count"]));
+        assert_eq!(schema["properties"]["count"]["description"], "A count.");
+        assert_eq!(
+            schema["properties"]["nested"]["type"], "object",
+            "an optional argument is not offered as null"
+        );
+        assert!(schema["properties"]["nested"].get("default").is_none());
+    }
 }

@@ -1,5 +1,6 @@
 //! `list_sessions` and `list_session_snapshots`: the session log.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -36,22 +37,8 @@ pub(super) fn describe() -> Vec<Tool> {
 sessions of the caller you authenticated as are listed. Returns at most 1000 names per call; pass next_cursor as cursor \
 for the next page."
                 .into(),
-            input_schema: json!({
-                "type": "object",
-                "properties": {
-                    "cursor": { "type": "string", "description": "next_cursor of the previous page (default: from the first name)." },
-                    "limit": { "type": "integer", "minimum": 1, "maximum": MAX_SESSIONS, "description": "Most names to return (default and cap 1000)." }
-                },
-                "additionalProperties": false
-            }),
-            output_schema: Some(json!({
-                "type": "object",
-                "properties": {
-                    "sessions": { "type": "array", "items": { "type": "string" } },
-                    "next_cursor": { "type": "string", "description": "Present when more names follow." }
-                },
-                "required": ["sessions"]
-            })),
+            input_schema: schema::input::<SessionsArgs>(),
+            output_schema: Some(schema::output::<Sessions>()),
             annotations: ToolAnnotations::READ_ONLY,
         },
         Tool {
@@ -62,52 +49,30 @@ code run and when. The session is the session argument, else this connection's X
 1000 entries and about 1 MiB per call; page with offset and limit (next_offset says where the next page starts). \
 order: newest_first reads from the newest end."
                 .into(),
-            input_schema: json!({
-                "type": "object",
-                "properties": {
-                    "session": schema::session("Logical session to list (default: this connection's X-MCP-Session-Id)."),
-                    "fields": { "type": "string", "description": "Comma-separated subset of index,input_heap,output_heap,code,timestamp (default: all)." },
-                    "offset": { "type": "integer", "minimum": 0, "description": "First index to return (default: 0, or the newest with newest_first)." },
-                    "order": { "type": "string", "enum": ["oldest_first", "newest_first"], "description": "oldest_first (default) pages up from offset; newest_first pages down from it, so {order: newest_first, limit: 1} is the last run." },
-                    "limit": { "type": "integer", "minimum": 1, "maximum": 1000, "description": "Most entries to return (default and cap 1000)." }
-                },
-                "additionalProperties": false
-            }),
-            output_schema: Some(json!({
-                "type": "object",
-                "properties": {
-                    "entries": { "type": "array", "items": {
-                        "type": "object",
-                        "properties": {
-                            "index": { "type": "integer" },
-                            "input_heap": { "type": ["string", "null"] },
-                            "output_heap": { "type": "string" },
-                            "code": { "type": "string" },
-                            "timestamp": { "type": "string" },
-                            "error": { "type": "string" }
-                        }
-                    }},
-                    "next_offset": { "type": "integer", "description": "Present when more entries follow." }
-                },
-                "required": ["entries"]
-            })),
+            input_schema: schema::input::<SnapshotArgs>(),
+            output_schema: Some(entries_schema()),
             annotations: ToolAnnotations::READ_ONLY,
         },
     ]
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct SessionsArgs {
+    /// next_cursor of the previous page (default: from the first name).
     #[serde(default)]
     cursor: Option<String>,
+    /// Most names to return (default and cap 1000).
     #[serde(default)]
+    #[schemars(range(min = 1, max = MAX_SESSIONS))]
     limit: Option<usize>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 struct Sessions {
+    /// Session names, sorted.
     sessions: Vec<LogicalSession>,
+    /// Present when more names follow.
     #[serde(skip_serializing_if = "Option::is_none")]
     next_cursor: Option<LogicalSession>,
 }
@@ -153,23 +118,30 @@ pub(super) async fn list_sessions(
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct SnapshotArgs {
+    /// Logical session to list (default: this connection's X-MCP-Session-Id).
     #[serde(default)]
+    #[schemars(length(min = 1, max = LogicalSession::MAX_LEN))]
     session: Option<String>,
+    /// Comma-separated subset of index,input_heap,output_heap,code,timestamp (default: all).
     #[serde(default)]
     fields: Option<String>,
+    /// First index to return (default: 0, or the newest with newest_first).
     #[serde(default)]
     offset: Option<u64>,
+    /// Most entries to return (default and cap 1000).
     #[serde(default)]
+    #[schemars(range(min = 1, max = MAX_ENTRIES))]
     limit: Option<usize>,
+    /// oldest_first (default) pages up from offset; newest_first pages down from it, so {order: newest_first, limit: 1} is the last run.
     #[serde(default)]
     order: Order,
 }
 
 /// Which end of the log a page starts from.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 enum Order {
     #[default]
@@ -177,11 +149,29 @@ enum Order {
     NewestFirst,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub(super) struct Entries {
+    /// The entries, each with the fields asked for.
     entries: Vec<Map<String, Value>>,
+    /// Present when more entries follow.
     #[serde(skip_serializing_if = "Option::is_none")]
     next_offset: Option<u64>,
+}
+
+/// The result of `list_session_snapshots`: entries are log entries with
+/// only the fields asked for, so none is required; without a session the
+/// one entry is `{error}`.
+fn entries_schema() -> Value {
+    let mut entries = schema::output::<Entries>();
+    let mut entry = schema::output::<LogEntry>();
+    if let Some(entry) = entry.as_object_mut() {
+        entry.remove("required");
+        entry.remove("additionalProperties");
+        entry["properties"]["error"] =
+            json!({ "type": "string", "description": "Why there is nothing to list." });
+    }
+    entries["properties"]["entries"]["items"] = entry;
+    entries
 }
 
 /// An entry reduced to the fields asked for (the only place log entries are
