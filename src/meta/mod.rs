@@ -4,6 +4,7 @@
 //! keyed by id) so the DynamoDB tables can mirror it one to one.
 
 mod dynamodb;
+pub mod page;
 mod redb;
 
 use std::collections::BTreeMap;

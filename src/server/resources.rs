@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::answer::{Freshness, MethodError};
 use crate::clock::unix_now;
+use crate::meta::page::{self, PageStart};
 use crate::protocol::jsonrpc::code;
 use crate::protocol::mcp::{
     ListParams, ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams,
@@ -142,13 +143,20 @@ pub(super) async fn read(
     let uri = params.uri;
     let (json, freshness) = match parse(&uri) {
         Some(Named::Log(name)) => {
-            let page = tools.session_log_json(context, &name).await.map_err(|e| {
-                MethodError::internal(format!("could not read the session log: {e}"))
-            })?;
-            if page["entries"].as_array().is_none_or(Vec::is_empty) {
+            let page = page::read_page(
+                &*tools.meta,
+                context.tenant,
+                &name,
+                PageStart::Up(0),
+                page::MAX_ENTRIES,
+                |entry| entry,
+            )
+            .await
+            .map_err(|e| MethodError::internal(format!("could not read the session log: {e}")))?;
+            if page.entries.is_empty() {
                 return Err(not_found(&uri));
             }
-            let log = json!({ "session": name, "entries": page["entries"], "next_offset": page.get("next_offset") });
+            let log = json!({ "session": name, "entries": page.entries, "next_offset": page.next_offset });
             (log, Freshness::Changing)
         }
         Some(Named::Execution(id)) => {

@@ -119,18 +119,6 @@ impl Toolbox {
         executions::GET_EXECUTION,
     ];
 
-    /// The first page of a session's log as JSON (`{entries, next_offset?}`,
-    /// as `list_session_snapshots` answers without arguments): the session
-    /// log resource.
-    pub async fn session_log_json(
-        &self,
-        context: CallContext<'_>,
-        name: &LogicalSession,
-    ) -> Result<serde_json::Value, crate::meta::MetaStoreError> {
-        let page = session_log::first_page(self, context, name).await?;
-        Ok(serde_json::to_value(page).expect("log pages serialize"))
-    }
-
     /// Continuity for `initialize` of a logical session (`None` when the
     /// server is stateless and keeps no log).
     pub async fn continuity(

@@ -6,7 +6,8 @@ use serde_json::{Map, Value, json};
 
 use super::toolbox::{CallContext, Toolbox, structured_result};
 use super::{args, schema};
-use crate::meta::{LogEntry, MetaStoreError};
+use crate::meta::LogEntry;
+use crate::meta::page::{self, LogPage, MAX_ENTRIES, PageStart};
 use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
 use crate::session::LogicalSession;
 
@@ -14,17 +15,9 @@ pub(super) const LIST_SESSIONS: &str = "list_sessions";
 pub(super) const LIST_SESSION_SNAPSHOTS: &str = "list_session_snapshots";
 
 const FIELDS: [&str; 5] = ["index", "input_heap", "output_heap", "code", "timestamp"];
-/// Most entries one call returns.
-const MAX_ENTRIES: usize = 1000;
 /// Most session names one call returns (at most 256 bytes each, so a page
 /// stays far inside one response).
 const MAX_SESSIONS: usize = 1000;
-/// Most JSON one page of entries holds, in bytes: a structured result
-/// carries it twice, and with escaping it stays inside one response
-/// (`super::toolbox::MAX_RESULT_JSON_BYTES`).
-const PAGE_BYTES: usize = 1024 * 1024;
-/// Entries read from the store at a time.
-const READ_BATCH: usize = 100;
 /// The original server's words, kept exactly: clients may match on them.
 const NO_SESSION: &str = "no session ID available (send X-MCP-Session-Id header)";
 
@@ -224,24 +217,24 @@ pub(super) async fn list_session_snapshots(
     if !(1..=MAX_ENTRIES).contains(&limit) {
         return CallToolResult::error(format!("limit must be between 1 and {MAX_ENTRIES}"));
     }
-    let page = match args.order {
-        Order::OldestFirst => {
-            read_page(
-                toolbox,
-                context,
-                name,
-                args.offset.unwrap_or(0),
-                limit,
-                &fields,
-            )
-            .await
-        }
-        Order::NewestFirst => {
-            read_page_down(toolbox, context, name, args.offset, limit, &fields).await
-        }
+    let start = match args.order {
+        Order::OldestFirst => PageStart::Up(args.offset.unwrap_or(0)),
+        Order::NewestFirst => PageStart::Down(args.offset),
     };
+    let page = page::read_page(
+        &*toolbox.meta,
+        context.tenant,
+        name,
+        start,
+        limit,
+        |entry| project(entry, &fields),
+    )
+    .await;
     match page {
-        Ok((entries, next_offset)) => structured_result(
+        Ok(LogPage {
+            entries,
+            next_offset,
+        }) => structured_result(
             &Entries {
                 entries,
                 next_offset,
@@ -250,98 +243,5 @@ pub(super) async fn list_session_snapshots(
             structured,
         ),
         Err(e) => CallToolResult::error(format!("could not read the session log: {e}")),
-    }
-}
-
-/// The first page of a session's log, oldest first, with all fields, as
-/// `list_session_snapshots` gives it without arguments.
-pub(super) async fn first_page(
-    toolbox: &Toolbox,
-    context: CallContext<'_>,
-    name: &LogicalSession,
-) -> Result<Entries, MetaStoreError> {
-    let (entries, next_offset) = read_page(toolbox, context, name, 0, MAX_ENTRIES, &FIELDS).await?;
-    Ok(Entries {
-        entries,
-        next_offset,
-    })
-}
-
-/// Entries from `from` (default: the newest) down to index 0, newest
-/// first, projected, under the same bounds as [`read_page`]; also the index
-/// the next page starts from when older entries follow.
-async fn read_page_down(
-    toolbox: &Toolbox,
-    context: CallContext<'_>,
-    name: &LogicalSession,
-    from: Option<u64>,
-    limit: usize,
-    fields: &[&str],
-) -> Result<(Vec<Map<String, Value>>, Option<u64>), MetaStoreError> {
-    let mut page = Vec::new();
-    let Some(last) = toolbox.meta.last_log_entry(context.tenant, name).await? else {
-        return Ok((page, None));
-    };
-    let mut bytes = 0;
-    // One past the highest index still to read.
-    let mut end = from.map_or(last.index, |from| from.min(last.index)) + 1;
-    while end > 0 {
-        let start = end.saturating_sub(READ_BATCH as u64);
-        let batch = toolbox
-            .meta
-            .read_log(context.tenant, name, start, (end - start) as usize)
-            .await?;
-        // A store may skip expired entries and read past `end` to fill the batch.
-        for entry in batch.into_iter().rev().filter(|e| e.index < end) {
-            let at = entry.index;
-            let projected = project(entry, fields);
-            let len = serde_json::to_vec(&projected).map_or(usize::MAX, |j| j.len());
-            if page.len() == limit || (!page.is_empty() && bytes + len > PAGE_BYTES) {
-                return Ok((page, Some(at)));
-            }
-            bytes += len;
-            page.push(projected);
-        }
-        end = start;
-    }
-    Ok((page, None))
-}
-
-/// Entries from `offset` on, projected: at most `limit`, and no more than
-/// [`PAGE_BYTES`] of JSON unless one entry alone is larger. Read in batches,
-/// so a log of large entries is not read whole; also the next offset when
-/// more entries follow.
-async fn read_page(
-    toolbox: &Toolbox,
-    context: CallContext<'_>,
-    name: &LogicalSession,
-    offset: u64,
-    limit: usize,
-    fields: &[&str],
-) -> Result<(Vec<Map<String, Value>>, Option<u64>), MetaStoreError> {
-    let mut page = Vec::new();
-    let mut bytes = 0;
-    let mut index = offset;
-    loop {
-        let batch = toolbox
-            .meta
-            .read_log(context.tenant, name, index, READ_BATCH)
-            .await?;
-        let exhausted = batch.len() < READ_BATCH;
-        for entry in batch {
-            // The entry's own index: a store may skip expired entries.
-            let at = entry.index;
-            let projected = project(entry, fields);
-            let len = serde_json::to_vec(&projected).map_or(usize::MAX, |j| j.len());
-            if page.len() == limit || (!page.is_empty() && bytes + len > PAGE_BYTES) {
-                return Ok((page, Some(at)));
-            }
-            bytes += len;
-            page.push(projected);
-            index = at + 1;
-        }
-        if exhausted {
-            return Ok((page, None));
-        }
     }
 }
