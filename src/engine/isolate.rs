@@ -2,7 +2,6 @@
 //! in the process (see [`READ_ONLY_HEAP`]), on the calling thread.
 
 use std::borrow::Cow;
-use std::sync::PoisonError;
 
 use bytes::Bytes;
 
@@ -14,10 +13,7 @@ use super::web;
 /// Runs a job that creates or restores a snapshot on the calling thread.
 pub(crate) fn execute(mut job: Job) -> JobResult {
     super::platform::init();
-    // A panic in another run cannot leave V8 half-used; the lock guards no data.
-    let _exclusive = READ_ONLY_HEAP
-        .write()
-        .unwrap_or_else(PoisonError::into_inner);
+    let _exclusive = READ_ONLY_HEAP.write();
     let guard = HeapGuard::new(job.heap_limit_bytes);
     let fresh = job.restore.is_none();
     let params = guard.params(job.heap_limit_bytes);

@@ -2,7 +2,7 @@
 //! snapshot. A [`PlainIsolate`] serves one run (a cold run) or many one
 //! after another, and a [`WarmPool`] keeps one ready on each of its threads.
 
-use std::sync::{Arc, Mutex, PoisonError, RwLockReadGuard, mpsc};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 
 use tokio::sync::oneshot;
 
@@ -34,7 +34,7 @@ pub(crate) struct PlainIsolate {
     /// A termination reached the isolate (the watchdog fired, or one was
     /// pending when the run ended): it serves no other run.
     terminated: bool,
-    _shared: RwLockReadGuard<'static, ()>,
+    _shared: parking_lot::RwLockReadGuard<'static, ()>,
 }
 
 impl PlainIsolate {
@@ -43,10 +43,7 @@ impl PlainIsolate {
 
     pub(crate) fn new(heap_limit_bytes: usize) -> Self {
         super::platform::init();
-        // A panic in another run cannot leave V8 half-used; the lock guards no data.
-        let shared = READ_ONLY_HEAP
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
+        let shared = READ_ONLY_HEAP.read_recursive();
         let guard = HeapGuard::new(heap_limit_bytes);
         let mut isolate = v8::Isolate::new(guard.params(heap_limit_bytes));
         guard.arm(&mut isolate);

@@ -4,7 +4,7 @@
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -111,7 +111,10 @@ impl JobResult {
 /// Isolates on the built-in snapshot share one read-only heap and may run
 /// together (read lock); any isolate that creates or restores a snapshot runs
 /// alone (write lock).
-pub(super) static READ_ONLY_HEAP: RwLock<()> = RwLock::new(());
+/// Plain isolates take it with `read_recursive`: a thread that holds one
+/// while it makes the next (a warm pool refilling) must not queue behind a
+/// waiting writer, which waits for the first: that is a deadlock.
+pub(super) static READ_ONLY_HEAP: parking_lot::RwLock<()> = parking_lot::const_rwlock(());
 
 /// The thread a run executes on: isolates are `!Send`, block while
 /// JavaScript runs, and need a known stack size for deep recursion to end in
