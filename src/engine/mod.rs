@@ -8,6 +8,7 @@ mod memory;
 mod outcome;
 mod plain;
 mod platform;
+mod repl;
 mod run;
 mod typescript;
 mod watchdog;

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::control::{RunControl, Target};
 use super::memory::Budget;
 use super::outcome::{RunError, RunStatus};
-use super::typescript::wrap_top_level_await;
+use super::repl;
 use super::watchdog::Watchdog;
 use super::web::{self, RunSettings, Timers, inspect, render_result};
 use crate::egress::{FetchConfig, FetchCount};
@@ -421,7 +421,7 @@ fn evaluate<'s>(
             return None;
         }
         tc.reset();
-        compile(tc, &wrap_top_level_await(code)).or_else(|| {
+        compile(tc, &repl::wrap(code)).or_else(|| {
             tc.reset();
             compile(tc, code)
         })

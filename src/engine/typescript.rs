@@ -8,7 +8,7 @@ use oxc::codegen::Codegen;
 use oxc::diagnostics::OxcDiagnostic;
 use oxc::parser::Parser;
 use oxc::semantic::SemanticBuilder;
-use oxc::span::{GetSpan, SourceType};
+use oxc::span::SourceType;
 use oxc::transformer::{TransformOptions, Transformer};
 use serde::{Deserialize, Serialize};
 
@@ -121,31 +121,6 @@ fn locate(code: &str, diagnostic: &OxcDiagnostic) -> SourceError {
     }
 }
 
-/// Rewrites code that uses top-level `await` into an async function call, so
-/// a classic script can run it. The last expression statement becomes the
-/// return value, keeping the completion-value contract. Declarations inside
-/// become local to that function (documented: assign to `globalThis` to keep
-/// a value). Line numbers are preserved: the wrapper opens on line 1.
-pub(crate) fn wrap_top_level_await(js: &str) -> String {
-    let allocator = Allocator::default();
-    let parsed = Parser::new(&allocator, js, SourceType::mjs()).parse();
-    let mut body = js.to_owned();
-    if parsed.diagnostics.is_empty()
-        && let Some(oxc::ast::ast::Statement::ExpressionStatement(last)) =
-            parsed.program.body.last()
-    {
-        let expr = last.expression.span();
-        let (start, end) = (expr.start as usize, expr.end as usize);
-        body = format!(
-            "{}return ({});{}",
-            &js[..start],
-            &js[start..end],
-            &js[last.span.end as usize..]
-        );
-    }
-    format!("(async () => {{{body}\n}})()")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,14 +162,5 @@ mod tests {
     fn auto_leaves_unparseable_code_to_v8() {
         let out = prepare("let = = 1", Language::Auto).unwrap();
         assert_eq!(out.js, "let = = 1");
-    }
-
-    #[test]
-    fn top_level_await_is_wrapped_and_returns_the_last_expression() {
-        let wrapped = wrap_top_level_await("const v = await f();\nv + 1;");
-        assert_eq!(
-            wrapped,
-            "(async () => {const v = await f();\nreturn (v + 1);\n})()"
-        );
     }
 }

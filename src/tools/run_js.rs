@@ -43,7 +43,7 @@ FinalizationRegistry with registrations in a global fails (V8 cannot snapshot th
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Args {
-    /// JavaScript or TypeScript source. The value of the last expression is the result; a promise is awaited; top-level await works.
+    /// JavaScript or TypeScript source. The value of the last expression is the result; a promise is awaited. Top-level await works, and top-level declarations (var, let, const, function, class) persist as they do without it.
     code: String,
     /// Heap to start from: a `heap` returned by one of your earlier runs (another caller's heap is not found), or "latest" for the last heap of the logical session (the session argument, else the X-MCP-Session-Id header). Omit for a fresh isolate.
     #[serde(default)]

@@ -1,6 +1,6 @@
 """Drives the server with the Python `mcp` client.
 
-    python py_client.py URL            initialize, list tools, thread a counter through three heaps
+    python py_client.py URL            initialize, list tools, thread a counter through three heaps, then keep an awaiting run's declarations
     python py_client.py URL surface    annotations, heap "latest", progress under a short request
                                        timeout, cancellation, a resource read
 
@@ -38,6 +38,14 @@ async def main(url: str) -> None:
                 assert outcome["status"] == "completed", outcome
                 assert outcome["result"] == str(i), outcome
                 heap = outcome["heap"]
+            # Top-level await keeps the run's declarations for the next.
+            awaited = await session.call_tool(
+                "run_js", {"code": "const tenfold = await Promise.resolve(counter * 10); let note = 'kept'; tenfold", "heap": heap}
+            )
+            assert awaited.structuredContent["result"] == "30", awaited
+            read = await session.call_tool("run_js", {"code": "tenfold + note.length", "heap": awaited.structuredContent["heap"]})
+            assert read.structuredContent["result"] == "34", read
+            heap = read.structuredContent["heap"]
             print(json.dumps({"event": "done", "heap": heap, "session": session_id(), "protocol": init.protocolVersion}))
 
 

@@ -1,5 +1,5 @@
 // Drives the server with the official TypeScript SDK client.
-//   node ts_client.mjs URL counter   initialize, list tools, thread a counter through three heaps
+//   node ts_client.mjs URL counter   initialize, list tools, thread a counter through three heaps, then keep an awaiting run's declarations
 //   node ts_client.mjs URL replay    the replay proof; the harness restarts the server when told
 //   node ts_client.mjs URL tools     tags, tag queries, the session log and get_execution across a restart
 //   node ts_client.mjs URL surface [cancel]
@@ -43,6 +43,12 @@ async function counter() {
     assert.equal(outcome.result, String(i));
     heap = outcome.heap;
   }
+  // Top-level await keeps the run's declarations for the next (REPL semantics).
+  const awaited = await run(client, "const tenfold = await Promise.resolve(counter * 10); let note = 'kept'; tenfold", heap);
+  assert.equal(awaited.result, "30");
+  const read = await run(client, "tenfold + note.length", awaited.heap);
+  assert.equal(read.result, "34");
+  heap = read.heap;
   say({ event: "done", heap, session: transport.sessionId, protocol: transport.protocolVersion });
   await transport.close();
 }

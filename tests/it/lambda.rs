@@ -198,6 +198,11 @@ async fn run_js_2026(app: &App, code: &str, session: Option<&str>) -> Value {
     if let Some(session) = session {
         arguments["session"] = session.into();
     }
+    run_js_2026_with(app, code, arguments).await
+}
+
+/// `run_js` with `arguments` through the Lambda entry (2026-07-28).
+async fn run_js_2026_with(app: &App, code: &str, arguments: Value) -> Value {
     let call = event_2026(
         "tools/call",
         Some("run_js"),
@@ -506,4 +511,24 @@ async fn hostile_runs_under_the_lambda_entry_end_in_tool_results() {
         );
     }
     assert_eq!(run("1 + 1", Some("hostile")).await["result"], "2");
+}
+
+/// Top-level `await` keeps declarations and completion values under the
+/// Lambda entry, where stateful runs share the function's own process.
+#[tokio::test]
+async fn top_level_await_keeps_declarations_under_the_lambda_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = local_app(dir.path());
+    for (code, _, expected) in crate::repl::COMPLETIONS {
+        assert_eq!(run_js_2026(&app, code, None).await["result"], *expected);
+    }
+    let declared = run_js_2026(&app, crate::repl::DECLARES, None).await;
+    assert_eq!(declared["result"], "1", "{declared}");
+    let read = run_js_2026_with(
+        &app,
+        crate::repl::READS,
+        serde_json::json!({ "code": crate::repl::READS, "heap": declared["heap"] }),
+    )
+    .await;
+    assert_eq!(read["result"], crate::repl::READ_BACK, "{read}");
 }

@@ -28,6 +28,7 @@ mod memory;
 mod meta_store;
 mod progress;
 mod properties;
+mod repl;
 mod resources;
 mod session_store;
 mod sessionless;
