@@ -76,6 +76,20 @@ const BIG_HEAP: &str = "globalThis.big = Array.from({ length: 120000 }, (_, i) =
 const CALL_AFTER_RESTORE: &str =
     "globalThis.fib = function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2) }; fib(20)";
 
+/// What an agent's awaiting run looks like: declarations, a loop, a
+/// try/catch and a last expression.
+const AWAITING: &str = "const items = await Promise.resolve([1, 2, 3]);\n\
+let total = 0;\nfor (const item of items) { total += item }\n\
+function describe(n) { return `total ${n}` }\n\
+try { await Promise.resolve(total) } catch (e) { 'failed' }\n\
+describe(total)";
+/// The same without `await`: compiled as it is.
+const NOT_AWAITING: &str = "const items = [1, 2, 3];\n\
+let total = 0;\nfor (const item of items) { total += item }\n\
+function describe(n) { return `total ${n}` }\n\
+try { total } catch (e) { 'failed' }\n\
+describe(total)";
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let n = if quick { 10 } else { 100 };
@@ -109,6 +123,23 @@ fn main() {
             bench.run("1+1", None, false);
         });
         println!("| stateless `1+1` | {} |", percentiles(stateless));
+
+        // Top-level await goes through the REPL rewrite (src/engine/repl.rs):
+        // its cost is the difference to the same code without `await`.
+        let awaiting = time(n * 2, || {
+            bench.run(AWAITING, None, false);
+        });
+        println!(
+            "| stateless, top-level await (REPL rewrite) | {} |",
+            percentiles(awaiting)
+        );
+        let plain = time(n * 2, || {
+            bench.run(NOT_AWAITING, None, false);
+        });
+        println!(
+            "| stateless, the same without await | {} |",
+            percentiles(plain)
+        );
 
         let fresh = time(n, || {
             bench.run("globalThis.counter = 0", None, true);
