@@ -22,7 +22,8 @@ pub(super) const NAME: &str = "run_js";
 
 const STATEFUL_DESCRIPTION: &str = "Run JavaScript or TypeScript in a V8 isolate and return its completion value and console output. \
 Every successful run saves the whole heap and returns its key as `heap`; pass that key as `heap` in a later call to continue with \
-every global, top-level declaration and object of that run. Heaps are immutable: continuing from the same key twice gives two \
+every global, top-level declaration and object of that run. A call without `heap` starts from an empty isolate, even in a logical \
+session that has runs (its result then warns): pass heap \"latest\" to continue the session. Heaps are immutable: continuing from the same key twice gives two \
 independent branches. Name a logical session (the `session` argument, else the X-MCP-Session-Id header) to have the run \
 logged there (list_session_snapshots reads the log).";
 
@@ -217,6 +218,8 @@ struct Planned {
     logical_session: Option<LogicalSession>,
     /// `heap: "latest"`, resolved by [`resolve_latest`] when the run starts.
     latest: bool,
+    /// No `heap` argument at all (`""` asks for a fresh isolate on purpose).
+    heap_omitted: bool,
     tags: Option<Tags>,
     /// For the outcome: what the plan changed of what was asked.
     warnings: Vec<String>,
@@ -231,6 +234,7 @@ pub(super) const LATEST: &str = "latest";
 /// Checks the arguments; `Err` is the tool error the model reads.
 fn plan(toolbox: &Toolbox, context: CallContext<'_>, args: Args) -> Result<Planned, String> {
     let latest = args.heap.as_deref() == Some(LATEST);
+    let heap_omitted = args.heap.is_none();
     let heap = match args.heap.as_deref() {
         None | Some("") | Some(LATEST) => None,
         Some(text) => Some(HeapKey::parse(text).map_err(|e| e.to_string())?),
@@ -306,6 +310,7 @@ fn plan(toolbox: &Toolbox, context: CallContext<'_>, args: Args) -> Result<Plann
         },
         logical_session,
         latest,
+        heap_omitted,
         tags: args.tags,
         warnings,
     })
@@ -330,10 +335,39 @@ async fn resolve_latest(
     match last {
         Some(entry) => planned.request.heap = Some(entry.output_heap),
         None => planned.warnings.push(format!(
-            "session {session:?} has no runs yet, so heap \"latest\" started a fresh isolate"
+            "session {:?} has no runs yet, so heap \"latest\" started a fresh isolate",
+            session.as_str()
         )),
     }
     Ok(())
+}
+
+/// A warning when a call in a logical session that has runs leaves out
+/// `heap`: the run starts fresh, and the session's newest entry will be
+/// this fresh state, so a model that meant to continue must be told.
+async fn fresh_start_warning(
+    toolbox: &Toolbox,
+    context: CallContext<'_>,
+    planned: &Planned,
+) -> Option<String> {
+    if !planned.heap_omitted || toolbox.stateless {
+        return None;
+    }
+    let session = planned.logical_session.as_ref()?;
+    let last = match toolbox.meta.last_log_entry(context.tenant, session).await {
+        Ok(last) => last?,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not read the session log to check for a fresh start");
+            return None;
+        }
+    };
+    Some(format!(
+        "this run started from a fresh isolate because heap was omitted, although session {:?} has {} \
+         earlier run(s): nothing they defined exists here. Pass heap: \"latest\" (or a heap key) to \
+         continue the session's state; pass heap: \"\" to start fresh on purpose without this warning",
+        session.as_str(),
+        last.index + 1
+    ))
 }
 
 pub(super) async fn call(
@@ -350,6 +384,9 @@ pub(super) async fn call(
         && let Err(message) = resolve_latest(toolbox, context, &mut planned).await
     {
         return CallToolResult::error(message);
+    }
+    if let Some(warning) = fresh_start_warning(toolbox, context, &planned).await {
+        planned.warnings.push(warning);
     }
     let heap = planned.request.heap.as_ref().map(HeapKey::as_str);
     let span = tracing::Span::current();

@@ -601,3 +601,59 @@ async fn list_session_snapshots_reads_newest_first_in_pages() {
         .await;
     assert_eq!(bad["isError"], true);
 }
+
+/// A call in a logical session with runs that leaves out `heap` starts
+/// fresh, as the original server does, and says so in plain words; `heap:
+/// ""` starts fresh on purpose and "latest" continues, both without it.
+#[tokio::test]
+async fn an_omitted_heap_in_a_session_with_runs_warns_of_the_fresh_start() {
+    let s = server();
+    let sid = logical(&s, "fresh-start").await;
+    let first = run(&s, &sid, "globalThis.kept = 1; kept", None).await;
+    assert_eq!(
+        first["warnings"],
+        json!([]),
+        "a session's first run: {first}"
+    );
+    let fresh = run(&s, &sid, "typeof kept", None).await;
+    assert_eq!(fresh["result"], "\"undefined\"");
+    let warning = fresh["warnings"][0]
+        .as_str()
+        .unwrap_or_else(|| panic!("{fresh}"));
+    for says in [
+        "fresh isolate",
+        "\"fresh-start\"",
+        "1 earlier run",
+        "heap: \"latest\"",
+    ] {
+        assert!(warning.contains(says), "{says}: {warning}");
+    }
+    assert!(
+        !warning.contains("LogicalSession("),
+        "no debug text: {warning}"
+    );
+    let on_purpose = run(&s, &sid, "typeof kept", Some("")).await;
+    assert_eq!(on_purpose["warnings"], json!([]), "{on_purpose}");
+    // The newest entry is now a fresh heap: "latest" continues from it.
+    let latest = run(&s, &sid, "typeof kept", Some("latest")).await;
+    assert_eq!(latest["warnings"], json!([]), "{latest}");
+    // Without a logical session there is nothing to continue.
+    let plain = s.initialize().await;
+    let alone = run(&s, &plain, "1", None).await;
+    assert_eq!(alone["warnings"], json!([]), "{alone}");
+}
+
+/// Warnings name sessions as the caller wrote them, not in Rust's debug
+/// form.
+#[tokio::test]
+async fn latest_of_an_empty_session_warns_in_plain_words() {
+    let s = server();
+    let sid = logical(&s, "empty-one").await;
+    let out = run(&s, &sid, "1", Some("latest")).await;
+    assert_eq!(
+        out["warnings"],
+        json!([
+            "session \"empty-one\" has no runs yet, so heap \"latest\" started a fresh isolate"
+        ])
+    );
+}
