@@ -26,7 +26,9 @@ use crate::tenant::Tenant;
 
 pub use checksum::calls as snapshot_checksum_calls;
 pub use control::RunControl;
-pub use outcome::{EngineError, RunError, RunOutcome, RunReport, RunStatus, cap_text};
+pub use outcome::{
+    EngineError, RunError, RunOutcome, RunReport, RunStatus, cap_text, cap_text_ends,
+};
 pub use run::CodeHandling;
 pub use typescript::Language;
 pub use worker::{WORKER_ARG, serve_stdio as serve_worker};

@@ -168,3 +168,39 @@ pub fn cap_text(mut text: String, max: usize, what: &str) -> String {
     ));
     text
 }
+
+/// `text` cut to about `max` bytes keeping both ends, the first and the
+/// last half, with a marker in the middle saying how much was dropped, as
+/// console output past its cap is (the end of a log is often what matters).
+pub fn cap_text_ends(text: String, max: usize, what: &str) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let head = text.floor_char_boundary(max / 2);
+    let tail = text.ceil_char_boundary(text.len() - max / 2);
+    format!(
+        "{}\n[{what} truncated: {} of {} bytes dropped from the middle; the first {} and the last {} bytes are shown]\n{}",
+        &text[..head],
+        tail - head,
+        text.len(),
+        head,
+        text.len() - tail,
+        &text[tail..]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_cut_at_both_ends_keeps_the_start_and_the_end() {
+        let text = format!("start {} Error: the end", "é".repeat(1000));
+        let cut = cap_text_ends(text.clone(), 100, "output");
+        assert!(cut.starts_with("start "), "{cut}");
+        assert!(cut.ends_with("Error: the end"), "{cut}");
+        assert!(cut.contains("[output truncated: "), "{cut}");
+        assert!(cut.len() < 250, "{}", cut.len());
+        assert_eq!(cap_text_ends("short".into(), 100, "output"), "short");
+    }
+}

@@ -11,7 +11,7 @@ use super::toolbox::{
     CallContext, MAX_RESULT_JSON_BYTES, Toolbox, fits_one_response, structured_result,
 };
 use crate::clock::unix_now;
-use crate::engine::{Language, RunOutcome, RunRequest, RunStatus, cap_text};
+use crate::engine::{Language, RunOutcome, RunRequest, RunStatus, cap_text, cap_text_ends};
 use crate::heap::HeapKey;
 use crate::meta::{ExecutionRecord, NewLogEntry, Tags};
 use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
@@ -449,7 +449,7 @@ fn fitted(mut outcome: RunOutcome, is_error: bool, structured: bool) -> CallTool
             cut = true;
         }
         if output_len >= result_len {
-            outcome.output = cap_text(
+            outcome.output = cap_text_ends(
                 std::mem::take(&mut outcome.output),
                 output_len / 2,
                 "output",

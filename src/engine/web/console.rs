@@ -2,6 +2,7 @@
 //! `error`, `debug`), the natives of those written in JavaScript (`table`,
 //! `count`, `time`, `group`, …), and the run's captured output.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use v8::MapFnTo;
@@ -31,41 +32,90 @@ impl Console {
 
     /// What the run printed.
     pub(crate) fn into_output(self) -> String {
-        self.output.text
+        self.output.into_text()
     }
 }
 
-/// Captured console output with a hard size cap.
+/// Captured console output within a hard size cap. Past the cap it keeps
+/// both ends, the first half and the newest lines, since what a model
+/// needs most is often last (the error that ended a long log); the middle
+/// is dropped and a marker says how much.
 struct Output {
-    text: String,
+    head: String,
+    tail: VecDeque<String>,
+    tail_bytes: usize,
     cap: usize,
-    truncated: bool,
+    /// Bytes printed in all, and dropped from the middle.
+    total: usize,
+    dropped: usize,
 }
 
 impl Output {
     fn new(cap: usize) -> Self {
         Self {
-            text: String::new(),
+            head: String::new(),
+            tail: VecDeque::new(),
+            tail_bytes: 0,
             cap,
-            truncated: false,
+            total: 0,
+            dropped: 0,
         }
     }
 
     fn push_line(&mut self, line: &str) {
-        if self.truncated {
-            return;
+        self.total += line.len() + 1;
+        let mut rest = line;
+        let half = self.cap / 2;
+        if self.tail.is_empty() && self.head.len() < half {
+            let room = half - self.head.len();
+            if line.len() < room {
+                self.head.push_str(line);
+                self.head.push('\n');
+                return;
+            }
+            let cut = line.floor_char_boundary(room);
+            self.head.push_str(&line[..cut]);
+            rest = &line[cut..];
         }
-        let room = self.cap.saturating_sub(self.text.len());
-        if line.len() < room {
-            self.text.push_str(line);
-            self.text.push('\n');
-            return;
+        let mut kept = String::with_capacity(rest.len() + 1);
+        kept.push_str(rest);
+        kept.push('\n');
+        self.tail_bytes += kept.len();
+        self.tail.push_back(kept);
+        let room = self.cap - self.head.len();
+        while self.tail_bytes > room {
+            let excess = self.tail_bytes - room;
+            let front = self
+                .tail
+                .front_mut()
+                .expect("bytes over room are in the tail");
+            if front.len() <= excess {
+                self.tail_bytes -= front.len();
+                self.dropped += front.len();
+                self.tail.pop_front();
+            } else {
+                let cut = front.ceil_char_boundary(excess);
+                front.drain(..cut);
+                self.tail_bytes -= cut;
+                self.dropped += cut;
+            }
         }
-        let cut = line.floor_char_boundary(room);
-        self.text.push_str(&line[..cut]);
-        self.text
-            .push_str(&format!("\n[output truncated: over {} bytes]\n", self.cap));
-        self.truncated = true;
+    }
+
+    /// The text, with the marker where the middle was dropped.
+    fn into_text(self) -> String {
+        let mut text = self.head;
+        if self.dropped > 0 {
+            text.push_str(&format!(
+                "\n[output truncated: {} of {} bytes dropped from the middle; the first {} and the last {} bytes are shown]\n",
+                self.dropped,
+                self.total,
+                text.len(),
+                self.tail_bytes
+            ));
+        }
+        text.extend(self.tail);
+        text
     }
 }
 
@@ -206,14 +256,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn output_is_cut_at_the_cap_with_a_visible_marker() {
-        let mut out = Output::new(10);
+    fn output_within_the_cap_is_kept_whole() {
+        let mut out = Output::new(20);
         out.push_line("12345");
         out.push_line("abcdefgh");
-        out.push_line("never shown");
-        let text = out.text;
-        assert!(text.starts_with("12345\nabcd"), "{text}");
-        assert!(text.contains("[output truncated: over 10 bytes]"), "{text}");
-        assert!(!text.contains("never"), "{text}");
+        assert_eq!(out.into_text(), "12345\nabcdefgh\n");
+    }
+
+    #[test]
+    fn output_past_the_cap_keeps_both_ends_with_a_marker_in_the_middle() {
+        let mut out = Output::new(40);
+        out.push_line("first line");
+        for i in 0..100 {
+            out.push_line(&format!("middle {i}"));
+        }
+        out.push_line("Error: the end");
+        let text = out.into_text();
+        assert!(text.starts_with("first line"), "{text}");
+        assert!(text.ends_with("Error: the end\n"), "{text}");
+        assert!(!text.contains("middle 50"), "{text}");
+        assert!(
+            text.contains("[output truncated: ") && text.contains("bytes dropped from the middle"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn one_huge_line_keeps_its_start_and_its_end() {
+        let mut out = Output::new(10);
+        out.push_line(&format!("start{}éend", "x".repeat(1000)));
+        let text = out.into_text();
+        assert!(text.starts_with("start"), "{text}");
+        assert!(text.ends_with("end\n"), "{text}");
+        assert!(text.contains("the first 5 and the last 4 bytes"), "{text}");
     }
 }
