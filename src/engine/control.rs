@@ -58,14 +58,19 @@ impl RunControl {
         self.cancelled.load(Ordering::SeqCst)
     }
 
-    /// Console lines the run has written so far (in-process runs; a run in
-    /// an engine worker reports none until it ends).
+    /// Console lines the run has written so far (a run in an engine worker
+    /// reports its count about every half second).
     pub fn console_lines(&self) -> u64 {
         self.console_lines.load(Ordering::Relaxed)
     }
 
     pub(crate) fn count_console_line(&self) {
         self.console_lines.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The count an engine worker reported for the run it executes.
+    pub(crate) fn report_console_lines(&self, lines: u64) {
+        self.console_lines.fetch_max(lines, Ordering::Relaxed);
     }
 
     /// From now until [`Self::detach`], a cancel stops `target`; stops it

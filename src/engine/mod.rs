@@ -8,6 +8,8 @@ mod memory;
 mod outcome;
 mod plain;
 mod platform;
+mod positions;
+mod rejections;
 mod repl;
 mod run;
 mod typescript;
@@ -202,7 +204,7 @@ impl Engine {
             Ok(report)
         };
 
-        let prepared = match typescript::prepare(&request.code, request.language) {
+        let mut prepared = match typescript::prepare(&request.code, request.language) {
             Ok(prepared) => prepared,
             Err(syntax) => {
                 report.outcome.error = Some(RunError {
@@ -240,7 +242,7 @@ impl Engine {
         };
 
         let job = run::Job {
-            code: prepared.js,
+            code: std::mem::take(&mut prepared.js),
             restore,
             stateful: request.stateful,
             timeout: limits.timeout,
@@ -252,15 +254,22 @@ impl Engine {
         };
         // A cancel may also arrive after the isolate classified the run, or
         // end the engine worker running it.
-        let result = self
+        let mut result = self
             .execute(job)
             .await?
             .cancelled_by(request.control.as_deref());
+        if let Some(positions) = &prepared.positions {
+            result.remap(positions);
+        }
         let outcome = &mut report.outcome;
         outcome.status = result.status;
         outcome.result = result
             .result
             .map(|text| cap_text(text, self.config.max_result_bytes, "result"));
+        report.display = result
+            .display
+            .map(|text| cap_text(text, self.config.max_result_bytes, "result"));
+        let outcome = &mut report.outcome;
         outcome.output = result.output;
         outcome.fetches = result.fetches;
         outcome.error = result.error;

@@ -92,6 +92,10 @@ pub struct RunReport {
     pub outcome: RunOutcome,
     /// The JavaScript that ran.
     pub executed_code: String,
+    /// The completion value as Node's REPL displays it (`[ NaN, -0 ]`,
+    /// `undefined`), for the text the model reads; `None` unless the run
+    /// completed. `outcome.result` keeps the original server's form.
+    pub display: Option<String>,
 }
 
 impl RunReport {
@@ -112,6 +116,7 @@ impl RunReport {
                 fetches: None,
             },
             executed_code: code.to_owned(),
+            display: None,
         }
     }
 }

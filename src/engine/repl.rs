@@ -13,9 +13,10 @@
 //!   trailing one.
 //!
 //! Lines stay where they were: the declarations and the wrapper's head sit
-//! on line 1 before the code, and every other edit is within a line.
-//! `rusty_v8` does not expose V8's own REPL mode (`debug::EvaluateGlobal`),
-//! hence a source rewrite on oxc's syntax tree.
+//! on line 1 before the code, and every other edit is within a line; the
+//! rewrite's [`Positions`] map columns (and the wrapper's own frames) back
+//! to the code as sent. `rusty_v8` does not expose V8's own REPL mode
+//! (`debug::EvaluateGlobal`), hence a source rewrite on oxc's syntax tree.
 
 use oxc::allocator::Allocator;
 use oxc::ast::ast::{
@@ -25,18 +26,34 @@ use oxc::ast::ast::{
 use oxc::parser::Parser;
 use oxc::span::{GetSpan, SourceType};
 
+use super::positions::{Positions, RunsBuilder};
+
 /// The local that holds the completion value inside the wrapper.
 const COMPLETION: &str = "$__mcpv8_completion";
+
+/// Code rewritten for top-level `await`, and where its positions came from.
+pub(crate) struct Wrapped {
+    pub js: String,
+    pub positions: Positions,
+}
 
 /// `js` rewritten to run as a classic script with top-level `await`. Code
 /// that does not parse as a module body (sloppy-mode only syntax, or no
 /// JavaScript at all) is only wrapped: if V8 refuses that too, the caller
 /// shows V8's error for the code as sent.
-pub(crate) fn wrap(js: &str) -> String {
+pub(crate) fn wrap(js: &str) -> Wrapped {
     let allocator = Allocator::default();
     let parsed = Parser::new(&allocator, js, SourceType::mjs()).parse();
     if parsed.panicked || !parsed.diagnostics.is_empty() {
-        return format!("(async () => {{{js}\n}})()");
+        let mut out = String::with_capacity(js.len() + 32);
+        let mut runs = RunsBuilder::new(js);
+        runs.unmapped(&mut out, "(async () => {");
+        runs.copied(&mut out, 0, js.len());
+        runs.unmapped(&mut out, "\n})()");
+        return Wrapped {
+            js: out,
+            positions: runs.finish(),
+        };
     }
     let mut rewrite = Rewrite::default();
     rewrite.program(&parsed.program);
@@ -197,29 +214,35 @@ impl Rewrite {
         }
     }
 
-    fn finish(mut self, js: &str) -> String {
-        let mut out = String::with_capacity(js.len() + 128);
+    fn finish(mut self, js: &str) -> Wrapped {
+        let mut head = String::new();
         for (keyword, names) in [("var", &mut self.vars), ("let", &mut self.lets)] {
             names.dedup();
             if !names.is_empty() {
-                out.push_str(&format!("{keyword} {};", names.join(",")));
+                head.push_str(&format!("{keyword} {};", names.join(",")));
             }
         }
-        out.push_str(&format!("(async () => {{let {COMPLETION};"));
+        head.push_str(&format!("(async () => {{let {COMPLETION};"));
+        let mut out = String::with_capacity(js.len() + head.len() + 64);
+        let mut runs = RunsBuilder::new(js);
+        runs.unmapped(&mut out, &head);
         // Stable: edits at one offset keep the order they were made in.
         self.edits.sort_by_key(|&(at, _, _)| at);
         let mut cursor = 0;
         for (at, removed, text) in &self.edits {
             if *at >= cursor {
-                out.push_str(&js[cursor..*at]);
+                runs.copied(&mut out, cursor, *at);
                 cursor = *at;
             }
-            out.push_str(text);
+            runs.inserted(&mut out, text, *at);
             cursor = cursor.max(at + removed);
         }
-        out.push_str(&js[cursor..]);
-        out.push_str(&format!("\nreturn {COMPLETION};\n}})()"));
-        out
+        runs.copied(&mut out, cursor, js.len());
+        runs.unmapped(&mut out, &format!("\nreturn {COMPLETION};\n}})()"));
+        Wrapped {
+            js: out,
+            positions: runs.finish(),
+        }
     }
 }
 
@@ -235,7 +258,7 @@ mod tests {
 
     #[test]
     fn declarations_are_declared_before_the_wrapper_and_assigned_in_place() {
-        let out = wrap("var v = 1; let l = 2; const c = 3; function f(){} class K{} await null;");
+        let out = wrap("var v = 1; let l = 2; const c = 3; function f(){} class K{} await null;").js;
         assert_eq!(
             out,
             "var v,f;let l,c,K;(async () => {let $__mcpv8_completion;\
@@ -246,7 +269,7 @@ mod tests {
 
     #[test]
     fn destructuring_loops_and_uninitialised_names_keep_their_meaning() {
-        let out = wrap("const {a, b: [c]} = o; var x; let y; for (var k of ks) {} await 0");
+        let out = wrap("const {a, b: [c]} = o; var x; let y; for (var k of ks) {} await 0").js;
         assert!(out.starts_with("var x,k;let a,c,y;"), "{out}");
         assert!(out.contains("void ({a, b: [c]} = o)"), "{out}");
         assert!(out.contains("void (x);"), "{out}");
@@ -256,26 +279,37 @@ mod tests {
 
     #[test]
     fn the_completion_value_is_the_last_expression_evaluated_anywhere() {
-        let out = wrap("try { await f() } catch (e) { 'caught' }");
+        let out = wrap("try { await f() } catch (e) { 'caught' }").js;
         assert!(
             out.contains("catch (e) { $__mcpv8_completion=('caught') }"),
             "{out}"
         );
         // Inside functions nothing changes.
-        let out = wrap("const g = () => { 1; let z = 2 }; await g()");
+        let out = wrap("const g = () => { 1; let z = 2 }; await g()").js;
         assert!(out.contains("() => { 1; let z = 2 }"), "{out}");
     }
 
     #[test]
     fn lines_stay_where_they_were() {
         let code = "let a = 1,\n  b = 2;\nawait a;\nthrow new Error('line 4')";
-        let out = wrap(code);
+        let out = wrap(code).js;
         let line = out.lines().position(|l| l.contains("line 4")).unwrap();
         assert_eq!(line, 3, "{out}");
     }
 
     #[test]
+    fn positions_map_back_to_the_code_as_sent() {
+        let code = "const a = await 1;\nlet b = 2; throw new Error('x')";
+        let wrapped = wrap(code);
+        let first = wrapped.js.find("await 1").unwrap() as u32 + 1;
+        assert_eq!(wrapped.positions.original(1, first), Some((1, 11)));
+        let line = wrapped.js.lines().nth(1).unwrap();
+        let column = line.find("new Error").unwrap() as u32 + 1;
+        assert_eq!(wrapped.positions.original(2, column), Some((2, 18)));
+    }
+
+    #[test]
     fn code_that_does_not_parse_is_only_wrapped() {
-        assert_eq!(wrap("await ("), "(async () => {await (\n})()");
+        assert_eq!(wrap("await (").js, "(async () => {await (\n})()");
     }
 }

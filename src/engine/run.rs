@@ -14,12 +14,12 @@ use serde::{Deserialize, Serialize};
 use super::control::{RunControl, Target};
 use super::memory::Budget;
 use super::outcome::{RunError, RunStatus};
+use super::positions::{Positions, SCRIPT_NAME};
+use super::rejections;
 use super::repl;
 use super::watchdog::Watchdog;
-use super::web::{self, RunSettings, Timers, inspect, render_result};
+use super::web::{self, Rendered, RunSettings, Timers, inspect, render_result};
 use crate::egress::{FetchConfig, FetchCount};
-
-const SCRIPT_NAME: &str = "run_js.js";
 
 /// How long the event loop waits for a request before looking at the
 /// run's cancellation again.
@@ -71,6 +71,8 @@ impl Job {
 pub(crate) struct JobResult {
     pub status: RunStatus,
     pub result: Option<String>,
+    /// The completion value as a REPL displays it (completed runs).
+    pub display: Option<String>,
     pub output: String,
     pub error: Option<RunError>,
     pub warnings: Vec<String>,
@@ -87,12 +89,28 @@ impl JobResult {
     pub(crate) fn cancel(&mut self) {
         self.status = RunStatus::Cancelled;
         self.result = None;
+        self.display = None;
         self.blob = None;
         self.warnings.clear();
         self.error = Some(RunError::new(
             "CancelledError",
             "the run was cancelled by the client and terminated; nothing was stored",
         ));
+    }
+
+    /// Every position the caller reads, mapped through `positions` to the
+    /// code before that step.
+    pub(crate) fn remap(&mut self, positions: &Positions) {
+        if let Some(error) = &mut self.error {
+            positions.remap_in_place(&mut error.message);
+            if let Some(stack) = &mut error.stack {
+                positions.remap_in_place(stack);
+            }
+        }
+        for warning in &mut self.warnings {
+            positions.remap_in_place(warning);
+        }
+        positions.remap_in_place(&mut self.output);
     }
 
     /// `self`, cancelled when `control` says the caller cancelled the run.
@@ -204,6 +222,8 @@ pub(super) fn start(
     guard: &HeapGuard,
 ) -> Started {
     let deadline = Instant::now() + job.timeout;
+    isolate.remove_slot::<Rewritten>();
+    rejections::begin(isolate);
     web::begin_run(
         isolate,
         RunSettings {
@@ -268,10 +288,13 @@ pub(super) fn settle(
 
 /// The run's result, with the families' state taken out of `isolate`.
 pub(super) fn finish(isolate: &mut v8::Isolate, classified: Classified) -> JobResult {
+    rejections::end(isolate);
+    let rewritten = isolate.remove_slot::<Rewritten>();
     let (output, fetches) = web::end_run(isolate);
     let mut result = JobResult {
         status: RunStatus::Completed,
         result: None,
+        display: None,
         output,
         error: None,
         warnings: Vec::new(),
@@ -284,21 +307,29 @@ pub(super) fn finish(isolate: &mut v8::Isolate, classified: Classified) -> JobRe
             result.error = Some(error);
         }
         Classified::Completed {
-            result: value,
+            rendered,
             warnings,
         } => {
-            result.result = value;
+            result.result = rendered.result;
+            result.display = Some(rendered.display);
             result.warnings = warnings;
         }
         Classified::Cancelled => result.cancel(),
     }
+    if let Some(Rewritten(positions)) = rewritten {
+        result.remap(&positions);
+    }
     result
 }
+
+/// The positions of code [`repl::wrap`] rewrote, from compiling it to the
+/// end of the run (an isolate slot).
+struct Rewritten(Positions);
 
 /// How evaluation ended, before termination causes are told apart.
 pub(super) enum Ended {
     Value {
-        result: Option<String>,
+        rendered: Rendered,
         warnings: Vec<String>,
     },
     Threw(RunError),
@@ -309,7 +340,7 @@ pub(super) enum Ended {
 /// How a run ended, causes told apart.
 pub(super) enum Classified {
     Completed {
-        result: Option<String>,
+        rendered: Rendered,
         warnings: Vec<String>,
     },
     /// Failed, timed out or out of memory, with the error saying which.
@@ -398,7 +429,7 @@ fn classify(
             ),
         ),
         // A value that arrived just as the watchdog fired still counts.
-        Ended::Value { result, warnings } => Classified::Completed { result, warnings },
+        Ended::Value { rendered, warnings } => Classified::Completed { rendered, warnings },
         Ended::Threw(error) => Classified::Ended(RunStatus::Failed, error),
     }
 }
@@ -421,10 +452,17 @@ fn evaluate<'s>(
             return None;
         }
         tc.reset();
-        compile(tc, &repl::wrap(code)).or_else(|| {
-            tc.reset();
-            compile(tc, code)
-        })
+        let wrapped = repl::wrap(code);
+        match compile(tc, &wrapped.js) {
+            Some(script) => {
+                tc.set_slot(Rewritten(wrapped.positions));
+                Some(script)
+            }
+            None => {
+                tc.reset();
+                compile(tc, code)
+            }
+        }
     }) else {
         return caught(tc);
     };
@@ -436,7 +474,8 @@ fn evaluate<'s>(
         return ended;
     }
     let value = v8::Local::new(tc, &value);
-    let mut warnings = Vec::new();
+    let completion = v8::Local::<v8::Promise>::try_from(value).ok();
+    let mut warnings = rejections::warnings(tc, completion);
     let value = match v8::Local::<v8::Promise>::try_from(value) {
         Ok(promise) => match promise.state() {
             v8::PromiseState::Fulfilled => promise.result(tc),
@@ -451,11 +490,11 @@ fn evaluate<'s>(
         },
         Err(_) => value,
     };
-    let result = render_result(tc, value);
+    let rendered = render_result(tc, value);
     if tc.has_terminated() || tc.is_execution_terminating() {
         return Ended::Terminated;
     }
-    Ended::Value { result, warnings }
+    Ended::Value { rendered, warnings }
 }
 
 fn compile<'s>(scope: &mut v8::PinScope<'s, '_>, code: &str) -> Option<v8::Local<'s, v8::Script>> {
@@ -568,7 +607,7 @@ fn caught<'s>(tc: &mut v8::PinnedRef<'s, v8::TryCatch<'_, '_, v8::HandleScope<'_
     }
 }
 
-fn error_from<'s>(
+pub(super) fn error_from<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     exception: v8::Local<'s, v8::Value>,
     message: Option<v8::Local<'s, v8::Message>>,

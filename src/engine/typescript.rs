@@ -4,13 +4,15 @@
 use std::path::Path;
 
 use oxc::allocator::Allocator;
-use oxc::codegen::Codegen;
+use oxc::codegen::{Codegen, CodegenOptions};
 use oxc::diagnostics::OxcDiagnostic;
 use oxc::parser::Parser;
 use oxc::semantic::SemanticBuilder;
 use oxc::span::SourceType;
 use oxc::transformer::{TransformOptions, Transformer};
 use serde::{Deserialize, Serialize};
+
+use super::positions::Positions;
 
 /// The language of the `code` argument.
 #[derive(
@@ -28,10 +30,12 @@ pub enum Language {
 }
 
 /// JavaScript ready for V8.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) struct Prepared {
     pub js: String,
-    pub stripped_typescript: bool,
+    /// Where the stripped JavaScript's positions are in the TypeScript
+    /// sent; `None` when the code runs as sent.
+    pub positions: Option<Positions>,
 }
 
 /// TypeScript that does not parse, located in the caller's code.
@@ -57,7 +61,7 @@ impl std::fmt::Display for SourceError {
 pub(crate) fn prepare(code: &str, language: Language) -> Result<Prepared, SourceError> {
     let as_is = || Prepared {
         js: code.to_owned(),
-        stripped_typescript: false,
+        positions: None,
     };
     match language {
         Language::Javascript => Ok(as_is()),
@@ -97,10 +101,15 @@ fn strip_types(code: &str) -> Result<Prepared, SourceError> {
     if let Some(first) = transformed.diagnostics.first() {
         return Err(locate(code, first));
     }
-    let js = Codegen::new().build(&program).code;
+    let generated = Codegen::new()
+        .with_options(CodegenOptions {
+            source_map_path: Some("run_js.ts".into()),
+            ..CodegenOptions::default()
+        })
+        .build(&program);
     Ok(Prepared {
-        js,
-        stripped_typescript: true,
+        js: generated.code,
+        positions: generated.map.map(Positions::of_codegen),
     })
 }
 
@@ -130,13 +139,13 @@ mod tests {
         let code = "var a = 1; // note\na + 1";
         let out = prepare(code, Language::Auto).unwrap();
         assert_eq!(out.js, code);
-        assert!(!out.stripped_typescript);
+        assert!(out.positions.is_none());
     }
 
     #[test]
     fn auto_detects_and_strips_type_annotations() {
         let out = prepare("const x: number = 41; x + 1", Language::Auto).unwrap();
-        assert!(out.stripped_typescript);
+        assert!(out.positions.is_some());
         assert!(!out.js.contains("number"), "{}", out.js);
         assert!(out.js.contains("x + 1"), "{}", out.js);
     }
@@ -156,6 +165,21 @@ mod tests {
         assert_eq!(err.line, 2, "{err}");
         assert!(err.column > 1, "{err}");
         assert!(err.to_string().contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn positions_of_the_stripped_code_are_those_of_the_typescript() {
+        let code = "interface P {\n  x: number\n}\n\nconst p: P = { x: 1 };\n\nthrow new Error('line 7')";
+        let out = prepare(code, Language::Typescript).unwrap();
+        let (line, text) = out
+            .js
+            .lines()
+            .enumerate()
+            .find(|(_, l)| l.contains("new Error"))
+            .unwrap();
+        let column = text.find("new Error").unwrap() as u32 + 1;
+        let positions = out.positions.expect("a source map");
+        assert_eq!(positions.original(line as u32 + 1, column), Some((7, 7)));
     }
 
     #[test]

@@ -9,12 +9,14 @@
 //!
 //! Jobs and results cross the worker's stdin and stdout as frames: a
 //! little-endian `u32` length, a JSON header of that length, then the raw
-//! snapshot payload whose length the header gives.
+//! snapshot payload whose length the header gives. While a run executes,
+//! the worker also sends progress frames (console lines so far), which the
+//! server hands to the run's control for progress notifications.
 
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -22,7 +24,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
-use super::control::Target;
+use super::control::{RunControl, Target};
 use super::isolate;
 use super::outcome::{EngineError, RunError, RunStatus};
 use super::run::{self, CodeHandling, Job, JobResult};
@@ -49,10 +51,24 @@ struct JobHeader {
     fetch: Option<crate::egress::FetchConfig>,
 }
 
+/// What a worker writes: progress while a run executes, then its result.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "frame", rename_all = "snake_case")]
+enum WorkerFrame {
+    Progress { console_lines: u64 },
+    Result(ResultHeader),
+}
+
+/// How often a worker reports a running job's console lines, when they
+/// changed.
+const PROGRESS_EVERY: Duration = Duration::from_millis(500);
+
 #[derive(Serialize, Deserialize)]
 struct ResultHeader {
     status: RunStatus,
     result: Option<String>,
+    #[serde(default)]
+    display: Option<String>,
     output: String,
     error: Option<RunError>,
     warnings: Vec<String>,
@@ -117,6 +133,7 @@ pub fn serve_stdio() -> io::Result<()> {
     let mut output = BufWriter::new(io::stdout().lock());
     while let Some(header) = read_header::<JobHeader>(&mut input)? {
         let restore = read_payload(&mut input, header.restore_len)?.map(Bytes::from);
+        let control = Arc::new(RunControl::default());
         let job = Job {
             code: header.code,
             restore,
@@ -125,23 +142,49 @@ pub fn serve_stdio() -> io::Result<()> {
             heap_limit_bytes: header.heap_limit_bytes,
             max_output_bytes: header.max_output_bytes,
             code_handling: header.code_handling,
-            control: None,
-            fetch: header.fetch.map(std::sync::Arc::new),
+            control: Some(control.clone()),
+            fetch: header.fetch.map(Arc::new),
         };
-        let result = run::thread_builder()
-            .spawn(move || isolate::execute(job))?
-            .join()
-            .map_err(|_| io::Error::other("the isolate thread panicked"))?;
+        let (done, result) = mpsc::sync_channel(1);
+        let thread = run::thread_builder().spawn(move || {
+            let _ = done.send(isolate::execute(job));
+        })?;
+        let mut reported = 0;
+        let result = loop {
+            match result.recv_timeout(PROGRESS_EVERY) {
+                Ok(result) => break result,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    let lines = control.console_lines();
+                    if lines != reported {
+                        reported = lines;
+                        let progress = WorkerFrame::Progress {
+                            console_lines: lines,
+                        };
+                        write_frame(&mut output, &progress, None)?;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    let _ = thread.join();
+                    return Err(io::Error::other("the isolate thread panicked"));
+                }
+            }
+        };
+        let _ = thread.join();
         let header = ResultHeader {
             status: result.status,
             result: result.result,
+            display: result.display,
             output: result.output,
             error: result.error,
             warnings: result.warnings,
             blob_len: result.blob.as_ref().map(Vec::len),
             fetches: result.fetches,
         };
-        write_frame(&mut output, &header, result.blob.as_deref())?;
+        write_frame(
+            &mut output,
+            &WorkerFrame::Result(header),
+            result.blob.as_deref(),
+        )?;
     }
     Ok(())
 }
@@ -205,13 +248,24 @@ impl Worker {
             fetch: job.fetch.as_deref().cloned(),
         };
         write_frame(&mut self.input, &header, job.restore.as_deref())?;
-        let header: ResultHeader = read_header(&mut self.output)?.ok_or_else(|| {
-            io::Error::new(io::ErrorKind::UnexpectedEof, "the worker closed its output")
-        })?;
+        let header = loop {
+            let frame: WorkerFrame = read_header(&mut self.output)?.ok_or_else(|| {
+                io::Error::new(io::ErrorKind::UnexpectedEof, "the worker closed its output")
+            })?;
+            match frame {
+                WorkerFrame::Progress { console_lines } => {
+                    if let Some(control) = &job.control {
+                        control.report_console_lines(console_lines);
+                    }
+                }
+                WorkerFrame::Result(header) => break header,
+            }
+        };
         let blob = read_payload(&mut self.output, header.blob_len)?;
         Ok(JobResult {
             status: header.status,
             result: header.result,
+            display: header.display,
             output: header.output,
             error: header.error,
             warnings: header.warnings,
@@ -348,6 +402,7 @@ fn crashed(ended: &str) -> JobResult {
     JobResult {
         status: RunStatus::Failed,
         result: None,
+        display: None,
         output: String::new(),
         error: Some(RunError::new(
             "EngineCrashed",
@@ -371,6 +426,7 @@ mod tests {
         let header = ResultHeader {
             status: RunStatus::Completed,
             result: Some("2".into()),
+            display: Some("2".into()),
             output: "log\n".into(),
             error: None,
             warnings: vec!["w".into()],

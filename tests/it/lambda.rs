@@ -513,8 +513,9 @@ async fn hostile_runs_under_the_lambda_entry_end_in_tool_results() {
     assert_eq!(run("1 + 1", Some("hostile")).await["result"], "2");
 }
 
-/// Top-level `await` keeps declarations and completion values under the
-/// Lambda entry, where stateful runs share the function's own process.
+/// Top-level `await` keeps declarations and completion values, and
+/// unhandled rejections are warnings, under the Lambda entry, where
+/// stateful runs share the function's own process.
 #[tokio::test]
 async fn top_level_await_keeps_declarations_under_the_lambda_entry() {
     let dir = tempfile::tempdir().unwrap();
@@ -531,4 +532,16 @@ async fn top_level_await_keeps_declarations_under_the_lambda_entry() {
     )
     .await;
     assert_eq!(read["result"], crate::repl::READ_BACK, "{read}");
+    for (code, says) in crate::repl::REJECTIONS {
+        let outcome = run_js_2026(&app, code, None).await;
+        assert_eq!(outcome["result"], "\"after\"", "{code}: {outcome}");
+        let warnings = outcome["warnings"].as_array().unwrap();
+        assert_eq!(warnings.len(), says.len(), "{code}: {outcome}");
+        for (warning, says) in warnings.iter().zip(says.iter()) {
+            assert!(
+                warning.as_str().unwrap().contains(says),
+                "{code}: {warning}"
+            );
+        }
+    }
 }

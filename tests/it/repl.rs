@@ -185,3 +185,179 @@ async fn redeclaration_across_runs_is_what_it_is_without_await() {
     let second = request(&engine, "var x; await 0; x", first.heap.as_ref()).await;
     assert_eq!(completed("var x", &second), "5");
 }
+
+/// Rejections nobody handled, and the run's result: the first two codes
+/// lose an error, the rest handle theirs (late, or by awaiting).
+pub const REJECTIONS: &[(&str, &[&str])] = &[
+    (
+        "Promise.reject(new Error('x')); 'after'",
+        &["nothing handled it: Error: x (at run_js.js:1:16)"],
+    ),
+    (
+        "async function load() { throw new TypeError('no data') }\nload(); await 0; 'after'",
+        &["TypeError: no data"],
+    ),
+    (
+        "const p = Promise.reject(new Error('late')); await 0; p.catch(() => {}); 'after'",
+        &[],
+    ),
+    (
+        "try { await Promise.reject(new Error('awaited')) } catch { } 'after'",
+        &[],
+    ),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unhandled_rejections_are_warnings_and_the_run_completes_in_every_mode() {
+    let mut modes = modes();
+    let check = |code: &str, says: &[&str], outcome: &RunOutcome| {
+        assert_eq!(outcome.status, RunStatus::Completed, "{code}: {outcome:#?}");
+        assert_eq!(outcome.result.as_deref(), Some("\"after\""), "{code}");
+        assert_eq!(outcome.warnings.len(), says.len(), "{code}: {outcome:#?}");
+        for (warning, says) in outcome.warnings.iter().zip(says) {
+            assert!(warning.contains(says), "{code}: {warning}");
+        }
+    };
+    for engine in &modes.stateless {
+        for (code, says) in REJECTIONS {
+            check(code, says, &request(engine, code, None).await);
+        }
+    }
+    modes.stateless.clear();
+    for engine in &modes.stateful {
+        let base = request(engine, "globalThis.base = 1; 1", None).await;
+        for start in [None, base.heap.as_ref()] {
+            for (code, says) in REJECTIONS {
+                let outcome = request(engine, code, start).await;
+                check(code, says, &outcome);
+                assert!(outcome.heap.is_some(), "{code}: the heap is stored");
+            }
+        }
+    }
+}
+
+/// Code whose positions V8 sees elsewhere than the caller wrote them, and
+/// the position each error, warning or trace must name: TypeScript
+/// (reprinted by oxc), top-level await (rewritten), and both.
+pub const POSITIONS: &[(&str, &str)] = &[
+    (
+        "interface P {\n  x: number\n}\n\nconst p: P = { x: 1 };\n\nthrow new Error('line 7')",
+        "run_js.js:7:7",
+    ),
+    (
+        "const a = 1;\nconst b = 2;\n\n\nconst c = await Promise.resolve(3); throw new Error('line 5')",
+        "run_js.js:5:43",
+    ),
+    (
+        "type N = number;\nconst n: N = await Promise.resolve(1);\n\nnull.boom",
+        "run_js.js:4:6",
+    ),
+];
+
+/// The `run_js.js:L:C` positions in `text`, in order.
+fn positions_in(text: &str) -> Vec<String> {
+    text.match_indices("run_js.js:")
+        .map(|(at, _)| {
+            text[at..]
+                .chars()
+                .take_while(|c| !c.is_whitespace() && *c != ')')
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn positions_are_those_of_the_code_as_sent_in_every_mode() {
+    let mut modes = modes();
+    let check = |code: &str, at: &str, outcome: &RunOutcome| {
+        assert_eq!(outcome.status, RunStatus::Failed, "{code}: {outcome:#?}");
+        let stack = outcome.error.as_ref().unwrap().stack.clone().unwrap();
+        // The first frame is the throw; no frame of the wrapper is left.
+        assert_eq!(positions_in(&stack), vec![at.to_owned()], "{code}: {stack}");
+    };
+    let traced = "await 0;\n\n  console.trace('here')";
+    let rejected = "await 0; Promise.reject(new Error('x')); 'after'";
+    let check_others = |trace: &RunOutcome, rejection: &RunOutcome| {
+        assert_eq!(positions_in(&trace.output), vec!["run_js.js:3:11"], "{trace:#?}");
+        assert!(
+            rejection.warnings[0].contains("(at run_js.js:1:25)"),
+            "{rejection:#?}"
+        );
+    };
+    for engine in &modes.stateless {
+        for (code, at) in POSITIONS {
+            check(code, at, &request(engine, code, None).await);
+        }
+        check_others(
+            &request(engine, traced, None).await,
+            &request(engine, rejected, None).await,
+        );
+    }
+    modes.stateless.clear();
+    for engine in &modes.stateful {
+        let base = request(engine, "globalThis.base = 1; 1", None).await;
+        for start in [None, base.heap.as_ref()] {
+            for (code, at) in POSITIONS {
+                check(code, at, &request(engine, code, start).await);
+            }
+            check_others(
+                &request(engine, traced, start).await,
+                &request(engine, rejected, start).await,
+            );
+        }
+    }
+}
+
+/// Values as a REPL displays them, for the text the model reads; the
+/// original `result` beside it.
+pub const DISPLAYED: &[(&str, &str, Option<&str>)] = &[
+    ("[NaN, Infinity, -Infinity, -0]", "[ NaN, Infinity, -Infinity, -0 ]", Some("[null,null,null,0]")),
+    ("-0", "-0", Some("0")),
+    ("undefined", "undefined", None),
+    ("10n", "10n", Some("10n")),
+    ("'2'", "'2'", Some("\"2\"")),
+    ("new Map([['a', 1]])", "Map(1) { 'a' => 1 }", Some("Map(1) { 'a' => 1 }")),
+    ("new Set([1])", "Set(1) { 1 }", Some("Set(1) { 1 }")),
+    ("new Uint8Array([1, 2])", "Uint8Array(2) [ 1, 2 ]", Some("{\"0\":1,\"1\":2}")),
+    ("new Date(0)", "1970-01-01T00:00:00.000Z", Some("\"1970-01-01T00:00:00.000Z\"")),
+    ("class Point { constructor() { this.x = 1 } }; new Point()", "Point { x: 1 }", Some("{\"x\":1}")),
+    ("const o = { n: 1 }; o.self = o; o", "{ n: 1, self: [Circular] }", Some("{ n: 1, self: [Circular] }")),
+    ("await 0; [undefined, null]", "[ undefined, null ]", Some("[null,null]")),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_are_displayed_as_a_repl_shows_them_in_every_mode() {
+    let mut modes = modes();
+    let check = |engine_report: mcp_v8_lambda::engine::RunReport, code: &str, shown: &str, result: Option<&str>| {
+        let outcome = &engine_report.outcome;
+        assert_eq!(outcome.status, RunStatus::Completed, "{code}: {outcome:#?}");
+        assert_eq!(engine_report.display.as_deref(), Some(shown), "{code}");
+        assert_eq!(outcome.result.as_deref(), result, "{code}");
+    };
+    async fn report(engine: &Engine, code: &str, heap: Option<&HeapKey>) -> mcp_v8_lambda::engine::RunReport {
+        engine
+            .run(RunRequest {
+                code: code.into(),
+                stateful: engine.heaps().is_some(),
+                heap: heap.cloned(),
+                timeout: Some(Duration::from_secs(30)),
+                ..Default::default()
+            })
+            .await
+            .expect("request accepted")
+    }
+    for engine in &modes.stateless {
+        for (code, shown, result) in DISPLAYED {
+            check(report(engine, code, None).await, code, shown, *result);
+        }
+    }
+    modes.stateless.clear();
+    for engine in &modes.stateful {
+        let base = request(engine, "globalThis.base = 1; 1", None).await;
+        for start in [None, base.heap.as_ref()] {
+            for (code, shown, result) in DISPLAYED {
+                check(report(engine, code, start).await, code, shown, *result);
+            }
+        }
+    }
+}

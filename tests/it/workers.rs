@@ -279,3 +279,38 @@ async fn a_cancelled_run_stops_its_worker_and_the_next_run_gets_a_new_one() {
     assert_eq!(next.outcome.status, RunStatus::Completed);
     assert_eq!(next.outcome.result.as_deref(), Some("42"));
 }
+
+/// A run in an engine worker reports its console lines while it executes,
+/// as an in-process run does: progress notifications count them.
+#[tokio::test]
+async fn a_run_in_a_worker_reports_its_console_lines_while_it_executes() {
+    let f = fixture(1);
+    let control = Arc::new(mcp_v8_lambda::engine::RunControl::default());
+    let code = "for (let i = 0; i < 3; i++) console.log('line', i);\n\
+                const t = Date.now(); while (Date.now() - t < 3000) {} 'done'";
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let run = async {
+        let report = f
+            .engine
+            .run(RunRequest {
+                code: code.into(),
+                stateful: true,
+                timeout: Some(Duration::from_secs(30)),
+                control: Some(control.clone()),
+                ..Default::default()
+            })
+            .await;
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        report
+    };
+    let watch = async {
+        while control.console_lines() < 3 && !done.load(std::sync::atomic::Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        control.console_lines()
+    };
+    let (report, seen) = tokio::join!(run, watch);
+    let outcome = report.expect("request accepted").outcome;
+    assert_eq!(outcome.status, RunStatus::Completed, "{outcome:#?}");
+    assert_eq!(seen, 3, "the lines were counted before the run ended");
+}

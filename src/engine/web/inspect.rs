@@ -28,9 +28,44 @@ pub(crate) fn inspect<'s>(
     w.out
 }
 
-/// Renders the completion value of a run: JSON when the value has a faithful
-/// JSON form, the readable form otherwise, `None` for `undefined`.
+/// A run's completion value, rendered twice.
+pub(crate) struct Rendered {
+    /// JSON when the value has a JSON form, the readable form otherwise,
+    /// `None` for `undefined` (the original server's `result`).
+    pub result: Option<String>,
+    /// As Node's REPL displays it: `[ NaN, -0 ]`, `10n`, `'text'`,
+    /// `Map(1) { 'a' => 1 }`, `undefined`; what the model reads.
+    pub display: String,
+}
+
+/// Renders the completion value of a run, for programs and for the model.
 pub(crate) fn render_result<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    value: v8::Local<'s, v8::Value>,
+) -> Rendered {
+    let display = display(scope, value);
+    Rendered {
+        result: json_or_readable(scope, value),
+        display,
+    }
+}
+
+/// `value` as a REPL displays it: strings quoted, so `'2'` and `2` differ.
+fn display<'s>(scope: &mut v8::PinScope<'s, '_>, value: v8::Local<'s, v8::Value>) -> String {
+    let mut w = Writer {
+        out: String::new(),
+        seen: Vec::new(),
+    };
+    w.value(scope, value, 0, false);
+    if w.out.len() > MAX_LEN {
+        let cut = w.out.floor_char_boundary(MAX_LEN);
+        w.out.truncate(cut);
+        w.out.push('…');
+    }
+    w.out
+}
+
+fn json_or_readable<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     value: v8::Local<'s, v8::Value>,
 ) -> Option<String> {
@@ -111,7 +146,15 @@ impl<'s> Writer<'s> {
         } else if value.is_big_int() {
             let _ = write!(self.out, "{}n", value.to_rust_string_lossy(scope));
         } else if value.is_number() || value.is_boolean() {
-            self.out.push_str(&value.to_rust_string_lossy(scope));
+            // JavaScript's own ToString says "0" for -0; inspectors do not.
+            let negative_zero = value
+                .number_value(scope)
+                .is_some_and(|n| n == 0.0 && n.is_sign_negative());
+            if negative_zero {
+                self.out.push_str("-0");
+            } else {
+                self.out.push_str(&value.to_rust_string_lossy(scope));
+            }
         } else if value.is_function() {
             self.function(scope, value);
         } else if let Ok(object) = v8::Local::<v8::Object>::try_from(value) {

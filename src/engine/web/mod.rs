@@ -26,7 +26,7 @@ mod url;
 
 pub(crate) use fetch::{FetchRun, deliver};
 pub(crate) use guard::unsnapshottable;
-pub(crate) use inspect::{inspect, render_result};
+pub(crate) use inspect::{Rendered, inspect, render_result};
 pub(crate) use timers::Timers;
 
 use std::collections::HashMap;
