@@ -159,6 +159,7 @@ pub fn with_stores(config: &Config, stores: Stores) -> App {
         meta: stores.meta,
         stateless: config.stateless,
         execution_ttl_secs: config.stores.execution_ttl_secs,
+        continue_sessions: config.transport.continue_sessions,
     };
     let transport = TransportConfig {
         session_ttl_secs: config.transport.session_ttl_secs,

@@ -97,6 +97,11 @@ pub struct TransportSettings {
     /// `MCP_V8_SHARED_NAMESPACE`: every authenticated caller works in one
     /// namespace (the anonymous layout) instead of a tenant of its own.
     pub shared_namespace: bool,
+    /// `MCP_V8_CONTINUE_SESSIONS`: a `run_js` call that names a logical
+    /// session and omits `heap` continues the session (`"latest"`) instead
+    /// of starting fresh, the original server's meaning; `heap: ""` still
+    /// starts fresh.
+    pub continue_sessions: bool,
     /// Whether responses may stream (progress before a tool result):
     /// always under `serve`; under Lambda only when
     /// `MCP_V8_INVOKE_MODE=RESPONSE_STREAM`, the function URL's invoke mode
@@ -475,6 +480,7 @@ impl TransportSettings {
             jwt: vars.jwt()?,
             allow_unauthenticated: vars.flag("MCP_V8_ALLOW_UNAUTHENTICATED")?,
             shared_namespace: vars.flag("MCP_V8_SHARED_NAMESPACE")?,
+            continue_sessions: vars.flag("MCP_V8_CONTINUE_SESSIONS")?,
             response_streaming: vars.invoke_mode(under_lambda)?,
         })
     }

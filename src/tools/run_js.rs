@@ -14,7 +14,7 @@ use crate::clock::unix_now;
 use crate::engine::{Language, RunOutcome, RunRequest, RunStatus, cap_text, cap_text_ends};
 use crate::heap::HeapKey;
 use crate::meta::{ExecutionRecord, NewLogEntry, Tags};
-use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
+use crate::protocol::mcp::{CallToolResult, STATELESS_VERSION, Tool, ToolAnnotations};
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
 
@@ -22,10 +22,18 @@ pub(super) const NAME: &str = "run_js";
 
 const STATEFUL_DESCRIPTION: &str = "Run JavaScript or TypeScript in a V8 isolate and return its completion value and console output. \
 Every successful run saves the whole heap and returns its key as `heap`; pass that key as `heap` in a later call to continue with \
-every global, top-level declaration and object of that run. A call without `heap` starts from an empty isolate, even in a logical \
-session that has runs (its result then warns): pass heap \"latest\" to continue the session. Heaps are immutable: continuing from the same key twice gives two \
+every global, top-level declaration and object of that run. Heaps are immutable: continuing from the same key twice gives two \
 independent branches. Name a logical session (the `session` argument, else the X-MCP-Session-Id header) to have the run \
 logged there (list_session_snapshots reads the log).";
+
+/// The first lines of the stateful description: what an omitted `heap`
+/// does here, which a model must know before its second call.
+const FRESH_BY_DEFAULT: &str = "To keep state between calls, pass heap: \"latest\" (with a session) or the heap key \
+of the run to continue. A call without `heap` starts from an empty isolate, even in a logical session that has runs \
+(its result then warns).";
+const CONTINUE_BY_DEFAULT: &str = "State carries over within a logical session: on this server a call that names a \
+session (the `session` argument) and omits `heap` continues from the session's last heap, as heap: \"latest\" does; \
+pass heap: \"\" to start from an empty isolate.";
 
 const STATELESS_DESCRIPTION: &str = "Run JavaScript or TypeScript in a fresh V8 isolate and return its completion value and console \
 output. This server is stateless: nothing is kept between calls.";
@@ -46,7 +54,7 @@ FinalizationRegistry with registrations in a global fails (V8 cannot snapshot th
 pub(super) struct Args {
     /// JavaScript or TypeScript source. The value of the last expression is the result; a promise is awaited. Top-level await works, and top-level declarations (var, let, const, function, class) persist as they do without it.
     code: String,
-    /// Heap to start from: a `heap` returned by one of your earlier runs (another caller's heap is not found), or "latest" for the last heap of the logical session (the session argument, else the X-MCP-Session-Id header). Omit for a fresh isolate.
+    /// Heap to start from: a `heap` returned by one of your earlier runs (another caller's heap is not found), or "latest" for the last heap of the logical session (the session argument, else the X-MCP-Session-Id header), or "" for a fresh isolate.
     #[serde(default)]
     #[schemars(regex(pattern = "^([0-9a-f]{64}|latest)$"))]
     heap: Option<String>,
@@ -125,9 +133,11 @@ pub(super) fn describe(toolbox: &Toolbox, deadline: Option<SystemTime>) -> Tool 
         schema::remove_properties(&mut input_schema, &["heap", "tags", "session"]);
     }
     let base = if stateless {
-        STATELESS_DESCRIPTION
+        STATELESS_DESCRIPTION.to_owned()
+    } else if toolbox.continue_sessions {
+        format!("{CONTINUE_BY_DEFAULT} {STATEFUL_DESCRIPTION}")
     } else {
-        STATEFUL_DESCRIPTION
+        format!("{FRESH_BY_DEFAULT} {STATEFUL_DESCRIPTION}")
     };
     let fetch = if limits.fetch.enabled() {
         let fetch = &limits.fetch;
@@ -218,6 +228,9 @@ struct Planned {
     logical_session: Option<LogicalSession>,
     /// `heap: "latest"`, resolved by [`resolve_latest`] when the run starts.
     latest: bool,
+    /// `latest` because the deployment continues sessions, not because the
+    /// call asked: a session's first run then starts fresh without a word.
+    implied_latest: bool,
     /// No `heap` argument at all (`""` asks for a fresh isolate on purpose).
     heap_omitted: bool,
     tags: Option<Tags>,
@@ -233,8 +246,8 @@ pub(super) const LATEST: &str = "latest";
 
 /// Checks the arguments; `Err` is the tool error the model reads.
 fn plan(toolbox: &Toolbox, context: CallContext<'_>, args: Args) -> Result<Planned, String> {
-    let latest = args.heap.as_deref() == Some(LATEST);
     let heap_omitted = args.heap.is_none();
+    let mut latest = args.heap.as_deref() == Some(LATEST);
     let heap = match args.heap.as_deref() {
         None | Some("") | Some(LATEST) => None,
         Some(text) => Some(HeapKey::parse(text).map_err(|e| e.to_string())?),
@@ -252,12 +265,20 @@ fn plan(toolbox: &Toolbox, context: CallContext<'_>, args: Args) -> Result<Plann
         None => context.logical_session.cloned(),
     };
     if latest && logical_session.is_none() {
-        return Err(
+        return Err(if context.protocol_version == STATELESS_VERSION {
             "heap \"latest\" is the last heap of your logical session, and this call names \
-                    none: pass the session argument, or send the X-MCP-Session-Id header"
-                .into(),
-        );
+             none: pass the session argument (protocol 2026-07-28 has no session header)"
+        } else {
+            "heap \"latest\" is the last heap of your logical session, and this call names \
+             none: pass the session argument, or send the X-MCP-Session-Id header"
+        }
+        .into());
     }
+    // Where the deployment continues sessions, leaving out `heap` in a
+    // logical session asks for its last heap.
+    let implied_latest =
+        heap_omitted && toolbox.continue_sessions && !toolbox.stateless && logical_session.is_some();
+    latest |= implied_latest;
     let mut timeout = match args.execution_timeout_secs {
         None => None,
         Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => {
@@ -310,6 +331,7 @@ fn plan(toolbox: &Toolbox, context: CallContext<'_>, args: Args) -> Result<Plann
         },
         logical_session,
         latest,
+        implied_latest,
         heap_omitted,
         tags: args.tags,
         warnings,
@@ -334,6 +356,7 @@ async fn resolve_latest(
         .map_err(|e| format!("could not read the session log for heap \"latest\": {e}"))?;
     match last {
         Some(entry) => planned.request.heap = Some(entry.output_heap),
+        None if planned.implied_latest => {}
         None => planned.warnings.push(format!(
             "session {:?} has no runs yet, so heap \"latest\" started a fresh isolate",
             session.as_str()
@@ -350,7 +373,7 @@ async fn fresh_start_warning(
     context: CallContext<'_>,
     planned: &Planned,
 ) -> Option<String> {
-    if !planned.heap_omitted || toolbox.stateless {
+    if !planned.heap_omitted || planned.implied_latest || toolbox.stateless {
         return None;
     }
     let session = planned.logical_session.as_ref()?;
@@ -401,6 +424,7 @@ pub(super) async fn call(
     };
     let completed_at = now_millis();
     let mut outcome = report.outcome;
+    let display = report.display;
     span.record("execution_id", outcome.execution_id.to_string());
     span.record("status", outcome.status.as_str());
     span.record("heap", outcome.heap.as_ref().map(HeapKey::as_str));
@@ -420,7 +444,29 @@ pub(super) async fn call(
         )
         .await;
     let is_error = outcome.status != RunStatus::Completed || metadata_failed;
-    fitted(outcome, is_error, structured)
+    fitted(outcome, display, is_error, structured)
+}
+
+/// The tool result of `outcome`: `structuredContent` as it is, and for the
+/// text the model reads the same JSON with `result` as a REPL displays the
+/// value (`[ NaN, Infinity, -0 ]`, `10n`, `Map(1) {…}`, `undefined`), which
+/// JSON cannot tell apart. docs/tools.md says what each holds.
+fn shaped(
+    outcome: &RunOutcome,
+    display: Option<&str>,
+    is_error: bool,
+    structured: bool,
+) -> CallToolResult {
+    let mut result = structured_result(outcome, is_error, structured);
+    if outcome.status == RunStatus::Completed
+        && let Some(display) = display
+        && let serde_json::Value::Object(mut fields) =
+            serde_json::to_value(outcome).expect("outcomes serialize")
+    {
+        fields.insert("result".into(), display.into());
+        result.content[0].text = serde_json::Value::Object(fields).to_string();
+    }
+    result
 }
 
 /// The tool result of `outcome`, with `output` and `result` cut, the longer
@@ -428,15 +474,24 @@ pub(super) async fn call(
 /// each is capped already, but JSON escaping can make text six times
 /// longer, and a structured result carries it twice. The execution record
 /// keeps them as they were.
-fn fitted(mut outcome: RunOutcome, is_error: bool, structured: bool) -> CallToolResult {
+fn fitted(
+    mut outcome: RunOutcome,
+    mut display: Option<String>,
+    is_error: bool,
+    structured: bool,
+) -> CallToolResult {
     let mut cut = false;
     loop {
-        let result = structured_result(&outcome, is_error, structured);
+        let result = shaped(&outcome, display.as_deref(), is_error, structured);
         if fits_one_response(&result) {
             return result;
         }
         let output_len = outcome.output.len();
-        let result_len = outcome.result.as_ref().map_or(0, String::len);
+        let result_len = outcome
+            .result
+            .as_ref()
+            .map_or(0, String::len)
+            .max(display.as_ref().map_or(0, String::len));
         if output_len.max(result_len) < 1024 {
             // Nothing left to cut: the generic limit answers.
             return result;
@@ -454,8 +509,10 @@ fn fitted(mut outcome: RunOutcome, is_error: bool, structured: bool) -> CallTool
                 output_len / 2,
                 "output",
             );
-        } else if let Some(text) = outcome.result.take() {
-            outcome.result = Some(cap_text(text, result_len / 2, "result"));
+        } else {
+            let half = |text: String| cap_text(text, result_len / 2, "result");
+            outcome.result = outcome.result.take().map(half);
+            display = display.take().map(half);
         }
     }
 }

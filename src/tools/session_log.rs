@@ -8,7 +8,7 @@ use super::toolbox::{CallContext, Toolbox, structured_result};
 use super::{args, schema};
 use crate::meta::LogEntry;
 use crate::meta::page::{self, LogPage, MAX_ENTRIES, PageStart};
-use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
+use crate::protocol::mcp::{CallToolResult, STATELESS_VERSION, Tool, ToolAnnotations};
 use crate::session::LogicalSession;
 
 pub(super) const LIST_SESSIONS: &str = "list_sessions";
@@ -20,6 +20,10 @@ const FIELDS: [&str; 5] = ["index", "input_heap", "output_heap", "code", "timest
 const MAX_SESSIONS: usize = 1000;
 /// The original server's words, kept exactly: clients may match on them.
 const NO_SESSION: &str = "no session ID available (send X-MCP-Session-Id header)";
+/// Protocol 2026-07-28 has no session header: the argument is the only way.
+const NO_SESSION_STATELESS: &str =
+    "no session ID available: protocol 2026-07-28 has no session header, so pass the session \
+     argument to name a logical session";
 
 pub(super) fn describe() -> Vec<Tool> {
     vec![
@@ -203,7 +207,12 @@ pub(super) async fn list_session_snapshots(
     };
     let Some(name) = named.as_ref().or(context.logical_session) else {
         let mut error = Map::new();
-        error.insert("error".into(), Value::String(NO_SESSION.into()));
+        let says = if context.protocol_version == STATELESS_VERSION {
+            NO_SESSION_STATELESS
+        } else {
+            NO_SESSION
+        };
+        error.insert("error".into(), Value::String(says.into()));
         return structured_result(
             &Entries {
                 entries: vec![error],

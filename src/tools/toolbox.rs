@@ -21,6 +21,9 @@ pub struct Toolbox {
     pub stateless: bool,
     /// How long execution records live, in seconds.
     pub execution_ttl_secs: i64,
+    /// An omitted `heap` in a logical session means `"latest"`
+    /// (`MCP_V8_CONTINUE_SESSIONS`).
+    pub continue_sessions: bool,
 }
 
 /// What a tool call knows of its caller: the protocol version (which shapes

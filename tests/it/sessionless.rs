@@ -405,3 +405,30 @@ async fn session_clients_are_unaffected_and_never_offered_2026_07_28() {
         "session-era results are unchanged"
     );
 }
+
+/// Protocol 2026-07-28 has no session header: the answers that need a
+/// logical session say to pass the `session` argument, not to send one.
+#[tokio::test]
+async fn answers_that_need_a_session_name_the_session_argument() {
+    let s = server();
+    let latest = call(
+        &s,
+        "tools/call",
+        json!({"name": "run_js", "arguments": {"code": "1", "heap": "latest"}}),
+    )
+    .await;
+    assert_eq!(latest.body["result"]["isError"], true, "{}", latest.body);
+    let text = latest.body["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("pass the session argument (protocol 2026-07-28"), "{text}");
+    assert!(!text.contains("X-MCP-Session-Id"), "{text}");
+    let log = call(
+        &s,
+        "tools/call",
+        json!({"name": "list_session_snapshots", "arguments": {}}),
+    )
+    .await;
+    let error = &log.body["result"]["structuredContent"]["entries"][0]["error"];
+    let error = error.as_str().unwrap_or_else(|| panic!("{}", log.body));
+    assert!(error.contains("pass the session argument"), "{error}");
+    assert!(!error.contains("X-MCP-Session-Id"), "{error}");
+}

@@ -657,3 +657,65 @@ async fn latest_of_an_empty_session_warns_in_plain_words() {
         ])
     );
 }
+
+/// With `MCP_V8_CONTINUE_SESSIONS`, a call in a logical session that
+/// leaves out `heap` continues the session, and says so in its
+/// description; `heap: ""` still starts fresh. Without it, the description
+/// says first that state needs `heap`.
+#[tokio::test]
+async fn a_deployment_that_continues_sessions_continues_an_omitted_heap() {
+    let mut config = common::test_config(3600, false);
+    config.transport.continue_sessions = true;
+    let s = common::server_configured(config, |stores| stores);
+    let sid = logical(&s, "carried").await;
+    let description = |tools: &Value| {
+        tools["tools"][0]["description"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let says = description(&s.tools_list(&sid).await);
+    assert!(says.starts_with("State carries over within a logical session"), "{says}");
+    let first = run(&s, &sid, "globalThis.kept = 1; kept", None).await;
+    assert_eq!(first["warnings"], json!([]), "a session's first run: {first}");
+    assert!(first["input_heap"].is_null(), "{first}");
+    let second = run(&s, &sid, "kept + 1", None).await;
+    assert_eq!(second["result"], "2", "{second}");
+    assert_eq!(second["input_heap"], first["heap"], "{second}");
+    assert_eq!(second["warnings"], json!([]), "{second}");
+    let fresh = run(&s, &sid, "typeof kept", Some("")).await;
+    assert_eq!(fresh["result"], "\"undefined\"", "{fresh}");
+    assert_eq!(fresh["warnings"], json!([]), "{fresh}");
+    // Without a logical session an omitted heap is a fresh isolate.
+    let plain = s.initialize().await;
+    let alone = run(&s, &plain, "typeof kept", None).await;
+    assert_eq!(alone["result"], "\"undefined\"", "{alone}");
+
+    let default = server();
+    let sid = default.initialize().await;
+    let says = description(&default.tools_list(&sid).await);
+    assert!(says.starts_with("To keep state between calls, pass heap: \"latest\""), "{says}");
+}
+
+/// The text the model reads shows the value as a REPL does; the
+/// structured `result` keeps the original server's form.
+#[tokio::test]
+async fn the_text_the_model_reads_shows_values_as_a_repl_does() {
+    let s = server();
+    for version in ["2025-11-25", "2025-03-26"] {
+        let sid = s.initialize_as(version, &[]).await;
+        for (code, shown, result) in crate::repl::DISPLAYED {
+            let reply = s.call(&sid, json!({ "code": code })).await;
+            let text: Value =
+                serde_json::from_str(reply["content"][0]["text"].as_str().unwrap()).unwrap();
+            assert_eq!(text["result"], *shown, "{version} {code}: {reply}");
+            if version == "2025-11-25" {
+                assert_eq!(
+                    reply["structuredContent"]["result"],
+                    json!(result),
+                    "{code}: {reply}"
+                );
+            }
+        }
+    }
+}

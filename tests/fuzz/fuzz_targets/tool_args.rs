@@ -37,6 +37,7 @@ fn harness() -> &'static Harness {
             meta: Arc::new(RedbMetaStore::new(db).unwrap()),
             stateless: false,
             execution_ttl_secs: 3600,
+            continue_sessions: false,
         };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
