@@ -1,6 +1,8 @@
 """Drives the server with the Python `mcp` client.
 
     python py_client.py URL            initialize, list tools, thread a counter through three heaps, then keep an awaiting run's declarations
+    python py_client.py URL continue   against a deployment that continues sessions: calls without heap carry
+                                       top-level declarations; heap "" starts fresh; values shown as a REPL does
     python py_client.py URL surface    annotations, heap "latest", progress under a short request
                                        timeout, cancellation, a resource read
 
@@ -47,6 +49,28 @@ async def main(url: str) -> None:
             assert read.structuredContent["result"] == "34", read
             heap = read.structuredContent["heap"]
             print(json.dumps({"event": "done", "heap": heap, "session": session_id(), "protocol": init.protocolVersion}))
+
+
+async def continue_sessions(url: str) -> None:
+    http = httpx.AsyncClient(headers={"X-MCP-Session-Id": "py-continue"}, timeout=30)
+    async with http, streamable_http_client(url, http_client=http) as (read, write, _):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            description = tools["run_js"].description
+            assert description.startswith("State carries over within a logical session"), description
+            first = await session.call_tool("run_js", {"code": "const rows = await Promise.resolve([3, 1, 2]); rows.length"})
+            assert first.structuredContent["result"] == "3", first
+            assert first.structuredContent["warnings"] == [], first
+            second = await session.call_tool("run_js", {"code": "rows.sort(); rows"})
+            assert second.structuredContent["result"] == "[1,2,3]", second
+            assert second.structuredContent["input_heap"] == first.structuredContent["heap"], second
+            fresh = await session.call_tool("run_js", {"code": "typeof rows", "heap": ""})
+            assert fresh.structuredContent["result"] == '"undefined"', fresh
+            shown = await session.call_tool("run_js", {"code": "[NaN, -0, undefined]", "heap": ""})
+            assert shown.structuredContent["result"] == "[null,0,null]", shown
+            assert json.loads(shown.content[0].text)["result"] == "[ NaN, -0, undefined ]", shown
+            print(json.dumps({"event": "done", "heap": second.structuredContent["heap"]}))
 
 
 def busy(secs: int) -> str:
@@ -121,5 +145,7 @@ async def surface(url: str) -> None:
 
 if len(sys.argv) > 2 and sys.argv[2] == "surface":
     asyncio.run(surface(sys.argv[1]))
+elif len(sys.argv) > 2 and sys.argv[2] == "continue":
+    asyncio.run(continue_sessions(sys.argv[1]))
 else:
     asyncio.run(main(sys.argv[1]))

@@ -2,6 +2,9 @@
 //   node ts_client.mjs URL counter   initialize, list tools, thread a counter through three heaps, then keep an awaiting run's declarations
 //   node ts_client.mjs URL replay    the replay proof; the harness restarts the server when told
 //   node ts_client.mjs URL tools     tags, tag queries, the session log and get_execution across a restart
+//   node ts_client.mjs URL continue  against a deployment that continues sessions: calls without heap carry
+//                                    top-level declarations, a fresh start is asked for with heap "",
+//                                    and the text the model reads shows values as a REPL does
 //   node ts_client.mjs URL surface [cancel]
 //                                    annotations, heap "latest", progress under a 10 s request timeout,
 //                                    a resource read; with "cancel", an aborted call stops its run
@@ -186,5 +189,30 @@ async function surface() {
   await transport.close();
 }
 
-await ({ replay, tools, counter, surface }[mode] ?? counter)();
+async function continueSessions() {
+  const { client, transport } = await connect("ts-continue");
+  const { tools } = await client.listTools();
+  const runJs = tools.find((t) => t.name === "run_js");
+  assert.match(runJs.description, /^State carries over within a logical session/, runJs.description);
+  const call = async (args) => {
+    const result = await client.callTool({ name: "run_js", arguments: args });
+    assert.equal(result.isError, false, JSON.stringify(result));
+    return result;
+  };
+  const first = (await call({ code: "const rows = await Promise.resolve([3, 1, 2]); rows.length" })).structuredContent;
+  assert.equal(first.result, "3");
+  assert.deepEqual(first.warnings, [], JSON.stringify(first));
+  const second = (await call({ code: "rows.sort(); rows" })).structuredContent;
+  assert.equal(second.result, "[1,2,3]");
+  assert.equal(second.input_heap, first.heap);
+  const fresh = (await call({ code: "typeof rows", heap: "" })).structuredContent;
+  assert.equal(fresh.result, '"undefined"');
+  const shown = await call({ code: "[NaN, -0, undefined]", heap: "" });
+  assert.equal(shown.structuredContent.result, "[null,0,null]");
+  assert.equal(JSON.parse(shown.content[0].text).result, "[ NaN, -0, undefined ]");
+  say({ event: "done", heap: second.heap });
+  await transport.close();
+}
+
+await ({ replay, tools, counter, surface, continue: continueSessions }[mode] ?? counter)();
 process.exit(0);

@@ -183,6 +183,27 @@ fn python_mcp_client_uses_progress_cancellation_latest_and_resources() {
     assert!(done["progress"].as_u64().unwrap() >= 2, "{done}");
 }
 
+/// A deployment with `MCP_V8_CONTINUE_SESSIONS=true`, through both
+/// official clients: calls that leave out `heap` in a logical session carry
+/// its state (top-level `await` declarations included), `heap: ""` starts
+/// fresh, and the text content shows values as a REPL does.
+#[test]
+fn both_clients_continue_a_session_without_heap_where_the_deployment_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start_with(
+        dir.path(),
+        common::net::free_port(),
+        vec![("MCP_V8_CONTINUE_SESSIONS".into(), "true".into())],
+    );
+    for mut command in [node(), python()] {
+        command.args([serve.url().as_str(), "continue"]);
+        let done = finish(command);
+        assert_eq!(done["event"], "done", "{done}");
+        let heap = done["heap"].as_str().unwrap();
+        assert!(dir.path().join("heaps").join(heap).exists(), "{done}");
+    }
+}
+
 #[test]
 fn python_mcp_client_threads_a_counter_through_three_heaps() {
     let dir = tempfile::tempdir().unwrap();
