@@ -289,7 +289,8 @@ mod tests {
     fn stack_texts_are_remapped_and_wrapper_frames_dropped() {
         let original = "let a = 1;\nboom()";
         let (_, positions) = wrapped(original);
-        let stack = "ReferenceError: boom is not defined\n    at run_js.js:2:4\n    at run_js.js:1:3\n";
+        let stack =
+            "ReferenceError: boom is not defined\n    at run_js.js:2:4\n    at run_js.js:1:3\n";
         assert_eq!(
             positions.remap(stack),
             "ReferenceError: boom is not defined\n    at run_js.js:2:1\n"

@@ -258,7 +258,8 @@ mod tests {
 
     #[test]
     fn declarations_are_declared_before_the_wrapper_and_assigned_in_place() {
-        let out = wrap("var v = 1; let l = 2; const c = 3; function f(){} class K{} await null;").js;
+        let out =
+            wrap("var v = 1; let l = 2; const c = 3; function f(){} class K{} await null;").js;
         assert_eq!(
             out,
             "var v,f;let l,c,K;(async () => {let $__mcpv8_completion;\

@@ -306,10 +306,7 @@ pub(super) fn finish(isolate: &mut v8::Isolate, classified: Classified) -> JobRe
             result.status = status;
             result.error = Some(error);
         }
-        Classified::Completed {
-            rendered,
-            warnings,
-        } => {
+        Classified::Completed { rendered, warnings } => {
             result.result = rendered.result;
             result.display = Some(rendered.display);
             result.warnings = warnings;

@@ -169,7 +169,8 @@ mod tests {
 
     #[test]
     fn positions_of_the_stripped_code_are_those_of_the_typescript() {
-        let code = "interface P {\n  x: number\n}\n\nconst p: P = { x: 1 };\n\nthrow new Error('line 7')";
+        let code =
+            "interface P {\n  x: number\n}\n\nconst p: P = { x: 1 };\n\nthrow new Error('line 7')";
         let out = prepare(code, Language::Typescript).unwrap();
         let (line, text) = out
             .js

@@ -56,7 +56,7 @@ struct JobHeader {
 #[serde(tag = "frame", rename_all = "snake_case")]
 enum WorkerFrame {
     Progress { console_lines: u64 },
-    Result(ResultHeader),
+    Result(Box<ResultHeader>),
 }
 
 /// How often a worker reports a running job's console lines, when they
@@ -182,7 +182,7 @@ pub fn serve_stdio() -> io::Result<()> {
         };
         write_frame(
             &mut output,
-            &WorkerFrame::Result(header),
+            &WorkerFrame::Result(Box::new(header)),
             result.blob.as_deref(),
         )?;
     }
@@ -258,7 +258,7 @@ impl Worker {
                         control.report_console_lines(console_lines);
                     }
                 }
-                WorkerFrame::Result(header) => break header,
+                WorkerFrame::Result(header) => break *header,
             }
         };
         let blob = read_payload(&mut self.output, header.blob_len)?;

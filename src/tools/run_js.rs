@@ -276,8 +276,10 @@ fn plan(toolbox: &Toolbox, context: CallContext<'_>, args: Args) -> Result<Plann
     }
     // Where the deployment continues sessions, leaving out `heap` in a
     // logical session asks for its last heap.
-    let implied_latest =
-        heap_omitted && toolbox.continue_sessions && !toolbox.stateless && logical_session.is_some();
+    let implied_latest = heap_omitted
+        && toolbox.continue_sessions
+        && !toolbox.stateless
+        && logical_session.is_some();
     latest |= implied_latest;
     let mut timeout = match args.execution_timeout_secs {
         None => None,

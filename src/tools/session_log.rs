@@ -21,8 +21,7 @@ const MAX_SESSIONS: usize = 1000;
 /// The original server's words, kept exactly: clients may match on them.
 const NO_SESSION: &str = "no session ID available (send X-MCP-Session-Id header)";
 /// Protocol 2026-07-28 has no session header: the argument is the only way.
-const NO_SESSION_STATELESS: &str =
-    "no session ID available: protocol 2026-07-28 has no session header, so pass the session \
+const NO_SESSION_STATELESS: &str = "no session ID available: protocol 2026-07-28 has no session header, so pass the session \
      argument to name a logical session";
 
 pub(super) fn describe() -> Vec<Tool> {

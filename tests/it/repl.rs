@@ -278,7 +278,11 @@ async fn positions_are_those_of_the_code_as_sent_in_every_mode() {
     let traced = "await 0;\n\n  console.trace('here')";
     let rejected = "await 0; Promise.reject(new Error('x')); 'after'";
     let check_others = |trace: &RunOutcome, rejection: &RunOutcome| {
-        assert_eq!(positions_in(&trace.output), vec!["run_js.js:3:11"], "{trace:#?}");
+        assert_eq!(
+            positions_in(&trace.output),
+            vec!["run_js.js:3:11"],
+            "{trace:#?}"
+        );
         assert!(
             rejection.warnings[0].contains("(at run_js.js:1:25)"),
             "{rejection:#?}"
@@ -311,30 +315,65 @@ async fn positions_are_those_of_the_code_as_sent_in_every_mode() {
 /// Values as a REPL displays them, for the text the model reads; the
 /// original `result` beside it.
 pub const DISPLAYED: &[(&str, &str, Option<&str>)] = &[
-    ("[NaN, Infinity, -Infinity, -0]", "[ NaN, Infinity, -Infinity, -0 ]", Some("[null,null,null,0]")),
+    (
+        "[NaN, Infinity, -Infinity, -0]",
+        "[ NaN, Infinity, -Infinity, -0 ]",
+        Some("[null,null,null,0]"),
+    ),
     ("-0", "-0", Some("0")),
     ("undefined", "undefined", None),
     ("10n", "10n", Some("10n")),
     ("'2'", "'2'", Some("\"2\"")),
-    ("new Map([['a', 1]])", "Map(1) { 'a' => 1 }", Some("Map(1) { 'a' => 1 }")),
+    (
+        "new Map([['a', 1]])",
+        "Map(1) { 'a' => 1 }",
+        Some("Map(1) { 'a' => 1 }"),
+    ),
     ("new Set([1])", "Set(1) { 1 }", Some("Set(1) { 1 }")),
-    ("new Uint8Array([1, 2])", "Uint8Array(2) [ 1, 2 ]", Some("{\"0\":1,\"1\":2}")),
-    ("new Date(0)", "1970-01-01T00:00:00.000Z", Some("\"1970-01-01T00:00:00.000Z\"")),
-    ("class Point { constructor() { this.x = 1 } }; new Point()", "Point { x: 1 }", Some("{\"x\":1}")),
-    ("const o = { n: 1 }; o.self = o; o", "{ n: 1, self: [Circular] }", Some("{ n: 1, self: [Circular] }")),
-    ("await 0; [undefined, null]", "[ undefined, null ]", Some("[null,null]")),
+    (
+        "new Uint8Array([1, 2])",
+        "Uint8Array(2) [ 1, 2 ]",
+        Some("{\"0\":1,\"1\":2}"),
+    ),
+    (
+        "new Date(0)",
+        "1970-01-01T00:00:00.000Z",
+        Some("\"1970-01-01T00:00:00.000Z\""),
+    ),
+    (
+        "class Point { constructor() { this.x = 1 } }; new Point()",
+        "Point { x: 1 }",
+        Some("{\"x\":1}"),
+    ),
+    (
+        "const o = { n: 1 }; o.self = o; o",
+        "{ n: 1, self: [Circular] }",
+        Some("{ n: 1, self: [Circular] }"),
+    ),
+    (
+        "await 0; [undefined, null]",
+        "[ undefined, null ]",
+        Some("[null,null]"),
+    ),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn values_are_displayed_as_a_repl_shows_them_in_every_mode() {
     let mut modes = modes();
-    let check = |engine_report: mcp_v8_lambda::engine::RunReport, code: &str, shown: &str, result: Option<&str>| {
+    let check = |engine_report: mcp_v8_lambda::engine::RunReport,
+                 code: &str,
+                 shown: &str,
+                 result: Option<&str>| {
         let outcome = &engine_report.outcome;
         assert_eq!(outcome.status, RunStatus::Completed, "{code}: {outcome:#?}");
         assert_eq!(engine_report.display.as_deref(), Some(shown), "{code}");
         assert_eq!(outcome.result.as_deref(), result, "{code}");
     };
-    async fn report(engine: &Engine, code: &str, heap: Option<&HeapKey>) -> mcp_v8_lambda::engine::RunReport {
+    async fn report(
+        engine: &Engine,
+        code: &str,
+        heap: Option<&HeapKey>,
+    ) -> mcp_v8_lambda::engine::RunReport {
         engine
             .run(RunRequest {
                 code: code.into(),

@@ -418,8 +418,13 @@ async fn answers_that_need_a_session_name_the_session_argument() {
     )
     .await;
     assert_eq!(latest.body["result"]["isError"], true, "{}", latest.body);
-    let text = latest.body["result"]["content"][0]["text"].as_str().unwrap();
-    assert!(text.contains("pass the session argument (protocol 2026-07-28"), "{text}");
+    let text = latest.body["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        text.contains("pass the session argument (protocol 2026-07-28"),
+        "{text}"
+    );
     assert!(!text.contains("X-MCP-Session-Id"), "{text}");
     let log = call(
         &s,

@@ -675,9 +675,16 @@ async fn a_deployment_that_continues_sessions_continues_an_omitted_heap() {
             .to_owned()
     };
     let says = description(&s.tools_list(&sid).await);
-    assert!(says.starts_with("State carries over within a logical session"), "{says}");
+    assert!(
+        says.starts_with("State carries over within a logical session"),
+        "{says}"
+    );
     let first = run(&s, &sid, "globalThis.kept = 1; kept", None).await;
-    assert_eq!(first["warnings"], json!([]), "a session's first run: {first}");
+    assert_eq!(
+        first["warnings"],
+        json!([]),
+        "a session's first run: {first}"
+    );
     assert!(first["input_heap"].is_null(), "{first}");
     let second = run(&s, &sid, "kept + 1", None).await;
     assert_eq!(second["result"], "2", "{second}");
@@ -694,7 +701,10 @@ async fn a_deployment_that_continues_sessions_continues_an_omitted_heap() {
     let default = server();
     let sid = default.initialize().await;
     let says = description(&default.tools_list(&sid).await);
-    assert!(says.starts_with("To keep state between calls, pass heap: \"latest\""), "{says}");
+    assert!(
+        says.starts_with("To keep state between calls, pass heap: \"latest\""),
+        "{says}"
+    );
 }
 
 /// The text the model reads shows the value as a REPL does; the
