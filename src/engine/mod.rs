@@ -12,6 +12,7 @@ mod positions;
 mod rejections;
 mod repl;
 mod run;
+mod thrown;
 mod typescript;
 mod watchdog;
 mod web;

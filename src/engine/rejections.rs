@@ -6,7 +6,7 @@
 //! warnings. The run's status is unchanged, as Deno's and Node's REPLs
 //! leave the session going.
 
-use super::run::error_from;
+use super::thrown::error_from;
 
 /// The run's rejected promises without a handler, in the order V8 reported
 /// them; kept in an isolate slot from [`begin`] to [`end`].

@@ -17,8 +17,9 @@ use super::outcome::{RunError, RunStatus};
 use super::positions::{Positions, SCRIPT_NAME};
 use super::rejections;
 use super::repl;
+use super::thrown::error_from;
 use super::watchdog::Watchdog;
-use super::web::{self, Rendered, RunSettings, Timers, inspect, render_result};
+use super::web::{self, Rendered, RunSettings, Timers, render_result};
 use crate::egress::{FetchConfig, FetchCount};
 
 /// How long the event loop waits for a request before looking at the
@@ -602,43 +603,4 @@ fn caught<'s>(tc: &mut v8::PinnedRef<'s, v8::TryCatch<'_, '_, v8::HandleScope<'_
             "the script failed without an exception",
         )),
     }
-}
-
-pub(super) fn error_from<'s>(
-    scope: &mut v8::PinScope<'s, '_>,
-    exception: v8::Local<'s, v8::Value>,
-    message: Option<v8::Local<'s, v8::Message>>,
-) -> RunError {
-    let mut error = match v8::Local::<v8::Object>::try_from(exception) {
-        Ok(object) if exception.is_native_error() => {
-            let text = |scope: &mut v8::PinScope<'s, '_>, name: &str| -> Option<String> {
-                let key = v8::String::new(scope, name)?;
-                let value = object.get(scope, key.into())?;
-                (!value.is_undefined()).then(|| value.to_rust_string_lossy(scope))
-            };
-            RunError {
-                name: text(scope, "name").unwrap_or_else(|| "Error".to_owned()),
-                message: text(scope, "message").unwrap_or_default(),
-                stack: text(scope, "stack"),
-            }
-        }
-        _ => RunError {
-            name: "Uncaught".to_owned(),
-            message: inspect(scope, exception),
-            stack: None,
-        },
-    };
-    // Compile errors carry their position only on the message object.
-    if error.name == "SyntaxError"
-        && let Some(message) = message
-        && let Some(line) = message.get_line_number(scope)
-    {
-        let column = message.get_start_column() + 1;
-        error.message = format!("{} (line {line}, column {column})", error.message);
-        error.stack = Some(format!(
-            "SyntaxError: {}\n    at {SCRIPT_NAME}:{line}:{column}",
-            error.message
-        ));
-    }
-    error
 }
