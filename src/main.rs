@@ -13,7 +13,7 @@ use mcp_v8_lambda::backends::aws::Clients;
 use mcp_v8_lambda::config::{Config, LogFormat};
 use mcp_v8_lambda::engine::WORKER_ARG;
 use mcp_v8_lambda::logs::{JsonLines, SpanFields};
-use mcp_v8_lambda::transport::{loopback_only, router};
+use mcp_v8_lambda::transport::{StdioOptions, loopback_only, router, serve_stdio};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -62,18 +62,19 @@ enum Command {
         /// Port to bind.
         #[arg(long, default_value_t = 3000)]
         port: u16,
-        /// Where heaps (`heaps/`) and metadata (`meta.redb`) live.
-        #[arg(long, default_value = ".mcp-v8")]
-        data_dir: PathBuf,
-        /// Keep no state: run_js without heaps, no session tools.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Speak MCP over stdin and stdout (newline-delimited JSON-RPC), as
+    /// desktop clients start local servers; logs go to stderr.
+    Stdio {
+        #[command(flatten)]
+        store: StoreArgs,
+        /// The logical session of calls that name none (what the
+        /// X-MCP-Session-Id header names over HTTP): their runs are logged
+        /// there and heap "latest" continues it.
         #[arg(long)]
-        stateless: bool,
-        /// Engine worker processes for stateful runs, which go one at a time
-        /// within a process (V8 has one read-only heap per process); 0 runs
-        /// them in the server process. Default: MCP_V8_ENGINE_WORKERS, else
-        /// one per core.
-        #[arg(long, visible_alias = "workers")]
-        engine_workers: Option<usize>,
+        session: Option<String>,
     },
     /// Create the DynamoDB tables (MCP_V8_TABLE_PREFIX, default mcp-v8-) and
     /// the S3 bucket (MCP_V8_HEAP_BUCKET) if missing, on the endpoint the
@@ -81,12 +82,67 @@ enum Command {
     Setup,
 }
 
+/// Where a local server keeps its state, and how it runs stateful code.
+#[derive(clap::Args)]
+struct StoreArgs {
+    /// Where heaps (`heaps/`) and metadata (`meta.redb`) live. Default:
+    /// `.mcp-v8` in the working directory for `serve`; `~/.mcp-v8` for
+    /// `stdio`, which clients start in a directory of their choosing.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Keep no state: run_js without heaps, no session tools.
+    #[arg(long)]
+    stateless: bool,
+    /// Engine worker processes for stateful runs, which go one at a time
+    /// within a process (V8 has one read-only heap per process); 0 runs
+    /// them in the server process. Default: MCP_V8_ENGINE_WORKERS, else
+    /// one per core.
+    #[arg(long, visible_alias = "workers")]
+    engine_workers: Option<usize>,
+}
+
+impl StoreArgs {
+    /// Applies the flags to `config`, where they win over the variables.
+    fn configure(&self, config: &mut Config) {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        config.engine.workers = self
+            .engine_workers
+            .or(config.engine.workers_set)
+            .unwrap_or(cores);
+        // The flag or the variable: either makes the server stateless.
+        config.stateless |= self.stateless;
+        #[cfg(feature = "mimalloc")]
+        if config.engine.workers > 0 && !config.stateless {
+            return_freed_memory_promptly();
+        }
+        config.engine.warm_isolates = cores;
+    }
+}
+
+/// The data directory of `stdio` when none is given: in the home
+/// directory, since a desktop client's working directory is not the user's.
+fn stdio_data_dir() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default()
+        .join(".mcp-v8")
+}
+
+/// Whether log lines may carry terminal colours: only to a terminal, and
+/// not when `NO_COLOR` is set (no-color.org).
+fn colour() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 /// `RUST_LOG` when set, else the level Lambda's logging configuration asks
 /// for, else `info`.
 fn init_logging(format: LogFormat, level: Option<&str>) {
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new(level.unwrap_or("info")));
-    let builder = tracing_subscriber::fmt().with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(colour());
     match format {
         // Request fields as top-level keys (mcp_v8_lambda::logs).
         LogFormat::Json => tracing_subscriber::registry()
@@ -99,6 +155,40 @@ fn init_logging(format: LogFormat, level: Option<&str>) {
             )
             .init(),
         LogFormat::Text => builder.with_env_filter(filter).init(),
+    }
+}
+
+/// The app on `data_dir`. A client that restarts its server starts the new
+/// process while the old one may still hold the embedded database (one
+/// process at a time): wait a little for it before saying so.
+async fn open_local(
+    config: &Config,
+    data_dir: &std::path::Path,
+    aws: Option<&Clients>,
+) -> anyhow::Result<mcp_v8_lambda::transport::App> {
+    let started = std::time::Instant::now();
+    loop {
+        match app::app(config, data_dir, aws) {
+            Ok(app) => return Ok(app),
+            Err(e)
+                if e.to_string().contains("already open")
+                    && started.elapsed() < std::time::Duration::from_secs(5) =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(e) if e.to_string().contains("already open") => {
+                return Err(anyhow::anyhow!(
+                    "the data directory {} is in use by another mcp-v8-lambda process (its database \
+                     takes one process at a time): give this client its own --data-dir, or run one \
+                     `serve` and point every client at its URL",
+                    data_dir.display()
+                ));
+            }
+            Err(e) => {
+                return Err(anyhow::anyhow!(e))
+                    .context("building the server from the configuration");
+            }
+        }
     }
 }
 
@@ -182,24 +272,9 @@ async fn serve_main() -> anyhow::Result<()> {
     }
     let cli = Cli::parse();
     match cli.command {
-        Command::Serve {
-            host,
-            port,
-            data_dir,
-            stateless,
-            engine_workers,
-        } => {
-            let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-            config.engine.workers = engine_workers
-                .or(config.engine.workers_set)
-                .unwrap_or(cores);
-            // The flag or the variable: either makes the server stateless.
-            config.stateless |= stateless;
-            #[cfg(feature = "mimalloc")]
-            if config.engine.workers > 0 && !config.stateless {
-                return_freed_memory_promptly();
-            }
-            config.engine.warm_isolates = cores;
+        Command::Serve { host, port, store } => {
+            store.configure(&mut config);
+            let data_dir = store.data_dir.unwrap_or_else(|| PathBuf::from(".mcp-v8"));
             let aws = aws_clients(&config).await;
             let app = app::app(&config, &data_dir, aws.as_ref())
                 .map_err(|e| anyhow::anyhow!(e))
@@ -228,6 +303,24 @@ async fn serve_main() -> anyhow::Result<()> {
                 .with_graceful_shutdown(shutdown_signal())
                 .await
                 .context("serving")?;
+        }
+        Command::Stdio { store, session } => {
+            store.configure(&mut config);
+            let data_dir = store.data_dir.clone().unwrap_or_else(stdio_data_dir);
+            if let Some(name) = &session {
+                mcp_v8_lambda::session::LogicalSession::parse(name)
+                    .map_err(|e| anyhow::anyhow!("--session {name:?}: {e}"))?;
+            }
+            let aws = aws_clients(&config).await;
+            let app = open_local(&config, &data_dir, aws.as_ref()).await?;
+            tracing::info!(data_dir = %data_dir.display(), stateless = config.stateless, engine_workers = config.engine.workers, session = session.as_deref(), "serving MCP on stdin and stdout");
+            let options = StdioOptions {
+                logical_session: session,
+            };
+            let input = tokio::io::BufReader::new(tokio::io::stdin());
+            serve_stdio(app, options, input, tokio::io::stdout())
+                .await
+                .context("serving stdio")?;
         }
         Command::Setup => {
             let bucket = config

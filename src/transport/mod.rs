@@ -11,6 +11,7 @@ mod headers;
 mod jwt;
 mod session;
 mod sessionless;
+mod stdio;
 mod stream;
 
 use std::sync::Arc;
@@ -54,6 +55,7 @@ fn cold_start() -> bool {
 pub use auth::{Authenticator, RESOURCE_METADATA_PATH, STATIC_TOKEN_PRINCIPAL, TokenDigest};
 pub use headers::{OriginPolicy, Principal};
 pub use jwt::{JwtError, JwtSettings, JwtVerifier, ResourceMetadata};
+pub use stdio::{StdioOptions, serve as serve_stdio};
 
 /// Settings of the transport.
 #[derive(Debug, Clone)]

@@ -3,6 +3,10 @@
     python py_client.py URL            initialize, list tools, thread a counter through three heaps, then keep an awaiting run's declarations
     python py_client.py URL continue   against a deployment that continues sessions: calls without heap carry
                                        top-level declarations; heap "" starts fresh; values shown as a REPL does
+    python py_client.py BINARY stdio DATA_DIR
+                                       `BINARY stdio` started by the stdio client, twice on one data directory:
+                                       tools/list, runs continued with "latest", the session log, a resource
+                                       read, then the second process continues the session
     python py_client.py URL surface    annotations, heap "latest", progress under a short request
                                        timeout, cancellation, a resource read
 
@@ -16,7 +20,8 @@ from datetime import timedelta
 
 import anyio
 import httpx
-from mcp import ClientSession
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CancelledNotification, CancelledNotificationParams, ClientNotification
 
@@ -71,6 +76,34 @@ async def continue_sessions(url: str) -> None:
             assert shown.structuredContent["result"] == "[null,0,null]", shown
             assert json.loads(shown.content[0].text)["result"] == "[ NaN, -0, undefined ]", shown
             print(json.dumps({"event": "done", "heap": second.structuredContent["heap"]}))
+
+
+async def stdio(binary: str, data_dir: str) -> None:
+    params = StdioServerParameters(command=binary, args=["stdio", "--data-dir", data_dir, "--session", "py-stdio"])
+
+    async def call(session, code):
+        result = await session.call_tool("run_js", {"code": code, "heap": "latest"})
+        assert not result.isError, result
+        return result.structuredContent
+
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = [t.name for t in (await session.list_tools()).tools]
+        assert "run_js" in tools, tools
+        one = await call(session, "globalThis.n = 1; n")
+        assert one["result"] == "1", one
+        two = await call(session, "n += 1; n")
+        assert two["result"] == "2" and two["input_heap"] == one["heap"], two
+        log = (await session.call_tool("list_session_snapshots", {"fields": "index,output_heap"})).structuredContent
+        assert [e["output_heap"] for e in log["entries"]] == [one["heap"], two["heap"]], log
+        read_result = await session.read_resource("mcp-v8://sessions/py-stdio/log")
+        assert len(json.loads(read_result.contents[0].text)["entries"]) == 2, read_result
+    # A client that restarts its server: a new process on the same data directory.
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        three = await call(session, "n += 1; n")
+        assert three["result"] == "3" and three["input_heap"] == two["heap"], three
+    print(json.dumps({"event": "done", "heap": three["heap"]}))
 
 
 def busy(secs: int) -> str:
@@ -145,6 +178,8 @@ async def surface(url: str) -> None:
 
 if len(sys.argv) > 2 and sys.argv[2] == "surface":
     asyncio.run(surface(sys.argv[1]))
+elif len(sys.argv) > 3 and sys.argv[2] == "stdio":
+    asyncio.run(stdio(sys.argv[1], sys.argv[3]))
 elif len(sys.argv) > 2 and sys.argv[2] == "continue":
     asyncio.run(continue_sessions(sys.argv[1]))
 else:

@@ -5,6 +5,10 @@
 //   node ts_client.mjs URL continue  against a deployment that continues sessions: calls without heap carry
 //                                    top-level declarations, a fresh start is asked for with heap "",
 //                                    and the text the model reads shows values as a REPL does
+//   node ts_client.mjs BINARY stdio DATA_DIR
+//                                    `BINARY stdio` started by the SDK's stdio transport, twice on one data
+//                                    directory: tools/list, runs continued with "latest", the session log and
+//                                    a resource read, then the second process continues the session
 //   node ts_client.mjs URL surface [cancel]
 //                                    annotations, heap "latest", progress under a 10 s request timeout,
 //                                    a resource read; with "cancel", an aborted call stops its run
@@ -13,6 +17,7 @@ import assert from "node:assert/strict";
 import readline from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
 const [url, mode] = process.argv.slice(2);
 const say = (event) => console.log(JSON.stringify(event));
@@ -214,5 +219,39 @@ async function continueSessions() {
   await transport.close();
 }
 
-await ({ replay, tools, counter, surface, continue: continueSessions }[mode] ?? counter)();
+async function stdio() {
+  const dataDir = process.argv[4];
+  const start = async () => {
+    const transport = new StdioClientTransport({
+      command: url,
+      args: ["stdio", "--data-dir", dataDir, "--session", "ts-stdio"],
+      stderr: "inherit",
+    });
+    const client = new Client({ name: "e2e-typescript-stdio", version: "1.0.0" });
+    await client.connect(transport);
+    return { client, transport };
+  };
+  const first = await start();
+  const { tools } = await first.client.listTools();
+  assert.ok(tools.some((t) => t.name === "run_js"), JSON.stringify(tools));
+  const one = await run(first.client, "globalThis.n = 1; n", "latest");
+  assert.equal(one.result, "1");
+  const two = await run(first.client, "n += 1; n", "latest");
+  assert.equal(two.result, "2");
+  assert.equal(two.input_heap, one.heap);
+  const log = await structured(first.client, "list_session_snapshots", { fields: "index,output_heap" });
+  assert.deepEqual(log.entries.map((e) => e.output_heap), [one.heap, two.heap]);
+  const read = await first.client.readResource({ uri: "mcp-v8://sessions/ts-stdio/log" });
+  assert.equal(JSON.parse(read.contents[0].text).entries.length, 2, read.contents[0].text);
+  await first.client.close();
+  // A client that restarts its server: a new process on the same data directory.
+  const second = await start();
+  const three = await run(second.client, "n += 1; n", "latest");
+  assert.equal(three.result, "3");
+  assert.equal(three.input_heap, two.heap);
+  await second.client.close();
+  say({ event: "done", heap: three.heap });
+}
+
+await ({ replay, tools, counter, surface, continue: continueSessions, stdio }[mode] ?? counter)();
 process.exit(0);

@@ -32,6 +32,7 @@ mod repl;
 mod resources;
 mod session_store;
 mod sessionless;
+mod stdio;
 mod tenancy;
 mod tools;
 mod warm;

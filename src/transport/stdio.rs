@@ -1,0 +1,275 @@
+//! MCP over stdio (the spec's stdio transport): newline-delimited JSON-RPC
+//! messages on stdin and stdout, as desktop clients start local servers.
+//!
+//! Each message goes through the same router `serve` runs, in process and
+//! without a socket, as one HTTP request of one transport session: every
+//! method, tool, resource and prompt answers exactly as over HTTP, and
+//! progress events of a streamed answer become lines as they arrive. The
+//! session's id and protocol version, which an HTTP client repeats in
+//! headers, are kept here; `--session NAME` plays the `X-MCP-Session-Id`
+//! header. 2026-07-28 messages carry their version in `_meta` and get the
+//! headers that era asks for, derived from the message itself.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::body::Body;
+use axum::http::{HeaderValue, Request, StatusCode, header};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tower::ServiceExt;
+
+use super::{App, router};
+use crate::protocol::jsonrpc::code;
+use crate::protocol::mcp::{header as names, meta, method};
+use axum::Router;
+
+/// How a stdio server presents itself to the router.
+#[derive(Debug, Clone, Default)]
+pub struct StdioOptions {
+    /// The logical session of every message that names none (the
+    /// `X-MCP-Session-Id` an HTTP client would send).
+    pub logical_session: Option<String>,
+}
+
+/// What the transport session has negotiated so far.
+#[derive(Debug, Default)]
+struct Negotiated {
+    session_id: Option<String>,
+    protocol_version: Option<String>,
+}
+
+/// Serves MCP on `input` and `output` until `input` ends. Messages are
+/// handled concurrently (a `notifications/cancelled` must reach a running
+/// call), but `initialize` is answered before the next line is read, since
+/// every later message carries what it negotiated. Answers are written one
+/// per line, in the order they are ready.
+pub async fn serve<R, W>(
+    app: App,
+    options: StdioOptions,
+    input: R,
+    output: W,
+) -> std::io::Result<()>
+where
+    R: AsyncBufRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (lines, mut outgoing) = mpsc::unbounded_channel::<String>();
+    let writer = tokio::spawn(async move {
+        let mut output = output;
+        while let Some(line) = outgoing.recv().await {
+            output.write_all(line.as_bytes()).await?;
+            output.write_all(b"\n").await?;
+            output.flush().await?;
+        }
+        Ok::<_, std::io::Error>(())
+    });
+    let negotiated = Arc::new(Mutex::new(Negotiated::default()));
+    let router = router(app);
+    let options = Arc::new(options);
+    let mut input = input.lines();
+    let mut running = tokio::task::JoinSet::new();
+    while let Some(line) = input.next_line().await? {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let message = Message::parse(line);
+        let exchange = Exchange {
+            router: router.clone(),
+            options: options.clone(),
+            negotiated: negotiated.clone(),
+            lines: lines.clone(),
+        };
+        if message.method.as_deref() == Some(method::INITIALIZE) {
+            exchange.handle(message).await;
+        } else {
+            running.spawn(exchange.handle(message));
+        }
+        // Finished handlers are reaped as we go.
+        while running.try_join_next().is_some() {}
+    }
+    // The client closed stdin: it is gone, and so is whatever it waited for.
+    running.abort_all();
+    drop(lines);
+    writer.await.map_err(std::io::Error::other)?
+}
+
+/// One line of input and what the transport needs to know of it.
+struct Message {
+    line: String,
+    method: Option<String>,
+    /// `tools/call`'s tool, for the 2026-07-28 name header.
+    tool: Option<String>,
+    /// The version a 2026-07-28 message names in its `_meta`.
+    stateless_version: Option<String>,
+}
+
+impl Message {
+    fn parse(line: String) -> Self {
+        let json: Option<Value> = serde_json::from_str(&line).ok();
+        let text = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_owned);
+        let method = text(json.as_ref().and_then(|j| j.get("method")));
+        let params = json.as_ref().and_then(|j| j.get("params"));
+        let tool = text(params.and_then(|p| p.get("name")));
+        let stateless_version = text(
+            params
+                .and_then(|p| p.get("_meta"))
+                .and_then(|m| m.get(meta::PROTOCOL_VERSION)),
+        );
+        Self {
+            line,
+            method,
+            tool,
+            stateless_version,
+        }
+    }
+}
+
+/// What handling one message needs.
+struct Exchange {
+    router: Router,
+    options: Arc<StdioOptions>,
+    negotiated: Arc<Mutex<Negotiated>>,
+    lines: mpsc::UnboundedSender<String>,
+}
+
+impl Exchange {
+    async fn handle(self, message: Message) {
+        let request = self.request(&message);
+        let response = match self.router.clone().oneshot(request).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        };
+        let (parts, body) = response.into_parts();
+        if parts.status == StatusCode::ACCEPTED {
+            return;
+        }
+        if message.method.as_deref() == Some(method::INITIALIZE) {
+            let session_id = parts
+                .headers
+                .get(names::SESSION_ID)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            if session_id.is_some() {
+                self.lock().session_id = session_id;
+            }
+        }
+        let streamed = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+        if streamed {
+            self.forward_events(body).await;
+        } else {
+            match body.collect().await {
+                Ok(bytes) => self.answer(&bytes.to_bytes(), parts.status),
+                Err(e) => tracing::warn!(error = %e, "reading an answer for stdio failed"),
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Negotiated> {
+        self.negotiated
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The HTTP request an HTTP client of this session would send.
+    fn request(&self, message: &Message) -> Request<Body> {
+        let mut request = Request::builder()
+            .method("POST")
+            .uri("/mcp")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, "application/json, text/event-stream");
+        let mut add = |name: &str, value: &str| {
+            if let Ok(value) = HeaderValue::from_str(value) {
+                request = std::mem::take(&mut request).header(name, value);
+            }
+        };
+        if let Some(version) = &message.stateless_version {
+            add(names::PROTOCOL_VERSION, version);
+            if let Some(method) = &message.method {
+                add(names::METHOD, method);
+            }
+            if message.method.as_deref() == Some(method::TOOLS_CALL)
+                && let Some(tool) = &message.tool
+            {
+                add(names::NAME, tool);
+            }
+        } else {
+            let negotiated = self.lock();
+            if let Some(id) = &negotiated.session_id {
+                add(names::SESSION_ID, id);
+            }
+            if let Some(version) = &negotiated.protocol_version {
+                add(names::PROTOCOL_VERSION, version);
+            }
+        }
+        if let Some(session) = &self.options.logical_session {
+            add(names::LOGICAL_SESSION, session);
+        }
+        request
+            .body(Body::from(message.line.clone()))
+            .expect("a request of valid parts")
+    }
+
+    /// A JSON answer as one line; a transport error without a JSON-RPC body
+    /// (a 404 for a session that expired) becomes one.
+    fn answer(&self, bytes: &[u8], status: StatusCode) {
+        match serde_json::from_slice::<Value>(bytes) {
+            Ok(json) => {
+                if let Some(version) = json
+                    .pointer("/result/protocolVersion")
+                    .and_then(Value::as_str)
+                {
+                    self.lock().protocol_version = Some(version.to_owned());
+                }
+                let _ = self.lines.send(json.to_string());
+            }
+            Err(_) if bytes.is_empty() => {}
+            Err(_) => {
+                let error = serde_json::json!({
+                    "jsonrpc": "2.0",
+                    "id": Value::Null,
+                    "error": {
+                        "code": code::INTERNAL_ERROR,
+                        "message": format!(
+                            "the server answered {status} without a JSON-RPC message: {}",
+                            String::from_utf8_lossy(bytes)
+                        ),
+                    }
+                });
+                let _ = self.lines.send(error.to_string());
+            }
+        }
+    }
+
+    /// Each event of a streamed answer (progress, then the result) as a
+    /// line, as it arrives.
+    async fn forward_events(&self, mut body: Body) {
+        let mut pending = String::new();
+        let mut data = String::new();
+        while let Some(frame) = body.frame().await {
+            let Ok(frame) = frame else {
+                break;
+            };
+            let Some(chunk) = frame.data_ref() else {
+                continue;
+            };
+            pending.push_str(&String::from_utf8_lossy(chunk));
+            while let Some(end) = pending.find('\n') {
+                let line: String = pending.drain(..=end).collect();
+                let line = line.trim_end_matches(['\n', '\r']);
+                if let Some(payload) = line.strip_prefix("data:") {
+                    data.push_str(payload.strip_prefix(' ').unwrap_or(payload));
+                } else if line.is_empty() && !data.is_empty() {
+                    self.answer(std::mem::take(&mut data).as_bytes(), StatusCode::OK);
+                }
+            }
+        }
+        if !data.is_empty() {
+            self.answer(data.as_bytes(), StatusCode::OK);
+        }
+    }
+}
