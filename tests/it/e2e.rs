@@ -83,7 +83,7 @@ fn client_command(program: &str, args: &[&str]) -> Command {
     command
 }
 
-fn node() -> Command {
+pub(crate) fn node() -> Command {
     assert!(
         project()
             .join("tests/e2e/node_modules/@modelcontextprotocol/sdk")
@@ -93,7 +93,7 @@ fn node() -> Command {
     client_command("node", &["ts_client.mjs"])
 }
 
-fn python() -> Command {
+pub(crate) fn python() -> Command {
     let venv = project().join(".venv/bin/python");
     assert!(
         venv.exists(),
@@ -113,7 +113,7 @@ fn python_modern() -> Command {
 }
 
 /// Runs a client to completion and returns its last JSON line.
-fn finish(mut command: Command) -> Value {
+pub(crate) fn finish(mut command: Command) -> Value {
     let output = command.output().expect("running the client");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(

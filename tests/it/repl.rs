@@ -5,10 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_v8_lambda::engine::{Engine, EngineConfig, RunOutcome, RunRequest, RunStatus};
+use mcp_v8_lambda::engine::{Engine, EngineConfig, RunOutcome, RunReport, RunRequest, RunStatus};
 use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore};
-
-use crate::common::engine::run;
 
 /// Code agents write, the same code without `await`, and the result both
 /// give (so the result is what a classic script gives).
@@ -60,17 +58,22 @@ pub const READS: &str = "[typeof v, l, c, f(), new K().five, a, d, k, data, inc(
 pub const READ_BACK: &str = "\"number,2,3,4,5,6,7,eight,nine,2,2\"";
 
 async fn request(engine: &Engine, code: &str, heap: Option<&HeapKey>) -> RunOutcome {
-    run(
-        engine,
-        RunRequest {
+    report(engine, code, heap).await.outcome
+}
+
+/// The whole report of a run of `code` from `heap`, stateful when the
+/// engine has a store.
+async fn report(engine: &Engine, code: &str, heap: Option<&HeapKey>) -> RunReport {
+    engine
+        .run(RunRequest {
             code: code.into(),
             stateful: engine.heaps().is_some(),
             heap: heap.cloned(),
             timeout: Some(Duration::from_secs(30)),
             ..Default::default()
-        },
-    )
-    .await
+        })
+        .await
+        .expect("request accepted")
 }
 
 fn completed(code: &str, outcome: &RunOutcome) -> String {
@@ -360,31 +363,12 @@ pub const DISPLAYED: &[(&str, &str, Option<&str>)] = &[
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn values_are_displayed_as_a_repl_shows_them_in_every_mode() {
     let mut modes = modes();
-    let check = |engine_report: mcp_v8_lambda::engine::RunReport,
-                 code: &str,
-                 shown: &str,
-                 result: Option<&str>| {
+    let check = |engine_report: RunReport, code: &str, shown: &str, result: Option<&str>| {
         let outcome = &engine_report.outcome;
         assert_eq!(outcome.status, RunStatus::Completed, "{code}: {outcome:#?}");
         assert_eq!(engine_report.display.as_deref(), Some(shown), "{code}");
         assert_eq!(outcome.result.as_deref(), result, "{code}");
     };
-    async fn report(
-        engine: &Engine,
-        code: &str,
-        heap: Option<&HeapKey>,
-    ) -> mcp_v8_lambda::engine::RunReport {
-        engine
-            .run(RunRequest {
-                code: code.into(),
-                stateful: engine.heaps().is_some(),
-                heap: heap.cloned(),
-                timeout: Some(Duration::from_secs(30)),
-                ..Default::default()
-            })
-            .await
-            .expect("request accepted")
-    }
     for engine in &modes.stateless {
         for (code, shown, result) in DISPLAYED {
             check(report(engine, code, None).await, code, shown, *result);

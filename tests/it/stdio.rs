@@ -8,6 +8,8 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde_json::{Value, json};
 
+use crate::e2e;
+
 fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_mcp-v8-lambda")
 }
@@ -91,45 +93,20 @@ impl Drop for Process {
     }
 }
 
-fn client(program: &str, script: &str) -> Command {
-    let mut command = Command::new(program);
-    command.arg(script).current_dir(project().join("tests/e2e"));
-    command
-}
-
-fn succeeds(mut command: Command) -> Value {
-    let output = command.output().expect("running the client");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "client failed: {}\nstdout:\n{stdout}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_str(stdout.lines().last().expect("a last line")).unwrap()
-}
-
 /// Each official stdio client: tools/list, two runs continued with
 /// "latest", the session log and its resource, then a second process on the
 /// same data directory continues the session.
 #[test]
 fn the_official_stdio_clients_keep_a_session_across_two_processes() {
-    for (program, script) in [
-        ("node".to_owned(), "ts_client.mjs"),
-        (
-            project().join(".venv/bin/python").display().to_string(),
-            "py_client.py",
-        ),
-    ] {
+    for mut command in [e2e::node(), e2e::python()] {
         let dir = tempfile::tempdir().unwrap();
-        let mut command = client(&program, script);
         command.args([binary(), "stdio", dir.path().to_str().unwrap()]);
-        let done = succeeds(command);
-        assert_eq!(done["event"], "done", "{script}: {done}");
+        let done = e2e::finish(command);
+        assert_eq!(done["event"], "done", "{done}");
         let heap = done["heap"].as_str().unwrap();
         assert!(
             dir.path().join("heaps").join(heap).exists(),
-            "{script}: the last heap is in the data directory"
+            "the last heap is in the data directory: {done}"
         );
     }
 }

@@ -15,11 +15,20 @@ pub(crate) fn inspect<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     value: v8::Local<'s, v8::Value>,
 ) -> String {
+    render(scope, value, true)
+}
+
+/// `value` rendered, its top-level string bare when `bare_string`.
+fn render<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    value: v8::Local<'s, v8::Value>,
+    bare_string: bool,
+) -> String {
     let mut w = Writer {
         out: String::new(),
         seen: Vec::new(),
     };
-    w.value(scope, value, 0, true);
+    w.value(scope, value, 0, bare_string);
     if w.out.len() > MAX_LEN {
         let cut = w.out.floor_char_boundary(MAX_LEN);
         w.out.truncate(cut);
@@ -52,17 +61,7 @@ pub(crate) fn render_result<'s>(
 
 /// `value` as a REPL displays it: strings quoted, so `'2'` and `2` differ.
 fn display<'s>(scope: &mut v8::PinScope<'s, '_>, value: v8::Local<'s, v8::Value>) -> String {
-    let mut w = Writer {
-        out: String::new(),
-        seen: Vec::new(),
-    };
-    w.value(scope, value, 0, false);
-    if w.out.len() > MAX_LEN {
-        let cut = w.out.floor_char_boundary(MAX_LEN);
-        w.out.truncate(cut);
-        w.out.push('…');
-    }
-    w.out
+    render(scope, value, false)
 }
 
 fn json_or_readable<'s>(
