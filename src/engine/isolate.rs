@@ -104,6 +104,7 @@ fn snapshot(isolate: v8::OwnedIsolate, handling: CodeHandling, result: &mut JobR
         None => {
             result.status = RunStatus::Failed;
             result.result = None;
+            result.display = None;
             result.error = Some(RunError::new(
                 "SnapshotError",
                 "V8 could not create a snapshot of the heap",

@@ -513,9 +513,10 @@ async fn hostile_runs_under_the_lambda_entry_end_in_tool_results() {
     assert_eq!(run("1 + 1", Some("hostile")).await["result"], "2");
 }
 
-/// Top-level `await` keeps declarations and completion values, and
-/// unhandled rejections are warnings, under the Lambda entry, where
-/// stateful runs share the function's own process.
+/// Top-level `await` keeps declarations and completion values, positions
+/// are those of the code as sent, the model reads values as a REPL shows
+/// them, and unhandled rejections are warnings, under the Lambda entry,
+/// where stateful runs share the function's own process.
 #[tokio::test]
 async fn top_level_await_keeps_declarations_under_the_lambda_entry() {
     let dir = tempfile::tempdir().unwrap();
@@ -532,6 +533,27 @@ async fn top_level_await_keeps_declarations_under_the_lambda_entry() {
     )
     .await;
     assert_eq!(read["result"], crate::repl::READ_BACK, "{read}");
+    for (code, at) in crate::repl::POSITIONS {
+        let outcome = run_js_2026(&app, code, None).await;
+        let stack = outcome["error"]["stack"].as_str().unwrap_or_default();
+        assert!(stack.contains(&format!("at {at}")), "{code}: {outcome}");
+    }
+    for (code, shown, result) in crate::repl::DISPLAYED {
+        let call = event_2026(
+            "tools/call",
+            Some("run_js"),
+            serde_json::json!({"name": "run_js", "arguments": {"code": code}}),
+        );
+        let (_, _, body) = invoke(&app, &call).await;
+        let text: Value =
+            serde_json::from_str(body["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(text["result"], *shown, "{code}: {body}");
+        assert_eq!(
+            body["result"]["structuredContent"]["result"],
+            serde_json::json!(result),
+            "{code}: {body}"
+        );
+    }
     for (code, says) in crate::repl::REJECTIONS {
         let outcome = run_js_2026(&app, code, None).await;
         assert_eq!(outcome["result"], "\"after\"", "{code}: {outcome}");
