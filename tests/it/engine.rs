@@ -772,3 +772,47 @@ async fn a_heap_stored_with_read_only_promotion_still_restores() {
     let fresh_again = f.stateful("o[sym] + f(10)", fresh.heap.as_ref()).await;
     assert_eq!(completed(&fresh_again), "60");
 }
+
+/// The marker of output cut in the middle reads in docs/tools.md as the
+/// code writes it, numbers standing as D, N, H and T.
+#[tokio::test]
+async fn the_output_marker_is_the_one_docs_tools_md_shows() {
+    let engine = Engine::new(
+        EngineConfig {
+            max_output_bytes: 1000,
+            ..EngineConfig::default()
+        },
+        None,
+    );
+    let outcome = engine::stateless(
+        &engine,
+        "for (let i = 0; i < 300; i++) console.log('line ' + i)",
+    )
+    .await;
+    let marker = outcome
+        .output
+        .lines()
+        .find(|l| l.starts_with("[output truncated:"))
+        .unwrap_or_else(|| panic!("{}", outcome.output));
+    let mut letters = ["D", "N", "H", "T"].into_iter();
+    let mut shown = String::new();
+    let mut digits = false;
+    for c in marker.chars() {
+        if c.is_ascii_digit() {
+            if !digits {
+                shown.push_str(letters.next().expect("four numbers"));
+            }
+            digits = true;
+        } else {
+            digits = false;
+            shown.push(c);
+        }
+    }
+    let docs =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/tools.md")).unwrap();
+    let docs = docs.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        docs.contains(&format!("`{shown}`")),
+        "{shown} is not in docs/tools.md"
+    );
+}
