@@ -8,7 +8,10 @@
 //! session's id and protocol version, which an HTTP client repeats in
 //! headers, are kept here; `--session NAME` plays the `X-MCP-Session-Id`
 //! header. 2026-07-28 messages carry their version in `_meta` and get the
-//! headers that era asks for, derived from the message itself.
+//! headers that era asks for, derived from the message itself. A desktop
+//! client keeps its server for days, past the transport session's
+//! lifetime, and cannot know it ended: the process initializes a new one
+//! with the client's own `initialize` and retries the message.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -38,6 +41,8 @@ pub struct StdioOptions {
 struct Negotiated {
     session_id: Option<String>,
     protocol_version: Option<String>,
+    /// The client's `initialize`, sent again when the session expires.
+    initialize: Option<String>,
 }
 
 /// Serves MCP on `input` and `output` until `input` ends. Messages are
@@ -136,24 +141,23 @@ struct Exchange {
 
 impl Exchange {
     async fn handle(self, message: Message) {
-        let request = self.request(&message);
-        let response = match self.router.clone().oneshot(request).await {
-            Ok(response) => response,
-            Err(never) => match never {},
-        };
+        let initialize = message.method.as_deref() == Some(method::INITIALIZE);
+        let mut response = self.send(&message).await;
+        if response.status() == StatusCode::NOT_FOUND
+            && !initialize
+            && message.stateless_version.is_none()
+            && self.renew().await
+        {
+            response = self.send(&message).await;
+        }
         let (parts, body) = response.into_parts();
         if parts.status == StatusCode::ACCEPTED {
             return;
         }
-        if message.method.as_deref() == Some(method::INITIALIZE) {
-            let session_id = parts
-                .headers
-                .get(names::SESSION_ID)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            if session_id.is_some() {
-                self.lock().session_id = session_id;
-            }
+        if initialize && let Some(id) = session_id(&parts.headers) {
+            let mut negotiated = self.lock();
+            negotiated.session_id = Some(id);
+            negotiated.initialize = Some(message.line.clone());
         }
         let streamed = parts
             .headers
@@ -167,6 +171,31 @@ impl Exchange {
                 Err(e) => tracing::warn!(error = %e, "reading an answer for stdio failed"),
             }
         }
+    }
+
+    async fn send(&self, message: &Message) -> axum::response::Response {
+        match self.router.clone().oneshot(self.request(message)).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        }
+    }
+
+    /// A new transport session from the client's own `initialize`, after
+    /// the last one expired; whether there is one.
+    async fn renew(&self) -> bool {
+        let Some(line) = self.lock().initialize.clone() else {
+            return false;
+        };
+        self.lock().session_id = None;
+        let answer = self.send(&Message::parse(line)).await;
+        let Some(id) = session_id(answer.headers()) else {
+            return false;
+        };
+        self.lock().session_id = Some(id);
+        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        self.send(&Message::parse(initialized.to_owned())).await;
+        tracing::info!("the transport session expired; stdio initialized a new one");
+        true
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Negotiated> {
@@ -272,4 +301,11 @@ impl Exchange {
             self.answer(data.as_bytes(), StatusCode::OK);
         }
     }
+}
+
+fn session_id(headers: &axum::http::HeaderMap) -> Option<String> {
+    headers
+        .get(names::SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
 }

@@ -27,11 +27,16 @@ struct Process {
 
 impl Process {
     fn start(data_dir: &Path, extra: &[&str]) -> Self {
+        Self::start_with(data_dir, extra, &[])
+    }
+
+    fn start_with(data_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(binary())
             .arg("stdio")
             .arg("--data-dir")
             .arg(data_dir)
             .args(extra)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -233,4 +238,24 @@ fn the_readme_quickstart_calls_give_what_the_readme_says() {
         assert_eq!(text["result"], expected, "{arguments}: {result}");
         assert_eq!(text["warnings"], json!([]), "{arguments}: {result}");
     }
+}
+
+/// A desktop client keeps its server for days; the transport session
+/// expires meanwhile and the client cannot know: the process initializes a
+/// new one and the call is answered, in the same logical session.
+#[test]
+fn an_expired_transport_session_is_renewed_without_the_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut process = Process::start_with(
+        dir.path(),
+        &["--session", "long-lived"],
+        &[("MCP_V8_SESSION_TTL_SECS", "2")],
+    );
+    process.initialize();
+    let first = process.run_js(1, json!({"code": "globalThis.n = 1; n"}));
+    assert_eq!(first["structuredContent"]["result"], "1", "{first}");
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let second = process.run_js(2, json!({"code": "n + 1", "heap": "latest"}));
+    assert_eq!(second["isError"], false, "{second}");
+    assert_eq!(second["structuredContent"]["result"], "2", "{second}");
 }
