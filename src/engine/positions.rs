@@ -54,36 +54,40 @@ impl Positions {
         Some((token.get_src_line() + 1, token.get_src_col() + offset + 1))
     }
 
-    /// `text` with every `run_js.js:L:C` (and a SyntaxError's `(line L,
-    /// column C)`) mapped to the original text.
-    pub(crate) fn remap<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        if !text.contains(SCRIPT_NAME) && !text.contains("(line ") {
+    /// `text` with every `run_js.js:L:C` mapped to the original text, and
+    /// with `message` a SyntaxError's `(line L, column C)` too (which only
+    /// an error's message has; in console output it is the code's own text).
+    pub(crate) fn remap<'t>(&self, text: &'t str, message: bool) -> Cow<'t, str> {
+        let positioned = text.contains(SCRIPT_NAME) || (message && text.contains("(line "));
+        if !positioned {
             return Cow::Borrowed(text);
         }
         let mut out = String::with_capacity(text.len());
         for line in text.split_inclusive('\n') {
-            if let Some(mapped) = self.remap_line(line) {
+            if let Some(mapped) = self.remap_line(line, message) {
                 out.push_str(&mapped);
             }
         }
         Cow::Owned(out)
     }
 
-    /// `text` remapped where it holds positions.
-    pub(crate) fn remap_in_place(&self, text: &mut String) {
-        if let Cow::Owned(mapped) = self.remap(text) {
+    /// `text` remapped where it holds positions ([`Self::remap`]).
+    pub(crate) fn remap_in_place(&self, text: &mut String, message: bool) {
+        if let Cow::Owned(mapped) = self.remap(text, message) {
             *text = mapped;
         }
     }
 
     /// One line of text remapped; `None` drops it (a frame of the wrapper).
-    fn remap_line(&self, line: &str) -> Option<String> {
+    fn remap_line(&self, line: &str, message: bool) -> Option<String> {
         let mut out = String::with_capacity(line.len());
         let mut rest = line;
         let mut unmapped_frame = false;
         loop {
             let script = rest.find(SCRIPT_NAME).map(|at| (at, Form::Script));
-            let syntax = rest.find("(line ").map(|at| (at, Form::Syntax));
+            let syntax = message
+                .then(|| rest.find("(line ").map(|at| (at, Form::Syntax)))
+                .flatten();
             let next = match (script, syntax) {
                 (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
                 (a, b) => a.or(b),
@@ -292,15 +296,23 @@ mod tests {
         let stack =
             "ReferenceError: boom is not defined\n    at run_js.js:2:4\n    at run_js.js:1:3\n";
         assert_eq!(
-            positions.remap(stack),
+            positions.remap(stack, true),
             "ReferenceError: boom is not defined\n    at run_js.js:2:1\n"
         );
         assert_eq!(
-            positions.remap("Unexpected token (line 2, column 5)"),
+            positions.remap("Unexpected token (line 2, column 5)", true),
             "Unexpected token (line 2, column 2)"
         );
+        // Console output keeps a `(line …)` of its own.
+        assert_eq!(
+            positions.remap("read (line 2, column 5)", false),
+            "read (line 2, column 5)"
+        );
         // Text without positions is borrowed as it is; a half position too.
-        assert!(matches!(positions.remap("no position"), Cow::Borrowed(_)));
-        assert_eq!(positions.remap("run_js.js:x"), "run_js.js:x");
+        assert!(matches!(
+            positions.remap("no position", true),
+            Cow::Borrowed(_)
+        ));
+        assert_eq!(positions.remap("run_js.js:x", true), "run_js.js:x");
     }
 }

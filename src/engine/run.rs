@@ -103,15 +103,15 @@ impl JobResult {
     /// code before that step.
     pub(crate) fn remap(&mut self, positions: &Positions) {
         if let Some(error) = &mut self.error {
-            positions.remap_in_place(&mut error.message);
+            positions.remap_in_place(&mut error.message, true);
             if let Some(stack) = &mut error.stack {
-                positions.remap_in_place(stack);
+                positions.remap_in_place(stack, true);
             }
         }
         for warning in &mut self.warnings {
-            positions.remap_in_place(warning);
+            positions.remap_in_place(warning, false);
         }
-        positions.remap_in_place(&mut self.output);
+        positions.remap_in_place(&mut self.output, false);
     }
 
     /// `self`, cancelled when `control` says the caller cancelled the run.
