@@ -15,7 +15,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, Request, StatusCode, header};
 use http_body_util::BodyExt;
 use serde_json::Value;
@@ -42,7 +42,7 @@ struct Negotiated {
     session_id: Option<String>,
     protocol_version: Option<String>,
     /// The client's `initialize`, sent again when the session expires.
-    initialize: Option<String>,
+    initialize: Option<Bytes>,
 }
 
 /// Serves MCP on `input` and `output` until `input` ends. Messages are
@@ -73,13 +73,21 @@ where
     let negotiated = Arc::new(Mutex::new(Negotiated::default()));
     let router = router(app);
     let options = Arc::new(options);
-    let mut input = input.lines();
+    let mut input = input;
     let mut running = tokio::task::JoinSet::new();
-    while let Some(line) = input.next_line().await? {
-        if line.trim().is_empty() {
+    let mut bytes = Vec::new();
+    loop {
+        bytes.clear();
+        if input.read_until(b'\n', &mut bytes).await? == 0 {
+            break;
+        }
+        // The bytes as sent: what is not JSON (or not UTF-8) gets the
+        // router's parse error.
+        let line = bytes.trim_ascii_end();
+        if line.trim_ascii().is_empty() {
             continue;
         }
-        let message = Message::parse(line);
+        let message = Message::parse(Bytes::copy_from_slice(line));
         let exchange = Exchange {
             router: router.clone(),
             options: options.clone(),
@@ -102,7 +110,7 @@ where
 
 /// One line of input and what the transport needs to know of it.
 struct Message {
-    line: String,
+    line: Bytes,
     method: Option<String>,
     /// `tools/call`'s tool, for the 2026-07-28 name header.
     tool: Option<String>,
@@ -111,8 +119,8 @@ struct Message {
 }
 
 impl Message {
-    fn parse(line: String) -> Self {
-        let json: Option<Value> = serde_json::from_str(&line).ok();
+    fn parse(line: Bytes) -> Self {
+        let json: Option<Value> = serde_json::from_slice(&line).ok();
         let text = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_owned);
         let method = text(json.as_ref().and_then(|j| j.get("method")));
         let params = json.as_ref().and_then(|j| j.get("params"));
@@ -193,7 +201,8 @@ impl Exchange {
         };
         self.lock().session_id = Some(id);
         let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-        self.send(&Message::parse(initialized.to_owned())).await;
+        self.send(&Message::parse(Bytes::from_static(initialized.as_bytes())))
+            .await;
         tracing::info!("the transport session expired; stdio initialized a new one");
         true
     }

@@ -128,6 +128,14 @@ fn a_malformed_line_gets_a_parse_error_and_the_process_keeps_serving() {
     let error = process.receive();
     assert_eq!(error["error"]["code"], -32700, "{error}");
     assert_eq!(error["id"], Value::Null, "{error}");
+    // Nor are bytes that are not UTF-8.
+    let stdin = process.stdin.as_mut().unwrap();
+    stdin
+        .write_all(b"{\"jsonrpc\": \"2.0\", \"id\": 9, \"method\": \"\xff\xfe\"}\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    let error = process.receive();
+    assert_eq!(error["error"]["code"], -32700, "{error}");
     let first = process.run_js(1, json!({"code": "globalThis.n = 41; n", "heap": "latest"}));
     assert_eq!(first["structuredContent"]["status"], "completed", "{first}");
     let second = process.run_js(2, json!({"code": "n + 1", "heap": "latest"}));
