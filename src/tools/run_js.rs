@@ -368,30 +368,40 @@ async fn resolve_latest(
 }
 
 /// A warning when a call in a logical session that has runs leaves out
-/// `heap`: the run starts fresh, and the session's newest entry will be
+/// `heap`: the run started fresh, and the session's newest entry is now
 /// this fresh state, so a model that meant to continue must be told.
+/// `logged_at` is the index the run's own log entry got: the count of the
+/// runs before it, known without a read. A run that logged nothing (it
+/// failed: often the `ReferenceError` of a forgotten `heap`) reads the log.
 async fn fresh_start_warning(
     toolbox: &Toolbox,
     context: CallContext<'_>,
     planned: &Planned,
+    logged_at: Option<u64>,
 ) -> Option<String> {
     if !planned.heap_omitted || planned.implied_latest || toolbox.stateless {
         return None;
     }
     let session = planned.logical_session.as_ref()?;
-    let last = match toolbox.meta.last_log_entry(context.tenant, session).await {
-        Ok(last) => last?,
-        Err(e) => {
-            tracing::warn!(error = %e, "could not read the session log to check for a fresh start");
-            return None;
-        }
+    let earlier = match logged_at {
+        Some(index) => index,
+        None => match toolbox.meta.last_log_entry(context.tenant, session).await {
+            Ok(last) => last.map_or(0, |entry| entry.index + 1),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the session log to check for a fresh start");
+                return None;
+            }
+        },
     };
+    if earlier == 0 {
+        return None;
+    }
     Some(format!(
         "this run started from a fresh isolate because heap was omitted, although session {:?} has {} \
          earlier run(s): nothing they defined exists here. Pass heap: \"latest\" (or a heap key) to \
          continue the session's state; pass heap: \"\" to start fresh on purpose without this warning",
         session.as_str(),
-        last.index + 1
+        earlier
     ))
 }
 
@@ -410,9 +420,6 @@ pub(super) async fn call(
     {
         return CallToolResult::error(message);
     }
-    if let Some(warning) = fresh_start_warning(toolbox, context, &planned).await {
-        planned.warnings.push(warning);
-    }
     let heap = planned.request.heap.as_ref().map(HeapKey::as_str);
     let span = tracing::Span::current();
     span.record("input_heap", heap);
@@ -420,7 +427,8 @@ pub(super) async fn call(
         span.record("logical_session", name.as_str());
     }
     let started = now_millis();
-    let report = match toolbox.engine.run(planned.request).await {
+    let request = std::mem::take(&mut planned.request);
+    let report = match toolbox.engine.run(request).await {
         Ok(report) => report,
         Err(e) => return CallToolResult::error(e.to_string()),
     };
@@ -430,12 +438,12 @@ pub(super) async fn call(
     span.record("execution_id", outcome.execution_id.to_string());
     span.record("status", outcome.status.as_str());
     span.record("heap", outcome.heap.as_ref().map(HeapKey::as_str));
-    outcome.warnings.extend(planned.warnings);
+    outcome.warnings.append(&mut planned.warnings);
     // A stateless server keeps nothing: no tool could read a record. A
     // cancelled run leaves nothing either: no log entry, no record.
-    let metadata_failed = !toolbox.stateless
-        && outcome.status != RunStatus::Cancelled
-        && !record(
+    let mut metadata_failed = false;
+    if !toolbox.stateless && outcome.status != RunStatus::Cancelled {
+        let recorded = record(
             toolbox,
             context.tenant,
             &mut outcome,
@@ -445,6 +453,14 @@ pub(super) async fn call(
             planned.tags.as_ref(),
         )
         .await;
+        metadata_failed = !recorded.written;
+        // After the record: the warning needs the index the log gave the
+        // run. The execution record keeps the run's own warnings.
+        let warning = fresh_start_warning(toolbox, context, &planned, recorded.logged_at).await;
+        if let Some(warning) = warning {
+            outcome.warnings.push(warning);
+        }
+    }
     let is_error = outcome.status != RunStatus::Completed || metadata_failed;
     fitted(outcome, display, is_error, structured)
 }
@@ -522,8 +538,7 @@ fn fitted(
 /// Writes what a stateful run leaves behind: the log entry (with a logical
 /// session), the execution record, the tags. The heap is stored already;
 /// metadata that fails to follow is reported in `outcome.warnings`, never
-/// hidden, and the heap stays usable by its key. Returns whether all of it
-/// was written.
+/// hidden, and the heap stays usable by its key.
 async fn record(
     toolbox: &Toolbox,
     tenant: &Tenant,
@@ -532,8 +547,9 @@ async fn record(
     executed_code: String,
     logical_session: Option<&LogicalSession>,
     tags: Option<&Tags>,
-) -> bool {
+) -> Recorded {
     let mut written = true;
+    let mut logged_at = None;
     let completed_heap = match (outcome.status, &outcome.heap) {
         (RunStatus::Completed, Some(heap)) => Some(heap.clone()),
         _ => None,
@@ -557,11 +573,14 @@ async fn record(
         completed_at: rfc3339(completed_at),
         expires_at: unix_now() + toolbox.execution_ttl_secs,
     };
-    if let Err(e) = toolbox.meta.record_run(tenant, log, &execution).await {
-        outcome.warnings.push(format!(
-            "the session log entry and execution record were not written: {e}"
-        ));
-        written = false;
+    match toolbox.meta.record_run(tenant, log, &execution).await {
+        Ok(index) => logged_at = index,
+        Err(e) => {
+            outcome.warnings.push(format!(
+                "the session log entry and execution record were not written: {e}"
+            ));
+            written = false;
+        }
     }
     if let (Some(output_heap), Some(tags)) = (&completed_heap, tags)
         && let Err(e) = toolbox.meta.set_tags(tenant, output_heap, tags).await
@@ -569,7 +588,15 @@ async fn record(
         outcome.warnings.push(format!("the tags were not set: {e}"));
         written = false;
     }
-    written
+    Recorded { written, logged_at }
+}
+
+/// What [`record`] wrote.
+struct Recorded {
+    /// All of it.
+    written: bool,
+    /// The index of the run's log entry, when it has one.
+    logged_at: Option<u64>,
 }
 
 #[cfg(test)]

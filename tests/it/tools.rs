@@ -632,6 +632,11 @@ async fn an_omitted_heap_in_a_session_with_runs_warns_of_the_fresh_start() {
         !warning.contains("LogicalSession("),
         "no debug text: {warning}"
     );
+    // A run that fails for the missing state (it logs nothing) says so too.
+    let failed = s.call(&sid, json!({"code": "kept + 1"})).await;
+    assert_eq!(failed["isError"], true, "{failed}");
+    let warnings = failed["structuredContent"]["warnings"].to_string();
+    assert!(warnings.contains("2 earlier run"), "{failed}");
     let on_purpose = run(&s, &sid, "typeof kept", Some("")).await;
     assert_eq!(on_purpose["warnings"], json!([]), "{on_purpose}");
     // The newest entry is now a fresh heap: "latest" continues from it.
