@@ -262,15 +262,14 @@ impl Engine {
         if let Some(positions) = &prepared.positions {
             result.remap(positions);
         }
+        report.display = result
+            .display
+            .map(|text| cap_text(text, self.config.max_result_bytes, "result"));
         let outcome = &mut report.outcome;
         outcome.status = result.status;
         outcome.result = result
             .result
             .map(|text| cap_text(text, self.config.max_result_bytes, "result"));
-        report.display = result
-            .display
-            .map(|text| cap_text(text, self.config.max_result_bytes, "result"));
-        let outcome = &mut report.outcome;
         outcome.output = result.output;
         outcome.fetches = result.fetches;
         outcome.error = result.error;

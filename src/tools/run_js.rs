@@ -7,9 +7,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::schema;
-use super::toolbox::{
-    CallContext, MAX_RESULT_JSON_BYTES, Toolbox, fits_one_response, structured_result,
-};
+use super::toolbox::{CallContext, MAX_RESULT_JSON_BYTES, Toolbox, fits_one_response, json_result};
 use crate::clock::unix_now;
 use crate::engine::{Language, RunOutcome, RunRequest, RunStatus, cap_text, cap_text_ends};
 use crate::heap::HeapKey;
@@ -475,16 +473,16 @@ fn shaped(
     is_error: bool,
     structured: bool,
 ) -> CallToolResult {
-    let mut result = structured_result(outcome, is_error, structured);
-    if outcome.status == RunStatus::Completed
-        && let Some(display) = display
-        && let serde_json::Value::Object(mut fields) =
-            serde_json::to_value(outcome).expect("outcomes serialize")
-    {
-        fields.insert("result".into(), display.into());
-        result.content[0].text = serde_json::Value::Object(fields).to_string();
-    }
-    result
+    let json = serde_json::to_value(outcome).expect("outcomes serialize");
+    let text = match display {
+        Some(display) if outcome.status == RunStatus::Completed => {
+            let mut shown = json.clone();
+            shown["result"] = display.into();
+            shown.to_string()
+        }
+        _ => json.to_string(),
+    };
+    json_result(text, json, is_error, structured)
 }
 
 /// The tool result of `outcome`, with `output` and `result` cut, the longer

@@ -92,11 +92,19 @@ pub(super) fn structured_result<T: serde::Serialize>(
     structured: bool,
 ) -> CallToolResult {
     let json = serde_json::to_value(value).expect("tool results serialize");
+    json_result(json.to_string(), json, is_error, structured)
+}
+
+/// A tool result whose text is `text` and whose structured content, where
+/// the protocol has it, is `json`.
+pub(super) fn json_result(
+    text: String,
+    json: serde_json::Value,
+    is_error: bool,
+    structured: bool,
+) -> CallToolResult {
     CallToolResult {
-        content: vec![TextContent {
-            kind: "text",
-            text: json.to_string(),
-        }],
+        content: vec![TextContent { kind: "text", text }],
         structured_content: structured.then_some(json),
         is_error,
     }
