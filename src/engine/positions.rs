@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use oxc_sourcemap::{SourceMap, SourceMapBuilder};
+use oxc_sourcemap::{SourceMap, SourceMapBuilder, Token};
 
 /// The script name V8 reports positions under.
 pub(crate) const SCRIPT_NAME: &str = "run_js.js";
@@ -45,11 +45,17 @@ impl Positions {
     }
 
     /// The 1-based position in the original text of 1-based `(line,
-    /// column)` in the generated one, if the map knows it.
+    /// column)` in the generated one, if the map knows it (the tests' way
+    /// in; [`Self::remap`] makes the lookup table once per text).
+    #[cfg(test)]
     pub(crate) fn original(&self, line: u32, column: u32) -> Option<(u32, u32)> {
+        self.original_in(&self.map.generate_lookup_table(), line, column)
+    }
+
+    /// [`Self::original`] with the map's lookup table made already.
+    fn original_in(&self, table: &[&[Token]], line: u32, column: u32) -> Option<(u32, u32)> {
         let (line, column) = (line.checked_sub(1)?, column.checked_sub(1)?);
-        let table = self.map.generate_lookup_table();
-        let token = self.map.lookup_token(&table, line, column)?;
+        let token = self.map.lookup_token(table, line, column)?;
         let offset = column - token.get_dst_col();
         Some((token.get_src_line() + 1, token.get_src_col() + offset + 1))
     }
@@ -62,9 +68,10 @@ impl Positions {
         if !positioned {
             return Cow::Borrowed(text);
         }
+        let table = self.map.generate_lookup_table();
         let mut out = String::with_capacity(text.len());
         for line in text.split_inclusive('\n') {
-            if let Some(mapped) = self.remap_line(line, message) {
+            if let Some(mapped) = self.remap_line(&table, line, message) {
                 out.push_str(&mapped);
             }
         }
@@ -79,7 +86,7 @@ impl Positions {
     }
 
     /// One line of text remapped; `None` drops it (a frame of the wrapper).
-    fn remap_line(&self, line: &str, message: bool) -> Option<String> {
+    fn remap_line(&self, table: &[&[Token]], line: &str, message: bool) -> Option<String> {
         let mut out = String::with_capacity(line.len());
         let mut rest = line;
         let mut unmapped_frame = false;
@@ -100,7 +107,7 @@ impl Positions {
             out.push_str(head);
             match form.parse(tail) {
                 Some((line_no, column, len)) => {
-                    match self.original(line_no, column) {
+                    match self.original_in(table, line_no, column) {
                         Some((l, c)) => out.push_str(&form.print(l, c)),
                         None => {
                             unmapped_frame = true;
