@@ -5,6 +5,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -171,12 +172,11 @@ async fn open_local(
         match app::app(config, data_dir, aws) {
             Ok(app) => return Ok(app),
             Err(e)
-                if e.to_string().contains("already open")
-                    && started.elapsed() < std::time::Duration::from_secs(5) =>
+                if held_by_another_process(&*e) && started.elapsed() < Duration::from_secs(5) =>
             {
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            Err(e) if e.to_string().contains("already open") => {
+            Err(e) if held_by_another_process(&*e) => {
                 return Err(anyhow::anyhow!(
                     "the data directory {} is in use by another mcp-v8-lambda process (its database \
                      takes one process at a time): give this client its own --data-dir, or run one \
@@ -190,6 +190,15 @@ async fn open_local(
             }
         }
     }
+}
+
+/// Whether opening the embedded database failed because another process
+/// holds it.
+fn held_by_another_process(error: &(dyn std::error::Error + 'static)) -> bool {
+    matches!(
+        error.downcast_ref::<redb::DatabaseError>(),
+        Some(redb::DatabaseError::DatabaseAlreadyOpen)
+    )
 }
 
 async fn shutdown_signal() {

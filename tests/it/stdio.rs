@@ -267,3 +267,27 @@ fn an_expired_transport_session_is_renewed_without_the_client() {
     assert_eq!(second["isError"], false, "{second}");
     assert_eq!(second["structuredContent"]["result"], "2", "{second}");
 }
+
+/// A second process on a data directory another one holds waits for it a
+/// little (a restarting client's old process), then says what to do.
+#[test]
+fn a_data_directory_in_use_is_refused_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut holder = Process::start(dir.path(), &[]);
+    holder.initialize();
+    let output = Command::new(binary())
+        .arg("stdio")
+        .arg("--data-dir")
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("is in use by another mcp-v8-lambda process"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--data-dir"), "{stderr}");
+    assert!(output.stdout.is_empty(), "nothing on stdout");
+}
