@@ -30,11 +30,7 @@ pub(super) fn end(isolate: &mut v8::Isolate) {
 extern "C" fn on_reject(message: v8::PromiseRejectMessage) {
     v8::callback_scope!(unsafe scope, &message);
     let promise = message.get_promise();
-    let event = message.get_event();
-    let Some(Unhandled(list)) = scope.get_slot_mut::<Unhandled>() else {
-        return;
-    };
-    match event {
+    match message.get_event() {
         v8::PromiseRejectEvent::PromiseRejectWithNoHandler => {
             let global = v8::Global::new(scope, promise);
             if let Some(Unhandled(list)) = scope.get_slot_mut::<Unhandled>() {
@@ -42,9 +38,8 @@ extern "C" fn on_reject(message: v8::PromiseRejectMessage) {
             }
         }
         v8::PromiseRejectEvent::PromiseHandlerAddedAfterReject => {
-            let position = list.iter().position(|kept| *kept == promise);
-            if let Some(position) = position {
-                list.remove(position);
+            if let Some(Unhandled(list)) = scope.get_slot_mut::<Unhandled>() {
+                list.retain(|kept| *kept != promise);
             }
         }
         _ => {}
