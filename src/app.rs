@@ -2,7 +2,7 @@
 //! an engine, tools and the HTTP [`App`]. `serve`, the Lambda entry and the
 //! tests all build through here, so what they run is wired one way.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,6 +15,7 @@ use crate::heap::{
     FileHeapStore, HeapStore, MemoryCacheHeapStore, S3HeapStore, WriteThroughCacheHeapStore,
 };
 use crate::meta::{DynamoMetaStore, MetaStore, MetaTables, RedbMetaStore};
+use crate::packages::{DirPackageStore, PackageStore, Packages, S3PackageStore};
 use crate::server::McpServer;
 use crate::session::{DynamoSessionStore, RedbSessionStore, SessionStore};
 use crate::tenant::Tenancy;
@@ -32,6 +33,8 @@ pub struct Stores {
     pub meta: Arc<dyn MetaStore>,
     /// Heaps; `None` for a stateless server.
     pub heaps: Option<Arc<dyn HeapStore>>,
+    /// The deployment's packages, for `import` and `require` in runs.
+    pub packages: Arc<Packages>,
 }
 
 impl Stores {
@@ -92,12 +95,44 @@ impl Stores {
                 )
             }
         };
+        let (store, local, fill) = package_store(config, data_dir, aws)?;
         Ok(Self {
             sessions,
             meta,
             heaps,
+            packages: Arc::new(Packages::new(store, local, fill)),
         })
     }
+}
+
+/// Where the deployment's packages are (`packages add` writes there; runs
+/// read), where runs read bundles from, and whether that is a cache to
+/// fill: beside the heaps in S3 when a bucket is set, with a cache next to
+/// the heap cache; else `<data_dir>/packages`, read in place.
+pub fn package_store<'a>(
+    config: &Config,
+    data_dir: &Path,
+    aws: impl Fn() -> Result<&'a Clients, &'static str>,
+) -> Result<(Arc<dyn PackageStore>, PathBuf, bool), BoxError> {
+    Ok(match &config.stores.heap_bucket {
+        Some(bucket) => {
+            let store = S3PackageStore::new(aws()?.s3.clone(), bucket, &config.stores.heap_prefix);
+            let cache = match &config.stores.heap_cache_dir {
+                Some(dir) => {
+                    let mut name = dir.file_name().unwrap_or_default().to_owned();
+                    name.push("-packages");
+                    dir.with_file_name(name)
+                }
+                None => std::env::temp_dir().join(format!("mcp-v8-packages-{bucket}")),
+            };
+            (Arc::new(store), cache, true)
+        }
+        None => {
+            let store = DirPackageStore::new(data_dir.join("packages"));
+            let local = store.bundle_dir();
+            (Arc::new(store), local, false)
+        }
+    })
 }
 
 /// The heap store of a stateful server, with its caches.
@@ -152,10 +187,11 @@ pub fn with_stores(config: &Config, stores: Stores) -> App {
         engine_workers: config.engine.workers,
         warm_isolates: config.engine.warm_isolates,
         fetch: config.egress.clone(),
+        max_module_bytes: config.packages.max_run_modules_mb * 1024 * 1024,
         ..defaults
     };
     let tools = Toolbox {
-        engine: Arc::new(Engine::new(engine_config, stores.heaps)),
+        engine: Arc::new(Engine::new(engine_config, stores.heaps).with_packages(stores.packages)),
         meta: stores.meta,
         stateless: config.stateless,
         execution_ttl_secs: config.stores.execution_ttl_secs,

@@ -42,6 +42,20 @@ pub struct Config {
     pub egress: crate::egress::FetchConfig,
     /// How the process logs.
     pub log: LogSettings,
+    /// Where packages come from and how large they may be.
+    pub packages: PackageSettings,
+}
+
+/// The packages' part of the configuration.
+#[derive(Debug, Clone)]
+pub struct PackageSettings {
+    /// `MCP_V8_NPM_REGISTRY`: where `packages add` resolves names (the
+    /// public registry when unset; `--registry` wins).
+    pub registry: Option<String>,
+    /// `MCP_V8_MAX_PACKAGE_MB`: largest bundle one package may have.
+    pub max_package_mb: usize,
+    /// `MCP_V8_MAX_RUN_MODULES_MB`: most module source one run may load.
+    pub max_run_modules_mb: usize,
 }
 
 /// The engine's part of the configuration.
@@ -415,6 +429,11 @@ impl Config {
             log: LogSettings {
                 format: vars.log_format()?,
                 level: vars.log_level(),
+            },
+            packages: PackageSettings {
+                registry: vars.non_empty("MCP_V8_NPM_REGISTRY"),
+                max_package_mb: vars.number("MCP_V8_MAX_PACKAGE_MB", 32, Least::One)?,
+                max_run_modules_mb: vars.number("MCP_V8_MAX_RUN_MODULES_MB", 64, Least::One)?,
             },
         })
     }

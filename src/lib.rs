@@ -23,6 +23,7 @@ pub mod heap;
 pub mod lambda;
 pub mod logs;
 pub mod meta;
+pub mod packages;
 pub mod protocol;
 pub mod server;
 pub mod session;

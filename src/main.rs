@@ -77,10 +77,100 @@ enum Command {
         #[arg(long)]
         session: Option<String>,
     },
+    /// Install, list or remove the npm packages runs may import (the
+    /// deployment's; in S3 beside the heaps when MCP_V8_HEAP_BUCKET is set,
+    /// else in DATA_DIR/packages).
+    Packages {
+        #[command(subcommand)]
+        action: PackagesAction,
+        /// The embedded store's directory, as `serve` takes it.
+        #[arg(long, global = true)]
+        data_dir: Option<PathBuf>,
+    },
     /// Create the DynamoDB tables (MCP_V8_TABLE_PREFIX, default mcp-v8-) and
     /// the S3 bucket (MCP_V8_HEAP_BUCKET) if missing, on the endpoint the
     /// standard AWS configuration names (AWS_ENDPOINT_URL, region, credentials).
     Setup,
+}
+
+#[derive(Subcommand)]
+enum PackagesAction {
+    /// Resolve, download, verify and bundle packages and their dependencies.
+    Add {
+        /// `name`, `name@version-or-range-or-tag`, or a path to a `.tgz`.
+        #[arg(required = true)]
+        specs: Vec<String>,
+        /// The npm registry (default: MCP_V8_NPM_REGISTRY, else
+        /// https://registry.npmjs.org/).
+        #[arg(long)]
+        registry: Option<String>,
+    },
+    /// The installed packages.
+    List,
+    /// Remove packages by name; heaps that imported them keep them.
+    Remove {
+        #[arg(required = true)]
+        names: Vec<String>,
+    },
+}
+
+/// `mcp-v8-lambda packages …`.
+async fn packages(
+    config: &Config,
+    action: PackagesAction,
+    data_dir: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    use mcp_v8_lambda::packages;
+    let data_dir = data_dir.unwrap_or_else(|| PathBuf::from(".mcp-v8"));
+    let aws = aws_clients(config).await;
+    let (store, _, _) = app::package_store(config, &data_dir, || {
+        aws.as_ref()
+            .ok_or("an AWS store is configured but no AWS clients were built")
+    })
+    .map_err(|e| anyhow::anyhow!(e))?;
+    match action {
+        PackagesAction::Add { specs, registry } => {
+            let options = packages::InstallOptions::new(
+                registry.as_deref().or(config.packages.registry.as_deref()),
+                config.packages.max_package_mb * 1024 * 1024,
+            )?;
+            let added = packages::add(store.as_ref(), &specs, &options)
+                .await
+                .map_err(|e| anyhow::anyhow!(e))
+                .context("nothing was installed")?;
+            for package in added {
+                println!("added {package}");
+            }
+        }
+        PackagesAction::List => {
+            let index = store
+                .index()
+                .await?
+                .map(|(index, _)| index)
+                .unwrap_or_default();
+            if index.packages.is_empty() {
+                println!("no packages installed; add some with `mcp-v8-lambda packages add NAME`");
+            }
+            for (name, installed) in &index.packages {
+                println!(
+                    "{name}@{}\t{} entry points\t{} KiB",
+                    installed.version,
+                    installed.entries.len(),
+                    installed.bytes.div_ceil(1024)
+                );
+            }
+        }
+        PackagesAction::Remove { names } => {
+            let removed = packages::remove(store.as_ref(), &names)
+                .await
+                .map_err(|e| anyhow::anyhow!(e))
+                .context("nothing was removed")?;
+            for package in removed {
+                println!("removed {package}");
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Where a local server keeps its state, and how it runs stateful code.
@@ -331,6 +421,7 @@ async fn serve_main() -> anyhow::Result<()> {
                 .await
                 .context("serving stdio")?;
         }
+        Command::Packages { action, data_dir } => packages(&config, action, data_dir).await?,
         Command::Setup => {
             let bucket = config
                 .stores

@@ -5,6 +5,7 @@ mod checksum;
 mod control;
 mod isolate;
 mod memory;
+mod modules;
 mod outcome;
 mod plain;
 mod platform;
@@ -25,6 +26,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Semaphore, oneshot};
 
 use crate::heap::{HeapKey, HeapStore, HeapStoreError, Snapshot};
+use crate::packages::Packages;
 use crate::tenant::Tenant;
 
 pub use checksum::calls as snapshot_checksum_calls;
@@ -75,6 +77,8 @@ pub struct EngineConfig {
     pub warm_isolates: usize,
     /// What `fetch` may reach (off by default).
     pub fetch: crate::egress::FetchConfig,
+    /// Most module source one run may load (its module graph), in bytes.
+    pub max_module_bytes: usize,
 }
 
 impl Default for EngineConfig {
@@ -95,6 +99,7 @@ impl Default for EngineConfig {
             worker_max_jobs: 2000,
             warm_isolates: 0,
             fetch: crate::egress::FetchConfig::off(),
+            max_module_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -130,6 +135,8 @@ pub struct Engine {
     warm: Option<plain::WarmPool>,
     /// `config.fetch`, shared with every job; `None` when fetch is off.
     fetch: Option<Arc<crate::egress::FetchConfig>>,
+    /// The deployment's packages, when it has a package store.
+    packages: Option<Arc<Packages>>,
 }
 
 const MIN_HEAP_LIMIT_MB: usize = 8;
@@ -172,7 +179,19 @@ impl Engine {
             workers,
             warm,
             fetch,
+            packages: None,
         }
+    }
+
+    /// This engine with `packages` for `import` and `require`.
+    pub fn with_packages(mut self, packages: Arc<Packages>) -> Self {
+        self.packages = Some(packages);
+        self
+    }
+
+    /// The deployment's packages, when there is a package store.
+    pub fn packages(&self) -> Option<&Arc<Packages>> {
+        self.packages.as_ref()
     }
 
     /// The engine's limits.
@@ -252,6 +271,11 @@ impl Engine {
             code_handling: self.config.code_handling,
             control: request.control.clone(),
             fetch: self.fetch.clone(),
+            packages: match &self.packages {
+                Some(packages) => Some(packages.view().await),
+                None => None,
+            },
+            max_module_bytes: self.config.max_module_bytes,
         };
         // A cancel may also arrive after the isolate classified the run, or
         // end the engine worker running it.

@@ -20,8 +20,8 @@
 
 use oxc::allocator::Allocator;
 use oxc::ast::ast::{
-    BindingPattern, Class, ForStatementInit, ForStatementLeft, Function, Program, Statement,
-    VariableDeclaration, VariableDeclarationKind,
+    BindingPattern, Class, ForStatementInit, ForStatementLeft, Function, ImportDeclaration,
+    ImportDeclarationSpecifier, Program, Statement, VariableDeclaration, VariableDeclarationKind,
 };
 use oxc::parser::Parser;
 use oxc::span::{GetSpan, SourceType};
@@ -37,32 +37,76 @@ pub(crate) struct Wrapped {
     pub positions: Positions,
 }
 
-/// `js` rewritten to run as a classic script with top-level `await`. Code
-/// that does not parse as a module body (sloppy-mode only syntax, or no
-/// JavaScript at all) is only wrapped: if V8 refuses that too, the caller
-/// shows V8's error for the code as sent.
-pub(crate) fn wrap(js: &str) -> Wrapped {
+/// The function static `import` declarations call (the modules family's).
+const IMPORT: &str = "$__mcpv8_import";
+
+/// An `export` in a run: runs are not modules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NotARun {
+    pub message: String,
+    /// 1-based, in the code rewritten.
+    pub line: usize,
+    /// 1-based.
+    pub column: usize,
+}
+
+/// `js` rewritten to run as a classic script: its static `import`
+/// declarations become global `var` bindings of the modules' namespaces
+/// (so importing again in a later run rebinds them), and, when
+/// `asynchronous`, it runs inside an async function for top-level `await`.
+/// Code that does not parse as a module body (sloppy-mode only syntax, or
+/// no JavaScript at all) is only wrapped (or left alone): if V8 refuses
+/// that too, the caller shows V8's error for the code as sent.
+pub(crate) fn wrap(js: &str, asynchronous: bool) -> Result<Wrapped, NotARun> {
     let allocator = Allocator::default();
     let parsed = Parser::new(&allocator, js, SourceType::mjs()).parse();
     if parsed.panicked || !parsed.diagnostics.is_empty() {
         let mut out = String::with_capacity(js.len() + 32);
         let mut runs = RunsBuilder::new(js);
-        runs.unmapped(&mut out, "(async () => {");
+        if asynchronous {
+            runs.unmapped(&mut out, "(async () => {");
+        }
         runs.copied(&mut out, 0, js.len());
-        runs.unmapped(&mut out, "\n})()");
-        return Wrapped {
+        if asynchronous {
+            runs.unmapped(&mut out, "\n})()");
+        }
+        return Ok(Wrapped {
             js: out,
             positions: runs.finish(),
-        };
+        });
     }
-    let mut rewrite = Rewrite::default();
-    rewrite.program(&parsed.program);
-    rewrite.finish(js)
+    let mut rewrite = Rewrite {
+        asynchronous,
+        ..Rewrite::default()
+    };
+    for statement in &parsed.program.body {
+        if statement.is_module_declaration()
+            && !matches!(statement, Statement::ImportDeclaration(_))
+        {
+            let start = statement.span().start as usize;
+            let before = &js[..start];
+            let line = before.matches('\n').count() + 1;
+            let column = start - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            return Err(NotARun {
+                message: format!(
+                    "export is not allowed in run_js (line {line}, column {column}): a run is not a \
+                     module. Its top-level declarations already persist for later runs; drop the \
+                     `export` keyword"
+                ),
+                line,
+                column,
+            });
+        }
+    }
+    rewrite.program(&parsed.program, js);
+    Ok(rewrite.finish(js))
 }
 
 /// The edits to make, in source order, and the names to declare.
 #[derive(Default)]
 struct Rewrite {
+    /// Wrap in an async function (else only imports are rewritten).
+    asynchronous: bool,
     /// `(at, removed bytes, inserted text)`; edits at one offset apply in
     /// the order they were made.
     edits: Vec<(usize, usize, String)>,
@@ -75,10 +119,102 @@ impl Rewrite {
         self.edits.push((at as usize, 0, text.into()));
     }
 
-    fn program(&mut self, program: &Program<'_>) {
+    fn program(&mut self, program: &Program<'_>, js: &str) {
         for statement in &program.body {
-            self.statement(statement, true);
+            match statement {
+                Statement::ImportDeclaration(d) => self.import(d, js),
+                _ if self.asynchronous => self.statement(statement, true),
+                _ => {}
+            }
         }
+    }
+
+    /// `import d, { a as b } from "x"` becomes `var { "default": d, "a": b }
+    /// = $__mcpv8_import("x", ["default", "a"]);` (assignments to names
+    /// declared before the wrapper when asynchronous), on as many lines as
+    /// the declaration had.
+    fn import(&mut self, d: &ImportDeclaration<'_>, js: &str) {
+        let span = d.span;
+        let newlines = js[span.start as usize..span.end as usize]
+            .matches('\n')
+            .count();
+        let quote = |text: &str| serde_json::to_string(text).expect("a string serializes");
+        let mut names = Vec::new();
+        let mut namespace = None;
+        let mut properties = Vec::new();
+        if d.import_kind.is_type() {
+            self.edits.push((
+                span.start as usize,
+                span.size() as usize,
+                "\n".repeat(newlines),
+            ));
+            return;
+        }
+        for specifier in d.specifiers.iter().flatten() {
+            match specifier {
+                ImportDeclarationSpecifier::ImportDefaultSpecifier(s) => {
+                    names.push("default".to_owned());
+                    properties.push(("default".to_owned(), s.local.name.to_string()));
+                }
+                ImportDeclarationSpecifier::ImportNamespaceSpecifier(s) => {
+                    namespace = Some(s.local.name.to_string());
+                }
+                ImportDeclarationSpecifier::ImportSpecifier(s) => {
+                    if s.import_kind.is_type() {
+                        continue;
+                    }
+                    let imported = s.imported.name().to_string();
+                    names.push(imported.clone());
+                    properties.push((imported, s.local.name.to_string()));
+                }
+            }
+        }
+        let call = format!(
+            "{IMPORT}({}, {})",
+            quote(&d.source.value),
+            serde_json::to_string(&names).expect("names serialize")
+        );
+        let mut bindings = Vec::new();
+        let target = match &namespace {
+            Some(ns) => {
+                bindings.push(format!("{ns} = {call}"));
+                ns.clone()
+            }
+            None => call.clone(),
+        };
+        if namespace.is_some() {
+            for (imported, local) in &properties {
+                bindings.push(format!("{local} = {ns}[{}]", quote(imported), ns = target));
+            }
+        } else if !properties.is_empty() {
+            let pattern: Vec<String> = properties
+                .iter()
+                .map(|(imported, local)| format!("{}: {local}", quote(imported)))
+                .collect();
+            let assignment = format!("{{ {} }} = {call}", pattern.join(", "));
+            bindings.push(if self.asynchronous {
+                format!("({assignment})")
+            } else {
+                assignment
+            });
+        }
+        let locals = namespace
+            .iter()
+            .cloned()
+            .chain(properties.iter().map(|(_, local)| local.clone()));
+        let text = if bindings.is_empty() {
+            format!("{call};")
+        } else if self.asynchronous {
+            self.vars.extend(locals);
+            format!("void ({});", bindings.join(", "))
+        } else {
+            format!("var {};", bindings.join(", "))
+        };
+        self.edits.push((
+            span.start as usize,
+            span.size() as usize,
+            text + &"\n".repeat(newlines),
+        ));
     }
 
     /// `top`: directly in the program's body, where `let`, `const`,
@@ -216,13 +352,15 @@ impl Rewrite {
 
     fn finish(mut self, js: &str) -> Wrapped {
         let mut head = String::new();
-        for (keyword, names) in [("var", &mut self.vars), ("let", &mut self.lets)] {
-            names.dedup();
-            if !names.is_empty() {
-                head.push_str(&format!("{keyword} {};", names.join(",")));
+        if self.asynchronous {
+            for (keyword, names) in [("var", &mut self.vars), ("let", &mut self.lets)] {
+                names.dedup();
+                if !names.is_empty() {
+                    head.push_str(&format!("{keyword} {};", names.join(",")));
+                }
             }
+            head.push_str(&format!("(async () => {{let {COMPLETION};"));
         }
-        head.push_str(&format!("(async () => {{let {COMPLETION};"));
         let mut out = String::with_capacity(js.len() + head.len() + 64);
         let mut runs = RunsBuilder::new(js);
         runs.unmapped(&mut out, &head);
@@ -238,7 +376,9 @@ impl Rewrite {
             cursor = cursor.max(at + removed);
         }
         runs.copied(&mut out, cursor, js.len());
-        runs.unmapped(&mut out, &format!("\nreturn {COMPLETION};\n}})()"));
+        if self.asynchronous {
+            runs.unmapped(&mut out, &format!("\nreturn {COMPLETION};\n}})()"));
+        }
         Wrapped {
             js: out,
             positions: runs.finish(),
@@ -258,8 +398,12 @@ mod tests {
 
     #[test]
     fn declarations_are_declared_before_the_wrapper_and_assigned_in_place() {
-        let out =
-            wrap("var v = 1; let l = 2; const c = 3; function f(){} class K{} await null;").js;
+        let out = wrap(
+            "var v = 1; let l = 2; const c = 3; function f(){} class K{} await null;",
+            true,
+        )
+        .unwrap()
+        .js;
         assert_eq!(
             out,
             "var v,f;let l,c,K;(async () => {let $__mcpv8_completion;\
@@ -270,7 +414,12 @@ mod tests {
 
     #[test]
     fn destructuring_loops_and_uninitialised_names_keep_their_meaning() {
-        let out = wrap("const {a, b: [c]} = o; var x; let y; for (var k of ks) {} await 0").js;
+        let out = wrap(
+            "const {a, b: [c]} = o; var x; let y; for (var k of ks) {} await 0",
+            true,
+        )
+        .unwrap()
+        .js;
         assert!(out.starts_with("var x,k;let a,c,y;"), "{out}");
         assert!(out.contains("void ({a, b: [c]} = o)"), "{out}");
         assert!(out.contains("void (x);"), "{out}");
@@ -280,20 +429,24 @@ mod tests {
 
     #[test]
     fn the_completion_value_is_the_last_expression_evaluated_anywhere() {
-        let out = wrap("try { await f() } catch (e) { 'caught' }").js;
+        let out = wrap("try { await f() } catch (e) { 'caught' }", true)
+            .unwrap()
+            .js;
         assert!(
             out.contains("catch (e) { $__mcpv8_completion=('caught') }"),
             "{out}"
         );
         // Inside functions nothing changes.
-        let out = wrap("const g = () => { 1; let z = 2 }; await g()").js;
+        let out = wrap("const g = () => { 1; let z = 2 }; await g()", true)
+            .unwrap()
+            .js;
         assert!(out.contains("() => { 1; let z = 2 }"), "{out}");
     }
 
     #[test]
     fn lines_stay_where_they_were() {
         let code = "let a = 1,\n  b = 2;\nawait a;\nthrow new Error('line 4')";
-        let out = wrap(code).js;
+        let out = wrap(code, true).unwrap().js;
         let line = out.lines().position(|l| l.contains("line 4")).unwrap();
         assert_eq!(line, 3, "{out}");
     }
@@ -301,7 +454,7 @@ mod tests {
     #[test]
     fn positions_map_back_to_the_code_as_sent() {
         let code = "const a = await 1;\nlet b = 2; throw new Error('x')";
-        let wrapped = wrap(code);
+        let wrapped = wrap(code, true).unwrap();
         let first = wrapped.js.find("await 1").unwrap() as u32 + 1;
         assert_eq!(wrapped.positions.original(1, first), Some((1, 11)));
         let line = wrapped.js.lines().nth(1).unwrap();
@@ -310,7 +463,50 @@ mod tests {
     }
 
     #[test]
+    fn imports_become_global_bindings_of_the_namespace() {
+        let out = wrap("import _, { chunk as c } from 'lodash';\n_", false)
+            .unwrap()
+            .js;
+        assert_eq!(
+            out,
+            "var { \"default\": _, \"chunk\": c } = $__mcpv8_import(\"lodash\", [\"default\",\"chunk\"]);\n_"
+        );
+        let out = wrap("import * as ns from 'x'; import 'y'", false)
+            .unwrap()
+            .js;
+        assert_eq!(
+            out,
+            "var ns = $__mcpv8_import(\"x\", []); $__mcpv8_import(\"y\", []);"
+        );
+        // With top-level await the names are declared before the wrapper.
+        let out = wrap("import d from 'x'\nawait d", true).unwrap().js;
+        assert!(out.starts_with("var d;(async"), "{out}");
+        assert!(
+            out.contains("void (({ \"default\": d } = $__mcpv8_import"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn an_import_keeps_the_lines_after_it_where_they_were() {
+        let out = wrap("import {\n  a,\n  b\n} from 'x';\nthrow 1", false)
+            .unwrap()
+            .js;
+        assert_eq!(out.lines().position(|l| l == "throw 1"), Some(4), "{out}");
+    }
+
+    #[test]
+    fn export_is_refused_with_its_position() {
+        let err = wrap("const a = 1;\n  export const b = 2;", false).unwrap_err();
+        assert_eq!((err.line, err.column), (2, 3));
+        assert!(err.message.contains("not a module"), "{}", err.message);
+    }
+
+    #[test]
     fn code_that_does_not_parse_is_only_wrapped() {
-        assert_eq!(wrap("await (").js, "(async () => {await (\n})()");
+        assert_eq!(
+            wrap("await (", true).unwrap().js,
+            "(async () => {await (\n})()"
+        );
     }
 }

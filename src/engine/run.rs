@@ -21,6 +21,7 @@ use super::thrown::error_from;
 use super::watchdog::Watchdog;
 use super::web::{self, Rendered, RunSettings, Timers, render_result};
 use crate::egress::{FetchConfig, FetchCount};
+use crate::packages::PackageView;
 
 /// How long the event loop waits for a request before looking at the
 /// run's cancellation again.
@@ -54,6 +55,10 @@ pub(crate) struct Job {
     pub control: Option<Arc<RunControl>>,
     /// What `fetch` may reach; `None` (or an empty allow list): nothing.
     pub fetch: Option<Arc<FetchConfig>>,
+    /// The installed packages `import` and `require` may load.
+    pub packages: Option<Arc<PackageView>>,
+    /// Most module source one run may load, in bytes.
+    pub max_module_bytes: usize,
 }
 
 impl Job {
@@ -184,6 +189,7 @@ impl HeapGuard {
         isolate
             .add_near_heap_limit_callback(near_heap_limit, self as *const HeapGuard as *mut c_void);
         isolate.set_microtasks_policy(v8::MicrotasksPolicy::Explicit);
+        super::modules::arm(isolate);
     }
 
     pub(super) fn hit(&self) -> bool {
@@ -233,6 +239,7 @@ pub(super) fn start(
             control: job.control.clone(),
             fetch: job.fetch.as_deref(),
             deadline,
+            modules: super::modules::ModuleRun::new(job.packages.clone(), job.max_module_bytes),
         },
     );
     if let Some(control) = &job.control {
@@ -440,17 +447,27 @@ fn evaluate<'s>(
     queue: Option<&v8::MicrotaskQueue>,
 ) -> Ended {
     v8::tc_scope!(let tc, scope);
+    let mut refused = None;
     let Some(script) = compile(tc, code).or_else(|| {
-        // In a classic script `await` is an identifier, so top-level await
-        // fails in several ways ("await is only valid…", "missing ) after
-        // argument list" for `f(await g())`, …). Code that mentions it is
-        // tried as an async function; if that fails too, the error shown is
-        // the code's own, with its own line numbers.
-        if !code.contains("await") {
+        // In a classic script `await` is an identifier and `import` a
+        // syntax error, and top-level await fails in several ways ("await
+        // is only valid…", "missing ) after argument list" for
+        // `f(await g())`, …). Code that mentions either is rewritten (an
+        // async function for `await`, bindings for `import`); if that
+        // fails too, the error shown is the code's own, with its own line
+        // numbers.
+        let asynchronous = code.contains("await");
+        if !asynchronous && !code.contains("import") && !code.contains("export") {
             return None;
         }
         tc.reset();
-        let wrapped = repl::wrap(code);
+        let wrapped = match repl::wrap(code, asynchronous) {
+            Ok(wrapped) => wrapped,
+            Err(not_a_run) => {
+                refused = Some(not_a_run);
+                return None;
+            }
+        };
         match compile(tc, &wrapped.js) {
             Some(script) => {
                 tc.set_slot(Rewritten(wrapped.positions));
@@ -462,6 +479,16 @@ fn evaluate<'s>(
             }
         }
     }) else {
+        if let Some(not_a_run) = refused {
+            return Ended::Threw(RunError {
+                name: "SyntaxError".into(),
+                stack: Some(format!(
+                    "SyntaxError: {}\n    at {SCRIPT_NAME}:{}:{}",
+                    not_a_run.message, not_a_run.line, not_a_run.column
+                )),
+                message: not_a_run.message,
+            });
+        }
         return caught(tc);
     };
     let Some(value) = script.run(tc) else {

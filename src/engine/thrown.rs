@@ -31,9 +31,13 @@ pub(super) fn error_from<'s>(
             stack: None,
         },
     };
-    // Compile errors carry their position only on the message object.
+    // Compile errors carry their position only on the message object; one
+    // thrown elsewhere (a package, the module loader) has it in its stack.
     if error.name == "SyntaxError"
         && let Some(message) = message
+        && message
+            .get_script_resource_name(scope)
+            .is_some_and(|name| name.to_rust_string_lossy(scope) == SCRIPT_NAME)
         && let Some(line) = message.get_line_number(scope)
     {
         let column = message.get_start_column() + 1;

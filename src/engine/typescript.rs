@@ -77,10 +77,16 @@ pub(crate) fn prepare(code: &str, language: Language) -> Result<Prepared, Source
     }
 }
 
+/// Whether `code` is JavaScript: a classic script, or a module body (runs
+/// with `import` declarations, which the engine rewrites).
 fn parses_as_javascript(code: &str) -> bool {
-    let allocator = Allocator::default();
-    let ret = Parser::new(&allocator, code, SourceType::script()).parse();
-    !ret.panicked && ret.diagnostics.is_empty()
+    [SourceType::script(), SourceType::mjs()]
+        .into_iter()
+        .any(|source_type| {
+            let allocator = Allocator::default();
+            let ret = Parser::new(&allocator, code, source_type).parse();
+            !ret.panicked && ret.diagnostics.is_empty()
+        })
 }
 
 fn strip_types(code: &str) -> Result<Prepared, SourceError> {
@@ -95,7 +101,10 @@ fn strip_types(code: &str) -> Result<Prepared, SourceError> {
     let mut program = parsed.program;
     let semantic = SemanticBuilder::new().build(&program);
     let scoping = semantic.semantic.into_scoping();
-    let options = TransformOptions::default();
+    let mut options = TransformOptions::default();
+    // An import whose bindings this run does not use is still a binding
+    // later runs use: only `import type` and type-only names go.
+    options.typescript.only_remove_type_imports = true;
     let transformed = Transformer::new(&allocator, Path::new("run_js.ts"), &options)
         .build_with_scoping(scoping, &mut program);
     if let Some(first) = transformed.diagnostics.first() {

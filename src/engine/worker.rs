@@ -49,6 +49,11 @@ struct JobHeader {
     /// to the worker and are never written anywhere.
     #[serde(default)]
     fetch: Option<crate::egress::FetchConfig>,
+    /// The installed packages and where their bundles are on this host.
+    #[serde(default)]
+    packages: Option<crate::packages::PackageView>,
+    #[serde(default)]
+    max_module_bytes: usize,
 }
 
 /// What a worker writes: progress while a run executes, then its result.
@@ -144,6 +149,8 @@ pub fn serve_stdio() -> io::Result<()> {
             code_handling: header.code_handling,
             control: Some(control.clone()),
             fetch: header.fetch.map(Arc::new),
+            packages: header.packages.map(Arc::new),
+            max_module_bytes: header.max_module_bytes,
         };
         let (done, result) = mpsc::sync_channel(1);
         let thread = run::thread_builder().spawn(move || {
@@ -246,6 +253,8 @@ impl Worker {
             code_handling: job.code_handling,
             restore_len: job.restore.as_ref().map(Bytes::len),
             fetch: job.fetch.as_deref().cloned(),
+            packages: job.packages.as_deref().cloned(),
+            max_module_bytes: job.max_module_bytes,
         };
         write_frame(&mut self.input, &header, job.restore.as_deref())?;
         let header = loop {

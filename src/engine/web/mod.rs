@@ -20,7 +20,7 @@ mod fetch;
 mod guard;
 mod host;
 mod inspect;
-mod registry;
+pub(super) mod registry;
 mod timers;
 mod url;
 
@@ -113,6 +113,11 @@ const FAMILIES: &[Family] = &[
         source: include_str!("intl.js"),
         natives: guard::intl_natives,
     },
+    Family {
+        name: "modules",
+        source: include_str!("../modules/loader.js"),
+        natives: super::modules::natives,
+    },
 ];
 
 /// Globals and the family that exports each (under the same name).
@@ -149,6 +154,9 @@ const GLOBALS: &[(&str, &str)] = &[
     ("ArrayBuffer", "guard"),
     ("Intl", "intl"),
     ("FinalizationRegistry", "guard"),
+    ("require", "modules"),
+    // What a run's static `import` declarations become (engine/repl.rs).
+    ("$__mcpv8_import", "modules"),
 ];
 
 /// The built-ins the guard family wraps: on a context the layer is first
@@ -179,8 +187,9 @@ const REGISTRY: &str = "mcp-v8-lambda.web";
 /// The layer's version in a heap, under its own private symbol. Bump it
 /// when `GLOBALS` or `CONSOLE` gain a name, so heaps made by an earlier
 /// layer gain the name on their next restore (1: the layer with `fetch`;
-/// 2: the guarded `ArrayBuffer`, `Intl` and `FinalizationRegistry`).
-const LAYER_VERSION: i32 = 2;
+/// 2: the guarded `ArrayBuffer`, `Intl` and `FinalizationRegistry`; 3:
+/// `require` and the loader of static `import`).
+const LAYER_VERSION: i32 = 3;
 const VERSION: &str = "mcp-v8-lambda.web.version";
 
 fn registry_key<'s>(scope: &mut v8::PinScope<'s, '_>) -> v8::Local<'s, v8::Private> {
@@ -394,6 +403,15 @@ fn load<'s>(scope: &mut v8::PinScope<'s, '_>, name: &str) -> Option<v8::Local<'s
     Some(exports)
 }
 
+/// The exports of family `name` in the current context, loading it first
+/// if needed (for host callbacks such as dynamic `import()`).
+pub(crate) fn family<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    name: &str,
+) -> Option<v8::Local<'s, v8::Object>> {
+    load(scope, name)
+}
+
 /// The origin of a classic script named `name`, as stack traces show it.
 pub(crate) fn script_origin<'s>(
     scope: &mut v8::PinScope<'s, '_>,
@@ -521,6 +539,8 @@ pub(crate) struct RunSettings<'a> {
     pub control: Option<Arc<RunControl>>,
     pub fetch: Option<&'a FetchConfig>,
     pub deadline: Instant,
+    /// What `import` and `require` may load.
+    pub modules: crate::engine::modules::ModuleRun,
 }
 
 /// Gives each family its state for one run, in slots of `isolate`.
@@ -536,6 +556,7 @@ pub(crate) fn begin_run(isolate: &mut v8::Isolate, settings: RunSettings<'_>) {
     if let Some(fetch) = FetchRun::new(settings.fetch, settings.deadline) {
         isolate.set_slot(fetch);
     }
+    isolate.set_slot(settings.modules);
 }
 
 /// Takes the families' state out of `isolate` when the run ends: its
@@ -547,6 +568,7 @@ pub(crate) fn end_run(isolate: &mut v8::Isolate) -> (String, Option<FetchCount>)
     isolate.remove_slot::<clock::Clock>();
     drop(isolate.remove_slot::<Arc<Budget>>());
     drop(isolate.remove_slot::<guard::Unsnapshottable>());
+    drop(isolate.remove_slot::<crate::engine::modules::ModuleRun>());
     let fetches = isolate
         .remove_slot::<FetchRun>()
         .and_then(|fetch| fetch.count());
@@ -610,6 +632,9 @@ mod tests {
             "guard.reserve",
             "guard.track",
             "intl.track",
+            "modules.resolve",
+            "modules.compile",
+            "modules.nodeModules",
         ];
         assert_eq!(registry.names(), pinned);
         assert_eq!(external_references().len(), pinned.len());

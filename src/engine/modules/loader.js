@@ -1,0 +1,162 @@
+// Packages in runs: `require`, the namespace objects `import` gives, and
+// the few `node:` modules the engine provides. Every module loaded lives in
+// this family's maps, which are part of the heap: a restored heap has the
+// packages its runs imported, with their state, without the store.
+(function (natives, load) {
+  "use strict";
+  const modules = new Map(); // "name@version/file" -> { exports, loaded }
+  const namespaces = new Map(); // "name@version/file" -> namespace object
+
+  // The node: modules the engine provides, from the run's own globals.
+  const builtins = {
+    console: () => globalThis.console,
+    crypto: () => ({
+      webcrypto: globalThis.crypto,
+      subtle: globalThis.crypto.subtle,
+      getRandomValues: (array) => globalThis.crypto.getRandomValues(array),
+      randomUUID: () => globalThis.crypto.randomUUID(),
+    }),
+    perf_hooks: () => ({ performance: globalThis.performance }),
+    timers: () => ({
+      setTimeout: globalThis.setTimeout,
+      clearTimeout: globalThis.clearTimeout,
+      setInterval: globalThis.setInterval,
+      clearInterval: globalThis.clearInterval,
+      queueMicrotask: globalThis.queueMicrotask,
+    }),
+    url: () => ({ URL: globalThis.URL, URLSearchParams: globalThis.URLSearchParams }),
+    util: () => ({ TextEncoder: globalThis.TextEncoder, TextDecoder: globalThis.TextDecoder }),
+  };
+  const builtinCache = new Map();
+  const NODE = new Set(natives.nodeModules());
+
+  function builtin(specifier) {
+    const name = specifier.startsWith("node:") ? specifier.slice(5) : specifier;
+    if (!specifier.startsWith("node:") && !NODE.has(name.split("/")[0])) return undefined;
+    if (!Object.prototype.hasOwnProperty.call(builtins, name)) {
+      const error = new Error(
+        `Cannot find module 'node:${name}': this engine is not Node.js and provides only ` +
+        Object.keys(builtins).map((n) => `node:${n}`).join(", ") +
+        "; runs have the Web platform (fetch, URL, TextEncoder, crypto, …) as globals");
+      error.code = "ERR_UNKNOWN_BUILTIN_MODULE";
+      throw error;
+    }
+    let exports = builtinCache.get(name);
+    if (!exports) {
+      exports = builtins[name]();
+      builtinCache.set(name, exports);
+    }
+    return exports;
+  }
+
+  function loadFile(id, file) {
+    const key = id + "/" + file;
+    const cached = modules.get(key);
+    if (cached) return cached.exports;
+    const module = { exports: {}, id: key, loaded: false };
+    modules.set(key, module);
+    const wrapper = natives.compile(id, file);
+    const localRequire = (specifier) => {
+      // Bundles refer to their own chunks as "./file".
+      if (typeof specifier === "string" && specifier.startsWith("./")) {
+        return loadFile(id, specifier.slice(2));
+      }
+      return requireSpecifier(specifier);
+    };
+    try {
+      wrapper.call(module.exports, module.exports, localRequire, module,
+        "/node_modules/" + key, "/node_modules/" + id);
+    } catch (error) {
+      modules.delete(key);
+      throw error;
+    }
+    module.loaded = true;
+    return module.exports;
+  }
+
+  function check(specifier) {
+    if (typeof specifier !== "string") {
+      throw new TypeError(`The "id" argument must be of type string. Received ${typeof specifier}`);
+    }
+  }
+
+  function requireSpecifier(specifier) {
+    check(specifier);
+    const node = builtin(specifier);
+    if (node !== undefined) return node;
+    const [id, file, esm] = natives.resolve(specifier);
+    return entryExports(id, file, esm);
+  }
+
+  // A bundle's entry for a CommonJS module holds its `module.exports` as
+  // `default` (the bundler's named-exports form).
+  function entryExports(id, file, esm) {
+    const exports = loadFile(id, file);
+    return esm ? exports : exports.default;
+  }
+
+  // What `import` gives: an ES module's exports as they are; for CommonJS,
+  // `default` is `module.exports` and its own properties are named exports
+  // (Node's interop).
+  function namespace(specifier) {
+    check(specifier);
+    const node = builtin(specifier);
+    if (node !== undefined) return wrapCommonJs("node:" + specifier, node);
+    const [id, file, esm] = natives.resolve(specifier);
+    const key = id + "/" + file;
+    const cached = namespaces.get(key);
+    if (cached) return cached;
+    const exports = entryExports(id, file, esm);
+    const result = esm ? exports : wrapCommonJs(key, exports);
+    namespaces.set(key, result);
+    return result;
+  }
+
+  function wrapCommonJs(key, exports) {
+    const cached = namespaces.get(key);
+    if (cached) return cached;
+    const ns = Object.create(null);
+    if (exports !== null && (typeof exports === "object" || typeof exports === "function")) {
+      for (const name of Object.keys(exports)) {
+        if (name !== "default") ns[name] = exports[name];
+      }
+    }
+    ns.default = exports;
+    Object.defineProperty(ns, Symbol.toStringTag, { value: "Module" });
+    Object.freeze(ns);
+    namespaces.set(key, ns);
+    return ns;
+  }
+
+  // Static `import` in a run: the namespace, checked for the names it
+  // binds as module linking would check them.
+  function importStatic(specifier, names) {
+    const ns = namespace(specifier);
+    if (names) {
+      for (const name of names) {
+        if (!(name in ns)) {
+          throw new SyntaxError(
+            `The requested module '${specifier}' does not provide an export named '${name}'`);
+        }
+      }
+    }
+    return ns;
+  }
+
+  function require(specifier) {
+    return requireSpecifier(specifier);
+  }
+  require.resolve = (specifier) => {
+    check(specifier);
+    if (builtin(specifier) !== undefined) return specifier;
+    const [id, file] = natives.resolve(specifier);
+    return "/node_modules/" + id + "/" + file;
+  };
+  Object.defineProperty(require, "cache", { get: () => Object.fromEntries(modules) });
+
+  return {
+    require,
+    $__mcpv8_import: importStatic,
+    import: (specifier) => new Promise((resolve) => resolve(namespace(String(specifier)))),
+  };
+})

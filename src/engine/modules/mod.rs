@@ -1,0 +1,212 @@
+//! Packages and ES-module syntax in runs. The loader (`loader.js`) is a Web
+//! family: `require`, the namespaces static `import` and `import()` give,
+//! and the `node:` modules the engine provides. Its natives resolve a
+//! specifier against the installed packages and compile a bundle's file as
+//! a CommonJS function. What a run loaded is in its heap from then on.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use v8::MapFnTo;
+
+use super::web::registry::{Natives, throw_type_error};
+use crate::packages::{Bundle, PackageView};
+
+/// The family's natives, in the order stored heaps rely on.
+pub(crate) fn natives() -> Natives {
+    vec![
+        ("resolve", resolve.map_fn_to()),
+        ("compile", compile.map_fn_to()),
+        ("nodeModules", node_modules.map_fn_to()),
+    ]
+}
+
+/// The packages a run may load and what it loaded (an isolate slot).
+pub(crate) struct ModuleRun {
+    view: Option<Arc<PackageView>>,
+    /// Bundles resolved in this run, by `name@version`.
+    bundles: HashMap<String, Arc<Bundle>>,
+    /// Source compiled in this run, in bytes, against `max_bytes`.
+    compiled: usize,
+    max_bytes: usize,
+}
+
+impl ModuleRun {
+    pub(crate) fn new(view: Option<Arc<PackageView>>, max_bytes: usize) -> Self {
+        Self {
+            view,
+            bundles: HashMap::new(),
+            compiled: 0,
+            max_bytes,
+        }
+    }
+}
+
+/// The dynamic `import()` of every isolate: the loader's namespace, as a
+/// promise. Set on each isolate, since V8 keeps it outside the heap.
+pub(crate) fn arm(isolate: &mut v8::Isolate) {
+    isolate.set_host_import_module_dynamically_callback(dynamic_import);
+}
+
+fn dynamic_import<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    _options: v8::Local<'s, v8::Data>,
+    _resource: v8::Local<'s, v8::Value>,
+    specifier: v8::Local<'s, v8::String>,
+    _attributes: v8::Local<'s, v8::FixedArray>,
+) -> Option<v8::Local<'s, v8::Promise>> {
+    let exports = super::web::family(scope, "modules")?;
+    let key = v8::String::new(scope, "import")?;
+    let import = v8::Local::<v8::Function>::try_from(exports.get(scope, key.into())?).ok()?;
+    let receiver = v8::undefined(scope).into();
+    let promise = import.call(scope, receiver, &[specifier.into()])?;
+    v8::Local::<v8::Promise>::try_from(promise).ok()
+}
+
+/// The bare names Node resolves to built-in modules, so `require("url")`
+/// means `node:url` as in Node.
+fn node_modules<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    _args: v8::FunctionCallbackArguments<'s>,
+    mut rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    let names: Vec<v8::Local<v8::Value>> = crate::packages::NODE_BUILTINS
+        .iter()
+        .filter_map(|n| v8::String::new(scope, n).map(Into::into))
+        .collect();
+    rv.set(v8::Array::new_with_elements(scope, &names).into());
+}
+
+fn throw_error(scope: &mut v8::PinScope<'_, '_>, message: &str, code: &str) {
+    let Some(text) = v8::String::new(scope, message) else {
+        return;
+    };
+    let error = v8::Exception::error(scope, text);
+    if let (Ok(object), Some(key), Some(code)) = (
+        v8::Local::<v8::Object>::try_from(error),
+        v8::String::new(scope, "code"),
+        v8::String::new(scope, code),
+    ) {
+        object.set(scope, key.into(), code.into());
+    }
+    scope.throw_exception(error);
+}
+
+/// `resolve(specifier)`: `[id, file, esm]` of the entry it names, or a
+/// thrown error that says what exists.
+fn resolve<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    args: v8::FunctionCallbackArguments<'s>,
+    mut rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    let specifier = args.get(0).to_rust_string_lossy(scope);
+    let Some(run) = scope.get_slot::<ModuleRun>() else {
+        throw_type_error(scope, "modules are not available outside a run");
+        return;
+    };
+    let listing = run
+        .view
+        .as_ref()
+        .map_or_else(|| "none".to_owned(), |v| v.listing());
+    if specifier.starts_with("./") || specifier.starts_with("../") || specifier.starts_with('/') {
+        let message = format!(
+            "Cannot find module '{specifier}': a run is not a file and has no files to import; \
+             import installed packages by name (installed: {listing})"
+        );
+        throw_error(scope, &message, "ERR_MODULE_NOT_FOUND");
+        return;
+    }
+    if specifier.contains("://") || specifier.starts_with("npm:") || specifier.starts_with("jsr:") {
+        let message = format!(
+            "Cannot import '{specifier}': runs import installed packages by name only \
+             (installed: {listing}); an operator adds packages with `mcp-v8-lambda packages add`"
+        );
+        throw_error(scope, &message, "ERR_UNSUPPORTED_ESM_URL_SCHEME");
+        return;
+    }
+    let resolved = match &run.view {
+        Some(view) => view.resolve(&specifier),
+        None => crate::packages::PackageView::default().resolve(&specifier),
+    };
+    let resolved = match resolved {
+        Ok(resolved) => resolved,
+        Err(error) => {
+            throw_error(scope, &error.to_string(), "ERR_MODULE_NOT_FOUND");
+            return;
+        }
+    };
+    let (Some(id), Some(file)) = (
+        v8::String::new(scope, &resolved.id),
+        v8::String::new(scope, &resolved.file),
+    ) else {
+        return;
+    };
+    let esm = v8::Boolean::new(scope, resolved.esm);
+    if let Some(run) = scope.get_slot_mut::<ModuleRun>() {
+        run.bundles.insert(resolved.id.clone(), resolved.bundle);
+    }
+    rv.set(v8::Array::new_with_elements(scope, &[id.into(), file.into(), esm.into()]).into());
+}
+
+/// `compile(id, file)`: the file as a function of `(exports, require,
+/// module, __filename, __dirname)`, named in stacks as
+/// `node_modules/<id>/<file>`.
+fn compile<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    args: v8::FunctionCallbackArguments<'s>,
+    mut rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    let id = args.get(0).to_rust_string_lossy(scope);
+    let file = args.get(1).to_rust_string_lossy(scope);
+    let Some(run) = scope.get_slot_mut::<ModuleRun>() else {
+        throw_type_error(scope, "modules are not available outside a run");
+        return;
+    };
+    let Some(source) = run
+        .bundles
+        .get(&id)
+        .and_then(|bundle| bundle.files.get(&file))
+        .cloned()
+    else {
+        let message = format!("Cannot find module '{file}' in package {id}");
+        throw_error(scope, &message, "MODULE_NOT_FOUND");
+        return;
+    };
+    run.compiled += source.len();
+    if run.compiled > run.max_bytes {
+        let message = format!(
+            "the modules this run loaded are over {} MiB of source, the limit of a run's module graph (MCP_V8_MAX_RUN_MODULES_MB)",
+            run.max_bytes / (1024 * 1024)
+        );
+        let Some(text) = v8::String::new(scope, &message) else {
+            return;
+        };
+        let error = v8::Exception::range_error(scope, text);
+        scope.throw_exception(error);
+        return;
+    }
+    let Some(text) = v8::String::new(scope, &source) else {
+        throw_type_error(scope, "module source too large for V8");
+        return;
+    };
+    let Some(origin) = super::web::script_origin(scope, &format!("node_modules/{id}/{file}"))
+    else {
+        return;
+    };
+    let mut source = v8::script_compiler::Source::new(text, Some(&origin));
+    let parameters: Vec<v8::Local<v8::String>> =
+        ["exports", "require", "module", "__filename", "__dirname"]
+            .iter()
+            .filter_map(|p| v8::String::new(scope, p))
+            .collect();
+    if let Some(function) = v8::script_compiler::compile_function(
+        scope,
+        &mut source,
+        &parameters,
+        &[],
+        v8::script_compiler::CompileOptions::NoCompileOptions,
+        v8::script_compiler::NoCacheReason::NoReason,
+    ) {
+        rv.set(function.into());
+    }
+}

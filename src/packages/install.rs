@@ -1,0 +1,720 @@
+//! Preparing a package for the engine: resolve its version and its
+//! dependencies' from the registry (npm's hoisted `node_modules` layout),
+//! download and verify each tarball, unpack them into a scratch directory,
+//! and bundle every subpath the package exports into CommonJS with
+//! rolldown, so a run loads one package without any resolution of its own.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use nodejs_semver::{Range, Version};
+use rolldown::{
+    Bundler, BundlerOptions, InputItem, IsExternal, OutputExports, OutputFormat, Platform,
+    ResolveOptions,
+};
+use rolldown_common::Output;
+
+use super::bundle::{Bundle, Entry};
+use super::registry::{Manifest, Packument, Registry};
+use super::spec::{PackageSpec, valid_name};
+use super::{Installed, bundle_key};
+
+/// Where packages come from and how large they may be.
+#[derive(Debug, Clone)]
+pub struct InstallOptions {
+    /// The registry's base URL (`--registry`, `MCP_V8_NPM_REGISTRY`).
+    pub registry: url::Url,
+    /// Largest tarball downloaded.
+    pub max_tarball_bytes: usize,
+    /// Largest bundle stored for one package (`MCP_V8_MAX_PACKAGE_MB`).
+    pub max_bundle_bytes: usize,
+    /// Most packages one install may unpack (the package and its
+    /// dependencies).
+    pub max_packages: usize,
+}
+
+/// The public registry.
+pub const DEFAULT_REGISTRY: &str = "https://registry.npmjs.org/";
+
+impl InstallOptions {
+    /// Options for `registry` (the public one when `None`).
+    pub fn new(registry: Option<&str>, max_bundle_bytes: usize) -> Result<Self, InstallError> {
+        let mut base = registry.unwrap_or(DEFAULT_REGISTRY).to_owned();
+        if !base.ends_with('/') {
+            base.push('/');
+        }
+        let registry = url::Url::parse(&base)
+            .map_err(|e| InstallError::Registry(format!("registry URL {base:?}: {e}")))?;
+        Ok(Self {
+            registry,
+            max_tarball_bytes: 64 * 1024 * 1024,
+            max_bundle_bytes,
+            max_packages: 500,
+        })
+    }
+}
+
+/// A package ready to store: its bundle and its index entry.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// Package name.
+    pub name: String,
+    /// Its index entry.
+    pub installed: Installed,
+    /// The bundle's bytes (their SHA-256 is `installed.bundle`).
+    pub bundle: Bytes,
+}
+
+/// Why a package could not be installed; nothing was stored.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InstallError {
+    /// The registry has no such package.
+    #[error("the registry has no package named {0:?}")]
+    NotFound(String),
+    /// No published version satisfies the range.
+    #[error("no version of {name} matches {range:?}; latest is {latest}")]
+    NoVersion {
+        /// Package name.
+        name: String,
+        /// What was asked.
+        range: String,
+        /// The `latest` tag.
+        latest: String,
+    },
+    /// The registry failed or answered something else.
+    #[error("registry: {0}")]
+    Registry(String),
+    /// A tarball does not match what the registry published.
+    #[error(
+        "{what}: the tarball does not match its published integrity ({algorithm}); nothing was installed"
+    )]
+    Integrity {
+        /// `name@version`.
+        what: String,
+        /// The hash checked.
+        algorithm: String,
+    },
+    /// Over a size cap.
+    #[error("{what} is over the {max}-byte limit")]
+    TooLarge {
+        /// What was too large.
+        what: String,
+        /// The limit.
+        max: usize,
+    },
+    /// A tarball that cannot be unpacked safely.
+    #[error("{what}: {reason}")]
+    Tarball {
+        /// The tarball.
+        what: String,
+        /// Why.
+        reason: String,
+    },
+    /// The bundler refused the package.
+    #[error("bundling {name} failed: {reason}")]
+    Bundle {
+        /// Package name.
+        name: String,
+        /// The bundler's diagnostics.
+        reason: String,
+    },
+    /// Local I/O.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A scratch directory removed when dropped.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Resolves, downloads, verifies and bundles `spec`.
+pub async fn prepare(
+    spec: &PackageSpec,
+    options: &InstallOptions,
+) -> Result<Prepared, InstallError> {
+    let registry = Registry {
+        base: options.registry.clone(),
+        client: reqwest::Client::builder()
+            .user_agent(concat!("mcp-v8-lambda/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| InstallError::Registry(e.to_string()))?,
+        max_tarball_bytes: options.max_tarball_bytes,
+    };
+    let scratch =
+        Scratch(std::env::temp_dir().join(format!("mcp-v8-install-{}", uuid::Uuid::new_v4())));
+    let root = &scratch.0;
+    std::fs::create_dir_all(root)?;
+    // package.json at the root keeps the resolver from looking above it.
+    std::fs::write(root.join("package.json"), b"{\"private\":true}")?;
+
+    let mut documents: HashMap<String, Packument> = HashMap::new();
+    let (manifest, tarball) = match spec {
+        PackageSpec::Registry { name, range } => {
+            let manifest = pick(&registry, &mut documents, name, range.as_deref()).await?;
+            let tarball = registry.tarball(&manifest).await?;
+            (manifest, tarball)
+        }
+        PackageSpec::Tarball(path) => {
+            let bytes = std::fs::read(path).map_err(|e| {
+                std::io::Error::new(e.kind(), format!("reading {}: {e}", path.display()))
+            })?;
+            if bytes.len() > options.max_tarball_bytes {
+                return Err(InstallError::TooLarge {
+                    what: path.display().to_string(),
+                    max: options.max_tarball_bytes,
+                });
+            }
+            let manifest = manifest_in(&path.display().to_string(), &bytes)?;
+            (manifest, Bytes::from(bytes))
+        }
+    };
+    let name = manifest.name.clone();
+    let top = format!("node_modules/{name}");
+    unpack(
+        &format!("{name}@{}", manifest.version),
+        &tarball,
+        &root.join(&top),
+    )?;
+
+    // Dependencies, breadth first, each placed as high as it can go
+    // without clashing with a version already there (npm's hoisting).
+    let mut placed: BTreeMap<String, Version> = BTreeMap::new();
+    placed.insert(top.clone(), parse_version(&manifest)?);
+    let mut queue: VecDeque<(String, String, String)> = manifest
+        .needed()
+        .into_iter()
+        .map(|(n, r)| (top.clone(), n, r))
+        .collect();
+    while let Some((parent, dep, range)) = queue.pop_front() {
+        if !valid_name(&dep) {
+            return Err(InstallError::Registry(format!(
+                "{parent} depends on {dep:?}, not a package name"
+            )));
+        }
+        let wanted = parse_range(&dep, &range)?;
+        let mut location = None;
+        let mut satisfied = false;
+        for candidate in candidates(&parent, &dep) {
+            match placed.get(&candidate) {
+                Some(version) if wanted.satisfies(version) => {
+                    satisfied = true;
+                    break;
+                }
+                Some(_) => {
+                    location = Some(format!("{parent}/node_modules/{dep}"));
+                    break;
+                }
+                None => {}
+            }
+        }
+        if satisfied {
+            continue;
+        }
+        let location = location.unwrap_or_else(|| format!("node_modules/{dep}"));
+        if placed.len() >= options.max_packages {
+            return Err(InstallError::TooLarge {
+                what: format!("{name}'s dependency tree (packages)"),
+                max: options.max_packages,
+            });
+        }
+        let dependency = pick(&registry, &mut documents, &dep, Some(&range)).await?;
+        let tarball = registry.tarball(&dependency).await?;
+        unpack(
+            &format!("{dep}@{}", dependency.version),
+            &tarball,
+            &root.join(&location),
+        )?;
+        placed.insert(location.clone(), parse_version(&dependency)?);
+        for (n, r) in dependency.needed() {
+            queue.push_back((location.clone(), n, r));
+        }
+    }
+
+    let package_dir = root.join(&top);
+    let subpaths = entry_points(&package_dir)?;
+    let bundle = match bundle(root, &name, &manifest.version, &subpaths.paths).await {
+        Ok(bundle) => bundle,
+        // Subpaths guessed from the files of a package without `exports`
+        // may include files that are not modules; its main entry alone
+        // still makes it importable.
+        Err(_) if subpaths.guessed && subpaths.paths.len() > 1 => {
+            bundle(root, &name, &manifest.version, &[".".to_owned()]).await?
+        }
+        Err(e) => return Err(e),
+    };
+    let bytes = Bytes::from(bundle.to_bytes());
+    if bytes.len() > options.max_bundle_bytes {
+        return Err(InstallError::TooLarge {
+            what: format!(
+                "{name}@{}'s bundle ({} bytes; MCP_V8_MAX_PACKAGE_MB)",
+                manifest.version,
+                bytes.len()
+            ),
+            max: options.max_bundle_bytes,
+        });
+    }
+    Ok(Prepared {
+        installed: Installed {
+            version: manifest.version.clone(),
+            bundle: bundle_key(&bytes),
+            bytes: bytes.len() as u64,
+            entries: bundle.entries.keys().cloned().collect(),
+        },
+        name,
+        bundle: bytes,
+    })
+}
+
+/// Where a dependency of the package at `parent` may already be, nearest
+/// first, as Node's resolution looks for it.
+fn candidates(parent: &str, dep: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut at = parent.to_owned();
+    loop {
+        out.push(format!("{at}/node_modules/{dep}"));
+        match at.rfind("node_modules/") {
+            Some(0) | None => break,
+            Some(i) => at = at[..i].trim_end_matches('/').to_owned(),
+        }
+    }
+    out.push(format!("node_modules/{dep}"));
+    out
+}
+
+fn parse_version(manifest: &Manifest) -> Result<Version, InstallError> {
+    Version::parse(&manifest.version).map_err(|e| {
+        InstallError::Registry(format!(
+            "{} has version {:?}: {e}",
+            manifest.name, manifest.version
+        ))
+    })
+}
+
+fn parse_range(name: &str, range: &str) -> Result<Range, InstallError> {
+    match range.trim() {
+        "" | "*" | "latest" | "x" => Ok(Range::any()),
+        range => Range::parse(range).map_err(|_| {
+            InstallError::Registry(format!(
+                "{name}@{range}: only registry versions and ranges are supported (not git, file or alias specs)"
+            ))
+        }),
+    }
+}
+
+/// The manifest of the version of `name` that `range` (a version, a range
+/// or a dist-tag; `None`: `latest`) picks.
+async fn pick(
+    registry: &Registry,
+    documents: &mut HashMap<String, Packument>,
+    name: &str,
+    range: Option<&str>,
+) -> Result<Manifest, InstallError> {
+    if !documents.contains_key(name) {
+        let document = registry.packument(name).await?;
+        documents.insert(name.to_owned(), document);
+    }
+    let document = &documents[name];
+    let latest = document
+        .dist_tags
+        .get("latest")
+        .cloned()
+        .unwrap_or_default();
+    let range = range.unwrap_or("latest");
+    let chosen = if let Some(tagged) = document.dist_tags.get(range) {
+        Some(tagged.clone())
+    } else {
+        let wanted = parse_range(name, range)?;
+        let mut versions: Vec<Version> = document
+            .versions
+            .keys()
+            .filter_map(|v| Version::parse(v).ok())
+            .filter(|v| wanted.satisfies(v))
+            .collect();
+        versions.sort();
+        // npm prefers `latest` when it satisfies the range.
+        match Version::parse(&latest) {
+            Ok(l) if wanted.satisfies(&l) => Some(latest.clone()),
+            _ => versions.last().map(ToString::to_string),
+        }
+    };
+    let manifest = chosen.and_then(|v| document.versions.get(&v).cloned());
+    let mut manifest = manifest.ok_or_else(|| InstallError::NoVersion {
+        name: name.to_owned(),
+        range: range.to_owned(),
+        latest,
+    })?;
+    if manifest.name.is_empty() {
+        manifest.name = name.to_owned();
+    }
+    Ok(manifest)
+}
+
+/// The `package.json` inside a tarball given by path.
+fn manifest_in(what: &str, tarball: &[u8]) -> Result<Manifest, InstallError> {
+    let bad = |reason: String| InstallError::Tarball {
+        what: what.to_owned(),
+        reason,
+    };
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(tarball));
+    for entry in archive.entries().map_err(|e| bad(e.to_string()))? {
+        let mut entry = entry.map_err(|e| bad(e.to_string()))?;
+        let path = entry.path().map_err(|e| bad(e.to_string()))?.into_owned();
+        if path.components().count() == 2 && path.ends_with("package.json") {
+            let mut text = String::new();
+            entry
+                .read_to_string(&mut text)
+                .map_err(|e| bad(e.to_string()))?;
+            let manifest: Manifest =
+                serde_json::from_str(&text).map_err(|e| bad(format!("package.json: {e}")))?;
+            if !valid_name(&manifest.name) {
+                return Err(bad(format!(
+                    "package.json names {:?}, not a package name",
+                    manifest.name
+                )));
+            }
+            return Ok(manifest);
+        }
+    }
+    Err(bad("no package.json at its top".into()))
+}
+
+/// Largest unpacked size of one package.
+const MAX_UNPACKED_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Unpacks an npm tarball into `into`, dropping its top directory
+/// (`package/`). Only regular files are written, and only inside `into`:
+/// absolute paths, `..`, links and devices are refused or skipped.
+fn unpack(what: &str, tarball: &[u8], into: &Path) -> Result<(), InstallError> {
+    let bad = |reason: String| InstallError::Tarball {
+        what: what.to_owned(),
+        reason,
+    };
+    std::fs::create_dir_all(into)?;
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(tarball));
+    let mut total = 0u64;
+    for entry in archive.entries().map_err(|e| bad(e.to_string()))? {
+        let mut entry = entry.map_err(|e| bad(e.to_string()))?;
+        if !matches!(
+            entry.header().entry_type(),
+            tar::EntryType::Regular | tar::EntryType::Continuous
+        ) {
+            continue;
+        }
+        let path = entry.path().map_err(|e| bad(e.to_string()))?.into_owned();
+        let mut parts = Vec::new();
+        for component in path.components() {
+            match component {
+                Component::Normal(part) => parts.push(part.to_owned()),
+                Component::CurDir => {}
+                _ => return Err(bad(format!("refused path {}", path.display()))),
+            }
+        }
+        if parts.len() < 2 {
+            continue;
+        }
+        let relative: PathBuf = parts[1..].iter().collect();
+        total += entry.header().size().unwrap_or(0);
+        if total > MAX_UNPACKED_BYTES {
+            return Err(InstallError::TooLarge {
+                what: format!("{what} unpacked"),
+                max: MAX_UNPACKED_BYTES as usize,
+            });
+        }
+        let target = into.join(&relative);
+        if let Some(dir) = target.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut bytes = Vec::new();
+        entry
+            .read_to_end(&mut bytes)
+            .map_err(|e| bad(e.to_string()))?;
+        std::fs::write(&target, bytes)?;
+    }
+    Ok(())
+}
+
+/// The subpaths a package is imported by.
+struct Subpaths {
+    paths: Vec<String>,
+    /// Guessed from its files, as it has no `exports`.
+    guessed: bool,
+}
+
+/// Most subpaths guessed from a package's files.
+const MAX_GUESSED_SUBPATHS: usize = 2000;
+
+fn entry_points(dir: &Path) -> Result<Subpaths, InstallError> {
+    let text = std::fs::read_to_string(dir.join("package.json"))?;
+    let manifest: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    let code = |key: &str| {
+        !key.contains('*')
+            && key != "./package.json"
+            && ![".json", ".css", ".d.ts", ".map", ".node", ".wasm"]
+                .iter()
+                .any(|ext| key.ends_with(ext))
+    };
+    match manifest.get("exports") {
+        Some(serde_json::Value::Object(map)) if map.keys().any(|k| k.starts_with('.')) => {
+            let paths: Vec<String> = map
+                .iter()
+                .filter(|(k, v)| code(k) && !v.is_null())
+                .map(|(k, _)| k.clone())
+                .collect();
+            Ok(Subpaths {
+                paths,
+                guessed: false,
+            })
+        }
+        Some(serde_json::Value::Null) | None => {
+            let mut paths = vec![".".to_owned()];
+            let mut names: Vec<String> = std::fs::read_dir(dir)?
+                .filter_map(Result::ok)
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    let file_type = e.file_type().ok()?;
+                    if name.starts_with('.') || name == "node_modules" {
+                        return None;
+                    }
+                    if file_type.is_file() {
+                        let stem = name
+                            .strip_suffix(".js")
+                            .or_else(|| name.strip_suffix(".cjs"))
+                            .or_else(|| name.strip_suffix(".mjs"))?;
+                        Some(format!("./{stem}"))
+                    } else if file_type.is_dir()
+                        && (e.path().join("index.js").is_file()
+                            || e.path().join("package.json").is_file())
+                    {
+                        Some(format!("./{name}"))
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            names.sort();
+            names.dedup();
+            names.truncate(MAX_GUESSED_SUBPATHS);
+            paths.extend(names);
+            Ok(Subpaths {
+                paths,
+                guessed: true,
+            })
+        }
+        // A string, an array or conditions: the package's main entry only.
+        Some(_) => Ok(Subpaths {
+            paths: vec![".".to_owned()],
+            guessed: false,
+        }),
+    }
+}
+
+/// Node's built-in modules by their bare names: a bundle leaves them as
+/// `require` calls for the engine to answer (only those it provides work).
+pub const NODE_BUILTINS: &[&str] = &[
+    "assert",
+    "async_hooks",
+    "buffer",
+    "child_process",
+    "cluster",
+    "console",
+    "constants",
+    "crypto",
+    "dgram",
+    "diagnostics_channel",
+    "dns",
+    "domain",
+    "events",
+    "fs",
+    "http",
+    "http2",
+    "https",
+    "inspector",
+    "module",
+    "net",
+    "os",
+    "path",
+    "perf_hooks",
+    "process",
+    "punycode",
+    "querystring",
+    "readline",
+    "repl",
+    "stream",
+    "string_decoder",
+    "sys",
+    "timers",
+    "tls",
+    "trace_events",
+    "tty",
+    "url",
+    "util",
+    "v8",
+    "vm",
+    "wasi",
+    "worker_threads",
+    "zlib",
+];
+
+fn is_builtin(specifier: &str) -> bool {
+    if specifier.starts_with("node:") {
+        return true;
+    }
+    let base = specifier.split('/').next().unwrap_or(specifier);
+    NODE_BUILTINS.contains(&base)
+}
+
+/// Bundles `subpaths` of the package `name` unpacked under `root`.
+async fn bundle(
+    root: &Path,
+    name: &str,
+    version: &str,
+    subpaths: &[String],
+) -> Result<Bundle, InstallError> {
+    let input: Vec<InputItem> = subpaths
+        .iter()
+        .enumerate()
+        .map(|(i, sub)| InputItem {
+            name: Some(format!("e{i}")),
+            import: format!("{name}{}", sub.strip_prefix('.').unwrap_or(sub)),
+        })
+        .collect();
+    let external = IsExternal::Fn(Some(Arc::new(|specifier: &str, _, _| {
+        let builtin = is_builtin(specifier);
+        Box::pin(async move { Ok(builtin) })
+    })));
+    let options = BundlerOptions {
+        input: Some(input),
+        cwd: Some(root.to_owned()),
+        format: Some(OutputFormat::Cjs),
+        // Runs have the Web platform, not Node's: packages' browser
+        // builds are the ones that work there.
+        platform: Some(Platform::Browser),
+        exports: Some(OutputExports::Named),
+        external: Some(external),
+        define: Some(
+            [(
+                "process.env.NODE_ENV".to_owned(),
+                "\"production\"".to_owned(),
+            )]
+            .into_iter()
+            .collect(),
+        ),
+        resolve: Some(ResolveOptions {
+            condition_names: Some(
+                ["browser", "import", "require", "module", "default"]
+                    .map(str::to_owned)
+                    .to_vec(),
+            ),
+            ..ResolveOptions::default()
+        }),
+        chunk_filenames: Some("c-[hash].js".to_owned().into()),
+        ..BundlerOptions::default()
+    };
+    let failed = |reason: String| InstallError::Bundle {
+        name: name.to_owned(),
+        reason,
+    };
+    let mut bundler = Bundler::new(options).map_err(|e| failed(e.to_string()))?;
+    let output = bundler
+        .generate()
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    let mut bundle = Bundle::new(name, version);
+    for asset in &output.assets {
+        let Output::Chunk(chunk) = asset else {
+            continue;
+        };
+        bundle
+            .files
+            .insert(chunk.filename.to_string(), chunk.code.clone());
+        if !chunk.is_entry {
+            continue;
+        }
+        let Some(index) = chunk
+            .name
+            .strip_prefix('e')
+            .and_then(|i| i.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        let esm = chunk
+            .facade_module_id
+            .as_ref()
+            .is_some_and(|id| is_esm(Path::new(id.as_str())));
+        bundle.entries.insert(
+            subpaths[index].clone(),
+            Entry {
+                file: chunk.filename.to_string(),
+                esm,
+            },
+        );
+    }
+    if bundle.entries.is_empty() {
+        return Err(failed("it has no entry point a run can import".into()));
+    }
+    Ok(bundle)
+}
+
+/// Whether the module at `path` is an ES module, by Node's rules: the
+/// extension, else the nearest `package.json`'s `type`, else its syntax.
+fn is_esm(path: &Path) -> bool {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("mjs" | "mts") => return true,
+        Some("cjs" | "cts") => return false,
+        _ => {}
+    }
+    let mut dir = path.parent();
+    while let Some(d) = dir {
+        if let Ok(text) = std::fs::read_to_string(d.join("package.json")) {
+            let manifest: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+            if manifest.get("type").and_then(|t| t.as_str()) == Some("module") {
+                return true;
+            }
+            if manifest.get("name").is_some() {
+                break;
+            }
+        }
+        dir = d.parent();
+    }
+    let Ok(source) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    let allocator = oxc::allocator::Allocator::default();
+    let parsed =
+        oxc::parser::Parser::new(&allocator, &source, oxc::span::SourceType::mjs()).parse();
+    parsed
+        .program
+        .body
+        .iter()
+        .any(|s| s.is_module_declaration())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dependency_is_looked_for_from_its_parent_up() {
+        assert_eq!(
+            candidates("node_modules/a/node_modules/b", "c"),
+            [
+                "node_modules/a/node_modules/b/node_modules/c",
+                "node_modules/a/node_modules/c",
+                "node_modules/c"
+            ]
+        );
+        assert_eq!(
+            candidates("node_modules/a", "c"),
+            ["node_modules/a/node_modules/c", "node_modules/c"]
+        );
+    }
+}

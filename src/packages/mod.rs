@@ -1,0 +1,273 @@
+//! Packages: npm packages an operator installs with `mcp-v8-lambda
+//! packages add`, bundled for the engine (`install`), kept content-addressed
+//! beside the heaps (`PackageStore`), and handed to runs (`Packages`).
+//!
+//! Packages belong to the deployment, not to a tenant: every tenant's runs
+//! see one set. A run that imported a package keeps it in its heap, so a
+//! restore never needs the store again.
+
+mod bundle;
+mod fs;
+mod install;
+mod registry;
+mod s3;
+mod set;
+mod spec;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+pub use bundle::{Bundle, BundleError, Entry};
+pub use fs::DirPackageStore;
+pub use install::{
+    DEFAULT_REGISTRY, InstallError, InstallOptions, NODE_BUILTINS, Prepared, prepare,
+};
+pub use s3::S3PackageStore;
+pub use set::{PackageView, Packages, REFRESH, ResolveError, Resolved};
+pub use spec::{PackageSpec, SpecError};
+
+use crate::BoxError;
+
+/// What is installed: one version of each package name, and its bundle.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PackageIndex {
+    /// By package name.
+    pub packages: BTreeMap<String, Installed>,
+}
+
+/// One installed package.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Installed {
+    /// The exact version installed.
+    pub version: String,
+    /// SHA-256 (lowercase hex) of the bundle's bytes: its key in the store.
+    pub bundle: String,
+    /// Size of the bundle, in bytes.
+    pub bytes: u64,
+    /// The subpaths it can be imported by (`.`, `./fp`, …).
+    pub entries: Vec<String>,
+}
+
+impl PackageIndex {
+    /// `name@version` of each package, sorted by name.
+    pub fn listing(&self) -> Vec<String> {
+        self.packages
+            .iter()
+            .map(|(name, p)| format!("{name}@{}", p.version))
+            .collect()
+    }
+}
+
+/// The index's revision as the store last saw it, for a conditional update.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Revision(pub String);
+
+/// What can go wrong reading or writing packages.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PackageStoreError {
+    /// The index changed since it was read; read it again and retry.
+    #[error("the package index changed while it was being updated; run the command again")]
+    Conflict,
+    /// Stored bytes failed verification.
+    #[error("package bundle {key} failed verification: {reason}")]
+    Corrupt {
+        /// The bundle asked for.
+        key: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The stored index is not an index.
+    #[error("the package index in the {store} store cannot be read: {source}")]
+    BadIndex {
+        /// Backend name.
+        store: &'static str,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The backend itself failed.
+    #[error("{store} package store failed ({what}): {source}")]
+    Backend {
+        /// Backend name, `directory` or `s3`.
+        store: &'static str,
+        /// The object read or written.
+        what: String,
+        /// The backend's error.
+        #[source]
+        source: BoxError,
+    },
+}
+
+/// Where installed packages live.
+///
+/// # Contract
+/// - Bundles are content-addressed: `put_bundle` of a key already stored
+///   succeeds without rewriting it; `get_bundle` verifies the SHA-256 of
+///   what it read and returns [`PackageStoreError::Corrupt`] rather than
+///   other bytes. A key never stored is `Ok(None)`.
+/// - `index` of a store never written is `Ok(None)`.
+/// - `put_index` is a compare-and-swap: it succeeds only while the stored
+///   revision is still `expected` (`None`: no index yet), else it is
+///   [`PackageStoreError::Conflict`] and nothing changes; a reader sees the
+///   old index or the new one, never a mix.
+/// - Packages belong to the deployment: no tenant namespaces.
+#[async_trait]
+pub trait PackageStore: Send + Sync + fmt::Debug + 'static {
+    /// The index and its revision.
+    async fn index(&self) -> Result<Option<(PackageIndex, Revision)>, PackageStoreError>;
+    /// Replaces the index if it is still at `expected`.
+    async fn put_index(
+        &self,
+        index: &PackageIndex,
+        expected: Option<&Revision>,
+    ) -> Result<(), PackageStoreError>;
+    /// The bundle stored under `key`, verified.
+    async fn get_bundle(&self, key: &str) -> Result<Option<Bytes>, PackageStoreError>;
+    /// Stores `bytes` under their SHA-256.
+    async fn put_bundle(&self, bytes: &Bytes) -> Result<String, PackageStoreError>;
+}
+
+/// The lowercase-hex SHA-256 of `bytes`: a bundle's key.
+pub fn bundle_key(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+/// `bytes` if they hash to `key`.
+pub(crate) fn verified(key: &str, bytes: Bytes) -> Result<Bytes, PackageStoreError> {
+    let actual = bundle_key(&bytes);
+    if actual == key {
+        Ok(bytes)
+    } else {
+        Err(PackageStoreError::Corrupt {
+            key: key.to_owned(),
+            reason: format!("its bytes hash to {actual}"),
+        })
+    }
+}
+
+/// Whether `key` looks like a bundle key (64 lowercase hex digits), so it
+/// can name a file or an object safely.
+pub(crate) fn valid_key(key: &str) -> bool {
+    crate::heap::is_lowercase_hex(key, 64)
+}
+
+/// Installs `specs` into `store`: each is prepared (resolved, downloaded,
+/// verified, bundled), its bundle stored, and the index updated once. The
+/// packages added, as `name@version`.
+pub async fn add(
+    store: &dyn PackageStore,
+    specs: &[String],
+    options: &InstallOptions,
+) -> Result<Vec<String>, BoxError> {
+    let mut prepared = Vec::new();
+    for spec in specs {
+        let spec = PackageSpec::parse(spec)?;
+        prepared.push(prepare(&spec, options).await?);
+    }
+    let mut added = Vec::new();
+    for package in &prepared {
+        store.put_bundle(&package.bundle).await?;
+    }
+    update_index(store, |index| {
+        added.clear();
+        for package in &prepared {
+            index
+                .packages
+                .insert(package.name.clone(), package.installed.clone());
+            added.push(format!("{}@{}", package.name, package.installed.version));
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(added)
+}
+
+/// Removes `names` from the index (their bundles stay: heaps do not need
+/// them, and another name may share one). Unknown names are an error that
+/// lists what is installed, and nothing is removed.
+pub async fn remove(store: &dyn PackageStore, names: &[String]) -> Result<Vec<String>, BoxError> {
+    let mut removed = Vec::new();
+    update_index(store, |index| {
+        removed.clear();
+        let unknown: Vec<&String> = names
+            .iter()
+            .filter(|n| !index.packages.contains_key(*n))
+            .collect();
+        if !unknown.is_empty() {
+            return Err(format!(
+                "not installed: {}; installed: {}",
+                unknown
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                installed_list(index)
+            )
+            .into());
+        }
+        for name in names {
+            if let Some(p) = index.packages.remove(name) {
+                removed.push(format!("{name}@{}", p.version));
+            }
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(removed)
+}
+
+/// The installed packages, `name@version`, or "none".
+pub fn installed_list(index: &PackageIndex) -> String {
+    if index.packages.is_empty() {
+        "none".to_owned()
+    } else {
+        index.listing().join(", ")
+    }
+}
+
+/// Reads the index, applies `change`, and writes it back conditionally,
+/// retrying a few times when another writer got there first.
+async fn update_index(
+    store: &dyn PackageStore,
+    mut change: impl FnMut(&mut PackageIndex) -> Result<(), BoxError>,
+) -> Result<(), BoxError> {
+    for _ in 0..5 {
+        let (mut index, revision) = match store.index().await? {
+            Some((index, revision)) => (index, Some(revision)),
+            None => (PackageIndex::default(), None),
+        };
+        change(&mut index)?;
+        match store.put_index(&index, revision.as_ref()).await {
+            Ok(()) => return Ok(()),
+            Err(PackageStoreError::Conflict) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(PackageStoreError::Conflict.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_checked_before_they_name_anything() {
+        assert!(valid_key(&bundle_key(b"x")));
+        assert!(!valid_key("../../etc/passwd"));
+        assert!(!valid_key(&"A".repeat(64)));
+    }
+
+    #[test]
+    fn bytes_that_do_not_hash_to_their_key_are_refused() {
+        let key = bundle_key(b"right");
+        assert!(verified(&key, Bytes::from_static(b"right")).is_ok());
+        let err = verified(&key, Bytes::from_static(b"wrong")).unwrap_err();
+        assert!(matches!(err, PackageStoreError::Corrupt { .. }), "{err}");
+    }
+}

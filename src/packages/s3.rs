@@ -1,0 +1,148 @@
+//! Packages in the heap bucket: `<prefix>packages/index.json` and
+//! `<prefix>packages/bundles/<sha256>`, outside every tenant's heaps and
+//! every lifecycle rule that expires heaps.
+
+use async_trait::async_trait;
+use aws_sdk_s3::Client;
+use aws_sdk_s3::config::http::HttpResponse;
+use aws_sdk_s3::error::{DisplayErrorContext, SdkError};
+use aws_sdk_s3::primitives::ByteStream;
+use bytes::Bytes;
+
+use super::{
+    PackageIndex, PackageStore, PackageStoreError, Revision, bundle_key, valid_key, verified,
+};
+
+const STORE: &str = "s3";
+
+/// Packages in a bucket.
+#[derive(Debug, Clone)]
+pub struct S3PackageStore {
+    client: Client,
+    bucket: String,
+    prefix: String,
+}
+
+impl S3PackageStore {
+    /// Packages in `bucket` under `prefix` + `packages/`.
+    pub fn new(client: Client, bucket: impl Into<String>, prefix: &str) -> Self {
+        Self {
+            client,
+            bucket: bucket.into(),
+            prefix: format!("{prefix}packages/"),
+        }
+    }
+
+    fn backend<E>(what: impl Into<String>, error: SdkError<E, HttpResponse>) -> PackageStoreError
+    where
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        PackageStoreError::Backend {
+            store: STORE,
+            what: what.into(),
+            source: DisplayErrorContext(error).to_string().into(),
+        }
+    }
+
+    /// The object's bytes and ETag; `None` when there is no such object.
+    async fn get(&self, key: &str) -> Result<Option<(Bytes, Option<String>)>, PackageStoreError> {
+        let result = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await;
+        let object = match result {
+            Ok(object) => object,
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => return Ok(None),
+            Err(e) => return Err(Self::backend(key, e)),
+        };
+        let etag = object.e_tag().map(str::to_owned);
+        let bytes = object
+            .body
+            .collect()
+            .await
+            .map_err(|e| PackageStoreError::Backend {
+                store: STORE,
+                what: key.to_owned(),
+                source: Box::new(e),
+            })?;
+        Ok(Some((bytes.into_bytes(), etag)))
+    }
+}
+
+fn status<E>(error: &SdkError<E, HttpResponse>) -> Option<u16> {
+    error.raw_response().map(|r| r.status().as_u16())
+}
+
+#[async_trait]
+impl PackageStore for S3PackageStore {
+    async fn index(&self) -> Result<Option<(PackageIndex, Revision)>, PackageStoreError> {
+        let Some((bytes, etag)) = self.get(&format!("{}index.json", self.prefix)).await? else {
+            return Ok(None);
+        };
+        let index =
+            serde_json::from_slice(&bytes).map_err(|source| PackageStoreError::BadIndex {
+                store: STORE,
+                source,
+            })?;
+        Ok(Some((index, Revision(etag.unwrap_or_default()))))
+    }
+
+    async fn put_index(
+        &self,
+        index: &PackageIndex,
+        expected: Option<&Revision>,
+    ) -> Result<(), PackageStoreError> {
+        let key = format!("{}index.json", self.prefix);
+        let body = serde_json::to_vec_pretty(index).expect("an index serializes");
+        let request = self
+            .client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(&key)
+            .body(ByteStream::from(body))
+            .content_type("application/json");
+        // S3's conditional writes make the update a compare-and-swap.
+        let request = match expected {
+            Some(revision) => request.if_match(&revision.0),
+            None => request.if_none_match("*"),
+        };
+        match request.send().await {
+            Ok(_) => Ok(()),
+            Err(e) if matches!(status(&e), Some(412 | 409)) => Err(PackageStoreError::Conflict),
+            Err(e) => Err(Self::backend(key, e)),
+        }
+    }
+
+    async fn get_bundle(&self, key: &str) -> Result<Option<Bytes>, PackageStoreError> {
+        if !valid_key(key) {
+            return Ok(None);
+        }
+        match self.get(&format!("{}bundles/{key}", self.prefix)).await? {
+            Some((bytes, _)) => verified(key, bytes).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    async fn put_bundle(&self, bytes: &Bytes) -> Result<String, PackageStoreError> {
+        let key = bundle_key(bytes);
+        let object = format!("{}bundles/{key}", self.prefix);
+        let result = self
+            .client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(&object)
+            .body(ByteStream::from(bytes.clone()))
+            .content_type("application/json")
+            .if_none_match("*")
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(key),
+            Err(e) if matches!(status(&e), Some(412 | 409)) => Ok(key),
+            Err(e) => Err(Self::backend(object, e)),
+        }
+    }
+}
