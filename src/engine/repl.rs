@@ -32,6 +32,7 @@ use super::positions::{Positions, RunsBuilder};
 const COMPLETION: &str = "$__mcpv8_completion";
 
 /// Code rewritten for top-level `await`, and where its positions came from.
+#[derive(Debug)]
 pub(crate) struct Wrapped {
     pub js: String,
     pub positions: Positions,

@@ -34,6 +34,11 @@ pub struct Entry {
     /// A CommonJS module's namespace is `{ default: module.exports, ...named }`,
     /// as Node gives it.
     pub esm: bool,
+    /// Whether the file exposes a CommonJS module's `module.exports` as its
+    /// `default` export (the bundler does so for a module other entries
+    /// also load); else the file's own `module.exports` is the module's.
+    #[serde(default)]
+    pub wrapped: bool,
 }
 
 /// Stored bytes that are not a bundle this build can load.
@@ -88,6 +93,7 @@ mod tests {
             Entry {
                 file: "e0.js".into(),
                 esm: true,
+                wrapped: false,
             },
         );
         bundle.files.insert("e0.js".into(), "exports.a = 1".into());

@@ -650,11 +650,13 @@ async fn bundle(
             .facade_module_id
             .as_ref()
             .is_some_and(|id| is_esm(Path::new(id.as_str())));
+        let wrapped = !esm && chunk.exports.len() == 1 && chunk.exports[0] == "default";
         bundle.entries.insert(
             subpaths[index].clone(),
             Entry {
                 file: chunk.filename.to_string(),
                 esm,
+                wrapped,
             },
         );
     }

@@ -126,6 +126,8 @@ pub struct Resolved {
     pub file: String,
     /// Whether the entry was an ES module.
     pub esm: bool,
+    /// Whether `module.exports` is the file's `default` ([`super::Entry`]).
+    pub wrapped: bool,
     /// The bundle.
     pub bundle: Arc<Bundle>,
 }
@@ -217,9 +219,17 @@ impl PackageView {
         Ok(Resolved {
             file: entry.file.clone(),
             esm: entry.esm,
+            wrapped: entry.wrapped,
             id,
             bundle,
         })
+    }
+
+    /// The bundle of `id` (`name@version`), when that version is installed.
+    pub fn bundle_of(&self, id: &str) -> Option<Arc<Bundle>> {
+        let (name, version) = id.rsplit_once('@')?;
+        let installed = self.packages.get(name).filter(|p| p.version == version)?;
+        self.bundle(id, installed).ok()
     }
 
     /// The bundle of `installed`, read once per process.

@@ -121,7 +121,7 @@ impl McpServer {
                 capabilities: self.capabilities(),
                 instructions: INSTRUCTIONS,
             })),
-            method::TOOLS_LIST => Ok(MethodResult::Tools(self.tools.list(context))),
+            method::TOOLS_LIST => Ok(MethodResult::Tools(self.tools.list(context).await)),
             method::TOOLS_CALL => {
                 let params: CallToolParams = params_of(params)?;
                 Ok(MethodResult::Call(self.tools.call(context, params).await?))

@@ -37,7 +37,11 @@ pub enum ToolCallError {
 impl Toolbox {
     /// `tools/list` for a request of `context`: the schemas give the
     /// limits in force for it.
-    pub fn list(&self, context: CallContext<'_>) -> ListToolsResult {
+    pub async fn list(&self, context: CallContext<'_>) -> ListToolsResult {
+        // run_js's description names the installed packages.
+        if let Some(packages) = self.engine.packages() {
+            packages.view().await;
+        }
         let structured = has_structured_output(context.protocol_version);
         let mut tools = vec![run_js::describe(self, context.deadline)];
         if !self.stateless {

@@ -41,7 +41,9 @@ const GLOBALS_DESCRIPTION: &str = "Code can use the Web platform without the net
 TextEncoder, TextDecoder, atob, btoa, structuredClone, crypto (getRandomValues, randomUUID, subtle.digest, HMAC sign/verify), \
 performance.now, Event, EventTarget, AbortController, AbortSignal, DOMException, Blob, File, FormData, Headers, Request, \
 Response, console (log, table, count, time, group, ...), setTimeout, setInterval, queueMicrotask. There are no \
-streams, no WebAssembly, no modules, filesystem or environment. A stateful run that keeps an Intl object or a \
+streams, no WebAssembly, filesystem or environment; node:url, node:crypto, node:timers, node:util, node:perf_hooks and \
+node:console are the only node: modules. A run is a script, not a module: `import` declarations bind globals that later \
+runs keep, and `export` is an error. A stateful run that keeps an Intl object or a \
 FinalizationRegistry with registrations in a global fails (V8 cannot snapshot them): make them inside functions.";
 
 /// The arguments of `run_js`; its input schema is derived from them, and
@@ -150,8 +152,15 @@ anything else rejects with a TypeError naming the egress policy).",
         "fetch is off here: every request rejects with a TypeError naming the egress policy."
             .to_owned()
     };
+    let packages = match toolbox.engine.packages().map(|p| p.latest()) {
+        Some(view) if !view.is_empty() => format!(
+            "Installed npm packages, for `import` (static or `import()`) and `require`, bare names and subpaths: {}; no others can be installed from a run.",
+            view.listing()
+        ),
+        _ => "No npm packages are installed here (an operator adds them with `mcp-v8-lambda packages add`).".to_owned(),
+    };
     let description = format!(
-        "{base} {GLOBALS_DESCRIPTION} {fetch} Limits here: timeout {} s by default, at most {} s; heap {} MiB by default, at most {} MiB, \
+        "{base} {GLOBALS_DESCRIPTION} {packages} {fetch} Limits here: timeout {} s by default, at most {} s; heap {} MiB by default, at most {} MiB, \
 and as much again for ArrayBuffer data; console output kept up to {} and the result up to {} (longer text is cut, with a marker).",
         limits.default_timeout.as_secs(),
         max_timeout.as_secs(),

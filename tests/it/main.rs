@@ -26,6 +26,7 @@ mod limits;
 mod logs;
 mod memory;
 mod meta_store;
+mod packages;
 mod progress;
 mod properties;
 mod repl;

@@ -6,6 +6,18 @@
   "use strict";
   const modules = new Map(); // "name@version/file" -> { exports, loaded }
   const namespaces = new Map(); // "name@version/file" -> namespace object
+  // Specifier -> [id, file, esm, wrapped], so a heap imports again what it has
+  // without the store (after `packages remove`, or on any instance).
+  const resolved = new Map();
+
+  function resolve(specifier) {
+    let entry = resolved.get(specifier);
+    if (!entry) {
+      entry = natives.resolve(specifier);
+      resolved.set(specifier, entry);
+    }
+    return entry;
+  }
 
   // The node: modules the engine provides, from the run's own globals.
   const builtins = {
@@ -84,15 +96,15 @@
     check(specifier);
     const node = builtin(specifier);
     if (node !== undefined) return node;
-    const [id, file, esm] = natives.resolve(specifier);
-    return entryExports(id, file, esm);
+    const [id, file, , wrapped] = resolve(specifier);
+    return entryExports(id, file, wrapped);
   }
 
-  // A bundle's entry for a CommonJS module holds its `module.exports` as
-  // `default` (the bundler's named-exports form).
-  function entryExports(id, file, esm) {
+  // An entry the bundler shares with other entries holds a CommonJS
+  // module's `module.exports` as its `default`.
+  function entryExports(id, file, wrapped) {
     const exports = loadFile(id, file);
-    return esm ? exports : exports.default;
+    return wrapped ? exports.default : exports;
   }
 
   // What `import` gives: an ES module's exports as they are; for CommonJS,
@@ -102,11 +114,11 @@
     check(specifier);
     const node = builtin(specifier);
     if (node !== undefined) return wrapCommonJs("node:" + specifier, node);
-    const [id, file, esm] = natives.resolve(specifier);
+    const [id, file, esm, wrapped] = resolve(specifier);
     const key = id + "/" + file;
     const cached = namespaces.get(key);
     if (cached) return cached;
-    const exports = entryExports(id, file, esm);
+    const exports = entryExports(id, file, wrapped);
     const result = esm ? exports : wrapCommonJs(key, exports);
     namespaces.set(key, result);
     return result;
@@ -149,7 +161,7 @@
   require.resolve = (specifier) => {
     check(specifier);
     if (builtin(specifier) !== undefined) return specifier;
-    const [id, file] = natives.resolve(specifier);
+    const [id, file] = resolve(specifier);
     return "/node_modules/" + id + "/" + file;
   };
   Object.defineProperty(require, "cache", { get: () => Object.fromEntries(modules) });

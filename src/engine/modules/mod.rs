@@ -92,7 +92,7 @@ fn throw_error(scope: &mut v8::PinScope<'_, '_>, message: &str, code: &str) {
     scope.throw_exception(error);
 }
 
-/// `resolve(specifier)`: `[id, file, esm]` of the entry it names, or a
+/// `resolve(specifier)`: `[id, file, esm, wrapped]` of the entry it names, or a
 /// thrown error that says what exists.
 fn resolve<'s>(
     scope: &mut v8::PinScope<'s, '_>,
@@ -142,10 +142,12 @@ fn resolve<'s>(
         return;
     };
     let esm = v8::Boolean::new(scope, resolved.esm);
+    let wrapped = v8::Boolean::new(scope, resolved.wrapped);
     if let Some(run) = scope.get_slot_mut::<ModuleRun>() {
         run.bundles.insert(resolved.id.clone(), resolved.bundle);
     }
-    rv.set(v8::Array::new_with_elements(scope, &[id.into(), file.into(), esm.into()]).into());
+    let entry = [id.into(), file.into(), esm.into(), wrapped.into()];
+    rv.set(v8::Array::new_with_elements(scope, &entry).into());
 }
 
 /// `compile(id, file)`: the file as a function of `(exports, require,
@@ -162,6 +164,13 @@ fn compile<'s>(
         throw_type_error(scope, "modules are not available outside a run");
         return;
     };
+    // A module of a package this run did not resolve: one resolved in an
+    // earlier run that loads a file only now.
+    if !run.bundles.contains_key(&id)
+        && let Some(bundle) = run.view.as_ref().and_then(|v| v.bundle_of(&id))
+    {
+        run.bundles.insert(id.clone(), bundle);
+    }
     let Some(source) = run
         .bundles
         .get(&id)

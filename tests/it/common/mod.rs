@@ -7,6 +7,7 @@ pub mod engine;
 pub mod faults;
 pub mod moto;
 pub mod net;
+pub mod npm;
 pub mod runtime_api;
 pub mod sam;
 

@@ -4,4 +4,5 @@
 
 pub mod heap;
 pub mod meta;
+pub mod packages;
 pub mod session;

@@ -1,0 +1,123 @@
+//! An npm registry on loopback, serving the tarballs in
+//! `tests/fixtures/npm` with the documents and integrity the public
+//! registry publishes for them: the packages tests never touch the network.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use serde_json::{Value, json};
+use sha2::Digest;
+
+/// The fixture tarball of `name`.
+pub fn fixture(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/npm");
+    std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            let file = p.file_name().unwrap().to_string_lossy().into_owned();
+            file.strip_suffix(".tgz")
+                .and_then(|stem| stem.rsplit_once('-'))
+                .is_some_and(|(n, _)| n == name)
+        })
+        .unwrap_or_else(|| panic!("no fixture tarball for {name}"))
+}
+
+/// The `package.json` inside a tarball.
+pub fn manifest(tarball: &[u8]) -> Value {
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(tarball));
+    for entry in archive.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        if entry.path().unwrap().to_string_lossy() == "package/package.json" {
+            let mut text = String::new();
+            entry.read_to_string(&mut text).unwrap();
+            return serde_json::from_str(&text).unwrap();
+        }
+    }
+    panic!("no package.json");
+}
+
+struct Served {
+    documents: HashMap<String, Value>,
+    tarballs: HashMap<String, Vec<u8>>,
+}
+
+/// A running registry; its URL ends with `/`.
+pub struct Registry {
+    pub url: String,
+    _task: tokio::task::JoinHandle<()>,
+}
+
+/// Serves every fixture; the packages named in `tampered` publish an
+/// integrity their tarball does not match.
+pub async fn start(tampered: &[&str]) -> Registry {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let mut served = Served {
+        documents: HashMap::new(),
+        tarballs: HashMap::new(),
+    };
+    for name in ["lodash", "nanoid", "d3-array", "internmap"] {
+        let bytes = std::fs::read(fixture(name)).unwrap();
+        let manifest = manifest(&bytes);
+        let version = manifest["version"].as_str().unwrap().to_owned();
+        let hashed: &[u8] = if tampered.contains(&name) {
+            b"other bytes"
+        } else {
+            &bytes
+        };
+        let integrity = format!(
+            "sha512-{}",
+            base64::engine::general_purpose::STANDARD.encode(sha2::Sha512::digest(hashed))
+        );
+        let file = format!("{name}-{version}.tgz");
+        let mut entry = json!({
+            "name": name,
+            "version": version,
+            "dist": { "tarball": format!("{url}-/{file}"), "integrity": integrity },
+        });
+        for field in ["dependencies", "peerDependencies"] {
+            if let Some(deps) = manifest.get(field) {
+                entry[field] = deps.clone();
+            }
+        }
+        served.documents.insert(
+            name.to_owned(),
+            json!({
+                "name": name,
+                "dist-tags": { "latest": version },
+                "versions": { version.clone(): entry },
+            }),
+        );
+        served.tarballs.insert(file, bytes);
+    }
+    let router = axum::Router::new()
+        .route("/-/{file}", axum::routing::get(tarball))
+        .route("/{name}", axum::routing::get(document))
+        .with_state(Arc::new(served));
+    let task = tokio::spawn(async move {
+        axum::serve(listener, router).await.unwrap();
+    });
+    Registry { url, _task: task }
+}
+
+async fn document(State(served): State<Arc<Served>>, Path(name): Path<String>) -> Response {
+    match served.documents.get(&name) {
+        Some(document) => axum::Json(document.clone()).into_response(),
+        None => (StatusCode::NOT_FOUND, "{\"error\":\"Not found\"}").into_response(),
+    }
+}
+
+async fn tarball(State(served): State<Arc<Served>>, Path(file): Path<String>) -> Response {
+    match served.tarballs.get(&file) {
+        Some(bytes) => bytes.clone().into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
