@@ -90,9 +90,72 @@ function describe(n) { return `total ${n}` }\n\
 try { total } catch (e) { 'failed' }\n\
 describe(total)";
 
+/// A prelude of the kind operators write: a few dozen helpers and a table.
+const PRELUDE: &str = "const helpers = {};\n\
+for (let i = 0; i < 40; i++) helpers['h' + i] = (x) => x * i + 1;\n\
+function mean(xs) { return xs.reduce((a, b) => a + b, 0) / xs.length }\n\
+function groupBy(xs, f) { const out = {}; for (const x of xs) (out[f(x)] ??= []).push(x); return out }\n\
+const UNITS = Object.fromEntries(Array.from({ length: 200 }, (_, i) => ['u' + i, i]));";
+
+/// `--prelude`: fresh runs with and without a prelude, interleaved so that
+/// drift of the machine's speed hits both alike.
+fn prelude(n: usize) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("prelude.js");
+    std::fs::write(&file, PRELUDE).expect("prelude");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let engine = |with: bool| {
+        let store = FileHeapStore::new(dir.path().join(if with { "with" } else { "without" }));
+        let engine = Engine::new(
+            EngineConfig::default(),
+            Some(Arc::new(store) as Arc<dyn HeapStore>),
+        );
+        if with {
+            engine.with_prelude(Arc::new(mcp_v8_lambda::engine::FilePrelude(file.clone())))
+        } else {
+            engine
+        }
+    };
+    let (without, with) = (engine(false), engine(true));
+    let run = |engine: &Engine, stateful: bool| {
+        let started = Instant::now();
+        let out = runtime
+            .block_on(engine.run(RunRequest {
+                code: "globalThis.counter = 0".into(),
+                stateful,
+                ..Default::default()
+            }))
+            .expect("accepted")
+            .outcome;
+        assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+        assert!(out.warnings.is_empty(), "{out:?}");
+        started.elapsed()
+    };
+    println!("## Prelude\n\n| scenario | p50 ms | p95 ms | p99 ms | runs |\n|---|---|---|---|---|");
+    for stateful in [false, true] {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        run(&without, stateful);
+        run(&with, stateful); // makes the prelude's heap
+        for _ in 0..n {
+            a.push(run(&without, stateful));
+            b.push(run(&with, stateful));
+        }
+        let kind = if stateful { "stateful" } else { "stateless" };
+        println!("| fresh {kind}, no prelude | {} |", percentiles(a));
+        println!("| fresh {kind}, with the prelude | {} |", percentiles(b));
+    }
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let n = if quick { 10 } else { 100 };
+    if std::env::args().any(|a| a == "--prelude") {
+        prelude(n * 2);
+        return;
+    }
 
     let started = Instant::now();
     let _ = Engine::new(EngineConfig::default(), None);

@@ -10,7 +10,7 @@ use crate::BoxError;
 use crate::backends::aws::{Clients, SESSIONS};
 use crate::backends::embedded::open_database_with_cache;
 use crate::config::Config;
-use crate::engine::{Engine, EngineConfig};
+use crate::engine::{Engine, EngineConfig, FilePrelude, PreludeSource};
 use crate::heap::{
     FileHeapStore, HeapStore, MemoryCacheHeapStore, S3HeapStore, WriteThroughCacheHeapStore,
 };
@@ -35,6 +35,8 @@ pub struct Stores {
     pub heaps: Option<Arc<dyn HeapStore>>,
     /// The deployment's packages, for `import` and `require` in runs.
     pub packages: Arc<Packages>,
+    /// The operator's prelude (`MCP_V8_PRELUDE`), when there is one.
+    pub prelude: Option<Arc<dyn PreludeSource>>,
 }
 
 impl Stores {
@@ -95,13 +97,61 @@ impl Stores {
                 )
             }
         };
-        let (store, local, fill) = package_store(config, data_dir, aws)?;
+        let (store, local, fill) = package_store(config, data_dir, &aws)?;
+        let prelude: Option<Arc<dyn PreludeSource>> = match &config.packages.prelude {
+            None => None,
+            Some(location) => match location.strip_prefix("s3://") {
+                Some(object) => {
+                    let (bucket, key) = object
+                        .split_once('/')
+                        .ok_or("MCP_V8_PRELUDE: an S3 prelude is s3://BUCKET/KEY")?;
+                    let clients = aws().map_err(|_| {
+                        "MCP_V8_PRELUDE names an S3 object, which needs the AWS stores (MCP_V8_HEAP_BUCKET)"
+                    })?;
+                    Some(Arc::new(S3Prelude {
+                        client: clients.s3.clone(),
+                        bucket: bucket.to_owned(),
+                        key: key.to_owned(),
+                    }))
+                }
+                None => Some(Arc::new(FilePrelude(PathBuf::from(location)))),
+            },
+        };
         Ok(Self {
             sessions,
             meta,
             heaps,
             packages: Arc::new(Packages::new(store, local, fill)),
+            prelude,
         })
+    }
+}
+
+/// A prelude kept as an S3 object (the function can read its own bucket).
+#[derive(Debug)]
+struct S3Prelude {
+    client: aws_sdk_s3::Client,
+    bucket: String,
+    key: String,
+}
+
+#[async_trait::async_trait]
+impl PreludeSource for S3Prelude {
+    async fn code(&self) -> Result<String, BoxError> {
+        let object = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(&self.key)
+            .send()
+            .await
+            .map_err(|e| aws_sdk_s3::error::DisplayErrorContext(e).to_string())?;
+        let bytes = object.body.collect().await?.into_bytes();
+        Ok(String::from_utf8(bytes.to_vec())?)
+    }
+
+    fn location(&self) -> String {
+        format!("s3://{}/{}", self.bucket, self.key)
     }
 }
 
@@ -112,7 +162,7 @@ impl Stores {
 pub fn package_store<'a>(
     config: &Config,
     data_dir: &Path,
-    aws: impl Fn() -> Result<&'a Clients, &'static str>,
+    aws: &impl Fn() -> Result<&'a Clients, &'static str>,
 ) -> Result<(Arc<dyn PackageStore>, PathBuf, bool), BoxError> {
     Ok(match &config.stores.heap_bucket {
         Some(bucket) => {
@@ -191,7 +241,13 @@ pub fn with_stores(config: &Config, stores: Stores) -> App {
         ..defaults
     };
     let tools = Toolbox {
-        engine: Arc::new(Engine::new(engine_config, stores.heaps).with_packages(stores.packages)),
+        engine: Arc::new({
+            let engine = Engine::new(engine_config, stores.heaps).with_packages(stores.packages);
+            match stores.prelude {
+                Some(prelude) => engine.with_prelude(prelude),
+                None => engine,
+            }
+        }),
         meta: stores.meta,
         stateless: config.stateless,
         execution_ttl_secs: config.stores.execution_ttl_secs,

@@ -56,6 +56,9 @@ pub struct PackageSettings {
     pub max_package_mb: usize,
     /// `MCP_V8_MAX_RUN_MODULES_MB`: most module source one run may load.
     pub max_run_modules_mb: usize,
+    /// `MCP_V8_PRELUDE`: a file, or an `s3://bucket/key` object, evaluated
+    /// once into the heap every fresh run starts from.
+    pub prelude: Option<String>,
 }
 
 /// The engine's part of the configuration.
@@ -434,6 +437,7 @@ impl Config {
                 registry: vars.non_empty("MCP_V8_NPM_REGISTRY"),
                 max_package_mb: vars.number("MCP_V8_MAX_PACKAGE_MB", 32, Least::One)?,
                 max_run_modules_mb: vars.number("MCP_V8_MAX_RUN_MODULES_MB", 64, Least::One)?,
+                prelude: vars.non_empty("MCP_V8_PRELUDE"),
             },
         })
     }

@@ -123,7 +123,7 @@ async fn packages(
     use mcp_v8_lambda::packages;
     let data_dir = data_dir.unwrap_or_else(|| PathBuf::from(".mcp-v8"));
     let aws = aws_clients(config).await;
-    let (store, _, _) = app::package_store(config, &data_dir, || {
+    let (store, _, _) = app::package_store(config, &data_dir, &|| {
         aws.as_ref()
             .ok_or("an AWS store is configured but no AWS clients were built")
     })

@@ -16,8 +16,13 @@ pub(crate) fn execute(mut job: Job) -> JobResult {
     let _exclusive = READ_ONLY_HEAP.write();
     let guard = HeapGuard::new(job.heap_limit_bytes);
     let fresh = job.restore.is_none();
+    // Every restore goes through a snapshot creator: a plain isolate made
+    // from one of our blobs aborts V8 when a context is made in it (a
+    // descriptor check), and a stateless run from the prelude's heap
+    // restores one. Its blob is made and dropped.
+    let creator = job.stateful || !fresh;
     let params = guard.params(job.heap_limit_bytes);
-    let mut isolate = snapshot_isolate(job.stateful, job.restore.take(), params);
+    let mut isolate = snapshot_isolate(creator, job.restore.take(), params);
     guard.arm(&mut isolate);
     let mut watchdog = Watchdog::new(isolate.thread_safe_handle());
     let started = run::start(&mut isolate, &job, &mut watchdog, &guard);
@@ -39,8 +44,8 @@ pub(crate) fn execute(mut job: Job) -> JobResult {
         {
             classified = Classified::unsnapshottable(&kept);
         }
-        if job.stateful {
-            if classified.completed() {
+        if creator {
+            if classified.completed() && job.stateful {
                 scope.set_default_context(context);
             } else {
                 // The blob of a failed run is thrown away, but V8 insists on
@@ -56,6 +61,8 @@ pub(crate) fn execute(mut job: Job) -> JobResult {
     let mut result = run::finish(&mut isolate, classified);
     if job.stateful {
         snapshot(isolate, job.code_handling, &mut result);
+    } else if creator {
+        drop(isolate.create_blob(v8::FunctionCodeHandling::Clear));
     } else {
         drop(isolate);
     }
@@ -64,26 +71,21 @@ pub(crate) fn execute(mut job: Job) -> JobResult {
 }
 
 /// The isolate of a job that creates or restores a snapshot: a snapshot
-/// creator for a stateful job, from `restore` when there is a payload.
+/// creator (`creator`), from `restore` when there is a payload.
 fn snapshot_isolate(
-    stateful: bool,
+    creator: bool,
     restore: Option<Bytes>,
     params: v8::CreateParams,
 ) -> v8::OwnedIsolate {
     let refs: Cow<'static, [v8::ExternalReference]> = Cow::Owned(web::external_references());
-    match (stateful, restore) {
+    match (creator, restore) {
         (true, Some(payload)) => v8::Isolate::snapshot_creator_from_existing_snapshot(
             Vec::from(payload).into(),
             Some(refs),
             Some(params),
         ),
         (true, None) => v8::Isolate::snapshot_creator(Some(refs), Some(params)),
-        (false, Some(payload)) => v8::Isolate::new(
-            params
-                .snapshot_blob(Vec::from(payload).into())
-                .external_references(refs),
-        ),
-        (false, None) => v8::Isolate::new(params),
+        (false, _) => v8::Isolate::new(params),
     }
 }
 

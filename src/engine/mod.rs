@@ -5,11 +5,11 @@ mod checksum;
 mod control;
 mod isolate;
 mod memory;
-mod modules;
 mod outcome;
 mod plain;
 mod platform;
 mod positions;
+mod prelude;
 mod rejections;
 mod repl;
 mod run;
@@ -34,6 +34,7 @@ pub use control::RunControl;
 pub use outcome::{
     EngineError, RunError, RunOutcome, RunReport, RunStatus, cap_text, cap_text_ends,
 };
+pub use prelude::{FilePrelude, PreludeSource};
 pub use run::CodeHandling;
 pub use typescript::Language;
 pub use worker::{WORKER_ARG, serve_stdio as serve_worker};
@@ -137,6 +138,8 @@ pub struct Engine {
     fetch: Option<Arc<crate::egress::FetchConfig>>,
     /// The deployment's packages, when it has a package store.
     packages: Option<Arc<Packages>>,
+    /// The operator's prelude, when there is one.
+    prelude: Option<prelude::Prelude>,
 }
 
 const MIN_HEAP_LIMIT_MB: usize = 8;
@@ -180,7 +183,18 @@ impl Engine {
             warm,
             fetch,
             packages: None,
+            prelude: None,
         }
+    }
+
+    /// This engine with a prelude every fresh run starts from.
+    pub fn with_prelude(mut self, source: Arc<dyn PreludeSource>) -> Self {
+        self.prelude = Some(prelude::Prelude::new(source));
+        // Fresh runs restore the prelude's heap, so no run would use a warm
+        // isolate, and an idle one holds the read-only heap those runs
+        // need alone (engine/run.rs, READ_ONLY_HEAP).
+        self.warm = None;
+        self
     }
 
     /// This engine with `packages` for `import` and `require`.
@@ -261,6 +275,34 @@ impl Engine {
             _ => None,
         };
 
+        let packages = match &self.packages {
+            Some(packages) => Some(packages.view().await),
+            None => None,
+        };
+        let restore = match (restore, &self.prelude) {
+            (None, Some(prelude)) => match self.base(prelude, packages.clone()).await {
+                Ok(base) if restore_needs_mb(base.len()) > limits.heap_limit_mb => {
+                    report.outcome.status = RunStatus::OutOfMemory;
+                    report.outcome.error = Some(RunError::new(
+                        "OutOfMemoryError",
+                        format!(
+                            "the prelude's heap needs about {} MiB, over this run's {} MiB heap limit; ask for a larger heap_memory_max_mb",
+                            restore_needs_mb(base.len()),
+                            limits.heap_limit_mb
+                        ),
+                    ));
+                    return finish(report);
+                }
+                Ok(base) => Some(base),
+                Err(why) => {
+                    report.outcome.warnings.push(format!(
+                        "the operator's prelude failed, so this run started without it: {why}"
+                    ));
+                    None
+                }
+            },
+            (restore, _) => restore,
+        };
         let job = run::Job {
             code: std::mem::take(&mut prepared.js),
             restore,
@@ -271,10 +313,7 @@ impl Engine {
             code_handling: self.config.code_handling,
             control: request.control.clone(),
             fetch: self.fetch.clone(),
-            packages: match &self.packages {
-                Some(packages) => Some(packages.view().await),
-                None => None,
-            },
+            packages,
             max_module_bytes: self.config.max_module_bytes,
         };
         // A cancel may also arrive after the isolate classified the run, or
@@ -309,6 +348,67 @@ impl Engine {
             }
         }
         finish(report)
+    }
+
+    /// The heap the prelude leaves, made by the first fresh run that needs
+    /// it (once per process; a failure is kept too, and logged).
+    async fn base(
+        &self,
+        prelude: &prelude::Prelude,
+        packages: Option<Arc<crate::packages::PackageView>>,
+    ) -> Result<bytes::Bytes, String> {
+        prelude
+            .base
+            .get_or_init(|| async {
+                let location = prelude.source.location();
+                let made = self.make_base(prelude, packages).await;
+                match &made {
+                    Ok(base) => tracing::info!(prelude = %location, bytes = base.len(), "the prelude's heap is ready"),
+                    Err(why) => tracing::error!(prelude = %location, error = %why, "the prelude failed; fresh runs start without it"),
+                }
+                made
+            })
+            .await
+            .clone()
+    }
+
+    async fn make_base(
+        &self,
+        prelude: &prelude::Prelude,
+        packages: Option<Arc<crate::packages::PackageView>>,
+    ) -> Result<bytes::Bytes, String> {
+        let location = prelude.source.location();
+        let code = prelude
+            .source
+            .code()
+            .await
+            .map_err(|e| format!("reading {location}: {e}"))?;
+        let prepared = typescript::prepare(&code, Language::Auto)
+            .map_err(|e| format!("{location}: SyntaxError: {e}"))?;
+        let job = run::Job {
+            code: prepared.js,
+            restore: None,
+            stateful: true,
+            timeout: self.config.max_timeout,
+            heap_limit_bytes: self.config.default_heap_limit_mb * 1024 * 1024,
+            max_output_bytes: self.config.max_output_bytes,
+            code_handling: self.config.code_handling,
+            control: None,
+            fetch: self.fetch.clone(),
+            packages,
+            max_module_bytes: self.config.max_module_bytes,
+        };
+        let result = self.execute(job).await.map_err(|e| e.to_string())?;
+        match (result.status, result.blob) {
+            (RunStatus::Completed, Some(blob)) => Ok(bytes::Bytes::from(blob)),
+            (status, _) => Err(match result.error {
+                Some(error) => format!(
+                    "{location} ended {status:?}: {}: {}",
+                    error.name, error.message
+                ),
+                None => format!("{location} ended {status:?}"),
+            }),
+        }
     }
 
     /// The payload of heap `key`, `None` when it is not stored, or the

@@ -189,7 +189,7 @@ impl HeapGuard {
         isolate
             .add_near_heap_limit_callback(near_heap_limit, self as *const HeapGuard as *mut c_void);
         isolate.set_microtasks_policy(v8::MicrotasksPolicy::Explicit);
-        super::modules::arm(isolate);
+        web::arm_modules(isolate);
     }
 
     pub(super) fn hit(&self) -> bool {
@@ -239,7 +239,7 @@ pub(super) fn start(
             control: job.control.clone(),
             fetch: job.fetch.as_deref(),
             deadline,
-            modules: super::modules::ModuleRun::new(job.packages.clone(), job.max_module_bytes),
+            modules: web::ModuleRun::new(job.packages.clone(), job.max_module_bytes),
         },
     );
     if let Some(control) = &job.control {

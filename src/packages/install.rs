@@ -20,7 +20,7 @@ use rolldown_common::Output;
 use super::bundle::{Bundle, Entry};
 use super::registry::{Manifest, Packument, Registry};
 use super::spec::{PackageSpec, valid_name};
-use super::{Installed, bundle_key};
+use super::{InstallError, Installed, bundle_key};
 
 /// Where packages come from and how large they may be.
 #[derive(Debug, Clone)]
@@ -66,65 +66,6 @@ pub struct Prepared {
     pub installed: Installed,
     /// The bundle's bytes (their SHA-256 is `installed.bundle`).
     pub bundle: Bytes,
-}
-
-/// Why a package could not be installed; nothing was stored.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum InstallError {
-    /// The registry has no such package.
-    #[error("the registry has no package named {0:?}")]
-    NotFound(String),
-    /// No published version satisfies the range.
-    #[error("no version of {name} matches {range:?}; latest is {latest}")]
-    NoVersion {
-        /// Package name.
-        name: String,
-        /// What was asked.
-        range: String,
-        /// The `latest` tag.
-        latest: String,
-    },
-    /// The registry failed or answered something else.
-    #[error("registry: {0}")]
-    Registry(String),
-    /// A tarball does not match what the registry published.
-    #[error(
-        "{what}: the tarball does not match its published integrity ({algorithm}); nothing was installed"
-    )]
-    Integrity {
-        /// `name@version`.
-        what: String,
-        /// The hash checked.
-        algorithm: String,
-    },
-    /// Over a size cap.
-    #[error("{what} is over the {max}-byte limit")]
-    TooLarge {
-        /// What was too large.
-        what: String,
-        /// The limit.
-        max: usize,
-    },
-    /// A tarball that cannot be unpacked safely.
-    #[error("{what}: {reason}")]
-    Tarball {
-        /// The tarball.
-        what: String,
-        /// Why.
-        reason: String,
-    },
-    /// The bundler refused the package.
-    #[error("bundling {name} failed: {reason}")]
-    Bundle {
-        /// Package name.
-        name: String,
-        /// The bundler's diagnostics.
-        reason: String,
-    },
-    /// Local I/O.
-    #[error("{0}")]
-    Io(#[from] std::io::Error),
 }
 
 /// A scratch directory removed when dropped.

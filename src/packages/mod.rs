@@ -23,9 +23,7 @@ use serde::{Deserialize, Serialize};
 
 pub use bundle::{Bundle, BundleError, Entry};
 pub use fs::DirPackageStore;
-pub use install::{
-    DEFAULT_REGISTRY, InstallError, InstallOptions, NODE_BUILTINS, Prepared, prepare,
-};
+pub use install::{DEFAULT_REGISTRY, InstallOptions, NODE_BUILTINS, Prepared, prepare};
 pub use s3::S3PackageStore;
 pub use set::{PackageView, Packages, REFRESH, ResolveError, Resolved};
 pub use spec::{PackageSpec, SpecError};
@@ -60,6 +58,65 @@ impl PackageIndex {
             .map(|(name, p)| format!("{name}@{}", p.version))
             .collect()
     }
+}
+
+/// Why a package could not be installed; nothing was stored.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InstallError {
+    /// The registry has no such package.
+    #[error("the registry has no package named {0:?}")]
+    NotFound(String),
+    /// No published version satisfies the range.
+    #[error("no version of {name} matches {range:?}; latest is {latest}")]
+    NoVersion {
+        /// Package name.
+        name: String,
+        /// What was asked.
+        range: String,
+        /// The `latest` tag.
+        latest: String,
+    },
+    /// The registry failed or answered something else.
+    #[error("registry: {0}")]
+    Registry(String),
+    /// A tarball does not match what the registry published.
+    #[error(
+        "{what}: the tarball does not match its published integrity ({algorithm}); nothing was installed"
+    )]
+    Integrity {
+        /// `name@version`.
+        what: String,
+        /// The hash checked.
+        algorithm: String,
+    },
+    /// Over a size cap.
+    #[error("{what} is over the {max}-byte limit")]
+    TooLarge {
+        /// What was too large.
+        what: String,
+        /// The limit.
+        max: usize,
+    },
+    /// A tarball that cannot be unpacked safely.
+    #[error("{what}: {reason}")]
+    Tarball {
+        /// The tarball.
+        what: String,
+        /// Why.
+        reason: String,
+    },
+    /// The bundler refused the package.
+    #[error("bundling {name} failed: {reason}")]
+    Bundle {
+        /// Package name.
+        name: String,
+        /// The bundler's diagnostics.
+        reason: String,
+    },
+    /// Local I/O.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
 }
 
 /// The index's revision as the store last saw it, for a conditional update.

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 use sha2::Digest;
 
-use super::install::InstallError;
+use super::InstallError;
 
 /// The abbreviated package document (`application/vnd.npm.install-v1+json`).
 #[derive(Debug, Deserialize)]

@@ -38,7 +38,10 @@ pub(crate) struct HttpError {
     id: Option<RequestId>,
     pub(super) code: i64,
     message: String,
-    data: Option<serde_json::Value>,
+    /// Boxed: a `Value` object is an ordered map (serde_json's
+    /// `preserve_order`, which the bundler's crates turn on) and would make
+    /// every `Result<_, HttpError>` large.
+    data: Option<Box<serde_json::Value>>,
 }
 
 impl HttpError {
@@ -60,7 +63,7 @@ impl HttpError {
     /// The same error, with `error.data`.
     pub(super) fn with_data(self, data: serde_json::Value) -> Self {
         Self {
-            data: Some(data),
+            data: Some(Box::new(data)),
             ..self
         }
     }
@@ -72,7 +75,7 @@ impl HttpError {
         status: impl Fn(i64) -> StatusCode,
     ) -> Self {
         let mut http = Self::new(status(error.code), error.code, error.message).with_id(Some(id));
-        http.data = error.data;
+        http.data = error.data.map(Box::new);
         http
     }
 
@@ -112,7 +115,7 @@ impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
         let mut body = jsonrpc::Response::error(self.id, self.code, self.message);
         if let Some(error) = &mut body.error {
-            error.data = self.data;
+            error.data = self.data.map(|data| *data);
         }
         json(self.status, &body)
     }

@@ -61,6 +61,24 @@ async function counter() {
   await transport.close();
 }
 
+// A package the operator added with `packages add`: named in run_js's
+// description, imported, and kept in the heap for the next call.
+async function packages() {
+  const { client, transport } = await connect("ts-packages");
+  const { tools } = await client.listTools();
+  const runJs = tools.find((t) => t.name === "run_js");
+  assert.match(runJs.description, /lodash@4\.17\.21/);
+  const first = await run(client, "import _ from 'lodash';\nimport { chunk } from 'lodash';\nchunk(_.range(5), 2).length");
+  assert.equal(first.result, "3");
+  const second = await run(client, "_.sum(_.map([1, 2, 3], (x) => x * 2))", first.heap);
+  assert.equal(second.result, "12");
+  const missing = await client.callTool({ name: "run_js", arguments: { code: "import { z } from 'zod'" } });
+  assert.equal(missing.isError, true);
+  assert.match(missing.structuredContent.error.message, /Installed packages: lodash@4\.17\.21.*packages add zod/);
+  say({ event: "done", heap: second.heap });
+  await transport.close();
+}
+
 async function replay() {
   const lines = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]();
   const { client, transport } = await connect("ts-replay");
@@ -253,5 +271,5 @@ async function stdio() {
   say({ event: "done", heap: three.heap });
 }
 
-await ({ replay, tools, counter, surface, continue: continueSessions, stdio }[mode] ?? counter)();
+await ({ replay, tools, counter, surface, continue: continueSessions, stdio, packages }[mode] ?? counter)();
 process.exit(0);

@@ -18,6 +18,7 @@ use mcp_v8_lambda::heap::{
     FileHeapStore, HeapKey, HeapStore, HeapStoreError, S3HeapStore, WriteThroughCacheHeapStore,
 };
 use mcp_v8_lambda::meta::{DynamoMetaStore, MetaStore, MetaTables, NewLogEntry};
+use mcp_v8_lambda::packages::{PackageStore, S3PackageStore};
 use mcp_v8_lambda::session::DynamoSessionStore;
 use mcp_v8_lambda::tenant::Tenant;
 
@@ -26,6 +27,39 @@ async fn s3_store_passes_the_heap_conformance_suite() {
     let (s3, _, bucket, _) = provisioned().await;
     heap_conformance::run_all(Arc::new(S3HeapStore::new(s3.clone(), &bucket, ""))).await;
     heap_conformance::run_all(Arc::new(S3HeapStore::new(s3, &bucket, "under/a/prefix/"))).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn s3_package_store_passes_the_conformance_suite() {
+    let (s3, _, bucket, _) = provisioned().await;
+    common::conformance::packages::run_all(Arc::new(S3PackageStore::new(s3.clone(), &bucket, "")))
+        .await;
+    // Beside the heaps, outside every lifecycle rule that expires them (those
+    // match a heap key's first hex digit) and outside tenants' folders.
+    let key = S3PackageStore::new(s3.clone(), &bucket, "")
+        .put_bundle(&bytes::Bytes::from_static(b"{}"))
+        .await
+        .unwrap();
+    let object = format!("packages/bundles/{key}");
+    s3.head_object()
+        .bucket(&bucket)
+        .key(&object)
+        .send()
+        .await
+        .unwrap();
+    // A damaged bundle is refused.
+    s3.put_object()
+        .bucket(&bucket)
+        .key(&object)
+        .body(aws_sdk_s3::primitives::ByteStream::from_static(b"{ }"))
+        .send()
+        .await
+        .unwrap();
+    let err = S3PackageStore::new(s3, &bucket, "")
+        .get_bundle(&key)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("failed verification"), "{err}");
 }
 
 #[tokio::test]

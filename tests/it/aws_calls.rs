@@ -89,8 +89,10 @@ async fn a_stateful_tools_call_makes_the_documented_aws_calls() {
     )
     .await;
     let list = counter.take();
-    println!("tools/list (replay only): {list:?}");
-    assert_eq!(list, calls(&[("DynamoDB.GetItem", 1)]));
+    println!("tools/list (replay, and the package index once): {list:?}");
+    // The package index, for run_js's description: read by an instance's
+    // first request that needs it, then at most every 30 s.
+    assert_eq!(list, calls(&[("DynamoDB.GetItem", 1), ("S3.GetObject", 1)]));
 
     let run = |heap: Option<&str>| {
         let mut arguments = json!({"code": "globalThis.n = (globalThis.n ?? 0) + 1; n"});
@@ -134,7 +136,8 @@ async fn a_stateful_tools_call_makes_the_documented_aws_calls() {
         "a memory hit reads nothing from S3"
     );
 
-    // A new instance (empty memory) with an empty /tmp fetches it from S3.
+    // A new instance (empty memory) with an empty /tmp fetches it from S3,
+    // and reads the package index once.
     let cold_app = mcp_v8_lambda::app::app(&config, dir.path(), Some(&clients)).unwrap();
     std::fs::remove_dir_all(&cache).unwrap();
     counter.take();
@@ -147,7 +150,7 @@ async fn a_stateful_tools_call_makes_the_documented_aws_calls() {
         calls(&[
             ("DynamoDB.GetItem", 2),
             ("DynamoDB.TransactWriteItems", 1),
-            ("S3.GetObject", 1),
+            ("S3.GetObject", 2),
             ("S3.PutObject", 1),
         ])
     );

@@ -145,6 +145,27 @@ fn typescript_sdk_client_threads_a_counter_through_three_heaps() {
     );
 }
 
+/// An operator adds a package with the CLI; the official TypeScript client
+/// finds it in run_js's description, imports it, and uses it again from
+/// the heap, through `serve`.
+#[test]
+fn typescript_sdk_client_imports_a_package_the_operator_added() {
+    let dir = tempfile::tempdir().unwrap();
+    let added = Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
+        .args(["packages", "add", "--data-dir"])
+        .arg(dir.path())
+        .arg(common::npm::fixture("lodash"))
+        .env_remove("MCP_V8_HEAP_BUCKET")
+        .output()
+        .unwrap();
+    assert!(added.status.success(), "{added:?}");
+    let serve = Serve::start(dir.path(), common::net::free_port());
+    let mut command = node();
+    command.args([&serve.url(), "packages"]);
+    let done = finish(command);
+    assert_eq!(done["event"], "done", "{done}");
+}
+
 /// The MCP surface through the official TypeScript client and `serve`:
 /// annotations, `heap: "latest"`, a 25 s run completing under a 10 s
 /// request timeout that progress resets (and timing out without a progress

@@ -37,6 +37,7 @@ fn faulty_server(plan: &Arc<FaultPlan>) -> (Server, Arc<dyn HeapStore>, Arc<dyn 
             heaps: Some(Arc::new(Faulty::<dyn HeapStore>::new(heaps, plan.clone()))),
             meta: Arc::new(Faulty::<dyn MetaStore>::new(stores.meta, plan.clone())),
             packages: stores.packages,
+            prelude: stores.prelude,
         }
     });
     let (heaps, meta) = inner.unwrap();

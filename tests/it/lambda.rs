@@ -567,3 +567,72 @@ async fn top_level_await_keeps_declarations_under_the_lambda_entry() {
         }
     }
 }
+
+/// The deployment's path for packages: `packages add` with the function's
+/// S3 settings writes beside the heaps; a Lambda function on those
+/// settings lists them in run_js's description, imports them (its bundle
+/// cache filled from S3), and a later invocation restores the heap that
+/// has them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn packages_added_to_the_bucket_import_under_the_lambda_entry() {
+    let cache = tempfile::tempdir().unwrap();
+    let mut env = common::moto::serve_env(
+        &common::moto::unique("packages"),
+        &format!("{}-", common::moto::unique("packages")),
+        cache.path().join("heaps").as_path(),
+    );
+    common::moto::setup(&env);
+    let added = Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
+        .args(["packages", "add"])
+        .arg(common::npm::fixture("lodash"))
+        .arg(common::npm::fixture("nanoid"))
+        .envs(env.iter().cloned())
+        .output()
+        .unwrap();
+    assert!(added.status.success(), "{added:?}");
+    let mut api = common::runtime_api::RuntimeApi::start().await;
+    env.extend(api.function_env());
+    let _function = Function(
+        Command::new(function_binary())
+            .envs(env)
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("starting the Lambda entry"),
+    );
+    let limit = std::time::Duration::from_secs(120);
+    api.give(event_2026("tools/list", None, serde_json::json!({})));
+    let listing = rpc_body(&api.answer(limit).await);
+    assert!(
+        listing.to_string().contains("lodash@4.17.21, nanoid@3.3.7"),
+        "{listing}"
+    );
+    let call = |arguments: Value| {
+        event_2026(
+            "tools/call",
+            Some("run_js"),
+            serde_json::json!({"name": "run_js", "arguments": arguments}),
+        )
+    };
+    api.give(call(serde_json::json!({
+        "code": "import _ from 'lodash'; import { customAlphabet } from 'nanoid'; const id = customAlphabet('z', 2); _.chunk([1, 2, 3], 2)",
+        "session": "lambda-packages",
+    })));
+    let first = rpc_body(&api.answer(limit).await);
+    let outcome = &first["result"]["structuredContent"];
+    assert_eq!(outcome["result"], "[[1,2],[3]]", "{first}");
+    api.give(call(serde_json::json!({
+        "code": "[_.sum([1, 2]), id()]",
+        "heap": outcome["heap"],
+    })));
+    let second = rpc_body(&api.answer(limit).await);
+    assert_eq!(
+        second["result"]["structuredContent"]["result"], "[3,\"zz\"]",
+        "{second}"
+    );
+    // The bundles came from S3 into the cache beside the heap cache.
+    let cached = std::fs::read_dir(cache.path().join("heaps-packages"))
+        .unwrap()
+        .count();
+    assert_eq!(cached, 2);
+}

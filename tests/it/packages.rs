@@ -518,3 +518,53 @@ fn the_cli_adds_lists_and_removes() {
     assert!(String::from_utf8_lossy(&listed.stdout).starts_with("no packages installed"));
     assert!(dir.path().join("packages/index.json").is_file());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_fresh_run_starts_from_the_prelude() {
+    let installed = install().await;
+    let prelude = installed.dir.path().join("prelude.ts");
+    std::fs::write(
+        &prelude,
+        "import _ from 'lodash';\nconst greeting: string = 'hi';\nfunction pairs(xs: number[]) { return _.chunk(xs, 2).length }",
+    )
+    .unwrap();
+    let broken = installed.dir.path().join("broken.js");
+    std::fs::write(&broken, "throw new Error('no prelude today')").unwrap();
+    let packages = installed.packages();
+    let with = |engine: Engine, file: &std::path::Path| {
+        engine.with_prelude(Arc::new(mcp_v8_lambda::engine::FilePrelude(
+            file.to_owned(),
+        )))
+    };
+    let code = "[greeting, pairs([1, 2, 3]), _.VERSION]";
+    // One engine at a time: an idle warm isolate of another engine would
+    // hold the read-only heap the prelude's runs need alone.
+    for mode in 0..4 {
+        let Modes {
+            stateless,
+            stateful,
+        } = modes(&packages, installed.dir.path());
+        let engine = stateless.into_iter().chain(stateful).nth(mode).unwrap();
+        let stateful = engine.heaps().is_some();
+        let engine = with(engine, &prelude);
+        let outcome = run(&engine, code, Language::Auto, None).await;
+        assert_eq!(completed(code, &outcome), "[\"hi\",2,\"4.17.21\"]");
+        // A fresh run is fresh all the same: no input heap.
+        assert!(outcome.input_heap.is_none());
+        if stateful {
+            let next = run(&engine, "pairs([1])", Language::Auto, outcome.heap.as_ref()).await;
+            assert_eq!(completed("pairs", &next), "1");
+        }
+    }
+    // A prelude that throws: runs go on without it, and say so.
+    let engine = with(Engine::new(EngineConfig::default(), None), &broken);
+    let outcome = run(&engine, "typeof greeting", Language::Auto, None).await;
+    assert_eq!(outcome.result.as_deref(), Some("\"undefined\""));
+    assert!(
+        outcome
+            .warnings
+            .iter()
+            .any(|w| w.contains("prelude failed") && w.contains("no prelude today")),
+        "{outcome:#?}"
+    );
+}

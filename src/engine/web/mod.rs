@@ -20,13 +20,16 @@ mod fetch;
 mod guard;
 mod host;
 mod inspect;
-pub(super) mod registry;
+mod modules;
+mod registry;
 mod timers;
 mod url;
 
 pub(crate) use fetch::{FetchRun, deliver};
 pub(crate) use guard::unsnapshottable;
 pub(crate) use inspect::{Rendered, inspect, render_result};
+pub(crate) use modules::ModuleRun;
+pub(crate) use registry::script_origin;
 pub(crate) use timers::Timers;
 
 use std::collections::HashMap;
@@ -115,8 +118,8 @@ const FAMILIES: &[Family] = &[
     },
     Family {
         name: "modules",
-        source: include_str!("../modules/loader.js"),
-        natives: super::modules::natives,
+        source: include_str!("modules.js"),
+        natives: modules::natives,
     },
 ];
 
@@ -403,34 +406,25 @@ fn load<'s>(scope: &mut v8::PinScope<'s, '_>, name: &str) -> Option<v8::Local<'s
     Some(exports)
 }
 
-/// The exports of family `name` in the current context, loading it first
-/// if needed (for host callbacks such as dynamic `import()`).
-pub(crate) fn family<'s>(
-    scope: &mut v8::PinScope<'s, '_>,
-    name: &str,
-) -> Option<v8::Local<'s, v8::Object>> {
-    load(scope, name)
+/// The dynamic `import()` of every isolate: the loader's namespace, as a
+/// promise. Set on each isolate, since V8 keeps it outside the heap.
+pub(crate) fn arm_modules(isolate: &mut v8::Isolate) {
+    isolate.set_host_import_module_dynamically_callback(dynamic_import);
 }
 
-/// The origin of a classic script named `name`, as stack traces show it.
-pub(crate) fn script_origin<'s>(
+fn dynamic_import<'s>(
     scope: &mut v8::PinScope<'s, '_>,
-    name: &str,
-) -> Option<v8::ScriptOrigin<'s>> {
-    let name = v8::String::new(scope, name)?;
-    Some(v8::ScriptOrigin::new(
-        scope,
-        name.into(),
-        0,
-        0,
-        false,
-        0,
-        None,
-        false,
-        false,
-        false,
-        None,
-    ))
+    _options: v8::Local<'s, v8::Data>,
+    _resource: v8::Local<'s, v8::Value>,
+    specifier: v8::Local<'s, v8::String>,
+    _attributes: v8::Local<'s, v8::FixedArray>,
+) -> Option<v8::Local<'s, v8::Promise>> {
+    let exports = load(scope, "modules")?;
+    let key = v8::String::new(scope, "import")?;
+    let import = v8::Local::<v8::Function>::try_from(exports.get(scope, key.into())?).ok()?;
+    let receiver = v8::undefined(scope).into();
+    let promise = import.call(scope, receiver, &[specifier.into()])?;
+    v8::Local::<v8::Promise>::try_from(promise).ok()
 }
 
 /// Code caches of the families' files, made by the first isolate of the
@@ -540,7 +534,7 @@ pub(crate) struct RunSettings<'a> {
     pub fetch: Option<&'a FetchConfig>,
     pub deadline: Instant,
     /// What `import` and `require` may load.
-    pub modules: crate::engine::modules::ModuleRun,
+    pub modules: ModuleRun,
 }
 
 /// Gives each family its state for one run, in slots of `isolate`.
@@ -568,7 +562,7 @@ pub(crate) fn end_run(isolate: &mut v8::Isolate) -> (String, Option<FetchCount>)
     isolate.remove_slot::<clock::Clock>();
     drop(isolate.remove_slot::<Arc<Budget>>());
     drop(isolate.remove_slot::<guard::Unsnapshottable>());
-    drop(isolate.remove_slot::<crate::engine::modules::ModuleRun>());
+    drop(isolate.remove_slot::<ModuleRun>());
     let fetches = isolate
         .remove_slot::<FetchRun>()
         .and_then(|fetch| fetch.count());

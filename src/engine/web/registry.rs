@@ -66,3 +66,24 @@ pub(crate) fn define<'s>(
         target.set(scope, key.into(), function.into());
     }
 }
+
+/// The origin of a classic script named `name`, as stack traces show it.
+pub(crate) fn script_origin<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    name: &str,
+) -> Option<v8::ScriptOrigin<'s>> {
+    let name = v8::String::new(scope, name)?;
+    Some(v8::ScriptOrigin::new(
+        scope,
+        name.into(),
+        0,
+        0,
+        false,
+        0,
+        None,
+        false,
+        false,
+        false,
+        None,
+    ))
+}

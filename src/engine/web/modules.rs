@@ -1,5 +1,5 @@
-//! Packages and ES-module syntax in runs. The loader (`loader.js`) is a Web
-//! family: `require`, the namespaces static `import` and `import()` give,
+//! Packages and ES-module syntax in runs. The loader (`modules.js`) is a
+//! Web family: `require`, the namespaces static `import` and `import()` give,
 //! and the `node:` modules the engine provides. Its natives resolve a
 //! specifier against the installed packages and compile a bundle's file as
 //! a CommonJS function. What a run loaded is in its heap from then on.
@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use v8::MapFnTo;
 
-use super::web::registry::{Natives, throw_type_error};
+use super::registry::{Natives, throw_type_error};
 use crate::packages::{Bundle, PackageView};
 
 /// The family's natives, in the order stored heaps rely on.
-pub(crate) fn natives() -> Natives {
+pub(super) fn natives() -> Natives {
     vec![
         ("resolve", resolve.map_fn_to()),
         ("compile", compile.map_fn_to()),
@@ -40,27 +40,6 @@ impl ModuleRun {
             max_bytes,
         }
     }
-}
-
-/// The dynamic `import()` of every isolate: the loader's namespace, as a
-/// promise. Set on each isolate, since V8 keeps it outside the heap.
-pub(crate) fn arm(isolate: &mut v8::Isolate) {
-    isolate.set_host_import_module_dynamically_callback(dynamic_import);
-}
-
-fn dynamic_import<'s>(
-    scope: &mut v8::PinScope<'s, '_>,
-    _options: v8::Local<'s, v8::Data>,
-    _resource: v8::Local<'s, v8::Value>,
-    specifier: v8::Local<'s, v8::String>,
-    _attributes: v8::Local<'s, v8::FixedArray>,
-) -> Option<v8::Local<'s, v8::Promise>> {
-    let exports = super::web::family(scope, "modules")?;
-    let key = v8::String::new(scope, "import")?;
-    let import = v8::Local::<v8::Function>::try_from(exports.get(scope, key.into())?).ok()?;
-    let receiver = v8::undefined(scope).into();
-    let promise = import.call(scope, receiver, &[specifier.into()])?;
-    v8::Local::<v8::Promise>::try_from(promise).ok()
 }
 
 /// The bare names Node resolves to built-in modules, so `require("url")`
@@ -198,7 +177,7 @@ fn compile<'s>(
         throw_type_error(scope, "module source too large for V8");
         return;
     };
-    let Some(origin) = super::web::script_origin(scope, &format!("node_modules/{id}/{file}"))
+    let Some(origin) = super::registry::script_origin(scope, &format!("node_modules/{id}/{file}"))
     else {
         return;
     };
