@@ -264,7 +264,7 @@ pub async fn remove(store: &dyn PackageStore, names: &[String]) -> Result<Vec<St
                     .map(|s| s.as_str())
                     .collect::<Vec<_>>()
                     .join(", "),
-                installed_list(index)
+                installed_list(&index.packages)
             )
             .into());
         }
@@ -280,12 +280,15 @@ pub async fn remove(store: &dyn PackageStore, names: &[String]) -> Result<Vec<St
 }
 
 /// The installed packages, `name@version`, or "none".
-pub fn installed_list(index: &PackageIndex) -> String {
-    if index.packages.is_empty() {
-        "none".to_owned()
-    } else {
-        index.listing().join(", ")
+pub fn installed_list(packages: &BTreeMap<String, Installed>) -> String {
+    if packages.is_empty() {
+        return "none".to_owned();
     }
+    let listed: Vec<String> = packages
+        .iter()
+        .map(|(name, p)| format!("{name}@{}", p.version))
+        .collect();
+    listed.join(", ")
 }
 
 /// Reads the index, applies `change`, and writes it back conditionally,

@@ -26,8 +26,8 @@ pub struct Packages {
     /// Whether `local` is a cache to fill from the store (else it is the
     /// store's own directory).
     fill: bool,
+    /// The view last read and when.
     state: tokio::sync::Mutex<Option<(Arc<PackageView>, Instant)>>,
-    last: Mutex<Arc<PackageView>>,
 }
 
 /// The installed packages at one moment, and where their bundles are; sent
@@ -46,10 +46,6 @@ impl Packages {
     pub fn new(store: Arc<dyn PackageStore>, local: PathBuf, fill: bool) -> Self {
         Self {
             store,
-            last: Mutex::new(Arc::new(PackageView {
-                packages: BTreeMap::new(),
-                dir: local.clone(),
-            })),
             local,
             fill,
             state: tokio::sync::Mutex::new(None),
@@ -70,20 +66,17 @@ impl Packages {
             Ok(view) => Arc::new(view),
             Err(error) => {
                 tracing::warn!(%error, "reading the package index failed; runs keep the packages they had");
-                self.latest()
+                match state.as_ref() {
+                    Some((view, _)) => view.clone(),
+                    None => Arc::new(PackageView {
+                        packages: BTreeMap::new(),
+                        dir: self.local.clone(),
+                    }),
+                }
             }
         };
         *state = Some((view.clone(), Instant::now()));
-        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = view.clone();
         view
-    }
-
-    /// The last view read, without touching the store (`tools/list`).
-    pub fn latest(&self) -> Arc<PackageView> {
-        self.last
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
     }
 
     async fn read(&self) -> Result<PackageView, crate::BoxError> {
@@ -174,9 +167,7 @@ impl PackageView {
 
     /// `name@version, …`, or `none`.
     pub fn listing(&self) -> String {
-        installed_list(&PackageIndex {
-            packages: self.packages.clone(),
-        })
+        installed_list(&self.packages)
     }
 
     /// Resolves a bare specifier (`lodash`, `lodash/fp`, `@scope/x/sub`).

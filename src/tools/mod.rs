@@ -39,11 +39,16 @@ impl Toolbox {
     /// limits in force for it.
     pub async fn list(&self, context: CallContext<'_>) -> ListToolsResult {
         // run_js's description names the installed packages.
-        if let Some(packages) = self.engine.packages() {
-            packages.view().await;
-        }
+        let packages = match self.engine.packages() {
+            Some(packages) => Some(packages.view().await),
+            None => None,
+        };
         let structured = has_structured_output(context.protocol_version);
-        let mut tools = vec![run_js::describe(self, context.deadline)];
+        let mut tools = vec![run_js::describe(
+            self,
+            context.deadline,
+            packages.as_deref(),
+        )];
         if !self.stateless {
             tools.extend(session_log::describe());
             tools.extend(heap_tags::describe());

@@ -97,7 +97,11 @@ fn time_before(deadline: SystemTime, heap_limit_mb: usize) -> Duration {
 
 /// The run's description, with the limits in force for a request that must
 /// be answered by `deadline`.
-pub(super) fn describe(toolbox: &Toolbox, deadline: Option<SystemTime>) -> Tool {
+pub(super) fn describe(
+    toolbox: &Toolbox,
+    deadline: Option<SystemTime>,
+    packages: Option<&crate::packages::PackageView>,
+) -> Tool {
     let stateless = toolbox.stateless;
     let limits = toolbox.engine.config();
     let mut max_timeout = limits.max_timeout;
@@ -152,7 +156,7 @@ anything else rejects with a TypeError naming the egress policy).",
         "fetch is off here: every request rejects with a TypeError naming the egress policy."
             .to_owned()
     };
-    let packages = match toolbox.engine.packages().map(|p| p.latest()) {
+    let packages = match packages {
         Some(view) if !view.is_empty() => format!(
             "Installed npm packages, for `import` (static or `import()`) and `require`, bare names and subpaths: {}; no others can be installed from a run.",
             view.listing()

@@ -24,7 +24,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "tools",
         &[
-            "clock", "engine", "heap", "meta", "protocol", "session", "tenant",
+            "clock", "engine", "heap", "meta", "packages", "protocol", "session", "tenant",
         ],
     ),
     (

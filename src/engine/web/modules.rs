@@ -83,14 +83,17 @@ fn resolve<'s>(
         throw_type_error(scope, "modules are not available outside a run");
         return;
     };
-    let listing = run
-        .view
-        .as_ref()
-        .map_or_else(|| "none".to_owned(), |v| v.listing());
+    // Only a refusal names what is installed.
+    let listing = || {
+        run.view
+            .as_ref()
+            .map_or_else(|| "none".to_owned(), |v| v.listing())
+    };
     if specifier.starts_with("./") || specifier.starts_with("../") || specifier.starts_with('/') {
         let message = format!(
             "Cannot find module '{specifier}': a run is not a file and has no files to import; \
-             import installed packages by name (installed: {listing})"
+             import installed packages by name (installed: {})",
+            listing()
         );
         throw_error(scope, &message, "ERR_MODULE_NOT_FOUND");
         return;
@@ -98,7 +101,8 @@ fn resolve<'s>(
     if specifier.contains("://") || specifier.starts_with("npm:") || specifier.starts_with("jsr:") {
         let message = format!(
             "Cannot import '{specifier}': runs import installed packages by name only \
-             (installed: {listing}); an operator adds packages with `mcp-v8-lambda packages add`"
+             (installed: {}); an operator adds packages with `mcp-v8-lambda packages add`",
+            listing()
         );
         throw_error(scope, &message, "ERR_UNSUPPORTED_ESM_URL_SCHEME");
         return;
