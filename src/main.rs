@@ -105,9 +105,10 @@ enum PackagesAction {
         #[arg(long)]
         registry: Option<String>,
     },
-    /// The installed packages.
+    /// The installed packages, and the modules runs fetched by URL.
     List,
-    /// Remove packages by name; heaps that imported them keep them.
+    /// Remove packages by name (or modules fetched by URL, by URL, so they
+    /// are fetched again); heaps that imported them keep them.
     Remove {
         #[arg(required = true)]
         names: Vec<String>,
@@ -158,6 +159,9 @@ async fn packages(
                     installed.entries.len(),
                     installed.bytes.div_ceil(1024)
                 );
+            }
+            for url in index.urls.keys() {
+                println!("{url}\tfetched by a run");
             }
         }
         PackagesAction::Remove { names } => {

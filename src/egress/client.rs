@@ -353,6 +353,131 @@ impl Drop for Egress {
     }
 }
 
+/// GETs for the module loader (`import "https://…"`): the policy, the
+/// checking resolver, the injected headers and the limits of `fetch`, from
+/// async code rather than a run's event loop.
+pub(crate) struct Getter {
+    prepared: Arc<Prepared>,
+    max_requests: u32,
+    started: std::sync::atomic::AtomicU32,
+    max_bytes: u64,
+    bytes: Arc<AtomicU64>,
+    slots: Arc<tokio::sync::Semaphore>,
+    deadline: Instant,
+}
+
+impl std::fmt::Debug for Getter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the prepared headers: they are secrets.
+        f.debug_struct("Getter")
+            .field("max_requests", &self.max_requests)
+            .field("max_bytes", &self.max_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a [`Getter`] read.
+#[derive(Debug)]
+pub(crate) struct Got {
+    /// After redirects.
+    pub(crate) url: Url,
+    pub(crate) status: u16,
+    pub(crate) content_type: Option<String>,
+    pub(crate) body: Vec<u8>,
+}
+
+impl Getter {
+    /// `deadline`: when the run's time is up.
+    pub(crate) fn new(config: &FetchConfig, deadline: Instant) -> Result<Self, SetupError> {
+        Ok(Self {
+            prepared: prepared(config)?,
+            max_requests: config.max_requests,
+            started: std::sync::atomic::AtomicU32::new(0),
+            max_bytes: config.max_response_bytes,
+            bytes: Arc::new(AtomicU64::new(0)),
+            slots: Arc::new(tokio::sync::Semaphore::new(
+                config.concurrency.max(1) as usize
+            )),
+            deadline,
+        })
+    }
+
+    /// Whether the policy lets `url` be fetched at all.
+    pub(crate) fn check(&self, url: &Url) -> Result<(), PolicyError> {
+        self.prepared.policy.check_url(url)
+    }
+
+    /// GETs `url`, following redirects (each hop checked).
+    pub(crate) async fn get(&self, url: Url) -> Result<Got, Launch> {
+        self.check(&url)?;
+        if self.started.fetch_add(1, Ordering::Relaxed) >= self.max_requests {
+            return Err(Launch::TooMany(self.max_requests));
+        }
+        let (sender, receiver) = channel();
+        let request = Request {
+            id: 0,
+            prepared: self.prepared.clone(),
+            slots: self.slots.clone(),
+            bytes: self.bytes.clone(),
+            max_bytes: self.max_bytes,
+            deadline: tokio::time::Instant::from_std(self.deadline),
+            sender,
+        };
+        let parts = RequestParts {
+            method: "GET".into(),
+            url: url.to_string(),
+            headers: Vec::new(),
+            body: None,
+            redirect: RedirectMode::Follow,
+        };
+        // The exchange has sent every completion by the time it returns.
+        request.run(parts, url).await;
+        let mut head = None;
+        for completion in receiver.try_iter() {
+            match completion {
+                Completion::Head { result, .. } => head = Some(result.map_err(Launch::Invalid)?),
+                Completion::Body { result, .. } => {
+                    let head = head
+                        .take()
+                        .ok_or_else(|| Launch::Invalid("a body without a head".into()))?;
+                    let body = result.map_err(Launch::Invalid)?;
+                    let content_type = head
+                        .headers
+                        .iter()
+                        .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+                        .map(|(_, v)| v.clone());
+                    return Ok(Got {
+                        url: Url::parse(&head.url).map_err(|e| Launch::Invalid(e.to_string()))?,
+                        status: head.status,
+                        content_type,
+                        body,
+                    });
+                }
+            }
+        }
+        Err(Launch::Invalid(
+            "the request ended without a response".into(),
+        ))
+    }
+}
+
+/// Runs `work` on the runtime requests use and waits for it until
+/// `deadline` from a thread that has no runtime of its own (an isolate's).
+pub(crate) fn block_until<T: Send + 'static>(
+    deadline: Instant,
+    work: impl std::future::Future<Output = T> + Send + 'static,
+) -> Option<T> {
+    let (sender, receiver) = channel();
+    let task = runtime().spawn(async move {
+        let _ = sender.send(work.await);
+    });
+    let got = receiver
+        .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        .ok();
+    task.abort();
+    got
+}
+
 /// One request's task.
 struct Request {
     id: u32,

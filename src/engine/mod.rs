@@ -322,6 +322,11 @@ impl Engine {
             .execute(job)
             .await?
             .cancelled_by(request.control.as_deref());
+        // Modules the run fetched by URL go to the store before the answer
+        // does: an instance may be frozen or retired right after it.
+        if let Some(packages) = &self.packages {
+            packages.publish().await;
+        }
         if let Some(positions) = &prepared.positions {
             result.remap(positions);
         }

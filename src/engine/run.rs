@@ -239,7 +239,12 @@ pub(super) fn start(
             control: job.control.clone(),
             fetch: job.fetch.as_deref(),
             deadline,
-            modules: web::ModuleRun::new(job.packages.clone(), job.max_module_bytes),
+            modules: web::ModuleRun::new(
+                job.packages.clone(),
+                job.max_module_bytes,
+                job.fetch.clone(),
+                deadline,
+            ),
         },
     );
     if let Some(control) = &job.control {

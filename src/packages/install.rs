@@ -505,7 +505,7 @@ pub const NODE_BUILTINS: &[&str] = &[
     "zlib",
 ];
 
-fn is_builtin(specifier: &str) -> bool {
+pub(super) fn is_builtin(specifier: &str) -> bool {
     if specifier.starts_with("node:") {
         return true;
     }

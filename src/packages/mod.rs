@@ -13,6 +13,7 @@ mod registry;
 mod s3;
 mod set;
 mod spec;
+mod url;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -27,6 +28,7 @@ pub use install::{DEFAULT_REGISTRY, InstallOptions, NODE_BUILTINS, Prepared, pre
 pub use s3::S3PackageStore;
 pub use set::{PackageView, Packages, REFRESH, ResolveError, Resolved};
 pub use spec::{PackageSpec, SpecError};
+pub use url::{UrlImportError, UrlModule, is_url};
 
 use crate::BoxError;
 
@@ -35,6 +37,10 @@ use crate::BoxError;
 pub struct PackageIndex {
     /// By package name.
     pub packages: BTreeMap<String, Installed>,
+    /// Modules runs imported by URL: URL → bundle key. Written by the
+    /// instance that fetched each, so others serve it from the store.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub urls: BTreeMap<String, String>,
 }
 
 /// One installed package.
@@ -254,7 +260,7 @@ pub async fn remove(store: &dyn PackageStore, names: &[String]) -> Result<Vec<St
         removed.clear();
         let unknown: Vec<&String> = names
             .iter()
-            .filter(|n| !index.packages.contains_key(*n))
+            .filter(|n| !index.packages.contains_key(*n) && !index.urls.contains_key(*n))
             .collect();
         if !unknown.is_empty() {
             return Err(format!(
@@ -271,6 +277,10 @@ pub async fn remove(store: &dyn PackageStore, names: &[String]) -> Result<Vec<St
         for name in names {
             if let Some(p) = index.packages.remove(name) {
                 removed.push(format!("{name}@{}", p.version));
+            } else if index.urls.remove(name).is_some() {
+                // A module by URL: instances that have it keep it until they
+                // end; others fetch it again.
+                removed.push(name.clone());
             }
         }
         Ok(())

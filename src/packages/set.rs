@@ -3,7 +3,7 @@
 //! run reads synchronously (the store's own directory for the embedded
 //! store; a cache filled from S3, as heaps are, on Lambda).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -28,6 +28,9 @@ pub struct Packages {
     fill: bool,
     /// The view last read and when.
     state: tokio::sync::Mutex<Option<(Arc<PackageView>, Instant)>>,
+    /// Records of modules by URL already in the index (file names under
+    /// `local/urls`).
+    published: tokio::sync::Mutex<HashSet<String>>,
 }
 
 /// The installed packages at one moment, and where their bundles are; sent
@@ -36,6 +39,9 @@ pub struct Packages {
 pub struct PackageView {
     /// By name.
     pub packages: BTreeMap<String, Installed>,
+    /// Modules by URL the store has: URL → bundle key.
+    #[serde(default)]
+    pub urls: BTreeMap<String, String>,
     /// The directory of bundles, by key.
     pub dir: PathBuf,
 }
@@ -49,6 +55,7 @@ impl Packages {
             local,
             fill,
             state: tokio::sync::Mutex::new(None),
+            published: tokio::sync::Mutex::new(HashSet::new()),
         }
     }
 
@@ -69,8 +76,8 @@ impl Packages {
                 match state.as_ref() {
                     Some((view, _)) => view.clone(),
                     None => Arc::new(PackageView {
-                        packages: BTreeMap::new(),
                         dir: self.local.clone(),
+                        ..PackageView::default()
                     }),
                 }
             }
@@ -88,25 +95,84 @@ impl Packages {
             .unwrap_or_default();
         if self.fill {
             tokio::fs::create_dir_all(&self.local).await?;
-            for installed in index.packages.values() {
-                let path = self.local.join(&installed.bundle);
-                if !valid_key(&installed.bundle)
-                    || tokio::fs::try_exists(&path).await.unwrap_or(false)
-                {
+            let keys = index
+                .packages
+                .values()
+                .map(|installed| &installed.bundle)
+                .chain(index.urls.values());
+            for key in keys {
+                let path = self.local.join(key);
+                if !valid_key(key) || tokio::fs::try_exists(&path).await.unwrap_or(false) {
                     continue;
                 }
-                if let Some(bytes) = self.store.get_bundle(&installed.bundle).await? {
+                if let Some(bytes) = self.store.get_bundle(key).await? {
                     let temporary = self.local.join(format!(".tmp-{}", uuid::Uuid::new_v4()));
                     tokio::fs::write(&temporary, &bytes).await?;
                     tokio::fs::rename(&temporary, &path).await?;
                 }
             }
         }
-        let PackageIndex { packages } = index;
+        let PackageIndex { packages, urls } = index;
         Ok(PackageView {
             packages,
+            urls,
             dir: self.local.clone(),
         })
+    }
+
+    /// Puts the modules runs on this instance fetched by URL into the store
+    /// and its index, so other instances serve them rather than fetch them
+    /// again. Runs (engine workers too) leave a record of each under
+    /// `local/urls`; a failure is logged and tried again after the next run.
+    pub async fn publish(&self) {
+        if let Err(error) = self.try_publish().await {
+            tracing::warn!(%error, "keeping modules fetched by URL in the package store failed");
+        }
+    }
+
+    async fn try_publish(&self) -> Result<(), crate::BoxError> {
+        let mut published = self.published.lock().await;
+        let mut found = Vec::new();
+        let mut records = match tokio::fs::read_dir(self.local.join(super::url::RECORDS)).await {
+            Ok(records) => records,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        while let Some(record) = records.next_entry().await? {
+            let name = record.file_name().to_string_lossy().into_owned();
+            if published.contains(&name) || !valid_key(&name) {
+                continue;
+            }
+            let Ok(text) = tokio::fs::read_to_string(record.path()).await else {
+                continue;
+            };
+            let key = text.trim().to_owned();
+            if !valid_key(&key) {
+                continue;
+            }
+            let bytes = tokio::fs::read(self.local.join(&key)).await?;
+            let bundle = Bundle::from_bytes(&bytes)?;
+            // The record's name is the SHA-256 of the URL the bundle says it is.
+            if super::bundle_key(bundle.name.as_bytes()) != name {
+                continue;
+            }
+            if self.fill {
+                self.store.put_bundle(&bytes.into()).await?;
+            }
+            found.push((name, bundle.name, key));
+        }
+        if found.is_empty() {
+            return Ok(());
+        }
+        super::update_index(self.store.as_ref(), |index| {
+            for (_, url, key) in &found {
+                index.urls.insert(url.clone(), key.clone());
+            }
+            Ok(())
+        })
+        .await?;
+        published.extend(found.into_iter().map(|(name, _, _)| name));
+        Ok(())
     }
 }
 
@@ -216,8 +282,41 @@ impl PackageView {
         })
     }
 
-    /// The bundle of `id` (`name@version`), when that version is installed.
+    /// Resolves a module by URL: under the egress policy of `fetch`, from
+    /// this instance or the store when either has it, else fetched until
+    /// `deadline` ([`super::url::load`]).
+    pub fn resolve_url(
+        &self,
+        specifier: &str,
+        fetch: Option<&crate::egress::FetchConfig>,
+        deadline: Instant,
+    ) -> Result<Resolved, super::UrlImportError> {
+        let known = self.urls.get(specifier).map(String::as_str);
+        let dir = (!self.dir.as_os_str().is_empty()).then_some(self.dir.as_path());
+        let module = super::url::load(specifier, fetch, deadline, dir, known)?;
+        let entry = module.bundle.entries.get(".").cloned().ok_or_else(|| {
+            super::UrlImportError::Failed {
+                url: specifier.to_owned(),
+                reason: "its bundle has no entry".into(),
+            }
+        })?;
+        Ok(Resolved {
+            id: specifier.to_owned(),
+            file: entry.file,
+            esm: entry.esm,
+            wrapped: entry.wrapped,
+            bundle: module.bundle,
+        })
+    }
+
+    /// The bundle of `id` (`name@version`, or a module's URL), when this
+    /// instance has it.
     pub fn bundle_of(&self, id: &str) -> Option<Arc<Bundle>> {
+        if super::is_url(id) {
+            let known = self.urls.get(id).map(String::as_str);
+            let dir = (!self.dir.as_os_str().is_empty()).then_some(self.dir.as_path());
+            return super::url::cached(id, dir, known).map(|m| m.bundle);
+        }
         let (name, version) = id.rsplit_once('@')?;
         let installed = self.packages.get(name).filter(|p| p.version == version)?;
         self.bundle(id, installed).ok()

@@ -147,7 +147,7 @@ pub(super) fn describe(
         let fetch = &limits.fetch;
         format!(
             "fetch reaches only these origins: {} (at most {} requests and {} of responses per run; \
-anything else rejects with a TypeError naming the egress policy).",
+anything else rejects with a TypeError naming the egress policy); ES modules from those origins can be imported by URL too.",
             fetch.allow.join(", "),
             fetch.max_requests,
             bytes(usize::try_from(fetch.max_response_bytes).unwrap_or(usize::MAX)),

@@ -14,11 +14,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("tenant", &[]),
     ("clock", &[]),
     ("heap", &["tenant"]),
-    ("packages", &["heap"]),
+    ("egress", &[]),
+    ("packages", &["egress", "heap"]),
     ("backends", &[]),
     ("logs", &[]),
     ("session", &["backends", "heap", "protocol"]),
-    ("egress", &[]),
     ("engine", &["egress", "heap", "packages", "tenant"]),
     ("meta", &["backends", "clock", "heap", "session", "tenant"]),
     (

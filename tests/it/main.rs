@@ -36,6 +36,7 @@ mod sessionless;
 mod stdio;
 mod tenancy;
 mod tools;
+mod url_modules;
 mod warm;
 mod web;
 mod workers;

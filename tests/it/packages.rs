@@ -300,7 +300,11 @@ const REFUSED: &[(&str, &[&str])] = &[
     ("import x from './local.js'", &["has no files to import"]),
     (
         "await import('https://esm.sh/zod')",
-        &["installed packages by name only"],
+        &["MCP_V8_FETCH_ALLOW", "installed packages by name"],
+    ),
+    (
+        "import { z } from 'npm:zod'",
+        &["installed packages by name", "packages add"],
     ),
 ];
 

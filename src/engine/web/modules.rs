@@ -6,11 +6,13 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use v8::MapFnTo;
 
 use super::registry::{Natives, throw_type_error};
-use crate::packages::{Bundle, PackageView};
+use crate::egress::FetchConfig;
+use crate::packages::{Bundle, PackageView, is_url};
 
 /// The family's natives, in the order stored heaps rely on.
 pub(super) fn natives() -> Natives {
@@ -24,6 +26,10 @@ pub(super) fn natives() -> Natives {
 /// The packages a run may load and what it loaded (an isolate slot).
 pub(crate) struct ModuleRun {
     view: Option<Arc<PackageView>>,
+    /// The egress policy modules by URL are fetched under.
+    fetch: Option<Arc<FetchConfig>>,
+    /// When the run's time is up: loading a module counts against it.
+    deadline: Instant,
     /// Bundles resolved in this run, by `name@version`.
     bundles: HashMap<String, Arc<Bundle>>,
     /// Source compiled in this run, in bytes, against `max_bytes`.
@@ -32,9 +38,16 @@ pub(crate) struct ModuleRun {
 }
 
 impl ModuleRun {
-    pub(crate) fn new(view: Option<Arc<PackageView>>, max_bytes: usize) -> Self {
+    pub(crate) fn new(
+        view: Option<Arc<PackageView>>,
+        max_bytes: usize,
+        fetch: Option<Arc<FetchConfig>>,
+        deadline: Instant,
+    ) -> Self {
         Self {
             view,
+            fetch,
+            deadline,
             bundles: HashMap::new(),
             compiled: 0,
             max_bytes,
@@ -98,23 +111,27 @@ fn resolve<'s>(
         throw_error(scope, &message, "ERR_MODULE_NOT_FOUND");
         return;
     }
-    if specifier.contains("://") || specifier.starts_with("npm:") || specifier.starts_with("jsr:") {
+    if specifier.starts_with("npm:") || specifier.starts_with("jsr:") {
         let message = format!(
-            "Cannot import '{specifier}': runs import installed packages by name only \
-             (installed: {}); an operator adds packages with `mcp-v8-lambda packages add`",
+            "Cannot import '{specifier}': runs import installed packages by name (installed: {}) \
+             and modules by http(s) URL; an operator adds packages with `mcp-v8-lambda packages add`",
             listing()
         );
         throw_error(scope, &message, "ERR_UNSUPPORTED_ESM_URL_SCHEME");
         return;
     }
-    let resolved = match &run.view {
-        Some(view) => view.resolve(&specifier),
-        None => crate::packages::PackageView::default().resolve(&specifier),
+    let default = PackageView::default();
+    let view = run.view.as_deref().unwrap_or(&default);
+    let resolved = if is_url(&specifier) {
+        view.resolve_url(&specifier, run.fetch.as_deref(), run.deadline)
+            .map_err(|e| e.to_string())
+    } else {
+        view.resolve(&specifier).map_err(|e| e.to_string())
     };
     let resolved = match resolved {
         Ok(resolved) => resolved,
         Err(error) => {
-            throw_error(scope, &error.to_string(), "ERR_MODULE_NOT_FOUND");
+            throw_error(scope, &error, "ERR_MODULE_NOT_FOUND");
             return;
         }
     };
@@ -150,7 +167,10 @@ fn compile<'s>(
     // A module of a package this run did not resolve: one resolved in an
     // earlier run that loads a file only now.
     if !run.bundles.contains_key(&id)
-        && let Some(bundle) = run.view.as_ref().and_then(|v| v.bundle_of(&id))
+        && let Some(bundle) = match &run.view {
+            Some(view) => view.bundle_of(&id),
+            None => PackageView::default().bundle_of(&id),
+        }
     {
         run.bundles.insert(id.clone(), bundle);
     }
@@ -181,8 +201,12 @@ fn compile<'s>(
         throw_type_error(scope, "module source too large for V8");
         return;
     };
-    let Some(origin) = super::registry::script_origin(scope, &format!("node_modules/{id}/{file}"))
-    else {
+    let name = if is_url(&id) {
+        id.clone()
+    } else {
+        format!("node_modules/{id}/{file}")
+    };
+    let Some(origin) = super::registry::script_origin(scope, &name) else {
         return;
     };
     let mut source = v8::script_compiler::Source::new(text, Some(&origin));
