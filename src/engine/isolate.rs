@@ -16,11 +16,11 @@ pub(crate) fn execute(mut job: Job) -> JobResult {
     let _exclusive = READ_ONLY_HEAP.write();
     let guard = HeapGuard::new(job.heap_limit_bytes);
     let fresh = job.restore.is_none();
-    // Every restore goes through a snapshot creator: a plain isolate made
-    // from one of our blobs aborts V8 when a context is made in it (a
-    // descriptor check), and a stateless run from the prelude's heap
-    // restores one. Its blob is made and dropped.
-    let creator = job.stateful || !fresh;
+    // A plain isolate made from a heap that still has `Error.stackTraceLimit`
+    // aborts V8 when a context is made in it (a descriptor check): heaps
+    // other than the prelude's are restored by a snapshot creator, whose
+    // blob a stateless run makes and drops.
+    let creator = job.stateful || (!fresh && !job.plain_restore);
     let params = guard.params(job.heap_limit_bytes);
     let mut isolate = snapshot_isolate(creator, job.restore.take(), params);
     guard.arm(&mut isolate);
@@ -33,6 +33,8 @@ pub(crate) fn execute(mut job: Job) -> JobResult {
         let global = context.global(scope);
         if fresh {
             web::install_host(scope, global);
+        } else {
+            web::after_restore(scope, global, !creator);
         }
         // A restored heap made before the Web layer gains it here.
         web::install(scope, global);
@@ -46,6 +48,7 @@ pub(crate) fn execute(mut job: Job) -> JobResult {
         }
         if creator {
             if classified.completed() && job.stateful {
+                web::before_snapshot(scope, global);
                 scope.set_default_context(context);
             } else {
                 // The blob of a failed run is thrown away, but V8 insists on
@@ -85,7 +88,12 @@ fn snapshot_isolate(
             Some(params),
         ),
         (true, None) => v8::Isolate::snapshot_creator(Some(refs), Some(params)),
-        (false, _) => v8::Isolate::new(params),
+        (false, Some(payload)) => v8::Isolate::new(
+            params
+                .snapshot_blob(Vec::from(payload).into())
+                .external_references(refs),
+        ),
+        (false, None) => v8::Isolate::new(params),
     }
 }
 

@@ -279,6 +279,7 @@ impl Engine {
             Some(packages) => Some(packages.view().await),
             None => None,
         };
+        let from_prelude = restore.is_none() && self.prelude.is_some();
         let restore = match (restore, &self.prelude) {
             (None, Some(prelude)) => match self.base(prelude, packages.clone()).await {
                 Ok(base) if restore_needs_mb(base.len()) > limits.heap_limit_mb => {
@@ -305,6 +306,7 @@ impl Engine {
         };
         let job = run::Job {
             code: std::mem::take(&mut prepared.js),
+            plain_restore: from_prelude && restore.is_some(),
             restore,
             stateful: request.stateful,
             timeout: limits.timeout,
@@ -393,6 +395,7 @@ impl Engine {
         let job = run::Job {
             code: prepared.js,
             restore: None,
+            plain_restore: false,
             stateful: true,
             timeout: self.config.max_timeout,
             heap_limit_bytes: self.config.default_heap_limit_mb * 1024 * 1024,

@@ -44,6 +44,10 @@ pub(crate) struct Job {
     /// Raw V8 payload to restore from, shared with the heap store's buffer
     /// so that handing it to a worker process copies it only into the pipe.
     pub restore: Option<Bytes>,
+    /// `restore` went through [`super::web::before_snapshot`] (the
+    /// prelude's heap, made by this process), so a plain isolate may
+    /// restore it; any other heap is restored by a snapshot creator.
+    pub plain_restore: bool,
     /// Create the isolate as a snapshot creator and return a blob on success.
     pub stateful: bool,
     pub timeout: Duration,

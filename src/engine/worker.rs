@@ -45,6 +45,8 @@ struct JobHeader {
     max_output_bytes: usize,
     code_handling: CodeHandling,
     restore_len: Option<usize>,
+    #[serde(default)]
+    plain_restore: bool,
     /// The egress settings, injected headers included: they cross the pipe
     /// to the worker and are never written anywhere.
     #[serde(default)]
@@ -142,6 +144,7 @@ pub fn serve_stdio() -> io::Result<()> {
         let job = Job {
             code: header.code,
             restore,
+            plain_restore: header.plain_restore,
             stateful: header.stateful,
             timeout: Duration::from_millis(header.timeout_ms),
             heap_limit_bytes: header.heap_limit_bytes,
@@ -252,6 +255,7 @@ impl Worker {
             max_output_bytes: job.max_output_bytes,
             code_handling: job.code_handling,
             restore_len: job.restore.as_ref().map(Bytes::len),
+            plain_restore: job.plain_restore,
             fetch: job.fetch.as_deref().cloned(),
             packages: job.packages.as_deref().cloned(),
             max_module_bytes: job.max_module_bytes,

@@ -529,7 +529,7 @@ async fn every_fresh_run_starts_from_the_prelude() {
     let prelude = installed.dir.path().join("prelude.ts");
     std::fs::write(
         &prelude,
-        "import _ from 'lodash';\nconst greeting: string = 'hi';\nfunction pairs(xs: number[]) { return _.chunk(xs, 2).length }",
+        "import _ from 'lodash';\nconst greeting: string = 'hi';\nfunction pairs(xs: number[]) { return _.chunk(xs, 2).length }\nError.stackTraceLimit = 42;",
     )
     .unwrap();
     let broken = installed.dir.path().join("broken.js");
@@ -540,7 +540,10 @@ async fn every_fresh_run_starts_from_the_prelude() {
             file.to_owned(),
         )))
     };
-    let code = "[greeting, pairs([1, 2, 3]), _.VERSION]";
+    // What the isolate gives (`Error.stackTraceLimit`, set by the prelude;
+    // no `WebAssembly`) is the same whichever isolate restored the
+    // prelude's heap.
+    let code = "[greeting, pairs([1, 2, 3]), _.VERSION, Error.stackTraceLimit, typeof WebAssembly, new Error('x').stack.includes('run_js')]";
     // One engine at a time: an idle warm isolate of another engine would
     // hold the read-only heap the prelude's runs need alone.
     for mode in 0..4 {
@@ -552,12 +555,16 @@ async fn every_fresh_run_starts_from_the_prelude() {
         let stateful = engine.heaps().is_some();
         let engine = with(engine, &prelude);
         let outcome = run(&engine, code, Language::Auto, None).await;
-        assert_eq!(completed(code, &outcome), "[\"hi\",2,\"4.17.21\"]");
+        assert_eq!(
+            completed(code, &outcome),
+            "[\"hi\",2,\"4.17.21\",42,\"undefined\",true]"
+        );
         // A fresh run is fresh all the same: no input heap.
         assert!(outcome.input_heap.is_none());
         if stateful {
-            let next = run(&engine, "pairs([1])", Language::Auto, outcome.heap.as_ref()).await;
-            assert_eq!(completed("pairs", &next), "1");
+            let again = "[pairs([1]), Error.stackTraceLimit]";
+            let next = run(&engine, again, Language::Auto, outcome.heap.as_ref()).await;
+            assert_eq!(completed(again, &next), "[1,42]");
         }
     }
     // A prelude that throws: runs go on without it, and say so.

@@ -309,6 +309,70 @@ fn stack_trace_limit<'s>(scope: &mut v8::PinScope<'s, '_>, global: v8::Local<'s,
     }
 }
 
+/// Where [`before_snapshot`] keeps `Error.stackTraceLimit` in a heap.
+const STACK_TRACE_LIMIT: &str = "mcpv8.stackTraceLimit";
+
+fn error_function<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    global: v8::Local<'s, v8::Object>,
+) -> Option<v8::Local<'s, v8::Object>> {
+    let name = v8::String::new(scope, "Error")?;
+    v8::Local::<v8::Object>::try_from(global.get(scope, name.into())?).ok()
+}
+
+/// Takes `Error.stackTraceLimit` out of the heap about to be snapshotted,
+/// keeping its value under a private key. A plain isolate made from the
+/// blob adds the property itself when it makes the context, and V8 aborts
+/// the process if the heap already has it ([`after_restore`] puts the
+/// value back).
+pub(crate) fn before_snapshot<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    global: v8::Local<'s, v8::Object>,
+) {
+    let Some(error) = error_function(scope, global) else {
+        return;
+    };
+    let limit = v8::String::new(scope, "stackTraceLimit").expect("short name");
+    if error.has_own_property(scope, limit.into()) != Some(true) {
+        return;
+    }
+    let Some(value) = error.get(scope, limit.into()) else {
+        return;
+    };
+    let stash = v8::String::new(scope, STACK_TRACE_LIMIT).expect("short name");
+    let stash = v8::Private::for_api(scope, Some(stash));
+    error.set_private(scope, stash, value);
+    error.delete(scope, limit.into());
+}
+
+/// Undoes [`before_snapshot`] in a context just restored; `plain`: the
+/// isolate is not a snapshot creator, so V8 also gave the context what
+/// creators leave out, which runs must not see depend on the isolate
+/// (`WebAssembly`).
+pub(crate) fn after_restore<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    global: v8::Local<'s, v8::Object>,
+    plain: bool,
+) {
+    if plain {
+        let wasm = v8::String::new(scope, "WebAssembly").expect("short name");
+        global.delete(scope, wasm.into());
+    }
+    let Some(error) = error_function(scope, global) else {
+        return;
+    };
+    let stash = v8::String::new(scope, STACK_TRACE_LIMIT).expect("short name");
+    let stash = v8::Private::for_api(scope, Some(stash));
+    if error.has_private(scope, stash) != Some(true) {
+        return;
+    }
+    if let Some(value) = error.get_private(scope, stash) {
+        let limit = v8::String::new(scope, "stackTraceLimit").expect("short name");
+        error.set(scope, limit.into(), value);
+    }
+    error.delete_private(scope, stash);
+}
+
 /// `self`, as in workers and Deno: the global object itself.
 fn define_self<'s>(scope: &mut v8::PinScope<'s, '_>, global: v8::Local<'s, v8::Object>) {
     let key = v8::String::new(scope, "self").expect("short name");
