@@ -19,6 +19,7 @@ pub mod config;
 pub mod egress;
 #[allow(unsafe_code)]
 pub mod engine;
+pub mod files;
 pub mod heap;
 pub mod lambda;
 pub mod logs;

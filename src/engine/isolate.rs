@@ -48,6 +48,7 @@ pub(crate) fn execute(mut job: Job) -> JobResult {
         }
         if creator {
             if classified.completed() && job.stateful {
+                web::files_kept(scope);
                 web::before_snapshot(scope, global);
                 scope.set_default_context(context);
             } else {

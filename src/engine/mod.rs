@@ -3,6 +3,7 @@
 
 mod checksum;
 mod control;
+mod files;
 mod isolate;
 mod memory;
 mod outcome;
@@ -25,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{Semaphore, oneshot};
 
+use crate::files::FileStore;
 use crate::heap::{HeapKey, HeapStore, HeapStoreError, Snapshot};
 use crate::packages::Packages;
 use crate::tenant::Tenant;
@@ -37,6 +39,7 @@ pub use outcome::{
 pub use prelude::{FilePrelude, PreludeSource};
 pub use run::CodeHandling;
 pub use typescript::Language;
+pub use web::{FileLimits, FileSource};
 pub use worker::{WORKER_ARG, serve_stdio as serve_worker};
 
 /// Limits and defaults of the engine.
@@ -80,6 +83,8 @@ pub struct EngineConfig {
     pub fetch: crate::egress::FetchConfig,
     /// Most module source one run may load (its module graph), in bytes.
     pub max_module_bytes: usize,
+    /// Caps on a run's `/work`.
+    pub file_limits: FileLimits,
 }
 
 impl Default for EngineConfig {
@@ -101,6 +106,7 @@ impl Default for EngineConfig {
             warm_isolates: 0,
             fetch: crate::egress::FetchConfig::off(),
             max_module_bytes: 64 * 1024 * 1024,
+            file_limits: FileLimits::default(),
         }
     }
 }
@@ -140,6 +146,8 @@ pub struct Engine {
     packages: Option<Arc<Packages>>,
     /// The operator's prelude, when there is one.
     prelude: Option<prelude::Prelude>,
+    /// Where the bytes of `/work` files live, per tenant.
+    files: Option<Arc<dyn FileStore>>,
 }
 
 const MIN_HEAP_LIMIT_MB: usize = 8;
@@ -184,7 +192,14 @@ impl Engine {
             fetch,
             packages: None,
             prelude: None,
+            files: None,
         }
+    }
+
+    /// This engine with `store` for the bytes of `/work` files.
+    pub fn with_files(mut self, store: Arc<dyn FileStore>) -> Self {
+        self.files = Some(store);
+        self
     }
 
     /// This engine with a prelude every fresh run starts from.
@@ -317,6 +332,14 @@ impl Engine {
             fetch: self.fetch.clone(),
             packages,
             max_module_bytes: self.config.max_module_bytes,
+            files: self.files.as_ref().map(|store| {
+                Arc::new(files::StoreFiles {
+                    store: store.clone(),
+                    tenant: request.tenant.clone(),
+                    runtime: tokio::runtime::Handle::current(),
+                }) as Arc<dyn FileSource>
+            }),
+            file_limits: self.config.file_limits,
         };
         // A cancel may also arrive after the isolate classified the run, or
         // end the engine worker running it.
@@ -345,7 +368,13 @@ impl Engine {
         outcome.error = result.error;
         outcome.warnings.extend(result.warnings);
         if let (Some(blob), Some(heaps)) = (result.blob, &self.heaps) {
-            match self.store(heaps.as_ref(), &request.tenant, &blob).await {
+            // Files first: a stored heap never names bytes the store lacks.
+            let stored =
+                match files::keep(self.files.as_ref(), &request.tenant, &result.files).await {
+                    Ok(()) => self.store(heaps.as_ref(), &request.tenant, &blob).await,
+                    Err(error) => Err(error),
+                };
+            match stored {
                 Ok(key) => outcome.heap = Some(key),
                 Err(error) => {
                     outcome.status = RunStatus::Failed;
@@ -405,8 +434,17 @@ impl Engine {
             fetch: self.fetch.clone(),
             packages,
             max_module_bytes: self.config.max_module_bytes,
+            files: None,
+            file_limits: self.config.file_limits,
         };
         let result = self.execute(job).await.map_err(|e| e.to_string())?;
+        if !result.files.is_empty() {
+            // The prelude's heap is kept in memory, not stored: bytes of its
+            // files would have nowhere to live.
+            return Err(format!(
+                "{location} left files in /work; a prelude may not (runs bring their own files)"
+            ));
+        }
         match (result.status, result.blob) {
             (RunStatus::Completed, Some(blob)) => Ok(bytes::Bytes::from(blob)),
             (status, _) => Err(match result.error {

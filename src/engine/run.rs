@@ -63,6 +63,10 @@ pub(crate) struct Job {
     pub packages: Option<Arc<PackageView>>,
     /// Most module source one run may load, in bytes.
     pub max_module_bytes: usize,
+    /// Where `/work`'s older files are read from; `None`: none exist.
+    pub files: Option<Arc<dyn web::FileSource>>,
+    /// Caps on `/work`.
+    pub file_limits: web::FileLimits,
 }
 
 impl Job {
@@ -90,6 +94,9 @@ pub(crate) struct JobResult {
     pub blob: Option<Vec<u8>>,
     /// What the run fetched, when it fetched anything.
     pub fetches: Option<FetchCount>,
+    /// Bytes of the files a completed stateful run wrote and left in
+    /// `/work`, by key: stored before its heap.
+    pub files: Vec<(String, Bytes)>,
 }
 
 impl JobResult {
@@ -101,6 +108,7 @@ impl JobResult {
         self.result = None;
         self.display = None;
         self.blob = None;
+        self.files.clear();
         self.warnings.clear();
         self.error = Some(RunError::new(
             "CancelledError",
@@ -249,6 +257,7 @@ pub(super) fn start(
                 job.fetch.clone(),
                 deadline,
             ),
+            files: web::FilesRun::new(job.files.clone(), deadline, job.file_limits),
         },
     );
     if let Some(control) = &job.control {
@@ -307,16 +316,17 @@ pub(super) fn settle(
 pub(super) fn finish(isolate: &mut v8::Isolate, classified: Classified) -> JobResult {
     rejections::end(isolate);
     let rewritten = isolate.remove_slot::<Rewritten>();
-    let (output, fetches) = web::end_run(isolate);
+    let ended = web::end_run(isolate);
     let mut result = JobResult {
         status: RunStatus::Completed,
         result: None,
         display: None,
-        output,
+        output: ended.output,
         error: None,
         warnings: Vec::new(),
         blob: None,
-        fetches,
+        fetches: ended.fetches,
+        files: ended.files,
     };
     match classified {
         Classified::Ended(status, error) => {

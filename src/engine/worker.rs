@@ -56,14 +56,34 @@ struct JobHeader {
     packages: Option<crate::packages::PackageView>,
     #[serde(default)]
     max_module_bytes: usize,
+    /// Whether earlier files can be read: the worker asks for their bytes
+    /// ([`WorkerFrame::NeedFile`]).
+    #[serde(default)]
+    files: bool,
+    #[serde(default)]
+    file_limits: super::web::FileLimits,
 }
 
 /// What a worker writes: progress while a run executes, then its result.
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "frame", rename_all = "snake_case")]
 enum WorkerFrame {
-    Progress { console_lines: u64 },
+    Progress {
+        console_lines: u64,
+    },
+    /// The bytes of a file the run opened; the server answers with a
+    /// [`FileReply`] frame on the worker's stdin.
+    NeedFile {
+        key: String,
+    },
     Result(Box<ResultHeader>),
+}
+
+/// The server's answer to [`WorkerFrame::NeedFile`]: the bytes follow.
+#[derive(Serialize, Deserialize)]
+struct FileReply {
+    /// `Ok(Some(len))`: `len` bytes follow.
+    found: Result<Option<usize>, String>,
 }
 
 /// How often a worker reports a running job's console lines, when they
@@ -82,6 +102,9 @@ struct ResultHeader {
     blob_len: Option<usize>,
     #[serde(default)]
     fetches: Option<crate::egress::FetchCount>,
+    /// Files written, by key and length; their bytes follow the blob's.
+    #[serde(default)]
+    files: Vec<(String, usize)>,
 }
 
 fn write_frame(
@@ -141,6 +164,12 @@ pub fn serve_stdio() -> io::Result<()> {
     while let Some(header) = read_header::<JobHeader>(&mut input)? {
         let restore = read_payload(&mut input, header.restore_len)?.map(Bytes::from);
         let control = Arc::new(RunControl::default());
+        let (events, received) = mpsc::channel();
+        let files: Option<Arc<dyn super::web::FileSource>> = header.files.then(|| {
+            Arc::new(PipeFiles {
+                events: Mutex::new(events.clone()),
+            }) as Arc<dyn super::web::FileSource>
+        });
         let job = Job {
             code: header.code,
             restore,
@@ -154,15 +183,27 @@ pub fn serve_stdio() -> io::Result<()> {
             fetch: header.fetch.map(Arc::new),
             packages: header.packages.map(Arc::new),
             max_module_bytes: header.max_module_bytes,
+            files,
+            file_limits: header.file_limits,
         };
-        let (done, result) = mpsc::sync_channel(1);
         let thread = run::thread_builder().spawn(move || {
-            let _ = done.send(isolate::execute(job));
+            let _ = events.send(Event::Done(Box::new(isolate::execute(job))));
         })?;
         let mut reported = 0;
         let result = loop {
-            match result.recv_timeout(PROGRESS_EVERY) {
-                Ok(result) => break result,
+            match received.recv_timeout(PROGRESS_EVERY) {
+                Ok(Event::Done(result)) => break result,
+                Ok(Event::Need(key, reply)) => {
+                    write_frame(&mut output, &WorkerFrame::NeedFile { key }, None)?;
+                    let answer = read_header::<FileReply>(&mut input)?.ok_or_else(|| {
+                        io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed stdin")
+                    })?;
+                    let found = match answer.found {
+                        Ok(len) => Ok(read_payload(&mut input, len)?.map(Bytes::from)),
+                        Err(why) => Err(why),
+                    };
+                    let _ = reply.send(found);
+                }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     let lines = control.console_lines();
                     if lines != reported {
@@ -180,6 +221,10 @@ pub fn serve_stdio() -> io::Result<()> {
             }
         };
         let _ = thread.join();
+        let mut payload = result.blob.clone().unwrap_or_default();
+        for (_, bytes) in &result.files {
+            payload.extend_from_slice(bytes);
+        }
         let header = ResultHeader {
             status: result.status,
             result: result.result,
@@ -189,14 +234,52 @@ pub fn serve_stdio() -> io::Result<()> {
             warnings: result.warnings,
             blob_len: result.blob.as_ref().map(Vec::len),
             fetches: result.fetches,
+            files: result
+                .files
+                .iter()
+                .map(|(key, bytes)| (key.clone(), bytes.len()))
+                .collect(),
         };
+        let has_payload = result.blob.is_some() || !result.files.is_empty();
         write_frame(
             &mut output,
             &WorkerFrame::Result(Box::new(header)),
-            result.blob.as_deref(),
+            has_payload.then_some(payload.as_slice()),
         )?;
     }
     Ok(())
+}
+
+/// What the isolate thread tells a worker's main loop.
+enum Event {
+    Done(Box<JobResult>),
+    /// A file's bytes are needed, answered on the channel.
+    Need(String, mpsc::Sender<Result<Option<Bytes>, String>>),
+}
+
+/// Files read through the server, which has the store.
+struct PipeFiles {
+    events: Mutex<mpsc::Sender<Event>>,
+}
+
+impl std::fmt::Debug for PipeFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PipeFiles")
+    }
+}
+
+impl super::web::FileSource for PipeFiles {
+    fn read(&self, key: &str, deadline: std::time::Instant) -> Result<Option<Bytes>, String> {
+        let (reply, answer) = mpsc::channel();
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .send(Event::Need(key.to_owned(), reply))
+            .map_err(|_| "the worker is ending".to_owned())?;
+        answer
+            .recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+            .map_err(|_| "the run's time ran out while the file was read".to_owned())?
+    }
 }
 
 /// A snapshot (~400 KB) crosses a pipe in one go instead of in 64 KB turns,
@@ -247,6 +330,8 @@ impl Worker {
 
     fn run(&mut self, job: Job) -> io::Result<JobResult> {
         self.jobs += 1;
+        // Files are read for the worker until the run's time is up.
+        let deadline = std::time::Instant::now() + job.timeout;
         let header = JobHeader {
             code: job.code,
             stateful: job.stateful,
@@ -256,6 +341,8 @@ impl Worker {
             code_handling: job.code_handling,
             restore_len: job.restore.as_ref().map(Bytes::len),
             plain_restore: job.plain_restore,
+            files: job.files.is_some(),
+            file_limits: job.file_limits,
             fetch: job.fetch.as_deref().cloned(),
             packages: job.packages.as_deref().cloned(),
             max_module_bytes: job.max_module_bytes,
@@ -271,10 +358,29 @@ impl Worker {
                         control.report_console_lines(console_lines);
                     }
                 }
+                WorkerFrame::NeedFile { key } => {
+                    let found = match &job.files {
+                        Some(source) => source.read(&key, deadline),
+                        None => Ok(None),
+                    };
+                    let reply = FileReply {
+                        found: found
+                            .as_ref()
+                            .map(|bytes| bytes.as_ref().map(Bytes::len))
+                            .map_err(Clone::clone),
+                    };
+                    let payload = found.ok().flatten();
+                    write_frame(&mut self.input, &reply, payload.as_deref())?;
+                }
                 WorkerFrame::Result(header) => break *header,
             }
         };
         let blob = read_payload(&mut self.output, header.blob_len)?;
+        let mut files = Vec::with_capacity(header.files.len());
+        for (key, len) in header.files {
+            let bytes = read_payload(&mut self.output, Some(len))?.unwrap_or_default();
+            files.push((key, Bytes::from(bytes)));
+        }
         Ok(JobResult {
             status: header.status,
             result: header.result,
@@ -284,6 +390,7 @@ impl Worker {
             warnings: header.warnings,
             blob,
             fetches: header.fetches,
+            files,
         })
     }
 
@@ -427,6 +534,7 @@ fn crashed(ended: &str) -> JobResult {
         warnings: Vec::new(),
         blob: None,
         fetches: None,
+        files: Vec::new(),
     }
 }
 
@@ -445,6 +553,7 @@ mod tests {
             warnings: vec!["w".into()],
             blob_len: Some(3),
             fetches: None,
+            files: Vec::new(),
         };
         let mut wire = Vec::new();
         write_frame(&mut wire, &header, Some(&[1, 2, 3])).unwrap();

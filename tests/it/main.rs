@@ -16,6 +16,7 @@ mod e2e;
 mod engine;
 mod faults;
 mod fetch;
+mod files;
 mod heap_store;
 mod http;
 mod iam;

@@ -294,8 +294,8 @@ const REFUSED: &[(&str, &[&str])] = &[
         &["export is not allowed", "not a module", "line 1, column 1"],
     ),
     (
-        "require('node:fs')",
-        &["node:fs", "provides only", "node:url"],
+        "require('node:child_process')",
+        &["node:child_process", "provides only", "node:url", "node:fs"],
     ),
     ("import x from './local.js'", &["has no files to import"]),
     (

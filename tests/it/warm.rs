@@ -141,8 +141,10 @@ async fn there_is_no_ambient_authority_in_a_warm_isolate() {
         assert_eq!(out.status, RunStatus::Failed, "{code}");
         assert_eq!(out.error.unwrap().name, "ReferenceError", "{code}");
     }
-    let out = stateless(&engine, "require('fs')").await;
+    let out = stateless(&engine, "require('child_process')").await;
     assert!(out.error.unwrap().message.contains("provides only"));
+    let out = stateless(&engine, "require('fs').readFileSync('/etc/passwd')").await;
+    assert!(out.error.unwrap().message.contains("EACCES"));
     let out = stateless(&engine, "await fetch('http://127.0.0.1')").await;
     assert_eq!(out.status, RunStatus::Failed);
     assert!(out.error.unwrap().message.contains("egress policy"));

@@ -17,6 +17,7 @@ mod console;
 mod crypto;
 mod encoding;
 mod fetch;
+mod files;
 mod guard;
 mod host;
 mod inspect;
@@ -26,6 +27,8 @@ mod timers;
 mod url;
 
 pub(crate) use fetch::{FetchRun, deliver};
+pub(crate) use files::FilesRun;
+pub use files::{FileLimits, FileSource};
 pub(crate) use guard::unsnapshottable;
 pub(crate) use inspect::{Rendered, inspect, render_result};
 pub(crate) use modules::ModuleRun;
@@ -120,6 +123,11 @@ const FAMILIES: &[Family] = &[
         name: "modules",
         source: include_str!("modules.js"),
         natives: modules::natives,
+    },
+    Family {
+        name: "fs",
+        source: include_str!("files.js"),
+        natives: files::natives,
     },
 ];
 
@@ -599,6 +607,8 @@ pub(crate) struct RunSettings<'a> {
     pub deadline: Instant,
     /// What `import` and `require` may load.
     pub modules: ModuleRun,
+    /// The bytes of `/work`'s files.
+    pub files: FilesRun,
 }
 
 /// Gives each family its state for one run, in slots of `isolate`.
@@ -615,13 +625,64 @@ pub(crate) fn begin_run(isolate: &mut v8::Isolate, settings: RunSettings<'_>) {
         isolate.set_slot(fetch);
     }
     isolate.set_slot(settings.modules);
+    isolate.set_slot(settings.files);
 }
+
+/// The keys of the files `/work` has as the run leaves it, when the run
+/// used `/work` at all; their bytes go into the run's result.
+pub(crate) fn files_kept(scope: &mut v8::PinScope<'_, '_>) {
+    let global = scope.get_current_context().global(scope);
+    let key = registry_key(scope);
+    let Some(registry) = global
+        .get_private(scope, key)
+        .and_then(|r| v8::Local::<v8::Object>::try_from(r).ok())
+    else {
+        return;
+    };
+    let Some(name) = v8::String::new(scope, "fs") else {
+        return;
+    };
+    let Some(exports) = registry
+        .get(scope, name.into())
+        .and_then(|e| v8::Local::<v8::Object>::try_from(e).ok())
+    else {
+        return;
+    };
+    let Some(keys) = v8::String::new(scope, "keys")
+        .and_then(|k| exports.get(scope, k.into()))
+        .and_then(|f| v8::Local::<v8::Function>::try_from(f).ok())
+    else {
+        return;
+    };
+    let receiver = v8::undefined(scope).into();
+    let Some(list) = keys
+        .call(scope, receiver, &[])
+        .and_then(|l| v8::Local::<v8::Array>::try_from(l).ok())
+    else {
+        return;
+    };
+    let mut kept = Vec::with_capacity(list.length() as usize);
+    for i in 0..list.length() {
+        if let Some(value) = list.get_index(scope, i) {
+            kept.push(value.to_rust_string_lossy(scope));
+        }
+    }
+    scope.set_slot(KeptFiles(kept));
+}
+
+/// What [`files_kept`] found.
+struct KeptFiles(Vec<String>);
 
 /// Takes the families' state out of `isolate` when the run ends: its
 /// console output and what it fetched. Timer callbacks and pending
 /// requests' promises are handles a snapshot must not hold; they go with
 /// it, and dropping the requests aborts those still running.
-pub(crate) fn end_run(isolate: &mut v8::Isolate) -> (String, Option<FetchCount>) {
+pub(crate) fn end_run(isolate: &mut v8::Isolate) -> Ended {
+    let kept = isolate.remove_slot::<KeptFiles>();
+    let files = match (isolate.remove_slot::<FilesRun>(), kept) {
+        (Some(run), Some(KeptFiles(keys))) => run.into_written(&keys),
+        _ => Vec::new(),
+    };
     drop(isolate.remove_slot::<Timers>());
     isolate.remove_slot::<clock::Clock>();
     drop(isolate.remove_slot::<Arc<Budget>>());
@@ -634,7 +695,20 @@ pub(crate) fn end_run(isolate: &mut v8::Isolate) -> (String, Option<FetchCount>)
         .remove_slot::<console::Console>()
         .map(console::Console::into_output)
         .unwrap_or_default();
-    (output, fetches)
+    Ended {
+        output,
+        fetches,
+        files,
+    }
+}
+
+/// What the families leave when a run ends.
+pub(crate) struct Ended {
+    pub output: String,
+    pub fetches: Option<FetchCount>,
+    /// Bytes of files the run wrote that its `/work` still has, by key
+    /// (only when [`files_kept`] was asked: a completed stateful run).
+    pub files: Vec<(String, ::bytes::Bytes)>,
 }
 
 #[cfg(test)]
@@ -693,6 +767,9 @@ mod tests {
             "modules.resolve",
             "modules.compile",
             "modules.nodeModules",
+            "fs.put",
+            "fs.get",
+            "fs.limits",
         ];
         assert_eq!(registry.names(), pinned);
         assert_eq!(external_references().len(), pinned.len());

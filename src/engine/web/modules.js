@@ -38,6 +38,10 @@
     }),
     url: () => ({ URL: globalThis.URL, URLSearchParams: globalThis.URLSearchParams }),
     util: () => ({ TextEncoder: globalThis.TextEncoder, TextDecoder: globalThis.TextDecoder }),
+    // /work, the run's file tree (files.js).
+    fs: () => load("fs").fs,
+    "fs/promises": () => load("fs").promises,
+    path: () => load("fs").path,
   };
   const builtinCache = new Map();
   const NODE = new Set(natives.nodeModules());

@@ -2,6 +2,7 @@
 //! trait must show, written once and run by each backend's tests. Functions
 //! panic on a contract violation.
 
+pub mod files;
 pub mod heap;
 pub mod meta;
 pub mod packages;

@@ -1,0 +1,94 @@
+//! Files of `/work`: the bytes of the files runs write, stored
+//! content-addressed beside the heaps, per tenant. The tree that names them
+//! (paths, sizes, keys) lives in the heap itself, so a heap's key covers its
+//! files and a restore or a fork sees exactly the files it had; the bytes
+//! are read only when a run opens a file. docs/engine.md, "Files".
+
+mod fs;
+mod s3;
+
+use std::fmt;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+pub use fs::DirFileStore;
+pub use s3::S3FileStore;
+
+use crate::BoxError;
+use crate::tenant::Tenant;
+
+/// Why a file's bytes could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FileStoreError {
+    /// The stored bytes do not hash to their key; they are never returned.
+    #[error("file {key} failed verification: its bytes hash to {actual}")]
+    Corrupt {
+        /// The key asked for.
+        key: String,
+        /// What the bytes hash to.
+        actual: String,
+    },
+    /// Not a key this store could have written.
+    #[error("{0:?} is not a file key (64 lowercase hex digits)")]
+    BadKey(String),
+    /// The backend itself failed.
+    #[error("{store} file store failed for file {key}: {source}")]
+    Backend {
+        /// Backend name, `directory` or `s3`.
+        store: &'static str,
+        /// The file's key.
+        key: String,
+        /// The backend's error.
+        #[source]
+        source: BoxError,
+    },
+}
+
+/// Where the bytes of `/work` files live.
+///
+/// # Contract
+/// - Content-addressed: `put` stores bytes under [`file_key`] of them and
+///   returns it; a key already stored is not rewritten (idempotent), and
+///   concurrent `put`s of the same bytes both succeed.
+/// - `put` is atomic: `get` sees all the bytes or none.
+/// - `get` of a key never stored is `Ok(None)`; `get` verifies what it
+///   read and returns [`FileStoreError::Corrupt`] rather than other bytes.
+/// - Each [`Tenant`] has its own namespace: bytes `put` by one tenant are
+///   `Ok(None)` to every other, exactly as bytes never stored.
+#[async_trait]
+pub trait FileStore: Send + Sync + fmt::Debug + 'static {
+    /// Stores `bytes` in `tenant`'s namespace; their key.
+    async fn put(&self, tenant: &Tenant, bytes: &Bytes) -> Result<String, FileStoreError>;
+    /// The bytes stored under `key` in `tenant`'s namespace, verified.
+    async fn get(&self, tenant: &Tenant, key: &str) -> Result<Option<Bytes>, FileStoreError>;
+}
+
+/// The lowercase-hex SHA-256 of `bytes`: a file's key.
+pub fn file_key(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+/// `key` checked before it names a path or an object.
+pub(crate) fn checked(key: &str) -> Result<&str, FileStoreError> {
+    if crate::heap::is_lowercase_hex(key, 64) {
+        Ok(key)
+    } else {
+        Err(FileStoreError::BadKey(key.to_owned()))
+    }
+}
+
+/// `bytes` if they hash to `key`.
+pub(crate) fn verified(key: &str, bytes: Bytes) -> Result<Bytes, FileStoreError> {
+    let actual = file_key(&bytes);
+    if actual == key {
+        Ok(bytes)
+    } else {
+        Err(FileStoreError::Corrupt {
+            key: key.to_owned(),
+            actual,
+        })
+    }
+}
