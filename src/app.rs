@@ -10,7 +10,8 @@ use crate::BoxError;
 use crate::backends::aws::{Clients, SESSIONS};
 use crate::backends::embedded::open_database_with_cache;
 use crate::config::Config;
-use crate::engine::{Engine, EngineConfig, FilePrelude, PreludeSource};
+use crate::engine::{Engine, EngineConfig, FileLimits, FilePrelude, PreludeSource};
+use crate::files::{DirFileStore, FileStore, S3FileStore};
 use crate::heap::{
     FileHeapStore, HeapStore, MemoryCacheHeapStore, S3HeapStore, WriteThroughCacheHeapStore,
 };
@@ -37,6 +38,8 @@ pub struct Stores {
     pub packages: Arc<Packages>,
     /// The operator's prelude (`MCP_V8_PRELUDE`), when there is one.
     pub prelude: Option<Arc<dyn PreludeSource>>,
+    /// The bytes of `/work` files; `None` for a stateless server.
+    pub files: Option<Arc<dyn FileStore>>,
 }
 
 impl Stores {
@@ -117,12 +120,23 @@ impl Stores {
                 None => Some(Arc::new(FilePrelude(PathBuf::from(location)))),
             },
         };
+        // Beside the heaps: `work/` in the bucket, `<data_dir>/work` here.
+        let files: Option<Arc<dyn FileStore>> = match (&heaps, &config.stores.heap_bucket) {
+            (None, _) => None,
+            (Some(_), Some(bucket)) => Some(Arc::new(S3FileStore::new(
+                aws()?.s3.clone(),
+                bucket,
+                &config.stores.heap_prefix,
+            ))),
+            (Some(_), None) => Some(Arc::new(DirFileStore::new(data_dir.join("work")))),
+        };
         Ok(Self {
             sessions,
             meta,
             heaps,
             packages: Arc::new(Packages::new(store, local, fill)),
             prelude,
+            files,
         })
     }
 }
@@ -238,11 +252,20 @@ pub fn with_stores(config: &Config, stores: Stores) -> App {
         warm_isolates: config.engine.warm_isolates,
         fetch: config.egress.clone(),
         max_module_bytes: config.packages.max_run_modules_mb * 1024 * 1024,
+        file_limits: FileLimits {
+            max_file_bytes: config.files.max_file_mb * 1024 * 1024,
+            max_tree_bytes: config.files.max_work_mb * 1024 * 1024,
+            max_files: config.files.max_files,
+        },
         ..defaults
     };
     let tools = Toolbox {
         engine: Arc::new({
             let engine = Engine::new(engine_config, stores.heaps).with_packages(stores.packages);
+            let engine = match stores.files {
+                Some(files) => engine.with_files(files),
+                None => engine,
+            };
             match stores.prelude {
                 Some(prelude) => engine.with_prelude(prelude),
                 None => engine,

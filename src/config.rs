@@ -44,6 +44,19 @@ pub struct Config {
     pub log: LogSettings,
     /// Where packages come from and how large they may be.
     pub packages: PackageSettings,
+    /// Caps on a run's `/work`.
+    pub files: FileSettings,
+}
+
+/// Caps on the files of a run's `/work`.
+#[derive(Debug, Clone, Copy)]
+pub struct FileSettings {
+    /// `MCP_V8_MAX_FILE_MB`: largest file.
+    pub max_file_mb: usize,
+    /// `MCP_V8_MAX_WORK_MB`: all files of a tree together.
+    pub max_work_mb: usize,
+    /// `MCP_V8_MAX_FILES`: files and directories of a tree.
+    pub max_files: usize,
 }
 
 /// The packages' part of the configuration.
@@ -438,6 +451,11 @@ impl Config {
                 max_package_mb: vars.number("MCP_V8_MAX_PACKAGE_MB", 32, Least::One)?,
                 max_run_modules_mb: vars.number("MCP_V8_MAX_RUN_MODULES_MB", 64, Least::One)?,
                 prelude: vars.non_empty("MCP_V8_PRELUDE"),
+            },
+            files: FileSettings {
+                max_file_mb: vars.number("MCP_V8_MAX_FILE_MB", 10, Least::One)?,
+                max_work_mb: vars.number("MCP_V8_MAX_WORK_MB", 100, Least::One)?,
+                max_files: vars.number("MCP_V8_MAX_FILES", 1000, Least::One)?,
             },
         })
     }

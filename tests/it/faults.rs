@@ -38,6 +38,7 @@ fn faulty_server(plan: &Arc<FaultPlan>) -> (Server, Arc<dyn HeapStore>, Arc<dyn 
             meta: Arc::new(Faulty::<dyn MetaStore>::new(stores.meta, plan.clone())),
             packages: stores.packages,
             prelude: stores.prelude,
+            files: stores.files,
         }
     });
     let (heaps, meta) = inner.unwrap();

@@ -44,6 +44,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "backends",
             "config",
             "engine",
+            "files",
             "heap",
             "meta",
             "packages",
