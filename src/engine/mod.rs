@@ -130,6 +130,8 @@ pub struct RunRequest {
     pub heap_limit_mb: Option<usize>,
     /// Lets the caller watch and cancel the run while it executes.
     pub control: Option<Arc<RunControl>>,
+    /// Files to write under `/work` before the code runs: path, bytes.
+    pub files: Vec<(String, bytes::Bytes)>,
 }
 
 /// Runs code; cheap to share (`Arc`), safe to call from many tasks.
@@ -235,7 +237,7 @@ impl Engine {
 
     /// Runs one request. JavaScript failures, limits and storage trouble are
     /// reported in the outcome; only requests refused up front are `Err`.
-    pub async fn run(&self, request: RunRequest) -> Result<RunReport, EngineError> {
+    pub async fn run(&self, mut request: RunRequest) -> Result<RunReport, EngineError> {
         let started = Instant::now();
         let limits = self.check(&request)?;
         let mut report = RunReport::new(&request.code, request.heap.clone());
@@ -340,6 +342,7 @@ impl Engine {
                 }) as Arc<dyn FileSource>
             }),
             file_limits: self.config.file_limits,
+            inputs: std::mem::take(&mut request.files),
         };
         // A cancel may also arrive after the isolate classified the run, or
         // end the engine worker running it.
@@ -436,6 +439,7 @@ impl Engine {
             max_module_bytes: self.config.max_module_bytes,
             files: None,
             file_limits: self.config.file_limits,
+            inputs: Vec::new(),
         };
         let result = self.execute(job).await.map_err(|e| e.to_string())?;
         if !result.files.is_empty() {

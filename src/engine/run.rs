@@ -67,6 +67,8 @@ pub(crate) struct Job {
     pub files: Option<Arc<dyn web::FileSource>>,
     /// Caps on `/work`.
     pub file_limits: web::FileLimits,
+    /// Files the call brings (path, bytes), written to `/work` first.
+    pub inputs: Vec<(String, Bytes)>,
 }
 
 impl Job {
@@ -276,6 +278,18 @@ impl Started {
         job: &Job,
         queue: Option<&v8::MicrotaskQueue>,
     ) -> Ended {
+        if !job.inputs.is_empty() {
+            v8::tc_scope!(let tc, scope);
+            web::write_inputs(tc, &job.inputs);
+            if let Some(exception) = tc.exception() {
+                let mut error = error_from(tc, exception, None);
+                error.message = format!(
+                    "the files argument could not be written to /work, so the code did not run: {}",
+                    error.message
+                );
+                return Ended::Threw(error);
+            }
+        }
         evaluate(
             scope,
             &job.code,

@@ -62,6 +62,10 @@ struct JobHeader {
     files: bool,
     #[serde(default)]
     file_limits: super::web::FileLimits,
+    /// The call's files, by path and length; their bytes follow the
+    /// restore payload's.
+    #[serde(default)]
+    inputs: Vec<(String, usize)>,
 }
 
 /// What a worker writes: progress while a run executes, then its result.
@@ -163,6 +167,11 @@ pub fn serve_stdio() -> io::Result<()> {
     let mut output = BufWriter::new(io::stdout().lock());
     while let Some(header) = read_header::<JobHeader>(&mut input)? {
         let restore = read_payload(&mut input, header.restore_len)?.map(Bytes::from);
+        let mut inputs = Vec::with_capacity(header.inputs.len());
+        for (path, len) in header.inputs {
+            let bytes = read_payload(&mut input, Some(len))?.unwrap_or_default();
+            inputs.push((path, Bytes::from(bytes)));
+        }
         let control = Arc::new(RunControl::default());
         let (events, received) = mpsc::channel();
         let files: Option<Arc<dyn super::web::FileSource>> = header.files.then(|| {
@@ -185,6 +194,7 @@ pub fn serve_stdio() -> io::Result<()> {
             max_module_bytes: header.max_module_bytes,
             files,
             file_limits: header.file_limits,
+            inputs,
         };
         let thread = run::thread_builder().spawn(move || {
             let _ = events.send(Event::Done(Box::new(isolate::execute(job))));
@@ -346,8 +356,26 @@ impl Worker {
             fetch: job.fetch.as_deref().cloned(),
             packages: job.packages.as_deref().cloned(),
             max_module_bytes: job.max_module_bytes,
+            inputs: job
+                .inputs
+                .iter()
+                .map(|(path, bytes)| (path.clone(), bytes.len()))
+                .collect(),
         };
-        write_frame(&mut self.input, &header, job.restore.as_deref())?;
+        if job.inputs.is_empty() {
+            write_frame(&mut self.input, &header, job.restore.as_deref())?;
+        } else {
+            // Rare, and small next to a heap: one copy keeps one frame.
+            let mut payload = job
+                .restore
+                .as_deref()
+                .map(<[u8]>::to_vec)
+                .unwrap_or_default();
+            for (_, bytes) in &job.inputs {
+                payload.extend_from_slice(bytes);
+            }
+            write_frame(&mut self.input, &header, Some(&payload))?;
+        }
         let header = loop {
             let frame: WorkerFrame = read_header(&mut self.output)?.ok_or_else(|| {
                 io::Error::new(io::ErrorKind::UnexpectedEof, "the worker closed its output")

@@ -1,6 +1,9 @@
 //! `run_js`: run JavaScript or TypeScript, optionally from a saved heap.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -41,8 +44,10 @@ const GLOBALS_DESCRIPTION: &str = "Code can use the Web platform without the net
 TextEncoder, TextDecoder, atob, btoa, structuredClone, crypto (getRandomValues, randomUUID, subtle.digest, HMAC sign/verify), \
 performance.now, Event, EventTarget, AbortController, AbortSignal, DOMException, Blob, File, FormData, Headers, Request, \
 Response, console (log, table, count, time, group, ...), setTimeout, setInterval, queueMicrotask. There are no \
-streams, no WebAssembly, filesystem or environment; node:url, node:crypto, node:timers, node:util, node:perf_hooks and \
-node:console are the only node: modules. A run is a script, not a module: `import` declarations bind globals that later \
+streams, no WebAssembly and no environment. node:fs, node:fs/promises and node:path work on /work, the working directory \
+(relative paths resolve there; nothing outside it exists): a stateful run's /work is kept with its heap, so continuing \
+a heap sees its files, and a stateless run's starts empty; the `files` argument puts files there first. The other \
+node: modules are node:url, node:crypto, node:timers, node:util, node:perf_hooks and node:console. A run is a script, not a module: `import` declarations bind globals that later \
 runs keep, and `export` is an error. A stateful run that keeps an Intl object or a \
 FinalizationRegistry with registrations in a global fails (V8 cannot snapshot them): make them inside functions.";
 
@@ -76,6 +81,42 @@ pub(super) struct Args {
     /// Default auto: TypeScript syntax is detected and its types stripped (no type checking).
     #[serde(default)]
     language: Language,
+    /// Files to write under /work before the code runs, by path (relative to /work, or absolute under it): text as a string, bytes as {"base64": "..."}. A stateful run keeps them with its heap.
+    #[serde(default)]
+    files: Option<BTreeMap<String, FileInput>>,
+}
+
+/// One file of the `files` argument.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+enum FileInput {
+    /// Its text (UTF-8).
+    Text(String),
+    /// Its bytes.
+    Bytes {
+        /// The bytes, base64 (standard alphabet, padding optional).
+        base64: String,
+    },
+}
+
+/// The `files` argument as path and bytes; `Err` names the bad entry.
+fn input_files(files: Option<BTreeMap<String, FileInput>>) -> Result<Vec<(String, Bytes)>, String> {
+    use base64::Engine as _;
+    let mut out = Vec::new();
+    for (path, input) in files.unwrap_or_default() {
+        let bytes = match input {
+            FileInput::Text(text) => Bytes::from(text),
+            FileInput::Bytes { base64 } => {
+                let compact: String = base64.split_whitespace().collect();
+                base64::engine::general_purpose::STANDARD_NO_PAD
+                    .decode(compact.trim_end_matches('='))
+                    .map(Bytes::from)
+                    .map_err(|e| format!("files[{path:?}].base64 is not base64: {e}"))?
+            }
+        };
+        out.push((path, bytes));
+    }
+    Ok(out)
 }
 
 /// How long before an invocation's deadline a run must end, to leave time
@@ -165,13 +206,17 @@ anything else rejects with a TypeError naming the egress policy); ES modules fro
     };
     let description = format!(
         "{base} {GLOBALS_DESCRIPTION} {packages} {fetch} Limits here: timeout {} s by default, at most {} s; heap {} MiB by default, at most {} MiB, \
-and as much again for ArrayBuffer data; console output kept up to {} and the result up to {} (longer text is cut, with a marker).",
+and as much again for ArrayBuffer data; console output kept up to {} and the result up to {} (longer text is cut, with a marker); \
+/work files up to {} each, {} and {} files in all.",
         limits.default_timeout.as_secs(),
         max_timeout.as_secs(),
         limits.default_heap_limit_mb,
         limits.max_heap_limit_mb,
         bytes(limits.max_output_bytes),
         bytes(limits.max_result_bytes),
+        bytes(limits.file_limits.max_file_bytes),
+        bytes(limits.file_limits.max_tree_bytes),
+        limits.file_limits.max_files,
     );
     Tool {
         name: NAME,
@@ -341,6 +386,7 @@ fn plan(toolbox: &Toolbox, context: CallContext<'_>, args: Args) -> Result<Plann
             timeout,
             heap_limit_mb: args.heap_memory_max_mb,
             control: context.control.cloned(),
+            files: input_files(args.files)?,
         },
         logical_session,
         latest,

@@ -346,3 +346,91 @@ async fn the_directory_store_passes_the_conformance_suite() {
     let dir = tempfile::tempdir().unwrap();
     crate::common::conformance::files::run_all(Arc::new(DirFileStore::new(dir.path()))).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_calls_files_are_in_work_before_the_code_runs() {
+    let stores = stores();
+    let engines = [
+        Engine::new(EngineConfig::default(), None),
+        stateful(&stores, false, EngineConfig::default()),
+        stateful(&stores, true, EngineConfig::default()),
+    ];
+    for engine in &engines {
+        let code = "const fs = require('fs'); [fs.readFileSync('in/data.csv', 'utf8'), [...fs.readFileSync('/work/img.bin')]]";
+        let outcome = engine
+            .run(RunRequest {
+                code: code.into(),
+                stateful: engine.heaps().is_some(),
+                files: vec![
+                    ("in/data.csv".into(), Bytes::from_static(b"a,b\n1,2\n")),
+                    ("/work/img.bin".into(), Bytes::from_static(&[0, 1, 255])),
+                ],
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .outcome;
+        assert_eq!(completed(code, &outcome), "[\"a,b\\n1,2\\n\",[0,1,255]]");
+        if let Some(heap) = &outcome.heap {
+            // Kept with the heap like any file the code wrote.
+            let code = "require('fs').readdirSync('in').join()";
+            assert_eq!(
+                completed(code, &run(engine, code, Some(heap)).await),
+                "\"data.csv\""
+            );
+        }
+        // A path outside /work: refused before the code runs.
+        let outcome = engine
+            .run(RunRequest {
+                code: "globalThis.ran = true".into(),
+                stateful: engine.heaps().is_some(),
+                files: vec![("../etc/passwd".into(), Bytes::from_static(b"x"))],
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .outcome;
+        let error = error_of("files", &outcome);
+        assert!(
+            error.contains("EACCES") && error.contains("did not run"),
+            "{error}"
+        );
+        assert!(outcome.heap.is_none());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_js_takes_files_and_describes_work() {
+    let server = crate::common::server();
+    let session = server.initialize().await;
+    let tools = server.tools_list(&session).await;
+    let description = tools["tools"][0]["description"].as_str().unwrap();
+    assert!(
+        description.contains("/work") && description.contains("1000 files"),
+        "{description}"
+    );
+    assert!(
+        tools["tools"][0]["inputSchema"]["properties"]["files"].is_object(),
+        "{tools:#}"
+    );
+    let result = server
+        .call(
+            &session,
+            serde_json::json!({
+                "code": "const fs = require('fs'); fs.readFileSync('data.csv', 'utf8').split('\\n').length + fs.statSync('b.bin').size",
+                "files": {"data.csv": "a\nb\nc", "b.bin": {"base64": "AAECAw=="}},
+            }),
+        )
+        .await;
+    assert_eq!(result["structuredContent"]["result"], "7", "{result:#}");
+    // Bad base64 is the tool's error, naming the entry; nothing ran.
+    let result = server
+        .call(
+            &session,
+            serde_json::json!({"code": "1", "files": {"x.bin": {"base64": "not base64!"}}}),
+        )
+        .await;
+    assert_eq!(result["isError"], true, "{result:#}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("x.bin") && text.contains("base64"), "{text}");
+}

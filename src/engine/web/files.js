@@ -561,10 +561,20 @@
   path.posix = path;
   Object.freeze(path);
 
+  // The call's `files`, written before the code runs.
+  function writeInputs(inputs) {
+    for (const [path, bytes] of inputs) {
+      const p = resolve(path, "open");
+      mkdir(parentOf(p), { recursive: true });
+      store(p, bytes, "open", path);
+    }
+  }
+
   return {
     fs,
     promises,
     path,
+    writeInputs,
     // The keys of the files the tree has now: their bytes outlive the run.
     keys: () => [...new Set([...tree.values()].filter((e) => !e.dir && e.size > 0).map((e) => e.key))],
   };

@@ -670,6 +670,33 @@ pub(crate) fn files_kept(scope: &mut v8::PinScope<'_, '_>) {
     scope.set_slot(KeptFiles(kept));
 }
 
+/// Writes the call's input files into `/work`; an exception (a path
+/// outside `/work`, a cap) is left in `scope` for the caller's try-catch.
+pub(crate) fn write_inputs(scope: &mut v8::PinScope<'_, '_>, inputs: &[(String, ::bytes::Bytes)]) {
+    let Some(exports) = load(scope, "fs") else {
+        return;
+    };
+    let Some(write) = v8::String::new(scope, "writeInputs")
+        .and_then(|k| exports.get(scope, k.into()))
+        .and_then(|f| v8::Local::<v8::Function>::try_from(f).ok())
+    else {
+        return;
+    };
+    let mut pairs = Vec::with_capacity(inputs.len());
+    for (path, bytes) in inputs {
+        let (Some(path), Some(bytes)) = (
+            v8::String::new(scope, path),
+            bytes::uint8_array(scope, bytes),
+        ) else {
+            return;
+        };
+        pairs.push(v8::Array::new_with_elements(scope, &[path.into(), bytes.into()]).into());
+    }
+    let list = v8::Array::new_with_elements(scope, &pairs);
+    let receiver = v8::undefined(scope).into();
+    write.call(scope, receiver, &[list.into()]);
+}
+
 /// What [`files_kept`] found.
 struct KeptFiles(Vec<String>);
 
