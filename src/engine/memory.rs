@@ -85,6 +85,13 @@ impl Budget {
         self.take(len)
     }
 
+    /// Hands back `len` bytes of [`Budget::reserve`] before the isolate
+    /// goes (file data a run held, when the run ends: a plain isolate
+    /// serves many runs).
+    pub(crate) fn release(&self, len: usize) {
+        self.give_back(len);
+    }
+
     fn give_back(&self, len: usize) {
         self.used.fetch_sub(len, Ordering::Relaxed);
     }

@@ -63,6 +63,18 @@ pub(crate) struct FilesRun {
     limits: FileLimits,
     /// Written in this run, by key.
     written: HashMap<String, Bytes>,
+    /// The budget `written` is counted against, and how much of it.
+    reserved: Option<(Arc<Budget>, usize)>,
+}
+
+impl Drop for FilesRun {
+    // A plain isolate serves many runs, and one whose budget holds more
+    // than a quarter of its limit is replaced: what this run held goes back.
+    fn drop(&mut self) {
+        if let Some((budget, len)) = self.reserved.take() {
+            budget.release(len);
+        }
+    }
 }
 
 impl FilesRun {
@@ -76,12 +88,13 @@ impl FilesRun {
             deadline,
             limits,
             written: HashMap::new(),
+            reserved: None,
         }
     }
 
     /// The bytes written in this run whose keys are in `keep` (the files
     /// of the tree as the run left it).
-    pub(crate) fn into_written(mut self, keep: &[String]) -> Vec<(String, Bytes)> {
+    pub(crate) fn take_written(&mut self, keep: &[String]) -> Vec<(String, Bytes)> {
         keep.iter()
             .filter_map(|key| self.written.remove_entry(key))
             .collect()
@@ -131,15 +144,17 @@ fn put<'s>(
     if !run.written.contains_key(&key) {
         // Held outside V8's heap until the run ends: counted like the
         // run's ArrayBuffers, so files cannot get around the memory limit.
-        if let Some(budget) = budget
-            && !budget.reserve(bytes.len())
-        {
-            let message = format!(
-                "ENOMEM: the run's memory is full, write of {} bytes: files written in a run count against heap_memory_max_mb",
-                bytes.len()
-            );
-            throw_error(scope, &message, "ENOMEM");
-            return;
+        if let Some(budget) = budget {
+            if !budget.reserve(bytes.len()) {
+                let message = format!(
+                    "ENOMEM: the run's memory is full, write of {} bytes: files written in a run count against heap_memory_max_mb",
+                    bytes.len()
+                );
+                throw_error(scope, &message, "ENOMEM");
+                return;
+            }
+            let (_, held) = run.reserved.get_or_insert((budget, 0));
+            *held += bytes.len();
         }
         run.written.insert(key.clone(), Bytes::from(bytes));
     }

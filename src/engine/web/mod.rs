@@ -707,7 +707,7 @@ struct KeptFiles(Vec<String>);
 pub(crate) fn end_run(isolate: &mut v8::Isolate) -> Ended {
     let kept = isolate.remove_slot::<KeptFiles>();
     let files = match (isolate.remove_slot::<FilesRun>(), kept) {
-        (Some(run), Some(KeptFiles(keys))) => run.into_written(&keys),
+        (Some(mut run), Some(KeptFiles(keys))) => run.take_written(&keys),
         _ => Vec::new(),
     };
     drop(isolate.remove_slot::<Timers>());
