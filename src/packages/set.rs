@@ -3,7 +3,7 @@
 //! run reads synchronously (the store's own directory for the embedded
 //! store; a cache filled from S3, as heaps are, on Lambda).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -28,9 +28,8 @@ pub struct Packages {
     fill: bool,
     /// The view last read and when.
     state: tokio::sync::Mutex<Option<(Arc<PackageView>, Instant)>>,
-    /// Records of modules by URL already in the index (file names under
-    /// `local/urls`).
-    published: tokio::sync::Mutex<HashSet<String>>,
+    /// One publisher at a time.
+    publishing: tokio::sync::Mutex<()>,
 }
 
 /// The installed packages at one moment, and where their bundles are; sent
@@ -55,7 +54,7 @@ impl Packages {
             local,
             fill,
             state: tokio::sync::Mutex::new(None),
-            published: tokio::sync::Mutex::new(HashSet::new()),
+            publishing: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -123,7 +122,9 @@ impl Packages {
     /// Puts the modules runs on this instance fetched by URL into the store
     /// and its index, so other instances serve them rather than fetch them
     /// again. Runs (engine workers too) leave a record of each under
-    /// `local/urls`; a failure is logged and tried again after the next run.
+    /// `local/urls`, removed once the index has it (so a restart does not
+    /// undo a `packages remove URL`); a failure is logged and tried again
+    /// after the next run.
     pub async fn publish(&self) {
         if let Err(error) = self.try_publish().await {
             tracing::warn!(%error, "keeping modules fetched by URL in the package store failed");
@@ -131,7 +132,7 @@ impl Packages {
     }
 
     async fn try_publish(&self) -> Result<(), crate::BoxError> {
-        let mut published = self.published.lock().await;
+        let _publishing = self.publishing.lock().await;
         let mut found = Vec::new();
         let mut records = match tokio::fs::read_dir(self.local.join(super::url::RECORDS)).await {
             Ok(records) => records,
@@ -140,7 +141,7 @@ impl Packages {
         };
         while let Some(record) = records.next_entry().await? {
             let name = record.file_name().to_string_lossy().into_owned();
-            if published.contains(&name) || !valid_key(&name) {
+            if !valid_key(&name) {
                 continue;
             }
             let Ok(text) = tokio::fs::read_to_string(record.path()).await else {
@@ -159,7 +160,7 @@ impl Packages {
             if self.fill {
                 self.store.put_bundle(&bytes.into()).await?;
             }
-            found.push((name, bundle.name, key));
+            found.push((record.path(), bundle.name, key));
         }
         if found.is_empty() {
             return Ok(());
@@ -171,7 +172,9 @@ impl Packages {
             Ok(())
         })
         .await?;
-        published.extend(found.into_iter().map(|(name, _, _)| name));
+        for (record, _, _) in found {
+            let _ = tokio::fs::remove_file(record).await;
+        }
         Ok(())
     }
 }

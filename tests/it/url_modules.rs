@@ -265,6 +265,14 @@ async fn modules_by_url_load_with_their_imports_once_and_are_published() {
         .unwrap();
     let (index, _) = store.index().await.unwrap().unwrap();
     assert!(!index.urls.contains_key(&server.url("typed")));
+    // A restarted server over the same directory publishes what is new
+    // only: the removal stands.
+    Packages::new(store.clone(), store.bundle_dir(), false)
+        .publish()
+        .await;
+    let (index, _) = store.index().await.unwrap().unwrap();
+    assert!(!index.urls.contains_key(&server.url("typed")));
+    assert_eq!(index.urls.len(), 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
