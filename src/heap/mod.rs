@@ -19,6 +19,7 @@ pub(crate) use key::is_lowercase_hex;
 pub use key::{HeapKey, InvalidHeapKey};
 pub use memory::MemoryCacheHeapStore;
 pub use s3::S3HeapStore;
+pub(crate) use s3::{get_object as s3_get_object, put_once as s3_put_once, status as s3_status};
 pub use snapshot::{HEADER_LEN, MAGIC, MIN_PAYLOAD_LEN, Snapshot, SnapshotError};
 
 use crate::BoxError;

@@ -5,8 +5,10 @@ use aws_sdk_s3::Client;
 use aws_sdk_s3::config::http::HttpResponse;
 use aws_sdk_s3::error::{DisplayErrorContext, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
+use bytes::Bytes;
 
 use super::{HeapKey, HeapStore, HeapStoreError, Snapshot, verify_read};
+use crate::BoxError;
 use crate::tenant::Tenant;
 
 /// Heaps in a bucket, under an optional key prefix.
@@ -35,50 +37,82 @@ impl S3HeapStore {
         let folder = tenant.heap_folder().unwrap_or_default();
         format!("{}{folder}{}", self.prefix, key.as_str())
     }
-
-    fn backend<E>(key: &HeapKey, error: SdkError<E, HttpResponse>) -> HeapStoreError
-    where
-        E: std::error::Error + Send + Sync + 'static,
-    {
-        HeapStoreError::Backend {
-            store: "s3",
-            key: key.clone(),
-            // The context chain names the operation, the status and the service code.
-            source: DisplayErrorContext(error).to_string().into(),
-        }
-    }
 }
 
 /// HTTP status of a failed call, when the service answered at all.
-fn status<E>(error: &SdkError<E, HttpResponse>) -> Option<u16> {
+pub(crate) fn status<E>(error: &SdkError<E, HttpResponse>) -> Option<u16> {
     error
         .raw_response()
         .map(|response| response.status().as_u16())
+}
+
+/// A failed call as the stores report it: the context chain names the
+/// operation, the status and the service code.
+fn failure<E>(error: SdkError<E, HttpResponse>) -> BoxError
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    DisplayErrorContext(error).to_string().into()
+}
+
+/// Writes `body` under `key` unless an object is there already: keys of
+/// the content-addressed stores (heaps, bundles, files) name their bytes,
+/// so an object under one already holds them.
+pub(crate) async fn put_once(
+    client: &Client,
+    bucket: &str,
+    key: &str,
+    body: ByteStream,
+    content_type: &str,
+) -> Result<(), BoxError> {
+    let result = client
+        .put_object()
+        .bucket(bucket)
+        .key(key)
+        .body(body)
+        .content_type(content_type)
+        .if_none_match("*")
+        .send()
+        .await;
+    match result {
+        Ok(_) => Ok(()),
+        // 412: already stored. 409: a concurrent conditional write of the
+        // same key is in flight, writing the same bytes.
+        Err(e) if matches!(status(&e), Some(412 | 409)) => Ok(()),
+        Err(e) => Err(failure(e)),
+    }
+}
+
+/// The bytes and ETag of the object under `key`; `None` when there is none.
+pub(crate) async fn get_object(
+    client: &Client,
+    bucket: &str,
+    key: &str,
+) -> Result<Option<(Bytes, Option<String>)>, BoxError> {
+    let object = match client.get_object().bucket(bucket).key(key).send().await {
+        Ok(object) => object,
+        Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => return Ok(None),
+        Err(e) => return Err(failure(e)),
+    };
+    let etag = object.e_tag().map(str::to_owned);
+    let bytes = object.body.collect().await?;
+    Ok(Some((bytes.into_bytes(), etag)))
 }
 
 #[async_trait]
 impl HeapStore for S3HeapStore {
     async fn put(&self, tenant: &Tenant, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
         let key = snapshot.key();
-        let result = self
-            .client
-            .put_object()
-            .bucket(&self.bucket)
-            .key(self.object_key(tenant, key))
-            .body(ByteStream::from(snapshot.framed().clone()))
-            .content_type("application/octet-stream")
-            // Content addressing: an object under this key already holds these
-            // bytes, so the write is only needed when there is none.
-            .if_none_match("*")
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(()),
-            // 412: already stored. 409: a concurrent conditional write of the
-            // same key is in flight, writing the same bytes.
-            Err(e) if matches!(status(&e), Some(412 | 409)) => Ok(()),
-            Err(e) => Err(Self::backend(key, e)),
-        }
+        let body = ByteStream::from(snapshot.framed().clone());
+        put_once(
+            &self.client,
+            &self.bucket,
+            &self.object_key(tenant, key),
+            body,
+            "application/octet-stream",
+        )
+        .await
+        .map_err(|source| backend(key, source))
     }
 
     async fn get(
@@ -86,27 +120,18 @@ impl HeapStore for S3HeapStore {
         tenant: &Tenant,
         key: &HeapKey,
     ) -> Result<Option<Snapshot>, HeapStoreError> {
-        let result = self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(self.object_key(tenant, key))
-            .send()
-            .await;
-        let object = match result {
-            Ok(object) => object,
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => return Ok(None),
-            Err(e) => return Err(Self::backend(key, e)),
-        };
-        let bytes = object
-            .body
-            .collect()
-            .await
-            .map_err(|e| HeapStoreError::Backend {
-                store: "s3",
-                key: key.clone(),
-                source: Box::new(e),
-            })?;
-        verify_read(key, bytes.into_bytes()).map(Some)
+        match get_object(&self.client, &self.bucket, &self.object_key(tenant, key)).await {
+            Ok(Some((bytes, _))) => verify_read(key, bytes).map(Some),
+            Ok(None) => Ok(None),
+            Err(source) => Err(backend(key, source)),
+        }
+    }
+}
+
+fn backend(key: &HeapKey, source: BoxError) -> HeapStoreError {
+    HeapStoreError::Backend {
+        store: "s3",
+        key: key.clone(),
+        source,
     }
 }

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use super::{
     PackageIndex, PackageStore, PackageStoreError, Revision, bundle_key, valid_key, verified,
 };
+use crate::heap::{s3_get_object, s3_put_once, s3_status};
 
 const STORE: &str = "s3";
 
@@ -46,34 +47,14 @@ impl S3PackageStore {
 
     /// The object's bytes and ETag; `None` when there is no such object.
     async fn get(&self, key: &str) -> Result<Option<(Bytes, Option<String>)>, PackageStoreError> {
-        let result = self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .send()
-            .await;
-        let object = match result {
-            Ok(object) => object,
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => return Ok(None),
-            Err(e) => return Err(Self::backend(key, e)),
-        };
-        let etag = object.e_tag().map(str::to_owned);
-        let bytes = object
-            .body
-            .collect()
+        s3_get_object(&self.client, &self.bucket, key)
             .await
-            .map_err(|e| PackageStoreError::Backend {
+            .map_err(|source| PackageStoreError::Backend {
                 store: STORE,
                 what: key.to_owned(),
-                source: Box::new(e),
-            })?;
-        Ok(Some((bytes.into_bytes(), etag)))
+                source,
+            })
     }
-}
-
-fn status<E>(error: &SdkError<E, HttpResponse>) -> Option<u16> {
-    error.raw_response().map(|r| r.status().as_u16())
 }
 
 #[async_trait]
@@ -111,7 +92,7 @@ impl PackageStore for S3PackageStore {
         };
         match request.send().await {
             Ok(_) => Ok(()),
-            Err(e) if matches!(status(&e), Some(412 | 409)) => Err(PackageStoreError::Conflict),
+            Err(e) if matches!(s3_status(&e), Some(412 | 409)) => Err(PackageStoreError::Conflict),
             Err(e) => Err(Self::backend(key, e)),
         }
     }
@@ -129,20 +110,20 @@ impl PackageStore for S3PackageStore {
     async fn put_bundle(&self, bytes: &Bytes) -> Result<String, PackageStoreError> {
         let key = bundle_key(bytes);
         let object = format!("{}bundles/{key}", self.prefix);
-        let result = self
-            .client
-            .put_object()
-            .bucket(&self.bucket)
-            .key(&object)
-            .body(ByteStream::from(bytes.clone()))
-            .content_type("application/json")
-            .if_none_match("*")
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(key),
-            Err(e) if matches!(status(&e), Some(412 | 409)) => Ok(key),
-            Err(e) => Err(Self::backend(object, e)),
-        }
+        let body = ByteStream::from(bytes.clone());
+        s3_put_once(
+            &self.client,
+            &self.bucket,
+            &object,
+            body,
+            "application/json",
+        )
+        .await
+        .map_err(|source| PackageStoreError::Backend {
+            store: STORE,
+            what: object,
+            source,
+        })?;
+        Ok(key)
     }
 }

@@ -13,6 +13,8 @@ use mcp_v8_lambda::files::{DirFileStore, FileStore, FileStoreError};
 use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore};
 use mcp_v8_lambda::tenant::Tenant;
 
+use crate::common::engine::{error_text, run_code, worker_program};
+
 /// A file store that counts its reads and writes.
 #[derive(Debug)]
 struct Counting {
@@ -55,18 +57,10 @@ fn stores() -> Stores {
 fn stateful(stores: &Stores, worker: bool, config: EngineConfig) -> Engine {
     let mut config = config;
     if worker {
-        let program = stores.dir.path().join("files-worker-under-test");
-        if !program.exists() {
-            std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mcp-v8-lambda"), &program).unwrap();
-        }
         config.engine_workers = 1;
-        config.worker_program = Some(program);
+        config.worker_program = Some(worker_program(stores.dir.path(), "files-worker-under-test"));
     }
     Engine::new(config, Some(stores.heaps.clone())).with_files(stores.files.clone())
-}
-
-async fn run(engine: &Engine, code: &str, heap: Option<&HeapKey>) -> RunOutcome {
-    run_as(engine, code, heap, Tenant::anonymous()).await
 }
 
 async fn run_as(engine: &Engine, code: &str, heap: Option<&HeapKey>, tenant: Tenant) -> RunOutcome {
@@ -89,14 +83,6 @@ fn completed(code: &str, outcome: &RunOutcome) -> String {
     outcome.result.clone().unwrap_or_default()
 }
 
-fn error_of(code: &str, outcome: &RunOutcome) -> String {
-    let error = outcome
-        .error
-        .as_ref()
-        .unwrap_or_else(|| panic!("{code}: an error, not {outcome:#?}"));
-    format!("{}: {}", error.name, error.message)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn files_persist_with_the_heap_and_fork_with_it() {
     for worker in [false, true] {
@@ -108,7 +94,7 @@ async fn files_persist_with_the_heap_and_fork_with_it() {
             writeFileSync('data/raw/a.csv', 'x,y\\n1,2\\n');\n\
             await fsp.writeFile('/work/notes.txt', 'first');\n\
             (await fsp.readdir('.')).join()";
-        let outcome = run(&engine, write, None).await;
+        let outcome = run_code(&engine, write, None).await;
         assert_eq!(completed(write, &outcome), "\"data,notes.txt\"");
         let base = outcome.heap.clone().unwrap();
         // A later run reads them (relative, absolute, as text and bytes) from
@@ -116,20 +102,20 @@ async fn files_persist_with_the_heap_and_fork_with_it() {
         let read = "const fs = require('fs');\n\
             [fs.readFileSync('data/raw/a.csv', 'utf8'), String(fs.readFileSync('/work/notes.txt')),\n\
              fs.statSync('notes.txt').size, fs.existsSync('nope'), fs.statSync('data').isDirectory()]";
-        let outcome = run(&engine, read, Some(&base)).await;
+        let outcome = run_code(&engine, read, Some(&base)).await;
         assert_eq!(
             completed(read, &outcome),
             "[\"x,y\\n1,2\\n\",\"first\",5,false,true]"
         );
         // Two runs from one heap fork the tree; each keeps its own, and the
         // heap they came from keeps its own.
-        let left = run(
+        let left = run_code(
             &engine,
             "require('fs').writeFileSync('notes.txt', 'left')",
             Some(&base),
         )
         .await;
-        let right = run(
+        let right = run_code(
             &engine,
             "require('fs').appendFileSync('notes.txt', ' and right'); require('fs').rmSync('data', { recursive: true })",
             Some(&base),
@@ -141,7 +127,7 @@ async fn files_persist_with_the_heap_and_fork_with_it() {
             (right.heap.as_ref(), "[\"first and right\",false]"),
             (Some(&base), "[\"first\",true]"),
         ] {
-            let outcome = run(&engine, show, heap).await;
+            let outcome = run_code(&engine, show, heap).await;
             assert_eq!(completed(show, &outcome), expected, "worker: {worker}");
         }
     }
@@ -161,9 +147,15 @@ async fn a_stateless_run_has_a_throwaway_work() {
     ];
     for engine in &engines {
         let code = "const fs = require('node:fs'); fs.writeFileSync('a.txt', 'hi'); fs.readFileSync('a.txt', 'utf8')";
-        assert_eq!(completed(code, &run(engine, code, None).await), "\"hi\"");
+        assert_eq!(
+            completed(code, &run_code(engine, code, None).await),
+            "\"hi\""
+        );
         let code = "require('node:fs').existsSync('a.txt')";
-        assert_eq!(completed(code, &run(engine, code, None).await), "false");
+        assert_eq!(
+            completed(code, &run_code(engine, code, None).await),
+            "false"
+        );
     }
 }
 
@@ -202,12 +194,12 @@ async fn paths_outside_work_are_refused_and_never_reach_the_host() {
     ];
     for (code, expected) in cases {
         let probe = format!("try {{ {code}; 'no error' }} catch (e) {{ [e.code, e.message] }}");
-        let result = completed(&probe, &run(&engine, &probe, None).await);
+        let result = completed(&probe, &run_code(&engine, &probe, None).await);
         assert!(result.contains(expected), "{code}: {result}");
     }
     // The refusal says what to do.
     let probe = "try { require('fs').readFileSync('/etc/passwd') } catch (e) { e.message }";
-    let result = completed(probe, &run(&engine, probe, None).await);
+    let result = completed(probe, &run_code(&engine, probe, None).await);
     assert!(result.contains("under /work"), "{result}");
     // The host's file of the same name is untouched, and the file store
     // holds only what runs wrote.
@@ -215,8 +207,8 @@ async fn paths_outside_work_are_refused_and_never_reach_the_host() {
         "require('fs').writeFileSync({:?}, 'pwned')",
         host_file.display().to_string()
     );
-    let outcome = run(&engine, code, None).await;
-    assert!(error_of(code, &outcome).contains("EACCES"));
+    let outcome = run_code(&engine, code, None).await;
+    assert!(error_text(code, &outcome).contains("EACCES"));
     assert_eq!(std::fs::read_to_string(&host_file).unwrap(), "secret");
 }
 
@@ -230,7 +222,7 @@ async fn file_bytes_live_beside_the_heap_and_are_read_only_when_opened() {
         for (let i = 0; i < big.length; i += 65536) crypto.getRandomValues(big.subarray(i, i + 65536));\n\
         require('fs').writeFileSync('big.bin', big); })();\n\
         require('fs').statSync('big.bin').size";
-    let outcome = run(&engine, write, None).await;
+    let outcome = run_code(&engine, write, None).await;
     assert_eq!(completed(write, &outcome), "5242880");
     assert_eq!(stores.files.puts.load(Ordering::SeqCst), 1);
     let heap = outcome.heap.unwrap();
@@ -241,18 +233,18 @@ async fn file_bytes_live_beside_the_heap_and_are_read_only_when_opened() {
     // A run that leaves the file alone reads nothing and stores nothing
     // new but its heap.
     let gets = stores.files.gets.load(Ordering::SeqCst);
-    let outcome = run(&engine, "globalThis.n = 1", Some(&heap)).await;
+    let outcome = run_code(&engine, "globalThis.n = 1", Some(&heap)).await;
     let next = outcome.heap.unwrap();
     assert_eq!(stores.files.gets.load(Ordering::SeqCst), gets);
     assert_eq!(stores.files.puts.load(Ordering::SeqCst), 1);
     // One that opens it reads it once, whole.
     let read = "require('fs').readFileSync('big.bin').length";
-    let outcome = run(&engine, read, Some(&next)).await;
+    let outcome = run_code(&engine, read, Some(&next)).await;
     assert_eq!(completed(read, &outcome), "5242880");
     assert_eq!(stores.files.gets.load(Ordering::SeqCst), gets + 1);
     // A new instance (a new engine, nothing cached) restores it too.
     let fresh = stateful(&stores, true, EngineConfig::default());
-    let outcome = run(&fresh, read, Some(&next)).await;
+    let outcome = run_code(&fresh, read, Some(&next)).await;
     assert_eq!(completed(read, &outcome), "5242880");
 }
 
@@ -286,7 +278,7 @@ async fn files_are_capped_with_errors_naming_the_setting() {
         ),
     ];
     for (code, setting) in cases {
-        let error = error_of(code, &run(&engine, code, None).await);
+        let error = error_text(code, &run_code(&engine, code, None).await);
         assert!(error.contains(setting), "{code}: {error}");
     }
     // File data held by the host counts against the run's memory.
@@ -304,7 +296,7 @@ async fn files_are_capped_with_errors_naming_the_setting() {
         .await
         .unwrap()
         .outcome;
-    let error = error_of(code, &outcome);
+    let error = error_text(code, &outcome);
     assert!(
         error.contains("ENOMEM") && error.contains("heap_memory_max_mb"),
         "{error}"
@@ -375,7 +367,7 @@ async fn the_calls_files_are_in_work_before_the_code_runs() {
             // Kept with the heap like any file the code wrote.
             let code = "require('fs').readdirSync('in').join()";
             assert_eq!(
-                completed(code, &run(engine, code, Some(heap)).await),
+                completed(code, &run_code(engine, code, Some(heap)).await),
                 "\"data.csv\""
             );
         }
@@ -390,7 +382,7 @@ async fn the_calls_files_are_in_work_before_the_code_runs() {
             .await
             .unwrap()
             .outcome;
-        let error = error_of("files", &outcome);
+        let error = error_text("files", &outcome);
         assert!(
             error.contains("EACCES") && error.contains("did not run"),
             "{error}"

@@ -156,10 +156,7 @@ struct Modes {
 }
 
 fn modes(packages: &Arc<Packages>, dir: &std::path::Path) -> Modes {
-    let program = dir.join("packages-worker-under-test");
-    if !program.exists() {
-        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mcp-v8-lambda"), &program).unwrap();
-    }
+    let program = crate::common::engine::worker_program(dir, "packages-worker-under-test");
     let store = |name: &str| -> Arc<dyn HeapStore> { Arc::new(FileHeapStore::new(dir.join(name))) };
     let engine =
         |config: EngineConfig, heaps| Engine::new(config, heaps).with_packages(packages.clone());

@@ -6,17 +6,17 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use mcp_v8_lambda::egress::FetchConfig;
-use mcp_v8_lambda::engine::{Engine, EngineConfig, Language, RunOutcome, RunRequest, RunStatus};
-use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore};
+use mcp_v8_lambda::engine::{Engine, EngineConfig, RunOutcome, RunStatus};
+use mcp_v8_lambda::heap::{FileHeapStore, HeapStore};
 use mcp_v8_lambda::packages::{self, DirPackageStore, InstallOptions, PackageStore, Packages};
 
+use crate::common::engine::{error_text, run_code, worker_program};
 use crate::common::npm::fixture;
 
 /// The modules the server has, by path.
@@ -148,12 +148,8 @@ fn engine(
         ..EngineConfig::default()
     };
     if let Some(dir) = worker {
-        let program = dir.join("url-modules-worker-under-test");
-        if !program.exists() {
-            std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mcp-v8-lambda"), &program).unwrap();
-        }
         config.engine_workers = 1;
-        config.worker_program = Some(program);
+        config.worker_program = Some(worker_program(dir, "url-modules-worker-under-test"));
     }
     let engine = Engine::new(config, heaps);
     match packages {
@@ -162,33 +158,10 @@ fn engine(
     }
 }
 
-async fn run(engine: &Engine, code: &str, heap: Option<&HeapKey>) -> RunOutcome {
-    engine
-        .run(RunRequest {
-            code: code.into(),
-            stateful: engine.heaps().is_some(),
-            heap: heap.cloned(),
-            language: Language::Auto,
-            timeout: Some(Duration::from_secs(30)),
-            ..Default::default()
-        })
-        .await
-        .expect("request accepted")
-        .outcome
-}
-
 fn completed(code: &str, outcome: &RunOutcome) -> String {
     assert_eq!(outcome.status, RunStatus::Completed, "{code}: {outcome:#?}");
     assert!(outcome.warnings.is_empty(), "{code}: {outcome:#?}");
     outcome.result.clone().unwrap_or_default()
-}
-
-fn error_of(code: &str, outcome: &RunOutcome) -> String {
-    let error = outcome
-        .error
-        .as_ref()
-        .unwrap_or_else(|| panic!("{code}: an error, not {outcome:#?}"));
-    format!("{}: {}", error.name, error.message)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -232,7 +205,7 @@ async fn modules_by_url_load_with_their_imports_once_and_are_published() {
         "\"HI CY!\"",
     ];
     for (code, expected) in cases.iter().zip(expected) {
-        let outcome = run(&loader, code, None).await;
+        let outcome = run_code(&loader, code, None).await;
         assert_eq!(completed(code, &outcome), expected);
     }
     assert_eq!(
@@ -249,8 +222,8 @@ async fn modules_by_url_load_with_their_imports_once_and_are_published() {
         None,
         None,
     );
-    let outcome = run(&elsewhere, &cases[0], None).await;
-    let error = error_of(&cases[0], &outcome);
+    let outcome = run_code(&elsewhere, &cases[0], None).await;
+    let error = error_text(&cases[0], &outcome);
     assert!(error.contains("egress policy"), "{error}");
     // The run published what it fetched: the store's index names each URL
     // with a bundle the store has.
@@ -284,7 +257,7 @@ async fn another_instance_serves_a_published_module_from_the_store() {
         "import greet from '{}';\ngreet('dee')",
         server.url("greet.mjs")
     );
-    let outcome = run(
+    let outcome = run_code(
         &engine(allowing(&[server.origin()]), Some(first), None, None),
         &code,
         None,
@@ -302,7 +275,7 @@ async fn another_instance_serves_a_published_module_from_the_store() {
         Some(Arc::new(FileHeapStore::new(dir.path().join("heaps")))),
         Some(dir.path()),
     );
-    let outcome = run(&worker, &code, None).await;
+    let outcome = run_code(&worker, &code, None).await;
     assert_eq!(completed(&code, &outcome), "\"HI DEE!\"");
     assert_eq!(
         server.total(),
@@ -324,7 +297,7 @@ async fn a_module_by_url_lives_in_the_heap() {
         Some(heaps.clone()),
         None,
     );
-    let outcome = run(&first, &setup, None).await;
+    let outcome = run_code(&first, &setup, None).await;
     assert_eq!(completed(&setup, &outcome), "2");
     let heap = outcome.heap.unwrap();
     // The server is gone and a worker process restores the heap with fetch
@@ -335,7 +308,7 @@ async fn a_module_by_url_lives_in_the_heap() {
     let again = format!(
         "import {{ shout as s2, count as c2 }} from '{url}';\n[shout('c'), s2 === shout, c2()]"
     );
-    let outcome = run(&restored, &again, Some(&heap)).await;
+    let outcome = run_code(&restored, &again, Some(&heap)).await;
     assert_eq!(completed(&again, &outcome), "[\"C!\",true,3]");
 }
 
@@ -347,8 +320,8 @@ async fn modules_by_url_follow_the_egress_policy_and_failures_say_why() {
     // to do.
     let off = engine(FetchConfig::off(), None, None, None);
     let code = format!("import greet from '{greet}'; greet('x')");
-    let outcome = run(&off, &code, None).await;
-    let error = error_of(&code, &outcome);
+    let outcome = run_code(&off, &code, None).await;
+    let error = error_text(&code, &outcome);
     assert!(error.contains("MCP_V8_FETCH_ALLOW"), "{error}");
     assert!(error.contains(&greet), "{error}");
     // Another origin allowed: refused by the policy, dynamic import too.
@@ -357,8 +330,8 @@ async fn modules_by_url_follow_the_egress_policy_and_failures_say_why() {
         format!("import greet from '{greet}'; greet('x')"),
         format!("(await import('{greet}')).default('x')"),
     ] {
-        let outcome = run(&other, &code, None).await;
-        let error = error_of(&code, &outcome);
+        let outcome = run_code(&other, &code, None).await;
+        let error = error_text(&code, &outcome);
         assert!(error.contains("egress policy"), "{error}");
     }
     assert_eq!(server.total(), 0, "a refused module is never requested");
@@ -367,8 +340,8 @@ async fn modules_by_url_follow_the_egress_policy_and_failures_say_why() {
     let allowed = engine(allowing(&[server.origin()]), None, None, None);
     for (path, said) in [("nope.mjs", "404"), ("broken.mjs", "missing.mjs")] {
         let code = format!("import x from '{}'; x", server.url(path));
-        let outcome = run(&allowed, &code, None).await;
-        let error = error_of(&code, &outcome);
+        let outcome = run_code(&allowed, &code, None).await;
+        let error = error_text(&code, &outcome);
         assert!(
             error.contains(said) && error.contains("Cannot import"),
             "{error}"
@@ -376,7 +349,7 @@ async fn modules_by_url_follow_the_egress_policy_and_failures_say_why() {
     }
     // Not http(s).
     let code = "import x from 'ftp://example.com/x.mjs'; x";
-    let outcome = run(&allowed, code, None).await;
-    let error = error_of(code, &outcome);
+    let outcome = run_code(&allowed, code, None).await;
+    let error = error_text(code, &outcome);
     assert!(error.contains("only http: and https:"), "{error}");
 }

@@ -174,27 +174,33 @@
   }
 
   function store(path, bytes, syscall, shown) {
-    const [maxFile, maxTree, maxFiles] = natives.limits();
+    const [maxFile, maxTree] = natives.limits();
     const old = tree.get(path);
     if (old && old.dir) throw fsError("EISDIR", syscall, shown);
     if (bytes.length > maxFile) {
       throw fsError("EFBIG", syscall, shown,
         `${bytes.length} bytes; a file holds at most ${maxFile / 1048576} MiB (MCP_V8_MAX_FILE_MB)`);
     }
-    const { bytes: used, count } = totals();
+    const used = totals().bytes;
     if (used - (old ? old.size : 0) + bytes.length > maxTree) {
       throw fsError("ENOSPC", syscall, shown,
         `/work holds at most ${maxTree / 1048576} MiB (MCP_V8_MAX_WORK_MB); it has ${used} bytes`);
     }
-    if (!old && count + 1 > maxFiles) {
-      throw fsError("ENOSPC", syscall, shown,
-        `/work holds at most ${maxFiles} files and directories (MCP_V8_MAX_FILES)`);
-    }
+    if (!old) roomForOne(syscall, shown);
     const key = natives.put(bytes);
     const time = now();
     tree.set(path, { dir: false, key, size: bytes.length, mtimeMs: time,
       birthtimeMs: old ? old.birthtimeMs : time });
     touch(parentOf(path));
+  }
+
+  // ENOSPC unless the tree may hold one more file or directory.
+  function roomForOne(syscall, shown) {
+    const maxFiles = natives.limits()[2];
+    if (totals().count + 1 > maxFiles) {
+      throw fsError("ENOSPC", syscall, shown,
+        `/work holds at most ${maxFiles} files and directories (MCP_V8_MAX_FILES)`);
+    }
   }
 
   function touch(dir) {
@@ -236,11 +242,10 @@
     store(p, joined, "open", path);
   }
 
-  class Dirent {
-    constructor(name, dir, parent) {
-      this.name = name;
-      this.parentPath = parent;
-      this.path = parent;
+  // What `Dirent` and `Stats` say of a path's kind: only files and
+  // directories exist here.
+  class Kind {
+    constructor(dir) {
       Object.defineProperty(this, "_dir", { value: dir });
     }
     isFile() { return !this._dir; }
@@ -250,6 +255,15 @@
     isCharacterDevice() { return false; }
     isFIFO() { return false; }
     isSocket() { return false; }
+  }
+
+  class Dirent extends Kind {
+    constructor(name, dir, parent) {
+      super(dir);
+      this.name = name;
+      this.parentPath = parent;
+      this.path = parent;
+    }
   }
 
   function readdir(path, options) {
@@ -276,9 +290,7 @@
     if (!recursive) {
       if (tree.has(p)) throw fsError("EEXIST", "mkdir", path);
       parentDir(p, "mkdir");
-      if (totals().count + 1 > natives.limits()[2]) {
-        throw fsError("ENOSPC", "mkdir", path, "/work holds a limited number of files and directories (MCP_V8_MAX_FILES)");
-      }
+      roomForOne("mkdir", path);
       tree.set(p, { dir: true, mtimeMs: now(), birthtimeMs: now() });
       touch(parentOf(p));
       return undefined;
@@ -290,9 +302,7 @@
       const e = tree.get(at);
       if (e && !e.dir) throw fsError("EEXIST", "mkdir", path);
       if (!e) {
-        if (totals().count + 1 > natives.limits()[2]) {
-          throw fsError("ENOSPC", "mkdir", path, "/work holds a limited number of files and directories (MCP_V8_MAX_FILES)");
-        }
+        roomForOne("mkdir", path);
         tree.set(at, { dir: true, mtimeMs: now(), birthtimeMs: now() });
         touch(parentOf(at));
         first ??= at;
@@ -375,9 +385,7 @@
     const target = tree.get(b);
     if (target && (mode & 1)) throw fsError("EEXIST", "copyfile", from, undefined, to);
     if (target && target.dir) throw fsError("EISDIR", "copyfile", from, undefined, to);
-    if (!target && totals().count + 1 > natives.limits()[2]) {
-      throw fsError("ENOSPC", "copyfile", to, "/work holds a limited number of files and directories (MCP_V8_MAX_FILES)");
-    }
+    if (!target) roomForOne("copyfile", to);
     if (totals().bytes - (target ? target.size : 0) + e.size > natives.limits()[1]) {
       throw fsError("ENOSPC", "copyfile", to, "/work is full (MCP_V8_MAX_WORK_MB)");
     }
@@ -386,8 +394,9 @@
     touch(parentOf(b));
   }
 
-  class Stats {
+  class Stats extends Kind {
     constructor(e) {
+      super(e.dir);
       this.dev = 1;
       this.mode = e.dir ? 0o40755 : 0o100644;
       this.nlink = 1;
@@ -406,15 +415,7 @@
       this.mtime = new Date(e.mtimeMs);
       this.ctime = new Date(e.mtimeMs);
       this.birthtime = new Date(e.birthtimeMs);
-      Object.defineProperty(this, "_dir", { value: e.dir });
     }
-    isFile() { return !this._dir; }
-    isDirectory() { return this._dir; }
-    isSymbolicLink() { return false; }
-    isBlockDevice() { return false; }
-    isCharacterDevice() { return false; }
-    isFIFO() { return false; }
-    isSocket() { return false; }
   }
 
   function stat(path, options) {

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use v8::MapFnTo;
 
 use super::bytes::{bytes_of, string, uint8_array};
-use super::registry::{Natives, throw_type_error};
+use super::registry::{Natives, throw_error_with_code, throw_type_error};
 use crate::engine::memory::Budget;
 
 pub(super) fn natives() -> Natives {
@@ -101,21 +101,6 @@ impl FilesRun {
     }
 }
 
-fn throw_error(scope: &mut v8::PinScope<'_, '_>, message: &str, code: &str) {
-    let Some(text) = v8::String::new(scope, message) else {
-        return;
-    };
-    let error = v8::Exception::error(scope, text);
-    if let (Ok(object), Some(key), Some(code)) = (
-        v8::Local::<v8::Object>::try_from(error),
-        v8::String::new(scope, "code"),
-        v8::String::new(scope, code),
-    ) {
-        object.set(scope, key.into(), code.into());
-    }
-    scope.throw_exception(error);
-}
-
 /// `put(bytes)`: the key of `bytes`, kept for the rest of the run.
 fn put<'s>(
     scope: &mut v8::PinScope<'s, '_>,
@@ -137,7 +122,7 @@ fn put<'s>(
             bytes.len(),
             run.limits.max_file_bytes / (1024 * 1024)
         );
-        throw_error(scope, &message, "EFBIG");
+        throw_error_with_code(scope, &message, "EFBIG");
         return;
     }
     let key = crate::files::file_key(&bytes);
@@ -150,7 +135,7 @@ fn put<'s>(
                     "ENOMEM: the run's memory is full, write of {} bytes: files written in a run count against heap_memory_max_mb",
                     bytes.len()
                 );
-                throw_error(scope, &message, "ENOMEM");
+                throw_error_with_code(scope, &message, "ENOMEM");
                 return;
             }
             let (_, held) = run.reserved.get_or_insert((budget, 0));
@@ -184,7 +169,7 @@ fn get<'s>(
     let bytes = match found {
         Ok(Some(bytes)) => bytes,
         Ok(None) => {
-            throw_error(
+            throw_error_with_code(
                 scope,
                 "EIO: the file's contents are missing from the store (it may have expired with its heap)",
                 "EIO",
@@ -192,7 +177,7 @@ fn get<'s>(
             return;
         }
         Err(why) => {
-            throw_error(
+            throw_error_with_code(
                 scope,
                 &format!("EIO: reading the file failed: {why}"),
                 "EIO",

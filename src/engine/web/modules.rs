@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use v8::MapFnTo;
 
-use super::registry::{Natives, throw_type_error};
+use super::registry::{Natives, throw_error_with_code, throw_type_error};
 use crate::egress::FetchConfig;
 use crate::packages::{Bundle, PackageView, is_url};
 
@@ -69,21 +69,6 @@ fn node_modules<'s>(
     rv.set(v8::Array::new_with_elements(scope, &names).into());
 }
 
-fn throw_error(scope: &mut v8::PinScope<'_, '_>, message: &str, code: &str) {
-    let Some(text) = v8::String::new(scope, message) else {
-        return;
-    };
-    let error = v8::Exception::error(scope, text);
-    if let (Ok(object), Some(key), Some(code)) = (
-        v8::Local::<v8::Object>::try_from(error),
-        v8::String::new(scope, "code"),
-        v8::String::new(scope, code),
-    ) {
-        object.set(scope, key.into(), code.into());
-    }
-    scope.throw_exception(error);
-}
-
 /// `resolve(specifier)`: `[id, file, esm, wrapped]` of the entry it names, or a
 /// thrown error that says what exists.
 fn resolve<'s>(
@@ -108,7 +93,7 @@ fn resolve<'s>(
              import installed packages by name (installed: {})",
             listing()
         );
-        throw_error(scope, &message, "ERR_MODULE_NOT_FOUND");
+        throw_error_with_code(scope, &message, "ERR_MODULE_NOT_FOUND");
         return;
     }
     if specifier.starts_with("npm:") || specifier.starts_with("jsr:") {
@@ -117,7 +102,7 @@ fn resolve<'s>(
              and modules by http(s) URL; an operator adds packages with `mcp-v8-lambda packages add`",
             listing()
         );
-        throw_error(scope, &message, "ERR_UNSUPPORTED_ESM_URL_SCHEME");
+        throw_error_with_code(scope, &message, "ERR_UNSUPPORTED_ESM_URL_SCHEME");
         return;
     }
     let default = PackageView::default();
@@ -131,7 +116,7 @@ fn resolve<'s>(
     let resolved = match resolved {
         Ok(resolved) => resolved,
         Err(error) => {
-            throw_error(scope, &error, "ERR_MODULE_NOT_FOUND");
+            throw_error_with_code(scope, &error, "ERR_MODULE_NOT_FOUND");
             return;
         }
     };
@@ -181,7 +166,7 @@ fn compile<'s>(
         .cloned()
     else {
         let message = format!("Cannot find module '{file}' in package {id}");
-        throw_error(scope, &message, "MODULE_NOT_FOUND");
+        throw_error_with_code(scope, &message, "MODULE_NOT_FOUND");
         return;
     };
     run.compiled += source.len();

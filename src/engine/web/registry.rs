@@ -52,6 +52,23 @@ pub(crate) fn throw_type_error(scope: &mut v8::PinScope, message: &str) {
     scope.throw_exception(exception);
 }
 
+/// Throws an `Error` with Node's `code` property (`ENOENT`,
+/// `ERR_MODULE_NOT_FOUND`, …), which code tests rather than the message.
+pub(crate) fn throw_error_with_code(scope: &mut v8::PinScope<'_, '_>, message: &str, code: &str) {
+    let Some(text) = v8::String::new(scope, message) else {
+        return;
+    };
+    let error = v8::Exception::error(scope, text);
+    if let (Ok(object), Some(key), Some(code)) = (
+        v8::Local::<v8::Object>::try_from(error),
+        v8::String::new(scope, "code"),
+        v8::String::new(scope, code),
+    ) {
+        object.set(scope, key.into(), code.into());
+    }
+    scope.throw_exception(error);
+}
+
 /// Defines `natives` as named functions on `target` (the global object,
 /// `console`): host functions a fresh context gets before any code runs.
 pub(crate) fn define<'s>(

@@ -24,3 +24,42 @@ pub fn completed(outcome: &RunOutcome) -> &str {
     assert_eq!(outcome.status, RunStatus::Completed, "{outcome:#?}");
     outcome.result.as_deref().unwrap_or("<undefined>")
 }
+
+/// A run of `code` from `heap`, stateful when the engine has a heap store,
+/// with a 30 s timeout.
+pub async fn run_code(
+    engine: &Engine,
+    code: &str,
+    heap: Option<&mcp_v8_lambda::heap::HeapKey>,
+) -> RunOutcome {
+    run(
+        engine,
+        RunRequest {
+            code: code.into(),
+            stateful: engine.heaps().is_some(),
+            heap: heap.cloned(),
+            timeout: Some(std::time::Duration::from_secs(30)),
+            ..Default::default()
+        },
+    )
+    .await
+}
+
+/// The error of a run that must have failed, as `Name: message`.
+pub fn error_text(code: &str, outcome: &RunOutcome) -> String {
+    let error = outcome
+        .error
+        .as_ref()
+        .unwrap_or_else(|| panic!("{code}: an error, not {outcome:#?}"));
+    format!("{}: {}", error.name, error.message)
+}
+
+/// This test binary's server program under `dir` as `name` (a link), for
+/// engines whose runs go to engine workers.
+pub fn worker_program(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    let program = dir.join(name);
+    if !program.exists() {
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mcp-v8-lambda"), &program).unwrap();
+    }
+    program
+}
