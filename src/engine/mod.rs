@@ -39,7 +39,7 @@ pub use outcome::{
 pub use prelude::{FilePrelude, PreludeSource};
 pub use run::CodeHandling;
 pub use typescript::Language;
-pub use web::{FileLimits, FileSource};
+pub use web::{Displayed, FileLimits, FileSource, MAX_DISPLAY_BYTES, MAX_DISPLAYS, TreeEntry};
 pub use worker::{WORKER_ARG, serve_stdio as serve_worker};
 
 /// Limits and defaults of the engine.
@@ -322,27 +322,16 @@ impl Engine {
             (restore, _) => restore,
         };
         let job = run::Job {
-            code: std::mem::take(&mut prepared.js),
             plain_restore: from_prelude && restore.is_some(),
             restore,
             stateful: request.stateful,
             timeout: limits.timeout,
             heap_limit_bytes: limits.heap_limit_mb * 1024 * 1024,
-            max_output_bytes: self.config.max_output_bytes,
-            code_handling: self.config.code_handling,
             control: request.control.clone(),
-            fetch: self.fetch.clone(),
             packages,
-            max_module_bytes: self.config.max_module_bytes,
-            files: self.files.as_ref().map(|store| {
-                Arc::new(files::StoreFiles {
-                    store: store.clone(),
-                    tenant: request.tenant.clone(),
-                    runtime: tokio::runtime::Handle::current(),
-                }) as Arc<dyn FileSource>
-            }),
-            file_limits: self.config.file_limits,
+            files: self.file_source(&request.tenant),
             inputs: std::mem::take(&mut request.files),
+            ..self.job(std::mem::take(&mut prepared.js))
         };
         // A cancel may also arrive after the isolate classified the run, or
         // end the engine worker running it.
@@ -358,6 +347,7 @@ impl Engine {
         if let Some(positions) = &prepared.positions {
             result.remap(positions);
         }
+        report.displays = std::mem::take(&mut result.displays);
         report.display = result
             .display
             .map(|text| cap_text(text, self.config.max_result_bytes, "result"));
@@ -425,21 +415,10 @@ impl Engine {
         let prepared = typescript::prepare(&code, Language::Auto)
             .map_err(|e| format!("{location}: SyntaxError: {e}"))?;
         let job = run::Job {
-            code: prepared.js,
-            restore: None,
-            plain_restore: false,
             stateful: true,
             timeout: self.config.max_timeout,
-            heap_limit_bytes: self.config.default_heap_limit_mb * 1024 * 1024,
-            max_output_bytes: self.config.max_output_bytes,
-            code_handling: self.config.code_handling,
-            control: None,
-            fetch: self.fetch.clone(),
             packages,
-            max_module_bytes: self.config.max_module_bytes,
-            files: None,
-            file_limits: self.config.file_limits,
-            inputs: Vec::new(),
+            ..self.job(prepared.js)
         };
         let result = self.execute(job).await.map_err(|e| e.to_string())?;
         if !result.files.is_empty() {
@@ -459,6 +438,84 @@ impl Engine {
                 None => format!("{location} ended {status:?}"),
             }),
         }
+    }
+
+    /// A job running `code` fresh, statelessly, with this engine's defaults.
+    fn job(&self, code: String) -> run::Job {
+        run::Job {
+            code,
+            restore: None,
+            plain_restore: false,
+            stateful: false,
+            timeout: self.config.default_timeout,
+            heap_limit_bytes: self.config.default_heap_limit_mb * 1024 * 1024,
+            max_output_bytes: self.config.max_output_bytes,
+            code_handling: self.config.code_handling,
+            control: None,
+            fetch: self.fetch.clone(),
+            packages: None,
+            max_module_bytes: self.config.max_module_bytes,
+            files: None,
+            file_limits: self.config.file_limits,
+            inputs: Vec::new(),
+            list_files: false,
+        }
+    }
+
+    /// Where a run of `tenant` reads older files from.
+    fn file_source(&self, tenant: &Tenant) -> Option<Arc<dyn FileSource>> {
+        self.files.as_ref().map(|store| {
+            Arc::new(files::StoreFiles {
+                store: store.clone(),
+                tenant: tenant.clone(),
+                runtime: tokio::runtime::Handle::current(),
+            }) as Arc<dyn FileSource>
+        })
+    }
+
+    /// The `/work` tree of `tenant`'s heap `key`, read by restoring it;
+    /// `None` when the tenant has no such heap.
+    pub async fn files_of(
+        &self,
+        tenant: &Tenant,
+        key: &HeapKey,
+    ) -> Result<Option<Vec<TreeEntry>>, String> {
+        let Some(heaps) = &self.heaps else {
+            return Ok(None);
+        };
+        let limits = Limits {
+            timeout: self.config.default_timeout,
+            heap_limit_mb: self.config.max_heap_limit_mb,
+        };
+        let payload = match self.load(heaps.as_ref(), tenant, key, &limits).await {
+            Ok(Some(payload)) => payload,
+            Ok(None) => return Ok(None),
+            Err((_, error)) => return Err(error.message),
+        };
+        let job = run::Job {
+            heap_limit_bytes: restore_needs_mb(payload.len())
+                .max(self.config.default_heap_limit_mb)
+                * 1024
+                * 1024,
+            restore: Some(payload),
+            list_files: true,
+            ..self.job(String::new())
+        };
+        let result = self.execute(job).await.map_err(|e| e.to_string())?;
+        match (result.status, result.result) {
+            (RunStatus::Completed, Some(json)) => web::parse_tree(&json)
+                .map(Some)
+                .ok_or_else(|| "the heap's /work listing could not be read".to_owned()),
+            _ => Err(result.error.map_or_else(
+                || format!("listing the heap's /work ended {:?}", result.status),
+                |e| e.message,
+            )),
+        }
+    }
+
+    /// The store of `/work`'s bytes, when there is one.
+    pub fn file_store(&self) -> Option<&Arc<dyn FileStore>> {
+        self.files.as_ref()
     }
 
     /// The payload of heap `key`, `None` when it is not stored, or the

@@ -96,6 +96,8 @@ pub struct RunReport {
     /// `undefined`), for the text the model reads; `None` unless the run
     /// completed. `outcome.result` keeps the original server's form.
     pub display: Option<String>,
+    /// The run's `display()` blocks, in call order.
+    pub displays: Vec<super::web::Displayed>,
 }
 
 impl RunReport {
@@ -117,6 +119,7 @@ impl RunReport {
             },
             executed_code: code.to_owned(),
             display: None,
+            displays: Vec::new(),
         }
     }
 }

@@ -69,6 +69,9 @@ pub(crate) struct Job {
     pub file_limits: web::FileLimits,
     /// Files the call brings (path, bytes), written to `/work` first.
     pub inputs: Vec<(String, Bytes)>,
+    /// Instead of running `code`, answer the restored heap's `/work` tree
+    /// as JSON in `result` (for `resources/read`).
+    pub list_files: bool,
 }
 
 impl Job {
@@ -99,6 +102,8 @@ pub(crate) struct JobResult {
     /// Bytes of the files a completed stateful run wrote and left in
     /// `/work`, by key: stored before its heap.
     pub files: Vec<(String, Bytes)>,
+    /// The run's `display()` blocks, in call order.
+    pub displays: Vec<web::Displayed>,
 }
 
 impl JobResult {
@@ -111,6 +116,7 @@ impl JobResult {
         self.display = None;
         self.blob = None;
         self.files.clear();
+        self.displays.clear();
         self.warnings.clear();
         self.error = Some(RunError::new(
             "CancelledError",
@@ -278,6 +284,21 @@ impl Started {
         job: &Job,
         queue: Option<&v8::MicrotaskQueue>,
     ) -> Ended {
+        if job.list_files {
+            return match web::tree(scope) {
+                Some(tree) => Ended::Value {
+                    rendered: Rendered {
+                        result: Some(web::tree_json(&tree)),
+                        display: String::new(),
+                    },
+                    warnings: Vec::new(),
+                },
+                None => Ended::Threw(RunError::new(
+                    "HeapError",
+                    "this heap's /work was made by a version before file resources; run any code on it to list its files",
+                )),
+            };
+        }
         if !job.inputs.is_empty() {
             v8::tc_scope!(let tc, scope);
             web::write_inputs(tc, &job.inputs);
@@ -341,6 +362,7 @@ pub(super) fn finish(isolate: &mut v8::Isolate, classified: Classified) -> JobRe
         blob: None,
         fetches: ended.fetches,
         files: ended.files,
+        displays: ended.displays,
     };
     match classified {
         Classified::Ended(status, error) => {

@@ -66,6 +66,8 @@ struct JobHeader {
     /// restore payload's.
     #[serde(default)]
     inputs: Vec<(String, usize)>,
+    #[serde(default)]
+    list_files: bool,
 }
 
 /// What a worker writes: progress while a run executes, then its result.
@@ -109,6 +111,13 @@ struct ResultHeader {
     /// Files written, by key and length; their bytes follow the blob's.
     #[serde(default)]
     files: Vec<(String, usize)>,
+    /// The run's `display()` blocks; the bytes of those that have them
+    /// follow the files' (`size` bytes each).
+    #[serde(default)]
+    displays: Vec<super::web::Displayed>,
+    /// Which of `displays` have bytes.
+    #[serde(default)]
+    display_bytes: Vec<bool>,
 }
 
 fn write_frame(
@@ -195,6 +204,7 @@ pub fn serve_stdio() -> io::Result<()> {
             files,
             file_limits: header.file_limits,
             inputs,
+            list_files: header.list_files,
         };
         let thread = run::thread_builder().spawn(move || {
             let _ = events.send(Event::Done(Box::new(isolate::execute(job))));
@@ -235,6 +245,9 @@ pub fn serve_stdio() -> io::Result<()> {
         for (_, bytes) in &result.files {
             payload.extend_from_slice(bytes);
         }
+        for bytes in result.displays.iter().filter_map(|d| d.bytes.as_ref()) {
+            payload.extend_from_slice(bytes);
+        }
         let header = ResultHeader {
             status: result.status,
             result: result.result,
@@ -249,8 +262,10 @@ pub fn serve_stdio() -> io::Result<()> {
                 .iter()
                 .map(|(key, bytes)| (key.clone(), bytes.len()))
                 .collect(),
+            display_bytes: result.displays.iter().map(|d| d.bytes.is_some()).collect(),
+            displays: result.displays,
         };
-        let has_payload = result.blob.is_some() || !result.files.is_empty();
+        let has_payload = !payload.is_empty() || result.blob.is_some();
         write_frame(
             &mut output,
             &WorkerFrame::Result(Box::new(header)),
@@ -361,6 +376,7 @@ impl Worker {
                 .iter()
                 .map(|(path, bytes)| (path.clone(), bytes.len()))
                 .collect(),
+            list_files: job.list_files,
         };
         if job.inputs.is_empty() {
             write_frame(&mut self.input, &header, job.restore.as_deref())?;
@@ -409,6 +425,13 @@ impl Worker {
             let bytes = read_payload(&mut self.output, Some(len))?.unwrap_or_default();
             files.push((key, Bytes::from(bytes)));
         }
+        let mut displays = header.displays;
+        for (displayed, has_bytes) in displays.iter_mut().zip(header.display_bytes) {
+            if has_bytes {
+                let bytes = read_payload(&mut self.output, Some(displayed.size))?;
+                displayed.bytes = Some(Bytes::from(bytes.unwrap_or_default()));
+            }
+        }
         Ok(JobResult {
             status: header.status,
             result: header.result,
@@ -419,6 +442,7 @@ impl Worker {
             blob,
             fetches: header.fetches,
             files,
+            displays,
         })
     }
 
@@ -563,6 +587,7 @@ fn crashed(ended: &str) -> JobResult {
         blob: None,
         fetches: None,
         files: Vec::new(),
+        displays: Vec::new(),
     }
 }
 
@@ -582,6 +607,8 @@ mod tests {
             blob_len: Some(3),
             fetches: None,
             files: Vec::new(),
+            displays: Vec::new(),
+            display_bytes: Vec::new(),
         };
         let mut wire = Vec::new();
         write_frame(&mut wire, &header, Some(&[1, 2, 3])).unwrap();

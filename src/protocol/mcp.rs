@@ -262,23 +262,11 @@ pub struct ReadResourceParams {
     pub uri: String,
 }
 
-/// One text content of a read resource.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TextResourceContents {
-    /// The resource read.
-    pub uri: String,
-    /// Of `text`.
-    pub mime_type: &'static str,
-    /// The content.
-    pub text: String,
-}
-
 /// `resources/read` result.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReadResourceResult {
     /// Never empty.
-    pub contents: Vec<TextResourceContents>,
+    pub contents: Vec<ResourceContents>,
 }
 
 /// A prompt argument.
@@ -421,12 +409,93 @@ pub struct TextContent {
     pub text: String,
 }
 
+/// One block of a tool result's `content`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum Content {
+    /// Text the model reads.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image the model sees.
+    Image {
+        /// Base64 of the image's bytes.
+        data: String,
+        /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+        mime_type: String,
+    },
+    /// A resource carried in the result.
+    Resource {
+        /// Its contents.
+        resource: ResourceContents,
+    },
+    /// A resource to read with `resources/read` (protocol 2025-06-18 on).
+    ResourceLink {
+        /// Its URI.
+        uri: String,
+        /// Its name.
+        name: String,
+        /// Of its contents.
+        mime_type: String,
+        /// Its length in bytes.
+        size: u64,
+        /// Why it is a link.
+        description: String,
+    },
+}
+
+impl Content {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text { text: text.into() }
+    }
+
+    /// Bytes of the block's payload (text, base64), before JSON escaping.
+    pub fn payload_len(&self) -> usize {
+        match self {
+            Self::Text { text } => text.len(),
+            Self::Image { data, .. } => data.len(),
+            Self::Resource { resource } => resource
+                .blob
+                .as_ref()
+                .or(resource.text.as_ref())
+                .map_or(0, String::len),
+            Self::ResourceLink {
+                uri, description, ..
+            } => uri.len() + description.len(),
+        }
+    }
+}
+
+/// The contents of a resource, read or embedded in a tool result: `text`
+/// or base64 `blob`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceContents {
+    /// Its URI.
+    pub uri: String,
+    /// Of its contents.
+    pub mime_type: String,
+    /// Text contents.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Base64 of binary contents.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+}
+
 /// `tools/call` result.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
-    /// The result as text (JSON of the structured result).
-    pub content: Vec<TextContent>,
+    /// The result as text (JSON of the structured result), then the run's
+    /// `display()` blocks.
+    pub content: Vec<Content>,
     /// The same result as an object matching the tool's `outputSchema`
     /// (omitted for protocol versions before 2025-06-18 and for errors).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -439,10 +508,7 @@ impl CallToolResult {
     /// A tool error whose message the model can read and act on.
     pub fn error(message: impl Into<String>) -> Self {
         Self {
-            content: vec![TextContent {
-                kind: "text",
-                text: message.into(),
-            }],
+            content: vec![Content::text(message)],
             structured_content: None,
             is_error: true,
         }

@@ -2,3 +2,4 @@
 
 pub mod jsonrpc;
 pub mod mcp;
+pub mod uri;

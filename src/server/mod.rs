@@ -5,6 +5,7 @@
 //! here and nowhere else (`resources` and `prompts` hold those families).
 
 mod answer;
+mod heap_files;
 mod prompts;
 mod resources;
 

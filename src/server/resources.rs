@@ -2,18 +2,20 @@
 //! session of the caller, read by URI, scoped by tenant exactly as the
 //! tools are.
 
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
+use percent_encoding::percent_decode_str;
 use serde_json::json;
 use uuid::Uuid;
 
 use super::answer::{Freshness, MethodError};
 use crate::clock::unix_now;
+use crate::heap::HeapKey;
 use crate::meta::page::{self, PageStart};
 use crate::protocol::jsonrpc::code;
 use crate::protocol::mcp::{
     ListParams, ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams,
-    ReadResourceResult, Resource, ResourceTemplate, TextResourceContents,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
 };
+use crate::protocol::uri;
 use crate::session::LogicalSession;
 use crate::tools::{CallContext, ExecutionView, Toolbox};
 
@@ -24,21 +26,9 @@ const JSON: &str = "application/json";
 /// Resources per `resources/list` page.
 const PAGE: usize = 100;
 
-/// What a session name may keep unescaped in a URI path segment: RFC 3986's
-/// unreserved characters; everything else (`/`, `%`, spaces, non-ASCII) is
-/// percent-encoded.
-const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
-
 /// The URI of a session's log.
 fn log_uri(name: &LogicalSession) -> String {
-    format!(
-        "{SESSIONS}{}{LOG}",
-        utf8_percent_encode(name.as_str(), SEGMENT)
-    )
+    format!("{SESSIONS}{}{LOG}", uri::segment(name.as_str()))
 }
 
 /// The two templates: a session's log and an execution record.
@@ -52,6 +42,15 @@ pub(super) fn templates() -> ListResourceTemplatesResult {
                 description: "The runs logged in one of your logical sessions, oldest first (the first 1000 \
 entries or about 1 MiB; list_session_snapshots pages further). {name} is the session name, percent-encoded.",
                 mime_type: JSON,
+            },
+            ResourceTemplate {
+                uri_template: super::heap_files::TEMPLATE,
+                name: "heap-file",
+                title: "File of a heap's /work",
+                description: "A file or directory of /work as one of your heaps holds it (the heap key run_js \
+returned, the path under /work; segments percent-encoded). A text file reads as text, other files as a base64 blob, \
+a directory as JSON listing its entries with their URIs. Files up to about 3.7 MiB fit one answer.",
+                mime_type: "application/octet-stream",
             },
             ResourceTemplate {
                 uri_template: "mcp-v8://executions/{id}",
@@ -113,9 +112,13 @@ pub(super) async fn list(
 enum Named {
     Log(LogicalSession),
     Execution(Uuid),
+    HeapFile(HeapKey, String),
 }
 
 fn parse(uri: &str) -> Option<Named> {
+    if let Some((heap, path)) = super::heap_files::parse(uri) {
+        return Some(Named::HeapFile(heap, path));
+    }
     if let Some(rest) = uri.strip_prefix(SESSIONS) {
         let encoded = rest.strip_suffix(LOG)?;
         if encoded.contains('/') {
@@ -172,13 +175,21 @@ pub(super) async fn read(
                 .expect("execution views serialize");
             (view, Freshness::Stable)
         }
+        Some(Named::HeapFile(heap, path)) => {
+            // A heap is immutable, so its files are.
+            return match super::heap_files::read(tools, context, &uri, &heap, &path).await? {
+                Some(result) => Ok((result, Freshness::Stable)),
+                None => Err(not_found(&uri)),
+            };
+        }
         None => return Err(not_found(&uri)),
     };
     let result = ReadResourceResult {
-        contents: vec![TextResourceContents {
+        contents: vec![ResourceContents {
             uri,
-            mime_type: JSON,
-            text: json.to_string(),
+            mime_type: JSON.into(),
+            text: Some(json.to_string()),
+            blob: None,
         }],
     };
     Ok((result, freshness))

@@ -2,6 +2,7 @@
 //! for `tools/call`.
 
 mod args;
+mod display;
 mod executions;
 mod heap_tags;
 mod run_js;
@@ -20,7 +21,7 @@ use crate::protocol::mcp::{
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
 pub use executions::ExecutionView;
-pub use toolbox::{CallContext, MAX_RESULT_JSON_BYTES, Toolbox};
+pub use toolbox::{CallContext, MAX_READ_FILE_BYTES, MAX_RESULT_JSON_BYTES, Toolbox};
 use toolbox::{fits_one_response, result_json_len};
 
 /// A `tools/call` that is a protocol error rather than a tool error.

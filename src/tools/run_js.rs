@@ -10,7 +10,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::schema;
-use super::toolbox::{CallContext, MAX_RESULT_JSON_BYTES, Toolbox, fits_one_response, json_result};
+use super::toolbox::{
+    CallContext, MAX_RESULT_JSON_BYTES, Toolbox, fits_one_response, json_result, result_json_len,
+};
 use crate::clock::unix_now;
 use crate::engine::{Language, RunOutcome, RunRequest, RunStatus, cap_text, cap_text_ends};
 use crate::heap::HeapKey;
@@ -46,7 +48,11 @@ performance.now, Event, EventTarget, AbortController, AbortSignal, DOMException,
 Response, console (log, table, count, time, group, ...), setTimeout, setInterval, queueMicrotask. There are no \
 streams, no WebAssembly and no environment. node:fs, node:fs/promises and node:path work on /work, the working directory \
 (relative paths resolve there; nothing outside it exists): a stateful run's /work is kept with its heap, so continuing \
-a heap sees its files, and a stateless run's starts empty; the `files` argument puts files there first. The other \
+a heap sees its files, and a stateless run's starts empty; the `files` argument puts files there first, and \
+resources/read of mcp-v8://heaps/{heap}/files/{path} reads them back. display(data, { mimeType, name }) adds a block \
+after the result, in call order: PNG, JPEG, GIF or WebP bytes as an image you see (the type is recognised from the \
+bytes), strings and SVG as text, objects as JSON, other bytes as an embedded file; a block too large for the answer \
+(5 MiB in all) links to the /work file holding the same bytes, else is left out with a warning. The other \
 node: modules are node:url, node:crypto, node:timers, node:util, node:perf_hooks and node:console. A run is a script, not a module: `import` declarations bind globals that later \
 runs keep, and `export` is an error. A stateful run that keeps an Intl object or a \
 FinalizationRegistry with registrations in a global fails (V8 cannot snapshot them): make them inside functions.";
@@ -492,6 +498,7 @@ pub(super) async fn call(
     let completed_at = now_millis();
     let mut outcome = report.outcome;
     let display = report.display;
+    let displays = report.displays;
     span.record("execution_id", outcome.execution_id.to_string());
     span.record("status", outcome.status.as_str());
     span.record("heap", outcome.heap.as_ref().map(HeapKey::as_str));
@@ -519,7 +526,47 @@ pub(super) async fn call(
         }
     }
     let is_error = outcome.status != RunStatus::Completed || metadata_failed;
-    fitted(outcome, display, is_error, structured)
+    with_displays(outcome, display, displays, is_error, structured)
+}
+
+/// Room kept for the warnings that blocks which do not fit add to the text.
+const DISPLAY_WARNINGS_ROOM: usize = 64 * 1024;
+
+/// The tool result of `outcome` followed by its `display()` blocks, as
+/// many as fit one response after the run's own text (docs/tools.md).
+fn with_displays(
+    mut outcome: RunOutcome,
+    display: Option<String>,
+    displays: Vec<crate::engine::Displayed>,
+    is_error: bool,
+    structured: bool,
+) -> CallToolResult {
+    if displays.is_empty() {
+        return fitted(outcome, display, is_error, structured);
+    }
+    let text = fitted(outcome.clone(), display.clone(), is_error, structured);
+    let room = MAX_RESULT_JSON_BYTES
+        .saturating_sub(result_json_len(&text))
+        .saturating_sub(DISPLAY_WARNINGS_ROOM);
+    let heap = outcome.heap.clone();
+    let shown = super::display::blocks(
+        displays,
+        &super::display::Target {
+            heap: heap.as_ref(),
+            execution_id: outcome.execution_id,
+            room,
+            // resource_link came with structured output (2025-06-18).
+            links: structured,
+        },
+    );
+    let mut result = if shown.warnings.is_empty() {
+        text
+    } else {
+        outcome.warnings.extend(shown.warnings);
+        fitted(outcome, display, is_error, structured)
+    };
+    result.content.extend(shown.content);
+    result
 }
 
 /// The tool result of `outcome`: `structuredContent` as it is, and for the

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use crate::engine::{Engine, RunControl};
 use crate::meta::MetaStore;
-use crate::protocol::mcp::{CallToolResult, TextContent};
+use crate::protocol::mcp::{CallToolResult, Content};
 use crate::session::{InitState, LogicalSession};
 use crate::tenant::Tenant;
 
@@ -70,6 +70,10 @@ impl<'a> CallContext<'a> {
 /// spare. A result over it becomes a tool error saying so.
 pub const MAX_RESULT_JSON_BYTES: usize = 5 * 1024 * 1024;
 
+/// Largest file `resources/read` answers with, in bytes: its base64, with
+/// room for the rest of the answer, fits [`MAX_RESULT_JSON_BYTES`].
+pub const MAX_READ_FILE_BYTES: usize = (MAX_RESULT_JSON_BYTES - 64 * 1024) / 4 * 3;
+
 /// The length of a result's JSON.
 pub(super) fn result_json_len(result: &CallToolResult) -> usize {
     serde_json::to_vec(result).map_or(usize::MAX, |json| json.len())
@@ -80,7 +84,7 @@ pub(super) fn result_json_len(result: &CallToolResult) -> usize {
 /// and a structured copy is no longer than the text, so seven times the
 /// text bounds the whole, and most results are far below that.
 pub(super) fn fits_one_response(result: &CallToolResult) -> bool {
-    let text: usize = result.content.iter().map(|c| c.text.len()).sum();
+    let text: usize = result.content.iter().map(Content::payload_len).sum();
     text.saturating_mul(7) + 1024 <= MAX_RESULT_JSON_BYTES
         || result_json_len(result) <= MAX_RESULT_JSON_BYTES
 }
@@ -104,7 +108,7 @@ pub(super) fn json_result(
     structured: bool,
 ) -> CallToolResult {
     CallToolResult {
-        content: vec![TextContent { kind: "text", text }],
+        content: vec![Content::text(text)],
         structured_content: structured.then_some(json),
         is_error,
     }

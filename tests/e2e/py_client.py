@@ -7,6 +7,8 @@
                                        `BINARY stdio` started by the stdio client, twice on one data directory:
                                        tools/list, runs continued with "latest", the session log, a resource
                                        read, then the second process continues the session
+    python py_client.py URL files      a CSV uploaded with `files`, a PNG chart made and display()ed in the
+                                       run, its /work files read back as resources
     python py_client.py URL surface    annotations, heap "latest", progress under a short request
                                        timeout, cancellation, a resource read
 
@@ -14,7 +16,9 @@ Prints one JSON line at the end; raises (exit 1) on any failed expectation.
 """
 
 import asyncio
+import base64
 import json
+import pathlib
 import sys
 from datetime import timedelta
 
@@ -54,6 +58,29 @@ async def main(url: str) -> None:
             assert read.structuredContent["result"] == "34", read
             heap = read.structuredContent["heap"]
             print(json.dumps({"event": "done", "heap": heap, "session": session_id(), "protocol": init.protocolVersion}))
+
+
+async def files(url: str) -> None:
+    http = httpx.AsyncClient(headers={"X-MCP-Session-Id": "py-files"}, timeout=30)
+    async with http, streamable_http_client(url, http_client=http) as (read, write, _):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            code = (pathlib.Path(__file__).parent / "chart.js").read_text()
+            csv = "region,amount\nnorth,10\nsouth,25\nnorth,5\neast,12\n"
+            result = await session.call_tool("run_js", {"code": code, "files": {"sales.csv": csv}})
+            assert not result.isError, result.content[0]
+            assert json.loads(result.structuredContent["result"]) == {"east": 12, "north": 15, "south": 25}
+            images = [c for c in result.content if c.type == "image"]
+            assert len(images) == 1 and images[0].mimeType == "image/png", [c.type for c in result.content]
+            png = base64.b64decode(images[0].data)
+            assert png[:8] == b"\x89PNG\r\n\x1a\n", png[:8]
+            heap = result.structuredContent["heap"]
+            summary = await session.read_resource(f"mcp-v8://heaps/{heap}/files/summary.json")
+            assert json.loads(summary.contents[0].text) == {"north": 15, "south": 25, "east": 12}, summary
+            chart = await session.read_resource(f"mcp-v8://heaps/{heap}/files/chart.png")
+            assert chart.contents[0].mimeType == "image/png"
+            assert base64.b64decode(chart.contents[0].blob) == png
+            print(json.dumps({"event": "done", "heap": heap, "png": len(png)}))
 
 
 async def continue_sessions(url: str) -> None:
@@ -176,7 +203,9 @@ async def surface(url: str) -> None:
             print(json.dumps({"event": "done", "progress": len(seen)}))
 
 
-if len(sys.argv) > 2 and sys.argv[2] == "surface":
+if len(sys.argv) > 2 and sys.argv[2] == "files":
+    asyncio.run(files(sys.argv[1]))
+elif len(sys.argv) > 2 and sys.argv[2] == "surface":
     asyncio.run(surface(sys.argv[1]))
 elif len(sys.argv) > 3 and sys.argv[2] == "stdio":
     asyncio.run(stdio(sys.argv[1], sys.argv[3]))

@@ -5,6 +5,8 @@
 //   node ts_client.mjs URL continue  against a deployment that continues sessions: calls without heap carry
 //                                    top-level declarations, a fresh start is asked for with heap "",
 //                                    and the text the model reads shows values as a REPL does
+//   node ts_client.mjs URL files       a CSV uploaded with `files`, a PNG chart made and display()ed in the run,
+//                                    its /work files read back as resources
 //   node ts_client.mjs BINARY stdio DATA_DIR
 //                                    `BINARY stdio` started by the SDK's stdio transport, twice on one data
 //                                    directory: tools/list, runs continued with "latest", the session log and
@@ -14,6 +16,7 @@
 //                                    a resource read; with "cancel", an aborted call stops its run
 // Prints one JSON line per event; exits non-zero on any failed expectation.
 import assert from "node:assert/strict";
+import fs from "node:fs";
 import readline from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -76,6 +79,35 @@ async function packages() {
   assert.equal(missing.isError, true);
   assert.match(missing.structuredContent.error.message, /Installed packages: lodash@4\.17\.21.*packages add zod/);
   say({ event: "done", heap: second.heap });
+  await transport.close();
+}
+
+// Files in and out: a CSV uploaded with `files`, a chart made in the run
+// and shown with display(), the run's files read back as resources.
+async function files() {
+  const { client, transport } = await connect("ts-files");
+  const code = fs.readFileSync(new URL("./chart.js", import.meta.url), "utf8");
+  const csv = "region,amount\nnorth,10\nsouth,25\nnorth,5\neast,12\n";
+  const result = await client.callTool({ name: "run_js", arguments: { code, files: { "sales.csv": csv } } });
+  assert.equal(result.isError, false, JSON.stringify(result.content[0]));
+  assert.deepEqual(JSON.parse(result.structuredContent.result), { east: 12, north: 15, south: 25 });
+  const image = result.content.find((c) => c.type === "image");
+  assert.ok(image, JSON.stringify(result.content.map((c) => c.type)));
+  assert.equal(image.mimeType, "image/png");
+  const png = Buffer.from(image.data, "base64");
+  assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+  const heap = result.structuredContent.heap;
+  const { resourceTemplates } = await client.listResourceTemplates();
+  assert.ok(resourceTemplates.some((t) => t.uriTemplate === "mcp-v8://heaps/{heap}/files/{+path}"));
+  const summary = await client.readResource({ uri: `mcp-v8://heaps/${heap}/files/summary.json` });
+  assert.deepEqual(JSON.parse(summary.contents[0].text), { north: 15, south: 25, east: 12 });
+  const chart = await client.readResource({ uri: `mcp-v8://heaps/${heap}/files/chart.png` });
+  assert.equal(chart.contents[0].mimeType, "image/png");
+  assert.deepEqual(Buffer.from(chart.contents[0].blob, "base64"), png);
+  const listing = await client.readResource({ uri: `mcp-v8://heaps/${heap}/files/` });
+  const names = JSON.parse(listing.contents[0].text).entries.map((e) => e.name).sort();
+  assert.deepEqual(names, ["chart.png", "sales.csv", "summary.json"]);
+  say({ event: "done", heap, png: png.length });
   await transport.close();
 }
 
@@ -271,5 +303,5 @@ async function stdio() {
   say({ event: "done", heap: three.heap });
 }
 
-await ({ replay, tools, counter, surface, continue: continueSessions, stdio, packages }[mode] ?? counter)();
+await ({ replay, tools, counter, surface, continue: continueSessions, stdio, packages, files }[mode] ?? counter)();
 process.exit(0);

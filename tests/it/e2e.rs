@@ -191,6 +191,24 @@ fn typescript_sdk_client_uses_progress_cancellation_latest_and_resources() {
     assert!(String::from_utf8_lossy(&output.stdout).contains("\"cancelled\""));
 }
 
+/// Files in and out through both official clients: a CSV uploaded with
+/// `files`, a PNG chart made in the run and shown with `display()` as image
+/// content, the run's /work files read back through the resource template.
+#[test]
+fn both_clients_upload_a_csv_see_a_chart_and_read_files_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(dir.path(), common::net::free_port());
+    let mut command = node();
+    command.args([&serve.url(), "files"]);
+    let done = finish(command);
+    assert_eq!(done["event"], "done", "{done}");
+    assert!(done["png"].as_u64().unwrap() > 1000, "{done}");
+    let mut command = python();
+    command.args([serve.url().as_str(), "files"]);
+    let done = finish(command);
+    assert_eq!(done["event"], "done", "{done}");
+}
+
 /// The same surface through the Python `mcp` client: progress arrives,
 /// notifications/cancelled stops a run, a resource reads.
 #[test]

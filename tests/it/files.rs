@@ -398,7 +398,10 @@ async fn run_js_takes_files_and_describes_work() {
     let tools = server.tools_list(&session).await;
     let description = tools["tools"][0]["description"].as_str().unwrap();
     assert!(
-        description.contains("/work") && description.contains("1000 files"),
+        description.contains("/work")
+            && description.contains("1000 files")
+            && description.contains("display(data, { mimeType, name })")
+            && description.contains("mcp-v8://heaps/{heap}/files/{path}"),
         "{description}"
     );
     assert!(

@@ -30,7 +30,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     (
         "server",
-        &["clock", "meta", "protocol", "session", "tenant", "tools"],
+        &[
+            "clock", "engine", "heap", "meta", "protocol", "session", "tenant", "tools",
+        ],
     ),
     (
         "transport",

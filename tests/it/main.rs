@@ -12,6 +12,7 @@ mod aws_backends;
 mod aws_calls;
 mod configuration;
 mod deployment;
+mod display;
 mod e2e;
 mod engine;
 mod faults;

@@ -126,7 +126,11 @@ async fn session_logs_and_executions_are_listed_and_read() {
         .collect();
     assert_eq!(
         templates,
-        ["mcp-v8://sessions/{name}/log", "mcp-v8://executions/{id}"]
+        [
+            "mcp-v8://sessions/{name}/log",
+            "mcp-v8://heaps/{heap}/files/{+path}",
+            "mcp-v8://executions/{id}"
+        ]
     );
 
     let read = s

@@ -177,7 +177,7 @@ async fn second_caller_sees_nothing_of_the_first(host: Host, alice: Who, bob: Wh
     let (run, failed) = a
         .tool(
             "run_js",
-            json!({"code": "globalThis.secret = 'alice-secret'; secret"}),
+            json!({"code": "globalThis.secret = 'alice-secret'; require('fs').writeFileSync('secret.txt', 'alice-file'); secret"}),
         )
         .await;
     assert!(!failed, "{run}");
@@ -215,6 +215,18 @@ async fn second_caller_sees_nothing_of_the_first(host: Host, alice: Who, bob: Wh
     let execution_uri = format!("mcp-v8://executions/{execution}");
     let hers = b.rpc("resources/read", json!({"uri": execution_uri})).await;
     assert_eq!(hers["error"]["code"], -32602, "{hers}");
+    // Her heap's files: as a heap that does not exist.
+    let file_uri = format!("mcp-v8://heaps/{heap}/files/secret.txt");
+    let hers = b.rpc("resources/read", json!({"uri": file_uri})).await;
+    let unknown = b
+        .rpc(
+            "resources/read",
+            json!({"uri": format!("mcp-v8://heaps/{NOWHERE}/files/secret.txt")}),
+        )
+        .await;
+    assert_eq!(hers["error"]["code"], -32602, "{hers}");
+    assert_eq!(hers["error"]["message"], unknown["error"]["message"]);
+    assert!(!hers.to_string().contains("alice-file"));
     let prompt = b
         .rpc(
             "prompts/get",
@@ -353,6 +365,11 @@ async fn second_caller_sees_nothing_of_the_first(host: Host, alice: Who, bob: Wh
     );
     let hers = a.rpc("resources/read", json!({"uri": execution_uri})).await;
     assert!(hers["result"]["contents"].is_array(), "{hers}");
+    let hers = a.rpc("resources/read", json!({"uri": file_uri})).await;
+    assert_eq!(
+        hers["result"]["contents"][0]["text"], "alice-file",
+        "{hers}"
+    );
     let again = Agent::start(&host, &alice, &project).await;
     assert_eq!(again.continuity["resumed"], true);
     assert_eq!(again.continuity["last_output_heap"], restored["heap"]);

@@ -576,7 +576,9 @@
     promises,
     path,
     writeInputs,
-    // The keys of the files the tree has now: their bytes outlive the run.
+    // The tree for the host: [path, isDir, key, size, mtimeMs] rows.
+    entries: () => [...tree].map(([p, e]) => [p, e.dir, e.dir || !(e.size > 0) ? null : e.key, e.dir ? 0 : e.size, e.mtimeMs]),
+    // The keys of the files the tree has now (heaps of layer 3 call this).
     keys: () => [...new Set([...tree.values()].filter((e) => !e.dir && e.size > 0).map((e) => e.key))],
   };
 })

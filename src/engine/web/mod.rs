@@ -15,6 +15,7 @@ mod clock;
 mod clone;
 mod console;
 mod crypto;
+mod display;
 mod encoding;
 mod fetch;
 mod files;
@@ -26,6 +27,7 @@ mod registry;
 mod timers;
 mod url;
 
+pub use display::{Displayed, MAX_DISPLAY_BYTES, MAX_DISPLAYS};
 pub(crate) use fetch::{FetchRun, deliver};
 pub(crate) use files::FilesRun;
 pub use files::{FileLimits, FileSource};
@@ -129,6 +131,11 @@ const FAMILIES: &[Family] = &[
         source: include_str!("files.js"),
         natives: files::natives,
     },
+    Family {
+        name: "display",
+        source: include_str!("display.js"),
+        natives: display::natives,
+    },
 ];
 
 /// Globals and the family that exports each (under the same name).
@@ -168,6 +175,7 @@ const GLOBALS: &[(&str, &str)] = &[
     ("require", "modules"),
     // What a run's static `import` declarations become (engine/repl.rs).
     ("$__mcpv8_import", "modules"),
+    ("display", "display"),
 ];
 
 /// The built-ins the guard family wraps: on a context the layer is first
@@ -199,8 +207,8 @@ const REGISTRY: &str = "mcp-v8-lambda.web";
 /// when `GLOBALS` or `CONSOLE` gain a name, so heaps made by an earlier
 /// layer gain the name on their next restore (1: the layer with `fetch`;
 /// 2: the guarded `ArrayBuffer`, `Intl` and `FinalizationRegistry`; 3:
-/// `require` and the loader of static `import`).
-const LAYER_VERSION: i32 = 3;
+/// `require` and the loader of static `import`; 4: `display`).
+const LAYER_VERSION: i32 = 4;
 const VERSION: &str = "mcp-v8-lambda.web.version";
 
 fn registry_key<'s>(scope: &mut v8::PinScope<'s, '_>) -> v8::Local<'s, v8::Private> {
@@ -626,48 +634,119 @@ pub(crate) fn begin_run(isolate: &mut v8::Isolate, settings: RunSettings<'_>) {
     }
     isolate.set_slot(settings.modules);
     isolate.set_slot(settings.files);
+    isolate.set_slot(display::Displays::default());
+}
+
+/// A function `fs` exports, when the context has loaded `fs` (never loads
+/// it: a run that did not use `/work` has none).
+fn fs_export<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    name: &str,
+) -> Option<v8::Local<'s, v8::Function>> {
+    let global = scope.get_current_context().global(scope);
+    let key = registry_key(scope);
+    let registry = v8::Local::<v8::Object>::try_from(global.get_private(scope, key)?).ok()?;
+    let fs = v8::String::new(scope, "fs")?;
+    let exports = v8::Local::<v8::Object>::try_from(registry.get(scope, fs.into())?).ok()?;
+    let name = v8::String::new(scope, name)?;
+    v8::Local::<v8::Function>::try_from(exports.get(scope, name.into())?).ok()
+}
+
+/// One entry of a heap's `/work`, as `fs`'s `entries()` lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TreeEntry {
+    /// Absolute, under `/work`.
+    pub path: String,
+    /// `None` for a directory; the bytes' key otherwise (`None` too for an
+    /// empty file, which has no stored bytes).
+    pub key: Option<String>,
+    /// A directory.
+    pub dir: bool,
+    /// Bytes of a file; 0 for a directory.
+    pub size: u64,
+    /// Last modified, Unix milliseconds.
+    pub mtime_ms: f64,
+}
+
+/// The tree of `/work` in the current context; empty when the heap never
+/// used `/work`, `None` when its `fs` predates `entries()` (layer 3).
+pub(crate) fn tree(scope: &mut v8::PinScope<'_, '_>) -> Option<Vec<TreeEntry>> {
+    let Some(entries) = fs_export(scope, "entries") else {
+        return fs_export(scope, "keys").is_none().then(Vec::new);
+    };
+    let receiver = v8::undefined(scope).into();
+    let list = v8::Local::<v8::Array>::try_from(entries.call(scope, receiver, &[])?).ok()?;
+    let mut tree = Vec::with_capacity(list.length() as usize);
+    for i in 0..list.length() {
+        let row = v8::Local::<v8::Array>::try_from(list.get_index(scope, i)?).ok()?;
+        let field = |n: u32| row.get_index(scope, n);
+        let (path, dir, key, size, mtime) = (field(0)?, field(1)?, field(2)?, field(3)?, field(4)?);
+        tree.push(TreeEntry {
+            path: path.to_rust_string_lossy(scope),
+            dir: dir.is_true(),
+            key: key.is_string().then(|| key.to_rust_string_lossy(scope)),
+            size: size.number_value(scope).unwrap_or(0.0) as u64,
+            mtime_ms: mtime.number_value(scope).unwrap_or(0.0),
+        });
+    }
+    Some(tree)
+}
+
+/// `tree` as the JSON [`parse_tree`] reads: the one form it crosses a
+/// worker's pipe in.
+pub(crate) fn tree_json(tree: &[TreeEntry]) -> String {
+    let rows: Vec<_> = tree
+        .iter()
+        .map(|e| serde_json::json!([e.path, e.dir, e.key, e.size, e.mtime_ms]))
+        .collect();
+    serde_json::Value::Array(rows).to_string()
+}
+
+/// What [`tree_json`] wrote.
+pub(crate) fn parse_tree(json: &str) -> Option<Vec<TreeEntry>> {
+    let rows: Vec<(String, bool, Option<String>, u64, f64)> = serde_json::from_str(json).ok()?;
+    Some(
+        rows.into_iter()
+            .map(|(path, dir, key, size, mtime_ms)| TreeEntry {
+                path,
+                dir,
+                key,
+                size,
+                mtime_ms,
+            })
+            .collect(),
+    )
 }
 
 /// The keys of the files `/work` has as the run leaves it, when the run
-/// used `/work` at all; their bytes go into the run's result.
+/// used `/work` at all (their bytes go into the run's result), and the
+/// path of each, for `display()`'s links.
 pub(crate) fn files_kept(scope: &mut v8::PinScope<'_, '_>) {
-    let global = scope.get_current_context().global(scope);
-    let key = registry_key(scope);
-    let Some(registry) = global
-        .get_private(scope, key)
-        .and_then(|r| v8::Local::<v8::Object>::try_from(r).ok())
-    else {
-        return;
-    };
-    let Some(name) = v8::String::new(scope, "fs") else {
-        return;
-    };
-    let Some(exports) = registry
-        .get(scope, name.into())
-        .and_then(|e| v8::Local::<v8::Object>::try_from(e).ok())
-    else {
-        return;
-    };
-    let Some(keys) = v8::String::new(scope, "keys")
-        .and_then(|k| exports.get(scope, k.into()))
-        .and_then(|f| v8::Local::<v8::Function>::try_from(f).ok())
-    else {
-        return;
-    };
-    let receiver = v8::undefined(scope).into();
-    let Some(list) = keys
-        .call(scope, receiver, &[])
-        .and_then(|l| v8::Local::<v8::Array>::try_from(l).ok())
-    else {
-        return;
-    };
-    let mut kept = Vec::with_capacity(list.length() as usize);
-    for i in 0..list.length() {
-        if let Some(value) = list.get_index(scope, i) {
-            kept.push(value.to_rust_string_lossy(scope));
+    let mut kept = KeptFiles::default();
+    if let Some(entries) = tree(scope) {
+        for entry in entries {
+            if let Some(key) = entry.key.filter(|_| !entry.dir && entry.size > 0) {
+                kept.paths.entry(key.clone()).or_insert(entry.path);
+                kept.keys.push(key);
+            }
+        }
+    } else if let Some(keys) = fs_export(scope, "keys") {
+        // A heap whose `fs` was loaded by layer 3 lists only keys.
+        let receiver = v8::undefined(scope).into();
+        if let Some(list) = keys
+            .call(scope, receiver, &[])
+            .and_then(|l| v8::Local::<v8::Array>::try_from(l).ok())
+        {
+            for i in 0..list.length() {
+                if let Some(value) = list.get_index(scope, i) {
+                    kept.keys.push(value.to_rust_string_lossy(scope));
+                }
+            }
         }
     }
-    scope.set_slot(KeptFiles(kept));
+    kept.keys.sort_unstable();
+    kept.keys.dedup();
+    scope.set_slot(kept);
 }
 
 /// Writes the call's input files into `/work`; an exception (a path
@@ -698,7 +777,12 @@ pub(crate) fn write_inputs(scope: &mut v8::PinScope<'_, '_>, inputs: &[(String, 
 }
 
 /// What [`files_kept`] found.
-struct KeptFiles(Vec<String>);
+#[derive(Default)]
+struct KeptFiles {
+    keys: Vec<String>,
+    /// Key → a path holding it.
+    paths: HashMap<String, String>,
+}
 
 /// Takes the families' state out of `isolate` when the run ends: its
 /// console output and what it fetched. Timer callbacks and pending
@@ -706,10 +790,17 @@ struct KeptFiles(Vec<String>);
 /// it, and dropping the requests aborts those still running.
 pub(crate) fn end_run(isolate: &mut v8::Isolate) -> Ended {
     let kept = isolate.remove_slot::<KeptFiles>();
-    let files = match (isolate.remove_slot::<FilesRun>(), kept) {
-        (Some(mut run), Some(KeptFiles(keys))) => run.take_written(&keys),
+    let files = match (isolate.remove_slot::<FilesRun>(), &kept) {
+        (Some(mut run), Some(kept)) => run.take_written(&kept.keys),
         _ => Vec::new(),
     };
+    let mut displays = isolate
+        .remove_slot::<display::Displays>()
+        .map(display::Displays::into_shown)
+        .unwrap_or_default();
+    if let Some(kept) = &kept {
+        display::link(&mut displays, &kept.paths);
+    }
     drop(isolate.remove_slot::<Timers>());
     isolate.remove_slot::<clock::Clock>();
     drop(isolate.remove_slot::<Arc<Budget>>());
@@ -726,6 +817,7 @@ pub(crate) fn end_run(isolate: &mut v8::Isolate) -> Ended {
         output,
         fetches,
         files,
+        displays,
     }
 }
 
@@ -736,6 +828,8 @@ pub(crate) struct Ended {
     /// Bytes of files the run wrote that its `/work` still has, by key
     /// (only when [`files_kept`] was asked: a completed stateful run).
     pub files: Vec<(String, ::bytes::Bytes)>,
+    /// The run's `display()` blocks, in call order.
+    pub displays: Vec<Displayed>,
 }
 
 #[cfg(test)]
@@ -797,6 +891,7 @@ mod tests {
             "fs.put",
             "fs.get",
             "fs.limits",
+            "display.show",
         ];
         assert_eq!(registry.names(), pinned);
         assert_eq!(external_references().len(), pinned.len());

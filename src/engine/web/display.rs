@@ -1,0 +1,164 @@
+//! Natives of `display()` (`display.js`): the blocks a run adds to its tool
+//! result, kept outside the heap until the run ends.
+
+use ::bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use v8::MapFnTo;
+
+use super::bytes::bytes_of;
+use super::registry::{Natives, throw_error_with_code};
+
+pub(super) fn natives() -> Natives {
+    vec![("show", show.map_fn_to())]
+}
+
+/// Blocks one run may add.
+pub const MAX_DISPLAYS: usize = 100;
+
+/// Bytes of blocks one run keeps: what one answer could carry at most
+/// (`tools::MAX_RESULT_JSON_BYTES`). A block past it is kept without its
+/// bytes, which can still become a link to a file holding them.
+pub const MAX_DISPLAY_BYTES: usize = 5 * 1024 * 1024;
+
+/// One `display()` call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Displayed {
+    /// The media type given, or the one the bytes were recognised as.
+    pub mime_type: String,
+    /// The name given, if any.
+    pub name: Option<String>,
+    /// SHA-256 of the bytes, hex (as `/work` keys files).
+    pub key: String,
+    /// Length of the bytes.
+    pub size: usize,
+    /// The bytes, unless the run's blocks had already used
+    /// [`MAX_DISPLAY_BYTES`]. Sent apart from the header by workers.
+    #[serde(skip)]
+    pub bytes: Option<Bytes>,
+    /// A path under `/work` whose file holds the same bytes in the run's
+    /// output heap (completed stateful runs), for a link.
+    pub path: Option<String>,
+}
+
+/// A run's blocks (an isolate slot).
+#[derive(Default)]
+pub(crate) struct Displays {
+    shown: Vec<Displayed>,
+    kept_bytes: usize,
+}
+
+impl Displays {
+    /// The blocks, in call order.
+    pub(crate) fn into_shown(self) -> Vec<Displayed> {
+        self.shown
+    }
+}
+
+/// What bytes given without a media type are, by their first bytes.
+fn sniff(bytes: &[u8]) -> &'static str {
+    match bytes {
+        [0x89, b'P', b'N', b'G', ..] => "image/png",
+        [0xff, 0xd8, 0xff, ..] => "image/jpeg",
+        [b'G', b'I', b'F', b'8', ..] => "image/gif",
+        [
+            b'R',
+            b'I',
+            b'F',
+            b'F',
+            _,
+            _,
+            _,
+            _,
+            b'W',
+            b'E',
+            b'B',
+            b'P',
+            ..,
+        ] => "image/webp",
+        _ if std::str::from_utf8(bytes).is_ok_and(|t| t.trim_start().starts_with("<svg")) => {
+            "image/svg+xml"
+        }
+        _ => "application/octet-stream",
+    }
+}
+
+/// `show(body, mimeType, name)`: `body` is a string (UTF-8) or bytes;
+/// an empty `mimeType` means "recognise it".
+fn show<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    args: v8::FunctionCallbackArguments<'s>,
+    _rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    let body = args.get(0);
+    let bytes = if body.is_string() {
+        body.to_rust_string_lossy(scope).into_bytes()
+    } else {
+        bytes_of(body).unwrap_or_default()
+    };
+    let mime_type = args.get(1).to_rust_string_lossy(scope);
+    let name = args.get(2).to_rust_string_lossy(scope);
+    let Some(displays) = scope.get_slot_mut::<Displays>() else {
+        throw_error_with_code(
+            scope,
+            "display() works only while a run executes",
+            "ERR_INVALID_STATE",
+        );
+        return;
+    };
+    if displays.shown.len() >= MAX_DISPLAYS {
+        throw_error_with_code(
+            scope,
+            &format!(
+                "display: a run may add at most {MAX_DISPLAYS} blocks; combine them (one image of several charts, one table)"
+            ),
+            "ERR_OUT_OF_RANGE",
+        );
+        return;
+    }
+    let mime_type = if mime_type.is_empty() {
+        sniff(&bytes).to_owned()
+    } else {
+        mime_type
+    };
+    let size = bytes.len();
+    let key = crate::files::file_key(&bytes);
+    let bytes = (displays.kept_bytes + size <= MAX_DISPLAY_BYTES).then(|| {
+        displays.kept_bytes += size;
+        Bytes::from(bytes)
+    });
+    displays.shown.push(Displayed {
+        mime_type,
+        name: (!name.is_empty()).then_some(name),
+        key,
+        size,
+        bytes,
+        path: None,
+    });
+}
+
+/// Gives each block whose bytes a file of the output heap's `/work` holds
+/// that file's path (`paths`: key → path).
+pub(crate) fn link(shown: &mut [Displayed], paths: &std::collections::HashMap<String, String>) {
+    for displayed in shown {
+        displayed.path = paths.get(&displayed.key).cloned();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sniff;
+
+    #[test]
+    fn bytes_without_a_type_are_recognised_by_their_signature() {
+        assert_eq!(sniff(b"\x89PNG\r\n\x1a\n...."), "image/png");
+        assert_eq!(sniff(b"\xff\xd8\xff\xe0"), "image/jpeg");
+        assert_eq!(sniff(b"GIF89a"), "image/gif");
+        assert_eq!(sniff(b"RIFF\0\0\0\0WEBPVP8 "), "image/webp");
+        assert_eq!(
+            sniff(b"  <svg xmlns='http://www.w3.org/2000/svg'/>"),
+            "image/svg+xml"
+        );
+        assert_eq!(sniff(b"\0\x01"), "application/octet-stream");
+        assert_eq!(sniff(b"RIFF\0\0\0\0WAVE"), "application/octet-stream");
+    }
+}

@@ -1,0 +1,193 @@
+//! `/work` files of a heap as resources: `mcp-v8://heaps/{heap}/files/{+path}`.
+//! The tree is read from the heap itself (restored to list it), the bytes
+//! from the tenant's file store; a heap, path or tenant the caller has not
+//! answers the same "not found".
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use percent_encoding::percent_decode_str;
+use serde_json::json;
+
+use super::answer::MethodError;
+use crate::engine::TreeEntry;
+use crate::heap::HeapKey;
+use crate::protocol::mcp::{ReadResourceResult, ResourceContents};
+use crate::protocol::uri::{FILES, HEAPS, file_uri};
+use crate::tools::{CallContext, MAX_READ_FILE_BYTES, Toolbox};
+
+/// The template `resources/templates/list` gives.
+pub(super) const TEMPLATE: &str = "mcp-v8://heaps/{heap}/files/{+path}";
+
+/// A heap and an absolute path under `/work`, from a URI of [`TEMPLATE`].
+pub(super) fn parse(uri: &str) -> Option<(HeapKey, String)> {
+    let rest = uri.strip_prefix(HEAPS)?;
+    let (heap, path) = rest.split_once(FILES).or_else(|| {
+        // `…/files` names /work itself.
+        rest.strip_suffix("/files").map(|heap| (heap, ""))
+    })?;
+    let heap = HeapKey::parse(heap).ok()?;
+    let mut absolute = String::from("/work");
+    for segment in path.split('/').filter(|s| !s.is_empty()) {
+        let segment = percent_decode_str(segment).decode_utf8().ok()?;
+        if segment == "." || segment == ".." || segment.contains('/') || segment.contains('\0') {
+            return None;
+        }
+        absolute.push('/');
+        absolute.push_str(&segment);
+    }
+    Some((heap, absolute))
+}
+
+/// The media type a file is served as, by its name.
+fn media_type(path: &str) -> String {
+    mime_guess::from_path(path)
+        .first_raw()
+        .unwrap_or("application/octet-stream")
+        .to_owned()
+}
+
+fn is_text(mime_type: &str) -> bool {
+    mime_type.starts_with("text/")
+        || matches!(
+            mime_type,
+            "application/json" | "application/javascript" | "application/xml" | "image/svg+xml"
+        )
+}
+
+/// Reads the file or directory `path` of `heap`; `Ok(None)` when the
+/// caller has no such heap or the heap no such path.
+pub(super) async fn read(
+    tools: &Toolbox,
+    context: CallContext<'_>,
+    uri: &str,
+    heap: &HeapKey,
+    path: &str,
+) -> Result<Option<ReadResourceResult>, MethodError> {
+    let tree = tools
+        .engine
+        .files_of(context.tenant, heap)
+        .await
+        .map_err(|e| MethodError::internal(format!("could not read the heap's /work: {e}")))?;
+    let Some(tree) = tree else {
+        return Ok(None);
+    };
+    let entry = tree.iter().find(|e| e.path == path);
+    let contents = match entry {
+        None if path == "/work" => listing(heap, path, &tree),
+        None => return Ok(None),
+        Some(entry) if entry.dir => listing(heap, path, &tree),
+        Some(entry) => file(tools, context, uri, entry).await?,
+    };
+    Ok(Some(ReadResourceResult {
+        contents: vec![contents],
+    }))
+}
+
+/// A directory as JSON: its entries, each with its URI.
+fn listing(heap: &HeapKey, path: &str, tree: &[TreeEntry]) -> ResourceContents {
+    let prefix = format!("{path}/");
+    let entries: Vec<_> = tree
+        .iter()
+        .filter_map(|e| {
+            let name = e.path.strip_prefix(&prefix)?;
+            (!name.is_empty() && !name.contains('/')).then(|| {
+                json!({
+                    "name": name,
+                    "type": if e.dir { "directory" } else { "file" },
+                    "size": e.size,
+                    "mtimeMs": e.mtime_ms,
+                    "uri": file_uri(heap.as_str(), &e.path),
+                })
+            })
+        })
+        .collect();
+    ResourceContents {
+        uri: file_uri(heap.as_str(), path),
+        mime_type: "application/json".into(),
+        text: Some(json!({ "path": path, "entries": entries }).to_string()),
+        blob: None,
+    }
+}
+
+async fn file(
+    tools: &Toolbox,
+    context: CallContext<'_>,
+    uri: &str,
+    entry: &TreeEntry,
+) -> Result<ResourceContents, MethodError> {
+    let mime_type = media_type(&entry.path);
+    if entry.size as usize > MAX_READ_FILE_BYTES {
+        return Err(MethodError::new(
+            crate::protocol::jsonrpc::code::INVALID_PARAMS,
+            format!(
+                "{} is {} bytes; resources/read answers with files of at most {MAX_READ_FILE_BYTES} bytes \
+                 (one answer carries 5 MiB, base64 included). Read it in a run_js call on this heap \
+                 (fs.readFileSync) and return the part you need",
+                entry.path, entry.size
+            ),
+        ));
+    }
+    let bytes = match &entry.key {
+        None => bytes::Bytes::new(),
+        Some(key) => {
+            let store = tools.engine.file_store().ok_or_else(|| {
+                MethodError::internal("this server keeps no file bytes (no file store)".into())
+            })?;
+            store
+                .get(context.tenant, key)
+                .await
+                .map_err(|e| MethodError::internal(format!("could not read {}: {e}", entry.path)))?
+                .ok_or_else(|| {
+                    MethodError::internal(format!(
+                        "the bytes of {} are missing from the file store",
+                        entry.path
+                    ))
+                })?
+        }
+    };
+    let (text, blob) = match std::str::from_utf8(&bytes) {
+        Ok(text) if is_text(&mime_type) => (Some(text.to_owned()), None),
+        _ => (None, Some(STANDARD.encode(&bytes))),
+    };
+    Ok(ResourceContents {
+        uri: uri.to_owned(),
+        mime_type,
+        text,
+        blob,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_name_a_heap_and_a_path_under_work() {
+        let key = "ab".repeat(32);
+        let heap = HeapKey::parse(&key).unwrap();
+        let at = |path: &str| parse(&format!("{HEAPS}{key}/files/{path}"));
+        assert_eq!(
+            at("data.csv"),
+            Some((heap.clone(), "/work/data.csv".into()))
+        );
+        assert_eq!(
+            at("out/chart%201.png"),
+            Some((heap.clone(), "/work/out/chart 1.png".into()))
+        );
+        assert_eq!(at(""), Some((heap.clone(), "/work".into())));
+        assert_eq!(
+            parse(&format!("{HEAPS}{key}/files")),
+            Some((heap.clone(), "/work".into()))
+        );
+        for bad in ["../etc/passwd", "a/../../x", "%2E%2E/x", "a%2Fb", "%00"] {
+            assert_eq!(at(bad), None, "{bad}");
+        }
+        assert_eq!(parse(&format!("{HEAPS}nothex/files/a")), None);
+        assert_eq!(
+            file_uri(heap.as_str(), "/work/out/chart 1.png"),
+            format!("{HEAPS}{key}/files/out/chart%201.png")
+        );
+        let (back, path) = parse(&file_uri(heap.as_str(), "/work/ü n/%.txt")).unwrap();
+        assert_eq!((back, path.as_str()), (heap, "/work/ü n/%.txt"));
+    }
+}

@@ -1,0 +1,277 @@
+//! `display()` blocks as tool-result content: images the model sees, text,
+//! embedded files, and links to `/work` files for blocks too large for one
+//! answer.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use uuid::Uuid;
+
+use super::toolbox::MAX_READ_FILE_BYTES;
+use crate::engine::Displayed;
+use crate::heap::HeapKey;
+use crate::protocol::mcp::{Content, ResourceContents};
+
+/// Image types MCP clients show to models.
+const IMAGES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// Whether `mime_type` is shown as a text block.
+fn is_text(mime_type: &str) -> bool {
+    let essence = mime_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence.starts_with("text/")
+        || essence == "image/svg+xml"
+        || essence == "application/json"
+        || essence.ends_with("+json")
+        || essence == "application/xml"
+        || essence.ends_with("+xml")
+        || essence == "application/javascript"
+}
+
+/// What a run's blocks become in its answer.
+pub(super) struct Shown {
+    /// The blocks, after the run's own text.
+    pub content: Vec<Content>,
+    /// Blocks that did not fit, and what became of them.
+    pub warnings: Vec<String>,
+}
+
+/// Where a run's blocks go.
+pub(super) struct Target<'a> {
+    /// The run's output heap, whose `/work` files links name.
+    pub heap: Option<&'a HeapKey>,
+    pub execution_id: Uuid,
+    /// Bytes of JSON the blocks may take in the answer.
+    pub room: usize,
+    /// The client's protocol has `resource_link` (2025-06-18 on).
+    pub links: bool,
+}
+
+/// The URI of `/work` file `path` of `heap`.
+fn file_uri(heap: &HeapKey, path: &str) -> String {
+    crate::protocol::uri::file_uri(heap.as_str(), path)
+}
+
+/// The blocks of `displays`, in call order, within `target.room`.
+pub(super) fn blocks(displays: Vec<Displayed>, target: &Target<'_>) -> Shown {
+    let mut shown = Shown {
+        content: Vec::with_capacity(displays.len()),
+        warnings: Vec::new(),
+    };
+    let mut room = target.room;
+    for (index, displayed) in displays.into_iter().enumerate() {
+        let label = describe(index, &displayed);
+        let block = displayed
+            .bytes
+            .as_ref()
+            .map(|bytes| block_of(&displayed, bytes, index, target));
+        let cost = block.as_ref().map(json_cost);
+        match (block, cost) {
+            (Some(block), Some(cost)) if cost <= room => {
+                room -= cost;
+                shown.content.push(block);
+            }
+            _ => {
+                let file = displayed.path.as_deref().zip(target.heap);
+                let link = file
+                    .filter(|_| displayed.size <= MAX_READ_FILE_BYTES)
+                    .map(|(path, heap)| file_uri(heap, path));
+                match link {
+                    Some(uri) => {
+                        let description = format!(
+                            "{label} did not fit one answer; read it with resources/read"
+                        );
+                        let block = if target.links {
+                            Content::ResourceLink {
+                                name: displayed.name.clone().unwrap_or_else(|| {
+                                    uri.rsplit('/').next().unwrap_or_default().to_owned()
+                                }),
+                                uri: uri.clone(),
+                                mime_type: displayed.mime_type.clone(),
+                                size: displayed.size as u64,
+                                description,
+                            }
+                        } else {
+                            Content::text(format!("{description}: {uri}"))
+                        };
+                        room = room.saturating_sub(json_cost(&block));
+                        shown.content.push(block);
+                        shown.warnings.push(format!(
+                            "{label} is over what one answer carries (5 MiB), so it is a link to {uri}, the file in /work that holds the same bytes"
+                        ));
+                    }
+                    None => shown.warnings.push(match file {
+                        Some((path, _)) => format!(
+                            "{label} was left out: it is over what one answer carries (5 MiB), and {path} in this \
+                             heap's /work, which holds it, is too large for resources/read too; make it smaller"
+                        ),
+                        None => format!(
+                            "{label} was left out: it is over what one answer carries (5 MiB). Make it smaller, or \
+                             write it to /work in a stateful run and display the same bytes: the answer then links to the file"
+                        ),
+                    }),
+                }
+            }
+        }
+    }
+    shown
+}
+
+fn describe(index: usize, displayed: &Displayed) -> String {
+    match &displayed.name {
+        Some(name) => format!(
+            "display {} ({name:?}, {}, {} bytes)",
+            index + 1,
+            displayed.mime_type,
+            displayed.size
+        ),
+        None => format!(
+            "display {} ({}, {} bytes)",
+            index + 1,
+            displayed.mime_type,
+            displayed.size
+        ),
+    }
+}
+
+fn block_of(displayed: &Displayed, bytes: &[u8], index: usize, target: &Target<'_>) -> Content {
+    let mime_type = displayed.mime_type.clone();
+    let essence = mime_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    if IMAGES.contains(&essence.as_str()) {
+        return Content::Image {
+            data: STANDARD.encode(bytes),
+            mime_type,
+        };
+    }
+    if is_text(&mime_type)
+        && let Ok(text) = std::str::from_utf8(bytes)
+    {
+        return Content::text(text);
+    }
+    let uri = match (displayed.path.as_deref(), target.heap) {
+        (Some(path), Some(heap)) => file_uri(heap, path),
+        // Names the block; not readable: only /work files are resources.
+        _ => format!(
+            "mcp-v8://executions/{}/displays/{}",
+            target.execution_id,
+            index + 1
+        ),
+    };
+    Content::Resource {
+        resource: ResourceContents {
+            uri,
+            mime_type,
+            text: None,
+            blob: Some(STANDARD.encode(bytes)),
+        },
+    }
+}
+
+/// Bytes the block adds to the answer's JSON.
+fn json_cost(block: &Content) -> usize {
+    serde_json::to_vec(block).map_or(usize::MAX, |json| json.len() + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn displayed(mime: &str, bytes: &[u8], path: Option<&str>) -> Displayed {
+        Displayed {
+            mime_type: mime.into(),
+            name: Some("x".into()),
+            key: format!("{:x}", bytes.len()),
+            size: bytes.len(),
+            bytes: Some(bytes::Bytes::copy_from_slice(bytes)),
+            path: path.map(Into::into),
+        }
+    }
+
+    fn target(heap: Option<&HeapKey>, room: usize, links: bool) -> Target<'_> {
+        Target {
+            heap,
+            execution_id: Uuid::nil(),
+            room,
+            links,
+        }
+    }
+
+    #[test]
+    fn each_type_becomes_its_block() {
+        let shown = blocks(
+            vec![
+                displayed("image/png", b"\x89PNG", None),
+                displayed("image/svg+xml", b"<svg/>", None),
+                displayed("application/json", b"{\"a\":1}", None),
+                displayed("text/csv; charset=utf-8", b"a,b", None),
+                displayed("application/pdf", b"%PDF", None),
+            ],
+            &target(None, 1 << 20, true),
+        );
+        assert!(shown.warnings.is_empty());
+        let json = serde_json::to_value(&shown.content).unwrap();
+        assert_eq!(json[0]["type"], "image");
+        assert_eq!(json[0]["mimeType"], "image/png");
+        assert_eq!(json[0]["data"], STANDARD.encode(b"\x89PNG"));
+        assert_eq!(
+            json[1],
+            serde_json::json!({"type": "text", "text": "<svg/>"})
+        );
+        assert_eq!(json[2]["text"], "{\"a\":1}");
+        assert_eq!(json[3]["text"], "a,b");
+        assert_eq!(json[4]["type"], "resource");
+        assert_eq!(json[4]["resource"]["blob"], STANDARD.encode(b"%PDF"));
+        assert_eq!(json[4]["resource"]["mimeType"], "application/pdf");
+    }
+
+    #[test]
+    fn a_block_past_the_room_is_a_link_when_a_file_holds_it_else_left_out() {
+        let heap = HeapKey::parse(&"ab".repeat(32)).unwrap();
+        let big = vec![7u8; 4096];
+        let shown = blocks(
+            vec![
+                displayed("image/png", &big, Some("/work/out/chart 1.png")),
+                displayed("image/png", &big, None),
+                displayed("text/plain", b"small", None),
+            ],
+            &target(Some(&heap), 2048, true),
+        );
+        let json = serde_json::to_value(&shown.content).unwrap();
+        assert_eq!(json.as_array().unwrap().len(), 2, "{json}");
+        assert_eq!(json[0]["type"], "resource_link");
+        assert_eq!(
+            json[0]["uri"],
+            format!("mcp-v8://heaps/{}/files/out/chart%201.png", heap.as_str())
+        );
+        assert_eq!(json[0]["size"], 4096);
+        assert_eq!(json[1]["text"], "small");
+        assert_eq!(shown.warnings.len(), 2);
+        assert!(
+            shown.warnings[0].contains("is a link to"),
+            "{:?}",
+            shown.warnings
+        );
+        assert!(
+            shown.warnings[1].contains("was left out"),
+            "{:?}",
+            shown.warnings
+        );
+
+        // Before 2025-06-18 a link is text naming the URI.
+        let shown = blocks(
+            vec![displayed("image/png", &big, Some("/work/a.png"))],
+            &target(Some(&heap), 100, false),
+        );
+        let json = serde_json::to_value(&shown.content).unwrap();
+        assert_eq!(json[0]["type"], "text");
+        assert!(json[0]["text"].as_str().unwrap().contains("/files/a.png"));
+    }
+}

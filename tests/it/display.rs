@@ -1,0 +1,331 @@
+//! `display()` (src/engine/web/display.*, src/tools/display.rs) and the
+//! files of heaps as resources (src/server/heap_files.rs): blocks on every
+//! engine mode, their content in run_js's answer, links to /work files past
+//! the answer's bound, and reads of a heap's /work.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use mcp_v8_lambda::engine::{Displayed, Engine, EngineConfig, RunReport, RunRequest, RunStatus};
+use mcp_v8_lambda::files::DirFileStore;
+use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore};
+use serde_json::{Value, json};
+
+use crate::common::engine::{error_text, worker_program};
+
+/// Blocks of every kind, then the completion value.
+const SHOW: &str = r#"
+display(new Uint8Array([0x89, 0x50, 0x4e, 0x47, 13, 10, 26, 10]));
+display("<svg xmlns='http://www.w3.org/2000/svg'/>");
+display({ rows: [1, 2] });
+display("a,b\n1,2", { mimeType: "text/csv", name: "t.csv" });
+display(new Uint8Array([37, 80, 68, 70]).buffer, "application/pdf");
+7
+"#;
+
+async fn run_report(engine: &Engine, code: &str, heap: Option<&HeapKey>) -> RunReport {
+    engine
+        .run(RunRequest {
+            code: code.into(),
+            stateful: engine.heaps().is_some(),
+            heap: heap.cloned(),
+            timeout: Some(Duration::from_secs(30)),
+            ..Default::default()
+        })
+        .await
+        .expect("request accepted")
+}
+
+fn kinds(displays: &[Displayed]) -> Vec<(&str, Option<&str>, usize)> {
+    displays
+        .iter()
+        .map(|d| (d.mime_type.as_str(), d.name.as_deref(), d.size))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn display_adds_blocks_in_call_order_on_every_engine_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let heaps: Arc<dyn HeapStore> = Arc::new(FileHeapStore::new(dir.path().join("heaps")));
+    let files = Arc::new(DirFileStore::new(dir.path().join("work")));
+    let worker = EngineConfig {
+        engine_workers: 1,
+        worker_program: Some(worker_program(dir.path(), "display-worker-under-test")),
+        ..Default::default()
+    };
+    // One engine at a time: an idle warm isolate and a snapshot cannot
+    // share a process (engine/run.rs, READ_ONLY_HEAP).
+    let engine = |mode: &str| match mode {
+        "stateless" => Engine::new(EngineConfig::default(), None),
+        "warm" => Engine::new(
+            EngineConfig {
+                warm_isolates: 1,
+                ..Default::default()
+            },
+            None,
+        ),
+        "stateful" => {
+            Engine::new(EngineConfig::default(), Some(heaps.clone())).with_files(files.clone())
+        }
+        _ => Engine::new(worker.clone(), Some(heaps.clone())).with_files(files.clone()),
+    };
+    for mode in ["stateless", "warm", "stateful", "worker"] {
+        let engine = &engine(mode);
+        let report = run_report(engine, SHOW, None).await;
+        assert_eq!(
+            report.outcome.status,
+            RunStatus::Completed,
+            "{mode}: {report:#?}"
+        );
+        assert_eq!(report.outcome.result.as_deref(), Some("7"));
+        assert_eq!(
+            kinds(&report.displays),
+            [
+                ("image/png", None, 8),
+                ("image/svg+xml", None, 41),
+                ("application/json", None, 32),
+                ("text/csv", Some("t.csv"), 7),
+                ("application/pdf", None, 4),
+            ],
+            "{mode}"
+        );
+        let bytes = |i: usize| report.displays[i].bytes.as_deref().unwrap().to_vec();
+        assert_eq!(bytes(0), [0x89, 0x50, 0x4e, 0x47, 13, 10, 26, 10], "{mode}");
+        assert_eq!(
+            bytes(2),
+            b"{\n  \"rows\": [\n    1,\n    2\n  ]\n}",
+            "{mode}"
+        );
+        assert_eq!(bytes(4), b"%PDF", "{mode}");
+        // Shown in a failed run too, as Jupyter keeps output above an error.
+        let failed = run_report(engine, "display('before'); throw new Error('late')", None).await;
+        assert_eq!(failed.outcome.status, RunStatus::Failed, "{mode}");
+        assert_eq!(kinds(&failed.displays), [("text/plain", None, 6)], "{mode}");
+    }
+
+    // A stateful run that leaves the displayed bytes in /work names the file.
+    for mode in ["stateful", "worker"] {
+        let engine = &engine(mode);
+        let code = "const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 1]); \
+                    require('fs').mkdirSync('out'); require('fs').writeFileSync('out/c.png', png); \
+                    display(png); display('not a file')";
+        let report = run_report(engine, code, None).await;
+        assert_eq!(
+            report.outcome.status,
+            RunStatus::Completed,
+            "{mode}: {report:#?}"
+        );
+        assert_eq!(
+            report.displays[0].path.as_deref(),
+            Some("/work/out/c.png"),
+            "{mode}"
+        );
+        assert_eq!(report.displays[1].path, None, "{mode}");
+        // And a restored heap has display (and its files).
+        let heap = report.outcome.heap.clone().unwrap();
+        let again = run_report(
+            engine,
+            "display(require('fs').readFileSync('out/c.png'))",
+            Some(&heap),
+        )
+        .await;
+        assert_eq!(
+            kinds(&again.displays),
+            [("image/png", None, 5)],
+            "{mode}: {again:#?}"
+        );
+        // The heap's tree, as resources/read lists it.
+        let tree = engine
+            .files_of(&Default::default(), &heap)
+            .await
+            .unwrap()
+            .unwrap();
+        let paths: Vec<_> = tree
+            .iter()
+            .map(|e| (e.path.as_str(), e.dir, e.size))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                ("/work", true, 0),
+                ("/work/out", true, 0),
+                ("/work/out/c.png", false, 5)
+            ],
+            "{mode}"
+        );
+        let other = mcp_v8_lambda::tenant::Tenant::of_principal("someone-else");
+        assert!(
+            engine.files_of(&other, &heap).await.unwrap().is_none(),
+            "{mode}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_display_calls_are_errors_that_say_what_to_pass() {
+    let engine = Engine::new(EngineConfig::default(), None);
+    for (code, expected) in [
+        ("display()", "1 argument required"),
+        ("display(undefined)", "pass a string, bytes"),
+        (
+            "display('x', { mimeType: 'png' })",
+            "media type like \"image/png\"",
+        ),
+        ("display('x', { name: 3 })", "name must be a string"),
+        ("display(new Blob(['x']))", "await blob.bytes()"),
+        (
+            "for (let i = 0; i < 101; i++) display(String(i))",
+            "at most 100 blocks",
+        ),
+    ] {
+        let report = run_report(&engine, code, None).await;
+        let error = error_text(code, &report.outcome);
+        assert!(error.contains(expected), "{code}: {error}");
+    }
+    // A block over what an answer can carry keeps its size but not its bytes.
+    let report = run_report(&engine, "display(new Uint8Array(6 * 1024 * 1024))", None).await;
+    assert_eq!(report.displays[0].size, 6 * 1024 * 1024);
+    assert!(report.displays[0].bytes.is_none());
+}
+
+/// `resources/read` of `uri` on `server`'s session.
+async fn read(server: &crate::common::Server, session: &str, uri: &str) -> Value {
+    server
+        .rpc(
+            Some(session),
+            json!({"jsonrpc": "2.0", "id": 9, "method": "resources/read", "params": {"uri": uri}}),
+        )
+        .await
+        .body
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_js_answers_with_the_blocks_and_links_files_past_the_bound() {
+    let server = crate::common::server();
+    let session = server.initialize().await;
+    let result = server.call(&session, json!({"code": SHOW})).await;
+    assert_eq!(result["isError"], false, "{result:#}");
+    let content = result["content"].as_array().unwrap();
+    assert_eq!(content.len(), 6, "{result:#}");
+    assert_eq!(content[0]["type"], "text");
+    assert_eq!(
+        content[1],
+        json!({"type": "image", "mimeType": "image/png", "data": STANDARD.encode([0x89, 0x50, 0x4e, 0x47, 13, 10, 26, 10])})
+    );
+    assert_eq!(
+        content[2]["text"],
+        "<svg xmlns='http://www.w3.org/2000/svg'/>"
+    );
+    assert_eq!(
+        content[3]["text"],
+        "{\n  \"rows\": [\n    1,\n    2\n  ]\n}"
+    );
+    assert_eq!(content[4]["text"], "a,b\n1,2");
+    assert_eq!(content[5]["type"], "resource");
+    assert_eq!(content[5]["resource"]["blob"], STANDARD.encode(b"%PDF"));
+    assert_eq!(result["structuredContent"]["result"], "7");
+
+    // Two 3 MiB blocks: the first fits the answer, the second does not and
+    // becomes a link to the file holding it; 4 MiB that no file holds is
+    // left out; each says so, and the small block after them still shows.
+    let code = "const fs = require('fs'); const big = new Uint8Array(3 * 1024 * 1024); \
+                big.set([0x89, 0x50, 0x4e, 0x47]); fs.mkdirSync('charts'); \
+                fs.writeFileSync('charts/big chart.png', big); fs.writeFileSync('notes.md', '# hi'); \
+                display(new Uint8Array(3 * 1024 * 1024), 'application/octet-stream'); \
+                display(big, { name: 'big chart.png' }); display(new Uint8Array(4 * 1024 * 1024)); display('after'); 1";
+    let result = server.call(&session, json!({"code": code})).await;
+    assert_eq!(result["isError"], false, "{:#}", result["content"][0]);
+    let heap = result["structuredContent"]["heap"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let content = result["content"].as_array().unwrap();
+    let types: Vec<_> = content
+        .iter()
+        .map(|c| c["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["text", "resource", "resource_link", "text"]);
+    let uri = format!("mcp-v8://heaps/{heap}/files/charts/big%20chart.png");
+    assert_eq!(content[2]["uri"], uri);
+    assert_eq!(content[2]["name"], "big chart.png");
+    assert_eq!(content[2]["mimeType"], "image/png");
+    assert_eq!(content[2]["size"], 3 * 1024 * 1024);
+    assert_eq!(content[3]["text"], "after");
+    let warnings = result["structuredContent"]["warnings"].to_string();
+    assert!(
+        warnings.contains("display 2")
+            && warnings.contains("is a link to")
+            && warnings
+                .contains("display 3 (application/octet-stream, 4194304 bytes) was left out"),
+        "{warnings}"
+    );
+    assert!(
+        serde_json::to_vec(&result).unwrap().len() <= mcp_v8_lambda::tools::MAX_RESULT_JSON_BYTES
+    );
+
+    // The link reads back; so do text files and directories.
+    let blob = read(&server, &session, &uri).await;
+    let contents = &blob["result"]["contents"][0];
+    assert_eq!(contents["mimeType"], "image/png", "{:#}", blob["error"]);
+    assert_eq!(
+        STANDARD
+            .decode(contents["blob"].as_str().unwrap())
+            .unwrap()
+            .len(),
+        3 * 1024 * 1024
+    );
+    let notes = read(
+        &server,
+        &session,
+        &format!("mcp-v8://heaps/{heap}/files/notes.md"),
+    )
+    .await;
+    assert_eq!(notes["result"]["contents"][0]["text"], "# hi", "{notes}");
+    let root = read(&server, &session, &format!("mcp-v8://heaps/{heap}/files/")).await;
+    let listing: Value =
+        serde_json::from_str(root["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
+    let names: Vec<_> = listing["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["name"].clone(), e["type"].clone()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            (json!("charts"), json!("directory")),
+            (json!("notes.md"), json!("file"))
+        ]
+    );
+    assert_eq!(
+        listing["entries"][0]["uri"],
+        format!("mcp-v8://heaps/{heap}/files/charts")
+    );
+
+    // Unknown paths, unknown heaps and paths climbing out: one "not found".
+    let nowhere = "0".repeat(64);
+    for uri in [
+        format!("mcp-v8://heaps/{heap}/files/missing.txt"),
+        format!("mcp-v8://heaps/{nowhere}/files/notes.md"),
+        format!("mcp-v8://heaps/{heap}/files/../../etc/passwd"),
+    ] {
+        let answer = read(&server, &session, &uri).await;
+        assert_eq!(answer["error"]["code"], -32602, "{uri}: {answer}");
+        assert_eq!(answer["error"]["message"], "Resource not found", "{uri}");
+    }
+    let templates = server
+        .rpc(
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "resources/templates/list"}),
+        )
+        .await
+        .body;
+    assert!(
+        templates
+            .to_string()
+            .contains("mcp-v8://heaps/{heap}/files/{+path}"),
+        "{templates}"
+    );
+}
