@@ -636,3 +636,78 @@ async fn packages_added_to_the_bucket_import_under_the_lambda_entry() {
         .count();
     assert_eq!(cached, 2);
 }
+
+/// Files through the Lambda entry on moto: a CSV uploaded with `files`, a
+/// chart made and shown with `display()` as image content (tests/e2e's
+/// chart.js), a later run reading the files from its heap, and the heap's
+/// files read back as resources from S3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_display_and_file_resources_under_the_lambda_entry() {
+    let cache = tempfile::tempdir().unwrap();
+    let bucket = common::moto::unique("files");
+    let mut env = common::moto::serve_env(
+        &bucket,
+        &format!("{}-", common::moto::unique("files")),
+        cache.path().join("heaps").as_path(),
+    );
+    common::moto::setup(&env);
+    let mut api = common::runtime_api::RuntimeApi::start().await;
+    env.extend(api.function_env());
+    let _function = Function(
+        Command::new(function_binary())
+            .envs(env)
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("starting the Lambda entry"),
+    );
+    let limit = std::time::Duration::from_secs(120);
+    let call = |arguments: Value| {
+        event_2026(
+            "tools/call",
+            Some("run_js"),
+            serde_json::json!({"name": "run_js", "arguments": arguments}),
+        )
+    };
+    let chart = include_str!("../e2e/chart.js");
+    api.give(call(serde_json::json!({
+        "code": chart,
+        "files": {"sales.csv": "region,amount\nnorth,10\nsouth,25\nnorth,5\neast,12\n"},
+    })));
+    let first = rpc_body(&api.answer(limit).await);
+    let result = &first["result"];
+    assert_eq!(result["isError"], false, "{first}");
+    let image = &result["content"][1];
+    assert_eq!(image["type"], "image", "{first}");
+    assert_eq!(image["mimeType"], "image/png");
+    let heap = result["structuredContent"]["heap"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    api.give(call(serde_json::json!({
+        "code": "[fs.readFileSync('sales.csv', 'utf8').split('\\n').length, fs.statSync('chart.png').size]",
+        "heap": heap,
+    })));
+    let second = rpc_body(&api.answer(limit).await);
+    let png_len = base64::Engine::decode(
+        &base64::engine::general_purpose::STANDARD,
+        image["data"].as_str().unwrap(),
+    )
+    .unwrap()
+    .len();
+    assert_eq!(
+        second["result"]["structuredContent"]["result"],
+        format!("[6,{png_len}]"),
+        "{second}"
+    );
+    api.give(event_2026(
+        "resources/read",
+        None,
+        serde_json::json!({"uri": format!("mcp-v8://heaps/{heap}/files/summary.json")}),
+    ));
+    let read = rpc_body(&api.answer(limit).await);
+    assert_eq!(
+        read["result"]["contents"][0]["text"], "{\"north\":15,\"south\":25,\"east\":12}",
+        "{read}"
+    );
+}
