@@ -1,4 +1,5 @@
-//! Engine benchmark: `cargo bench --bench engine [-- --quick]`.
+//! Engine benchmark: `cargo bench --bench engine [-- --quick | --prelude |
+//! --files]`.
 //!
 //! Prints one markdown table per `FunctionCodeHandling` mode with latency
 //! percentiles of each scenario and the stored snapshot sizes; the figures in
@@ -149,11 +150,109 @@ fn prelude(n: usize) {
     }
 }
 
+/// Bytes of every file under `dir`.
+fn tree_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => tree_bytes(&e.path()),
+            _ => e.metadata().map_or(0, |m| m.len()),
+        })
+        .sum()
+}
+
+/// `--files`: stateful runs that touch no file, read a 5 MiB file or write
+/// one, interleaved; latency and the bytes each run adds to the stores.
+fn files(n: usize) {
+    const MIB5: usize = 5 * 1024 * 1024;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let heaps = Arc::new(FileHeapStore::new(dir.path().join("heaps")));
+    let engine = Engine::new(EngineConfig::default(), Some(heaps as Arc<dyn HeapStore>)).with_files(
+        Arc::new(mcp_v8_lambda::files::DirFileStore::new(dir.path().join("work"))),
+    );
+    let stored = || tree_bytes(dir.path());
+    let run = |code: &str, heap: &HeapKey| {
+        let started = Instant::now();
+        let out = runtime
+            .block_on(engine.run(RunRequest {
+                code: code.into(),
+                heap: Some(heap.clone()),
+                stateful: true,
+                ..Default::default()
+            }))
+            .expect("accepted")
+            .outcome;
+        assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+        started.elapsed()
+    };
+    let first = |code: &str| {
+        runtime
+            .block_on(engine.run(RunRequest {
+                code: code.into(),
+                stateful: true,
+                ..Default::default()
+            }))
+            .expect("accepted")
+            .outcome
+            .heap
+            .expect("stored")
+    };
+    let plain = first("globalThis.x = 1; require('fs'); x");
+    let with_file = first(&format!(
+        "globalThis.x = 1; require('fs').writeFileSync('big.bin', new Uint8Array({MIB5}).fill(7)); x"
+    ));
+    let scenarios = [
+        ("no file, heap without files: `x`", plain.clone()),
+        ("no file touched, heap with a 5 MiB file: `x`", with_file.clone()),
+        ("reads the 5 MiB file", with_file.clone()),
+        ("writes a new 5 MiB file", with_file.clone()),
+    ];
+    let code = |scenario: usize, i: usize| match scenario {
+        0 | 1 => "x".to_owned(),
+        2 => "require('fs').readFileSync('big.bin').length".to_owned(),
+        _ => format!(
+            "(() => {{ const b = new Uint8Array({MIB5}); new DataView(b.buffer).setFloat64(0, {i}); \
+             require('fs').writeFileSync('new.bin', b) }})(); x"
+        ),
+    };
+    let mut samples = vec![Vec::new(); scenarios.len()];
+    let mut bytes = vec![0u64; scenarios.len()];
+    for i in 0..n {
+        for (s, (_, heap)) in scenarios.iter().enumerate() {
+            let before = stored();
+            samples[s].push(run(&code(s, i), heap));
+            bytes[s] += stored() - before;
+        }
+    }
+    println!(
+        "## Files\n\n| scenario | p50 ms | p95 ms | p99 ms | runs | stored per run |\n|---|---|---|---|---|---|"
+    );
+    for (s, (name, _)) in scenarios.iter().enumerate() {
+        println!(
+            "| {name} | {} | {:.0} KB |",
+            percentiles(std::mem::take(&mut samples[s])),
+            bytes[s] as f64 / n as f64 / 1000.0
+        );
+    }
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let n = if quick { 10 } else { 100 };
     if std::env::args().any(|a| a == "--prelude") {
         prelude(n * 2);
+        return;
+    }
+    if std::env::args().any(|a| a == "--files") {
+        files(n / 2);
         return;
     }
 
