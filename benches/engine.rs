@@ -175,9 +175,10 @@ fn files(n: usize) {
         .build()
         .expect("runtime");
     let heaps = Arc::new(FileHeapStore::new(dir.path().join("heaps")));
-    let engine = Engine::new(EngineConfig::default(), Some(heaps as Arc<dyn HeapStore>)).with_files(
-        Arc::new(mcp_v8_lambda::files::DirFileStore::new(dir.path().join("work"))),
-    );
+    let engine = Engine::new(EngineConfig::default(), Some(heaps as Arc<dyn HeapStore>))
+        .with_files(Arc::new(mcp_v8_lambda::files::DirFileStore::new(
+            dir.path().join("work"),
+        )));
     let stored = || tree_bytes(dir.path());
     let run = |code: &str, heap: &HeapKey| {
         let started = Instant::now();
@@ -211,7 +212,10 @@ fn files(n: usize) {
     ));
     let scenarios = [
         ("no file, heap without files: `x`", plain.clone()),
-        ("no file touched, heap with a 5 MiB file: `x`", with_file.clone()),
+        (
+            "no file touched, heap with a 5 MiB file: `x`",
+            with_file.clone(),
+        ),
         ("reads the 5 MiB file", with_file.clone()),
         ("writes a new 5 MiB file", with_file.clone()),
     ];

@@ -20,7 +20,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use url::Url;
@@ -461,19 +461,30 @@ impl Getter {
     }
 }
 
+/// How often [`block_until`] looks at `stop` while it waits.
+const STOP_SLICE: Duration = Duration::from_millis(50);
+
 /// Runs `work` on the runtime requests use and waits for it until
-/// `deadline` from a thread that has no runtime of its own (an isolate's).
+/// `deadline` from a thread that has no runtime of its own (an isolate's),
+/// or until `stop` says the caller gave up (a cancelled run); `None` then,
+/// with `work` aborted.
 pub(crate) fn block_until<T: Send + 'static>(
     deadline: Instant,
+    stop: &dyn Fn() -> bool,
     work: impl std::future::Future<Output = T> + Send + 'static,
 ) -> Option<T> {
     let (sender, receiver) = channel();
     let task = runtime().spawn(async move {
         let _ = sender.send(work.await);
     });
-    let got = receiver
-        .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-        .ok();
+    let got = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match receiver.recv_timeout(left.min(STOP_SLICE)) {
+            Ok(value) => break Some(value),
+            Err(RecvTimeoutError::Timeout) if !left.is_zero() && !stop() => {}
+            Err(_) => break None,
+        }
+    };
     task.abort();
     got
 }

@@ -264,6 +264,7 @@ pub(super) fn start(
                 job.max_module_bytes,
                 job.fetch.clone(),
                 deadline,
+                job.control.clone(),
             ),
             files: web::FilesRun::new(job.files.clone(), deadline, job.file_limits),
         },

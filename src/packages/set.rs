@@ -293,10 +293,11 @@ impl PackageView {
         specifier: &str,
         fetch: Option<&crate::egress::FetchConfig>,
         deadline: Instant,
+        stop: &dyn Fn() -> bool,
     ) -> Result<Resolved, super::UrlImportError> {
         let known = self.urls.get(specifier).map(String::as_str);
         let dir = (!self.dir.as_os_str().is_empty()).then_some(self.dir.as_path());
-        let module = super::url::load(specifier, fetch, deadline, dir, known)?;
+        let module = super::url::load(specifier, fetch, deadline, stop, dir, known)?;
         let entry = module.bundle.entries.get(".").cloned().ok_or_else(|| {
             super::UrlImportError::Failed {
                 url: specifier.to_owned(),

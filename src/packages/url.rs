@@ -60,6 +60,12 @@ pub enum UrlImportError {
         /// As imported.
         url: String,
     },
+    /// The run was cancelled while the module was loading.
+    #[error("Cannot import '{url}': the run was cancelled while the module was loading")]
+    Cancelled {
+        /// As imported.
+        url: String,
+    },
 }
 
 /// A module by URL, ready to load.
@@ -121,12 +127,14 @@ pub(super) fn cached(url: &str, dir: Option<&Path>, known: Option<&str>) -> Opti
 
 /// The module `specifier` names: checked against the egress policy first
 /// (a cached module too), then served from this instance when it has it,
-/// else fetched with its imports until `deadline`, bundled, and kept under
-/// `dir` (without one, in this process only).
+/// else fetched with its imports until `deadline` (or until `stop` says
+/// the run was cancelled), bundled, and kept under `dir` (without one, in
+/// this process only).
 pub(super) fn load(
     specifier: &str,
     fetch: Option<&FetchConfig>,
     deadline: Instant,
+    stop: &dyn Fn() -> bool,
     dir: Option<&Path>,
     known: Option<&str>,
 ) -> Result<UrlModule, UrlImportError> {
@@ -151,9 +159,14 @@ pub(super) fn load(
         return Ok(module);
     }
     let started = std::time::Instant::now();
-    let bundled = block_until(deadline, bundle(Arc::new(getter), url))
-        .ok_or_else(|| UrlImportError::Timeout {
-            url: specifier.to_owned(),
+    let bundled = block_until(deadline, stop, bundle(Arc::new(getter), url))
+        .ok_or_else(|| {
+            let url = specifier.to_owned();
+            if stop() {
+                UrlImportError::Cancelled { url }
+            } else {
+                UrlImportError::Timeout { url }
+            }
         })?
         .map_err(failed)?;
     let bytes = bundled.to_bytes();
@@ -428,6 +441,7 @@ mod tests {
             "https://esm.sh/x",
             None,
             Instant::now(),
+            &|| false,
             Some(dir.path()),
             None,
         )
@@ -439,6 +453,7 @@ mod tests {
             "ftp://a.example/x",
             None,
             Instant::now(),
+            &|| false,
             Some(dir.path()),
             None,
         )

@@ -87,6 +87,9 @@ impl Drop for ModuleServer {
 
 async fn serve(State(seen): State<Seen>, Path(path): Path<String>) -> Response {
     *seen.lock().unwrap().entry(path.clone()).or_default() += 1;
+    if path == "slow.mjs" {
+        tokio::time::sleep(std::time::Duration::from_secs(20)).await;
+    }
     if path == "latest" {
         // Where CDNs send a version range: the modules it imports are
         // relative to where it landed.
@@ -352,4 +355,52 @@ async fn modules_by_url_follow_the_egress_policy_and_failures_say_why() {
     let outcome = run_code(&allowed, code, None).await;
     let error = error_text(code, &outcome);
     assert!(error.contains("only http: and https:"), "{error}");
+}
+
+/// Cancelling a run whose import waits on a slow server ends it at once,
+/// not when the fetch or the run's deadline ends; the next run is
+/// unaffected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_run_stops_the_fetch_of_its_module() {
+    let server = start().await;
+    let engine = Arc::new(engine(allowing(&[server.origin()]), None, None, None));
+    let control = Arc::new(mcp_v8_lambda::engine::RunControl::default());
+    let started = std::time::Instant::now();
+    let running = {
+        let engine = engine.clone();
+        let control = control.clone();
+        let code = format!("import slow from {:?}; slow", server.url("slow.mjs"));
+        tokio::spawn(async move {
+            engine
+                .run(mcp_v8_lambda::engine::RunRequest {
+                    code,
+                    timeout: Some(std::time::Duration::from_secs(60)),
+                    control: Some(control),
+                    ..Default::default()
+                })
+                .await
+                .unwrap()
+                .outcome
+        })
+    };
+    while server.requests("slow.mjs") == 0 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "the request never arrived"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    control.cancel();
+    let out = running.await.unwrap();
+    assert_eq!(out.status, RunStatus::Cancelled, "{out:?}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "the run waited for its module's fetch"
+    );
+    let code = format!(
+        "import {{ greet }} from {:?}; greet('x')",
+        server.url("greet.mjs")
+    );
+    let next = run_code(&engine, &code, None).await;
+    assert_eq!(completed(&code, &next), "\"HI X!\"");
 }

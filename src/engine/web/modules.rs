@@ -12,6 +12,7 @@ use v8::MapFnTo;
 
 use super::registry::{Natives, throw_error_with_code, throw_type_error};
 use crate::egress::FetchConfig;
+use crate::engine::control::RunControl;
 use crate::packages::{Bundle, PackageView, is_url};
 
 /// The family's natives, in the order stored heaps rely on.
@@ -30,6 +31,8 @@ pub(crate) struct ModuleRun {
     fetch: Option<Arc<FetchConfig>>,
     /// When the run's time is up: loading a module counts against it.
     deadline: Instant,
+    /// The caller's handle, whose cancel stops a module's fetch.
+    control: Option<Arc<RunControl>>,
     /// Bundles resolved in this run, by `name@version`.
     bundles: HashMap<String, Arc<Bundle>>,
     /// Source compiled in this run, in bytes, against `max_bytes`.
@@ -43,11 +46,13 @@ impl ModuleRun {
         max_bytes: usize,
         fetch: Option<Arc<FetchConfig>>,
         deadline: Instant,
+        control: Option<Arc<RunControl>>,
     ) -> Self {
         Self {
             view,
             fetch,
             deadline,
+            control,
             bundles: HashMap::new(),
             compiled: 0,
             max_bytes,
@@ -108,7 +113,9 @@ fn resolve<'s>(
     let default = PackageView::default();
     let view = run.view.as_deref().unwrap_or(&default);
     let resolved = if is_url(&specifier) {
-        view.resolve_url(&specifier, run.fetch.as_deref(), run.deadline)
+        let control = run.control.clone();
+        let stop = move || control.as_ref().is_some_and(|c| c.is_cancelled());
+        view.resolve_url(&specifier, run.fetch.as_deref(), run.deadline, &stop)
             .map_err(|e| e.to_string())
     } else {
         view.resolve(&specifier).map_err(|e| e.to_string())
