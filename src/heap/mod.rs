@@ -2,6 +2,7 @@
 //! [`HeapStore`] seam with its backends.
 
 mod cache;
+pub mod chunked;
 mod fs;
 mod key;
 mod lru;

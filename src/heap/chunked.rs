@@ -1,0 +1,412 @@
+//! The chunked heap format (issue 37's first step; no store writes it yet):
+//! a stored heap as a small manifest naming content-defined chunks of the
+//! raw V8 payload (FastCDC), each compressed with zstd and kept once under
+//! the SHA-256 of its raw bytes, so heaps that share most of their bytes
+//! share most of their chunks. The heap key stays the SHA-256 of the whole
+//! raw payload, checked when a heap is put back together.
+//!
+//! Manifest layout: `MCPV8CHNK\0`, the heap key's 32 bytes, the payload's
+//! length (u64 LE), the chunk count (u32 LE), then per chunk its raw
+//! SHA-256 (32 bytes) and raw length (u32 LE).
+
+use bytes::Bytes;
+use sha2::{Digest, Sha256};
+
+use super::HeapKey;
+
+/// The ten bytes every manifest starts with.
+pub const MANIFEST_MAGIC: &[u8; 10] = b"MCPV8CHNK\0";
+const FIXED_LEN: usize = MANIFEST_MAGIC.len() + 32 + 8 + 4;
+const ENTRY_LEN: usize = 32 + 4;
+
+/// FastCDC's bounds: chunks of 16–256 KiB, 64 KiB on average. A small heap
+/// (~400 KB) is a handful of chunks; a one-record change in a 5 MB heap
+/// touches one or two.
+const MIN_CHUNK: u32 = 16 * 1024;
+const AVG_CHUNK: u32 = 64 * 1024;
+const MAX_CHUNK: u32 = 256 * 1024;
+/// zstd level 1: docs/performance.md measured 5.4x on a small heap in about
+/// 0.8 ms.
+const LEVEL: i32 = 1;
+
+/// Why bytes are not a usable chunked heap.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChunkError {
+    /// Not a manifest.
+    #[error("not a chunked-heap manifest (no MCPV8CHNK magic)")]
+    BadMagic,
+    /// Shorter than its own counts say.
+    #[error("the manifest is {len} bytes, shorter than its header and chunk list")]
+    Truncated {
+        /// Bytes present.
+        len: usize,
+    },
+    /// A manifest of another heap.
+    #[error("the manifest is of heap {actual}, not the heap asked for")]
+    KeyMismatch {
+        /// The heap it names.
+        actual: HeapKey,
+    },
+    /// The chunks' lengths do not add up to the payload's.
+    #[error("the manifest's chunks add up to {sum} bytes, not the payload's {len}")]
+    Inconsistent {
+        /// The chunks' total.
+        sum: u64,
+        /// The payload length it states.
+        len: u64,
+    },
+    /// A stored chunk does not decompress to its length, or not to its hash.
+    #[error("chunk {key} is corrupt: {why}")]
+    CorruptChunk {
+        /// The chunk's key (hex).
+        key: String,
+        /// What was wrong.
+        why: String,
+    },
+    /// The chunks put together are not the heap's payload.
+    #[error("the chunks put together do not hash to heap {key}")]
+    PayloadMismatch {
+        /// The heap asked for.
+        key: HeapKey,
+    },
+}
+
+/// One chunk a manifest names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkRef {
+    /// SHA-256 of the raw chunk.
+    pub digest: [u8; 32],
+    /// Raw length.
+    pub len: u32,
+}
+
+impl ChunkRef {
+    /// The chunk's key: its digest in lowercase hex.
+    pub fn key(&self) -> String {
+        hex::encode(self.digest)
+    }
+}
+
+/// A heap as its chunks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// The heap: SHA-256 of the raw payload.
+    pub heap: HeapKey,
+    /// Length of the raw payload.
+    pub payload_len: u64,
+    /// In payload order.
+    pub chunks: Vec<ChunkRef>,
+}
+
+/// A chunk ready to store: its reference and its compressed bytes.
+#[derive(Debug, Clone)]
+pub struct StoredChunk {
+    /// What the manifest says of it.
+    pub chunk: ChunkRef,
+    /// zstd of the raw bytes.
+    pub compressed: Bytes,
+}
+
+/// Splits `payload` into its manifest and compressed chunks (a chunk that
+/// occurs twice in the payload is returned once).
+pub fn split(payload: &[u8]) -> (Manifest, Vec<StoredChunk>) {
+    let mut chunks = Vec::new();
+    let mut stored: Vec<StoredChunk> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for cut in fastcdc::v2020::FastCDC::new(
+        payload,
+        MIN_CHUNK as usize,
+        AVG_CHUNK as usize,
+        MAX_CHUNK as usize,
+    ) {
+        let raw = &payload[cut.offset..cut.offset + cut.length];
+        let chunk = ChunkRef {
+            digest: Sha256::digest(raw).into(),
+            len: cut.length as u32,
+        };
+        if seen.insert(chunk.digest) {
+            let compressed = zstd::bulk::compress(raw, LEVEL).expect("zstd compresses any input");
+            stored.push(StoredChunk {
+                chunk: chunk.clone(),
+                compressed: Bytes::from(compressed),
+            });
+        }
+        chunks.push(chunk);
+    }
+    let manifest = Manifest {
+        heap: HeapKey::of_payload(payload),
+        payload_len: payload.len() as u64,
+        chunks,
+    };
+    (manifest, stored)
+}
+
+impl Manifest {
+    /// The stored form.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(FIXED_LEN + ENTRY_LEN * self.chunks.len());
+        out.extend_from_slice(MANIFEST_MAGIC);
+        out.extend_from_slice(&self.heap.digest());
+        out.extend_from_slice(&self.payload_len.to_le_bytes());
+        out.extend_from_slice(&(self.chunks.len() as u32).to_le_bytes());
+        for chunk in &self.chunks {
+            out.extend_from_slice(&chunk.digest);
+            out.extend_from_slice(&chunk.len.to_le_bytes());
+        }
+        out
+    }
+
+    /// Whether stored bytes are a manifest rather than an `MCPV8SNAP` file.
+    pub fn is_manifest(bytes: &[u8]) -> bool {
+        bytes.starts_with(MANIFEST_MAGIC)
+    }
+
+    /// Reads a manifest stored under `expected`.
+    pub fn decode(expected: &HeapKey, bytes: &[u8]) -> Result<Self, ChunkError> {
+        if !Self::is_manifest(bytes) {
+            return Err(ChunkError::BadMagic);
+        }
+        let truncated = || ChunkError::Truncated { len: bytes.len() };
+        let rest = &bytes[MANIFEST_MAGIC.len()..];
+        let digest: [u8; 32] = rest
+            .get(..32)
+            .ok_or_else(truncated)?
+            .try_into()
+            .expect("32");
+        let heap = HeapKey::from_digest(&digest);
+        if &heap != expected {
+            return Err(ChunkError::KeyMismatch { actual: heap });
+        }
+        let payload_len = u64::from_le_bytes(
+            rest.get(32..40)
+                .ok_or_else(truncated)?
+                .try_into()
+                .expect("8"),
+        );
+        let count = u32::from_le_bytes(
+            rest.get(40..44)
+                .ok_or_else(truncated)?
+                .try_into()
+                .expect("4"),
+        ) as usize;
+        let entries = &rest[44..];
+        if entries.len() != count.checked_mul(ENTRY_LEN).ok_or_else(truncated)? {
+            return Err(truncated());
+        }
+        let chunks: Vec<ChunkRef> = entries
+            .chunks_exact(ENTRY_LEN)
+            .map(|entry| ChunkRef {
+                digest: entry[..32].try_into().expect("32"),
+                len: u32::from_le_bytes(entry[32..].try_into().expect("4")),
+            })
+            .collect();
+        let sum: u64 = chunks.iter().map(|c| u64::from(c.len)).sum();
+        if sum != payload_len || chunks.iter().any(|c| c.len > MAX_CHUNK) {
+            return Err(ChunkError::Inconsistent {
+                sum,
+                len: payload_len,
+            });
+        }
+        Ok(Self {
+            heap,
+            payload_len,
+            chunks,
+        })
+    }
+
+    /// The raw payload, from each chunk's stored bytes as `stored` gives
+    /// them (in manifest order); every chunk and the whole are verified.
+    pub fn assemble<'a>(
+        &self,
+        stored: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<Vec<u8>, ChunkError> {
+        let mut payload = Vec::with_capacity(self.payload_len as usize);
+        let mut stored = stored.into_iter();
+        for chunk in &self.chunks {
+            let bytes = stored.next().ok_or_else(|| ChunkError::CorruptChunk {
+                key: chunk.key(),
+                why: "missing".into(),
+            })?;
+            payload.extend_from_slice(&decompress(chunk, bytes)?);
+        }
+        if HeapKey::of_payload(&payload) != self.heap {
+            return Err(ChunkError::PayloadMismatch {
+                key: self.heap.clone(),
+            });
+        }
+        Ok(payload)
+    }
+}
+
+/// The raw bytes of `chunk` from its stored form, verified. Decompression
+/// is bounded by the length the manifest states, so a tampered chunk cannot
+/// make the reader allocate more.
+pub fn decompress(chunk: &ChunkRef, stored: &[u8]) -> Result<Vec<u8>, ChunkError> {
+    let corrupt = |why: String| ChunkError::CorruptChunk {
+        key: chunk.key(),
+        why,
+    };
+    let raw = zstd::bulk::decompress(stored, chunk.len as usize)
+        .map_err(|e| corrupt(format!("does not decompress ({e})")))?;
+    if raw.len() != chunk.len as usize {
+        return Err(corrupt(format!("{} bytes, not {}", raw.len(), chunk.len)));
+    }
+    if <[u8; 32]>::from(Sha256::digest(&raw)) != chunk.digest {
+        return Err(corrupt("its bytes do not hash to its key".into()));
+    }
+    Ok(raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bytes that look like a heap to a chunker and a compressor: records
+    /// of one shape with varied values.
+    fn payload(len: usize, seed: u64) -> Vec<u8> {
+        let mut state = seed | 1;
+        let mut out = Vec::with_capacity(len + 64);
+        let mut i = 0u64;
+        while out.len() < len {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            out.extend_from_slice(
+                format!("{{\"i\":{i},\"s\":\"item-{i}\",\"v\":{}}}", state % 100_000).as_bytes(),
+            );
+            i += 1;
+        }
+        out.truncate(len);
+        out
+    }
+
+    fn stored_of(stored: &[StoredChunk], manifest: &Manifest) -> Vec<Bytes> {
+        manifest
+            .chunks
+            .iter()
+            .map(|c| {
+                stored
+                    .iter()
+                    .find(|s| s.chunk == *c)
+                    .unwrap()
+                    .compressed
+                    .clone()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_payload_round_trips_through_its_manifest_and_chunks() {
+        let raw = payload(1_500_000, 7);
+        let (manifest, stored) = split(&raw);
+        assert_eq!(manifest.heap, HeapKey::of_payload(&raw));
+        assert!(manifest.chunks.len() > 5, "{}", manifest.chunks.len());
+        let compressed: usize = stored.iter().map(|s| s.compressed.len()).sum();
+        assert!(compressed < raw.len(), "{compressed} of {}", raw.len());
+        let encoded = manifest.encode();
+        assert!(Manifest::is_manifest(&encoded));
+        let decoded = Manifest::decode(&manifest.heap, &encoded).unwrap();
+        assert_eq!(decoded, manifest);
+        let chunks = stored_of(&stored, &manifest);
+        let back = decoded.assemble(chunks.iter().map(|c| c.as_ref())).unwrap();
+        assert_eq!(back, raw);
+    }
+
+    #[test]
+    fn a_change_in_the_middle_leaves_most_chunks_shared() {
+        let raw = payload(5_000_000, 11);
+        let mut changed = raw.clone();
+        changed[2_500_000..2_500_040].copy_from_slice(&[0xAB; 40]);
+        let (a, _) = split(&raw);
+        let (b, _) = split(&changed);
+        let old: std::collections::HashSet<_> = a.chunks.iter().map(|c| c.digest).collect();
+        let new: u64 = b
+            .chunks
+            .iter()
+            .filter(|c| !old.contains(&c.digest))
+            .map(|c| u64::from(c.len))
+            .sum();
+        assert!(new <= 2 * u64::from(MAX_CHUNK), "{new} new bytes");
+        assert_ne!(a.heap, b.heap);
+    }
+
+    #[test]
+    fn damaged_manifests_and_chunks_are_refused_with_what_is_wrong() {
+        let raw = payload(400_000, 3);
+        let (manifest, stored) = split(&raw);
+        let encoded = manifest.encode();
+        let other = HeapKey::of_payload(b"other");
+        assert!(matches!(
+            Manifest::decode(&other, &encoded),
+            Err(ChunkError::KeyMismatch { .. })
+        ));
+        assert_eq!(
+            Manifest::decode(&manifest.heap, &encoded[..encoded.len() - 1]),
+            Err(ChunkError::Truncated {
+                len: encoded.len() - 1
+            })
+        );
+        assert_eq!(
+            Manifest::decode(&manifest.heap, b"MCPV8SNAP\0..."),
+            Err(ChunkError::BadMagic)
+        );
+        let mut lying = encoded.clone();
+        let at = FIXED_LEN + 32;
+        lying[at] ^= 1; // a chunk's length
+        assert!(matches!(
+            Manifest::decode(&manifest.heap, &lying),
+            Err(ChunkError::Inconsistent { .. })
+        ));
+        // A flipped byte in a chunk, a chunk of other bytes, a missing one.
+        let mut chunks = stored_of(&stored, &manifest);
+        let mut flipped = chunks[0].to_vec();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 0xFF;
+        chunks[0] = Bytes::from(flipped);
+        let error = manifest
+            .assemble(chunks.iter().map(|c| c.as_ref()))
+            .unwrap_err();
+        assert!(matches!(error, ChunkError::CorruptChunk { .. }), "{error}");
+        let mut chunks = stored_of(&stored, &manifest);
+        chunks.swap(0, 1);
+        let error = manifest
+            .assemble(chunks.iter().map(|c| c.as_ref()))
+            .unwrap_err();
+        assert!(error.to_string().contains("is corrupt"), "{error}");
+        let chunks = stored_of(&stored, &manifest);
+        let error = manifest
+            .assemble(chunks[1..].iter().map(|c| c.as_ref()))
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("missing") || error.to_string().contains("corrupt"),
+            "{error}"
+        );
+        // Other bytes of the right length, well compressed: the hash tells.
+        let chunks = stored_of(&stored, &manifest);
+        let mut raw0 = decompress(&manifest.chunks[0], &chunks[0]).unwrap();
+        raw0[10] ^= 1;
+        let mut swapped = chunks.clone();
+        swapped[0] = Bytes::from(zstd::bulk::compress(&raw0, 1).unwrap());
+        let error = manifest
+            .assemble(swapped.iter().map(|c| c.as_ref()))
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("do not hash to its key"),
+            "{error}"
+        );
+        // Sound chunks under a manifest that names another heap.
+        let lying = Manifest {
+            heap: other.clone(),
+            ..manifest.clone()
+        };
+        assert_eq!(
+            lying.assemble(chunks.iter().map(|c| c.as_ref())),
+            Err(ChunkError::PayloadMismatch { key: other })
+        );
+        // A bomb: a chunk that decompresses past its stated length.
+        let bomb = zstd::bulk::compress(&vec![0u8; 4 * 1024 * 1024], 1).unwrap();
+        let error = decompress(&manifest.chunks[0], &bomb).unwrap_err();
+        assert!(matches!(error, ChunkError::CorruptChunk { .. }), "{error}");
+    }
+}
