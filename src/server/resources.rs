@@ -31,7 +31,8 @@ fn log_uri(name: &LogicalSession) -> String {
     format!("{SESSIONS}{}{LOG}", uri::segment(name.as_str()))
 }
 
-/// The two templates: a session's log and an execution record.
+/// The templates: a session's log, a file of a heap's /work, an execution
+/// record.
 pub(super) fn templates() -> ListResourceTemplatesResult {
     ListResourceTemplatesResult {
         resource_templates: vec![
