@@ -14,14 +14,19 @@ use crate::protocol::mcp::{Content, ResourceContents};
 /// Image types MCP clients show to models.
 const IMAGES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
 
-/// Whether `mime_type` is shown as a text block.
-fn is_text(mime_type: &str) -> bool {
-    let essence = mime_type
+/// `mime_type` without its parameters, lowercase (`text/csv; charset=x`
+/// is `text/csv`).
+fn essence(mime_type: &str) -> String {
+    mime_type
         .split(';')
         .next()
         .unwrap_or_default()
         .trim()
-        .to_ascii_lowercase();
+        .to_ascii_lowercase()
+}
+
+/// Whether a media type's essence is shown as a text block.
+fn is_text(essence: &str) -> bool {
     essence.starts_with("text/")
         || essence == "image/svg+xml"
         || essence == "application/json"
@@ -139,19 +144,14 @@ fn describe(index: usize, displayed: &Displayed) -> String {
 
 fn block_of(displayed: &Displayed, bytes: &[u8], index: usize, target: &Target<'_>) -> Content {
     let mime_type = displayed.mime_type.clone();
-    let essence = mime_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
+    let essence = essence(&mime_type);
     if IMAGES.contains(&essence.as_str()) {
         return Content::Image {
             data: STANDARD.encode(bytes),
             mime_type,
         };
     }
-    if is_text(&mime_type)
+    if is_text(&essence)
         && let Ok(text) = std::str::from_utf8(bytes)
     {
         return Content::text(text);

@@ -4,16 +4,15 @@
 //! the answer's bound, and reads of a heap's /work.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use mcp_v8_lambda::engine::{Displayed, Engine, EngineConfig, RunReport, RunRequest, RunStatus};
+use mcp_v8_lambda::engine::{Displayed, Engine, EngineConfig, RunStatus};
 use mcp_v8_lambda::files::DirFileStore;
-use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore};
+use mcp_v8_lambda::heap::{FileHeapStore, HeapStore};
 use serde_json::{Value, json};
 
-use crate::common::engine::{error_text, worker_program};
+use crate::common::engine::{error_text, run_report, worker_program};
 
 /// Blocks of every kind, then the completion value.
 const SHOW: &str = r#"
@@ -24,19 +23,6 @@ display("a,b\n1,2", { mimeType: "text/csv", name: "t.csv" });
 display(new Uint8Array([37, 80, 68, 70]).buffer, "application/pdf");
 7
 "#;
-
-async fn run_report(engine: &Engine, code: &str, heap: Option<&HeapKey>) -> RunReport {
-    engine
-        .run(RunRequest {
-            code: code.into(),
-            stateful: engine.heaps().is_some(),
-            heap: heap.cloned(),
-            timeout: Some(Duration::from_secs(30)),
-            ..Default::default()
-        })
-        .await
-        .expect("request accepted")
-}
 
 fn kinds(displays: &[Displayed]) -> Vec<(&str, Option<&str>, usize)> {
     displays

@@ -203,12 +203,7 @@ async fn run_js_2026(app: &App, code: &str, session: Option<&str>) -> Value {
 
 /// `run_js` with `arguments` through the Lambda entry (2026-07-28).
 async fn run_js_2026_with(app: &App, code: &str, arguments: Value) -> Value {
-    let call = event_2026(
-        "tools/call",
-        Some("run_js"),
-        serde_json::json!({"name": "run_js", "arguments": arguments}),
-    );
-    let (status, _, body) = invoke(app, &call).await;
+    let (status, _, body) = invoke(app, &run_js_event(arguments)).await;
     assert_eq!(status, StatusCode::OK, "{code}: {body}");
     body["result"]["structuredContent"].clone()
 }
@@ -240,6 +235,29 @@ fn function_binary() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_mcp-v8-lambda")))
 }
 
+/// [`function_binary`] started as a Lambda function with `env` (its
+/// Runtime API's included), logging warnings only.
+fn start_function(env: Vec<(String, String)>) -> Function {
+    Function(
+        Command::new(function_binary())
+            .envs(env)
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("starting the Lambda entry"),
+    )
+}
+
+/// A 2026-07-28 `tools/call` of `run_js` with `arguments`, as a function
+/// URL event.
+fn run_js_event(arguments: Value) -> String {
+    event_2026(
+        "tools/call",
+        Some("run_js"),
+        serde_json::json!({"name": "run_js", "arguments": arguments}),
+    )
+}
+
 /// Lambda Managed Instances hand one instance several invocations at once
 /// (`AWS_LAMBDA_MAX_CONCURRENCY`). A run that loops until its timeout must
 /// hold up neither a `tools/list` nor a stateful run of another session
@@ -257,23 +275,12 @@ async fn with_max_concurrency_a_looping_run_holds_up_no_other_invocation() {
     common::moto::setup(&env);
     let mut api = common::runtime_api::RuntimeApi::start().await;
     env.extend(api.function_env());
-    let _function = Function(
-        Command::new(function_binary())
-            .envs(env)
-            .env("AWS_LAMBDA_MAX_CONCURRENCY", "3")
-            .env("RUST_LOG", "warn")
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("starting the Lambda entry"),
-    );
+    env.push(("AWS_LAMBDA_MAX_CONCURRENCY".into(), "3".into()));
+    let _function = start_function(env);
 
     let run_js = |code: &str, session: &str, timeout: f64| {
-        event_2026(
-            "tools/call",
-            Some("run_js"),
-            serde_json::json!({"name": "run_js", "arguments": {
-                "code": code, "session": session, "execution_timeout_secs": timeout}}),
-        )
+        run_js_event(serde_json::json!({
+            "code": code, "session": session, "execution_timeout_secs": timeout}))
     };
     let limit = std::time::Duration::from_secs(120);
     let looping = api.give(run_js("for (;;) {}", "looping", 10.0));
@@ -539,11 +546,7 @@ async fn top_level_await_keeps_declarations_under_the_lambda_entry() {
         assert!(stack.contains(&format!("at {at}")), "{code}: {outcome}");
     }
     for (code, shown, result) in crate::repl::DISPLAYED {
-        let call = event_2026(
-            "tools/call",
-            Some("run_js"),
-            serde_json::json!({"name": "run_js", "arguments": {"code": code}}),
-        );
+        let call = run_js_event(serde_json::json!({"code": code}));
         let (_, _, body) = invoke(&app, &call).await;
         let text: Value =
             serde_json::from_str(body["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
@@ -592,14 +595,7 @@ async fn packages_added_to_the_bucket_import_under_the_lambda_entry() {
     assert!(added.status.success(), "{added:?}");
     let mut api = common::runtime_api::RuntimeApi::start().await;
     env.extend(api.function_env());
-    let _function = Function(
-        Command::new(function_binary())
-            .envs(env)
-            .env("RUST_LOG", "warn")
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("starting the Lambda entry"),
-    );
+    let _function = start_function(env);
     let limit = std::time::Duration::from_secs(120);
     api.give(event_2026("tools/list", None, serde_json::json!({})));
     let listing = rpc_body(&api.answer(limit).await);
@@ -607,21 +603,14 @@ async fn packages_added_to_the_bucket_import_under_the_lambda_entry() {
         listing.to_string().contains("lodash@4.17.21, nanoid@3.3.7"),
         "{listing}"
     );
-    let call = |arguments: Value| {
-        event_2026(
-            "tools/call",
-            Some("run_js"),
-            serde_json::json!({"name": "run_js", "arguments": arguments}),
-        )
-    };
-    api.give(call(serde_json::json!({
+    api.give(run_js_event(serde_json::json!({
         "code": "import _ from 'lodash'; import { customAlphabet } from 'nanoid'; const id = customAlphabet('z', 2); _.chunk([1, 2, 3], 2)",
         "session": "lambda-packages",
     })));
     let first = rpc_body(&api.answer(limit).await);
     let outcome = &first["result"]["structuredContent"];
     assert_eq!(outcome["result"], "[[1,2],[3]]", "{first}");
-    api.give(call(serde_json::json!({
+    api.give(run_js_event(serde_json::json!({
         "code": "[_.sum([1, 2]), id()]",
         "heap": outcome["heap"],
     })));
@@ -653,24 +642,10 @@ async fn files_display_and_file_resources_under_the_lambda_entry() {
     common::moto::setup(&env);
     let mut api = common::runtime_api::RuntimeApi::start().await;
     env.extend(api.function_env());
-    let _function = Function(
-        Command::new(function_binary())
-            .envs(env)
-            .env("RUST_LOG", "warn")
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("starting the Lambda entry"),
-    );
+    let _function = start_function(env);
     let limit = std::time::Duration::from_secs(120);
-    let call = |arguments: Value| {
-        event_2026(
-            "tools/call",
-            Some("run_js"),
-            serde_json::json!({"name": "run_js", "arguments": arguments}),
-        )
-    };
     let chart = include_str!("../e2e/chart.js");
-    api.give(call(serde_json::json!({
+    api.give(run_js_event(serde_json::json!({
         "code": chart,
         "files": {"sales.csv": "region,amount\nnorth,10\nsouth,25\nnorth,5\neast,12\n"},
     })));
@@ -684,7 +659,7 @@ async fn files_display_and_file_resources_under_the_lambda_entry() {
         .as_str()
         .unwrap()
         .to_owned();
-    api.give(call(serde_json::json!({
+    api.give(run_js_event(serde_json::json!({
         "code": "[fs.readFileSync('sales.csv', 'utf8').split('\\n').length, fs.statSync('chart.png').size]",
         "heap": heap,
     })));

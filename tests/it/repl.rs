@@ -3,9 +3,9 @@
 //! same run without `await`, in every engine mode.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use mcp_v8_lambda::engine::{Engine, EngineConfig, RunOutcome, RunReport, RunRequest, RunStatus};
+use crate::common::engine::run_report;
+use mcp_v8_lambda::engine::{Engine, EngineConfig, RunOutcome, RunReport, RunStatus};
 use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore};
 
 /// Code agents write, the same code without `await`, and the result both
@@ -58,22 +58,7 @@ pub const READS: &str = "[typeof v, l, c, f(), new K().five, a, d, k, data, inc(
 pub const READ_BACK: &str = "\"number,2,3,4,5,6,7,eight,nine,2,2\"";
 
 async fn request(engine: &Engine, code: &str, heap: Option<&HeapKey>) -> RunOutcome {
-    report(engine, code, heap).await.outcome
-}
-
-/// The whole report of a run of `code` from `heap`, stateful when the
-/// engine has a store.
-async fn report(engine: &Engine, code: &str, heap: Option<&HeapKey>) -> RunReport {
-    engine
-        .run(RunRequest {
-            code: code.into(),
-            stateful: engine.heaps().is_some(),
-            heap: heap.cloned(),
-            timeout: Some(Duration::from_secs(30)),
-            ..Default::default()
-        })
-        .await
-        .expect("request accepted")
+    run_report(engine, code, heap).await.outcome
 }
 
 fn completed(code: &str, outcome: &RunOutcome) -> String {
@@ -371,7 +356,7 @@ async fn values_are_displayed_as_a_repl_shows_them_in_every_mode() {
     };
     for engine in &modes.stateless {
         for (code, shown, result) in DISPLAYED {
-            check(report(engine, code, None).await, code, shown, *result);
+            check(run_report(engine, code, None).await, code, shown, *result);
         }
     }
     modes.stateless.clear();
@@ -379,7 +364,7 @@ async fn values_are_displayed_as_a_repl_shows_them_in_every_mode() {
         let base = request(engine, "globalThis.base = 1; 1", None).await;
         for start in [None, base.heap.as_ref()] {
             for (code, shown, result) in DISPLAYED {
-                check(report(engine, code, start).await, code, shown, *result);
+                check(run_report(engine, code, start).await, code, shown, *result);
             }
         }
     }

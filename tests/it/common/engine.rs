@@ -1,6 +1,6 @@
 //! Running code on an [`Engine`] directly, for the engine-level tests.
 
-use mcp_v8_lambda::engine::{Engine, RunOutcome, RunRequest, RunStatus};
+use mcp_v8_lambda::engine::{Engine, RunOutcome, RunReport, RunRequest, RunStatus};
 
 /// The outcome of `request`, which the engine must accept.
 pub async fn run(engine: &Engine, request: RunRequest) -> RunOutcome {
@@ -32,17 +32,26 @@ pub async fn run_code(
     code: &str,
     heap: Option<&mcp_v8_lambda::heap::HeapKey>,
 ) -> RunOutcome {
-    run(
-        engine,
-        RunRequest {
+    run_report(engine, code, heap).await.outcome
+}
+
+/// The whole report of [`run_code`]'s run (the REPL display, `display()`
+/// blocks, the executed code).
+pub async fn run_report(
+    engine: &Engine,
+    code: &str,
+    heap: Option<&mcp_v8_lambda::heap::HeapKey>,
+) -> RunReport {
+    engine
+        .run(RunRequest {
             code: code.into(),
             stateful: engine.heaps().is_some(),
             heap: heap.cloned(),
             timeout: Some(std::time::Duration::from_secs(30)),
             ..Default::default()
-        },
-    )
-    .await
+        })
+        .await
+        .expect("request accepted")
 }
 
 /// The error of a run that must have failed, as `Name: message`.
