@@ -59,7 +59,11 @@ impl Stores {
         let heaps = if config.stateless {
             None
         } else {
-            Some(heap_store(config, data_dir, aws)?)
+            let (heaps, embedded) = heap_store(config, data_dir, aws)?;
+            if let Some(store) = embedded {
+                keep_retention(store, config.stores.heap_retention_days);
+            }
+            Some(heaps)
         };
         let (sessions, meta): (Arc<dyn SessionStore>, Arc<dyn MetaStore>) = match &config
             .stores
@@ -199,12 +203,41 @@ pub fn package_store<'a>(
     })
 }
 
-/// The heap store of a stateful server, with its caches.
-fn heap_store<'a>(
+/// Sweeps the embedded heap store by `days` (0: never) now and every hour,
+/// on the blocking pool: `.mcp-v8/heaps` then stops growing without bound.
+fn keep_retention(store: FileHeapStore, days: u64) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    if days == 0 {
+        return;
+    }
+    let max_age = std::time::Duration::from_secs(days * 86_400);
+    runtime.spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(3600));
+        loop {
+            every.tick().await;
+            let store = store.clone();
+            match tokio::task::spawn_blocking(move || store.sweep(max_age)).await {
+                Ok(Ok(swept)) if swept.heaps + swept.chunks > 0 => {
+                    tracing::info!(heaps = swept.heaps, chunks = swept.chunks, bytes = swept.bytes, days, "removed heaps past MCP_V8_HEAP_RETENTION_DAYS")
+                }
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => tracing::warn!(error = %e, "the heap retention sweep failed; it runs again in an hour"),
+                Err(e) => tracing::warn!(error = %e, "the heap retention sweep task failed"),
+            }
+        }
+    });
+}
+
+/// The heap store of a stateful server, with its caches, and the embedded
+/// directory store when that is the one below them.
+pub fn heap_store<'a>(
     config: &Config,
     data_dir: &Path,
     aws: impl Fn() -> Result<&'a Clients, &'static str>,
-) -> Result<Arc<dyn HeapStore>, BoxError> {
+) -> Result<(Arc<dyn HeapStore>, Option<FileHeapStore>), BoxError> {
+    let mut embedded = None;
     let store: Arc<dyn HeapStore> = match &config.stores.heap_bucket {
         Some(bucket) => {
             let s3 = Arc::new(S3HeapStore::new(
@@ -221,14 +254,19 @@ fn heap_store<'a>(
                 None => s3,
             }
         }
-        None => Arc::new(FileHeapStore::new(data_dir.join("heaps"))),
+        None => {
+            let store = FileHeapStore::new(data_dir.join("heaps"));
+            embedded = Some(store.clone());
+            Arc::new(store)
+        }
     };
     // A session's next run most often restores the heap its last run
     // stored: from memory, that is neither a read nor a second hash.
-    Ok(match config.stores.heap_memory_cache_mb {
+    let store = match config.stores.heap_memory_cache_mb {
         0 => store,
         mb => Arc::new(MemoryCacheHeapStore::new(store, mb * 1024 * 1024)),
-    })
+    };
+    Ok((store, embedded))
 }
 
 /// The app `config` describes, on the stores it names.

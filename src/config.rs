@@ -164,6 +164,10 @@ pub struct StoreSettings {
     /// `MCP_V8_SESSION_LOG_RETENTION_DAYS`: on DynamoDB, days a session's log
     /// is kept after its last run (0: for good).
     pub session_log_retention_days: u64,
+    /// `MCP_V8_HEAP_RETENTION_DAYS`: on the embedded store, days a heap is
+    /// kept after it was last stored (0: for good). S3 has the bucket's
+    /// lifecycle rules instead.
+    pub heap_retention_days: u64,
 }
 
 /// The log's part of the configuration.
@@ -556,6 +560,7 @@ impl StoreSettings {
                 0,
                 Least::Zero,
             )?,
+            heap_retention_days: vars.number("MCP_V8_HEAP_RETENTION_DAYS", 0, Least::Zero)?,
         })
     }
 

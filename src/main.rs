@@ -87,10 +87,37 @@ enum Command {
         #[arg(long, global = true)]
         data_dir: Option<PathBuf>,
     },
+    /// Work with stored heaps (in S3 when MCP_V8_HEAP_BUCKET is set, else in
+    /// DATA_DIR/heaps).
+    Heap {
+        #[command(subcommand)]
+        action: HeapAction,
+        /// The embedded store's directory, as `serve` takes it.
+        #[arg(long, global = true)]
+        data_dir: Option<PathBuf>,
+    },
     /// Create the DynamoDB tables (MCP_V8_TABLE_PREFIX, default mcp-v8-) and
     /// the S3 bucket (MCP_V8_HEAP_BUCKET) if missing, on the endpoint the
     /// standard AWS configuration names (AWS_ENDPOINT_URL, region, credentials).
     Setup,
+}
+
+#[derive(Subcommand)]
+enum HeapAction {
+    /// Write a heap in the original format (`MCPV8SNAP\0`, its SHA-256, the
+    /// V8 payload), whatever the store keeps: the seed's layout, for tools
+    /// that read it.
+    Export {
+        /// The heap's key (64 hex digits).
+        key: String,
+        /// Where to write it; `-` or none for standard output.
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+        /// The tenant whose heap it is (its id, as under `tenants/`); none
+        /// for the anonymous tenant's.
+        #[arg(long)]
+        tenant: Option<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -116,6 +143,51 @@ enum PackagesAction {
 }
 
 /// `mcp-v8-lambda packages …`.
+async fn heap(
+    config: &Config,
+    action: HeapAction,
+    data_dir: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    use mcp_v8_lambda::heap::HeapKey;
+    use mcp_v8_lambda::tenant::Tenant;
+    let data_dir = data_dir.unwrap_or_else(|| PathBuf::from(".mcp-v8"));
+    let aws = aws_clients(config).await;
+    let (store, _) = app::heap_store(config, &data_dir, || {
+        aws.as_ref()
+            .ok_or("an AWS store is configured but no AWS clients were built")
+    })
+    .map_err(|e| anyhow::anyhow!(e))?;
+    match action {
+        HeapAction::Export { key, out, tenant } => {
+            let key = HeapKey::parse(&key).map_err(|e| anyhow::anyhow!("{key:?}: {e}"))?;
+            let tenant = match &tenant {
+                None => Tenant::anonymous(),
+                Some(id) => Tenant::from_id(id).with_context(|| {
+                    format!(
+                        "--tenant {id:?} is not a tenant id (the name of a folder under tenants/)"
+                    )
+                })?,
+            };
+            let snapshot = store
+                .get(&tenant, &key)
+                .await
+                .with_context(|| format!("reading heap {key}"))?
+                .with_context(|| format!("no heap {key} in this store (for this tenant)"))?;
+            match out.filter(|p| p.as_os_str() != "-") {
+                Some(path) => std::fs::write(&path, snapshot.framed())
+                    .with_context(|| format!("writing {}", path.display()))?,
+                None => {
+                    use std::io::Write;
+                    std::io::stdout()
+                        .write_all(snapshot.framed())
+                        .context("writing to standard output")?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 async fn packages(
     config: &Config,
     action: PackagesAction,
@@ -426,6 +498,7 @@ async fn serve_main() -> anyhow::Result<()> {
                 .context("serving stdio")?;
         }
         Command::Packages { action, data_dir } => packages(&config, action, data_dir).await?,
+        Command::Heap { action, data_dir } => heap(&config, action, data_dir).await?,
         Command::Setup => {
             let bucket = config
                 .stores

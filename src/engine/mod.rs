@@ -684,7 +684,7 @@ impl Engine {
 
 fn storage_error(err: &HeapStoreError) -> RunError {
     let name = match err {
-        HeapStoreError::Corrupt { .. } => "HeapError",
+        HeapStoreError::Corrupt { .. } | HeapStoreError::Chunks { .. } => "HeapError",
         _ => "StorageError",
     };
     RunError::new(name, err.to_string())

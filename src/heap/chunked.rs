@@ -1,22 +1,26 @@
-//! The chunked heap format (issue 37's first step; no store writes it yet):
-//! a stored heap as a small manifest naming content-defined chunks of the
+//! The chunked heap format: a stored heap as a small manifest naming content-defined chunks of the
 //! raw V8 payload (FastCDC), each compressed with zstd and kept once under
 //! the SHA-256 of its raw bytes, so heaps that share most of their bytes
 //! share most of their chunks. The heap key stays the SHA-256 of the whole
 //! raw payload, checked when a heap is put back together.
 //!
 //! Manifest layout: `MCPV8CHNK\0`, the heap key's 32 bytes, the payload's
-//! length (u64 LE), the chunk count (u32 LE), then per chunk its raw
-//! SHA-256 (32 bytes) and raw length (u32 LE).
+//! length (u64 LE), the chunks' generation (u32 LE, the UTC day their
+//! folder is named by on S3; 0 where a store has no generations), the chunk
+//! count (u32 LE), then per chunk its raw SHA-256 (32 bytes) and raw length
+//! (u32 LE).
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
-use super::HeapKey;
+use super::key::HeapKey;
 
 /// The ten bytes every manifest starts with.
 pub const MANIFEST_MAGIC: &[u8; 10] = b"MCPV8CHNK\0";
-const FIXED_LEN: usize = MANIFEST_MAGIC.len() + 32 + 8 + 4;
+const FIXED_LEN: usize = MANIFEST_MAGIC.len() + 32 + 8 + 4 + 4;
 const ENTRY_LEN: usize = 32 + 4;
 
 /// FastCDC's bounds: chunks of 16–256 KiB, 64 KiB on average. A small heap
@@ -64,6 +68,14 @@ pub enum ChunkError {
         /// What was wrong.
         why: String,
     },
+    /// A chunk the manifest names is not in the store.
+    #[error(
+        "chunk {key} is missing from the store (expired or deleted), so the heap cannot be put back together"
+    )]
+    MissingChunk {
+        /// The chunk's key (hex).
+        key: String,
+    },
     /// The chunks put together are not the heap's payload.
     #[error("the chunks put together do not hash to heap {key}")]
     PayloadMismatch {
@@ -95,22 +107,56 @@ pub struct Manifest {
     pub heap: HeapKey,
     /// Length of the raw payload.
     pub payload_len: u64,
+    /// Which generation of chunks it names (see the module doc).
+    pub generation: u32,
     /// In payload order.
     pub chunks: Vec<ChunkRef>,
 }
 
-/// A chunk ready to store: its reference and its compressed bytes.
+/// A chunk to store: its reference, where it is in the payload, and its
+/// compressed bytes, computed only when a store lacks the chunk (most of
+/// a chained run's chunks are stored already, and zstd is most of the cost
+/// of a split).
 #[derive(Debug, Clone)]
 pub struct StoredChunk {
     /// What the manifest says of it.
     pub chunk: ChunkRef,
-    /// zstd of the raw bytes.
-    pub compressed: Bytes,
+    offset: usize,
+    compressed: Arc<OnceLock<Bytes>>,
 }
 
-/// Splits `payload` into its manifest and compressed chunks (a chunk that
-/// occurs twice in the payload is returned once).
+impl StoredChunk {
+    /// A chunk whose stored bytes are known (read from a store).
+    pub(crate) fn ready(chunk: ChunkRef, compressed: Bytes) -> Self {
+        Self {
+            chunk,
+            offset: 0,
+            compressed: Arc::new(OnceLock::from(compressed)),
+        }
+    }
+
+    /// zstd of the chunk's raw bytes, out of the `payload` it was cut from.
+    pub fn compressed(&self, payload: &[u8]) -> &Bytes {
+        self.compressed.get_or_init(|| {
+            let raw = &payload[self.offset..self.offset + self.chunk.len as usize];
+            Bytes::from(zstd::bulk::compress(raw, LEVEL).expect("zstd compresses any input"))
+        })
+    }
+
+    /// Its stored size, if its stored bytes were computed or read.
+    pub(crate) fn known_len(&self) -> Option<usize> {
+        self.compressed.get().map(Bytes::len)
+    }
+}
+
+/// Splits `payload` into its manifest and chunks (a chunk that occurs
+/// twice in the payload is returned once; each compressed on demand).
 pub fn split(payload: &[u8]) -> (Manifest, Vec<StoredChunk>) {
+    split_keyed(HeapKey::of_payload(payload), payload)
+}
+
+/// [`split`] of a payload whose key is known already.
+pub(crate) fn split_keyed(heap: HeapKey, payload: &[u8]) -> (Manifest, Vec<StoredChunk>) {
     let mut chunks = Vec::new();
     let mut stored: Vec<StoredChunk> = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -126,17 +172,18 @@ pub fn split(payload: &[u8]) -> (Manifest, Vec<StoredChunk>) {
             len: cut.length as u32,
         };
         if seen.insert(chunk.digest) {
-            let compressed = zstd::bulk::compress(raw, LEVEL).expect("zstd compresses any input");
             stored.push(StoredChunk {
                 chunk: chunk.clone(),
-                compressed: Bytes::from(compressed),
+                offset: cut.offset,
+                compressed: Arc::default(),
             });
         }
         chunks.push(chunk);
     }
     let manifest = Manifest {
-        heap: HeapKey::of_payload(payload),
+        heap,
         payload_len: payload.len() as u64,
+        generation: 0,
         chunks,
     };
     (manifest, stored)
@@ -149,6 +196,7 @@ impl Manifest {
         out.extend_from_slice(MANIFEST_MAGIC);
         out.extend_from_slice(&self.heap.digest());
         out.extend_from_slice(&self.payload_len.to_le_bytes());
+        out.extend_from_slice(&self.generation.to_le_bytes());
         out.extend_from_slice(&(self.chunks.len() as u32).to_le_bytes());
         for chunk in &self.chunks {
             out.extend_from_slice(&chunk.digest);
@@ -184,13 +232,17 @@ impl Manifest {
                 .try_into()
                 .expect("8"),
         );
-        let count = u32::from_le_bytes(
-            rest.get(40..44)
-                .ok_or_else(truncated)?
-                .try_into()
-                .expect("4"),
-        ) as usize;
-        let entries = &rest[44..];
+        let word = |at: usize| -> Result<u32, ChunkError> {
+            Ok(u32::from_le_bytes(
+                rest.get(at..at + 4)
+                    .ok_or_else(truncated)?
+                    .try_into()
+                    .expect("4"),
+            ))
+        };
+        let generation = word(40)?;
+        let count = word(44)? as usize;
+        let entries = &rest[48..];
         if entries.len() != count.checked_mul(ENTRY_LEN).ok_or_else(truncated)? {
             return Err(truncated());
         }
@@ -211,8 +263,36 @@ impl Manifest {
         Ok(Self {
             heap,
             payload_len,
+            generation,
             chunks,
         })
+    }
+
+    /// Each chunk once, in first-use order: what a reader fetches.
+    pub fn distinct(&self) -> Vec<&ChunkRef> {
+        let mut seen = std::collections::HashSet::new();
+        self.chunks
+            .iter()
+            .filter(|c| seen.insert(c.digest))
+            .collect()
+    }
+
+    /// The raw payload from each chunk's raw bytes (already verified one by
+    /// one, as [`decompress`] does), checked as a whole against the heap.
+    pub fn join(&self, raw: &HashMap<[u8; 32], Vec<u8>>) -> Result<Vec<u8>, ChunkError> {
+        let mut payload = Vec::with_capacity(self.payload_len as usize);
+        for chunk in &self.chunks {
+            let bytes = raw
+                .get(&chunk.digest)
+                .ok_or_else(|| ChunkError::MissingChunk { key: chunk.key() })?;
+            payload.extend_from_slice(bytes);
+        }
+        if HeapKey::of_payload(&payload) != self.heap {
+            return Err(ChunkError::PayloadMismatch {
+                key: self.heap.clone(),
+            });
+        }
+        Ok(payload)
     }
 
     /// The raw payload, from each chunk's stored bytes as `stored` gives
@@ -281,7 +361,7 @@ mod tests {
         out
     }
 
-    fn stored_of(stored: &[StoredChunk], manifest: &Manifest) -> Vec<Bytes> {
+    fn stored_of(stored: &[StoredChunk], manifest: &Manifest, payload: &[u8]) -> Vec<Bytes> {
         manifest
             .chunks
             .iter()
@@ -290,7 +370,7 @@ mod tests {
                     .iter()
                     .find(|s| s.chunk == *c)
                     .unwrap()
-                    .compressed
+                    .compressed(payload)
                     .clone()
             })
             .collect()
@@ -302,13 +382,13 @@ mod tests {
         let (manifest, stored) = split(&raw);
         assert_eq!(manifest.heap, HeapKey::of_payload(&raw));
         assert!(manifest.chunks.len() > 5, "{}", manifest.chunks.len());
-        let compressed: usize = stored.iter().map(|s| s.compressed.len()).sum();
+        let compressed: usize = stored.iter().map(|s| s.compressed(&raw).len()).sum();
         assert!(compressed < raw.len(), "{compressed} of {}", raw.len());
         let encoded = manifest.encode();
         assert!(Manifest::is_manifest(&encoded));
         let decoded = Manifest::decode(&manifest.heap, &encoded).unwrap();
         assert_eq!(decoded, manifest);
-        let chunks = stored_of(&stored, &manifest);
+        let chunks = stored_of(&stored, &manifest, &raw);
         let back = decoded.assemble(chunks.iter().map(|c| c.as_ref())).unwrap();
         assert_eq!(back, raw);
     }
@@ -359,7 +439,7 @@ mod tests {
             Err(ChunkError::Inconsistent { .. })
         ));
         // A flipped byte in a chunk, a chunk of other bytes, a missing one.
-        let mut chunks = stored_of(&stored, &manifest);
+        let mut chunks = stored_of(&stored, &manifest, &raw);
         let mut flipped = chunks[0].to_vec();
         let last = flipped.len() - 1;
         flipped[last] ^= 0xFF;
@@ -368,13 +448,13 @@ mod tests {
             .assemble(chunks.iter().map(|c| c.as_ref()))
             .unwrap_err();
         assert!(matches!(error, ChunkError::CorruptChunk { .. }), "{error}");
-        let mut chunks = stored_of(&stored, &manifest);
+        let mut chunks = stored_of(&stored, &manifest, &raw);
         chunks.swap(0, 1);
         let error = manifest
             .assemble(chunks.iter().map(|c| c.as_ref()))
             .unwrap_err();
         assert!(error.to_string().contains("is corrupt"), "{error}");
-        let chunks = stored_of(&stored, &manifest);
+        let chunks = stored_of(&stored, &manifest, &raw);
         let error = manifest
             .assemble(chunks[1..].iter().map(|c| c.as_ref()))
             .unwrap_err();
@@ -383,7 +463,7 @@ mod tests {
             "{error}"
         );
         // Other bytes of the right length, well compressed: the hash tells.
-        let chunks = stored_of(&stored, &manifest);
+        let chunks = stored_of(&stored, &manifest, &raw);
         let mut raw0 = decompress(&manifest.chunks[0], &chunks[0]).unwrap();
         raw0[10] ^= 1;
         let mut swapped = chunks.clone();

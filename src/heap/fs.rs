@@ -1,21 +1,41 @@
-//! A directory of snapshot files, one per heap key.
+//! A directory of heaps: a manifest per heap key, the chunks they name in
+//! `chunks/` beside them.
 
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, PoisonError, RwLock};
+
 use async_trait::async_trait;
 
-use super::{HeapKey, HeapStore, HeapStoreError, Snapshot, verify_read};
+use super::chunked::{self, ChunkError, ChunkRef, Manifest};
+use super::{HeapKey, HeapStore, HeapStoreError, Snapshot, chunks, verify_read};
 use crate::tenant::Tenant;
 
 /// Heaps as files named by their key: the anonymous tenant's in the
 /// directory itself, another tenant's in `tenants/<id>/` under it (created
-/// on demand).
+/// on demand). Each folder keeps its chunks in `chunks/`, named by their
+/// digest; original `MCPV8SNAP` files in it still read.
 #[derive(Debug, Clone)]
 pub struct FileHeapStore {
     dir: PathBuf,
     durable: bool,
+    /// Writes hold it shared, [`FileHeapStore::sweep`] alone: a chunk an
+    /// expired heap named must not go while a put is about to name it again.
+    sweeping: Arc<RwLock<()>>,
+}
+
+/// What one [`FileHeapStore::sweep`] removed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Swept {
+    /// Heaps older than the retention.
+    pub heaps: usize,
+    /// Chunks no remaining heap names.
+    pub chunks: usize,
+    /// Their bytes, heaps and chunks.
+    pub bytes: u64,
 }
 
 impl FileHeapStore {
@@ -27,6 +47,7 @@ impl FileHeapStore {
         Self {
             dir: dir.into(),
             durable: true,
+            sweeping: Arc::default(),
         }
     }
 
@@ -37,6 +58,7 @@ impl FileHeapStore {
         Self {
             dir: dir.into(),
             durable: false,
+            sweeping: Arc::default(),
         }
     }
 
@@ -66,57 +88,176 @@ impl FileHeapStore {
         }
     }
 
+    /// Where the stored bytes of `chunk` in `tenant`'s namespace live.
+    pub fn chunk_path(&self, tenant: &Tenant, chunk: &ChunkRef) -> PathBuf {
+        self.folder_of(tenant).join(CHUNKS).join(chunk.key())
+    }
+
     /// Blocking body of [`HeapStore::put`]: one trip to the blocking pool
-    /// per write instead of one per file operation.
+    /// per write instead of one per file operation. Chunks go first, the
+    /// manifest that names them last, so a manifest on disk always has its
+    /// chunks.
     fn put_blocking(&self, tenant: &Tenant, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
+        let _writing = self.sweeping.read().unwrap_or_else(PoisonError::into_inner);
         let key = snapshot.key();
         let folder = self.folder_of(tenant);
+        let chunks = folder.join(CHUNKS);
+        if !chunks.is_dir() {
+            self.create_dirs(&chunks)
+                .map_err(|e| Self::backend(key, e))?;
+        }
+        let (manifest, stored) = snapshot.split();
+        let mut wrote = false;
+        for chunk in stored {
+            let path = chunks.join(chunk.chunk.key());
+            // Same digest, same bytes: chunks are published whole (renamed
+            // into place), so a file under the name is the chunk. An empty
+            // one is what a crash before a cache's unsynced write reached
+            // the disk leaves, and is replaced; readers verify either way.
+            if std::fs::metadata(&path).is_ok_and(|m| m.len() > 0) {
+                continue;
+            }
+            self.publish(&chunks, &path, chunk.compressed(snapshot.payload()))
+                .map_err(|e| Self::backend(key, e))?;
+            wrote = true;
+        }
+        if wrote && self.durable {
+            sync_dir(&chunks).map_err(|e| Self::backend(key, e))?;
+        }
         let path = folder.join(key.as_str());
-        // Same key, same bytes, so a file of the right length is this heap.
-        // One of another length was cut short (a crash before this store
-        // synced, a full disk) and is replaced; `get` refuses it meanwhile.
-        let framed = snapshot.framed();
-        if std::fs::metadata(&path).is_ok_and(|m| m.len() == framed.len() as u64) {
+        let encoded = manifest.encode();
+        if self.holds(&path, snapshot, &encoded) {
             return Ok(());
         }
-        if !folder.is_dir() {
-            std::fs::create_dir_all(&folder).map_err(|e| Self::backend(key, e))?;
-            // A new directory is on disk only once its parent is: sync each
-            // parent from the tenant's folder up to the store's own.
-            if self.durable {
-                let mut created: &Path = &folder;
-                loop {
-                    let parent = match created.parent() {
-                        Some(parent) if !parent.as_os_str().is_empty() => parent,
-                        _ => Path::new("."),
-                    };
-                    sync_dir(parent).map_err(|e| Self::backend(key, e))?;
-                    if created == self.dir || parent == Path::new(".") {
-                        break;
-                    }
-                    created = parent;
-                }
-            }
-        }
-        // A unique temporary name per writer: two runs producing the same heap
-        // at once must not interleave bytes in one temp file.
-        let tmp = folder.join(format!(
-            ".{}.{}.tmp",
-            key.as_str(),
-            uuid::Uuid::new_v4().simple()
-        ));
-        let result = self
-            .write_new(&tmp, framed)
-            .and_then(|()| std::fs::rename(&tmp, &path));
-        if let Err(e) = result {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(Self::backend(key, e));
-        }
+        self.publish(&folder, &path, &encoded)
+            .map_err(|e| Self::backend(key, e))?;
         if self.durable {
             // The rename is on disk only once the directory is.
             sync_dir(&folder).map_err(|e| Self::backend(key, e))?;
         }
         Ok(())
+    }
+
+    /// Whether the file at `path` already stores `snapshot`: exactly its
+    /// manifest, or an original file of the right length. Anything else (a
+    /// file cut short by a crash, a damaged manifest) is replaced; `get`
+    /// refuses it meanwhile.
+    /// A heap stored again is as new to the retention: its time is reset.
+    fn holds(&self, path: &Path, snapshot: &Snapshot, manifest: &[u8]) -> bool {
+        let Ok(meta) = std::fs::metadata(path) else {
+            return false;
+        };
+        let held = meta.len() == snapshot.framed().len() as u64
+            || (meta.len() == manifest.len() as u64
+                && std::fs::read(path).is_ok_and(|b| b == manifest));
+        if held {
+            let _ = File::options()
+                .append(true)
+                .open(path)
+                .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+        }
+        held
+    }
+
+    /// Removes the heaps stored (or stored again) longer than `max_age`
+    /// ago, then every chunk no remaining heap names: the embedded store's
+    /// retention (`MCP_V8_HEAP_RETENTION_DAYS`). Writes wait meanwhile, so a
+    /// chunk is never removed under a heap being written; a heap within
+    /// the retention never loses a chunk.
+    pub fn sweep(&self, max_age: std::time::Duration) -> io::Result<Swept> {
+        let _alone = self
+            .sweeping
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let now = std::time::SystemTime::now();
+        let mut swept = Swept::default();
+        let mut folders = vec![self.dir.clone()];
+        if let Ok(tenants) = std::fs::read_dir(self.dir.join("tenants")) {
+            folders.extend(tenants.flatten().map(|e| e.path()));
+        }
+        for folder in folders {
+            let Ok(entries) = std::fs::read_dir(&folder) else {
+                continue;
+            };
+            let mut named = HashSet::new();
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Some(key) = name.to_str().and_then(|n| HeapKey::parse(n).ok()) else {
+                    continue;
+                };
+                let meta = entry.metadata()?;
+                let age = meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| now.duration_since(t).ok())
+                    .unwrap_or_default();
+                if age > max_age {
+                    std::fs::remove_file(entry.path())?;
+                    swept.heaps += 1;
+                    swept.bytes += meta.len();
+                    continue;
+                }
+                // A manifest that cannot be read names nothing; its heap
+                // fails to read with or without its chunks.
+                let bytes = std::fs::read(entry.path())?;
+                if let Ok(manifest) = Manifest::decode(&key, &bytes) {
+                    named.extend(manifest.chunks.iter().map(|c| c.digest));
+                }
+            }
+            let Ok(chunks) = std::fs::read_dir(folder.join(CHUNKS)) else {
+                continue;
+            };
+            for entry in chunks.flatten() {
+                let name = entry.file_name();
+                let Some(digest) = name.to_str().and_then(|n| HeapKey::parse(n).ok()) else {
+                    continue;
+                };
+                if !named.contains(&digest.digest()) {
+                    swept.bytes += entry.metadata().map_or(0, |m| m.len());
+                    std::fs::remove_file(entry.path())?;
+                    swept.chunks += 1;
+                }
+            }
+        }
+        Ok(swept)
+    }
+
+    /// Creates `dir` and its missing parents; in a durable store each new
+    /// directory is on disk only once its parent is, so each parent is
+    /// synced up to the store's own directory.
+    fn create_dirs(&self, dir: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        if self.durable {
+            let mut created: &Path = dir;
+            loop {
+                let parent = match created.parent() {
+                    Some(parent) if !parent.as_os_str().is_empty() => parent,
+                    _ => Path::new("."),
+                };
+                sync_dir(parent)?;
+                if created == self.dir || parent == Path::new(".") {
+                    break;
+                }
+                created = parent;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `bytes` to `path` through a temporary file in `dir` renamed
+    /// over it, so no reader sees a prefix. The temporary name is unique
+    /// per writer: two runs producing the same heap at once must not
+    /// interleave bytes in one file.
+    fn publish(&self, dir: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("heap");
+        let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
+        let result = self
+            .write_new(&tmp, bytes)
+            .and_then(|()| std::fs::rename(&tmp, path));
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        result
     }
 
     /// Writes `bytes` to a new file at `tmp`, synced when this store is
@@ -130,18 +271,62 @@ impl FileHeapStore {
         Ok(())
     }
 
-    /// Blocking body of [`HeapStore::get`]; the checksum is computed there
-    /// too, so a 400 KB hash does not hold up the async workers.
-    fn get_blocking(
+    /// Blocking body of [`HeapStore::get`]; checksums and decompression run
+    /// there too, so they do not hold up the async workers. The manifest
+    /// comes back too, for a cache to note which chunks were used.
+    pub(super) fn get_blocking(
         &self,
         tenant: &Tenant,
         key: &HeapKey,
-    ) -> Result<Option<Snapshot>, HeapStoreError> {
-        match std::fs::read(self.path_of(tenant, key)) {
-            Ok(bytes) => verify_read(key, bytes.into()).map(Some),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Self::backend(key, e)),
+    ) -> Result<Option<(Snapshot, Option<Manifest>)>, HeapStoreError> {
+        let bytes = match std::fs::read(self.path_of(tenant, key)) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Self::backend(key, e)),
+        };
+        if !Manifest::is_manifest(&bytes) {
+            return verify_read(key, bytes.into()).map(|s| Some((s, None)));
         }
+        let manifest = chunks::decode(key, &bytes)?;
+        let mut raw = HashMap::new();
+        for chunk in manifest.distinct() {
+            let stored = match std::fs::read(self.chunk_path(tenant, chunk)) {
+                Ok(stored) => stored,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Err(chunks::chunk_error(
+                        key,
+                        ChunkError::MissingChunk { key: chunk.key() },
+                    ));
+                }
+                Err(e) => return Err(Self::backend(key, e)),
+            };
+            let bytes =
+                chunked::decompress(chunk, &stored).map_err(|e| chunks::chunk_error(key, e))?;
+            raw.insert(chunk.digest, bytes);
+        }
+        let payload = manifest
+            .join(&raw)
+            .map_err(|e| chunks::chunk_error(key, e))?;
+        let snapshot =
+            Snapshot::from_joined(key, &payload).map_err(|source| HeapStoreError::Corrupt {
+                key: key.clone(),
+                source,
+            })?;
+        Ok(Some((snapshot, Some(manifest))))
+    }
+
+    /// Keeps the stored bytes of `chunk`, as `put` would.
+    pub(super) fn write_chunk(
+        &self,
+        tenant: &Tenant,
+        chunk: &ChunkRef,
+        stored: &[u8],
+    ) -> io::Result<()> {
+        let chunks = self.folder_of(tenant).join(CHUNKS);
+        if !chunks.is_dir() {
+            self.create_dirs(&chunks)?;
+        }
+        self.publish(&chunks, &self.chunk_path(tenant, chunk), stored)
     }
 
     fn joined(key: &HeapKey, err: tokio::task::JoinError) -> HeapStoreError {
@@ -151,6 +336,9 @@ impl FileHeapStore {
         )
     }
 }
+
+/// The folder of a tenant's chunks, under its heaps' folder.
+pub(super) const CHUNKS: &str = "chunks";
 
 fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
@@ -174,5 +362,6 @@ impl HeapStore for FileHeapStore {
         tokio::task::spawn_blocking(move || store.get_blocking(&tenant, &owned))
             .await
             .map_err(|e| Self::joined(key, e))?
+            .map(|found| found.map(|(snapshot, _)| snapshot))
     }
 }

@@ -2,6 +2,7 @@
 //! both heap caches (the directory and the memory one).
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::Hash;
 
 use super::HeapKey;
 use crate::tenant::Tenant;
@@ -10,14 +11,15 @@ use crate::tenant::Tenant;
 /// tenant's cache never answers another's read.
 pub(super) type Slot = (Tenant, HeapKey);
 
-/// Heaps with a value and a size each, evicted least recently used first.
+/// Entries (heaps by default) with a value and a size each, evicted least
+/// recently used first.
 #[derive(Debug)]
-pub(super) struct ByteLru<V> {
+pub(super) struct ByteLru<V, K = Slot> {
     tick: u64,
     total: u64,
-    entries: HashMap<Slot, Entry<V>>,
+    entries: HashMap<K, Entry<V>>,
     /// Use tick → key: the first entry is the least recently used.
-    by_use: BTreeMap<u64, Slot>,
+    by_use: BTreeMap<u64, K>,
 }
 
 #[derive(Debug)]
@@ -27,7 +29,7 @@ struct Entry<V> {
     used: u64,
 }
 
-impl<V> Default for ByteLru<V> {
+impl<V, K> Default for ByteLru<V, K> {
     fn default() -> Self {
         Self {
             tick: 0,
@@ -38,14 +40,14 @@ impl<V> Default for ByteLru<V> {
     }
 }
 
-impl<V> ByteLru<V> {
+impl<V, K: Clone + Eq + Hash> ByteLru<V, K> {
     /// Sum of the sizes held.
     pub(super) fn total(&self) -> u64 {
         self.total
     }
 
     /// The value of `key`, which becomes the most recently used.
-    pub(super) fn get(&mut self, key: &Slot) -> Option<&V> {
+    pub(super) fn get(&mut self, key: &K) -> Option<&V> {
         self.tick += 1;
         let entry = self.entries.get_mut(key)?;
         self.by_use.remove(&entry.used);
@@ -55,7 +57,7 @@ impl<V> ByteLru<V> {
     }
 
     /// Holds `value` as the most recently used, replacing what `key` held.
-    pub(super) fn insert(&mut self, key: &Slot, value: V, size: u64) {
+    pub(super) fn insert(&mut self, key: &K, value: V, size: u64) {
         self.remove(key);
         self.tick += 1;
         self.total += size;
@@ -70,7 +72,7 @@ impl<V> ByteLru<V> {
         );
     }
 
-    pub(super) fn remove(&mut self, key: &Slot) -> Option<V> {
+    pub(super) fn remove(&mut self, key: &K) -> Option<V> {
         let entry = self.entries.remove(key)?;
         self.by_use.remove(&entry.used);
         self.total -= entry.size;
@@ -79,7 +81,7 @@ impl<V> ByteLru<V> {
 
     /// Removes the least recently used entries other than `keep` until the
     /// sizes fit `max_bytes`, and returns their keys.
-    pub(super) fn evict_to(&mut self, max_bytes: u64, keep: &Slot) -> Vec<Slot> {
+    pub(super) fn evict_to(&mut self, max_bytes: u64, keep: &K) -> Vec<K> {
         let mut evicted = Vec::new();
         while self.total > max_bytes {
             let Some(oldest) = self.by_use.values().find(|key| *key != keep).cloned() else {

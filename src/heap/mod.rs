@@ -3,6 +3,7 @@
 
 mod cache;
 pub mod chunked;
+mod chunks;
 mod fs;
 mod key;
 mod lru;
@@ -15,7 +16,8 @@ use std::fmt;
 use async_trait::async_trait;
 
 pub use cache::WriteThroughCacheHeapStore;
-pub use fs::FileHeapStore;
+pub use chunks::{ChunkCache, Clock, generation_at, system_clock};
+pub use fs::{FileHeapStore, Swept};
 pub(crate) use key::is_lowercase_hex;
 pub use key::{HeapKey, InvalidHeapKey};
 pub use memory::MemoryCacheHeapStore;
@@ -39,6 +41,16 @@ pub enum HeapStoreError {
         #[source]
         source: SnapshotError,
     },
+    /// The manifest stored for `key`, or a chunk it names, is missing,
+    /// damaged or of another heap; nothing is restored from it.
+    #[error("heap {key} cannot be put back together from its chunks: {source}")]
+    Chunks {
+        /// The heap asked for.
+        key: HeapKey,
+        /// What was wrong.
+        #[source]
+        source: chunked::ChunkError,
+    },
     /// The backend itself failed (I/O, network, permissions).
     #[error("{store} heap store failed for heap {key}: {source}")]
     Backend {
@@ -54,14 +66,22 @@ pub enum HeapStoreError {
 
 /// Where heap snapshots live.
 ///
+/// Stores write heaps in the chunked format (see [`chunked`]): a manifest
+/// under the heap's key and compressed chunks shared between heaps. They
+/// read both it and the original `MCPV8SNAP` file.
+///
 /// # Contract
 /// - Keys are content addresses, so a key is written at most once: `put` of a
 ///   key that is already stored succeeds without rewriting it (idempotent).
 /// - `put` is atomic: a concurrent or later `get` sees the whole snapshot or
 ///   none of it, never a prefix.
 /// - `get` of a key never stored is `Ok(None)`, not an error.
-/// - `get` verifies what it read ([`Snapshot::verify`]); bytes that fail are
-///   [`HeapStoreError::Corrupt`] and are never returned.
+/// - `get` verifies what it read ([`Snapshot::verify`], and each chunk and
+///   the whole for a chunked heap); bytes that fail are
+///   [`HeapStoreError::Corrupt`] or [`HeapStoreError::Chunks`] and are never
+///   returned. A chunk missing from the store is `Chunks`, never `Ok(None)`.
+/// - `put`s of heaps sharing chunks, concurrent or not, never damage each
+///   other's chunks.
 /// - Each [`Tenant`] has a namespace of its own: a key `put` by one tenant
 ///   is `Ok(None)` to every other (no oracle: exactly as a key never
 ///   stored). The anonymous tenant's heaps keep the original layout.
@@ -73,6 +93,19 @@ pub trait HeapStore: Send + Sync + fmt::Debug + 'static {
     /// namespace.
     async fn get(&self, tenant: &Tenant, key: &HeapKey)
     -> Result<Option<Snapshot>, HeapStoreError>;
+    /// [`get`](HeapStore::get), reading chunks from `cache` where it holds
+    /// them and offering it the ones read: how a local cache in front of a
+    /// remote store fetches only what it lacks. A store with nothing to
+    /// fetch ignores `cache`.
+    async fn get_using(
+        &self,
+        tenant: &Tenant,
+        key: &HeapKey,
+        cache: &dyn ChunkCache,
+    ) -> Result<Option<Snapshot>, HeapStoreError> {
+        let _ = cache;
+        self.get(tenant, key).await
+    }
 }
 
 /// Verification of bytes a backend read, mapped to the seam's error.

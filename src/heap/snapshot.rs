@@ -1,9 +1,12 @@
 //! The stored snapshot format: `MCPV8SNAP\0` + 32-byte SHA-256 + V8 payload.
 
+use std::sync::{Arc, OnceLock};
+
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
 use super::HeapKey;
+use super::chunked::{self, Manifest, StoredChunk};
 
 /// The ten bytes every stored snapshot starts with.
 pub const MAGIC: &[u8; 10] = b"MCPV8SNAP\0";
@@ -52,7 +55,13 @@ pub enum SnapshotError {
 pub struct Snapshot {
     key: HeapKey,
     framed: Bytes,
+    /// Its chunks, computed once however many stores (a cache and the store
+    /// behind it) write them.
+    split: Arc<OnceLock<Split>>,
 }
+
+/// A payload as the chunked format stores it.
+pub(crate) type Split = (Manifest, Vec<StoredChunk>);
 
 impl Snapshot {
     /// Frames a raw V8 payload and computes its key.
@@ -61,14 +70,42 @@ impl Snapshot {
             return Err(SnapshotError::PayloadTooSmall { len: payload.len() });
         }
         let digest: [u8; 32] = Sha256::digest(payload).into();
+        Ok(Self::framing(HeapKey::from_digest(&digest), payload))
+    }
+
+    /// A payload whose hash was just checked against `key` (chunks put back
+    /// together by [`Manifest::join`]), framed without hashing it again.
+    pub(crate) fn from_joined(key: &HeapKey, payload: &[u8]) -> Result<Self, SnapshotError> {
+        if payload.len() < MIN_PAYLOAD_LEN {
+            return Err(SnapshotError::PayloadTooSmall { len: payload.len() });
+        }
+        Ok(Self::framing(key.clone(), payload))
+    }
+
+    fn framing(key: HeapKey, payload: &[u8]) -> Self {
         let mut framed = Vec::with_capacity(HEADER_LEN + payload.len());
         framed.extend_from_slice(MAGIC);
-        framed.extend_from_slice(&digest);
+        framed.extend_from_slice(&key.digest());
         framed.extend_from_slice(payload);
-        Ok(Self {
-            key: HeapKey::from_digest(&digest),
+        Self {
+            key,
             framed: framed.into(),
-        })
+            split: Arc::default(),
+        }
+    }
+
+    /// The same snapshot with its split known already (chunks read from a
+    /// store), so writing it to another store compresses nothing again.
+    pub(crate) fn with_split(self, split: Split) -> Self {
+        let _ = self.split.set(split);
+        self
+    }
+
+    /// The manifest (generation 0) and the distinct compressed chunks of
+    /// the payload, computed on first use.
+    pub(crate) fn split(&self) -> &Split {
+        self.split
+            .get_or_init(|| chunked::split_keyed(self.key.clone(), self.payload()))
     }
 
     /// Checks stored bytes: magic, payload size, checksum, and that the
@@ -99,6 +136,7 @@ impl Snapshot {
         Ok(Self {
             key: expected.clone(),
             framed,
+            split: Arc::default(),
         })
     }
 

@@ -12,10 +12,12 @@ use common::conformance::meta as meta_conformance;
 use common::conformance::session as session_conformance;
 use common::faults::CancelTransactions;
 use common::moto::{clients, provisioned, unique};
+use heap_conformance::Raw as _;
 use mcp_v8_lambda::backends::aws::{TABLES, setup};
 use mcp_v8_lambda::engine::{RunOutcome, RunStatus};
 use mcp_v8_lambda::heap::{
     FileHeapStore, HeapKey, HeapStore, HeapStoreError, S3HeapStore, WriteThroughCacheHeapStore,
+    generation_at,
 };
 use mcp_v8_lambda::meta::{DynamoMetaStore, MetaStore, MetaTables, NewLogEntry};
 use mcp_v8_lambda::packages::{PackageStore, S3PackageStore};
@@ -26,7 +28,18 @@ use mcp_v8_lambda::tenant::Tenant;
 async fn s3_store_passes_the_heap_conformance_suite() {
     let (s3, _, bucket, _) = provisioned().await;
     heap_conformance::run_all(Arc::new(S3HeapStore::new(s3.clone(), &bucket, ""))).await;
-    heap_conformance::run_all(Arc::new(S3HeapStore::new(s3, &bucket, "under/a/prefix/"))).await;
+    heap_conformance::run_all(Arc::new(S3HeapStore::new(
+        s3.clone(),
+        &bucket,
+        "under/a/prefix/",
+    )))
+    .await;
+    let fresh_client = s3.clone();
+    let fresh_bucket = bucket.clone();
+    let raw = S3Raw::new(s3.clone(), &bucket, "p/", move || {
+        Arc::new(S3HeapStore::new(fresh_client.clone(), &fresh_bucket, "p/"))
+    });
+    heap_conformance::run_chunked(Arc::new(S3HeapStore::new(s3, &bucket, "p/")), &raw).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -99,41 +112,29 @@ async fn s3_package_store_passes_the_conformance_suite() {
     assert!(err.to_string().contains("failed verification"), "{err}");
 }
 
+/// A heap is a manifest under its bare key and chunks under
+/// `chunks/<UTC day>/`, each verified on read.
 #[tokio::test]
-async fn s3_objects_are_named_by_the_bare_heap_key_and_verified_on_read() {
+async fn s3_heaps_are_a_manifest_under_the_bare_key_and_chunks_of_the_day() {
     let (s3, _, bucket, _) = provisioned().await;
     let store = S3HeapStore::new(s3.clone(), &bucket, "");
     let snapshot = sample_snapshot(42);
     store.put(&Tenant::anonymous(), &snapshot).await.unwrap();
-    let object = s3
-        .get_object()
-        .bucket(&bucket)
-        .key(snapshot.key().as_str())
-        .send()
-        .await
-        .unwrap();
-    let stored = object.body.collect().await.unwrap().into_bytes();
-    assert_eq!(&stored[..], &snapshot.framed()[..]);
-
-    let mut damaged = stored.to_vec();
-    let last = damaged.len() - 1;
-    damaged[last] ^= 1;
-    s3.put_object()
-        .bucket(&bucket)
-        .key(snapshot.key().as_str())
-        .body(damaged.into())
-        .send()
-        .await
-        .unwrap();
-    let err = store
-        .get(&Tenant::anonymous(), snapshot.key())
-        .await
-        .unwrap_err();
-    assert!(matches!(err, HeapStoreError::Corrupt { .. }), "{err}");
+    let raw = S3Raw::new(s3.clone(), &bucket, "", || unreachable!());
+    let manifest = raw.object(snapshot.key().as_str()).await;
+    assert!(manifest.starts_with(b"MCPV8CHNK\0"));
+    let day = generation_at(std::time::SystemTime::now());
+    let chunks = raw.chunks(&Tenant::anonymous()).await;
+    assert!(!chunks.is_empty());
+    for chunk in &chunks {
+        assert!(chunk.starts_with(&format!("chunks/{day}/")), "{chunk}");
+        assert_eq!(chunk.len(), format!("chunks/{day}/").len() + 64, "{chunk}");
+    }
 }
 
 /// An authenticated tenant's heaps are objects under `tenants/<id>/`
-/// beside the prefix, never under the bare key another tenant reads.
+/// beside the prefix, never under the bare key another tenant reads, and
+/// so are its chunks under the day's folder.
 #[tokio::test]
 async fn a_tenants_heaps_are_objects_under_tenants_and_its_id() {
     let (s3, _, bucket, _) = provisioned().await;
@@ -145,7 +146,113 @@ async fn a_tenants_heaps_are_objects_under_tenants_and_its_id() {
     assert_eq!(store.object_key(&tenant, snapshot.key()), expected);
     let listed = s3.list_objects_v2().bucket(&bucket).send().await.unwrap();
     let keys: Vec<&str> = listed.contents().iter().filter_map(|o| o.key()).collect();
-    assert_eq!(keys, [expected.as_str()]);
+    let day = generation_at(std::time::SystemTime::now());
+    let chunk_folder = format!("heaps/chunks/{day}/tenants/{}/", tenant.id().unwrap());
+    assert!(keys.contains(&expected.as_str()), "{keys:?}");
+    assert!(
+        keys.iter()
+            .all(|k| *k == expected || k.starts_with(&chunk_folder)),
+        "{keys:?}"
+    );
+}
+
+/// S3's objects, for the chunked checks.
+pub struct S3Raw {
+    s3: aws_sdk_s3::Client,
+    bucket: String,
+    store: S3HeapStore,
+    fresh: Box<dyn Fn() -> Arc<dyn HeapStore> + Send + Sync>,
+}
+
+impl S3Raw {
+    pub fn new(
+        s3: aws_sdk_s3::Client,
+        bucket: &str,
+        prefix: &str,
+        fresh: impl Fn() -> Arc<dyn HeapStore> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            store: S3HeapStore::new(s3.clone(), bucket, prefix),
+            s3,
+            bucket: bucket.into(),
+            fresh: Box::new(fresh),
+        }
+    }
+
+    async fn object(&self, name: &str) -> Vec<u8> {
+        let object = self
+            .s3
+            .get_object()
+            .bucket(&self.bucket)
+            .key(name)
+            .send()
+            .await
+            .unwrap();
+        object.body.collect().await.unwrap().into_bytes().to_vec()
+    }
+}
+
+#[async_trait::async_trait]
+impl heap_conformance::Raw for S3Raw {
+    fn fresh(&self) -> Arc<dyn HeapStore> {
+        (self.fresh)()
+    }
+    async fn write_heap(&self, tenant: &Tenant, key: &HeapKey, bytes: Vec<u8>) {
+        self.write(&self.store.object_key(tenant, key), bytes).await;
+    }
+    async fn read_heap(&self, tenant: &Tenant, key: &HeapKey) -> Vec<u8> {
+        self.object(&self.store.object_key(tenant, key)).await
+    }
+    async fn chunks(&self, tenant: &Tenant) -> Vec<String> {
+        // The chunk key of a sample digest shows where this tenant's
+        // chunks of a day live: all but the digest.
+        let sample = mcp_v8_lambda::heap::chunked::ChunkRef {
+            digest: [0; 32],
+            len: 0,
+        };
+        let day = generation_at(std::time::SystemTime::now());
+        let folder = self.store.chunk_key(tenant, day, &sample);
+        let folder = &folder[..folder.len() - 64];
+        let listed = self
+            .s3
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .prefix(folder)
+            .send()
+            .await
+            .unwrap();
+        let mut names: Vec<String> = listed
+            .contents()
+            .iter()
+            .filter_map(|o| o.key())
+            .filter(|k| k.len() == folder.len() + 64)
+            .map(str::to_owned)
+            .collect();
+        names.sort();
+        names
+    }
+    async fn read(&self, name: &str) -> Vec<u8> {
+        self.object(name).await
+    }
+    async fn write(&self, name: &str, bytes: Vec<u8>) {
+        self.s3
+            .put_object()
+            .bucket(&self.bucket)
+            .key(name)
+            .body(bytes.into())
+            .send()
+            .await
+            .unwrap();
+    }
+    async fn delete(&self, name: &str) {
+        self.s3
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(name)
+            .send()
+            .await
+            .unwrap();
+    }
 }
 
 /// A session logged before the session index existed (a head without
@@ -235,8 +342,18 @@ fn cache_over(
 async fn the_write_through_cache_passes_the_heap_conformance_suite() {
     let (s3, _, bucket, _) = provisioned().await;
     let dir = tempfile::tempdir().unwrap();
-    let (cache, _) = cache_over(s3, &bucket, dir.path(), 512 * 1024 * 1024);
+    let (cache, _) = cache_over(s3.clone(), &bucket, dir.path(), 512 * 1024 * 1024);
     heap_conformance::run_all(Arc::new(cache)).await;
+    // The chunked checks on a second cache; fresh() is a new instance: an
+    // empty directory over the same bucket.
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, _) = cache_over(s3.clone(), &bucket, dir.path(), 512 * 1024 * 1024);
+    let (fresh_client, fresh_bucket) = (s3.clone(), bucket.clone());
+    let raw = S3Raw::new(s3, &bucket, "", move || {
+        let dir = tempfile::tempdir().unwrap().keep();
+        Arc::new(cache_over(fresh_client.clone(), &fresh_bucket, &dir, 512 * 1024 * 1024).0)
+    });
+    heap_conformance::run_chunked(Arc::new(cache), &raw).await;
 }
 
 #[tokio::test]
@@ -275,7 +392,9 @@ async fn a_corrupted_cache_file_is_rejected_and_fetched_again() {
     let snapshot = sample_snapshot(8);
     cache.put(&Tenant::anonymous(), &snapshot).await.unwrap();
     let local = cache.local().path_of(&Tenant::anonymous(), snapshot.key());
-    let mut bytes = std::fs::read(&local).unwrap();
+    let good = std::fs::read(&local).unwrap();
+    // A chunk's digest in the manifest, then the chunk itself.
+    let mut bytes = good.clone();
     bytes[100] ^= 0xff;
     std::fs::write(&local, &bytes).unwrap();
     let read = cache
@@ -286,8 +405,30 @@ async fn a_corrupted_cache_file_is_rejected_and_fetched_again() {
     assert_eq!(read.framed(), snapshot.framed());
     assert_eq!(
         std::fs::read(&local).unwrap(),
-        &snapshot.framed()[..],
-        "the cache holds good bytes again"
+        good,
+        "the cache holds a good manifest again"
+    );
+    let chunk_dir = local.parent().unwrap().join("chunks");
+    let chunk = std::fs::read_dir(&chunk_dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let good_chunk = std::fs::read(&chunk).unwrap();
+    let mut bad_chunk = good_chunk.clone();
+    bad_chunk[10] ^= 0xff;
+    std::fs::write(&chunk, &bad_chunk).unwrap();
+    let read = cache
+        .get(&Tenant::anonymous(), snapshot.key())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.framed(), snapshot.framed());
+    assert_eq!(
+        std::fs::read(&chunk).unwrap(),
+        good_chunk,
+        "and a good chunk"
     );
 }
 
@@ -675,5 +816,78 @@ async fn a_session_log_retention_expires_entries_for_every_read() {
             .unwrap()
             .index,
         0
+    );
+}
+
+/// S3's lifecycle expiry by age, simulated over days: each day a session
+/// restores yesterday's heap and stores one sharing all its chunks but
+/// one, then every object whose age has reached its rule's days (heaps R,
+/// chunks R + 1, as the template sets them; S3 rounds to the next UTC
+/// midnight) is deleted. Every heap within R days must read back whole
+/// from a new instance. A store that reused day-0 chunks for ever would
+/// lose them on day R + 1 under heaps written since.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_heap_within_the_retention_misses_a_chunk_when_objects_expire_by_age() {
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::{Duration, UNIX_EPOCH};
+    const RETENTION: u64 = 3;
+    const START: u64 = 20_000; // a UTC day number
+    let (s3, _, bucket, _) = provisioned().await;
+    let day = Arc::new(AtomicU64::new(START));
+    let clock_day = day.clone();
+    let clock: mcp_v8_lambda::heap::Clock = Arc::new(move || {
+        // Late in the day: a write just before midnight is the hard case.
+        UNIX_EPOCH + Duration::from_secs(clock_day.load(Ordering::SeqCst) * 86_400 + 86_000)
+    });
+    let store = S3HeapStore::new(s3.clone(), &bucket, "").with_clock(clock.clone());
+    let owner = Tenant::of_principal("jwt:https://issuer.test#expiry");
+    // Objects by their creation day, as S3 would date them.
+    let mut created: HashMap<String, u64> = HashMap::new();
+    let mut written: Vec<(u64, mcp_v8_lambda::heap::Snapshot)> = Vec::new();
+    for today in START..START + 3 * RETENTION {
+        day.store(today, Ordering::SeqCst);
+        let heap = heap_conformance::related_snapshot(9, (today - START) as u8);
+        store.put(&owner, &heap).await.unwrap();
+        written.push((today, heap));
+        let listed = s3.list_objects_v2().bucket(&bucket).send().await.unwrap();
+        for object in listed.contents() {
+            created
+                .entry(object.key().unwrap().to_owned())
+                .or_insert(today);
+        }
+        // The next midnight: delete what the rules expire by then.
+        let midnight = today + 1;
+        for (key, born) in created.clone() {
+            let days = if key.starts_with("chunks/") {
+                RETENTION + 1
+            } else {
+                RETENTION
+            };
+            if born + days < midnight {
+                s3.delete_object()
+                    .bucket(&bucket)
+                    .key(&key)
+                    .send()
+                    .await
+                    .unwrap();
+                created.remove(&key);
+            }
+        }
+        // A new instance, the next morning.
+        let fresh = S3HeapStore::new(s3.clone(), &bucket, "").with_clock(clock.clone());
+        for (born, heap) in &written {
+            let read = fresh.get(&owner, heap.key()).await;
+            if born + RETENTION >= midnight {
+                let read = read
+                    .unwrap_or_else(|e| panic!("day {today}: the heap of day {born}: {e}"))
+                    .unwrap_or_else(|| panic!("day {today}: the heap of day {born} is gone"));
+                assert_eq!(read.framed(), heap.framed());
+            }
+        }
+    }
+    assert!(
+        created.keys().filter(|k| !k.starts_with("chunks/")).count() <= RETENTION as usize + 1,
+        "old heaps did expire: {created:?}"
     );
 }

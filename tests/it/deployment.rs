@@ -67,6 +67,13 @@ fn resolve(template: &Value, given: &Value, value: &Value) -> Value {
                     .is_some_and(|name| template["Parameters"].get(name).is_some());
             if is_parameter || function == "Fn::If" {
                 evaluate(template, given, value)
+            } else if function == "Fn::FindInMap" {
+                let path = resolve(template, given, arguments);
+                let key = |i: usize| match &path[i] {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                template["Mappings"][key(0)][key(1)][key(2)].clone()
             } else {
                 json!({ function: resolve(template, given, arguments) })
             }
@@ -343,6 +350,11 @@ fn data_is_retained_and_costs_stop_growing() {
             enabled("tenants/"),
             (retention > 0).then_some(retention),
             "authenticated tenants' heaps"
+        );
+        assert_eq!(
+            enabled("chunks/"),
+            (retention > 0).then_some(retention + 1),
+            "heaps' chunks outlive them by a day"
         );
         // Session-log overflow goes with the log: only with a log retention.
         let expiring_log_overflow: Vec<i64> = rules

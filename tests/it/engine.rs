@@ -486,16 +486,40 @@ async fn a_tampered_snapshot_is_rejected_and_nothing_is_restored() {
     let f = fixture();
     let out = f.stateful("globalThis.secret = 1", None).await;
     let heap = out.heap.unwrap();
-    let path = f.store.path_of(&Tenant::anonymous(), &heap);
-    let mut bytes = std::fs::read(&path).unwrap();
+    // A byte of one of its stored chunks, then of the heap in its original
+    // format: each is refused with what is wrong.
+    let chunks: Vec<_> = std::fs::read_dir(f.store.dir().join("chunks"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let chunk = &chunks[chunks.len() / 2];
+    let good = std::fs::read(chunk).unwrap();
+    let mut bytes = good.clone();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0x55;
-    std::fs::write(&path, bytes).unwrap();
+    std::fs::write(chunk, bytes).unwrap();
     let out = f.stateful("secret", Some(&heap)).await;
     assert_eq!(out.status, RunStatus::Failed);
     let error = out.error.unwrap();
     assert_eq!(error.name, "HeapError");
     assert!(error.message.contains(heap.as_str()), "{}", error.message);
+    assert!(error.message.contains("is corrupt"), "{}", error.message);
+    assert_eq!(out.heap, None);
+
+    std::fs::write(chunk, good).unwrap();
+    let original = f
+        .store
+        .get(&Tenant::anonymous(), &heap)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut bytes = original.framed().to_vec();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x55;
+    std::fs::write(f.store.path_of(&Tenant::anonymous(), &heap), bytes).unwrap();
+    let out = f.stateful("secret", Some(&heap)).await;
+    let error = out.error.unwrap();
+    assert_eq!(error.name, "HeapError");
     assert!(error.message.contains("checksum"), "{}", error.message);
     assert_eq!(out.heap, None);
 }
@@ -659,10 +683,14 @@ async fn restoring_a_heap_larger_than_the_limit_is_refused_not_fatal() {
 
     // At exactly the admitted size the restore must not be fatal either: it
     // completes, or growth past the limit ends as out_of_memory.
-    let payload = std::fs::metadata(f.store.path_of(&Tenant::anonymous(), &heap))
+    let payload = f
+        .store
+        .get(&Tenant::anonymous(), &heap)
+        .await
         .unwrap()
-        .len() as usize
-        - mcp_v8_lambda::heap::HEADER_LEN;
+        .unwrap()
+        .payload()
+        .len();
     let admitted = mcp_v8_lambda::engine::restore_needs_mb(payload);
     for code in [
         "big.length",

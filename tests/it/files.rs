@@ -226,8 +226,13 @@ async fn file_bytes_live_beside_the_heap_and_are_read_only_when_opened() {
     assert_eq!(completed(write, &outcome), "5242880");
     assert_eq!(stores.files.puts.load(Ordering::SeqCst), 1);
     let heap = outcome.heap.unwrap();
-    let heap_bytes = std::fs::metadata(stores.dir.path().join("heaps").join(heap.as_str()))
+    let heap_bytes = stores
+        .heaps
+        .get(&Tenant::anonymous(), &heap)
+        .await
         .unwrap()
+        .unwrap()
+        .payload()
         .len();
     assert!(heap_bytes < 2_000_000, "the heap holds {heap_bytes} bytes");
     // A run that leaves the file alone reads nothing and stores nothing

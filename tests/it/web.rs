@@ -393,13 +393,12 @@ async fn an_unused_web_layer_is_not_in_the_snapshot() {
         None,
     )
     .await;
-    let size = |outcome: &RunOutcome| {
+    let size = async |outcome: &RunOutcome| {
         let key = outcome.heap.clone().expect("a heap");
-        std::fs::metadata(local.store.path_of(&Tenant::anonymous(), &key))
-            .unwrap()
-            .len()
+        let heap = local.store.get(&Tenant::anonymous(), &key).await.unwrap();
+        heap.unwrap().payload().len()
     };
-    let (bare, used) = (size(&bare), size(&used));
+    let (bare, used) = (size(&bare).await, size(&used).await);
     assert!(
         used > bare + 20_000,
         "loading families adds their code ({bare} → {used} bytes)"

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use mcp_v8_lambda::heap::{HeapKey, HeapStore, MIN_PAYLOAD_LEN, Snapshot};
+use mcp_v8_lambda::heap::chunked::ChunkError;
+use mcp_v8_lambda::heap::{HeapKey, HeapStore, HeapStoreError, MIN_PAYLOAD_LEN, Snapshot};
 use mcp_v8_lambda::tenant::Tenant;
 
 /// The tenant of the checks that are not about tenants: the original layout.
@@ -129,4 +130,190 @@ pub async fn tenants_do_not_see_each_others_heaps(store: &dyn HeapStore) {
     let anonymous = sample_snapshot(21);
     store.put(ANON, &anonymous).await.unwrap();
     assert!(store.get(&alice, anonymous.key()).await.unwrap().is_none());
+}
+
+/// A 1 MB snapshot: the same bytes for every `variant` of one `base`, but
+/// the last 64, so heaps of one base share all their chunks but the last.
+pub fn related_snapshot(base: u64, variant: u8) -> Snapshot {
+    let mut state = base.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut payload: Vec<u8> = (0..1_000_000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    let len = payload.len();
+    payload[len - 64..].fill(variant);
+    Snapshot::from_payload(&payload).expect("payload is over the minimum")
+}
+
+/// What the chunked checks reach below a store: its stored objects by
+/// name, and a store over the same durable bytes with nothing of them
+/// cached in this process (a new instance).
+#[async_trait::async_trait]
+pub trait Raw: Send + Sync {
+    /// A store over the same bytes, as a new instance would open it.
+    fn fresh(&self) -> Arc<dyn HeapStore>;
+    /// Replaces what is stored under the heap key.
+    async fn write_heap(&self, tenant: &Tenant, key: &HeapKey, bytes: Vec<u8>);
+    /// What is stored under the heap key.
+    async fn read_heap(&self, tenant: &Tenant, key: &HeapKey) -> Vec<u8>;
+    /// The names of `tenant`'s stored chunks.
+    async fn chunks(&self, tenant: &Tenant) -> Vec<String>;
+    /// A stored object's bytes.
+    async fn read(&self, name: &str) -> Vec<u8>;
+    /// Replaces a stored object.
+    async fn write(&self, name: &str, bytes: Vec<u8>);
+    /// Removes a stored object.
+    async fn delete(&self, name: &str);
+}
+
+/// Runs the chunked-format checks: every backend writes manifests and
+/// shared chunks, reads original files, and refuses damage clearly.
+pub async fn run_chunked(store: Arc<dyn HeapStore>, raw: &dyn Raw) {
+    an_original_snapshot_file_still_reads(raw).await;
+    heaps_are_manifests_and_share_their_chunks(store.as_ref(), raw).await;
+    a_damaged_chunk_or_manifest_is_refused_and_names_the_heap(store.as_ref(), raw).await;
+    a_missing_chunk_is_an_error_not_a_missing_heap(store.as_ref(), raw).await;
+    concurrent_writers_of_shared_chunks_leave_every_heap_whole(store.clone()).await;
+}
+
+fn tenant(name: &str) -> Tenant {
+    Tenant::of_principal(&format!("jwt:https://issuer.test#{name}"))
+}
+
+/// A heap in the original `MCPV8SNAP` format, as the seed's server and
+/// every build before the chunked format wrote it, restores as it is.
+pub async fn an_original_snapshot_file_still_reads(raw: &dyn Raw) {
+    let owner = tenant("original");
+    let snapshot = sample_snapshot(30);
+    raw.write_heap(&owner, snapshot.key(), snapshot.framed().to_vec())
+        .await;
+    let read = raw
+        .fresh()
+        .get(&owner, snapshot.key())
+        .await
+        .expect("an original file reads")
+        .expect("and is there");
+    assert_eq!(read.framed(), snapshot.framed());
+}
+
+/// What a `put` stores is a small manifest; a second heap of the same base
+/// adds only the chunks that differ; each reads back whole.
+pub async fn heaps_are_manifests_and_share_their_chunks(store: &dyn HeapStore, raw: &dyn Raw) {
+    let owner = tenant("sharing");
+    let (a, b) = (related_snapshot(1, 1), related_snapshot(1, 2));
+    store.put(&owner, &a).await.unwrap();
+    let manifest = raw.read_heap(&owner, a.key()).await;
+    assert!(manifest.starts_with(b"MCPV8CHNK\0"), "a manifest is stored");
+    assert!(manifest.len() < 4096, "{} bytes", manifest.len());
+    let first = raw.chunks(&owner).await;
+    assert!(first.len() > 3, "{first:?}");
+    store.put(&owner, &b).await.unwrap();
+    let both = raw.chunks(&owner).await;
+    assert_eq!(
+        both.len(),
+        first.len() + 1,
+        "the second heap adds its last chunk only"
+    );
+    let fresh = raw.fresh();
+    for heap in [&a, &b] {
+        let read = fresh.get(&owner, heap.key()).await.unwrap().unwrap();
+        assert_eq!(read.framed(), heap.framed());
+    }
+}
+
+/// A flipped byte in any chunk, or a manifest cut short, is an error that
+/// names the heap, never a crash and never another heap's bytes; the heap
+/// reads again once the bytes are whole.
+pub async fn a_damaged_chunk_or_manifest_is_refused_and_names_the_heap(
+    store: &dyn HeapStore,
+    raw: &dyn Raw,
+) {
+    let owner = tenant("damage");
+    let snapshot = related_snapshot(2, 0);
+    store.put(&owner, &snapshot).await.unwrap();
+    for name in raw.chunks(&owner).await {
+        let good = raw.read(&name).await;
+        let mut bad = good.clone();
+        let at = bad.len() / 2;
+        bad[at] ^= 0x5A;
+        raw.write(&name, bad).await;
+        let err = raw
+            .fresh()
+            .get(&owner, snapshot.key())
+            .await
+            .expect_err("a damaged chunk is refused");
+        assert!(matches!(err, HeapStoreError::Chunks { .. }), "{err}");
+        assert!(err.to_string().contains(snapshot.key().as_str()), "{err}");
+        raw.write(&name, good).await;
+    }
+    let manifest = raw.read_heap(&owner, snapshot.key()).await;
+    raw.write_heap(
+        &owner,
+        snapshot.key(),
+        manifest[..manifest.len() - 3].to_vec(),
+    )
+    .await;
+    let err = raw
+        .fresh()
+        .get(&owner, snapshot.key())
+        .await
+        .expect_err("a short manifest is refused");
+    assert!(err.to_string().contains("shorter than"), "{err}");
+    raw.write_heap(&owner, snapshot.key(), manifest).await;
+    let read = raw
+        .fresh()
+        .get(&owner, snapshot.key())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.framed(), snapshot.framed());
+}
+
+/// A chunk gone from the store (deleted, expired) fails the read with an
+/// error saying so: the heap exists, so it is not `Ok(None)`.
+pub async fn a_missing_chunk_is_an_error_not_a_missing_heap(store: &dyn HeapStore, raw: &dyn Raw) {
+    let owner = tenant("missing");
+    let snapshot = related_snapshot(3, 0);
+    store.put(&owner, &snapshot).await.unwrap();
+    let chunks = raw.chunks(&owner).await;
+    raw.delete(&chunks[chunks.len() / 2]).await;
+    let err = raw
+        .fresh()
+        .get(&owner, snapshot.key())
+        .await
+        .expect_err("a heap missing a chunk is an error");
+    assert!(
+        matches!(
+            err,
+            HeapStoreError::Chunks {
+                source: ChunkError::MissingChunk { .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("missing from the store"), "{err}");
+}
+
+/// Eight writers at once, of heaps sharing all chunks but one: every heap
+/// reads back whole, so no write of a shared chunk damaged another's.
+pub async fn concurrent_writers_of_shared_chunks_leave_every_heap_whole(store: Arc<dyn HeapStore>) {
+    let owner = tenant("concurrent");
+    let heaps: Vec<Snapshot> = (0..8).map(|v| related_snapshot(4, v)).collect();
+    let mut tasks = Vec::new();
+    for heap in heaps.clone() {
+        let (store, owner) = (store.clone(), owner.clone());
+        tasks.push(tokio::spawn(async move { store.put(&owner, &heap).await }));
+    }
+    for task in tasks {
+        task.await.expect("task").expect("concurrent put");
+    }
+    for heap in &heaps {
+        let read = store.get(&owner, heap.key()).await.unwrap().unwrap();
+        assert_eq!(read.framed(), heap.framed());
+    }
 }
