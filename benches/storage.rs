@@ -5,7 +5,7 @@
 //! first-byte latency to each request, as S3 and DynamoDB have over a
 //! network. By hand:
 //!
-//!     cargo bench --profile dev --bench storage -- [--runs 20] [--latency-ms 0] [--only small,unchanged,large,cold] [--server PATH]
+//!     cargo bench --profile dev --bench storage -- [--runs 20] [--latency-ms 0] [--mbps 0] [--only small,unchanged,large,cold] [--server PATH]
 //!
 //! Scenarios:
 //! - `small`: a counter threaded through small heaps, one run per call;
@@ -41,6 +41,8 @@ const LARGE_HEAP: &str = "globalThis.rows = Array.from({length: 60000}, (_, i) =
 struct Args {
     runs: usize,
     latency: Duration,
+    /// Bytes per second a connection carries each way; 0: unlimited.
+    rate: u64,
     only: Option<Vec<String>>,
     server: std::path::PathBuf,
 }
@@ -49,6 +51,7 @@ fn args() -> Args {
     let mut args = Args {
         runs: 20,
         latency: Duration::ZERO,
+        rate: 0,
         only: None,
         server: env!("CARGO_BIN_EXE_mcp-v8-lambda").into(),
     };
@@ -62,6 +65,13 @@ fn args() -> Args {
                         .and_then(|v| v.parse().ok())
                         .expect("--latency-ms N"),
                 )
+            }
+            "--mbps" => {
+                args.rate = it
+                    .next()
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .expect("--mbps N (MB/s per connection)")
+                    * 1_000_000
             }
             "--only" => {
                 args.only = Some(
@@ -122,7 +132,7 @@ impl std::ops::Sub for Traffic {
 /// A loopback proxy to `upstream`: each request (the first bytes after the
 /// client was idle) waits `latency` before it is forwarded, and is counted
 /// as S3 or DynamoDB (by its `X-Amz-Target` header).
-async fn proxy(upstream: String, latency: Duration, counters: Arc<Counters>) -> u16 {
+async fn proxy(upstream: String, latency: Duration, rate: u64, counters: Arc<Counters>) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let upstream = upstream.trim_start_matches("http://").to_owned();
@@ -144,6 +154,10 @@ async fn proxy(upstream: String, latency: Duration, counters: Arc<Counters>) -> 
                 let down = tokio::spawn(async move {
                     let mut buf = vec![0u8; 64 * 1024];
                     while let Ok(n) = server_read.read(&mut buf).await {
+                        if rate > 0 {
+                            tokio::time::sleep(Duration::from_secs_f64(n as f64 / rate as f64))
+                                .await;
+                        }
                         if n == 0 || client_write.write_all(&buf[..n]).await.is_err() {
                             break;
                         }
@@ -182,6 +196,9 @@ async fn proxy(upstream: String, latency: Duration, counters: Arc<Counters>) -> 
                     };
                     if s3 {
                         counters.s3_up.fetch_add(n as u64, Ordering::SeqCst);
+                    }
+                    if rate > 0 {
+                        tokio::time::sleep(Duration::from_secs_f64(n as f64 / rate as f64)).await;
                     }
                     if server_write.write_all(&buf[..n]).await.is_err() {
                         break;
@@ -317,6 +334,7 @@ async fn main() {
     let port = proxy(
         moto::moto().endpoint.clone(),
         args.latency,
+        args.rate,
         counters.clone(),
     )
     .await;
@@ -332,10 +350,11 @@ async fn main() {
     }
     let (s3, _) = moto::clients().await;
     println!(
-        "server {}, {} runs, added latency {} ms per request",
+        "server {}, {} runs, added latency {} ms per request, {} MB/s per connection (0: unlimited)",
         args.server.display(),
         args.runs,
-        args.latency.as_millis()
+        args.latency.as_millis(),
+        args.rate / 1_000_000
     );
     println!(
         "| scenario | p50 ms | stored KB/run | S3 requests/run | S3 KB up/run | S3 KB down/run | DynamoDB requests/run |"

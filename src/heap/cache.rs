@@ -171,6 +171,10 @@ impl WriteThroughCacheHeapStore {
         };
         match self.local.put(tenant, snapshot).await {
             Ok(()) => {
+                if let Some(whole) = snapshot.stored_whole() {
+                    self.admit(&[(heap, whole.len() as u64)]).await;
+                    return;
+                }
                 let (manifest, stored) = snapshot.split();
                 // Chunks this put wrote, or read from the remote store, are
                 // new here; the others are held already and become recent.

@@ -23,12 +23,23 @@ pub const MANIFEST_MAGIC: &[u8; 10] = b"MCPV8CHNK\0";
 const FIXED_LEN: usize = MANIFEST_MAGIC.len() + 32 + 8 + 4 + 4;
 const ENTRY_LEN: usize = 32 + 4;
 
-/// FastCDC's bounds: chunks of 16–256 KiB, 64 KiB on average. A small heap
-/// (~400 KB) is a handful of chunks; a one-record change in a 5 MB heap
-/// touches one or two.
-const MIN_CHUNK: u32 = 16 * 1024;
-const AVG_CHUNK: u32 = 64 * 1024;
-const MAX_CHUNK: u32 = 256 * 1024;
+/// FastCDC's bounds: chunks of 128 KiB–2 MiB, 512 KiB on average (about
+/// 100 KB compressed: each is a request, so fewer and larger chunks cost
+/// less per run than finer sharing saves; docs/performance.md has the
+/// figures). A one-record change in a 5 MB heap touches one or two.
+const MIN_CHUNK: u32 = 128 * 1024;
+const AVG_CHUNK: u32 = 512 * 1024;
+const MAX_CHUNK: u32 = 2048 * 1024;
+
+/// A payload under this is stored whole, compressed, in one object: a small
+/// heap's snapshot changes in most of its chunks from one run to the next
+/// (measured: 4 of 5), so chunks would cost requests and save little.
+pub const WHOLE_BELOW: usize = 1024 * 1024;
+
+/// The ten bytes a heap stored whole and compressed starts with; then the
+/// heap key's 32 bytes, the payload length (u64 LE) and the zstd frame.
+pub const WHOLE_MAGIC: &[u8; 10] = b"MCPV8ZSTD\0";
+const WHOLE_HEADER: usize = WHOLE_MAGIC.len() + 32 + 8;
 /// zstd level 1: docs/performance.md measured 5.4x on a small heap in about
 /// 0.8 ms.
 const LEVEL: i32 = 1;
@@ -76,8 +87,16 @@ pub enum ChunkError {
         /// The chunk's key (hex).
         key: String,
     },
+    /// A heap stored whole does not decompress to its stated length.
+    #[error("the compressed heap is corrupt: {why}")]
+    CorruptWhole {
+        /// What was wrong.
+        why: String,
+    },
     /// The chunks put together are not the heap's payload.
-    #[error("the chunks put together do not hash to heap {key}")]
+    #[error(
+        "its bytes, decompressed and put together, do not hash to heap {key} (altered or damaged)"
+    )]
     PayloadMismatch {
         /// The heap asked for.
         key: HeapKey,
@@ -319,6 +338,65 @@ impl Manifest {
     }
 }
 
+/// The stored form of a heap kept whole: header and zstd of the payload.
+pub fn encode_whole(heap: &HeapKey, payload: &[u8]) -> Vec<u8> {
+    let compressed = zstd::bulk::compress(payload, LEVEL).expect("zstd compresses any input");
+    let mut out = Vec::with_capacity(WHOLE_HEADER + compressed.len());
+    out.extend_from_slice(WHOLE_MAGIC);
+    out.extend_from_slice(&heap.digest());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&compressed);
+    out
+}
+
+/// Whether stored bytes are a heap kept whole and compressed.
+pub fn is_whole(bytes: &[u8]) -> bool {
+    bytes.starts_with(WHOLE_MAGIC)
+}
+
+/// The raw payload of a heap kept whole under `expected`, verified against
+/// the key; decompression is bounded by the stated length, itself bounded
+/// by [`WHOLE_BELOW`].
+pub fn decode_whole(expected: &HeapKey, bytes: &[u8]) -> Result<Vec<u8>, ChunkError> {
+    if !is_whole(bytes) {
+        return Err(ChunkError::BadMagic);
+    }
+    if bytes.len() < WHOLE_HEADER {
+        return Err(ChunkError::Truncated { len: bytes.len() });
+    }
+    let digest: [u8; 32] = bytes[WHOLE_MAGIC.len()..WHOLE_MAGIC.len() + 32]
+        .try_into()
+        .expect("32");
+    let heap = HeapKey::from_digest(&digest);
+    if &heap != expected {
+        return Err(ChunkError::KeyMismatch { actual: heap });
+    }
+    let len = u64::from_le_bytes(
+        bytes[WHOLE_MAGIC.len() + 32..WHOLE_HEADER]
+            .try_into()
+            .expect("8"),
+    );
+    if len >= WHOLE_BELOW as u64 {
+        return Err(ChunkError::CorruptWhole {
+            why: format!("it states {len} bytes, more than a heap kept whole has"),
+        });
+    }
+    let payload = zstd::bulk::decompress(&bytes[WHOLE_HEADER..], len as usize).map_err(|e| {
+        ChunkError::CorruptWhole {
+            why: format!("it does not decompress ({e})"),
+        }
+    })?;
+    if payload.len() as u64 != len {
+        return Err(ChunkError::CorruptWhole {
+            why: format!("{} bytes, not {len}", payload.len()),
+        });
+    }
+    if HeapKey::of_payload(&payload) != heap {
+        return Err(ChunkError::PayloadMismatch { key: heap });
+    }
+    Ok(payload)
+}
+
 /// The raw bytes of `chunk` from its stored form, verified. Decompression
 /// is bounded by the length the manifest states, so a tampered chunk cannot
 /// make the reader allocate more.
@@ -378,10 +456,10 @@ mod tests {
 
     #[test]
     fn a_payload_round_trips_through_its_manifest_and_chunks() {
-        let raw = payload(1_500_000, 7);
+        let raw = payload(4_000_000, 7);
         let (manifest, stored) = split(&raw);
         assert_eq!(manifest.heap, HeapKey::of_payload(&raw));
-        assert!(manifest.chunks.len() > 5, "{}", manifest.chunks.len());
+        assert!(manifest.chunks.len() > 3, "{}", manifest.chunks.len());
         let compressed: usize = stored.iter().map(|s| s.compressed(&raw).len()).sum();
         assert!(compressed < raw.len(), "{compressed} of {}", raw.len());
         let encoded = manifest.encode();
@@ -391,6 +469,35 @@ mod tests {
         let chunks = stored_of(&stored, &manifest, &raw);
         let back = decoded.assemble(chunks.iter().map(|c| c.as_ref())).unwrap();
         assert_eq!(back, raw);
+    }
+
+    #[test]
+    fn a_small_heap_is_kept_whole_and_refused_when_damaged() {
+        let raw = payload(400_000, 5);
+        let key = HeapKey::of_payload(&raw);
+        let stored = encode_whole(&key, &raw);
+        assert!(is_whole(&stored) && stored.len() < raw.len() / 2);
+        assert_eq!(decode_whole(&key, &stored).unwrap(), raw);
+        let mut flipped = stored.clone();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 0xFF;
+        assert!(decode_whole(&key, &flipped).is_err());
+        let other = HeapKey::of_payload(b"other");
+        assert!(matches!(
+            decode_whole(&other, &stored),
+            Err(ChunkError::KeyMismatch { .. })
+        ));
+        assert!(matches!(
+            decode_whole(&key, &stored[..WHOLE_HEADER - 1]),
+            Err(ChunkError::Truncated { .. })
+        ));
+        // A stated length past the bound is refused before decompressing.
+        let mut huge = stored.clone();
+        huge[WHOLE_MAGIC.len() + 32..WHOLE_HEADER].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(matches!(
+            decode_whole(&key, &huge),
+            Err(ChunkError::CorruptWhole { .. })
+        ));
     }
 
     #[test]

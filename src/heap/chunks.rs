@@ -111,6 +111,18 @@ pub(crate) fn chunk_error(key: &HeapKey, source: ChunkError) -> HeapStoreError {
     }
 }
 
+/// The heap kept whole in `stored` (see [`chunked::WHOLE_MAGIC`]),
+/// verified against `key`.
+pub(crate) fn whole(key: &HeapKey, stored: Bytes) -> Result<Snapshot, HeapStoreError> {
+    let payload = chunked::decode_whole(key, &stored).map_err(|e| chunk_error(key, e))?;
+    let snapshot =
+        Snapshot::from_joined(key, &payload).map_err(|source| HeapStoreError::Corrupt {
+            key: key.clone(),
+            source,
+        })?;
+    Ok(snapshot.with_whole(stored))
+}
+
 /// Puts the heap of `manifest` back together: each distinct chunk from
 /// `cache` when it holds a sound copy, else from `fetch` (in parallel, at
 /// most [`PARALLEL`] at once), every chunk and the whole verified. Chunks

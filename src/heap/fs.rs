@@ -101,6 +101,13 @@ impl FileHeapStore {
         let _writing = self.sweeping.read().unwrap_or_else(PoisonError::into_inner);
         let key = snapshot.key();
         let folder = self.folder_of(tenant);
+        if let Some(whole) = snapshot.stored_whole() {
+            if !folder.is_dir() {
+                self.create_dirs(&folder)
+                    .map_err(|e| Self::backend(key, e))?;
+            }
+            return self.publish_heap(&folder, snapshot, whole);
+        }
         let chunks = folder.join(CHUNKS);
         if !chunks.is_dir() {
             self.create_dirs(&chunks)
@@ -124,22 +131,33 @@ impl FileHeapStore {
         if wrote && self.durable {
             sync_dir(&chunks).map_err(|e| Self::backend(key, e))?;
         }
+        self.publish_heap(&folder, snapshot, &manifest.encode())
+    }
+
+    /// Writes the file under the heap's key (its manifest, or the heap
+    /// kept whole) unless it holds exactly that already.
+    fn publish_heap(
+        &self,
+        folder: &Path,
+        snapshot: &Snapshot,
+        stored: &[u8],
+    ) -> Result<(), HeapStoreError> {
+        let key = snapshot.key();
         let path = folder.join(key.as_str());
-        let encoded = manifest.encode();
-        if self.holds(&path, snapshot, &encoded) {
+        if self.holds(&path, snapshot, stored) {
             return Ok(());
         }
-        self.publish(&folder, &path, &encoded)
+        self.publish(folder, &path, stored)
             .map_err(|e| Self::backend(key, e))?;
         if self.durable {
             // The rename is on disk only once the directory is.
-            sync_dir(&folder).map_err(|e| Self::backend(key, e))?;
+            sync_dir(folder).map_err(|e| Self::backend(key, e))?;
         }
         Ok(())
     }
 
     /// Whether the file at `path` already stores `snapshot`: exactly its
-    /// manifest, or an original file of the right length. Anything else (a
+    /// manifest or whole form, or an original file of the right length. Anything else (a
     /// file cut short by a crash, a damaged manifest) is replaced; `get`
     /// refuses it meanwhile.
     /// A heap stored again is as new to the retention: its time is reset.
@@ -284,6 +302,9 @@ impl FileHeapStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Self::backend(key, e)),
         };
+        if chunked::is_whole(&bytes) {
+            return chunks::whole(key, bytes.into()).map(|s| Some((s, None)));
+        }
         if !Manifest::is_manifest(&bytes) {
             return verify_read(key, bytes.into()).map(|s| Some((s, None)));
         }

@@ -41,9 +41,10 @@ pub enum HeapStoreError {
         #[source]
         source: SnapshotError,
     },
-    /// The manifest stored for `key`, or a chunk it names, is missing,
-    /// damaged or of another heap; nothing is restored from it.
-    #[error("heap {key} cannot be put back together from its chunks: {source}")]
+    /// The compressed form stored for `key` (kept whole, or a manifest and
+    /// the chunks it names) is missing a chunk, damaged or of another heap;
+    /// nothing is restored from it.
+    #[error("heap {key} failed verification: {source}")]
     Chunks {
         /// The heap asked for.
         key: HeapKey,

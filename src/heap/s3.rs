@@ -11,7 +11,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt, stream};
 
-use super::chunked::{ChunkRef, Manifest};
+use super::chunked::{self, ChunkRef, Manifest};
 use super::chunks::{self, ChunkCache, Clock, KnownChunks, NoChunkCache, PARALLEL};
 use super::{
     HeapKey, HeapStore, HeapStoreError, Snapshot, generation_at, system_clock, verify_read,
@@ -144,6 +144,17 @@ impl HeapStore for S3HeapStore {
     /// rewrite), then the manifest naming them.
     async fn put(&self, tenant: &Tenant, snapshot: &Snapshot) -> Result<(), HeapStoreError> {
         let key = snapshot.key();
+        if let Some(whole) = snapshot.stored_whole() {
+            return put_once(
+                &self.client,
+                &self.bucket,
+                &self.object_key(tenant, key),
+                ByteStream::from(whole.clone()),
+                "application/octet-stream",
+            )
+            .await
+            .map_err(|source| backend(key, source));
+        }
         let generation = generation_at((self.clock)());
         let (manifest, stored) = snapshot.split();
         let missing: Vec<(ChunkRef, Bytes)> = stored
@@ -206,6 +217,9 @@ impl HeapStore for S3HeapStore {
                 Ok(None) => return Ok(None),
                 Err(source) => return Err(backend(key, source)),
             };
+        if chunked::is_whole(&bytes) {
+            return chunks::whole(key, bytes).map(Some);
+        }
         if !Manifest::is_manifest(&bytes) {
             return verify_read(key, bytes).map(Some);
         }

@@ -58,6 +58,8 @@ pub struct Snapshot {
     /// Its chunks, computed once however many stores (a cache and the store
     /// behind it) write them.
     split: Arc<OnceLock<Split>>,
+    /// Its stored form when kept whole (a small heap), computed once.
+    whole: Arc<OnceLock<Option<Bytes>>>,
 }
 
 /// A payload as the chunked format stores it.
@@ -91,6 +93,7 @@ impl Snapshot {
             key,
             framed: framed.into(),
             split: Arc::default(),
+            whole: Arc::default(),
         }
     }
 
@@ -99,6 +102,25 @@ impl Snapshot {
     pub(crate) fn with_split(self, split: Split) -> Self {
         let _ = self.split.set(split);
         self
+    }
+
+    /// The same snapshot with its whole stored form known already (read
+    /// from a store).
+    pub(crate) fn with_whole(self, stored: Bytes) -> Self {
+        let _ = self.whole.set(Some(stored));
+        self
+    }
+
+    /// The stored form of a heap under [`chunked::WHOLE_BELOW`], kept
+    /// whole and compressed in one object; `None` for a larger heap, which
+    /// is stored as chunks.
+    pub(crate) fn stored_whole(&self) -> Option<&Bytes> {
+        self.whole
+            .get_or_init(|| {
+                (self.payload().len() < chunked::WHOLE_BELOW)
+                    .then(|| Bytes::from(chunked::encode_whole(&self.key, self.payload())))
+            })
+            .as_ref()
     }
 
     /// The manifest (generation 0) and the distinct compressed chunks of
@@ -137,6 +159,7 @@ impl Snapshot {
             key: expected.clone(),
             framed,
             split: Arc::default(),
+            whole: Arc::default(),
         })
     }
 

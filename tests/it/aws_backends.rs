@@ -118,7 +118,7 @@ async fn s3_package_store_passes_the_conformance_suite() {
 async fn s3_heaps_are_a_manifest_under_the_bare_key_and_chunks_of_the_day() {
     let (s3, _, bucket, _) = provisioned().await;
     let store = S3HeapStore::new(s3.clone(), &bucket, "");
-    let snapshot = sample_snapshot(42);
+    let snapshot = heap_conformance::related_snapshot(42, 0);
     store.put(&Tenant::anonymous(), &snapshot).await.unwrap();
     let raw = S3Raw::new(s3.clone(), &bucket, "", || unreachable!());
     let manifest = raw.object(snapshot.key().as_str()).await;
@@ -389,7 +389,7 @@ async fn a_corrupted_cache_file_is_rejected_and_fetched_again() {
     let (s3, _, bucket, _) = provisioned().await;
     let dir = tempfile::tempdir().unwrap();
     let (cache, _) = cache_over(s3, &bucket, dir.path(), 512 * 1024 * 1024);
-    let snapshot = sample_snapshot(8);
+    let snapshot = heap_conformance::related_snapshot(8, 0);
     cache.put(&Tenant::anonymous(), &snapshot).await.unwrap();
     let local = cache.local().path_of(&Tenant::anonymous(), snapshot.key());
     let good = std::fs::read(&local).unwrap();
@@ -890,4 +890,36 @@ async fn no_heap_within_the_retention_misses_a_chunk_when_objects_expire_by_age(
         created.keys().filter(|k| !k.starts_with("chunks/")).count() <= RETENTION as usize + 1,
         "old heaps did expire: {created:?}"
     );
+}
+
+/// A chained put writes only the chunks its instance does not know are
+/// stored, and the manifest; a new instance that restored the heap knows
+/// its chunks too. No listing, no read.
+#[tokio::test]
+async fn a_put_writes_only_the_chunks_the_instance_does_not_know() {
+    use mcp_v8_lambda::backends::aws::{CallCounter, Clients};
+    let (_, _, bucket, _) = provisioned().await;
+    let counter = CallCounter::default();
+    let s3 = Clients::new(&common::moto::sdk_config().await, true, Some(&counter)).s3;
+    let owner = Tenant::of_principal("jwt:https://issuer.test#known");
+    let (a, b, c) = (
+        heap_conformance::related_snapshot(12, 1),
+        heap_conformance::related_snapshot(12, 2),
+        heap_conformance::related_snapshot(12, 3),
+    );
+    let store = S3HeapStore::new(s3.clone(), &bucket, "");
+    store.put(&owner, &a).await.unwrap();
+    let first = counter.take();
+    assert!(first["S3.PutObject"] > 3, "{first:?}");
+    store.put(&owner, &b).await.unwrap();
+    assert_eq!(
+        counter.take(),
+        [("S3.PutObject".to_owned(), 2)].into(),
+        "the changed last chunk and the manifest"
+    );
+    let fresh = S3HeapStore::new(s3, &bucket, "");
+    fresh.get(&owner, b.key()).await.unwrap().unwrap();
+    counter.take();
+    fresh.put(&owner, &c).await.unwrap();
+    assert_eq!(counter.take(), [("S3.PutObject".to_owned(), 2)].into());
 }

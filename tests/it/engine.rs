@@ -486,27 +486,27 @@ async fn a_tampered_snapshot_is_rejected_and_nothing_is_restored() {
     let f = fixture();
     let out = f.stateful("globalThis.secret = 1", None).await;
     let heap = out.heap.unwrap();
-    // A byte of one of its stored chunks, then of the heap in its original
-    // format: each is refused with what is wrong.
-    let chunks: Vec<_> = std::fs::read_dir(f.store.dir().join("chunks"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    let chunk = &chunks[chunks.len() / 2];
-    let good = std::fs::read(chunk).unwrap();
+    // A byte of the stored (compressed) heap, then of the heap in its
+    // original format: each is refused with what is wrong.
+    let path = f.store.path_of(&Tenant::anonymous(), &heap);
+    let good = std::fs::read(&path).unwrap();
     let mut bytes = good.clone();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0x55;
-    std::fs::write(chunk, bytes).unwrap();
+    std::fs::write(&path, bytes).unwrap();
     let out = f.stateful("secret", Some(&heap)).await;
     assert_eq!(out.status, RunStatus::Failed);
     let error = out.error.unwrap();
     assert_eq!(error.name, "HeapError");
     assert!(error.message.contains(heap.as_str()), "{}", error.message);
-    assert!(error.message.contains("is corrupt"), "{}", error.message);
+    assert!(
+        error.message.contains("failed verification"),
+        "{}",
+        error.message
+    );
     assert_eq!(out.heap, None);
 
-    std::fs::write(chunk, good).unwrap();
+    std::fs::write(&path, good).unwrap();
     let original = f
         .store
         .get(&Tenant::anonymous(), &heap)

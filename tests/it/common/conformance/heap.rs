@@ -132,11 +132,12 @@ pub async fn tenants_do_not_see_each_others_heaps(store: &dyn HeapStore) {
     assert!(store.get(&alice, anonymous.key()).await.unwrap().is_none());
 }
 
-/// A 1 MB snapshot: the same bytes for every `variant` of one `base`, but
-/// the last 64, so heaps of one base share all their chunks but the last.
+/// A 4 MB snapshot (stored as chunks: over the size kept whole): the same
+/// bytes for every `variant` of one `base`, but the last 64, so heaps of
+/// one base share all their chunks but the last.
 pub fn related_snapshot(base: u64, variant: u8) -> Snapshot {
     let mut state = base.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut payload: Vec<u8> = (0..1_000_000)
+    let mut payload: Vec<u8> = (0..4_000_000)
         .map(|_| {
             state ^= state << 13;
             state ^= state >> 7;
@@ -174,6 +175,7 @@ pub trait Raw: Send + Sync {
 /// shared chunks, reads original files, and refuses damage clearly.
 pub async fn run_chunked(store: Arc<dyn HeapStore>, raw: &dyn Raw) {
     an_original_snapshot_file_still_reads(raw).await;
+    a_small_heap_is_one_compressed_object(store.as_ref(), raw).await;
     heaps_are_manifests_and_share_their_chunks(store.as_ref(), raw).await;
     a_damaged_chunk_or_manifest_is_refused_and_names_the_heap(store.as_ref(), raw).await;
     a_missing_chunk_is_an_error_not_a_missing_heap(store.as_ref(), raw).await;
@@ -198,6 +200,45 @@ pub async fn an_original_snapshot_file_still_reads(raw: &dyn Raw) {
         .expect("an original file reads")
         .expect("and is there");
     assert_eq!(read.framed(), snapshot.framed());
+}
+
+/// A heap under a megabyte is one object, compressed, with no chunks; a
+/// damaged byte in it is refused.
+pub async fn a_small_heap_is_one_compressed_object(store: &dyn HeapStore, raw: &dyn Raw) {
+    let owner = tenant("whole");
+    // Compressible, as V8's snapshots are.
+    let payload: Vec<u8> = (0..100_000u32)
+        .flat_map(|i| (i % 251).to_le_bytes())
+        .collect();
+    let snapshot = Snapshot::from_payload(&payload).unwrap();
+    store.put(&owner, &snapshot).await.unwrap();
+    let stored = raw.read_heap(&owner, snapshot.key()).await;
+    assert!(
+        stored.starts_with(b"MCPV8ZSTD\0"),
+        "{:?}",
+        &stored[..12.min(stored.len())]
+    );
+    assert!(stored.len() < payload.len() / 4, "{} bytes", stored.len());
+    assert!(raw.chunks(&owner).await.is_empty());
+    let read = raw
+        .fresh()
+        .get(&owner, snapshot.key())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.framed(), snapshot.framed());
+    let mut damaged = stored.clone();
+    let at = damaged.len() - 2;
+    damaged[at] ^= 0x5A;
+    raw.write_heap(&owner, snapshot.key(), damaged).await;
+    let err = raw
+        .fresh()
+        .get(&owner, snapshot.key())
+        .await
+        .expect_err("a damaged heap is refused");
+    assert!(matches!(err, HeapStoreError::Chunks { .. }), "{err}");
+    assert!(err.to_string().contains(snapshot.key().as_str()), "{err}");
+    raw.write_heap(&owner, snapshot.key(), stored).await;
 }
 
 /// What a `put` stores is a small manifest; a second heap of the same base
