@@ -234,6 +234,16 @@ async fn the_template_policy_is_enough_for_every_tool_and_dropping_an_action_fai
     )
     .await;
     assert_eq!(chained["structuredContent"]["result"], "2", "{chained}");
+    // A heap over 1 MiB is stored as chunks under chunks/<day>/: the same
+    // two actions on other keys of the bucket.
+    let large = tool(
+        &app,
+        "run_js",
+        json!({"code": "globalThis.big = Array.from({length: 40000}, (_, i) => ({i, s: 'row-' + i})); big.length"}),
+    )
+    .await;
+    assert_eq!(large["structuredContent"]["result"], "40000", "{large}");
+    let large_heap = large["structuredContent"]["heap"].as_str().unwrap().to_owned();
     for (name, arguments) in [
         ("list_sessions", json!({})),
         ("list_session_snapshots", json!({"session": "iam"})),
@@ -261,6 +271,17 @@ async fn the_template_policy_is_enough_for_every_tool_and_dropping_an_action_fai
     assert_eq!(
         run["structuredContent"]["result"], "3",
         "infra/policy.json: {run}"
+    );
+    // A new instance restores the chunked heap: chunk GETs.
+    let restored = tool(
+        &infra,
+        "run_js",
+        json!({"code": "big[39999].i", "heap": large_heap}),
+    )
+    .await;
+    assert_eq!(
+        restored["structuredContent"]["result"], "39999",
+        "infra/policy.json: {restored}"
     );
     for (name, arguments) in [
         ("list_sessions", json!({})),
