@@ -32,7 +32,7 @@ fn admit(entries: &mut ByteLru<Snapshot>, tenant: &Tenant, snapshot: &Snapshot, 
     if size > max_bytes || entries.get(&slot).is_some() {
         return;
     }
-    entries.insert(&slot, snapshot.clone(), size);
+    entries.insert(&slot, snapshot.bare(), size);
     entries.evict_to(max_bytes, &slot);
 }
 

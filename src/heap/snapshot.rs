@@ -104,6 +104,17 @@ impl Snapshot {
         self
     }
 
+    /// The same snapshot without its stored forms: what a memory cache
+    /// holds, so that its byte bound counts all it keeps.
+    pub(crate) fn bare(&self) -> Self {
+        Self {
+            key: self.key.clone(),
+            framed: self.framed.clone(),
+            split: Arc::default(),
+            whole: Arc::default(),
+        }
+    }
+
     /// The same snapshot with its whole stored form known already (read
     /// from a store).
     pub(crate) fn with_whole(self, stored: Bytes) -> Self {

@@ -243,7 +243,10 @@ async fn the_template_policy_is_enough_for_every_tool_and_dropping_an_action_fai
     )
     .await;
     assert_eq!(large["structuredContent"]["result"], "40000", "{large}");
-    let large_heap = large["structuredContent"]["heap"].as_str().unwrap().to_owned();
+    let large_heap = large["structuredContent"]["heap"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     for (name, arguments) in [
         ("list_sessions", json!({})),
         ("list_session_snapshots", json!({"session": "iam"})),
