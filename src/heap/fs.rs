@@ -328,11 +328,7 @@ impl FileHeapStore {
         let payload = manifest
             .join(&raw)
             .map_err(|e| chunks::chunk_error(key, e))?;
-        let snapshot =
-            Snapshot::from_joined(key, &payload).map_err(|source| HeapStoreError::Corrupt {
-                key: key.clone(),
-                source,
-            })?;
+        let snapshot = chunks::joined(key, &payload)?;
         Ok(Some((snapshot, Some(manifest))))
     }
 
