@@ -289,6 +289,7 @@ pub fn with_stores(config: &Config, stores: Stores) -> App {
         engine_workers: config.engine.workers,
         warm_isolates: config.engine.warm_isolates,
         fetch: config.egress.clone(),
+        mcp: config.upstream.clone(),
         max_module_bytes: config.packages.max_run_modules_mb * 1024 * 1024,
         file_limits: FileLimits {
             max_file_bytes: config.files.max_file_mb * 1024 * 1024,

@@ -40,6 +40,9 @@ pub struct Config {
     /// the allow list is empty). Under Lambda the Runtime API's address is
     /// never reachable.
     pub egress: crate::egress::FetchConfig,
+    /// `MCP_V8_MCP_SERVERS` and the per-run limits of code mode: the
+    /// upstream MCP servers `mcp` in runs calls (none when unset).
+    pub upstream: crate::upstream::UpstreamConfig,
     /// How the process logs.
     pub log: LogSettings,
     /// Where packages come from and how large they may be.
@@ -401,6 +404,41 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
         })
     }
 
+    fn upstream(&self) -> Result<crate::upstream::UpstreamConfig, ConfigError> {
+        use crate::upstream::UpstreamConfig;
+        let runtime_api = self.non_empty("AWS_LAMBDA_RUNTIME_API");
+        let servers =
+            match self.non_empty("MCP_V8_MCP_SERVERS") {
+                Some(value) => UpstreamConfig::parse_servers(&value, runtime_api.as_deref())
+                    .map_err(|reason| ConfigError {
+                        name: "MCP_V8_MCP_SERVERS",
+                        // Its value holds credentials: never echoed.
+                        value: "(not shown: it holds credentials)".to_owned(),
+                        reason: reason.into(),
+                    })?,
+                None => Default::default(),
+            };
+        Ok(UpstreamConfig {
+            servers,
+            max_calls: self.number(
+                "MCP_V8_MCP_MAX_CALLS",
+                UpstreamConfig::DEFAULT_MAX_CALLS,
+                Least::One,
+            )?,
+            concurrency: self.number(
+                "MCP_V8_MCP_CONCURRENCY",
+                UpstreamConfig::DEFAULT_CONCURRENCY,
+                Least::One,
+            )?,
+            call_timeout_ms: self.number(
+                "MCP_V8_MCP_CALL_TIMEOUT_MS",
+                UpstreamConfig::DEFAULT_CALL_TIMEOUT_MS,
+                Least::One,
+            )?,
+            runtime_api,
+        })
+    }
+
     fn list(&self, name: &str) -> Vec<String> {
         self.get(name)
             .map(|v| {
@@ -446,6 +484,7 @@ impl Config {
             transport: TransportSettings::from_vars(&vars, under_lambda)?,
             stores: StoreSettings::from_vars(&vars, under_lambda)?,
             egress: vars.fetch()?,
+            upstream: vars.upstream()?,
             log: LogSettings {
                 format: vars.log_format()?,
                 level: vars.log_level(),

@@ -31,6 +31,7 @@ pub mod session;
 pub mod tenant;
 pub mod tools;
 pub mod transport;
+pub mod upstream;
 
 /// The boxed error behind every seam's `Backend` variant and every error of
 /// building the app.

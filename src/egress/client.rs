@@ -116,7 +116,7 @@ struct Prepared {
 
 /// The runtime requests run on: the engine's threads (and engine workers)
 /// have none of their own.
-fn runtime() -> &'static tokio::runtime::Runtime {
+pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RUNTIME.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
@@ -182,31 +182,43 @@ impl reqwest::dns::Resolve for CheckingResolver {
         let host = name.as_str().to_ascii_lowercase();
         let pinned = self.pinned.get(&host).cloned();
         Box::pin(async move {
-            let found: Vec<IpAddr> = match pinned {
-                Some(addresses) => addresses,
-                None => tokio::net::lookup_host((host.as_str(), 0))
-                    .await?
-                    .map(|a| a.ip())
-                    .collect(),
-            };
-            let mut allowed = Vec::new();
-            let mut refusal = None;
-            for address in found {
-                match policy.check_resolved(&host, address) {
-                    Ok(()) => allowed.push(SocketAddr::new(address, 0)),
-                    Err(e) => refusal = Some(e),
-                }
-            }
-            if allowed.is_empty() {
-                let error: Box<dyn std::error::Error + Send + Sync> = match refusal {
-                    Some(refusal) => Box::new(refusal),
-                    None => format!("{host} has no address").into(),
-                };
-                return Err(error);
-            }
+            let allowed = resolve_checked(&policy, &host, pinned).await?;
             Ok(Box::new(allowed.into_iter()) as reqwest::dns::Addrs)
         })
     }
+}
+
+/// The addresses of `host` (`pinned` ones instead of DNS, when given) that
+/// `policy` lets a request connect to; an error naming the refusal when it
+/// allows none. Every client that reaches out of a run resolves through
+/// this, so the checked address is the one connected to.
+pub(crate) async fn resolve_checked(
+    policy: &Policy,
+    host: &str,
+    pinned: Option<Vec<IpAddr>>,
+) -> Result<Vec<SocketAddr>, Box<dyn std::error::Error + Send + Sync>> {
+    let found: Vec<IpAddr> = match pinned {
+        Some(addresses) => addresses,
+        None => tokio::net::lookup_host((host, 0))
+            .await?
+            .map(|a| a.ip())
+            .collect(),
+    };
+    let mut allowed = Vec::new();
+    let mut refusal = None;
+    for address in found {
+        match policy.check_resolved(host, address) {
+            Ok(()) => allowed.push(SocketAddr::new(address, 0)),
+            Err(e) => refusal = Some(e),
+        }
+    }
+    if allowed.is_empty() {
+        return Err(match refusal {
+            Some(refusal) => Box::new(refusal),
+            None => format!("{host} has no address").into(),
+        });
+    }
+    Ok(allowed)
 }
 
 struct Flight {

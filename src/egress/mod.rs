@@ -16,7 +16,9 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 pub use client::FetchCount;
-pub(crate) use client::{Completion, Egress, Getter, RedirectMode, RequestParts, block_until};
+pub(crate) use client::{
+    Completion, Egress, Getter, RedirectMode, RequestParts, block_until, resolve_checked, runtime,
+};
 pub use policy::{Policy, PolicyError};
 
 /// What the operator configured, as the engine hands it to each run (and

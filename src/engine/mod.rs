@@ -81,6 +81,8 @@ pub struct EngineConfig {
     pub warm_isolates: usize,
     /// What `fetch` may reach (off by default).
     pub fetch: crate::egress::FetchConfig,
+    /// The upstream MCP servers `mcp` calls (none by default).
+    pub mcp: crate::upstream::UpstreamConfig,
     /// Most module source one run may load (its module graph), in bytes.
     pub max_module_bytes: usize,
     /// Caps on a run's `/work`.
@@ -105,6 +107,7 @@ impl Default for EngineConfig {
             worker_max_jobs: 2000,
             warm_isolates: 0,
             fetch: crate::egress::FetchConfig::off(),
+            mcp: crate::upstream::UpstreamConfig::off(),
             max_module_bytes: 64 * 1024 * 1024,
             file_limits: FileLimits::default(),
         }
@@ -144,6 +147,9 @@ pub struct Engine {
     warm: Option<plain::WarmPool>,
     /// `config.fetch`, shared with every job; `None` when fetch is off.
     fetch: Option<Arc<crate::egress::FetchConfig>>,
+    /// `config.mcp`, shared with every job; `None` when no upstream is
+    /// configured.
+    mcp: Option<Arc<crate::upstream::UpstreamConfig>>,
     /// The deployment's packages, when it has a package store.
     packages: Option<Arc<Packages>>,
     /// The operator's prelude, when there is one.
@@ -185,6 +191,7 @@ impl Engine {
             .fetch
             .enabled()
             .then(|| Arc::new(config.fetch.clone()));
+        let mcp = config.mcp.enabled().then(|| Arc::new(config.mcp.clone()));
         Self {
             config,
             heaps,
@@ -192,6 +199,7 @@ impl Engine {
             workers,
             warm,
             fetch,
+            mcp,
             packages: None,
             prelude: None,
             files: None,
@@ -223,6 +231,19 @@ impl Engine {
     /// The deployment's packages, when there is a package store.
     pub fn packages(&self) -> Option<&Arc<Packages>> {
         self.packages.as_ref()
+    }
+
+    /// The upstream MCP servers of code mode, with this process's
+    /// connections to them; `None` when none is configured.
+    pub fn upstreams(&self) -> Option<Arc<crate::upstream::Upstreams>> {
+        let config = self.mcp.as_ref()?;
+        match crate::upstream::Upstreams::shared(config) {
+            Ok(upstreams) => Some(upstreams),
+            Err(error) => {
+                tracing::warn!(%error, "the upstream MCP servers cannot be used");
+                None
+            }
+        }
     }
 
     /// The engine's limits.
@@ -358,6 +379,7 @@ impl Engine {
             .map(|text| cap_text(text, self.config.max_result_bytes, "result"));
         outcome.output = result.output;
         outcome.fetches = result.fetches;
+        outcome.mcp_calls = result.mcp_calls;
         outcome.error = result.error;
         outcome.warnings.extend(result.warnings);
         if let (Some(blob), Some(heaps)) = (result.blob, &self.heaps) {
@@ -453,6 +475,7 @@ impl Engine {
             code_handling: self.config.code_handling,
             control: None,
             fetch: self.fetch.clone(),
+            mcp: self.mcp.clone(),
             packages: None,
             max_module_bytes: self.config.max_module_bytes,
             files: None,

@@ -82,6 +82,10 @@ pub struct RunOutcome {
     /// the run made none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fetches: Option<crate::egress::FetchCount>,
+    /// Calls the run made to upstream MCP servers through `mcp`; absent
+    /// when it made none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_calls: Option<crate::upstream::McpCount>,
 }
 
 /// An outcome plus what was really executed (JavaScript after type stripping),
@@ -116,6 +120,7 @@ impl RunReport {
                 warnings: Vec::new(),
                 duration_ms: 0,
                 fetches: None,
+                mcp_calls: None,
             },
             executed_code: code.to_owned(),
             display: None,

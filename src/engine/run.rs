@@ -22,6 +22,7 @@ use super::watchdog::Watchdog;
 use super::web::{self, Rendered, RunSettings, Timers, render_result};
 use crate::egress::{FetchConfig, FetchCount};
 use crate::packages::PackageView;
+use crate::upstream::{McpCount, UpstreamConfig};
 
 /// How long the event loop waits for a request before looking at the
 /// run's cancellation again.
@@ -59,6 +60,8 @@ pub(crate) struct Job {
     pub control: Option<Arc<RunControl>>,
     /// What `fetch` may reach; `None` (or an empty allow list): nothing.
     pub fetch: Option<Arc<FetchConfig>>,
+    /// The upstream MCP servers `mcp` calls; `None`: none.
+    pub mcp: Option<Arc<UpstreamConfig>>,
     /// The installed packages `import` and `require` may load.
     pub packages: Option<Arc<PackageView>>,
     /// Most module source one run may load, in bytes.
@@ -99,6 +102,8 @@ pub(crate) struct JobResult {
     pub blob: Option<Vec<u8>>,
     /// What the run fetched, when it fetched anything.
     pub fetches: Option<FetchCount>,
+    /// What the run called upstream, when it called anything.
+    pub mcp_calls: Option<McpCount>,
     /// Bytes of the files a completed stateful run wrote and left in
     /// `/work`, by key: stored before its heap.
     pub files: Vec<(String, Bytes)>,
@@ -258,6 +263,7 @@ pub(super) fn start(
             budget: guard.budget.clone(),
             control: job.control.clone(),
             fetch: job.fetch.as_deref(),
+            mcp: job.mcp.as_deref(),
             deadline,
             modules: web::ModuleRun::new(
                 job.packages.clone(),
@@ -362,6 +368,7 @@ pub(super) fn finish(isolate: &mut v8::Isolate, classified: Classified) -> JobRe
         warnings: Vec::new(),
         blob: None,
         fetches: ended.fetches,
+        mcp_calls: ended.mcp_calls,
         files: ended.files,
         displays: ended.displays,
     };
@@ -600,9 +607,7 @@ fn run_event_loop(
         if tc.is_execution_terminating() {
             return Err(Ended::Terminated);
         }
-        let fetching = tc
-            .get_slot::<web::FetchRun>()
-            .is_some_and(|f| f.pending() > 0);
+        let fetching = web::host_pending(tc);
         let next_timer = tc.get_slot::<Timers>().and_then(|timers| {
             if fetching {
                 timers.next_due_any()
@@ -611,17 +616,15 @@ fn run_event_loop(
             }
         });
         if fetching {
-            // Requests are pending work like timers: wait for whichever
-            // comes first, in slices so a cancel is seen while waiting.
+            // Requests and upstream calls are pending work like timers:
+            // wait for whichever comes first, in slices so a cancel is
+            // seen while waiting.
             let until = next_timer
                 .unwrap_or(deadline)
                 .min(deadline)
                 .min(Instant::now() + FETCH_WAIT_SLICE);
-            let arrived = tc
-                .get_slot_mut::<web::FetchRun>()
-                .and_then(|f| f.wait(until));
-            if let Some(completion) = arrived {
-                web::deliver(tc, completion);
+            if let Some(arrived) = web::wait_host(tc, until) {
+                web::deliver_host(tc, arrived);
                 continue;
             }
             if control.is_some_and(RunControl::is_cancelled) {

@@ -51,6 +51,9 @@ struct JobHeader {
     /// to the worker and are never written anywhere.
     #[serde(default)]
     fetch: Option<crate::egress::FetchConfig>,
+    /// The upstream MCP servers, their headers included: as `fetch`'s.
+    #[serde(default)]
+    mcp: Option<crate::upstream::UpstreamConfig>,
     /// The installed packages and where their bundles are on this host.
     #[serde(default)]
     packages: Option<crate::packages::PackageView>,
@@ -108,6 +111,8 @@ struct ResultHeader {
     blob_len: Option<usize>,
     #[serde(default)]
     fetches: Option<crate::egress::FetchCount>,
+    #[serde(default)]
+    mcp_calls: Option<crate::upstream::McpCount>,
     /// Files written, by key and length; their bytes follow the blob's.
     #[serde(default)]
     files: Vec<(String, usize)>,
@@ -199,6 +204,7 @@ pub fn serve_stdio() -> io::Result<()> {
             code_handling: header.code_handling,
             control: Some(control.clone()),
             fetch: header.fetch.map(Arc::new),
+            mcp: header.mcp.map(Arc::new),
             packages: header.packages.map(Arc::new),
             max_module_bytes: header.max_module_bytes,
             files,
@@ -257,6 +263,7 @@ pub fn serve_stdio() -> io::Result<()> {
             warnings: result.warnings,
             blob_len: result.blob.as_ref().map(Vec::len),
             fetches: result.fetches,
+            mcp_calls: result.mcp_calls,
             files: result
                 .files
                 .iter()
@@ -369,6 +376,7 @@ impl Worker {
             files: job.files.is_some(),
             file_limits: job.file_limits,
             fetch: job.fetch.as_deref().cloned(),
+            mcp: job.mcp.as_deref().cloned(),
             packages: job.packages.as_deref().cloned(),
             max_module_bytes: job.max_module_bytes,
             inputs: job
@@ -441,6 +449,7 @@ impl Worker {
             warnings: header.warnings,
             blob,
             fetches: header.fetches,
+            mcp_calls: header.mcp_calls,
             files,
             displays,
         })
@@ -586,6 +595,7 @@ fn crashed(ended: &str) -> JobResult {
         warnings: Vec::new(),
         blob: None,
         fetches: None,
+        mcp_calls: None,
         files: Vec::new(),
         displays: Vec::new(),
     }
@@ -606,6 +616,7 @@ mod tests {
             warnings: vec!["w".into()],
             blob_len: Some(3),
             fetches: None,
+            mcp_calls: None,
             files: Vec::new(),
             displays: Vec::new(),
             display_bytes: Vec::new(),

@@ -18,11 +18,13 @@ use crate::protocol::mcp::{
 use crate::protocol::uri;
 use crate::session::LogicalSession;
 use crate::tools::{CallContext, ExecutionView, Toolbox};
+use crate::upstream::catalog;
 
 const SESSIONS: &str = "mcp-v8://sessions/";
 const LOG: &str = "/log";
 const EXECUTIONS: &str = "mcp-v8://executions/";
 const JSON: &str = "application/json";
+const TYPESCRIPT: &str = "application/typescript";
 /// Resources per `resources/list` page.
 const PAGE: usize = 100;
 
@@ -90,9 +92,23 @@ pub(super) async fn list(
         names.truncate(PAGE);
         names[PAGE - 1].to_string()
     });
-    let resources = names
-        .into_iter()
-        .map(|name| Resource {
+    // The upstream servers' declarations come first, on the first page.
+    let upstreams = match (&after, tools.engine.upstreams()) {
+        (None, Some(upstreams)) => upstreams.names(),
+        _ => Vec::new(),
+    };
+    let declarations = upstreams.into_iter().map(|server| Resource {
+        uri: catalog::declarations_uri(&server),
+        title: format!("TypeScript declarations of {server}'s tools"),
+        description: format!(
+            "The tools of the upstream MCP server {server:?} as TypeScript: what `mcp.{server}.<tool>(args)` \
+and `mcp.callTool(\"{server}\", tool, args)` take and return in run_js."
+        ),
+        name: format!("{server}-tools.d.ts"),
+        mime_type: TYPESCRIPT,
+    });
+    let resources = declarations
+        .chain(names.into_iter().map(|name| Resource {
             uri: log_uri(&name),
             title: format!("Session log of {name}"),
             description: format!(
@@ -101,7 +117,7 @@ pub(super) async fn list(
             ),
             name: name.to_string(),
             mime_type: JSON,
-        })
+        }))
         .collect();
     Ok(ListResourcesResult {
         resources,
@@ -114,11 +130,15 @@ enum Named {
     Log(LogicalSession),
     Execution(Uuid),
     HeapFile(HeapKey, String),
+    Declarations(String),
 }
 
 fn parse(uri: &str) -> Option<Named> {
     if let Some((heap, path)) = super::heap_files::parse(uri) {
         return Some(Named::HeapFile(heap, path));
+    }
+    if let Some(server) = catalog::server_of_uri(uri) {
+        return Some(Named::Declarations(server.to_owned()));
     }
     if let Some(rest) = uri.strip_prefix(SESSIONS) {
         let encoded = rest.strip_suffix(LOG)?;
@@ -182,6 +202,35 @@ pub(super) async fn read(
                 Some(result) => Ok((result, Freshness::Stable)),
                 None => Err(not_found(&uri)),
             };
+        }
+        Some(Named::Declarations(server)) => {
+            let Some(upstreams) = tools
+                .engine
+                .upstreams()
+                .filter(|u| u.names().contains(&server))
+            else {
+                return Err(not_found(&uri));
+            };
+            let listed = {
+                let server = server.clone();
+                crate::egress::runtime()
+                    .spawn(async move { upstreams.tools(&server).await })
+                    .await
+            };
+            let tools = match listed {
+                Ok(Ok(tools)) => tools,
+                Ok(Err(error)) => return Err(MethodError::internal(error.to_string())),
+                Err(error) => return Err(MethodError::internal(error.to_string())),
+            };
+            let result = ReadResourceResult {
+                contents: vec![ResourceContents {
+                    uri,
+                    mime_type: TYPESCRIPT.into(),
+                    text: Some(catalog::declarations(&server, &tools)),
+                    blob: None,
+                }],
+            };
+            return Ok((result, Freshness::Changing));
         }
         None => return Err(not_found(&uri)),
     };

@@ -44,11 +44,17 @@ impl Toolbox {
             Some(packages) => Some(packages.view().await),
             None => None,
         };
+        // ... and the upstream servers' tools, listed once per instance.
+        let code_mode = match self.engine.upstreams() {
+            Some(upstreams) => Some(crate::upstream::catalog::describe(&upstreams).await),
+            None => None,
+        };
         let structured = has_structured_output(context.protocol_version);
         let mut tools = vec![run_js::describe(
             self,
             context.deadline,
             packages.as_deref(),
+            code_mode.as_deref(),
         )];
         if !self.stateless {
             tools.extend(session_log::describe());

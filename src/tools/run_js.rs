@@ -148,6 +148,7 @@ pub(super) fn describe(
     toolbox: &Toolbox,
     deadline: Option<SystemTime>,
     packages: Option<&crate::packages::PackageView>,
+    code_mode: Option<&str>,
 ) -> Tool {
     let stateless = toolbox.stateless;
     let limits = toolbox.engine.config();
@@ -210,8 +211,15 @@ anything else rejects with a TypeError naming the egress policy); ES modules fro
         ),
         _ => "No npm packages are installed here (an operator adds them with `mcp-v8-lambda packages add`).".to_owned(),
     };
+    let code_mode = match code_mode {
+        Some(paragraph) => format!(
+            "{paragraph} At most {} calls per run, each within {} ms and the run's timeout; the outcome's mcp_calls counts them. ",
+            limits.mcp.max_calls, limits.mcp.call_timeout_ms
+        ),
+        None => String::new(),
+    };
     let description = format!(
-        "{base} {GLOBALS_DESCRIPTION} {packages} {fetch} Limits here: timeout {} s by default, at most {} s; heap {} MiB by default, at most {} MiB, \
+        "{base} {GLOBALS_DESCRIPTION} {packages} {fetch} {code_mode}Limits here: timeout {} s by default, at most {} s; heap {} MiB by default, at most {} MiB, \
 and as much again for ArrayBuffer data; console output kept up to {} and the result up to {} (longer text is cut, with a marker); \
 /work files up to {} each, {} and {} files in all.",
         limits.default_timeout.as_secs(),
@@ -236,8 +244,8 @@ and as much again for ArrayBuffer data; console output kept up to {} and the res
             read_only_hint: false,
             destructive_hint: false,
             idempotent_hint: false,
-            // With an allow list, fetch reaches the outside world.
-            open_world_hint: limits.fetch.enabled(),
+            // With an allow list or upstreams, code reaches the outside world.
+            open_world_hint: limits.fetch.enabled() || limits.mcp.enabled(),
         },
     }
 }

@@ -549,6 +549,7 @@ async fn fields_too_large_for_an_item_go_to_s3_and_come_back_whole() {
             warnings: vec![],
             duration_ms: 1,
             fetches: None,
+            mcp_calls: None,
         },
         "a",
         "b",

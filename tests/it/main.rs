@@ -10,6 +10,7 @@ mod allocator;
 mod auth;
 mod aws_backends;
 mod aws_calls;
+mod code_mode;
 mod configuration;
 mod deployment;
 mod display;

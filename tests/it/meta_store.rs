@@ -76,6 +76,7 @@ mod execution_records {
                 warnings: vec![],
                 duration_ms: 0,
                 fetches: None,
+                mcp_calls: None,
             },
             "2026-11-22T12:00:00Z",
             "2026-11-22T12:00:00Z",

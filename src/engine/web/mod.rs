@@ -22,17 +22,19 @@ mod files;
 mod guard;
 mod host;
 mod inspect;
+mod mcp;
 mod modules;
 mod registry;
 mod timers;
 mod url;
 
 pub use display::{Displayed, MAX_DISPLAY_BYTES, MAX_DISPLAYS};
-pub(crate) use fetch::{FetchRun, deliver};
+pub(crate) use fetch::FetchRun;
 pub(crate) use files::FilesRun;
 pub use files::{FileLimits, FileSource};
 pub(crate) use guard::unsnapshottable;
 pub(crate) use inspect::{Rendered, inspect, render_result};
+pub(crate) use mcp::McpRun;
 pub(crate) use modules::ModuleRun;
 pub(crate) use registry::script_origin;
 pub(crate) use timers::Timers;
@@ -44,9 +46,10 @@ use std::time::Instant;
 use v8::MapFnTo;
 
 use self::registry::{Natives, Registry};
-use crate::egress::{FetchConfig, FetchCount};
+use crate::egress::{Completion, FetchConfig, FetchCount};
 use crate::engine::control::RunControl;
 use crate::engine::memory::Budget;
+use crate::upstream::{McpCount, UpstreamConfig};
 
 /// One family: its file, evaluated to a function `(natives, load) => exports`.
 struct Family {
@@ -136,6 +139,11 @@ const FAMILIES: &[Family] = &[
         source: include_str!("display.js"),
         natives: display::natives,
     },
+    Family {
+        name: "mcp",
+        source: include_str!("mcp.js"),
+        natives: mcp::natives,
+    },
 ];
 
 /// Globals and the family that exports each (under the same name).
@@ -176,6 +184,7 @@ const GLOBALS: &[(&str, &str)] = &[
     // What a run's static `import` declarations become (engine/repl.rs).
     ("$__mcpv8_import", "modules"),
     ("display", "display"),
+    ("mcp", "mcp"),
 ];
 
 /// The built-ins the guard family wraps: on a context the layer is first
@@ -207,8 +216,8 @@ const REGISTRY: &str = "mcp-v8-lambda.web";
 /// when `GLOBALS` or `CONSOLE` gain a name, so heaps made by an earlier
 /// layer gain the name on their next restore (1: the layer with `fetch`;
 /// 2: the guarded `ArrayBuffer`, `Intl` and `FinalizationRegistry`; 3:
-/// `require` and the loader of static `import`; 4: `display`).
-const LAYER_VERSION: i32 = 4;
+/// `require` and the loader of static `import`; 4: `display`; 5: `mcp`).
+const LAYER_VERSION: i32 = 5;
 const VERSION: &str = "mcp-v8-lambda.web.version";
 
 fn registry_key<'s>(scope: &mut v8::PinScope<'s, '_>) -> v8::Local<'s, v8::Private> {
@@ -612,11 +621,72 @@ pub(crate) struct RunSettings<'a> {
     pub budget: Arc<Budget>,
     pub control: Option<Arc<RunControl>>,
     pub fetch: Option<&'a FetchConfig>,
+    /// The upstream MCP servers `mcp` calls.
+    pub mcp: Option<&'a UpstreamConfig>,
     pub deadline: Instant,
     /// What `import` and `require` may load.
     pub modules: ModuleRun,
     /// The bytes of `/work`'s files.
     pub files: FilesRun,
+}
+
+/// Work the host does for a run and hands back through its event loop.
+pub(crate) enum Arrived {
+    /// A `fetch` head or body.
+    Fetch(Completion),
+    /// An `mcp` call's answer.
+    Mcp(mcp::Answer),
+}
+
+/// How long one wait on `fetch` lasts while `mcp` calls are pending too:
+/// the two have their own channels, so the loop takes turns.
+const BOTH_SLICE: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Whether requests or calls of the run are still to come.
+pub(crate) fn host_pending(scope: &mut v8::PinScope<'_, '_>) -> bool {
+    scope
+        .get_slot::<FetchRun>()
+        .is_some_and(|f| f.pending() > 0)
+        || scope.get_slot::<McpRun>().is_some_and(|m| m.pending() > 0)
+}
+
+/// The next thing the host hands back, waiting until `until` at most.
+pub(crate) fn wait_host(scope: &mut v8::PinScope<'_, '_>, until: Instant) -> Option<Arrived> {
+    let fetching = scope
+        .get_slot::<FetchRun>()
+        .is_some_and(|f| f.pending() > 0);
+    let calling = scope.get_slot::<McpRun>().is_some_and(|m| m.pending() > 0);
+    match (fetching, calling) {
+        (true, false) => scope
+            .get_slot_mut::<FetchRun>()?
+            .wait(until)
+            .map(Arrived::Fetch),
+        (false, true) => scope
+            .get_slot_mut::<McpRun>()?
+            .wait(until)
+            .map(Arrived::Mcp),
+        (true, true) => loop {
+            if let Some(answer) = scope.get_slot_mut::<McpRun>()?.try_next() {
+                return Some(Arrived::Mcp(answer));
+            }
+            let slice = until.min(Instant::now() + BOTH_SLICE);
+            if let Some(completion) = scope.get_slot_mut::<FetchRun>()?.wait(slice) {
+                return Some(Arrived::Fetch(completion));
+            }
+            if Instant::now() >= until {
+                return None;
+            }
+        },
+        (false, false) => None,
+    }
+}
+
+/// Settles what [`wait_host`] handed back.
+pub(crate) fn deliver_host(scope: &mut v8::PinScope<'_, '_>, arrived: Arrived) {
+    match arrived {
+        Arrived::Fetch(completion) => fetch::deliver(scope, completion),
+        Arrived::Mcp(answer) => mcp::deliver(scope, answer),
+    }
 }
 
 /// Gives each family its state for one run, in slots of `isolate`.
@@ -631,6 +701,9 @@ pub(crate) fn begin_run(isolate: &mut v8::Isolate, settings: RunSettings<'_>) {
     isolate.set_slot(guard::Unsnapshottable::default());
     if let Some(fetch) = FetchRun::new(settings.fetch, settings.deadline) {
         isolate.set_slot(fetch);
+    }
+    if let Some(mcp) = McpRun::new(settings.mcp, settings.deadline) {
+        isolate.set_slot(mcp);
     }
     isolate.set_slot(settings.modules);
     isolate.set_slot(settings.files);
@@ -809,6 +882,7 @@ pub(crate) fn end_run(isolate: &mut v8::Isolate) -> Ended {
     let fetches = isolate
         .remove_slot::<FetchRun>()
         .and_then(|fetch| fetch.count());
+    let mcp_calls = isolate.remove_slot::<McpRun>().and_then(|mcp| mcp.count());
     let output = isolate
         .remove_slot::<console::Console>()
         .map(console::Console::into_output)
@@ -816,6 +890,7 @@ pub(crate) fn end_run(isolate: &mut v8::Isolate) -> Ended {
     Ended {
         output,
         fetches,
+        mcp_calls,
         files,
         displays,
     }
@@ -825,6 +900,8 @@ pub(crate) fn end_run(isolate: &mut v8::Isolate) -> Ended {
 pub(crate) struct Ended {
     pub output: String,
     pub fetches: Option<FetchCount>,
+    /// What `mcp` called, when it called anything.
+    pub mcp_calls: Option<McpCount>,
     /// Bytes of files the run wrote that its `/work` still has, by key
     /// (only when [`files_kept`] was asked: a completed stateful run).
     pub files: Vec<(String, ::bytes::Bytes)>,
@@ -892,6 +969,8 @@ mod tests {
             "fs.get",
             "fs.limits",
             "display.show",
+            "mcp.servers",
+            "mcp.start",
         ];
         assert_eq!(registry.names(), pinned);
         assert_eq!(external_references().len(), pinned.len());

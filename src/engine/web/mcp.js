@@ -1,0 +1,80 @@
+// The global `mcp`: tools of the upstream MCP servers the operator lists in
+// MCP_V8_MCP_SERVERS, called from code (docs/engine.md, "Code mode"). The
+// host makes every request and adds the credentials; this object holds no
+// URL and no header, so a heap that keeps it keeps neither.
+(natives) => {
+  "use strict";
+  const { servers, start } = natives;
+
+  // An answer is JSON: {"ok": value} or {"error": {message, code, ...}}.
+  const settle = (text) => {
+    const answer = JSON.parse(text);
+    if (answer.error === undefined) return answer.ok;
+    const { message, ...fields } = answer.error;
+    const error = new Error(message);
+    Object.assign(error, fields);
+    throw error;
+  };
+
+  const callTool = async (server, tool, args) => {
+    if (typeof server !== "string" || typeof tool !== "string") {
+      throw new TypeError(
+        "mcp.callTool(server, tool, args): server and tool are strings; mcp.servers names the servers, await mcp.listTools(server) their tools",
+      );
+    }
+    if (args === undefined || args === null) args = {};
+    if (typeof args !== "object" || Array.isArray(args)) {
+      throw new TypeError(
+        `mcp.callTool("${server}", "${tool}", args): args is an object of the tool's arguments`,
+      );
+    }
+    return settle(await start("call", server, tool, JSON.stringify(args)));
+  };
+
+  const listTools = async (server) => {
+    if (typeof server !== "string") {
+      throw new TypeError(
+        "mcp.listTools(server): server is a string; mcp.servers names the servers",
+      );
+    }
+    return settle(await start("list", server, "", ""));
+  };
+
+  // `mcp.<server>.<tool>(args)`: a function per name, made on each read;
+  // names promises and serializers probe are not tools.
+  const NOT_TOOLS = new Set(["then", "toJSON", "constructor"]);
+  const proxies = new Map();
+  const serverProxy = (server) => {
+    let proxy = proxies.get(server);
+    if (proxy === undefined) {
+      proxy = new Proxy(Object.create(null), {
+        get(_target, tool) {
+          if (typeof tool !== "string" || NOT_TOOLS.has(tool)) return undefined;
+          return (args) => callTool(server, tool, args);
+        },
+      });
+      proxies.set(server, proxy);
+    }
+    return proxy;
+  };
+
+  const base = {
+    get servers() {
+      return servers();
+    },
+    listTools,
+    callTool,
+  };
+  const mcp = new Proxy(base, {
+    get(target, key, receiver) {
+      if (key in target || typeof key !== "string") {
+        return Reflect.get(target, key, receiver);
+      }
+      return servers().includes(key) ? serverProxy(key) : undefined;
+    },
+    has(target, key) {
+      return key in target || (typeof key === "string" && servers().includes(key));
+    },
+  });
+  return { mcp };
+};

@@ -1,0 +1,274 @@
+//! Natives of `mcp` (code mode): calls start here, are carried out by
+//! `crate::upstream` on the egress runtime, and their answers come back
+//! through the run's event loop ([`McpRun::wait`], [`deliver`]). Only
+//! names, arguments and results cross into the isolate; URLs and headers
+//! stay with the upstream's client.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError, channel};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use v8::MapFnTo;
+
+use super::bytes::string;
+use super::registry::Natives;
+use crate::upstream::{CallError, McpCount, UpstreamConfig, Upstreams};
+
+pub(super) fn natives() -> Natives {
+    vec![
+        ("servers", servers.map_fn_to()),
+        ("start", start.map_fn_to()),
+    ]
+}
+
+/// An answer for the run: the call's id and `{"ok": …}` or `{"error": …}`.
+pub(crate) type Answer = (u32, String);
+
+/// A run's calls and the promises waiting on them.
+pub(crate) struct McpRun {
+    upstreams: Result<Arc<Upstreams>, String>,
+    names: Vec<String>,
+    max_calls: u32,
+    started: u32,
+    call_timeout: Duration,
+    deadline: Instant,
+    slots: Arc<tokio::sync::Semaphore>,
+    next_id: u32,
+    flights: HashMap<u32, (tokio::task::AbortHandle, v8::Global<v8::PromiseResolver>)>,
+    sender: Sender<Answer>,
+    receiver: Receiver<Answer>,
+}
+
+impl McpRun {
+    /// `None` when no upstream is configured.
+    pub(crate) fn new(config: Option<&UpstreamConfig>, deadline: Instant) -> Option<Self> {
+        let config = config.filter(|c| c.enabled())?;
+        let (sender, receiver) = channel();
+        Some(Self {
+            upstreams: Upstreams::shared(config),
+            names: config.servers.keys().cloned().collect(),
+            max_calls: config.max_calls,
+            started: 0,
+            call_timeout: Duration::from_millis(config.call_timeout_ms),
+            deadline,
+            slots: Arc::new(tokio::sync::Semaphore::new(
+                config.concurrency.max(1) as usize
+            )),
+            next_id: 0,
+            flights: HashMap::new(),
+            sender,
+            receiver,
+        })
+    }
+
+    /// Calls still to answer.
+    pub(crate) fn pending(&self) -> usize {
+        self.flights.len()
+    }
+
+    /// The next answer, waiting until `until` at most.
+    pub(crate) fn wait(&mut self, until: Instant) -> Option<Answer> {
+        let timeout = until.saturating_duration_since(Instant::now());
+        match self.receiver.recv_timeout(timeout) {
+            Ok(answer) => Some(answer),
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
+        }
+    }
+
+    /// An answer that has arrived, without waiting.
+    pub(crate) fn try_next(&mut self) -> Option<Answer> {
+        match self.receiver.try_recv() {
+            Ok(answer) => Some(answer),
+            Err(TryRecvError::Empty | TryRecvError::Disconnected) => None,
+        }
+    }
+
+    /// What the run called, for its outcome; `None` when it called nothing.
+    pub(crate) fn count(&self) -> Option<McpCount> {
+        (self.started > 0).then_some(McpCount {
+            count: self.started,
+        })
+    }
+}
+
+impl Drop for McpRun {
+    /// A run that ends (completed, timed out, cancelled) takes its calls
+    /// with it: each is cancelled at its upstream.
+    fn drop(&mut self) {
+        for (task, _) in self.flights.values() {
+            task.abort();
+        }
+    }
+}
+
+/// What the code asked for.
+enum Op {
+    Call(String, serde_json::Map<String, Value>),
+    List,
+}
+
+fn state<'a>(scope: &'a mut v8::PinScope<'_, '_>) -> Option<&'a mut McpRun> {
+    scope.get_slot_mut::<McpRun>()
+}
+
+fn throw_error(scope: &mut v8::PinScope<'_, '_>, message: &str, code: &str) {
+    let Some(text) = string(scope, message) else {
+        return;
+    };
+    let error = v8::Exception::error(scope, text);
+    if let (Ok(object), Some(key), Some(value)) = (
+        v8::Local::<v8::Object>::try_from(error),
+        string(scope, "code"),
+        string(scope, code),
+    ) {
+        object.set(scope, key.into(), value.into());
+    }
+    scope.throw_exception(error);
+}
+
+/// `servers()` → the configured servers' names (none when `mcp` is off).
+fn servers<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    _args: v8::FunctionCallbackArguments<'s>,
+    mut rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    let names = state(scope)
+        .map(|run| run.names.clone())
+        .unwrap_or_default();
+    let names: Vec<v8::Local<v8::Value>> = names
+        .iter()
+        .filter_map(|name| string(scope, name).map(Into::into))
+        .collect();
+    rv.set(v8::Array::new_with_elements(scope, &names).into());
+}
+
+/// `start("call" | "list", server, tool, argsJson)` → a promise of the
+/// answer's JSON; throws when the call may not start (no such server,
+/// `mcp` off, the run's call limit).
+fn start<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    args: v8::FunctionCallbackArguments<'s>,
+    mut rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    let kind = args.get(0).to_rust_string_lossy(scope);
+    let server = args.get(1).to_rust_string_lossy(scope);
+    let tool = args.get(2).to_rust_string_lossy(scope);
+    let raw = args.get(3).to_rust_string_lossy(scope);
+    let Some(run) = state(scope) else {
+        throw_error(
+            scope,
+            "mcp has no servers here: none is configured (the operator lists them in MCP_V8_MCP_SERVERS)",
+            "MCP_OFF",
+        );
+        return;
+    };
+    if !run.names.contains(&server) {
+        let message = format!(
+            "there is no upstream MCP server {server:?} here; the servers are: {}",
+            run.names.join(", ")
+        );
+        throw_error(scope, &message, "MCP_UNKNOWN_SERVER");
+        return;
+    }
+    let op = if kind == "call" {
+        if run.started >= run.max_calls {
+            let message = format!(
+                "mcp.callTool refused: this run has made its {} calls (MCP_V8_MCP_MAX_CALLS); return what you have and continue in another run",
+                run.max_calls
+            );
+            throw_error(scope, &message, "MCP_CALL_LIMIT");
+            return;
+        }
+        let Ok(Value::Object(arguments)) = serde_json::from_str::<Value>(&raw) else {
+            throw_error(
+                scope,
+                "mcp.callTool: args must be an object",
+                "MCP_BAD_ARGS",
+            );
+            return;
+        };
+        run.started += 1;
+        Op::Call(tool, arguments)
+    } else {
+        Op::List
+    };
+    let upstreams = match &run.upstreams {
+        Ok(upstreams) => upstreams.clone(),
+        Err(error) => {
+            let message = format!("mcp cannot reach its servers: {error}");
+            throw_error(scope, &message, "MCP_UNREACHABLE");
+            return;
+        }
+    };
+    run.next_id += 1;
+    let id = run.next_id;
+    let sender = run.sender.clone();
+    let slots = run.slots.clone();
+    let deadline = run.deadline;
+    let call_timeout = run.call_timeout;
+    let task = crate::egress::runtime().spawn(async move {
+        let _permit = slots.acquire_owned().await;
+        let timeout = call_timeout.min(deadline.saturating_duration_since(Instant::now()));
+        let answer = match op {
+            Op::Call(tool, arguments) => upstreams.call(&server, &tool, arguments, timeout).await,
+            Op::List => match tokio::time::timeout(timeout, upstreams.tools(&server)).await {
+                Ok(listed) => {
+                    listed.map(|tools| serde_json::to_value(&*tools).unwrap_or(Value::Null))
+                }
+                Err(_) => Err(CallError::TimedOut {
+                    server: server.clone(),
+                    tool: "tools/list".to_owned(),
+                    ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+                }),
+            },
+        };
+        let text = match answer {
+            Ok(value) => json!({ "ok": value }),
+            Err(error) => json!({ "error": error_fields(&error) }),
+        };
+        let _ = sender.send((id, text.to_string()));
+    });
+    let Some(resolver) = v8::PromiseResolver::new(scope) else {
+        task.abort();
+        return;
+    };
+    let promise = resolver.get_promise(scope);
+    let global = v8::Global::new(scope, resolver);
+    if let Some(run) = state(scope) {
+        run.flights.insert(id, (task.abort_handle(), global));
+    }
+    rv.set(promise.into());
+}
+
+/// The properties of the `Error` code sees for `error`.
+fn error_fields(error: &CallError) -> Value {
+    let (code, server, tool) = match error {
+        CallError::UnknownServer { name, .. } => ("MCP_UNKNOWN_SERVER", name, None),
+        CallError::UnknownTool { server, tool, .. } => ("MCP_UNKNOWN_TOOL", server, Some(tool)),
+        CallError::Tool { server, tool, .. } => ("MCP_TOOL_ERROR", server, Some(tool)),
+        CallError::Unreachable { server, .. } => ("MCP_UNREACHABLE", server, None),
+        CallError::Failed { server, tool, .. } => ("MCP_FAILED", server, Some(tool)),
+        CallError::TimedOut { server, tool, .. } => ("MCP_TIMEOUT", server, Some(tool)),
+    };
+    let mut fields = json!({ "message": error.to_string(), "code": code, "server": server });
+    if let Some(tool) = tool {
+        fields["tool"] = json!(tool);
+    }
+    if error.is_tool_error() {
+        fields["isError"] = json!(true);
+    }
+    fields
+}
+
+/// Settles the promise an answer is for.
+pub(crate) fn deliver(scope: &mut v8::PinScope<'_, '_>, (id, text): Answer) {
+    let Some((_, resolver)) = state(scope).and_then(|run| run.flights.remove(&id)) else {
+        return;
+    };
+    let resolver = v8::Local::new(scope, resolver);
+    if let Some(text) = string(scope, &text) {
+        resolver.resolve(scope, text.into());
+    }
+}

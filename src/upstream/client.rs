@@ -1,0 +1,551 @@
+//! One MCP client per upstream and process (rmcp over Streamable HTTP),
+//! shared by every run the process serves and kept between them.
+//!
+//! # Contract
+//! - A connection negotiates the era: `server/discover` (2026-07-28), and
+//!   `initialize` when the upstream is of the session era. A closed one is
+//!   replaced on the next call; a call is never retried, since a tool may
+//!   not be idempotent.
+//! - Everything here runs on the egress runtime ([`crate::egress::runtime`]),
+//!   where the connections' own tasks live: callers spawn onto it.
+//! - A call's future, dropped, cancels the call at the upstream (rmcp sends
+//!   `notifications/cancelled`, or closes the stream in the 2026-07-28 era).
+//! - Errors name the server and tool and never hold the upstream's URL or
+//!   header values ([`Server::scrub`]).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, Peer, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde::Serialize;
+use serde_json::Value;
+use url::Url;
+
+use super::{UpstreamConfig, UpstreamServer};
+use crate::egress::Policy;
+
+/// A tool of an upstream, as `mcp.listTools` gives it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolInfo {
+    /// What `callTool` names.
+    pub name: String,
+    /// The upstream's description.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the arguments.
+    pub input_schema: Value,
+    /// JSON Schema of `structuredContent`, when the tool has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+}
+
+/// Why a call gave no value; the message is what code in the run sees.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    /// No upstream of that name.
+    #[error("there is no upstream MCP server {name:?} here; {known}")]
+    UnknownServer {
+        /// As the code wrote it.
+        name: String,
+        /// What exists, as a sentence.
+        known: String,
+    },
+    /// The upstream has no tool of that name.
+    #[error("upstream MCP server {server:?} has no tool {tool:?}; its tools are: {known}")]
+    UnknownTool {
+        /// The server.
+        server: String,
+        /// As the code wrote it.
+        tool: String,
+        /// The tools it has.
+        known: String,
+    },
+    /// The tool answered with `isError`.
+    #[error("{server}.{tool} returned an error: {text}")]
+    Tool {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// Its text.
+        text: String,
+    },
+    /// No connection could be made.
+    #[error("upstream MCP server {server:?} could not be reached: {reason}")]
+    Unreachable {
+        /// The server.
+        server: String,
+        /// Why.
+        reason: String,
+    },
+    /// The request failed on the way (transport, protocol).
+    #[error("{server}.{tool} failed: {reason}")]
+    Failed {
+        /// The server.
+        server: String,
+        /// The tool, or `tools/list`.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
+    /// No answer in time.
+    #[error(
+        "{server}.{tool} did not answer within {ms} ms (the call's timeout, bounded by the run's); the call was cancelled"
+    )]
+    TimedOut {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// How long it had.
+        ms: u64,
+    },
+}
+
+impl CallError {
+    /// Whether the tool itself answered with `isError`.
+    pub fn is_tool_error(&self) -> bool {
+        matches!(self, Self::Tool { .. })
+    }
+
+    fn status(&self) -> &'static str {
+        match self {
+            Self::UnknownServer { .. } | Self::UnknownTool { .. } => "unknown",
+            Self::Tool { .. } => "tool_error",
+            Self::Unreachable { .. } => "unreachable",
+            Self::Failed { .. } => "failed",
+            Self::TimedOut { .. } => "timeout",
+        }
+    }
+}
+
+/// How long connecting (the handshake included) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Largest JSON answer read from an upstream.
+const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+
+/// The upstreams of one configuration, with their connections.
+pub struct Upstreams {
+    servers: BTreeMap<String, Arc<Server>>,
+    /// `run_js`'s lines about them, once listed ([`super::catalog`]).
+    pub(super) catalog: tokio::sync::Mutex<Option<super::catalog::Cached>>,
+}
+
+impl std::fmt::Debug for Upstreams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstreams")
+            .field("servers", &self.servers.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Upstreams {
+    /// The process's upstreams for `config`: built once per configuration,
+    /// so every run of the process shares the connections.
+    pub fn shared(config: &UpstreamConfig) -> Result<Arc<Self>, String> {
+        static SHARED: OnceLock<Mutex<Vec<(UpstreamConfig, Arc<Upstreams>)>>> = OnceLock::new();
+        let shared = SHARED.get_or_init(Default::default);
+        let mut shared = shared.lock().unwrap_or_else(PoisonError::into_inner);
+        let same =
+            |c: &UpstreamConfig| c.servers == config.servers && c.runtime_api == config.runtime_api;
+        if let Some((_, found)) = shared.iter().find(|(c, _)| same(c)) {
+            return Ok(found.clone());
+        }
+        let mut servers = BTreeMap::new();
+        for (name, server) in &config.servers {
+            let built = Server::new(name, server, config.runtime_api.as_deref())?;
+            servers.insert(name.clone(), Arc::new(built));
+        }
+        let upstreams = Arc::new(Self {
+            servers,
+            catalog: tokio::sync::Mutex::new(None),
+        });
+        shared.push((config.clone(), upstreams.clone()));
+        Ok(upstreams)
+    }
+
+    /// The servers' names, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.servers.keys().cloned().collect()
+    }
+
+    fn server(&self, name: &str) -> Result<&Arc<Server>, CallError> {
+        self.servers
+            .get(name)
+            .ok_or_else(|| CallError::UnknownServer {
+                name: name.to_owned(),
+                known: self.known(),
+            })
+    }
+
+    fn known(&self) -> String {
+        if self.servers.is_empty() {
+            "none is configured (MCP_V8_MCP_SERVERS), so mcp has nothing to call".to_owned()
+        } else {
+            format!("the servers are: {}", self.names().join(", "))
+        }
+    }
+
+    /// The tools of `server`, listed once per process (again when a call
+    /// names a tool the list lacks). Runs on the egress runtime.
+    pub async fn tools(&self, server: &str) -> Result<Arc<Vec<ToolInfo>>, CallError> {
+        self.server(server)?.tools(false).await
+    }
+
+    /// Calls `tool` of `server` with `args`, at most for `timeout`: the
+    /// result's value (see [`value_of`]). Logs one event per call, without
+    /// arguments or results. Runs on the egress runtime.
+    pub async fn call(
+        &self,
+        server: &str,
+        tool: &str,
+        args: serde_json::Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<Value, CallError> {
+        let started = Instant::now();
+        let outcome = match self.server(server) {
+            Ok(found) => found.call(tool, args, timeout).await,
+            Err(error) => Err(error),
+        };
+        let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let (status, bytes) = match &outcome {
+            Ok((_, bytes)) => ("ok", *bytes),
+            Err(error) => (error.status(), 0),
+        };
+        tracing::info!(target: "mcp_v8_lambda::mcp", server, tool, status, ms, bytes,
+            "upstream tool call");
+        outcome.map(|(value, _)| value)
+    }
+}
+
+/// One upstream: its HTTP client (headers inside), its connection and its
+/// tools.
+struct Server {
+    name: String,
+    url: Url,
+    client: reqwest_013::Client,
+    /// Strings no message may hold: the URL and the header values.
+    secrets: Vec<String>,
+    connection: tokio::sync::Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
+    tools: tokio::sync::Mutex<Option<Arc<Vec<ToolInfo>>>>,
+}
+
+impl Server {
+    fn new(name: &str, server: &UpstreamServer, runtime_api: Option<&str>) -> Result<Self, String> {
+        let url = Url::parse(&server.url).map_err(|e| format!("server {name:?}: {e}"))?;
+        let origin = url.origin().ascii_serialization();
+        let policy = Arc::new(
+            Policy::new(std::slice::from_ref(&origin), runtime_api)
+                .map_err(|e| format!("server {name:?}: {e}"))?,
+        );
+        let mut headers = http::HeaderMap::new();
+        let mut secrets = vec![server.url.clone(), url.to_string()];
+        for (header, value) in &server.headers {
+            let header = http::HeaderName::from_bytes(header.as_bytes())
+                .map_err(|_| format!("server {name:?}: {header:?} is not a header name"))?;
+            let mut value = http::HeaderValue::from_str(value)
+                .map_err(|_| format!("server {name:?}: a header value is invalid"))?;
+            value.set_sensitive(true);
+            if let Ok(text) = value.to_str() {
+                secrets.push(text.to_owned());
+                // `Bearer x` is also sent, and echoed, as `x`.
+                if let Some((_, token)) = text.split_once(' ') {
+                    secrets.push(token.to_owned());
+                }
+            }
+            headers.insert(header, value);
+        }
+        secrets.retain(|s| s.len() >= 4);
+        // Longest first, so a value containing another is scrubbed whole.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        let client = {
+            let _entered = crate::egress::runtime().enter();
+            reqwest_013::Client::builder()
+                // The proxy variables would send requests around the policy.
+                .no_proxy()
+                .redirect(reqwest_013::redirect::Policy::none())
+                .dns_resolver(Arc::new(Resolver { policy }))
+                .default_headers(headers)
+                .user_agent(concat!("mcp-v8-lambda/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .map_err(|e| format!("server {name:?}: cannot build its client: {e}"))?
+        };
+        Ok(Self {
+            name: name.to_owned(),
+            url,
+            client,
+            secrets,
+            connection: tokio::sync::Mutex::new(None),
+            tools: tokio::sync::Mutex::new(None),
+        })
+    }
+
+    /// `text` without the upstream's URL or header values.
+    fn scrub(&self, text: &str) -> String {
+        let mut text = text.to_owned();
+        for secret in &self.secrets {
+            if text.contains(secret.as_str()) {
+                text = text.replace(secret.as_str(), "[redacted]");
+            }
+        }
+        text
+    }
+
+    /// A live connection's peer, connecting when there is none.
+    async fn peer(&self) -> Result<Peer<RoleClient>, CallError> {
+        let mut connection = self.connection.lock().await;
+        if let Some(live) = connection.as_ref()
+            && !live.is_closed()
+            && !live.is_transport_closed()
+        {
+            return Ok(live.peer().clone());
+        }
+        *connection = None;
+        let mut config = StreamableHttpClientTransportConfig::with_uri(self.url.as_str());
+        config.reinit_on_expired_session = true;
+        config.allow_stateless = true;
+        config.max_json_response_size = MAX_RESPONSE_BYTES;
+        let transport = StreamableHttpClientTransport::with_client(self.client.clone(), config);
+        let info = ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("mcp-v8-lambda", env!("CARGO_PKG_VERSION")),
+        );
+        let lifecycle = ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::V_2025_11_25),
+        };
+        let unreachable = |reason: String| CallError::Unreachable {
+            server: self.name.clone(),
+            reason: self.scrub(&reason),
+        };
+        let service = tokio::time::timeout(
+            CONNECT_TIMEOUT,
+            info.serve_with_lifecycle(transport, lifecycle),
+        )
+        .await
+        .map_err(|_| unreachable(format!("no handshake within {CONNECT_TIMEOUT:?}")))?
+        .map_err(|e| unreachable(chain(&e)))?;
+        let peer = service.peer().clone();
+        *connection = Some(service);
+        Ok(peer)
+    }
+
+    /// The tools, from the cache unless `refresh`.
+    async fn tools(&self, refresh: bool) -> Result<Arc<Vec<ToolInfo>>, CallError> {
+        let mut tools = self.tools.lock().await;
+        if !refresh && let Some(listed) = tools.as_ref() {
+            return Ok(listed.clone());
+        }
+        let peer = self.peer().await?;
+        let listed = peer.list_all_tools().await.map_err(|e| {
+            self.closed_on(&e);
+            CallError::Failed {
+                server: self.name.clone(),
+                tool: "tools/list".to_owned(),
+                reason: self.scrub(&chain(&e)),
+            }
+        })?;
+        let listed: Arc<Vec<ToolInfo>> = Arc::new(
+            listed
+                .into_iter()
+                .map(|tool| ToolInfo {
+                    name: tool.name.into_owned(),
+                    description: tool.description.map(|d| d.into_owned()),
+                    input_schema: Value::Object((*tool.input_schema).clone()),
+                    output_schema: tool.output_schema.map(|s| Value::Object((*s).clone())),
+                })
+                .collect(),
+        );
+        *tools = Some(listed.clone());
+        Ok(listed)
+    }
+
+    /// Forgets a connection whose transport a request found closed, so the
+    /// next call makes a new one.
+    fn closed_on(&self, error: &rmcp::ServiceError) {
+        if matches!(
+            error,
+            rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
+        ) && let Ok(mut connection) = self.connection.try_lock()
+        {
+            *connection = None;
+        }
+    }
+
+    async fn call(
+        &self,
+        tool: &str,
+        args: serde_json::Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<(Value, u64), CallError> {
+        let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        let timed_out = || CallError::TimedOut {
+            server: self.name.clone(),
+            tool: tool.to_owned(),
+            ms,
+        };
+        let work = async {
+            let mut tools = self.tools(false).await?;
+            if !tools.iter().any(|t| t.name == tool) {
+                tools = self.tools(true).await?;
+            }
+            if !tools.iter().any(|t| t.name == tool) {
+                let mut known: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+                known.sort_unstable();
+                return Err(CallError::UnknownTool {
+                    server: self.name.clone(),
+                    tool: tool.to_owned(),
+                    known: if known.is_empty() {
+                        "(none)".to_owned()
+                    } else {
+                        known.join(", ")
+                    },
+                });
+            }
+            let peer = self.peer().await?;
+            let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+            let result = peer.call_tool(params).await.map_err(|e| {
+                self.closed_on(&e);
+                CallError::Failed {
+                    server: self.name.clone(),
+                    tool: tool.to_owned(),
+                    reason: self.scrub(&chain(&e)),
+                }
+            })?;
+            let raw = serde_json::to_value(&result).map_err(|e| CallError::Failed {
+                server: self.name.clone(),
+                tool: tool.to_owned(),
+                reason: e.to_string(),
+            })?;
+            let bytes = raw.to_string().len() as u64;
+            value_of(raw)
+                .map(|value| (value, bytes))
+                .map_err(|text| CallError::Tool {
+                    server: self.name.clone(),
+                    tool: tool.to_owned(),
+                    text: self.scrub(&text),
+                })
+        };
+        tokio::time::timeout(timeout, work)
+            .await
+            .unwrap_or_else(|_| Err(timed_out()))
+    }
+}
+
+/// What code gets of a `tools/call` result: `structuredContent` when there
+/// is one; otherwise the text of its text blocks, parsed when it is JSON;
+/// the content blocks themselves when any is not text (images). `Err`: the
+/// tool's `isError`, with its text.
+pub(crate) fn value_of(result: Value) -> Result<Value, String> {
+    let content = result
+        .get("content")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let texts: Vec<&str> = content
+        .iter()
+        .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|block| block.get("text").and_then(Value::as_str))
+        .collect();
+    let text = texts.join("\n");
+    if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        return Err(if text.is_empty() {
+            result
+                .get("structuredContent")
+                .map(Value::to_string)
+                .unwrap_or_else(|| "(no text)".to_owned())
+        } else {
+            text
+        });
+    }
+    if let Some(structured) = result.get("structuredContent") {
+        return Ok(structured.clone());
+    }
+    if texts.len() < content.len() {
+        return Ok(Value::Array(content));
+    }
+    Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+/// An error and its causes in one line.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let line = cause.to_string();
+        if !text.contains(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// The egress policy's resolver for an upstream's client: a name must
+/// resolve to addresses the policy allows, and those are connected to.
+struct Resolver {
+    policy: Arc<Policy>,
+}
+
+impl reqwest_013::dns::Resolve for Resolver {
+    fn resolve(&self, name: reqwest_013::dns::Name) -> reqwest_013::dns::Resolving {
+        let policy = self.policy.clone();
+        let host = name.as_str().to_ascii_lowercase();
+        Box::pin(async move {
+            let allowed = crate::egress::resolve_checked(&policy, &host, None).await?;
+            Ok(Box::new(allowed.into_iter()) as reqwest_013::dns::Addrs)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_result_is_its_structured_content_else_its_text_parsed_when_json() {
+        let structured = json!({"content": [{"type": "text", "text": "{\"n\": 1}"}],
+            "structuredContent": {"n": 2}});
+        assert_eq!(value_of(structured).unwrap(), json!({"n": 2}));
+        let json_text = json!({"content": [{"type": "text", "text": "[1, 2]"}]});
+        assert_eq!(value_of(json_text).unwrap(), json!([1, 2]));
+        let text = json!({"content": [{"type": "text", "text": "hello"}, {"type": "text", "text": "world"}]});
+        assert_eq!(value_of(text).unwrap(), json!("hello\nworld"));
+        let image =
+            json!({"content": [{"type": "image", "data": "AA==", "mimeType": "image/png"}]});
+        assert_eq!(value_of(image.clone()).unwrap(), image["content"]);
+        let failed =
+            json!({"content": [{"type": "text", "text": "no such repo"}], "isError": true});
+        assert_eq!(value_of(failed).unwrap_err(), "no such repo");
+    }
+
+    #[test]
+    fn messages_never_hold_the_url_or_header_values() {
+        let server = Server::new(
+            "gh",
+            &UpstreamServer {
+                url: "https://api.example.com/mcp?key=k3y-value".into(),
+                headers: [("Authorization".into(), "Bearer tok-123456".into())].into(),
+            },
+            None,
+        )
+        .unwrap();
+        let scrubbed = server.scrub(
+            "error sending request for url (https://api.example.com/mcp?key=k3y-value): got tok-123456 back",
+        );
+        assert!(
+            !scrubbed.contains("k3y-value") && !scrubbed.contains("tok-123456"),
+            "{scrubbed}"
+        );
+        assert!(scrubbed.contains("[redacted]"));
+    }
+}

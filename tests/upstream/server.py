@@ -1,0 +1,111 @@
+"""A real upstream MCP server for the code-mode tests (tests/it/code_mode.rs).
+
+    python server.py TOKEN
+
+Under the Python `mcp` 1.x package (.venv) it is FastMCP and speaks the
+session era (initialize, Mcp-Session-Id); under `mcp` 2.x (.venv-mcp2) it is
+MCPServer, which answers `server/discover` and serves protocol 2026-07-28.
+Both listen on loopback over Streamable HTTP at /mcp and refuse (401) every
+request without `Authorization: Bearer TOKEN`, so a call that succeeds shows
+the header reached the upstream.
+
+Prints {"port": N} once listening, then one JSON line per event:
+{"event": "request", "protocol": <MCP-Protocol-Version header>},
+{"event": "start" | "end" | "cancelled", "tool": "slow"} around `slow`'s
+wait (cancelled: the call was cancelled mid-way).
+"""
+
+import asyncio
+import json
+import socket
+import sys
+from typing import TypedDict
+
+import uvicorn
+
+try:
+    from mcp.server.mcpserver import MCPServer as Server  # mcp 2.x
+    from mcp.server.mcpserver.exceptions import ToolError
+except ImportError:
+    from mcp.server.fastmcp import FastMCP as Server  # mcp 1.x
+    from mcp.server.fastmcp.exceptions import ToolError
+
+TOKEN = sys.argv[1]
+
+
+def emit(**event) -> None:
+    print(json.dumps(event), flush=True)
+
+
+server = Server("code-mode-upstream")
+
+
+class Sum(TypedDict):
+    sum: int
+
+
+@server.tool()
+def add(a: int, b: int) -> Sum:
+    """Adds two integers. The result is structured."""
+    return {"sum": a + b}
+
+
+@server.tool(structured_output=False)
+def echo(text: str) -> str:
+    """Returns its text as plain text content."""
+    return text
+
+
+@server.tool(structured_output=False)
+def numbers(n: int) -> str:
+    """Returns JSON as text: the integers below n."""
+    return json.dumps({"items": list(range(n))})
+
+
+@server.tool(structured_output=False)
+def fail(message: str) -> str:
+    """Always fails, with the message (an isError result)."""
+    raise ToolError(message)
+
+
+@server.tool(structured_output=False)
+async def slow(ms: int) -> str:
+    """Answers after ms milliseconds."""
+    emit(event="start", tool="slow")
+    try:
+        await asyncio.sleep(ms / 1000)
+    except asyncio.CancelledError:
+        emit(event="cancelled", tool="slow")
+        raise
+    emit(event="end", tool="slow")
+    return "done"
+
+
+def guarded(app):
+    """The app, refusing requests without the bearer token."""
+
+    async def asgi(scope, receive, send):
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        headers = dict(scope["headers"])
+        if headers.get(b"authorization") != f"Bearer {TOKEN}".encode():
+            await send({"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"text/plain")]})
+            await send({"type": "http.response.body", "body": b"missing or wrong bearer token"})
+            return
+        emit(event="request", protocol=headers.get(b"mcp-protocol-version", b"").decode())
+        return await app(scope, receive, send)
+
+    return asgi
+
+
+async def main() -> None:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    app = guarded(server.streamable_http_app())
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    emit(port=sock.getsockname()[1])
+    await uvicorn.Server(config).serve(sockets=[sock])
+
+
+asyncio.run(main())
