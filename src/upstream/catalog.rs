@@ -52,16 +52,22 @@ pub async fn describe(upstreams: &Arc<Upstreams>) -> String {
     {
         return found.text.clone();
     }
+    // All at once, so servers that do not answer cost one timeout together.
+    let tasks: Vec<_> = upstreams
+        .names()
+        .into_iter()
+        .map(|name| {
+            let upstreams = upstreams.clone();
+            let task = crate::egress::runtime().spawn({
+                let name = name.clone();
+                async move { tokio::time::timeout(LIST_TIMEOUT, upstreams.tools(&name)).await }
+            });
+            (name, task)
+        })
+        .collect();
     let mut listed = Vec::new();
     let mut complete = true;
-    for name in upstreams.names() {
-        let task = {
-            let upstreams = upstreams.clone();
-            let name = name.clone();
-            crate::egress::runtime().spawn(async move {
-                tokio::time::timeout(LIST_TIMEOUT, upstreams.tools(&name)).await
-            })
-        };
+    for (name, task) in tasks {
         let tools = match task.await {
             Ok(Ok(Ok(tools))) => Ok(tools),
             Ok(Ok(Err(error))) => Err(error.to_string()),

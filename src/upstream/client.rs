@@ -231,6 +231,7 @@ struct Server {
     name: String,
     url: Url,
     client: reqwest_013::Client,
+    policy: Arc<Policy>,
     /// Strings no message may hold: the URL and the header values.
     secrets: Vec<String>,
     connection: tokio::sync::Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
@@ -271,7 +272,9 @@ impl Server {
                 // The proxy variables would send requests around the policy.
                 .no_proxy()
                 .redirect(reqwest_013::redirect::Policy::none())
-                .dns_resolver(Arc::new(Resolver { policy }))
+                .dns_resolver(Arc::new(Resolver {
+                    policy: policy.clone(),
+                }))
                 .default_headers(headers)
                 .user_agent(concat!("mcp-v8-lambda/", env!("CARGO_PKG_VERSION")))
                 .build()
@@ -281,6 +284,7 @@ impl Server {
             name: name.to_owned(),
             url,
             client,
+            policy,
             secrets,
             connection: tokio::sync::Mutex::new(None),
             tools: tokio::sync::Mutex::new(None),
@@ -325,6 +329,13 @@ impl Server {
             server: self.name.clone(),
             reason: self.scrub(&reason),
         };
+        // The client's resolver enforces the policy; asking it first too
+        // gives a refusal its own words, which rmcp's error would bury.
+        if let Some(url::Host::Domain(host)) = self.url.host() {
+            crate::egress::resolve_checked(&self.policy, &host.to_ascii_lowercase(), None)
+                .await
+                .map_err(|e| unreachable(refusal_of_upstream(e).to_string()))?;
+        }
         let service = tokio::time::timeout(
             CONNECT_TIMEOUT,
             info.serve_with_lifecycle(transport, lifecycle),
@@ -500,9 +511,28 @@ impl reqwest_013::dns::Resolve for Resolver {
         let policy = self.policy.clone();
         let host = name.as_str().to_ascii_lowercase();
         Box::pin(async move {
-            let allowed = crate::egress::resolve_checked(&policy, &host, None).await?;
+            let allowed = crate::egress::resolve_checked(&policy, &host, None)
+                .await
+                .map_err(refusal_of_upstream)?;
             Ok(Box::new(allowed.into_iter()) as reqwest_013::dns::Addrs)
         })
+    }
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The policy's refusal in words for an upstream (its own text names
+/// fetch's variable); other errors as they are.
+fn refusal_of_upstream(error: BoxError) -> BoxError {
+    match error.downcast::<crate::egress::PolicyError>() {
+        Ok(refusal) => match *refusal {
+            crate::egress::PolicyError::Refused(why) => format!(
+                "refused by the egress policy: {why} (an upstream on a loopback or private address is named by its IP literal)"
+            )
+            .into(),
+            other => Box::new(other),
+        },
+        Err(other) => other,
     }
 }
 

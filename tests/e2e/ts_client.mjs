@@ -11,6 +11,9 @@
 //                                    `BINARY stdio` started by the SDK's stdio transport, twice on one data
 //                                    directory: tools/list, runs continued with "latest", the session log and
 //                                    a resource read, then the second process continues the session
+//   node ts_client.mjs URL codemode  against a server whose MCP_V8_MCP_SERVERS names "upstream": its tools in
+//                                    run_js's description and declarations, then a loop of 10 upstream calls
+//                                    in one run_js, its result kept in the heap
 //   node ts_client.mjs URL surface [cancel]
 //                                    annotations, heap "latest", progress under a 10 s request timeout,
 //                                    a resource read; with "cancel", an aborted call stops its run
@@ -303,5 +306,32 @@ async function stdio() {
   say({ event: "done", heap: three.heap });
 }
 
-await ({ replay, tools, counter, surface, continue: continueSessions, stdio, packages, files }[mode] ?? counter)();
+// Code mode: the model reads what it can call, then one run makes ten
+// upstream calls and returns only their sum.
+async function codemode() {
+  const { client, transport } = await connect("ts-codemode");
+  const { tools } = await client.listTools();
+  const runJs = tools.find((t) => t.name === "run_js");
+  assert.match(runJs.description, /\[upstream\] add\(a, b\): Adds two integers;/);
+  const { resources } = await client.listResources();
+  const uri = "mcp-v8://mcp-servers/upstream/tools.d.ts";
+  assert.ok(resources.some((r) => r.uri === uri), JSON.stringify(resources));
+  const declared = await client.readResource({ uri });
+  assert.match(declared.contents[0].text, /add\(args: \{/);
+  const loop = await run(
+    client,
+    `const sums = [];
+for (let i = 0; i < 10; i++) sums.push((await mcp.upstream.add({ a: i, b: 1 })).sum);
+globalThis.sums = sums;
+sums.reduce((x, y) => x + y, 0)`,
+  );
+  assert.equal(loop.result, "55");
+  assert.deepEqual(loop.mcp_calls, { count: 10 });
+  const kept = await run(client, "sums.length + ':' + sums.at(-1)", loop.heap);
+  assert.equal(kept.result, '"10:10"');
+  say({ event: "done", heap: kept.heap, calls: loop.mcp_calls.count });
+  await transport.close();
+}
+
+await ({ replay, tools, counter, surface, continue: continueSessions, stdio, packages, files, codemode }[mode] ?? counter)();
 process.exit(0);

@@ -27,7 +27,7 @@ fn project() -> PathBuf {
 }
 
 /// A Python MCP server on loopback; killed when dropped.
-struct Upstream {
+pub(crate) struct Upstream {
     child: Child,
     port: u16,
     events: Arc<Mutex<Vec<Value>>>,
@@ -47,7 +47,7 @@ impl Upstream {
     }
 
     /// The 2026-07-28 server (mcp 2.x).
-    fn modern() -> Self {
+    pub(crate) fn modern() -> Self {
         Self::start(".venv-mcp2")
     }
 
@@ -113,7 +113,7 @@ impl Upstream {
 }
 
 /// `MCP_V8_MCP_SERVERS` naming each `(name, upstream)` with the token.
-fn servers_json(upstreams: &[(&str, &Upstream)]) -> String {
+pub(crate) fn servers_json(upstreams: &[(&str, &Upstream)]) -> String {
     let mut servers = serde_json::Map::new();
     for (name, upstream) in upstreams {
         servers.insert(
@@ -499,4 +499,284 @@ async fn calls_are_limited_and_a_cancelled_run_cancels_its_calls() {
         "the run waited for its call"
     );
     legacy.wait_for("cancelled", 2);
+}
+
+/// A name that resolves to loopback is refused (the egress policy's rule:
+/// private addresses only by IP literal), and `fetch` cannot reach an
+/// upstream's URL: the listing opens it for `mcp`'s calls only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_urls_follow_the_egress_rules_and_open_nothing_to_fetch() {
+    let modern = Upstream::modern();
+    let mut config = upstream_config(&[("modern", &modern)]);
+    let mut named = config.servers["modern"].clone();
+    named.url = format!("http://localhost:{}/mcp", modern.port);
+    config.servers.insert("named".into(), named);
+    let engine = Engine::new(
+        EngineConfig {
+            mcp: config,
+            fetch: mcp_v8_lambda::egress::FetchConfig {
+                allow: vec!["https://api.example.com".into()],
+                ..mcp_v8_lambda::egress::FetchConfig::off()
+            },
+            ..EngineConfig::default()
+        },
+        None,
+    );
+    let out = stateless(
+        &engine,
+        &format!(
+            r#"
+            const caught = async (f) => {{ try {{ await f(); return "no error"; }} catch (e) {{ return e.code + ": " + e.message; }} }};
+            [await caught(() => mcp.named.add({{ a: 1, b: 1 }})),
+             await caught(() => fetch({url:?})),
+             (await mcp.modern.add({{ a: 1, b: 1 }})).sum]
+            "#,
+            url = modern.url()
+        ),
+    )
+    .await;
+    let value = json_result(&out);
+    let named = value[0].as_str().unwrap();
+    assert!(
+        named.starts_with("MCP_UNREACHABLE")
+            && named.contains("refused by the egress policy")
+            && named.contains("IP literal"),
+        "{named}"
+    );
+    assert!(!named.contains(&modern.url()), "the URL is shown: {named}");
+    let fetched = value[1].as_str().unwrap();
+    assert!(
+        fetched.contains("egress policy") && fetched.contains("not in the allow list"),
+        "{fetched}"
+    );
+    assert_eq!(value[2], 2);
+}
+
+#[test]
+fn bad_upstream_settings_stop_the_server_without_echoing_credentials() {
+    let lookup = |vars: Vec<(&'static str, String)>| {
+        mcp_v8_lambda::config::Config::from_lookup(move |name| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.clone())
+        })
+    };
+    for (value, reason) in [
+        (
+            json!({"gh": {"url": "http://169.254.169.254/mcp", "headers": {"authorization": TOKEN}}}),
+            "link-local",
+        ),
+        (
+            json!({"gh": {"url": "http://127.0.0.1:9001/mcp", "headers": {"authorization": TOKEN}}}),
+            "Lambda Runtime API",
+        ),
+        (
+            json!({"gh": {"url": "https://a.example/mcp", "headers": {"authorization": format!("{TOKEN}\n")}}}),
+            "not a header value",
+        ),
+        (json!({"gh": "https://a.example/mcp"}), "not a JSON object"),
+    ] {
+        let error = lookup(vec![
+            ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001".into()),
+            ("MCP_V8_MCP_SERVERS", value.to_string()),
+        ])
+        .expect_err("refused")
+        .to_string();
+        assert!(
+            error.contains("MCP_V8_MCP_SERVERS") && error.contains(reason),
+            "{value}: {error}"
+        );
+        assert_no_token("the configuration error", &error);
+    }
+    let error = lookup(vec![("MCP_V8_MCP_MAX_CALLS", "0".into())])
+        .expect_err("refused")
+        .to_string();
+    assert!(error.contains("MCP_V8_MCP_MAX_CALLS"), "{error}");
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        file.path(),
+        json!({"gh": {"url": "https://api.example.com/mcp"}}).to_string(),
+    )
+    .unwrap();
+    let config = lookup(vec![(
+        "MCP_V8_MCP_SERVERS",
+        file.path().to_str().unwrap().to_owned(),
+    )])
+    .unwrap();
+    assert_eq!(
+        config.upstream.servers.keys().collect::<Vec<_>>(),
+        ["gh"],
+        "a file path is read"
+    );
+    assert_eq!(config.upstream.max_calls, UpstreamConfig::DEFAULT_MAX_CALLS);
+}
+
+/// `serve`: run_js's description names each server and its tools, a
+/// resource per server declares them in TypeScript, a call's outcome counts
+/// it (in the serving process and in an engine worker), and the log has a
+/// line per call without the token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_describes_declares_counts_and_logs_upstream_calls() {
+    let legacy = Upstream::session_era();
+    let modern = Upstream::modern();
+    let data = tempfile::tempdir().unwrap();
+    let port = crate::common::net::free_port();
+    let log_path = data.path().join("serve.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
+        .args(["serve", "--port", &port.to_string(), "--data-dir"])
+        .arg(data.path().join("data"))
+        .env(
+            "MCP_V8_MCP_SERVERS",
+            servers_json(&[("legacy", &legacy), ("modern", &modern)]),
+        )
+        .env("RUST_LOG", "info")
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    crate::common::net::wait_listening(port, "serve", Duration::from_secs(20));
+    let post = |method: &'static str, name: Option<&'static str>, params: Value| {
+        crate::common::post_2026(port, method, name, params)
+    };
+    let tools = post("tools/list", None, json!({})).await;
+    let description = tools["result"]["tools"][0]["description"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{tools}"))
+        .to_owned();
+    for expected in [
+        "Code mode",
+        "[legacy]",
+        "[modern]",
+        " add(a, b): Adds two integers;",
+        " slow(ms): Answers after ms milliseconds;",
+        "mcp-v8://mcp-servers/<server>/tools.d.ts",
+        "At most 50 calls per run",
+    ] {
+        assert!(
+            description.contains(expected),
+            "{expected:?} missing from: {description}"
+        );
+    }
+    assert_eq!(
+        tools["result"]["tools"][0]["annotations"]["openWorldHint"],
+        true
+    );
+    let resources = post("resources/list", None, json!({})).await;
+    let uris: Vec<&str> = resources["result"]["resources"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{resources}"))
+        .iter()
+        .filter_map(|r| r["uri"].as_str())
+        .collect();
+    assert!(
+        uris.contains(&"mcp-v8://mcp-servers/legacy/tools.d.ts")
+            && uris.contains(&"mcp-v8://mcp-servers/modern/tools.d.ts"),
+        "{resources}"
+    );
+    let read = post(
+        "resources/read",
+        None,
+        json!({"uri": "mcp-v8://mcp-servers/modern/tools.d.ts"}),
+    )
+    .await;
+    let text = read["result"]["contents"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{read}"));
+    for expected in [
+        "interface McpServer_modern {",
+        "add(args: {",
+        "a: number;",
+        "sum: number;",
+        "echo(args: {",
+        "readonly modern: McpServer_modern;",
+    ] {
+        assert!(
+            text.contains(expected),
+            "{expected:?} missing from:\n{text}"
+        );
+    }
+    let unknown = post(
+        "resources/read",
+        None,
+        json!({"uri": "mcp-v8://mcp-servers/nope/tools.d.ts"}),
+    )
+    .await;
+    assert_eq!(
+        unknown["error"]["message"], "Resource not found",
+        "{unknown}"
+    );
+    let code = "(await mcp.modern.add({ a: 20, b: 22 })).sum";
+    let stateless = post(
+        "tools/call",
+        Some("run_js"),
+        json!({"name": "run_js", "arguments": {"code": code}}),
+    )
+    .await;
+    let outcome = &stateless["result"]["structuredContent"];
+    assert_eq!(outcome["result"], "42", "{stateless}");
+    assert_eq!(outcome["mcp_calls"]["count"], 1, "{stateless}");
+    let stateful = post(
+        "tools/call",
+        Some("run_js"),
+        json!({"name": "run_js", "arguments": {"code": "globalThis.got = await mcp.legacy.echo({ text: 'kept' }); got", "heap": ""}}),
+    )
+    .await;
+    let outcome = &stateful["result"]["structuredContent"];
+    assert_eq!(outcome["result"], "\"kept\"", "{stateful}");
+    assert_eq!(outcome["mcp_calls"]["count"], 1, "{stateful}");
+    assert!(outcome["heap"].is_string(), "{stateful}");
+    let _ = child.kill();
+    let _ = child.wait();
+    let logged = std::fs::read_to_string(&log_path).unwrap();
+    let calls: Vec<&str> = logged
+        .lines()
+        .filter(|l| l.contains("upstream tool call"))
+        .collect();
+    assert!(
+        calls
+            .iter()
+            .any(|l| l.contains("modern") && l.contains("add") && l.contains("ok"))
+            && calls
+                .iter()
+                .any(|l| l.contains("legacy") && l.contains("echo") && l.contains("ok")),
+        "no line per call in:\n{logged}"
+    );
+    assert_no_token("the log", &logged);
+    assert!(
+        !logged.contains(&modern.url()),
+        "the log holds a URL:\n{logged}"
+    );
+}
+
+/// The Lambda entry: a function URL event's run calls an upstream, and the
+/// description lists it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_mode_works_under_the_lambda_entry() {
+    let modern = Upstream::modern();
+    let dir = tempfile::tempdir().unwrap();
+    let servers = servers_json(&[("modern", &modern)]);
+    let config = mcp_v8_lambda::config::Config::from_lookup(|name| {
+        (name == "MCP_V8_MCP_SERVERS").then(|| servers.clone())
+    })
+    .unwrap();
+    let app = mcp_v8_lambda::app::app(&config, dir.path(), None).unwrap();
+    let (_, _, tools) = crate::lambda::invoke(
+        &app,
+        &crate::lambda::event_2026("tools/list", None, json!({})),
+    )
+    .await;
+    let description = tools["result"]["tools"][0]["description"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{tools}"));
+    assert!(description.contains("[modern] add(a, b)"), "{description}");
+    let outcome = crate::lambda::run_js_2026(
+        &app,
+        "const r = []; for (let i = 0; i < 3; i++) r.push((await mcp.modern.add({ a: i, b: i })).sum); r",
+        None,
+    )
+    .await;
+    assert_eq!(outcome["result"], "[0,2,4]", "{outcome}");
+    assert_eq!(outcome["mcp_calls"]["count"], 3, "{outcome}");
+    assert_no_token("the outcome", &outcome.to_string());
 }

@@ -166,6 +166,28 @@ fn typescript_sdk_client_imports_a_package_the_operator_added() {
     assert_eq!(done["event"], "done", "{done}");
 }
 
+/// Code mode through the official TypeScript client and `serve`: the model
+/// reads the upstream's tools in run_js's description and declarations,
+/// and one run loops over ten upstream calls, keeping the result.
+#[test]
+fn typescript_sdk_client_runs_a_code_mode_loop_of_ten_upstream_calls() {
+    let upstream = crate::code_mode::Upstream::modern();
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start_with(
+        dir.path(),
+        common::net::free_port(),
+        vec![(
+            "MCP_V8_MCP_SERVERS".into(),
+            crate::code_mode::servers_json(&[("upstream", &upstream)]),
+        )],
+    );
+    let mut command = node();
+    command.args([&serve.url(), "codemode"]);
+    let done = finish(command);
+    assert_eq!(done["event"], "done", "{done}");
+    assert_eq!(done["calls"], 10, "{done}");
+}
+
 /// The MCP surface through the official TypeScript client and `serve`:
 /// annotations, `heap: "latest"`, a 25 s run completing under a 10 s
 /// request timeout that progress resets (and timing out without a progress

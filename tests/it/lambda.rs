@@ -28,7 +28,7 @@ fn event(name: &str, session: &str) -> String {
         .replace("REPLACE_WITH_SESSION_ID", session)
 }
 
-async fn invoke(app: &App, event: &str) -> (StatusCode, Option<String>, Value) {
+pub(crate) async fn invoke(app: &App, event: &str) -> (StatusCode, Option<String>, Value) {
     invoke_allowing(app, event, false).await
 }
 
@@ -174,7 +174,7 @@ async fn the_bare_function_url_path_serves_mcp_too() {
 
 /// A 2026-07-28 function URL event (no session to set up first) for
 /// `method` with `params`, on the model of `events/run-js-2026.json`.
-fn event_2026(method: &str, name: Option<&str>, mut params: Value) -> String {
+pub(crate) fn event_2026(method: &str, name: Option<&str>, mut params: Value) -> String {
     let mut event: Value = serde_json::from_str(&event("run-js-2026", "")).unwrap();
     let model: Value = serde_json::from_str(event["body"].as_str().unwrap()).unwrap();
     params["_meta"] = model["params"]["_meta"].clone();
@@ -193,7 +193,7 @@ fn event_2026(method: &str, name: Option<&str>, mut params: Value) -> String {
 
 /// The outcome of a 2026-07-28 `run_js` of `code` through the Lambda
 /// entry, logged in `session` when one is named.
-async fn run_js_2026(app: &App, code: &str, session: Option<&str>) -> Value {
+pub(crate) async fn run_js_2026(app: &App, code: &str, session: Option<&str>) -> Value {
     let mut arguments = serde_json::json!({ "code": code });
     if let Some(session) = session {
         arguments["session"] = session.into();
