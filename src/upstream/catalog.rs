@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::Cached;
 use super::client::{ToolInfo, Upstreams};
 
 /// Longest the paragraph about the upstreams may be, in characters.
@@ -21,13 +22,6 @@ const LIST_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a paragraph with a server that could not be listed is kept
 /// before the next `tools/list` tries again.
 const RETRY_AFTER: Duration = Duration::from_secs(60);
-
-/// The paragraph as last made.
-pub(crate) struct Cached {
-    text: String,
-    /// When it was made, for a paragraph that lacks a server's tools.
-    incomplete_since: Option<Instant>,
-}
 
 /// The resource URI of `server`'s declarations.
 pub fn declarations_uri(server: &str) -> String {
@@ -85,8 +79,11 @@ pub async fn describe(upstreams: &Arc<Upstreams>) -> String {
     text
 }
 
+/// A server's tools as listing them went: the tools, or why not.
+type Listed = (String, Result<Arc<Vec<ToolInfo>>, String>);
+
 /// The paragraph for servers and what listing each gave.
-fn paragraph(listed: &[(String, Result<Arc<Vec<ToolInfo>>, String>)]) -> String {
+fn paragraph(listed: &[Listed]) -> String {
     let mut text = String::from(
         "Code mode: the global `mcp` calls tools of other MCP servers from your code, so one run can call many tools, \
 loop and filter, and return only what matters. `await mcp.callTool(server, tool, args)` (or `await mcp.<server>.<tool>(args)`) \

@@ -135,7 +135,7 @@ const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 pub struct Upstreams {
     servers: BTreeMap<String, Arc<Server>>,
     /// `run_js`'s lines about them, once listed ([`super::catalog`]).
-    pub(super) catalog: tokio::sync::Mutex<Option<super::catalog::Cached>>,
+    pub(super) catalog: tokio::sync::Mutex<Option<super::Cached>>,
 }
 
 impl std::fmt::Debug for Upstreams {
@@ -150,7 +150,8 @@ impl Upstreams {
     /// The process's upstreams for `config`: built once per configuration,
     /// so every run of the process shares the connections.
     pub fn shared(config: &UpstreamConfig) -> Result<Arc<Self>, String> {
-        static SHARED: OnceLock<Mutex<Vec<(UpstreamConfig, Arc<Upstreams>)>>> = OnceLock::new();
+        type Built = Vec<(UpstreamConfig, Arc<Upstreams>)>;
+        static SHARED: OnceLock<Mutex<Built>> = OnceLock::new();
         let shared = SHARED.get_or_init(Default::default);
         let mut shared = shared.lock().unwrap_or_else(PoisonError::into_inner);
         let same =

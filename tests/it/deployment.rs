@@ -486,3 +486,33 @@ fn yaml_default(parameter: &str) -> String {
         .unwrap()
         .to_owned()
 }
+
+/// Code mode's credentials come from Secrets Manager: the parameter is a
+/// secret's name, the variable a dynamic reference CloudFormation resolves
+/// at deploy time, and without the parameter the variable is not set.
+#[test]
+fn upstream_mcp_servers_come_from_a_secret_never_a_parameter_value() {
+    let dir = tempfile::tempdir().unwrap();
+    for (given, expected) in [
+        (
+            json!({ "McpServersSecret": "prod/mcp-upstreams" }),
+            json!({ "Fn::Sub": "{{resolve:secretsmanager:${McpServersSecret}:SecretString}}" }),
+        ),
+        (json!({}), json!({ "Ref": "AWS::NoValue" })),
+    ] {
+        let path = dir
+            .path()
+            .join(format!("{}.json", given.as_object().unwrap().len()));
+        let template = transformed(&given, &path);
+        let resources = created(&template, &given);
+        let function = resources
+            .values()
+            .find(|r| r["Type"] == "AWS::Lambda::Function")
+            .expect("the function");
+        assert_eq!(
+            function["Properties"]["Environment"]["Variables"]["MCP_V8_MCP_SERVERS"], expected,
+            "{given}"
+        );
+    }
+    assert_eq!(yaml_default("McpServersSecret"), "");
+}

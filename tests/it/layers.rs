@@ -17,28 +17,37 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("files", &["heap", "tenant"]),
     ("egress", &[]),
     ("packages", &["egress", "heap"]),
+    ("upstream", &["egress"]),
     ("backends", &[]),
     ("logs", &[]),
     ("session", &["backends", "heap", "protocol"]),
-    ("engine", &["egress", "files", "heap", "packages", "tenant"]),
+    (
+        "engine",
+        &["egress", "files", "heap", "packages", "tenant", "upstream"],
+    ),
     ("meta", &["backends", "clock", "heap", "session", "tenant"]),
     (
         "tools",
         &[
             "clock", "engine", "heap", "meta", "packages", "protocol", "session", "tenant",
+            "upstream",
         ],
     ),
     (
         "server",
         &[
-            "clock", "engine", "heap", "meta", "protocol", "session", "tenant", "tools",
+            "clock", "engine", "egress", "heap", "meta", "protocol", "session", "tenant", "tools",
+            "upstream",
         ],
     ),
     (
         "transport",
         &["clock", "protocol", "server", "session", "tenant", "tools"],
     ),
-    ("config", &["backends", "egress", "tenant", "transport"]),
+    (
+        "config",
+        &["backends", "egress", "tenant", "transport", "upstream"],
+    ),
     ("lambda", &["transport"]),
     (
         "app",
@@ -337,6 +346,7 @@ fn no_file_of_the_web_layer_imports_a_module_above_it() {
         "egress/",
         "files/",
         "packages/",
+        "upstream/",
     ];
     let mut violations = Vec::new();
     for (file, imports) in file_imports() {

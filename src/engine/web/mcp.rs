@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError, channel};
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -71,18 +71,12 @@ impl McpRun {
     /// The next answer, waiting until `until` at most.
     pub(crate) fn wait(&mut self, until: Instant) -> Option<Answer> {
         let timeout = until.saturating_duration_since(Instant::now());
-        match self.receiver.recv_timeout(timeout) {
-            Ok(answer) => Some(answer),
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-        }
+        self.receiver.recv_timeout(timeout).ok()
     }
 
     /// An answer that has arrived, without waiting.
     pub(crate) fn try_next(&mut self) -> Option<Answer> {
-        match self.receiver.try_recv() {
-            Ok(answer) => Some(answer),
-            Err(TryRecvError::Empty | TryRecvError::Disconnected) => None,
-        }
+        self.receiver.try_recv().ok()
     }
 
     /// What the run called, for its outcome; `None` when it called nothing.
