@@ -499,6 +499,18 @@ async fn calls_are_limited_and_a_cancelled_run_cancels_its_calls() {
         "the run waited for its call"
     );
     legacy.wait_for("cancelled", 2);
+    // A run that reaches its own timeout ends, and so does its call.
+    let timed_out = run(
+        &engine,
+        RunRequest {
+            code: "await mcp.legacy.slow({ ms: 30000 })".into(),
+            timeout: Some(Duration::from_secs(1)),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_ne!(timed_out.status, RunStatus::Completed, "{timed_out:?}");
+    legacy.wait_for("cancelled", 3);
 }
 
 /// A name that resolves to loopback is refused (the egress policy's rule:
