@@ -303,10 +303,19 @@ fn colour() -> bool {
 }
 
 /// `RUST_LOG` when set, else the level Lambda's logging configuration asks
-/// for, else `info`.
+/// for, else `info`. The MCP client crate's own events stay off unless
+/// `RUST_LOG` names `rmcp`: some carry an upstream's URL (in its errors) or
+/// a message's arguments (at trace), which code mode keeps out of logs
+/// (docs/engine.md, "Code mode"); its per-call event says what happened.
 fn init_logging(format: LogFormat, level: Option<&str>) {
+    let named = std::env::var("RUST_LOG").is_ok_and(|v| v.contains("rmcp"));
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new(level.unwrap_or("info")));
+    let filter = if named {
+        filter
+    } else {
+        filter.add_directive("rmcp=off".parse().expect("a valid directive"))
+    };
     let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(colour());
