@@ -97,7 +97,7 @@ pub enum CallError {
     },
     /// No answer in time.
     #[error(
-        "{server}.{tool} did not answer within {ms} ms (the call's timeout, bounded by the run's); the call was cancelled"
+        "{server}.{tool} did not answer within {ms} ms (MCP_V8_MCP_CALL_TIMEOUT_MS); the call was cancelled"
     )]
     TimedOut {
         /// The server.
@@ -210,19 +210,41 @@ impl Upstreams {
         args: serde_json::Map<String, Value>,
         timeout: Duration,
     ) -> Result<Value, CallError> {
-        let started = Instant::now();
+        let mut audit = Audit {
+            server,
+            tool,
+            started: Instant::now(),
+            ended: None,
+        };
         let outcome = match self.server(server) {
             Ok(found) => found.call(tool, args, timeout).await,
             Err(error) => Err(error),
         };
-        let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let (status, bytes) = match &outcome {
+        audit.ended = Some(match &outcome {
             Ok((_, bytes)) => ("ok", *bytes),
             Err(error) => (error.status(), 0),
-        };
+        });
+        outcome.map(|(value, _)| value)
+    }
+}
+
+/// The audit event of one call, written when the call ends, or when its
+/// future is dropped (the run ended first: `cancelled`).
+struct Audit<'a> {
+    server: &'a str,
+    tool: &'a str,
+    started: Instant,
+    /// Status and result bytes, once the call ended.
+    ended: Option<(&'static str, u64)>,
+}
+
+impl Drop for Audit<'_> {
+    fn drop(&mut self) {
+        let (status, bytes) = self.ended.unwrap_or(("cancelled", 0));
+        let ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let (server, tool) = (self.server, self.tool);
         tracing::info!(target: "mcp_v8_lambda::mcp", server, tool, status, ms, bytes,
             "upstream tool call");
-        outcome.map(|(value, _)| value)
     }
 }
 

@@ -66,8 +66,8 @@ pub struct UpstreamConfig {
     pub max_calls: u32,
     /// Calls in flight at once per run (`MCP_V8_MCP_CONCURRENCY`).
     pub concurrency: u32,
-    /// Longest one call may take, within the run's own deadline
-    /// (`MCP_V8_MCP_CALL_TIMEOUT_MS`).
+    /// Longest one call may take (`MCP_V8_MCP_CALL_TIMEOUT_MS`); a run
+    /// that ends first cancels its calls.
     pub call_timeout_ms: u64,
     /// `AWS_LAMBDA_RUNTIME_API` (`host:port`), never reachable.
     pub runtime_api: Option<String>,

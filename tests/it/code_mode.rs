@@ -740,6 +740,19 @@ async fn serve_describes_declares_counts_and_logs_upstream_calls() {
     assert_eq!(outcome["result"], "\"kept\"", "{stateful}");
     assert_eq!(outcome["mcp_calls"]["count"], 1, "{stateful}");
     assert!(outcome["heap"].is_string(), "{stateful}");
+    // A run that times out while a call is pending takes the call with
+    // it, and the audit says so.
+    let abandoned = post(
+        "tools/call",
+        Some("run_js"),
+        json!({"name": "run_js", "arguments": {"code": "await mcp.modern.slow({ ms: 30000 })", "execution_timeout_secs": 1}}),
+    )
+    .await;
+    assert_eq!(
+        abandoned["result"]["structuredContent"]["status"], "timed_out",
+        "{abandoned}"
+    );
+    modern.wait_for("start", 1);
     // The session-era upstream goes away: its session's event stream
     // breaks, and the next call fails; neither may log its URL.
     let urls = [legacy.url(), modern.url()];
@@ -769,8 +782,11 @@ async fn serve_describes_declares_counts_and_logs_upstream_calls() {
             .any(|l| l.contains("modern") && l.contains("add") && l.contains("ok"))
             && calls
                 .iter()
-                .any(|l| l.contains("legacy") && l.contains("echo") && l.contains("ok")),
-        "no line per call in:\n{logged}"
+                .any(|l| l.contains("legacy") && l.contains("echo") && l.contains("ok"))
+            && calls
+                .iter()
+                .any(|l| l.contains("slow") && l.contains("cancelled")),
+        "no line per call in:\n{calls:#?}"
     );
     assert_no_token("the log", &logged);
     for url in urls {

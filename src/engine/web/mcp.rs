@@ -32,8 +32,9 @@ pub(crate) struct McpRun {
     names: Vec<String>,
     max_calls: u32,
     started: u32,
+    /// One call's longest time; the run's own end (its deadline, a
+    /// cancel) aborts every call anyway, as the call's cancellation.
     call_timeout: Duration,
-    deadline: Instant,
     slots: Arc<tokio::sync::Semaphore>,
     next_id: u32,
     flights: HashMap<u32, (tokio::task::AbortHandle, v8::Global<v8::PromiseResolver>)>,
@@ -43,7 +44,7 @@ pub(crate) struct McpRun {
 
 impl McpRun {
     /// `None` when no upstream is configured.
-    pub(crate) fn new(config: Option<&UpstreamConfig>, deadline: Instant) -> Option<Self> {
+    pub(crate) fn new(config: Option<&UpstreamConfig>) -> Option<Self> {
         let config = config.filter(|c| c.enabled())?;
         let (sender, receiver) = channel();
         Some(Self {
@@ -52,7 +53,6 @@ impl McpRun {
             max_calls: config.max_calls,
             started: 0,
             call_timeout: Duration::from_millis(config.call_timeout_ms),
-            deadline,
             slots: Arc::new(tokio::sync::Semaphore::new(
                 config.concurrency.max(1) as usize
             )),
@@ -200,11 +200,9 @@ fn start<'s>(
     let id = run.next_id;
     let sender = run.sender.clone();
     let slots = run.slots.clone();
-    let deadline = run.deadline;
-    let call_timeout = run.call_timeout;
+    let timeout = run.call_timeout;
     let task = crate::egress::runtime().spawn(async move {
         let _permit = slots.acquire_owned().await;
-        let timeout = call_timeout.min(deadline.saturating_duration_since(Instant::now()));
         let answer = match op {
             Op::Call(tool, arguments) => upstreams.call(&server, &tool, arguments, timeout).await,
             Op::List => match tokio::time::timeout(timeout, upstreams.tools(&server)).await {

@@ -702,7 +702,7 @@ pub(crate) fn begin_run(isolate: &mut v8::Isolate, settings: RunSettings<'_>) {
     if let Some(fetch) = FetchRun::new(settings.fetch, settings.deadline) {
         isolate.set_slot(fetch);
     }
-    if let Some(mcp) = McpRun::new(settings.mcp, settings.deadline) {
+    if let Some(mcp) = McpRun::new(settings.mcp) {
         isolate.set_slot(mcp);
     }
     isolate.set_slot(settings.modules);
