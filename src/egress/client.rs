@@ -520,7 +520,7 @@ fn redirect_status(status: u16) -> bool {
 
 /// An error and its causes in one line: reqwest's own message alone hides
 /// the policy's refusal that the resolver gave.
-fn chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

@@ -17,7 +17,8 @@ use serde::{Deserialize, Serialize};
 
 pub use client::FetchCount;
 pub(crate) use client::{
-    Completion, Egress, Getter, RedirectMode, RequestParts, block_until, resolve_checked, runtime,
+    Completion, Egress, Getter, RedirectMode, RequestParts, block_until, chain, resolve_checked,
+    runtime,
 };
 pub use policy::{Policy, PolicyError};
 

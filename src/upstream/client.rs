@@ -28,7 +28,8 @@ use serde_json::Value;
 use url::Url;
 
 use super::{UpstreamConfig, UpstreamServer};
-use crate::egress::Policy;
+use crate::BoxError;
+use crate::egress::{Policy, chain};
 
 /// A tool of an upstream, as `mcp.listTools` gives it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -508,21 +509,6 @@ pub(crate) fn value_of(result: Value) -> Result<Value, String> {
     Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)))
 }
 
-/// An error and its causes in one line.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let line = cause.to_string();
-        if !text.contains(&line) {
-            text.push_str(": ");
-            text.push_str(&line);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 /// The egress policy's resolver for an upstream's client: a name must
 /// resolve to addresses the policy allows, and those are connected to.
 struct Resolver {
@@ -541,8 +527,6 @@ impl reqwest_013::dns::Resolve for Resolver {
         })
     }
 }
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The policy's refusal in words for an upstream (its own text names
 /// fetch's variable); other errors as they are.

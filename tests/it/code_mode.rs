@@ -404,16 +404,12 @@ async fn credentials_stay_on_the_host_and_mcp_works_in_restored_heaps() {
     let mut bare = upstream_config(&[("modern", &modern)]);
     bare.servers.get_mut("modern").unwrap().headers.clear();
     let refused = stateless(
-        &engine_with_fresh_pool(bare),
+        &self::engine(bare, None),
         "try { await mcp.modern.add({ a: 1, b: 2 }) } catch (e) { e.code + ': ' + e.message }",
     )
     .await;
     let refused = completed(&refused);
     assert!(refused.starts_with("\"MCP_UNREACHABLE"), "{refused}");
-}
-
-fn engine_with_fresh_pool(mcp: UpstreamConfig) -> Engine {
-    engine(mcp, None)
 }
 
 /// The run's call limit, its concurrency, a call's timeout (the call is
