@@ -96,6 +96,16 @@ impl Budget {
         self.used.fetch_sub(len, Ordering::Relaxed);
     }
 
+    /// Counts `len` bytes the host holds for the run (timers, strings a
+    /// native copied out of V8) until the [`Held`] is dropped; `None` when
+    /// they do not fit.
+    pub(crate) fn hold(self: &Arc<Self>, len: usize) -> Option<Held> {
+        self.take(len).then(|| Held {
+            budget: self.clone(),
+            len,
+        })
+    }
+
     /// An `ArrayBuffer` allocator that counts against this budget, for one
     /// isolate's `CreateParams`.
     pub(crate) fn allocator(self: &Arc<Self>) -> v8::UniqueRef<v8::Allocator> {
@@ -104,6 +114,19 @@ impl Budget {
         // allocator; the vtable is static and its functions are safe to call
         // from any thread, as V8 requires.
         unsafe { v8::new_rust_allocator(Arc::into_raw(self.clone()), &VTABLE) }
+    }
+}
+
+/// Bytes of a [`Budget`] the host holds; given back when dropped.
+#[derive(Debug)]
+pub(crate) struct Held {
+    budget: Arc<Budget>,
+    len: usize,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.budget.give_back(self.len);
     }
 }
 

@@ -1,5 +1,7 @@
 //! Moving bytes and strings between V8 values and Rust, for the natives.
 
+use crate::engine::memory::Held;
+
 /// The bytes of an `ArrayBuffer` or any view of one (copied).
 pub(super) fn bytes_of(value: v8::Local<'_, v8::Value>) -> Option<Vec<u8>> {
     if let Ok(view) = v8::Local::<v8::ArrayBufferView>::try_from(value) {
@@ -83,6 +85,24 @@ pub(super) fn uint8_array<'s>(
 ) -> Option<v8::Local<'s, v8::Uint8Array>> {
     let buffer = array_buffer(scope, bytes)?;
     v8::Uint8Array::new(scope, buffer, 0, bytes.len())
+}
+
+/// Bytes the host may use per UTF-16 unit of a string it copies out of V8
+/// for a native: the units themselves and a UTF-8 or decoded copy.
+const HELD_PER_UNIT: usize = 4;
+
+/// The UTF-16 code units of a string value, the host's copies of it held
+/// against the run's budget while the native works: a string may be far
+/// larger than the heap that holds it (a rope of repeats). `None`, with a
+/// `RangeError` thrown that says `what`, when they do not fit.
+pub(super) fn utf16_held(
+    scope: &mut v8::PinScope<'_, '_>,
+    value: v8::Local<'_, v8::Value>,
+    what: &str,
+) -> Option<(Vec<u16>, Option<Held>)> {
+    let string = value.to_string(scope)?;
+    let held = super::guard::hold(scope, string.length().saturating_mul(HELD_PER_UNIT), what)?;
+    Some((utf16(scope, string.into()), held))
 }
 
 /// The UTF-16 code units of a string value (lone surrogates included).

@@ -3,7 +3,7 @@
 use base64::Engine as _;
 use v8::MapFnTo;
 
-use super::bytes::{bytes_of, string, uint8_array, utf16, utf16_prefix, write_into_view};
+use super::bytes::{bytes_of, string, uint8_array, utf16_held, utf16_prefix, write_into_view};
 use super::registry::Natives;
 use super::registry::throw_type_error;
 
@@ -35,7 +35,12 @@ fn encode<'s>(
     {
         return;
     }
-    let text = String::from_utf16_lossy(&utf16(scope, args.get(0)));
+    let Some((units, held)) = utf16_held(scope, args.get(0), "TextEncoder.encode") else {
+        return;
+    };
+    let text = String::from_utf16_lossy(&units);
+    drop(units);
+    drop(held);
     if let Some(array) = uint8_array(scope, text.as_bytes()) {
         rv.set(array.into());
     }
@@ -189,7 +194,9 @@ fn atob<'s>(
     args: v8::FunctionCallbackArguments<'s>,
     mut rv: v8::ReturnValue<'s, v8::Value>,
 ) {
-    let units = utf16(scope, args.get(0));
+    let Some((units, _held)) = utf16_held(scope, args.get(0), "atob") else {
+        return;
+    };
     let Some(bytes) = forgiving_base64(&units) else {
         return;
     };
@@ -238,7 +245,9 @@ fn btoa<'s>(
     args: v8::FunctionCallbackArguments<'s>,
     mut rv: v8::ReturnValue<'s, v8::Value>,
 ) {
-    let units = utf16(scope, args.get(0));
+    let Some((units, _held)) = utf16_held(scope, args.get(0), "btoa") else {
+        return;
+    };
     let Some(bytes) = units
         .iter()
         .map(|&u| u8::try_from(u).ok())

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use v8::MapFnTo;
 
 use super::registry::Natives;
-use crate::engine::memory::Budget;
+use crate::engine::memory::{Budget, Held};
 
 pub(super) fn natives() -> Natives {
     vec![
@@ -67,6 +67,36 @@ pub(super) fn room_for(scope: &mut v8::PinScope<'_, '_>, len: usize) -> bool {
     let exception = v8::Exception::range_error(scope, message);
     scope.throw_exception(exception);
     false
+}
+
+/// `len` bytes the host holds for the run while a native works or a timer
+/// waits, from the run's budget; when they do not fit (after collecting
+/// garbage), a `RangeError` saying `what` and naming the limit is thrown.
+pub(super) fn hold(
+    scope: &mut v8::PinScope<'_, '_>,
+    len: usize,
+    what: &str,
+) -> Option<Option<Held>> {
+    let Some(budget) = scope.get_slot::<Arc<Budget>>().cloned() else {
+        return Some(None);
+    };
+    if let Some(held) = budget.hold(len) {
+        return Some(Some(held));
+    }
+    scope.low_memory_notification();
+    if let Some(held) = budget.hold(len) {
+        return Some(Some(held));
+    }
+    budget.refuse();
+    let text = format!(
+        "{what}: the run's memory outside the JavaScript heap is limited to {} MiB \
+         (heap_memory_max_mb), and this would pass it; work on smaller pieces",
+        budget.limit() / (1024 * 1024)
+    );
+    let message = v8::String::new(scope, &text).unwrap_or_else(|| v8::String::empty(scope));
+    let exception = v8::Exception::range_error(scope, message);
+    scope.throw_exception(exception);
+    None
 }
 
 /// `reserve(maxByteLength)`: a resizable buffer may commit up to its

@@ -4,8 +4,9 @@
 use url::{Url, quirks};
 use v8::MapFnTo;
 
-use super::bytes::{flat_pairs, string, utf16};
+use super::bytes::{flat_pairs, string, utf16_held};
 use super::registry::Natives;
+use crate::engine::memory::Held;
 
 pub(super) fn natives() -> Natives {
     vec![
@@ -17,9 +18,15 @@ pub(super) fn natives() -> Natives {
 }
 
 /// A string argument as a USV string: lone surrogates become U+FFFD, as
-/// Web IDL converts them.
-fn usv(scope: &mut v8::PinScope<'_, '_>, value: v8::Local<'_, v8::Value>) -> String {
-    String::from_utf16_lossy(&utf16(scope, value))
+/// Web IDL converts them. The host's copies count against the run's
+/// budget while the native works; `None` (a `RangeError` thrown) when they
+/// do not fit.
+fn usv(
+    scope: &mut v8::PinScope<'_, '_>,
+    value: v8::Local<'_, v8::Value>,
+) -> Option<(String, Option<Held>)> {
+    let (units, held) = utf16_held(scope, value, "URL")?;
+    Some((String::from_utf16_lossy(&units), held))
 }
 
 /// The order of the components array the JavaScript side indexes.
@@ -53,11 +60,15 @@ fn parse<'s>(
     args: v8::FunctionCallbackArguments<'s>,
     mut rv: v8::ReturnValue<'s, v8::Value>,
 ) {
-    let input = usv(scope, args.get(0));
+    let Some((input, _held)) = usv(scope, args.get(0)) else {
+        return;
+    };
     let parsed = if args.get(1).is_undefined() {
         Url::parse(&input)
     } else {
-        let base = usv(scope, args.get(1));
+        let Some((base, _held)) = usv(scope, args.get(1)) else {
+            return;
+        };
         Url::parse(&base).and_then(|base| Url::options().base_url(Some(&base)).parse(&input))
     };
     if let Ok(url) = parsed {
@@ -74,12 +85,16 @@ fn set<'s>(
     args: v8::FunctionCallbackArguments<'s>,
     mut rv: v8::ReturnValue<'s, v8::Value>,
 ) {
-    let href = usv(scope, args.get(0));
+    let Some((href, _held)) = usv(scope, args.get(0)) else {
+        return;
+    };
     let Ok(mut url) = Url::parse(&href) else {
         return;
     };
     let index = args.get(1).uint32_value(scope).unwrap_or(u32::MAX);
-    let value = usv(scope, args.get(2));
+    let Some((value, _held)) = usv(scope, args.get(2)) else {
+        return;
+    };
     let applied = match index {
         0 => quirks::set_href(&mut url, &value).is_ok(),
         2 => {
@@ -131,7 +146,9 @@ fn form_parse<'s>(
     args: v8::FunctionCallbackArguments<'s>,
     mut rv: v8::ReturnValue<'s, v8::Value>,
 ) {
-    let query = usv(scope, args.get(0));
+    let Some((query, _held)) = usv(scope, args.get(0)) else {
+        return;
+    };
     let mut flat: Vec<v8::Local<v8::Value>> = Vec::new();
     for (name, value) in url::form_urlencoded::parse(query.as_bytes()) {
         for part in [name, value] {
@@ -157,8 +174,17 @@ fn form_serialize<'s>(
         return;
     };
     let mut serializer = url::form_urlencoded::Serializer::new(String::new());
+    // Every pair's copies are held until the text is made: it grows with
+    // them (percent-encoding triples a byte at most, within the hold).
+    let mut held = Vec::new();
     for (name, value) in pairs {
-        let (name, value) = (usv(scope, name), usv(scope, value));
+        let Some((name, on_name)) = usv(scope, name) else {
+            return;
+        };
+        let Some((value, on_value)) = usv(scope, value) else {
+            return;
+        };
+        held.extend([on_name, on_value]);
         serializer.append_pair(&name, &value);
     }
     if let Some(text) = string(scope, &serializer.finish()) {
