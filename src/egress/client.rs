@@ -105,6 +105,32 @@ pub(crate) enum Launch {
     TooMany(u32),
     #[error("fetch: {0}")]
     Invalid(String),
+    #[error(
+        "fetch: the header '{0}' cannot be set: a request goes to its URL's host, and headers \
+         that would route it elsewhere (Host, Forwarded, X-Forwarded-*, X-Original-URL, \
+         X-Rewrite-URL) are refused, as the Fetch Standard forbids Host; put the host you mean \
+         in the URL"
+    )]
+    Rerouting(String),
+}
+
+/// Whether a request header would route the request to another host or
+/// path than its URL's, at the origin or at a proxy in front of it: such a
+/// request could carry the credentials the operator injects for one origin
+/// to a virtual host the operator never named.
+fn reroutes(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    matches!(
+        name.as_str(),
+        "host"
+            | "forwarded"
+            | "x-original-url"
+            | "x-rewrite-url"
+            | "x-host"
+            | "x-http-host-override"
+            | "x-original-host"
+    ) || name.starts_with("x-forwarded-")
+        || name.starts_with(':')
 }
 
 /// The operator's settings, parsed once per configuration.
@@ -268,6 +294,9 @@ impl Egress {
     /// run has made all its requests.
     pub(crate) fn start(&mut self, parts: RequestParts) -> Result<u32, Launch> {
         let url = Url::parse(&parts.url).map_err(|e| Launch::Invalid(e.to_string()))?;
+        if let Some((name, _)) = parts.headers.iter().find(|(name, _)| reroutes(name)) {
+            return Err(Launch::Rerouting(name.clone()));
+        }
         if let Err(refusal) = self.prepared.policy.check_url(&url) {
             tracing::warn!(target: "mcp_v8_lambda::fetch", method = %parts.method,
                 origin = %url.origin().ascii_serialization(), "fetch refused by the egress policy");

@@ -817,3 +817,57 @@ async fn cancelling_a_run_aborts_its_pending_fetch() {
     .await;
     assert_eq!(completed(&next), "200");
 }
+
+/// A header that would route a request elsewhere than its URL (`Host`, and
+/// the forwarding headers proxies honour) is refused with a `TypeError`
+/// before anything is sent, so the credentials injected for an origin never
+/// reach a virtual host the operator did not name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_that_reroute_a_request_are_refused_and_nothing_is_sent() {
+    let s = server().await;
+    let mut fetch = config(&[s.origin()]);
+    fetch.headers =
+        FetchConfig::parse_headers(&json!({ s.origin(): { "Authorization": SECRET } }).to_string())
+            .unwrap();
+    let engine = Engine::new(
+        EngineConfig {
+            fetch,
+            ..EngineConfig::default()
+        },
+        None,
+    );
+    for header in [
+        "Host",
+        "host",
+        "X-Forwarded-Host",
+        "Forwarded",
+        "X-Original-URL",
+    ] {
+        let code = refusal(&format!(
+            "{:?}, {{ headers: {{ {header:?}: 'internal-admin.example' }} }}",
+            s.url("/echo")
+        ));
+        let value = json_result(&stateless(&engine, &code).await);
+        assert_eq!(value["type"], "TypeError", "{header}: {value}");
+        assert!(
+            value["message"].as_str().unwrap().contains("cannot be set"),
+            "{header}: {value}"
+        );
+    }
+    assert_eq!(
+        s.seen.requests.load(Ordering::SeqCst),
+        0,
+        "nothing was sent"
+    );
+    // The same request without it goes out, with the URL's host.
+    let sent = stateless(
+        &engine,
+        &format!("(await fetch({:?})).status", s.url("/echo")),
+    )
+    .await;
+    assert_eq!(completed(&sent), "200");
+    assert_eq!(
+        s.seen.hosts.lock().unwrap().as_slice(),
+        [s.address.to_string()]
+    );
+}
