@@ -435,6 +435,11 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
                 UpstreamConfig::DEFAULT_CALL_TIMEOUT_MS,
                 Least::One,
             )?,
+            max_response_mb: self.number(
+                "MCP_V8_MCP_MAX_RESPONSE_MB",
+                UpstreamConfig::DEFAULT_MAX_RESPONSE_MB,
+                Least::One,
+            )?,
             runtime_api,
         })
     }

@@ -96,6 +96,20 @@ pub enum CallError {
         /// Why.
         reason: String,
     },
+    /// The answer was larger than code mode reads.
+    #[error(
+        "{server}.{tool} answered with more than {max_mb} MiB, the most code mode reads from one \
+         upstream answer (MCP_V8_MCP_MAX_RESPONSE_MB); ask the tool for less (a page, a filter, \
+         fewer fields)"
+    )]
+    TooLarge {
+        /// The server.
+        server: String,
+        /// The tool, or `tools/list`.
+        tool: String,
+        /// The bound, in MiB.
+        max_mb: usize,
+    },
     /// No answer in time.
     #[error(
         "{server}.{tool} did not answer within {ms} ms (MCP_V8_MCP_CALL_TIMEOUT_MS); the call was cancelled"
@@ -122,6 +136,7 @@ impl CallError {
             Self::Tool { .. } => "tool_error",
             Self::Unreachable { .. } => "unreachable",
             Self::Failed { .. } => "failed",
+            Self::TooLarge { .. } => "too_large",
             Self::TimedOut { .. } => "timeout",
         }
     }
@@ -129,8 +144,6 @@ impl CallError {
 
 /// How long connecting (the handshake included) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Largest JSON answer read from an upstream.
-const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 
 /// The upstreams of one configuration, with their connections.
 pub struct Upstreams {
@@ -155,14 +168,17 @@ impl Upstreams {
         static SHARED: OnceLock<Mutex<Built>> = OnceLock::new();
         let shared = SHARED.get_or_init(Default::default);
         let mut shared = shared.lock().unwrap_or_else(PoisonError::into_inner);
-        let same =
-            |c: &UpstreamConfig| c.servers == config.servers && c.runtime_api == config.runtime_api;
+        let same = |c: &UpstreamConfig| {
+            c.servers == config.servers
+                && c.runtime_api == config.runtime_api
+                && c.max_response_mb == config.max_response_mb
+        };
         if let Some((_, found)) = shared.iter().find(|(c, _)| same(c)) {
             return Ok(found.clone());
         }
         let mut servers = BTreeMap::new();
         for (name, server) in &config.servers {
-            let built = Server::new(name, server, config.runtime_api.as_deref())?;
+            let built = Server::new(name, server, config)?;
             servers.insert(name.clone(), Arc::new(built));
         }
         let upstreams = Arc::new(Self {
@@ -249,6 +265,44 @@ impl Drop for Audit<'_> {
     }
 }
 
+/// `text` without the Rust type names rmcp puts in its transport errors
+/// (`Transport [rmcp::transport::worker::WorkerTransport<…>] error: `),
+/// which mean nothing to code or the model.
+fn without_rust_types(text: &str) -> String {
+    const OPEN: &str = "Transport [";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(OPEN) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + OPEN.len()..];
+        // The type name nests brackets and angle brackets; it ends at the
+        // `]` that closes the one opened.
+        let mut depth = 1usize;
+        let mut end = None;
+        for (i, c) in after.char_indices() {
+            match c {
+                '[' => depth += 1,
+                ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = Some(i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(end) = end else {
+            out.push_str(&rest[at..]);
+            return out;
+        };
+        rest = &after[end + 1..];
+        rest = rest.strip_prefix(" error: ").unwrap_or(rest);
+    }
+    out.push_str(rest);
+    out
+}
+
 /// One upstream: its HTTP client (headers inside), its connection and its
 /// tools.
 struct Server {
@@ -258,12 +312,15 @@ struct Server {
     policy: Arc<Policy>,
     /// Strings no message may hold: the URL and the header values.
     secrets: Vec<String>,
+    /// Largest answer read (`MCP_V8_MCP_MAX_RESPONSE_MB`).
+    max_response_mb: usize,
     connection: tokio::sync::Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
     tools: tokio::sync::Mutex<Option<Arc<Vec<ToolInfo>>>>,
 }
 
 impl Server {
-    fn new(name: &str, server: &UpstreamServer, runtime_api: Option<&str>) -> Result<Self, String> {
+    fn new(name: &str, server: &UpstreamServer, config: &UpstreamConfig) -> Result<Self, String> {
+        let runtime_api = config.runtime_api.as_deref();
         let url = Url::parse(&server.url).map_err(|e| format!("server {name:?}: {e}"))?;
         let origin = url.origin().ascii_serialization();
         let policy = Arc::new(
@@ -310,9 +367,39 @@ impl Server {
             client,
             policy,
             secrets,
+            max_response_mb: config.max_response_mb as usize,
             connection: tokio::sync::Mutex::new(None),
             tools: tokio::sync::Mutex::new(None),
         })
+    }
+
+    /// Why a request to the upstream failed, in the words code reads: the
+    /// size bound named when an answer passed it, never a Rust type.
+    fn failed(&self, tool: &str, error: &rmcp::ServiceError) -> CallError {
+        let reason = chain(error);
+        if reason.contains("exceeded the maximum size") {
+            return CallError::TooLarge {
+                server: self.name.clone(),
+                tool: tool.to_owned(),
+                max_mb: self.max_response_mb,
+            };
+        }
+        let mut reason = self.scrub(&without_rust_types(&reason));
+        if matches!(error, rmcp::ServiceError::TransportClosed) {
+            // A stream event far past the size bound ends the transport
+            // with nothing else said.
+            reason = format!(
+                "the connection to the upstream closed during the call (if the tool's answer \
+                 was large: code mode reads at most {} MiB of one answer, \
+                 MCP_V8_MCP_MAX_RESPONSE_MB); the next call reconnects",
+                self.max_response_mb
+            );
+        }
+        CallError::Failed {
+            server: self.name.clone(),
+            tool: tool.to_owned(),
+            reason,
+        }
     }
 
     /// `text` without the upstream's URL or header values.
@@ -339,7 +426,13 @@ impl Server {
         let mut config = StreamableHttpClientTransportConfig::with_uri(self.url.as_str());
         config.reinit_on_expired_session = true;
         config.allow_stateless = true;
-        config.max_json_response_size = MAX_RESPONSE_BYTES;
+        // An answer comes as one JSON body or as one event of a stream. The
+        // transport reads up to twice the bound, so that an answer past it
+        // is told apart by its size (a stream's oversized event only closes
+        // the transport); the bound itself is checked on the result.
+        let read = self.max_response_mb * 2 * 1024 * 1024 + 1024 * 1024;
+        config.max_json_response_size = read;
+        config.max_sse_event_size = read;
         let transport = StreamableHttpClientTransport::with_client(self.client.clone(), config);
         let info = ClientConfig::new(
             ClientCapabilities::default(),
@@ -381,11 +474,7 @@ impl Server {
         let peer = self.peer().await?;
         let listed = peer.list_all_tools().await.map_err(|e| {
             self.closed_on(&e);
-            CallError::Failed {
-                server: self.name.clone(),
-                tool: "tools/list".to_owned(),
-                reason: self.scrub(&chain(&e)),
-            }
+            self.failed("tools/list", &e)
         })?;
         let listed: Arc<Vec<ToolInfo>> = Arc::new(
             listed
@@ -448,11 +537,7 @@ impl Server {
             let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
             let result = peer.call_tool(params).await.map_err(|e| {
                 self.closed_on(&e);
-                CallError::Failed {
-                    server: self.name.clone(),
-                    tool: tool.to_owned(),
-                    reason: self.scrub(&chain(&e)),
-                }
+                self.failed(tool, &e)
             })?;
             let raw = serde_json::to_value(&result).map_err(|e| CallError::Failed {
                 server: self.name.clone(),
@@ -460,6 +545,13 @@ impl Server {
                 reason: e.to_string(),
             })?;
             let bytes = raw.to_string().len() as u64;
+            if bytes > (self.max_response_mb * 1024 * 1024) as u64 {
+                return Err(CallError::TooLarge {
+                    server: self.name.clone(),
+                    tool: tool.to_owned(),
+                    max_mb: self.max_response_mb,
+                });
+            }
             value_of(raw)
                 .map(|value| (value, bytes))
                 .map_err(|text| CallError::Tool {
@@ -573,7 +665,7 @@ mod tests {
                 url: "https://api.example.com/mcp?key=k3y-value".into(),
                 headers: [("Authorization".into(), "Bearer tok-123456".into())].into(),
             },
-            None,
+            &UpstreamConfig::off(),
         )
         .unwrap();
         let scrubbed = server.scrub(
@@ -584,5 +676,22 @@ mod tests {
             "{scrubbed}"
         );
         assert!(scrubbed.contains("[redacted]"));
+    }
+
+    #[test]
+    fn transport_errors_lose_their_rust_type_names() {
+        let said = "Transport send error: Transport [rmcp::transport::worker::WorkerTransport<\
+                    rmcp::transport::streamable_http_client::StreamableHttpClientWorker<\
+                    reqwest::async_impl::client::Client>>] error: Client error: connection refused";
+        let plain = without_rust_types(said);
+        assert_eq!(
+            plain,
+            "Transport send error: Client error: connection refused"
+        );
+        assert_eq!(without_rust_types("no types here"), "no types here");
+        assert_eq!(
+            without_rust_types("Transport [unclosed"),
+            "Transport [unclosed"
+        );
     }
 }

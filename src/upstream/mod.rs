@@ -69,6 +69,9 @@ pub struct UpstreamConfig {
     /// Longest one call may take (`MCP_V8_MCP_CALL_TIMEOUT_MS`); a run
     /// that ends first cancels its calls.
     pub call_timeout_ms: u64,
+    /// Largest answer read from an upstream, in MiB
+    /// (`MCP_V8_MCP_MAX_RESPONSE_MB`).
+    pub max_response_mb: u32,
     /// `AWS_LAMBDA_RUNTIME_API` (`host:port`), never reachable.
     pub runtime_api: Option<String>,
 }
@@ -80,6 +83,7 @@ impl std::fmt::Debug for UpstreamConfig {
             .field("max_calls", &self.max_calls)
             .field("concurrency", &self.concurrency)
             .field("call_timeout_ms", &self.call_timeout_ms)
+            .field("max_response_mb", &self.max_response_mb)
             .finish_non_exhaustive()
     }
 }
@@ -102,6 +106,8 @@ impl UpstreamConfig {
     pub const DEFAULT_CONCURRENCY: u32 = 6;
     /// One call's longest time when `MCP_V8_MCP_CALL_TIMEOUT_MS` is unset.
     pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 30_000;
+    /// The largest answer when `MCP_V8_MCP_MAX_RESPONSE_MB` is unset.
+    pub const DEFAULT_MAX_RESPONSE_MB: u32 = 16;
 
     /// Off: no upstream.
     pub fn off() -> Self {
@@ -109,6 +115,7 @@ impl UpstreamConfig {
             max_calls: Self::DEFAULT_MAX_CALLS,
             concurrency: Self::DEFAULT_CONCURRENCY,
             call_timeout_ms: Self::DEFAULT_CALL_TIMEOUT_MS,
+            max_response_mb: Self::DEFAULT_MAX_RESPONSE_MB,
             ..Self::default()
         }
     }

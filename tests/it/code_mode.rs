@@ -822,3 +822,30 @@ async fn code_mode_works_under_the_lambda_entry() {
     assert_eq!(outcome["mcp_calls"]["count"], 3, "{outcome}");
     assert_no_token("the outcome", &outcome.to_string());
 }
+
+/// An upstream answer past the size code mode reads is an error naming the
+/// bound and its variable, with its own code, never a Rust type; both eras.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_upstream_answer_names_the_limit() {
+    let legacy = Upstream::session_era();
+    let modern = Upstream::modern();
+    let mut mcp = upstream_config(&[("legacy", &legacy), ("modern", &modern)]);
+    mcp.max_response_mb = 1;
+    let engine = engine(mcp, None);
+    for server in ["legacy", "modern"] {
+        let code = format!(
+            "mcp.{server}.echo({{ text: 'x'.repeat(2e6) }}).then(() => 'answered', (e) => ({{ code: e.code, message: e.message }}))"
+        );
+        let value = json_result(&stateless(&engine, &code).await);
+        assert_eq!(value["code"], "MCP_TOO_LARGE", "{server}: {value}");
+        let message = value["message"].as_str().unwrap();
+        assert!(
+            message.contains("more than 1 MiB") && message.contains("MCP_V8_MCP_MAX_RESPONSE_MB"),
+            "{server}: {message}"
+        );
+        assert!(!message.contains("rmcp::"), "{server}: {message}");
+        // A smaller answer from the same connection still comes back.
+        let small = stateless(&engine, &format!("mcp.{server}.echo({{ text: 'ok' }})")).await;
+        assert_eq!(completed(&small), "\"ok\"", "{server}");
+    }
+}

@@ -243,6 +243,7 @@ fn error_fields(error: &CallError) -> Value {
         CallError::Unreachable { server, .. } => ("MCP_UNREACHABLE", server, None),
         CallError::Failed { server, tool, .. } => ("MCP_FAILED", server, Some(tool)),
         CallError::TimedOut { server, tool, .. } => ("MCP_TIMEOUT", server, Some(tool)),
+        CallError::TooLarge { server, tool, .. } => ("MCP_TOO_LARGE", server, Some(tool)),
     };
     let mut fields = json!({ "message": error.to_string(), "code": code, "server": server });
     if let Some(tool) = tool {
