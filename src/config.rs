@@ -117,6 +117,16 @@ pub struct TransportSettings {
     pub allowed_origins: Vec<String>,
     /// `MCP_V8_MAX_BODY_BYTES`.
     pub max_body_bytes: usize,
+    /// `MCP_V8_HTTP_HEADER_TIMEOUT_MS`: under `serve`, longest a client may
+    /// take to send a request's headers, and longest an idle kept-alive
+    /// connection stays open.
+    pub header_timeout_ms: u64,
+    /// `MCP_V8_HTTP_BODY_TIMEOUT_MS`: under `serve`, longest a client may
+    /// take to send a request's body.
+    pub body_timeout_ms: u64,
+    /// `MCP_V8_MAX_CONNECTIONS`: under `serve`, connections open at once;
+    /// `None`: from the file-descriptor limit.
+    pub max_connections: Option<usize>,
     /// `MCP_V8_AUTH_TOKEN_SHA256`: when set, every request needs the bearer
     /// token with this SHA-256 (64 hex digits).
     pub auth_token_sha256: Option<TokenDigest>,
@@ -565,6 +575,13 @@ impl TransportSettings {
             session_ttl_secs: vars.number("MCP_V8_SESSION_TTL_SECS", 86_400, Least::One)?,
             allowed_origins: vars.list("MCP_V8_ALLOWED_ORIGINS"),
             max_body_bytes: vars.number("MCP_V8_MAX_BODY_BYTES", 1024 * 1024, Least::One)?,
+            header_timeout_ms: vars.number("MCP_V8_HTTP_HEADER_TIMEOUT_MS", 10_000, Least::One)?,
+            body_timeout_ms: vars.number("MCP_V8_HTTP_BODY_TIMEOUT_MS", 30_000, Least::One)?,
+            max_connections: vars
+                .get("MCP_V8_MAX_CONNECTIONS")
+                .is_some()
+                .then(|| vars.number("MCP_V8_MAX_CONNECTIONS", 1, Least::One))
+                .transpose()?,
             auth_token_sha256: vars.token_digest()?,
             jwt: vars.jwt()?,
             allow_unauthenticated: vars.flag("MCP_V8_ALLOW_UNAUTHENTICATED")?,

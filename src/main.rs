@@ -14,7 +14,9 @@ use mcp_v8_lambda::backends::aws::Clients;
 use mcp_v8_lambda::config::{Config, LogFormat};
 use mcp_v8_lambda::engine::WORKER_ARG;
 use mcp_v8_lambda::logs::{JsonLines, SpanFields};
-use mcp_v8_lambda::transport::{StdioOptions, loopback_only, router, serve_stdio};
+use mcp_v8_lambda::transport::{
+    HttpLimits, StdioOptions, loopback_only, max_connections, router, serve_http, serve_stdio,
+};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -475,16 +477,16 @@ async fn serve_main() -> anyhow::Result<()> {
             } else {
                 router(app)
             };
-            // No Nagle: a streamed answer ends with two small writes (the
-            // last event, the end of the body), and Nagle holds the second
-            // for the client's delayed ACK, 40 ms on Linux.
-            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-                if let Err(e) = tcp.set_nodelay(true) {
-                    tracing::warn!(error = %e, "could not set TCP_NODELAY");
-                }
-            });
-            axum::serve(listener, service)
-                .with_graceful_shutdown(shutdown_signal())
+            let limits = HttpLimits {
+                header_timeout: Duration::from_millis(config.transport.header_timeout_ms),
+                body_timeout: Duration::from_millis(config.transport.body_timeout_ms),
+                max_connections: max_connections(
+                    config.transport.max_connections,
+                    config.engine.workers,
+                ),
+            };
+            tracing::debug!(?limits, "connection limits");
+            serve_http(listener, service, limits, shutdown_signal())
                 .await
                 .context("serving")?;
         }

@@ -9,6 +9,7 @@ mod call;
 mod envelope;
 mod headers;
 mod jwt;
+mod listen;
 mod session;
 mod sessionless;
 mod stdio;
@@ -55,6 +56,7 @@ fn cold_start() -> bool {
 pub use auth::{Authenticator, RESOURCE_METADATA_PATH, STATIC_TOKEN_PRINCIPAL, TokenDigest};
 pub use headers::{OriginPolicy, Principal};
 pub use jwt::{JwtError, JwtSettings, JwtVerifier, ResourceMetadata};
+pub use listen::{HttpLimits, max_connections, serve_http};
 pub use stdio::{StdioOptions, serve as serve_stdio};
 
 /// Settings of the transport.

@@ -12,6 +12,7 @@ mod aws_backends;
 mod aws_calls;
 mod code_mode;
 mod configuration;
+mod connections;
 mod deployment;
 mod display;
 mod e2e;

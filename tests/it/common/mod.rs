@@ -8,6 +8,7 @@ pub mod faults;
 pub mod moto;
 pub mod net;
 pub mod npm;
+pub mod process;
 pub mod runtime_api;
 pub mod sam;
 
