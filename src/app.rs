@@ -287,7 +287,8 @@ pub fn with_stores(config: &Config, stores: Stores) -> App {
         max_snapshot_bytes: config.engine.max_heap_snapshot_mb * 1024 * 1024,
         max_result_bytes: config.engine.max_result_bytes,
         engine_workers: config.engine.workers,
-        warm_isolates: config.engine.warm_isolates,
+        tenant_runs: config.engine.tenant_runs,
+        queue_wait: std::time::Duration::from_millis(config.engine.queue_wait_ms),
         fetch: config.egress.clone(),
         mcp: config.upstream.clone(),
         max_module_bytes: config.packages.max_run_modules_mb * 1024 * 1024,
@@ -305,10 +306,15 @@ pub fn with_stores(config: &Config, stores: Stores) -> App {
                 Some(files) => engine.with_files(files),
                 None => engine,
             };
-            match stores.prelude {
+            let engine = match stores.prelude {
                 Some(prelude) => engine.with_prelude(prelude),
                 None => engine,
+            };
+            // The first run's worker starts now, beside the first requests.
+            if tokio::runtime::Handle::try_current().is_ok() {
+                engine.prestart();
             }
+            engine
         }),
         meta: stores.meta,
         stateless: config.stateless,

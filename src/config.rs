@@ -80,21 +80,23 @@ pub struct PackageSettings {
 /// The engine's part of the configuration.
 #[derive(Debug, Clone)]
 pub struct EngineSettings {
-    /// Engine worker processes for stateful runs (`serve --workers`, which
-    /// reads `MCP_V8_ENGINE_WORKERS`; under Lambda the variable itself); 0
-    /// runs them in the serving process, one at a time. The default is 0
-    /// outside `serve` and on standard Lambda, and one per core (at least
-    /// two) where Lambda hands an instance several invocations at once, so
-    /// that one long run does not hold up the others.
+    /// Engine worker processes, the runners every run executes in (`serve
+    /// --engine-workers`, which reads `MCP_V8_ENGINE_WORKERS`; under Lambda
+    /// the variable itself). The library's default is 0 (runs in the
+    /// calling process, for tests and benchmarks); the binary always has at
+    /// least one: one for each invocation Lambda may hand the instance at
+    /// once (`AWS_LAMBDA_MAX_CONCURRENCY`, 1 on standard Lambda), two per
+    /// core (at least four) under `serve`.
     pub workers: usize,
     /// `MCP_V8_ENGINE_WORKERS` as the operator set it, read here and nowhere
-    /// else: `serve --engine-workers` wins over it, and one per core is
-    /// `serve`'s default when neither is given.
+    /// else: `serve --engine-workers` wins over it.
     pub workers_set: Option<usize>,
-    /// Isolates kept ready for stateless runs (`EngineConfig::warm_isolates`):
-    /// one per core under `serve`, one per invocation Lambda hands the
-    /// instance at once (up to the cores), 0 elsewhere.
-    pub warm_isolates: usize,
+    /// `MCP_V8_TENANT_RUNS`: runs of one authenticated tenant at once;
+    /// `None`: half the workers, rounded up.
+    pub tenant_runs: Option<usize>,
+    /// `MCP_V8_QUEUE_WAIT_MS`: how long a run waits for a free worker (or
+    /// its tenant's share) before it is refused as busy.
+    pub queue_wait_ms: u64,
     /// `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` under Lambda: the function's memory
     /// in MB, which bounds the heap limit a run may ask for.
     pub function_memory_mb: Option<usize>,
@@ -325,9 +327,9 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
             return Ok((1, 0));
         }
         let concurrency = self.number("AWS_LAMBDA_MAX_CONCURRENCY", 1, Least::One)?;
-        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        let default = if concurrency > 1 { cores.max(2) } else { 0 };
-        Ok((concurrency, workers_set.unwrap_or(default)))
+        // A runner for each invocation Lambda may hand the instance at once,
+        // which the heap bound already budgets memory for (max_heap_limit_mb).
+        Ok((concurrency, workers_set.unwrap_or(concurrency)))
     }
 
     fn token_digest(&self) -> Result<Option<TokenDigest>, ConfigError> {
@@ -527,14 +529,28 @@ impl EngineSettings {
         let workers_set = vars
             .get("MCP_V8_ENGINE_WORKERS")
             .is_some()
-            .then(|| vars.number("MCP_V8_ENGINE_WORKERS", 0, Least::Zero))
-            .transpose()?;
+            .then(|| vars.number("MCP_V8_ENGINE_WORKERS", 1, Least::One))
+            .transpose()
+            .map_err(|e| ConfigError {
+                reason: format!(
+                    "{}: every run executes in an engine worker process, so that code that ends \
+                     V8's process ends only its worker",
+                    e.reason
+                )
+                .into(),
+                ..e
+            })?;
         let (lambda_max_concurrency, workers) =
             vars.lambda_concurrency(under_lambda, workers_set)?;
         Ok(Self {
             workers,
             workers_set,
-            warm_isolates: 0,
+            tenant_runs: vars
+                .get("MCP_V8_TENANT_RUNS")
+                .is_some()
+                .then(|| vars.number("MCP_V8_TENANT_RUNS", 1, Least::One))
+                .transpose()?,
+            queue_wait_ms: vars.number("MCP_V8_QUEUE_WAIT_MS", 10_000, Least::One)?,
             function_memory_mb: if under_lambda {
                 Some(vars.number("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", 0, Least::Zero)?)
                     .filter(|&mb| mb > 0)
@@ -702,8 +718,8 @@ mod tests {
         assert!(from(&[("MCP_V8_STATELESS", "maybe")]).is_err());
         assert_eq!(config.engine.lambda_max_concurrency, 1);
         assert_eq!(
-            config.engine.workers, 0,
-            "standard Lambda: one run at a time"
+            config.engine.workers, 1,
+            "standard Lambda: one run at a time, in a worker"
         );
     }
 
@@ -748,16 +764,21 @@ mod tests {
         let lambda = ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001");
         let managed = from(&[lambda, ("AWS_LAMBDA_MAX_CONCURRENCY", "8")]).unwrap();
         assert_eq!(managed.engine.lambda_max_concurrency, 8);
-        assert!(managed.engine.workers >= 2, "{}", managed.engine.workers);
+        assert_eq!(managed.engine.workers, 8, "a runner per invocation at once");
         let told = from(&[
             lambda,
             ("AWS_LAMBDA_MAX_CONCURRENCY", "8"),
-            ("MCP_V8_ENGINE_WORKERS", "0"),
+            ("MCP_V8_ENGINE_WORKERS", "3"),
         ])
         .unwrap();
-        assert_eq!(told.engine.workers, 0);
-        let standard = from(&[lambda, ("MCP_V8_ENGINE_WORKERS", "3")]).unwrap();
-        assert_eq!(standard.engine.workers, 3);
+        assert_eq!(told.engine.workers, 3);
+        let standard = from(&[lambda]).unwrap();
+        assert_eq!(standard.engine.workers, 1, "one invocation at a time");
+        let in_process = from(&[lambda, ("MCP_V8_ENGINE_WORKERS", "0")]).unwrap_err();
+        assert!(
+            in_process.to_string().contains("engine worker process"),
+            "{in_process}"
+        );
         let bad = from(&[lambda, ("AWS_LAMBDA_MAX_CONCURRENCY", "0")]).unwrap_err();
         assert!(
             bad.to_string().contains("AWS_LAMBDA_MAX_CONCURRENCY"),

@@ -262,29 +262,30 @@ struct StoreArgs {
     /// Keep no state: run_js without heaps, no session tools.
     #[arg(long)]
     stateless: bool,
-    /// Engine worker processes for stateful runs, which go one at a time
-    /// within a process (V8 has one read-only heap per process); 0 runs
-    /// them in the server process. Default: MCP_V8_ENGINE_WORKERS, else
-    /// one per core.
-    #[arg(long, visible_alias = "workers")]
-    engine_workers: Option<usize>,
+    /// Engine worker processes: every run executes in one, one run at a
+    /// time each (code that ends V8's process ends only its worker), so
+    /// this many runs go at once. Default: MCP_V8_ENGINE_WORKERS, else two
+    /// per core, at least four.
+    #[arg(long, visible_alias = "workers", value_parser = clap::value_parser!(u16).range(1..))]
+    engine_workers: Option<u16>,
 }
 
 impl StoreArgs {
     /// Applies the flags to `config`, where they win over the variables.
     fn configure(&self, config: &mut Config) {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        // More runners than cores: a short run starts while others' long
+        // runs hold theirs (docs/reliability.md, "Runners").
         config.engine.workers = self
             .engine_workers
+            .map(usize::from)
             .or(config.engine.workers_set)
-            .unwrap_or(cores);
+            .unwrap_or((2 * cores).max(4));
         // The flag or the variable: either makes the server stateless.
         config.stateless |= self.stateless;
+        // V8 runs only in the workers.
         #[cfg(feature = "mimalloc")]
-        if config.engine.workers > 0 && !config.stateless {
-            return_freed_memory_promptly();
-        }
-        config.engine.warm_isolates = cores;
+        return_freed_memory_promptly();
     }
 }
 
@@ -394,16 +395,10 @@ const LAMBDA_DATA_DIR: &str = "/tmp/mcp-v8";
 /// Cold start does only what every invocation needs: configuration, the V8
 /// platform (inside the engine), AWS clients. Sessions, heaps and metadata
 /// are loaded per request.
-async fn run_lambda(mut config: Config) -> anyhow::Result<()> {
-    // An isolate ready for each invocation that can run at once, up to the
-    // cores: one on standard Lambda. The engine uses them only for stateless
-    // runs (see EngineConfig::warm_isolates).
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    config.engine.warm_isolates = config.engine.lambda_max_concurrency.clamp(1, cores);
+async fn run_lambda(config: Config) -> anyhow::Result<()> {
+    // V8 runs only in the engine workers (one on standard Lambda).
     #[cfg(feature = "mimalloc")]
-    if config.engine.workers > 0 && !config.stateless {
-        return_freed_memory_promptly();
-    }
+    return_freed_memory_promptly();
     if config.transport.allow_unauthenticated {
         tracing::warn!(
             "MCP_V8_ALLOW_UNAUTHENTICATED=true: requests without an IAM caller are served when no bearer token or JWT is configured"
@@ -440,7 +435,8 @@ fn main() -> anyhow::Result<()> {
         if let Ok(config) = Config::from_env() {
             init_logging(config.log.format, config.log.level);
         }
-        return mcp_v8_lambda::engine::serve_worker().context("engine worker");
+        return mcp_v8_lambda::engine::serve_worker(std::env::args().skip(2))
+            .context("engine worker");
     }
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -62,7 +62,7 @@ pub(crate) fn execute(mut job: Job) -> JobResult {
         }
         classified
     };
-    let mut result = run::finish(&mut isolate, classified);
+    let mut result = run::finish(&mut isolate, &job, classified);
     if job.stateful {
         snapshot(isolate, job.code_handling, &mut result);
     } else if creator {

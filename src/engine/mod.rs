@@ -1,6 +1,7 @@
 //! The JavaScript engine: one V8 isolate per run, fresh or restored from a
 //! content-addressed heap snapshot, snapshotted again when the run succeeds.
 
+mod admission;
 mod checksum;
 mod control;
 mod files;
@@ -24,7 +25,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Semaphore, oneshot};
+use tokio::sync::oneshot;
 
 use crate::files::FileStore;
 use crate::heap::{HeapKey, HeapStore, HeapStoreError, Snapshot};
@@ -40,7 +41,7 @@ pub use prelude::{FilePrelude, PreludeSource};
 pub use run::CodeHandling;
 pub use typescript::Language;
 pub use web::{Displayed, FileLimits, FileSource, MAX_DISPLAY_BYTES, MAX_DISPLAYS, TreeEntry};
-pub use worker::{WORKER_ARG, serve_stdio as serve_worker};
+pub use worker::{WORKER_ARG, serve_worker};
 
 /// Limits and defaults of the engine.
 #[derive(Debug, Clone)]
@@ -62,12 +63,20 @@ pub struct EngineConfig {
     pub max_result_bytes: usize,
     /// Snapshot code handling.
     pub code_handling: CodeHandling,
-    /// Isolates alive at once; further runs wait their turn.
+    /// Isolates alive at once in process (no engine workers); further runs
+    /// wait their turn. With engine workers, the workers are the runners.
     pub max_concurrent_runs: usize,
+    /// Runs of one authenticated tenant at once; `None`: half the runners,
+    /// rounded up. The anonymous namespace has no share.
+    pub tenant_runs: Option<usize>,
+    /// Longest a run waits for a runner before it is refused.
+    pub queue_wait: Duration,
     /// Largest snapshot payload stored or restored, in bytes.
     pub max_snapshot_bytes: usize,
-    /// Worker processes for runs that create or restore snapshots, which
-    /// go one at a time within a process; 0 runs them in this process.
+    /// Engine worker processes: every run executes in one, one run at a
+    /// time each, so that code that makes V8 end its process ends only its
+    /// worker. 0 runs them in this process, where such code ends it (the
+    /// library's default, for tests and benchmarks; the binary never does).
     pub engine_workers: usize,
     /// The binary workers run (started with [`WORKER_ARG`]); this process's
     /// own executable when unset.
@@ -101,6 +110,8 @@ impl Default for EngineConfig {
             max_result_bytes: 1024 * 1024,
             code_handling: CodeHandling::Keep,
             max_concurrent_runs: std::thread::available_parallelism().map_or(2, |n| n.get() * 2),
+            tenant_runs: None,
+            queue_wait: Duration::from_secs(10),
             max_snapshot_bytes: 256 * 1024 * 1024,
             engine_workers: 0,
             worker_program: None,
@@ -142,7 +153,7 @@ pub struct RunRequest {
 pub struct Engine {
     config: EngineConfig,
     heaps: Option<Arc<dyn HeapStore>>,
-    permits: Semaphore,
+    admission: admission::Admission,
     workers: Option<worker::WorkerPool>,
     warm: Option<plain::WarmPool>,
     /// `config.fetch`, shared with every job; `None` when fetch is off.
@@ -164,19 +175,33 @@ impl Engine {
     /// An engine over `heaps` (required for stateful runs). Initialises V8
     /// once per process.
     pub fn new(config: EngineConfig, heaps: Option<Arc<dyn HeapStore>>) -> Self {
-        platform::init();
-        let permits = Semaphore::new(config.max_concurrent_runs.max(1));
+        let heap_limit_bytes = config.default_heap_limit_mb * 1024 * 1024;
         let workers = (config.engine_workers > 0).then(|| {
             let program = config
                 .worker_program
                 .clone()
                 .or_else(|| std::env::current_exe().ok())
                 .unwrap_or_else(|| PathBuf::from("mcp-v8-lambda"));
-            worker::WorkerPool::new(program, config.engine_workers, config.worker_max_jobs)
+            // A stateless engine's workers keep an isolate ready for the
+            // next run; a stateful one's would drop it for every run.
+            let warm = heaps.is_none().then_some(heap_limit_bytes);
+            worker::WorkerPool::new(program, warm, config.worker_max_jobs)
+        });
+        let runners = match &workers {
+            Some(_) => config.engine_workers,
+            None => {
+                // Only an engine that runs isolates itself needs V8 here.
+                platform::init();
+                config.max_concurrent_runs
+            }
+        };
+        let admission = admission::Admission::new(admission::Rules {
+            runners,
+            tenant_share: config.tenant_runs.unwrap_or(runners.div_ceil(2)),
+            wait: config.queue_wait,
         });
         let snapshots_here = heaps.is_some() && workers.is_none();
-        let warm = if config.warm_isolates > 0 && !snapshots_here {
-            let heap_limit_bytes = config.default_heap_limit_mb * 1024 * 1024;
+        let warm = if config.warm_isolates > 0 && !snapshots_here && workers.is_none() {
             match plain::WarmPool::new(config.warm_isolates, heap_limit_bytes) {
                 Ok(pool) => Some(pool),
                 Err(err) => {
@@ -195,7 +220,7 @@ impl Engine {
         Self {
             config,
             heaps,
-            permits,
+            admission,
             workers,
             warm,
             fetch,
@@ -219,6 +244,9 @@ impl Engine {
         // isolate, and an idle one holds the read-only heap those runs
         // need alone (engine/run.rs, READ_ONLY_HEAP).
         self.warm = None;
+        if let Some(workers) = &mut self.workers {
+            workers.keep_no_warm_isolate();
+        }
         self
     }
 
@@ -357,7 +385,7 @@ impl Engine {
         // A cancel may also arrive after the isolate classified the run, or
         // end the engine worker running it.
         let mut result = self
-            .execute(job)
+            .execute(job, &request.tenant)
             .await?
             .cancelled_by(request.control.as_deref());
         // Modules the run fetched by URL go to the store before the answer
@@ -442,7 +470,11 @@ impl Engine {
             packages,
             ..self.job(prepared.js)
         };
-        let result = self.execute(job).await.map_err(|e| e.to_string())?;
+        // Made once for every tenant's fresh runs, it counts as anonymous.
+        let result = self
+            .execute(job, &Tenant::default())
+            .await
+            .map_err(|e| e.to_string())?;
         if !result.files.is_empty() {
             // The prelude's heap is kept in memory, not stored: bytes of its
             // files would have nowhere to live.
@@ -472,6 +504,7 @@ impl Engine {
             timeout: self.config.default_timeout,
             heap_limit_bytes: self.config.default_heap_limit_mb * 1024 * 1024,
             max_output_bytes: self.config.max_output_bytes,
+            max_result_bytes: self.config.max_result_bytes,
             code_handling: self.config.code_handling,
             control: None,
             fetch: self.fetch.clone(),
@@ -524,7 +557,7 @@ impl Engine {
             list_files: true,
             ..self.job(String::new())
         };
-        let result = self.execute(job).await.map_err(|e| e.to_string())?;
+        let result = self.execute(job, tenant).await.map_err(|e| e.to_string())?;
         match (result.status, result.result) {
             (RunStatus::Completed, Some(json)) => web::parse_tree(&json)
                 .map(Some)
@@ -634,20 +667,16 @@ impl Engine {
         })
     }
 
-    /// Runs a job on a thread of its own (see `run::thread_builder`): in a
-    /// worker process when it touches snapshots and there are workers, on a
-    /// warm isolate when it does not and there are some.
-    async fn execute(&self, job: run::Job) -> Result<run::JobResult, EngineError> {
-        if let Some(workers) = &self.workers
-            && job.touches_snapshots()
-        {
+    /// Runs a job once `tenant` has a runner: in an engine worker when the
+    /// engine has them; else on a thread of its own (see
+    /// `run::thread_builder`), or a warm isolate when it touches no snapshot
+    /// and there are some.
+    async fn execute(&self, job: run::Job, tenant: &Tenant) -> Result<run::JobResult, EngineError> {
+        let share = tenant.id().filter(|_| !tenant.is_anonymous());
+        let _pass = self.admission.enter(share).await?;
+        if let Some(workers) = &self.workers {
             return workers.execute(job).await;
         }
-        let _permit = self
-            .permits
-            .acquire()
-            .await
-            .map_err(|e| EngineError::Internal(e.to_string()))?;
         if let Some(warm) = self.warm.as_ref().filter(|_| !job.touches_snapshots()) {
             return warm
                 .execute(job)
@@ -660,7 +689,6 @@ impl Engine {
                 let result = if job.touches_snapshots() {
                     isolate::execute(job)
                 } else {
-                    platform::init();
                     plain::PlainIsolate::new(job.heap_limit_bytes).run(&job)
                 };
                 let _ = done.send(result);
@@ -669,6 +697,15 @@ impl Engine {
         result
             .await
             .map_err(|_| EngineError::Internal("the isolate thread panicked".into()))
+    }
+
+    /// Starts an engine worker ahead of the first run, when the engine has
+    /// workers: its V8 starts while the process answers its first requests.
+    /// Needs a Tokio runtime.
+    pub fn prestart(&self) {
+        if let Some(workers) = &self.workers {
+            workers.prestart();
+        }
     }
 }
 

@@ -161,9 +161,37 @@ pub enum EngineError {
     /// Stateful run without storage configured.
     #[error("stateful runs need a heap store, and none is configured")]
     NoHeapStore,
+    /// No runner became free within the queue's bound, or the caller's
+    /// tenant holds its share of them.
+    #[error("{}", busy(*runners, *waited_ms, *tenant_runs))]
+    Busy {
+        /// Runners of the engine.
+        runners: usize,
+        /// How long the run waited.
+        waited_ms: u64,
+        /// The tenant's runs going, when its share was what it waited for.
+        tenant_runs: Option<usize>,
+    },
     /// The isolate thread died (a bug, reported rather than hidden).
     #[error("the engine thread failed: {0}")]
     Internal(String),
+}
+
+fn busy(runners: usize, waited_ms: u64, tenant_runs: Option<usize>) -> String {
+    let waited = format!("{:.1} s", waited_ms as f64 / 1000.0);
+    match tenant_runs {
+        Some(held) => format!(
+            "the server is busy for your tenant: it already has {held} runs going, its share of \
+             the server's {runners} runners (MCP_V8_TENANT_RUNS), and none ended within {waited} \
+             (MCP_V8_QUEUE_WAIT_MS); nothing ran. Wait for one of those runs to end (or cancel \
+             it), then try again"
+        ),
+        None => format!(
+            "the server is busy: all {runners} runners (MCP_V8_ENGINE_WORKERS) stayed in use for \
+             {waited}, the longest a run waits for one (MCP_V8_QUEUE_WAIT_MS); nothing ran. Try \
+             again in a moment"
+        ),
+    }
 }
 
 /// `text` cut to at most `max` bytes (at a character boundary) with a

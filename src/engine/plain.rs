@@ -82,6 +82,11 @@ impl PlainIsolate {
         (context, queue)
     }
 
+    /// The heap limit the isolate was made with.
+    pub(crate) fn heap_limit_bytes(&self) -> usize {
+        self.heap_limit_bytes
+    }
+
     /// Runs a stateless job in the prepared context.
     pub(crate) fn run(&mut self, job: &Job) -> JobResult {
         let (context, queue) = match self.next.take() {
@@ -99,7 +104,7 @@ impl PlainIsolate {
             self.terminated = terminated || scope.is_execution_terminating();
             classified
         };
-        run::finish(&mut self.isolate, classified)
+        run::finish(&mut self.isolate, job, classified)
     }
 
     /// Whether the isolate may serve another run; if so, its next context is

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::control::{RunControl, Target};
 use super::memory::Budget;
-use super::outcome::{RunError, RunStatus};
+use super::outcome::{RunError, RunStatus, cap_text};
 use super::positions::{Positions, SCRIPT_NAME};
 use super::rejections;
 use super::repl;
@@ -54,6 +54,9 @@ pub(crate) struct Job {
     pub timeout: Duration,
     pub heap_limit_bytes: usize,
     pub max_output_bytes: usize,
+    /// Longest rendered result, applied where the run executes so that no
+    /// larger one is copied further.
+    pub max_result_bytes: usize,
     pub code_handling: CodeHandling,
     /// The caller's handle on the run (not sent to engine workers, whose
     /// process the pool stops instead).
@@ -78,6 +81,31 @@ pub(crate) struct Job {
 }
 
 impl Job {
+    /// A stateless run of `code` with the library's default limits.
+    #[cfg(test)]
+    pub(crate) fn fresh(code: String) -> Job {
+        Job {
+            code,
+            restore: None,
+            plain_restore: false,
+            stateful: false,
+            timeout: Duration::from_secs(30),
+            heap_limit_bytes: 64 * 1024 * 1024,
+            max_output_bytes: 1024 * 1024,
+            max_result_bytes: 1024 * 1024,
+            code_handling: CodeHandling::Keep,
+            control: None,
+            fetch: None,
+            mcp: None,
+            packages: None,
+            max_module_bytes: 64 * 1024 * 1024,
+            files: None,
+            file_limits: web::FileLimits::default(),
+            inputs: Vec::new(),
+            list_files: false,
+        }
+    }
+
     /// Whether the run creates or restores a snapshot, which decides where
     /// it may run (see [`READ_ONLY_HEAP`]); the others run on a plain isolate.
     pub(crate) fn touches_snapshots(&self) -> bool {
@@ -112,6 +140,23 @@ pub(crate) struct JobResult {
 }
 
 impl JobResult {
+    /// A run that ended `failed` with `error` before it produced anything.
+    pub(crate) fn failed(error: RunError) -> Self {
+        Self {
+            status: RunStatus::Failed,
+            result: None,
+            display: None,
+            output: String::new(),
+            error: Some(error),
+            warnings: Vec::new(),
+            blob: None,
+            fetches: None,
+            mcp_calls: None,
+            files: Vec::new(),
+            displays: Vec::new(),
+        }
+    }
+
     /// The result of a run the caller cancelled: whatever it got to, the
     /// caller no longer wants it, so nothing is kept. The one place that
     /// decides what a cancellation leaves.
@@ -181,7 +226,18 @@ pub(super) struct HeapGuard {
     handle: OnceLock<v8::IsolateHandle>,
     hit: AtomicBool,
     budget: Arc<Budget>,
+    /// The most heap the callback grants for a terminated run to unwind.
+    ceiling: usize,
 }
+
+/// In an engine worker, the headroom granted past the heap limit for a
+/// terminated run to unwind, as a multiple of the limit plus a fixed slack;
+/// past it V8 ends the worker (`worker/mod.rs` tells the run why), so a
+/// built-in that allocates one huge value cannot grow the worker without
+/// bound. A process that must survive its runs (the library's in-process
+/// mode) grants headroom without a ceiling, as long as V8 can.
+const HEADROOM_FACTOR: usize = 4;
+const HEADROOM_SLACK: usize = 64 * 1024 * 1024;
 
 impl HeapGuard {
     /// Bounds of `heap_limit_bytes` on the heap and as many on the
@@ -191,6 +247,13 @@ impl HeapGuard {
             handle: OnceLock::new(),
             hit: AtomicBool::new(false),
             budget: Budget::new(heap_limit_bytes),
+            ceiling: if super::watchdog::ends_process() {
+                heap_limit_bytes
+                    .saturating_mul(HEADROOM_FACTOR)
+                    .saturating_add(HEADROOM_SLACK)
+            } else {
+                usize::MAX
+            },
         })
     }
 
@@ -235,9 +298,13 @@ unsafe extern "C" fn near_heap_limit(
     if let Some(handle) = guard.handle.get() {
         handle.terminate_execution();
     }
-    // Room for the termination to unwind; returning the same limit would let
-    // V8 reach its fatal out-of-memory path and kill the process.
-    current_heap_limit.saturating_mul(2)
+    // Room for the termination to unwind; returning the same limit lets V8
+    // reach its fatal out-of-memory path, which ends the process: past the
+    // ceiling, only a value no run may build is still being made.
+    current_heap_limit
+        .saturating_mul(2)
+        .min(guard.ceiling)
+        .max(current_heap_limit)
 }
 
 /// A run set up on an isolate: its families' state in slots, the caller's
@@ -324,6 +391,7 @@ impl Started {
             self.deadline,
             job.control.as_deref(),
             queue,
+            job.max_result_bytes,
         )
     }
 }
@@ -346,7 +414,7 @@ pub(super) fn settle(
     let mut classified = if cancelled {
         Classified::Cancelled
     } else {
-        classify(ended, guard.hit(), job.timeout, job.heap_limit_bytes)
+        classify(ended, guard.hit(), fired, job.timeout, job.heap_limit_bytes)
     };
     if guard.budget.take_refused() {
         classified.name_buffer_limit(guard.budget.limit());
@@ -354,8 +422,9 @@ pub(super) fn settle(
     (classified, fired || cancelled)
 }
 
-/// The run's result, with the families' state taken out of `isolate`.
-pub(super) fn finish(isolate: &mut v8::Isolate, classified: Classified) -> JobResult {
+/// The run's result, with the families' state taken out of `isolate`, its
+/// texts within the job's caps.
+pub(super) fn finish(isolate: &mut v8::Isolate, job: &Job, classified: Classified) -> JobResult {
     rejections::end(isolate);
     let rewritten = isolate.remove_slot::<Rewritten>();
     let ended = web::end_run(isolate);
@@ -378,8 +447,9 @@ pub(super) fn finish(isolate: &mut v8::Isolate, classified: Classified) -> JobRe
             result.error = Some(error);
         }
         Classified::Completed { rendered, warnings } => {
-            result.result = rendered.result;
-            result.display = Some(rendered.display);
+            let cap = |text: String| cap_text(text, job.max_result_bytes, "result");
+            result.result = rendered.result.map(cap);
+            result.display = Some(cap(rendered.display));
             result.warnings = warnings;
         }
         Classified::Cancelled => result.cancel(),
@@ -469,9 +539,12 @@ impl Classified {
     }
 }
 
+/// `fired`: the deadline passed before the run was taken down, so whatever
+/// value it had is not its answer (a run past its deadline never completes).
 fn classify(
     ended: Ended,
     out_of_memory: bool,
+    fired: bool,
     timeout: Duration,
     heap_limit_bytes: usize,
 ) -> Classified {
@@ -486,20 +559,24 @@ fn classify(
                 ),
             ),
         ),
-        Ended::Terminated | Ended::DeadlineBeforeTimer => Classified::Ended(
-            RunStatus::TimedOut,
-            RunError::new(
-                "TimeoutError",
-                format!(
-                    "execution did not finish within {} ms and was terminated",
-                    timeout.as_millis()
-                ),
-            ),
-        ),
-        // A value that arrived just as the watchdog fired still counts.
+        Ended::Terminated | Ended::DeadlineBeforeTimer => timed_out(timeout),
+        Ended::Value { .. } | Ended::Threw(_) if fired => timed_out(timeout),
         Ended::Value { rendered, warnings } => Classified::Completed { rendered, warnings },
         Ended::Threw(error) => Classified::Ended(RunStatus::Failed, error),
     }
+}
+
+fn timed_out(timeout: Duration) -> Classified {
+    Classified::Ended(
+        RunStatus::TimedOut,
+        RunError::new(
+            "TimeoutError",
+            format!(
+                "execution did not finish within {} ms and was terminated",
+                timeout.as_millis()
+            ),
+        ),
+    )
 }
 
 fn evaluate<'s>(
@@ -508,6 +585,7 @@ fn evaluate<'s>(
     deadline: Instant,
     control: Option<&RunControl>,
     queue: Option<&v8::MicrotaskQueue>,
+    max_result_bytes: usize,
 ) -> Ended {
     v8::tc_scope!(let tc, scope);
     let mut refused = None;
@@ -578,7 +656,7 @@ fn evaluate<'s>(
         },
         Err(_) => value,
     };
-    let rendered = render_result(tc, value);
+    let rendered = render_result(tc, value, max_result_bytes);
     if tc.has_terminated() || tc.is_execution_terminating() {
         return Ended::Terminated;
     }

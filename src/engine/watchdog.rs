@@ -1,9 +1,54 @@
 //! The timeout of a run: a thread per isolate that terminates the run when
-//! its deadline passes.
+//! its deadline passes, and keeps terminating it until the run is taken
+//! down: code that V8 hands back control to after a termination (a getter
+//! the result's rendering calls, a `toJSON`) is stopped again at once.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
+
+/// How often a run past its deadline is terminated again.
+const REFIRE: Duration = Duration::from_millis(5);
+
+/// How long past its deadline a run may stay inside native code that no
+/// termination reaches before an engine worker ends its own process.
+pub(crate) const STUCK_AFTER: Duration = Duration::from_secs(1);
+
+/// What an engine worker writes on stderr as its last line when it ends
+/// itself for a stuck run; the server reads it to say why the run ended.
+pub(crate) const STUCK_WORDS: &str = "mcp-v8-lambda engine worker: a run stayed in native code past its deadline; ending the process";
+
+/// Set once by an engine worker: its process serves one run at a time for
+/// a server that replaces it, so a run that cannot be stopped ends it.
+static ENDS_PROCESS: AtomicBool = AtomicBool::new(false);
+
+/// Makes every watchdog of this process end it when a run is stuck past
+/// its deadline by [`STUCK_AFTER`]. Only for engine workers: a server
+/// process must never end for one run.
+pub(crate) fn end_process_when_stuck() {
+    ENDS_PROCESS.store(true, Ordering::SeqCst);
+}
+
+/// Whether this process is an engine worker, which a server replaces: a
+/// run that cannot be stopped, or that needs more heap than its headroom,
+/// may end it.
+pub(crate) fn ends_process() -> bool {
+    ENDS_PROCESS.load(Ordering::SeqCst)
+}
+
+fn end_stuck_process() -> ! {
+    use std::io::Write as _;
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "{STUCK_WORDS}");
+    let _ = stderr.flush();
+    // SAFETY: _exit ends the process without running destructors or
+    // atexit handlers, which other threads (the isolate's) may be inside.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::_exit(70)
+    }
+}
 
 /// Terminates the isolate's run when its timeout passes, unless disarmed
 /// first. One thread per isolate, armed for each run: a warm isolate serves
@@ -45,13 +90,20 @@ impl Watchdog {
                                 .unwrap_or_else(PoisonError::into_inner)
                                 .0
                         }
-                        Some(_) => {
+                        Some(deadline) => {
                             // Under the lock, so a disarm that returned has
-                            // already cleared the deadline.
+                            // already cleared the deadline. The deadline
+                            // stays: until the run is disarmed, anything it
+                            // runs is terminated again.
                             handle.terminate_execution();
-                            countdown.deadline = None;
                             countdown.fired = true;
-                            countdown
+                            if ends_process() && deadline.elapsed() >= STUCK_AFTER {
+                                end_stuck_process();
+                            }
+                            countdown.wakes_at = Some(Instant::now() + REFIRE);
+                            wake.wait_timeout(countdown, REFIRE)
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .0
                         }
                     };
                 }

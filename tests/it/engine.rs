@@ -19,12 +19,13 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
+    fixture_with(EngineConfig::default())
+}
+
+fn fixture_with(config: EngineConfig) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let store = FileHeapStore::new(dir.path().join("heaps"));
-    let engine = Engine::new(
-        EngineConfig::default(),
-        Some(Arc::new(store.clone()) as Arc<dyn HeapStore>),
-    );
+    let engine = Engine::new(config, Some(Arc::new(store.clone()) as Arc<dyn HeapStore>));
     Fixture {
         engine,
         store,
@@ -635,8 +636,13 @@ async fn the_outcome_serializes_with_the_documented_fields() {
 async fn concurrent_runs_from_different_heaps_all_complete() {
     // Regression: isolates restored from different snapshots at once, next to
     // fresh snapshot creators and plain isolates, aborted the process inside
-    // V8's shared read-only heap.
-    let f = Arc::new(fixture());
+    // V8's shared read-only heap. Snapshot runs go one at a time in
+    // process: on a loaded machine a run may wait longer than the default
+    // bound for its turn, which is not what this test is about.
+    let f = Arc::new(fixture_with(EngineConfig {
+        queue_wait: Duration::from_secs(300),
+        ..EngineConfig::default()
+    }));
     let mut tasks = Vec::new();
     for i in 0..6 {
         let f = f.clone();
@@ -856,5 +862,35 @@ async fn the_output_marker_is_the_one_docs_tools_md_shows() {
     assert!(
         docs.contains(&format!("`{shown}`")),
         "{shown} is not in docs/tools.md"
+    );
+}
+
+/// One console value, and the displayed result, are shown up to 64 KiB;
+/// past it the text ends with a marker naming the string's length and the
+/// rule, so the model knows the text is not whole.
+#[tokio::test]
+async fn a_console_value_past_64_kib_is_cut_with_a_marker() {
+    let engine = Engine::new(EngineConfig::default(), None);
+    let report = engine::run_report(
+        &engine,
+        "console.log('y'.repeat(100000)); new Map([[1, 'z'.repeat(100000)]])",
+        None,
+    )
+    .await;
+    let output = &report.outcome.output;
+    assert!(output.len() < 66 * 1024, "{} bytes", output.len());
+    assert!(
+        output.trim_end().ends_with(
+            "…[cut: a string of 100000 characters; one value is shown up to its first 64 KiB; \
+             write larger text to a /work file to keep it whole]"
+        ),
+        "{}",
+        &output[output.len() - 200..]
+    );
+    let display = report.display.expect("a displayed value");
+    assert!(
+        display.contains("[cut: a string of 100000 characters"),
+        "{}",
+        &display[display.len() - 200..]
     );
 }

@@ -209,7 +209,7 @@ async fn run_js_2026_with(app: &App, code: &str, arguments: Value) -> Value {
 }
 
 /// The JSON-RPC answer inside a function URL response the function posted.
-fn rpc_body(answer: &common::runtime_api::Answer) -> Value {
+pub(crate) fn rpc_body(answer: &common::runtime_api::Answer) -> Value {
     assert_eq!(answer.outcome, "response", "{}", answer.body);
     let response: Value = serde_json::from_str(&answer.body).unwrap();
     assert_eq!(response["statusCode"], 200, "{response}");
@@ -217,7 +217,14 @@ fn rpc_body(answer: &common::runtime_api::Answer) -> Value {
 }
 
 /// The binary started as a Lambda function; killed when dropped.
-struct Function(std::process::Child);
+pub(crate) struct Function(std::process::Child);
+
+impl Function {
+    /// Whether the function's process is still running.
+    pub(crate) fn alive(&mut self) -> bool {
+        self.0.try_wait().unwrap().is_none()
+    }
+}
 
 impl Drop for Function {
     fn drop(&mut self) {
@@ -237,7 +244,7 @@ fn function_binary() -> PathBuf {
 
 /// [`function_binary`] started as a Lambda function with `env` (its
 /// Runtime API's included), logging warnings only.
-fn start_function(env: Vec<(String, String)>) -> Function {
+pub(crate) fn start_function(env: Vec<(String, String)>) -> Function {
     Function(
         Command::new(function_binary())
             .envs(env)
@@ -250,7 +257,7 @@ fn start_function(env: Vec<(String, String)>) -> Function {
 
 /// A 2026-07-28 `tools/call` of `run_js` with `arguments`, as a function
 /// URL event.
-fn run_js_event(arguments: Value) -> String {
+pub(crate) fn run_js_event(arguments: Value) -> String {
     event_2026(
         "tools/call",
         Some("run_js"),

@@ -51,7 +51,9 @@ async fn a_20_mb_string_result_is_cut_to_the_result_cap_with_a_marker() {
     let text = outcome["result"].as_str().unwrap();
     assert!(text.len() <= 1024 * 1024 + 100, "{}", text.len());
     assert!(
-        text.ends_with("[result truncated: 20000002 bytes, the first 1048576 shown]"),
+        text.ends_with(
+            "[result truncated: a string of 20000000 characters, the first 1048448 shown]"
+        ),
         "{}",
         &text[text.len() - 80..]
     );

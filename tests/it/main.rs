@@ -21,6 +21,7 @@ mod faults;
 mod fetch;
 mod files;
 mod heap_store;
+mod hostile;
 mod http;
 mod iam;
 mod jwt;

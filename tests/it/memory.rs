@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use mcp_v8_lambda::engine::{Engine, EngineConfig, RunOutcome, RunRequest, RunStatus};
 use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::common::engine::run;
+use crate::common::process::{Serve, children, proc_kib};
 
 /// What the hostile caller sent, each far past the default 64 MiB.
 pub const OVER_BUDGET: &[&str] = &[
@@ -246,63 +247,24 @@ async fn the_guarded_constructors_keep_their_built_in_behaviour() {
     assert_eq!(outcome.result.as_deref(), Some("[]"), "{outcome:#?}");
 }
 
-fn proc_kib(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status
-        .lines()
-        .find(|l| l.starts_with(field))
-        .unwrap_or_else(|| panic!("no {field} in {status}"));
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
-struct Serve(
-    std::process::Child,
-    u16,
-    #[allow(dead_code)] tempfile::TempDir,
-);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn serve(args: &[&str]) -> Serve {
-    let dir = tempfile::tempdir().unwrap();
-    let port = crate::common::net::free_port();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
-        .args(["serve", "--port", &port.to_string(), "--data-dir"])
-        .arg(dir.path())
-        .args(args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    crate::common::net::wait_listening(port, "serve", Duration::from_secs(20));
-    Serve(child, port, dir)
-}
-
-async fn call(port: u16, arguments: Value) -> Value {
-    let params = json!({"name": "run_js", "arguments": arguments});
-    let answer = crate::common::post_2026(port, "tools/call", Some("run_js"), params).await;
-    answer["result"]["structuredContent"].clone()
-}
-
 /// What the process may hold beyond one run's budgets (64 MiB of heap and
 /// 64 MiB of buffers): V8, the server and its allocator's caches
 /// (docs/reliability.md, "Memory").
 const OVERHEAD_MIB: u64 = 256;
 
-/// A server process, stateless and stateful in-process (as a Lambda
-/// function runs), fed the hostile runs one after another: each is answered,
-/// the peak RSS stays under the budgets plus the overhead, and the RSS after
-/// the burst comes back near where it was before.
+/// A server, stateless and stateful, fed the hostile runs one after
+/// another: each is answered; the server, whose runs execute in engine
+/// workers, stays small, and each worker's peak RSS stays under the budgets
+/// plus the overhead; after the burst the server's RSS is back near where
+/// it was.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_stays_within_its_budget_and_gives_the_memory_back() {
-    for args in [&["--stateless"][..], &["--engine-workers", "0"][..]] {
-        let server = serve(args);
-        let pid = server.0.id();
+    for args in [
+        &["--stateless", "--engine-workers", "1"][..],
+        &["--engine-workers", "1"][..],
+    ] {
+        let server = Serve::start(args, &[]);
+        let pid = server.pid();
         let stateful = args[0] != "--stateless";
         let arguments = |code: &str| {
             if stateful {
@@ -312,11 +274,11 @@ async fn a_server_stays_within_its_budget_and_gives_the_memory_back() {
             }
         };
         for _ in 0..3 {
-            assert_eq!(call(server.1, arguments("1 + 1")).await["result"], "2");
+            assert_eq!(server.run_js(arguments("1 + 1")).await["result"], "2");
         }
         let idle = proc_kib(pid, "VmRSS:");
         for code in OVER_BUDGET {
-            let outcome = call(server.1, arguments(code)).await;
+            let outcome = server.run_js(arguments(code)).await;
             assert!(
                 outcome["error"]["message"]
                     .as_str()
@@ -326,15 +288,26 @@ async fn a_server_stays_within_its_budget_and_gives_the_memory_back() {
         }
         if stateful {
             for (code, _) in UNSNAPSHOTTABLE {
-                let outcome = call(server.1, arguments(code)).await;
+                let outcome = server.run_js(arguments(code)).await;
                 assert_eq!(outcome["status"], "failed", "{code}: {outcome}");
             }
         }
-        assert_eq!(call(server.1, arguments("1 + 1")).await["result"], "2");
+        assert_eq!(server.run_js(arguments("1 + 1")).await["result"], "2");
+        let workers = children(pid);
+        assert_eq!(
+            workers.len(),
+            1,
+            "{args:?}: one worker ran them all: {workers:?}"
+        );
+        let worker_peak = proc_kib(workers[0], "VmHWM:") / 1024;
+        assert!(
+            worker_peak < 64 + 64 + OVERHEAD_MIB,
+            "{args:?}: the worker's RSS peaked at {worker_peak} MiB"
+        );
         let peak = proc_kib(pid, "VmHWM:") / 1024;
         let after = proc_kib(pid, "VmRSS:");
         assert!(
-            peak < 64 + 64 + OVERHEAD_MIB,
+            peak < OVERHEAD_MIB,
             "{args:?}: the server's RSS peaked at {peak} MiB"
         );
         assert!(

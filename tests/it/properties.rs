@@ -270,3 +270,110 @@ proptest! {
         })?;
     }
 }
+
+/// A completion value built from hostile pieces: strings past every cap and
+/// past the heap (ropes), lone surrogates, getters and `toJSON`s that throw
+/// or never return, cycles, proxies, huge sparse arrays, promises of them.
+fn completion_value() -> impl Strategy<Value = String> {
+    let leaf = prop::sample::select(vec![
+        "'a'.repeat(10)",
+        "'a'.repeat(4000)",
+        "'é'.repeat(5000)",
+        "'a'.repeat(3e8)",
+        "'\\ud800'.repeat(3) + '\\u0001\"\\\\\\n'",
+        "123n",
+        "Symbol('s')",
+        "-0",
+        "NaN",
+        "undefined",
+        "null",
+        "new Array(1e7)",
+        "new Uint8Array(70000)",
+        "new Date(NaN)",
+        "new Error('e')",
+        "(() => { const o = {}; o.self = o; return o })()",
+        "new Proxy({}, {})",
+        "({ get g() { throw new Error('g') } })",
+        "({ get g() { for (;;) {} } })",
+        "({ toJSON() { return 'x'.repeat(3e8) } })",
+        "({ toJSON() { throw 1 } })",
+        "({ toJSON() { for (;;) {} } })",
+        "Object.create(null)",
+        "(function named() {})",
+        "class K {}",
+    ])
+    .prop_map(str::to_owned);
+    leaf.prop_recursive(3, 12, 3, |inner| {
+        prop_oneof![
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("[{a}, {b}]")),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({{ a: {a}, 'b c': {b} }})")),
+            inner.clone().prop_map(|a| format!("Promise.resolve({a})")),
+            inner.clone().prop_map(|a| format!("new Map([[{a}, 1]])")),
+            inner.prop_map(|a| format!("new Set([{a}])")),
+        ]
+    })
+}
+
+/// An engine with one worker and small caps, so that a value that ends
+/// V8's process ends only the worker, and cuts happen often.
+fn rendering_engine() -> &'static (mcp_v8_lambda::engine::Engine, tempfile::TempDir) {
+    static ENGINE: std::sync::OnceLock<(mcp_v8_lambda::engine::Engine, tempfile::TempDir)> =
+        std::sync::OnceLock::new();
+    ENGINE.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = mcp_v8_lambda::engine::Engine::new(
+            mcp_v8_lambda::engine::EngineConfig {
+                engine_workers: 1,
+                worker_program: Some(common::engine::worker_program(dir.path(), "render-worker")),
+                max_result_bytes: 4096,
+                ..mcp_v8_lambda::engine::EngineConfig::default()
+            },
+            None,
+        );
+        (engine, dir)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(kept_graph_cases()))]
+
+    /// Whatever the completion value, the run is answered within its
+    /// deadline's reach with a status, its result and display within the
+    /// result cap (marker included), and the next run is served.
+    #[test]
+    fn completion_values_are_rendered_within_the_caps_and_the_deadline(value in completion_value()) {
+        use mcp_v8_lambda::engine::{RunRequest, RunStatus};
+        let engine = &rendering_engine().0;
+        runtime().block_on(async {
+            let report = engine
+                .run(RunRequest {
+                    code: value.clone(),
+                    timeout: Some(std::time::Duration::from_millis(500)),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+            let outcome = &report.outcome;
+            prop_assert!(
+                matches!(
+                    outcome.status,
+                    RunStatus::Completed | RunStatus::Failed | RunStatus::TimedOut | RunStatus::OutOfMemory
+                ),
+                "{value}: {outcome:?}"
+            );
+            for text in [outcome.result.as_deref(), report.display.as_deref()].into_iter().flatten() {
+                prop_assert!(text.len() <= 4096 + 128, "{value}: {} bytes", text.len());
+            }
+            if outcome.status == RunStatus::Completed && value == "'a'.repeat(10)" {
+                prop_assert_eq!(outcome.result.as_deref(), Some("\"aaaaaaaaaa\""));
+            }
+            let next = engine
+                .run(RunRequest { code: "6 * 7".into(), ..Default::default() })
+                .await
+                .unwrap()
+                .outcome;
+            prop_assert_eq!(next.result.as_deref(), Some("42"), "after {}: {:?}", value, next);
+            Ok(())
+        })?;
+    }
+}

@@ -18,7 +18,8 @@ pub(crate) fn inspect<'s>(
     render(scope, value, true)
 }
 
-/// `value` rendered, its top-level string bare when `bare_string`.
+/// `value` rendered, its top-level string bare when `bare_string`. A run
+/// being terminated (its deadline) stops the rendering where it is.
 fn render<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     value: v8::Local<'s, v8::Value>,
@@ -27,15 +28,31 @@ fn render<'s>(
     let mut w = Writer {
         out: String::new(),
         seen: Vec::new(),
+        cut_string: None,
     };
     w.value(scope, value, 0, bare_string);
     if w.out.len() > MAX_LEN {
         let cut = w.out.floor_char_boundary(MAX_LEN);
         w.out.truncate(cut);
-        w.out.push('…');
+        match w.cut_string {
+            Some(length) => {
+                let _ = write!(w.out, "…[cut: a string of {length} characters; {CUT_RULE}]");
+            }
+            None => {
+                let _ = write!(w.out, "…[cut: {CUT_RULE}]");
+            }
+        }
     }
     w.out
 }
+
+/// Bytes kept free under the result cap for a truncation marker.
+const MARKER_ROOM: usize = 128;
+
+/// Why a rendering stopped at [`MAX_LEN`], in its marker: the model must
+/// know the text is not whole, and what to do.
+const CUT_RULE: &str =
+    "one value is shown up to its first 64 KiB; write larger text to a /work file to keep it whole";
 
 /// A run's completion value, rendered twice.
 pub(crate) struct Rendered {
@@ -47,16 +64,22 @@ pub(crate) struct Rendered {
     pub display: String,
 }
 
-/// Renders the completion value of a run, for programs and for the model.
+/// Renders the completion value of a run, for programs and for the model,
+/// copying no more than `max` bytes of it out of V8 (the result cap): a
+/// string may be far larger than the heap that holds it (a rope), and its
+/// JSON text would be larger still.
 pub(crate) fn render_result<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     value: v8::Local<'s, v8::Value>,
+    max: usize,
 ) -> Rendered {
     let display = display(scope, value);
-    Rendered {
-        result: json_or_readable(scope, value),
-        display,
-    }
+    let result = if scope.is_execution_terminating() {
+        None
+    } else {
+        json_or_readable(scope, value, max)
+    };
+    Rendered { result, display }
 }
 
 /// `value` as a REPL displays it: strings quoted, so `'2'` and `2` differ.
@@ -67,9 +90,16 @@ fn display<'s>(scope: &mut v8::PinScope<'s, '_>, value: v8::Local<'s, v8::Value>
 fn json_or_readable<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     value: v8::Local<'s, v8::Value>,
+    max: usize,
 ) -> Option<String> {
     if value.is_undefined() {
         return None;
+    }
+    // Room for the marker within the cap, so that it is what the reader
+    // sees at the end rather than the cap's own.
+    let max = max.saturating_sub(MARKER_ROOM);
+    if value.is_string() {
+        return Some(string_json(scope, value, max));
     }
     let json_faithful = value.is_null()
         || value.is_boolean()
@@ -90,16 +120,49 @@ fn json_or_readable<'s>(
     if json_faithful {
         v8::tc_scope!(let tc, scope);
         if let Some(json) = v8::json::stringify(tc, value) {
-            return Some(json.to_rust_string_lossy(tc));
+            let (units, more) = super::bytes::utf16_prefix(tc, json.into(), max + 1);
+            let mut text = String::from_utf16_lossy(&units);
+            if more {
+                text.push_str(&format!(
+                    "\n[result truncated: JSON of {} characters, the first {} shown]",
+                    json.length(),
+                    units.len()
+                ));
+            }
+            return Some(text);
+        }
+        if tc.is_execution_terminating() {
+            return None;
         }
         // Cycles, BigInt members or a throwing toJSON: fall back to the readable form.
     }
     Some(inspect(scope, value))
 }
 
+/// A string value as JSON, from at most `max` of its characters, cut with a
+/// marker naming its length.
+fn string_json<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    value: v8::Local<'s, v8::Value>,
+    max: usize,
+) -> String {
+    let (units, more) = super::bytes::utf16_prefix(scope, value, max);
+    let mut json = json_quote(&units);
+    if more {
+        let length = value.to_string(scope).map_or(0, |s| s.length());
+        json.push_str(&format!(
+            "\n[result truncated: a string of {length} characters, the first {} shown]",
+            units.len()
+        ));
+    }
+    json
+}
+
 struct Writer<'s> {
     out: String,
     seen: Vec<v8::Local<'s, v8::Object>>,
+    /// The length of a string shown only in part, for the marker.
+    cut_string: Option<usize>,
 }
 
 impl<'s> Writer<'s> {
@@ -114,7 +177,7 @@ impl<'s> Writer<'s> {
         depth: usize,
         top: bool,
     ) {
-        if self.full() {
+        if self.full() || scope.is_execution_terminating() {
             return;
         }
         if value.is_undefined() {
@@ -126,6 +189,7 @@ impl<'s> Writer<'s> {
             let (units, more) = super::bytes::utf16_prefix(scope, value, MAX_LEN + 1);
             let mut s = String::from_utf16_lossy(&units);
             if more {
+                self.cut_string = value.to_string(scope).map(|s| s.length());
                 s.push('…');
             }
             if top {
@@ -410,6 +474,33 @@ fn get<'s>(
 ) -> Option<v8::Local<'s, v8::Value>> {
     let key = v8::String::new(scope, name)?;
     object.get(scope, key.into())
+}
+
+/// UTF-16 text as a JSON string, escaped as `JSON.stringify` escapes it
+/// (well-formed: a lone surrogate becomes `\udXXX`).
+fn json_quote(units: &[u16]) -> String {
+    let mut out = String::with_capacity(units.len() + 2);
+    out.push('"');
+    for decoded in char::decode_utf16(units.iter().copied()) {
+        match decoded {
+            Ok('"') => out.push_str("\\\""),
+            Ok('\\') => out.push_str("\\\\"),
+            Ok('\n') => out.push_str("\\n"),
+            Ok('\r') => out.push_str("\\r"),
+            Ok('\t') => out.push_str("\\t"),
+            Ok('\u{8}') => out.push_str("\\b"),
+            Ok('\u{c}') => out.push_str("\\f"),
+            Ok(c) if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            Ok(c) => out.push(c),
+            Err(lone) => {
+                let _ = write!(out, "\\u{:04x}", lone.unpaired_surrogate());
+            }
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn is_identifier(name: &str) -> bool {

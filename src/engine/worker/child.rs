@@ -1,0 +1,176 @@
+//! The engine worker process: jobs from stdin, results to stdout, one at a
+//! time, on one runner thread that reads, runs and writes itself, so a run
+//! costs one wake-up each way. Between stateless runs the runner keeps a
+//! plain isolate ready, as the in-process warm pool does; a run that
+//! creates or restores a snapshot drops it first (V8's read-only heap is
+//! the process's, `run.rs`).
+
+use std::io::{self, BufReader, BufWriter, Stdin, Stdout};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::wire::{self, FileReply, WorkerFrame};
+use crate::engine::control::RunControl;
+use crate::engine::isolate;
+use crate::engine::outcome::RunError;
+use crate::engine::plain::PlainIsolate;
+use crate::engine::run::{self, Job, JobResult};
+use crate::engine::web::FileSource;
+use crate::engine::{platform, watchdog};
+
+/// How often a worker reports a running job's console lines, when they
+/// changed.
+const PROGRESS_EVERY: Duration = Duration::from_millis(500);
+
+/// The worker's pipes: stdout carries the runner's frames and the progress
+/// thread's, whole frames under the lock.
+struct Pipes {
+    input: Mutex<BufReader<Stdin>>,
+    output: Mutex<BufWriter<Stdout>>,
+    /// The control of the run executing now.
+    current: Mutex<Option<Arc<RunControl>>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Each guards a pipe or a slot that every use leaves whole.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The worker's main: until stdin closes (the server exited, or dropped
+/// this worker). `warm_heap_bytes`: keep a plain isolate of that heap limit
+/// ready from the start (a stateless server's workers).
+pub(super) fn serve_stdio(warm_heap_bytes: Option<usize>) -> io::Result<()> {
+    platform::init();
+    watchdog::end_process_when_stuck();
+    let pipes = Arc::new(Pipes {
+        input: Mutex::new(BufReader::new(io::stdin())),
+        output: Mutex::new(BufWriter::new(io::stdout())),
+        current: Mutex::new(None),
+    });
+    let reporter = pipes.clone();
+    std::thread::Builder::new()
+        .name("worker-progress".into())
+        .spawn(move || report_progress(&reporter))?;
+    let runner = run::thread_builder()
+        .name("v8-worker".into())
+        .spawn(move || runner(&pipes, warm_heap_bytes))?;
+    runner
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("the runner thread panicked")))
+}
+
+fn runner(pipes: &Arc<Pipes>, warm_heap_bytes: Option<usize>) -> io::Result<()> {
+    let mut warm = warm_heap_bytes.map(PlainIsolate::new);
+    loop {
+        let control = Arc::new(RunControl::default());
+        let files = || {
+            Arc::new(PipeFiles {
+                pipes: pipes.clone(),
+            }) as Arc<dyn FileSource>
+        };
+        let job = wire::read_job(&mut *lock(&pipes.input), control.clone(), files)?;
+        let Some(job) = job else {
+            return Ok(());
+        };
+        *lock(&pipes.current) = Some(control);
+        let stateless = !job.touches_snapshots();
+        let heap_limit_bytes = job.heap_limit_bytes;
+        let ran =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| execute(&mut warm, job)));
+        lock(&pipes.current).take();
+        let result = ran.unwrap_or_else(|_| {
+            // A half-used isolate goes with the panic.
+            warm = None;
+            JobResult::failed(RunError::new(
+                "EngineError",
+                "the engine failed while running this code (a bug, logged by the worker); nothing was stored",
+            ))
+        });
+        wire::write_result(&mut *lock(&pipes.output), result)?;
+        // With the answer on its way, the next stateless run's isolate is
+        // readied (or replaced); a worker of stateful runs keeps none.
+        if stateless {
+            let renewed = warm.as_mut().is_some_and(PlainIsolate::renew);
+            if !renewed {
+                drop(warm.take());
+                warm = Some(PlainIsolate::new(heap_limit_bytes));
+            }
+        }
+    }
+}
+
+/// Runs `job` on the ready isolate when it fits, on a new one otherwise.
+fn execute(warm: &mut Option<PlainIsolate>, job: Job) -> JobResult {
+    if job.touches_snapshots() {
+        *warm = None;
+        return isolate::execute(job);
+    }
+    if warm
+        .as_ref()
+        .is_none_or(|w| w.heap_limit_bytes() != job.heap_limit_bytes)
+    {
+        *warm = None;
+        *warm = Some(PlainIsolate::new(job.heap_limit_bytes));
+    }
+    warm.as_mut().expect("made above").run(&job)
+}
+
+/// Writes the running job's console count every [`PROGRESS_EVERY`] when it
+/// changed. Lives as long as the process.
+fn report_progress(pipes: &Pipes) {
+    let mut reported: Option<(*const RunControl, u64)> = None;
+    loop {
+        std::thread::sleep(PROGRESS_EVERY);
+        let Some(control) = lock(&pipes.current).clone() else {
+            continue;
+        };
+        let lines = control.console_lines();
+        let now = (Arc::as_ptr(&control), lines);
+        let fresh = reported.is_none_or(|(run, seen)| run != now.0 || seen != lines);
+        if lines > 0 && fresh {
+            reported = Some(now);
+            let frame = WorkerFrame::Progress {
+                console_lines: lines,
+            };
+            // A failed write means the server is gone; the runner sees it too.
+            let _ = wire::write_frame(&mut *lock(&pipes.output), &frame, &[]);
+        }
+    }
+}
+
+/// Files read through the server, which has the store: asked for on
+/// stdout, answered on stdin, by the runner thread inside the run.
+struct PipeFiles {
+    pipes: Arc<Pipes>,
+}
+
+impl std::fmt::Debug for PipeFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PipeFiles")
+    }
+}
+
+impl FileSource for PipeFiles {
+    fn read(&self, key: &str, _deadline: Instant) -> Result<Option<Bytes>, String> {
+        // The server bounds its read by the run's deadline and answers in
+        // any case (or ends this process).
+        let asked = WorkerFrame::NeedFile {
+            key: key.to_owned(),
+        };
+        wire::write_frame(&mut *lock(&self.pipes.output), &asked, &[])
+            .map_err(|e| format!("asking the server for the file: {e}"))?;
+        let mut input = lock(&self.pipes.input);
+        let reply: FileReply = wire::read_header(&mut *input)
+            .map_err(|e| format!("reading the file from the server: {e}"))?
+            .ok_or("the server closed the worker's input")?;
+        match reply.found {
+            Ok(Some(len)) => wire::read_section(&mut *input, len)
+                .map(Some)
+                .map_err(|e| format!("reading the file from the server: {e}")),
+            Ok(None) => Ok(None),
+            Err(why) => Err(why),
+        }
+    }
+}

@@ -1,0 +1,477 @@
+//! Engine worker processes: where the server's runs execute.
+//!
+//! A run's code can make V8 end its process: one string, array or JSON text
+//! larger than any heap limit allows ends in V8's fatal out-of-memory or
+//! invalid-size error, which no callback can turn into an exception. So
+//! the serving process never hosts an isolate: every run goes to a worker,
+//! the same binary started with [`WORKER_ARG`], one run at a time each. A
+//! worker that dies fails only its run, which is told why from the last
+//! words V8 wrote on the worker's stderr, and the next run starts a new
+//! worker. (V8 also keeps one read-only heap per process, so snapshot runs
+//! go one at a time in a process: workers run them in parallel.)
+//!
+//! Jobs and results cross the worker's stdin and stdout as frames
+//! ([`wire`]). While a run executes, the worker also sends progress frames
+//! (console lines so far) and asks for the bytes of `/work` files it opens.
+
+mod child;
+mod wire;
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use super::control::Target;
+use super::outcome::{EngineError, RunError, RunStatus};
+use super::run::{Job, JobResult};
+use super::watchdog::{STUCK_AFTER, STUCK_WORDS};
+use wire::{FileReply, WorkerFrame};
+
+/// The first argument that makes the binary an engine worker.
+pub const WORKER_ARG: &str = "__engine-worker";
+
+/// The argument after [`WORKER_ARG`] that has a worker keep a plain
+/// isolate of the following heap limit (bytes) ready from its start.
+const WARM_ARG: &str = "--warm-heap-bytes";
+
+/// How long after a run's deadline the server waits for a worker that has
+/// not answered before it ends the process: room for restoring and
+/// snapshotting the largest heap, which no termination interrupts. A run
+/// inside its code is stopped by the worker itself ([`STUCK_AFTER`]).
+const UNANSWERED_AFTER: Duration = Duration::from_secs(300);
+
+/// Lines of a worker's stderr kept to say why it died.
+const LAST_WORDS_LINES: usize = 24;
+
+/// The engine worker's main, for the binary: `args` are those after
+/// [`WORKER_ARG`].
+pub fn serve_worker(args: impl Iterator<Item = String>) -> std::io::Result<()> {
+    let mut args = args;
+    let mut warm = None;
+    while let Some(arg) = args.next() {
+        if arg == WARM_ARG {
+            warm = args.next().and_then(|bytes| bytes.parse().ok());
+        }
+    }
+    child::serve_stdio(warm)
+}
+
+/// A snapshot (~400 KB) crosses a pipe in one go instead of in 64 KB turns,
+/// each of which wakes the other process. Best effort: a pipe left at the
+/// default size still works.
+fn widen_pipe(pipe: &impl std::os::fd::AsRawFd) {
+    #[cfg(target_os = "linux")]
+    {
+        const PIPE_BYTES: libc::c_int = 1024 * 1024;
+        // SAFETY: F_SETPIPE_SZ on a pipe this process owns; no memory is touched.
+        unsafe {
+            libc::fcntl(pipe.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_BYTES);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = pipe;
+}
+
+/// The last lines a worker wrote on stderr, which the server also passes
+/// on to its own stderr (the worker's log lines, V8's fatal messages).
+type LastWords = Arc<Mutex<VecDeque<String>>>;
+
+/// One worker process and its pipes, seen from the server.
+struct Worker {
+    child: Child,
+    pid: u32,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+    last_words: LastWords,
+    /// Ends when the worker's stderr does (the process is gone).
+    stderr: tokio::task::JoinHandle<()>,
+    /// Jobs run so far.
+    jobs: u64,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "worker pid {}", self.pid)
+    }
+}
+
+impl Worker {
+    fn spawn(program: &Path, warm_heap_bytes: Option<usize>) -> std::io::Result<Worker> {
+        let mut command = Command::new(program);
+        command.arg(WORKER_ARG);
+        if let Some(bytes) = warm_heap_bytes {
+            command.arg(WARM_ARG).arg(bytes.to_string());
+        }
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let (Some(input), Some(output), Some(stderr), Some(pid)) = (
+            child.stdin.take(),
+            child.stdout.take(),
+            child.stderr.take(),
+            child.id(),
+        ) else {
+            return Err(std::io::Error::other("the worker's pipes are missing"));
+        };
+        widen_pipe(&input);
+        widen_pipe(&output);
+        let last_words = LastWords::default();
+        let kept = last_words.clone();
+        let stderr = tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                eprintln!("{line}");
+                let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+                if kept.len() == LAST_WORDS_LINES {
+                    kept.pop_front();
+                }
+                kept.push_back(line);
+            }
+        });
+        Ok(Worker {
+            child,
+            pid,
+            input,
+            output: BufReader::with_capacity(256 * 1024, output),
+            last_words,
+            stderr,
+            jobs: 0,
+        })
+    }
+
+    /// Runs `job`; an I/O error means the worker died (or was killed).
+    async fn run(&mut self, job: &Job) -> std::io::Result<JobResult> {
+        self.jobs += 1;
+        // Only what this run's process says tells how this run ended.
+        self.last_words
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        // Files are read for the worker until the run's time is up.
+        let deadline = Instant::now() + job.timeout;
+        let (start, sections) = wire::encode_job(job)?;
+        self.input.write_all(&start).await?;
+        for section in &sections {
+            self.input.write_all(section).await?;
+        }
+        self.input.flush().await?;
+        let answered_by = tokio::time::Instant::from_std(deadline + UNANSWERED_AFTER);
+        loop {
+            let frame = tokio::time::timeout_at(
+                answered_by,
+                wire::read_header_async::<WorkerFrame>(&mut self.output),
+            )
+            .await
+            .map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::TimedOut, "the worker did not answer")
+            })??;
+            match frame {
+                WorkerFrame::Progress { console_lines } => {
+                    if let Some(control) = &job.control {
+                        control.report_console_lines(console_lines);
+                    }
+                }
+                WorkerFrame::NeedFile { key } => {
+                    let found = match job.files.clone() {
+                        Some(source) => {
+                            tokio::task::spawn_blocking(move || source.read(&key, deadline))
+                                .await
+                                .unwrap_or_else(|e| Err(format!("reading the file failed: {e}")))
+                        }
+                        None => Ok(None),
+                    };
+                    let reply = FileReply {
+                        found: found
+                            .as_ref()
+                            .map(|bytes| bytes.as_ref().map(Bytes::len))
+                            .map_err(Clone::clone),
+                    };
+                    let mut frame = Vec::new();
+                    wire::write_frame(&mut frame, &reply, &[])?;
+                    self.input.write_all(&frame).await?;
+                    if let Ok(Some(bytes)) = &found {
+                        self.input.write_all(bytes).await?;
+                    }
+                    self.input.flush().await?;
+                }
+                WorkerFrame::Result(header) => {
+                    return wire::read_result(*header, &mut self.output).await;
+                }
+            }
+        }
+    }
+
+    /// Ends the process; how it ended, and the last lines it wrote.
+    async fn end(mut self) -> (Option<ExitStatus>, Vec<String>) {
+        let _ = self.child.start_kill();
+        let status = self.child.wait().await.ok();
+        // Its stderr ends with it; what it said last is read to the end.
+        let _ = tokio::time::timeout(Duration::from_secs(1), &mut self.stderr).await;
+        let words = self
+            .last_words
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain(..)
+            .collect();
+        (status, words)
+    }
+}
+
+/// Worker processes, started on demand up to the engine's runners (the
+/// engine admits no more runs than that at once).
+#[derive(Debug)]
+pub(crate) struct WorkerPool {
+    program: PathBuf,
+    /// The heap limit of the plain isolate each worker keeps ready, for an
+    /// engine whose runs are all stateless.
+    warm_heap_bytes: Option<usize>,
+    idle: Mutex<Vec<Worker>>,
+    max_jobs: u64,
+}
+
+impl WorkerPool {
+    /// A pool of workers running `program` (this binary), each replaced
+    /// after `max_jobs` runs.
+    pub(crate) fn new(program: PathBuf, warm_heap_bytes: Option<usize>, max_jobs: u64) -> Self {
+        Self {
+            program,
+            warm_heap_bytes,
+            idle: Mutex::new(Vec::new()),
+            max_jobs: max_jobs.max(1),
+        }
+    }
+
+    /// Workers started from now on keep no isolate ready (fresh runs
+    /// restore the prelude's heap, which drops it).
+    pub(crate) fn keep_no_warm_isolate(&mut self) {
+        self.warm_heap_bytes = None;
+    }
+
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<Worker>> {
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn spawn(&self) -> Result<Worker, EngineError> {
+        Worker::spawn(&self.program, self.warm_heap_bytes).map_err(|e| {
+            EngineError::Internal(format!(
+                "starting an engine worker ({}): {e}",
+                self.program.display()
+            ))
+        })
+    }
+
+    /// Starts one worker ahead of the first run, so that its V8 starts
+    /// while the process answers its first requests (a cold start).
+    pub(crate) fn prestart(&self) {
+        match self.spawn() {
+            Ok(worker) => self.idle().push(worker),
+            Err(error) => tracing::warn!(%error, "no engine worker was started ahead of time"),
+        }
+    }
+
+    /// Runs `job` in a worker. A worker that dies fails this run only.
+    pub(crate) async fn execute(&self, job: Job) -> Result<JobResult, EngineError> {
+        let idle = self.idle().pop();
+        let mut worker = match idle {
+            Some(worker) => worker,
+            None => self.spawn()?,
+        };
+        let control = job.control.clone();
+        if let Some(control) = &control {
+            control.attach(Target::Worker(worker.pid));
+        }
+        // Dropping this future (the caller went away) drops the worker,
+        // which kills it: nothing half-run is reused.
+        let outcome = worker.run(&job).await;
+        if let Some(control) = &control {
+            control.detach();
+        }
+        // A cancel may have killed the worker just as its run ended.
+        let cancelled = control.is_some_and(|c| c.is_cancelled());
+        match outcome {
+            Ok(result) => {
+                // V8 keeps 1–1.6 KB per snapshot isolate for the life of the
+                // process (docs/performance.md, "Load"); a worker that has run
+                // its share is replaced, which keeps memory flat.
+                if cancelled {
+                    tokio::spawn(worker.end());
+                } else if worker.jobs < self.max_jobs {
+                    self.idle().push(worker);
+                }
+                Ok(result)
+            }
+            Err(io) => {
+                let pid = worker.pid;
+                let (status, words) = worker.end().await;
+                let ended = status.map_or_else(|| "status unknown".to_owned(), |s| s.to_string());
+                if cancelled {
+                    tracing::debug!(pid, %ended, "a cancelled run's engine worker was stopped");
+                } else {
+                    tracing::error!(pid, %ended, error = %io, "an engine worker died during a run");
+                }
+                Ok(died(&job, &ended, &words, io.kind()))
+            }
+        }
+    }
+}
+
+/// The result of a run whose worker died under it, told from the worker's
+/// last words: what happened, what it means for the run, what to do.
+fn died(job: &Job, ended: &str, words: &[String], io: std::io::ErrorKind) -> JobResult {
+    const AFTER: &str = "nothing was stored, the input heap is unchanged, and the next run starts a new engine process";
+    let heap_mb = job.heap_limit_bytes / (1024 * 1024);
+    let said = |needle: &str| words.iter().rev().find(|line| line.contains(needle));
+    let (status, name, message) = if words.iter().any(|line| line == STUCK_WORDS) {
+        (
+            RunStatus::TimedOut,
+            "TimeoutError",
+            format!(
+                "execution did not finish within {} ms, and the run was still inside a built-in \
+                 function {} ms after that, where no timeout reaches, so its engine process was \
+                 ended; {AFTER}. Work on smaller pieces of data per call",
+                job.timeout.as_millis(),
+                STUCK_AFTER.as_millis()
+            ),
+        )
+    } else if let Some(line) = said("out of memory") {
+        (
+            RunStatus::OutOfMemory,
+            "OutOfMemoryError",
+            format!(
+                "the run needed more memory than its {heap_mb} MiB heap limit at once (V8: {}), \
+                 which ends V8's process: one string, array or JSON text too large to build; \
+                 {AFTER}. Build large values in pieces (or stream them to a /work file), or ask \
+                 for a larger heap_memory_max_mb",
+                v8_words(line)
+            ),
+        )
+    } else if let Some(line) = said("invalid size error").or_else(|| said("invalid array length")) {
+        (
+            RunStatus::Failed,
+            "RangeError",
+            format!(
+                "the run made a value past the largest size V8 allows (V8: {}; a string holds at \
+                 most 2**29 - 24 characters, an array about 2**27 elements), which ends V8's \
+                 process; {AFTER}. Split the data into smaller values",
+                v8_words(line)
+            ),
+        )
+    } else if io == std::io::ErrorKind::TimedOut {
+        (
+            RunStatus::TimedOut,
+            "TimeoutError",
+            format!(
+                "the engine process running this code did not answer within {} s after the run's \
+                 deadline and was stopped; {AFTER}",
+                UNANSWERED_AFTER.as_secs()
+            ),
+        )
+    } else {
+        let last = words
+            .iter()
+            .rev()
+            .find(|line| line.starts_with("# ") && line.len() > 2)
+            .map(|line| format!("; V8: {}", v8_words(line)))
+            .unwrap_or_default();
+        (
+            RunStatus::Failed,
+            "EngineCrashed",
+            format!("the engine process running this code died ({ended}{last}); {AFTER}"),
+        )
+    };
+    JobResult {
+        status,
+        ..JobResult::failed(RunError::new(name, message))
+    }
+}
+
+/// A line of V8's fatal message without its `# ` frame.
+fn v8_words(line: &str) -> &str {
+    line.trim_start_matches('#').trim()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job() -> Job {
+        Job {
+            heap_limit_bytes: 64 * 1024 * 1024,
+            ..Job::fresh(String::new())
+        }
+    }
+
+    fn words(lines: &[&str]) -> Vec<String> {
+        lines.iter().map(|l| (*l).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_worker_that_died_of_v8s_out_of_memory_says_so_and_what_to_do() {
+        let said = words(&[
+            "<--- Last few GCs --->",
+            "#",
+            "# Fatal JavaScript out of memory: Reached heap limit",
+            "#",
+        ]);
+        let result = died(
+            &job(),
+            "signal: 5 (SIGTRAP)",
+            &said,
+            std::io::ErrorKind::UnexpectedEof,
+        );
+        assert_eq!(result.status, RunStatus::OutOfMemory);
+        let error = result.error.unwrap();
+        assert!(error.message.contains("64 MiB"), "{error:?}");
+        assert!(error.message.contains("Reached heap limit"), "{error:?}");
+        assert!(error.message.contains("heap_memory_max_mb"), "{error:?}");
+    }
+
+    #[test]
+    fn a_worker_that_died_of_an_invalid_size_names_the_sizes() {
+        let said =
+            words(&["# Fatal JavaScript invalid size error 536870888 (see crbug.com/1201626)"]);
+        let result = died(
+            &job(),
+            "signal: 5 (SIGTRAP)",
+            &said,
+            std::io::ErrorKind::UnexpectedEof,
+        );
+        assert_eq!(result.status, RunStatus::Failed);
+        assert!(result.error.unwrap().message.contains("2**29 - 24"));
+    }
+
+    #[test]
+    fn a_worker_that_ended_itself_for_a_stuck_run_reports_a_timeout() {
+        let said = words(&[STUCK_WORDS]);
+        let result = died(
+            &job(),
+            "exit status: 70",
+            &said,
+            std::io::ErrorKind::UnexpectedEof,
+        );
+        assert_eq!(result.status, RunStatus::TimedOut);
+    }
+
+    #[test]
+    fn any_other_death_is_an_engine_crash_naming_how_it_ended() {
+        let result = died(
+            &job(),
+            "signal: 9 (SIGKILL)",
+            &[],
+            std::io::ErrorKind::UnexpectedEof,
+        );
+        assert_eq!(result.status, RunStatus::Failed);
+        let error = result.error.unwrap();
+        assert_eq!(error.name, "EngineCrashed");
+        assert!(error.message.contains("SIGKILL"), "{error:?}");
+    }
+}
