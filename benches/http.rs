@@ -456,12 +456,14 @@ async fn serve_cold_start(server: &std::path::Path) -> f64 {
 
 /// Milliseconds from spawning the binary as a Lambda function (against a
 /// minimal Lambda Runtime API on loopback, stores on moto) to its response
-/// to the first invocation, `events/initialize.json`.
-async fn lambda_cold_start(server: &std::path::Path, env: &[(String, String)]) -> f64 {
+/// to the first invocation, `events/<event>.json` (`initialize`, or
+/// `run-js-2026`: a stateful run, which needs the engine worker).
+async fn lambda_cold_start(server: &std::path::Path, env: &[(String, String)], event: &str) -> f64 {
     let event = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("events/initialize.json"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("events/{event}.json")),
     )
-    .unwrap();
+    .unwrap()
+    .replace("events-agent-2026", &uuid::Uuid::new_v4().simple().to_string());
     let mut api = runtime_api::RuntimeApi::start().await;
     api.give(event);
     let started = Instant::now();
@@ -677,11 +679,19 @@ async fn main() {
         moto::setup(&env);
         let mut lambda = Vec::new();
         for _ in 0..5 {
-            lambda.push(lambda_cold_start(&args.server, &env).await);
+            lambda.push(lambda_cold_start(&args.server, &env, "initialize").await);
         }
         println!(
             "cold start, Lambda entry (spawn to first invocation response, stores on moto), median of 5: {:.1} ms ({lambda:.1?})",
             median(lambda.clone())
+        );
+        let mut first_run = Vec::new();
+        for _ in 0..5 {
+            first_run.push(lambda_cold_start(&args.server, &env, "run-js-2026").await);
+        }
+        println!(
+            "cold start, Lambda entry, to the answer of a first stateful run_js (stores on moto), median of 5: {:.1} ms ({first_run:.1?})",
+            median(first_run.clone())
         );
         eprintln!(
             "cold start under cargo lambda watch: building the function (a no-op after the first time); \
