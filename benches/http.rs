@@ -463,7 +463,10 @@ async fn lambda_cold_start(server: &std::path::Path, env: &[(String, String)], e
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("events/{event}.json")),
     )
     .unwrap()
-    .replace("events-agent-2026", &uuid::Uuid::new_v4().simple().to_string());
+    .replace(
+        "events-agent-2026",
+        &uuid::Uuid::new_v4().simple().to_string(),
+    );
     let mut api = runtime_api::RuntimeApi::start().await;
     api.give(event);
     let started = Instant::now();
