@@ -20,6 +20,13 @@ cargo build --locked
 # (here with the plain cargo compiler, no zig). Smoke-test that very
 # artifact against the test Runtime API before the whole suite runs.
 .venv/bin/cargo-lambda lambda build --release --compiler cargo --locked
-MCP_V8_LAMBDA_BINARY="$PWD/target/lambda/mcp-v8-lambda/bootstrap" \
-    cargo test --locked --test it lambda::with_max_concurrency
+# `--exact` and the count check keep a renamed test from turning this into
+# a smoke test that runs nothing.
+smoke="$(MCP_V8_LAMBDA_BINARY="$PWD/target/lambda/mcp-v8-lambda/bootstrap" \
+    cargo test --locked --test it -- --exact \
+    lambda::with_max_concurrency_a_looping_run_holds_up_no_other_invocation 2>&1)" \
+    || { printf '%s\n' "$smoke"; exit 1; }
+printf '%s\n' "$smoke"
+grep -q "test result: ok. 1 passed" <<<"$smoke" \
+    || { echo "the deployed-artifact smoke test did not run exactly one test" >&2; exit 1; }
 cargo test --locked
