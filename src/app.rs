@@ -289,8 +289,8 @@ pub fn with_stores(config: &Config, stores: Stores) -> App {
         engine_workers: config.engine.workers,
         tenant_runs: config.engine.tenant_runs,
         queue_wait: std::time::Duration::from_millis(config.engine.queue_wait_ms),
-        fetch: config.egress.clone(),
-        mcp: config.upstream.clone(),
+        fetch: config.fetch.clone(),
+        mcp: config.mcp.clone(),
         max_module_bytes: config.packages.max_run_modules_mb * 1024 * 1024,
         file_limits: FileLimits {
             max_file_bytes: config.files.max_file_mb * 1024 * 1024,

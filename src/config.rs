@@ -39,10 +39,10 @@ pub struct Config {
     /// and the per-run limits: what `fetch` in runs may reach (off when
     /// the allow list is empty). Under Lambda the Runtime API's address is
     /// never reachable.
-    pub egress: crate::egress::FetchConfig,
+    pub fetch: crate::egress::FetchConfig,
     /// `MCP_V8_MCP_SERVERS` and the per-run limits of code mode: the
     /// upstream MCP servers `mcp` in runs calls (none when unset).
-    pub upstream: crate::upstream::UpstreamConfig,
+    pub mcp: crate::upstream::UpstreamConfig,
     /// How the process logs.
     pub log: LogSettings,
     /// Where packages come from and how large they may be.
@@ -500,8 +500,8 @@ impl Config {
             engine: EngineSettings::from_vars(&vars, under_lambda)?,
             transport: TransportSettings::from_vars(&vars, under_lambda)?,
             stores: StoreSettings::from_vars(&vars, under_lambda)?,
-            egress: vars.fetch()?,
-            upstream: vars.upstream()?,
+            fetch: vars.fetch()?,
+            mcp: vars.upstream()?,
             log: LogSettings {
                 format: vars.log_format()?,
                 level: vars.log_level(),

@@ -3,4 +3,6 @@
 //! redb database that the local session and metadata stores open together.
 
 pub mod aws;
+pub mod content;
 pub mod embedded;
+pub(crate) mod s3;

@@ -1,6 +1,6 @@
-//! Requests of one run: started from the isolate's thread, carried out on a
-//! process-wide Tokio runtime, reported back over a channel the run's event
-//! loop waits on.
+//! Requests of one run: started from the isolate's thread, carried out on
+//! the runtime the host passes in, each step reported to the function the
+//! run gave (the engine hands it to the run's event loop).
 //!
 //! # Contract
 //! - A request goes out only after [`Policy::check_url`] passed for its URL
@@ -17,10 +17,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use url::Url;
@@ -133,66 +132,59 @@ fn reroutes(name: &str) -> bool {
         || name.starts_with(':')
 }
 
-/// The operator's settings, parsed once per configuration.
-struct Prepared {
+/// The operator's settings made into a client: the policy, reqwest's
+/// client with the checking resolver, the injected headers and the limits.
+/// Building one loads the system's root certificates, too slow to do per
+/// run: the host keeps one for as long as its settings hold.
+pub(crate) struct Client {
     policy: Arc<Policy>,
     client: reqwest::Client,
     headers: BTreeMap<String, BTreeMap<String, String>>,
+    max_requests: u32,
+    max_bytes: u64,
+    concurrency: u32,
 }
 
-/// The runtime requests run on: the engine's threads (and engine workers)
-/// have none of their own.
-pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
-    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("fetch")
-            .enable_all()
-            .build()
-            .expect("starting the fetch runtime")
-    })
-}
-
-/// Clients keyed by the settings they were built from: building one loads
-/// the system's root certificates, too slow to do per run.
-fn prepared(config: &FetchConfig) -> Result<Arc<Prepared>, SetupError> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Arc<Prepared>>>> = OnceLock::new();
-    let key = serde_json::to_string(config).unwrap_or_default();
-    let cache = CACHE.get_or_init(Default::default);
-    if let Some(found) = cache
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&key)
-    {
-        return Ok(found.clone());
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the headers: they are secrets.
+        f.debug_struct("Client")
+            .field("max_requests", &self.max_requests)
+            .finish_non_exhaustive()
     }
-    let policy = Arc::new(Policy::new(&config.allow, config.runtime_api.as_deref())?);
-    let resolver = Arc::new(CheckingResolver {
-        policy: policy.clone(),
-        pinned: config.resolve.clone(),
-    });
-    let client = {
-        let _entered = runtime().enter();
-        reqwest::Client::builder()
-            // The proxy variables would send requests around the policy.
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .dns_resolver(resolver)
-            .user_agent(concat!("mcp-v8-lambda/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| SetupError::Client(e.to_string()))?
-    };
-    let prepared = Arc::new(Prepared {
-        policy,
-        client,
-        headers: config.headers.clone(),
-    });
-    cache
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(key, prepared.clone());
-    Ok(prepared)
+}
+
+impl Client {
+    /// A client for `config`, whose connections run on `runtime`.
+    pub(crate) fn new(
+        config: &FetchConfig,
+        runtime: &tokio::runtime::Handle,
+    ) -> Result<Arc<Self>, SetupError> {
+        let policy = Arc::new(Policy::new(&config.allow, config.runtime_api.as_deref())?);
+        let resolver = Arc::new(CheckingResolver {
+            policy: policy.clone(),
+            pinned: config.resolve.clone(),
+        });
+        let client = {
+            let _entered = runtime.enter();
+            reqwest::Client::builder()
+                // The proxy variables would send requests around the policy.
+                .no_proxy()
+                .redirect(reqwest::redirect::Policy::none())
+                .dns_resolver(resolver)
+                .user_agent(concat!("mcp-v8-lambda/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .map_err(|e| SetupError::Client(e.to_string()))?
+        };
+        Ok(Arc::new(Self {
+            policy,
+            client,
+            headers: config.headers.clone(),
+            max_requests: config.max_requests,
+            max_bytes: config.max_response_bytes,
+            concurrency: config.concurrency.max(1),
+        }))
+    }
 }
 
 /// Resolves names (pinned ones first) and keeps only the addresses the
@@ -253,71 +245,73 @@ struct Flight {
     task: tokio::task::AbortHandle,
 }
 
+/// Where a run's request steps go: called on the runtime, once per step.
+pub(crate) type Report = Arc<dyn Fn(Completion) + Send + Sync>;
+
 /// The requests of one run.
 pub(crate) struct Egress {
-    prepared: Arc<Prepared>,
-    max_requests: u32,
-    max_bytes: u64,
+    client: Arc<Client>,
+    runtime: tokio::runtime::Handle,
     deadline: Instant,
     slots: Arc<tokio::sync::Semaphore>,
     bytes: Arc<AtomicU64>,
     started: u32,
     next_id: u32,
     flights: HashMap<u32, Flight>,
-    sender: Sender<Completion>,
-    receiver: Receiver<Completion>,
+    report: Report,
 }
 
 impl Egress {
     /// `deadline`: when the run's time is up; no request lasts past it.
-    pub(crate) fn new(config: &FetchConfig, deadline: Instant) -> Result<Self, SetupError> {
-        let (sender, receiver) = channel();
-        Ok(Self {
-            prepared: prepared(config)?,
-            max_requests: config.max_requests,
-            max_bytes: config.max_response_bytes,
+    /// Requests run on `runtime`; their steps go to `report`.
+    pub(crate) fn new(
+        client: Arc<Client>,
+        runtime: tokio::runtime::Handle,
+        deadline: Instant,
+        report: Report,
+    ) -> Self {
+        Self {
+            slots: Arc::new(tokio::sync::Semaphore::new(client.concurrency as usize)),
+            client,
+            runtime,
             deadline,
-            slots: Arc::new(tokio::sync::Semaphore::new(
-                config.concurrency.max(1) as usize
-            )),
             bytes: Arc::new(AtomicU64::new(0)),
             started: 0,
             next_id: 0,
             flights: HashMap::new(),
-            sender,
-            receiver,
-        })
+            report,
+        }
     }
 
-    /// Starts a request; its head and then its body arrive through
-    /// [`Egress::wait`]. Refused at once when the URL is not allowed or the
-    /// run has made all its requests.
+    /// Starts a request; its head and then its body go to the run's
+    /// report. Refused at once when the URL is not allowed or the run has
+    /// made all its requests.
     pub(crate) fn start(&mut self, parts: RequestParts) -> Result<u32, Launch> {
         let url = Url::parse(&parts.url).map_err(|e| Launch::Invalid(e.to_string()))?;
         if let Some((name, _)) = parts.headers.iter().find(|(name, _)| reroutes(name)) {
             return Err(Launch::Rerouting(name.clone()));
         }
-        if let Err(refusal) = self.prepared.policy.check_url(&url) {
+        if let Err(refusal) = self.client.policy.check_url(&url) {
             tracing::warn!(target: "mcp_v8_lambda::fetch", method = %parts.method,
                 origin = %url.origin().ascii_serialization(), "fetch refused by the egress policy");
             return Err(refusal.into());
         }
-        if self.started >= self.max_requests {
-            return Err(Launch::TooMany(self.max_requests));
+        let max_requests = self.client.max_requests;
+        if self.started >= max_requests {
+            return Err(Launch::TooMany(max_requests));
         }
         self.started += 1;
         self.next_id += 1;
         let id = self.next_id;
         let request = Request {
             id,
-            prepared: self.prepared.clone(),
+            client: self.client.clone(),
             slots: self.slots.clone(),
             bytes: self.bytes.clone(),
-            max_bytes: self.max_bytes,
             deadline: tokio::time::Instant::from_std(self.deadline),
-            sender: self.sender.clone(),
+            report: self.report.clone(),
         };
-        let task = runtime().spawn(request.run(parts, url)).abort_handle();
+        let task = self.runtime.spawn(request.run(parts, url)).abort_handle();
         self.flights.insert(
             id,
             Flight {
@@ -349,33 +343,24 @@ impl Egress {
             .sum()
     }
 
-    /// The next step of any request, waiting until `until` at most.
-    pub(crate) fn wait(&mut self, until: Instant) -> Option<Completion> {
-        loop {
-            let timeout = until.saturating_duration_since(Instant::now());
-            let completion = match self.receiver.recv_timeout(timeout) {
-                Ok(completion) => completion,
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return None,
-            };
-            let (id, head) = match &completion {
-                Completion::Head { id, result } => (*id, result.is_ok()),
-                Completion::Body { id, .. } => (*id, false),
-            };
-            let Some(flight) = self.flights.get_mut(&id) else {
-                continue; // aborted meanwhile
-            };
-            match &completion {
-                Completion::Head { .. } if head => flight.head = false,
-                Completion::Head { .. } => {
-                    // A failed request has no body to wait for.
-                    self.flights.remove(&id);
-                }
-                Completion::Body { .. } => {
-                    self.flights.remove(&id);
-                }
+    /// Books a step that arrived; `false` when its request was aborted
+    /// meanwhile, so the step is dropped.
+    pub(crate) fn arrived(&mut self, completion: &Completion) -> bool {
+        let (id, head_ok) = match completion {
+            Completion::Head { id, result } => (*id, result.is_ok()),
+            Completion::Body { id, .. } => (*id, false),
+        };
+        let Some(flight) = self.flights.get_mut(&id) else {
+            return false;
+        };
+        match completion {
+            Completion::Head { .. } if head_ok => flight.head = false,
+            // A failed request has no body to wait for; a body ends it.
+            Completion::Head { .. } | Completion::Body { .. } => {
+                self.flights.remove(&id);
             }
-            return Some(completion);
         }
+        true
     }
 
     pub(crate) fn count(&self) -> FetchCount {
@@ -398,10 +383,8 @@ impl Drop for Egress {
 /// checking resolver, the injected headers and the limits of `fetch`, from
 /// async code rather than a run's event loop.
 pub(crate) struct Getter {
-    prepared: Arc<Prepared>,
-    max_requests: u32,
+    client: Arc<Client>,
     started: std::sync::atomic::AtomicU32,
-    max_bytes: u64,
     bytes: Arc<AtomicU64>,
     slots: Arc<tokio::sync::Semaphore>,
     deadline: Instant,
@@ -409,10 +392,8 @@ pub(crate) struct Getter {
 
 impl std::fmt::Debug for Getter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never the prepared headers: they are secrets.
         f.debug_struct("Getter")
-            .field("max_requests", &self.max_requests)
-            .field("max_bytes", &self.max_bytes)
+            .field("client", &self.client)
             .finish_non_exhaustive()
     }
 }
@@ -429,40 +410,44 @@ pub(crate) struct Got {
 
 impl Getter {
     /// `deadline`: when the run's time is up.
-    pub(crate) fn new(config: &FetchConfig, deadline: Instant) -> Result<Self, SetupError> {
-        Ok(Self {
-            prepared: prepared(config)?,
-            max_requests: config.max_requests,
+    pub(crate) fn new(client: Arc<Client>, deadline: Instant) -> Self {
+        Self {
+            slots: Arc::new(tokio::sync::Semaphore::new(client.concurrency as usize)),
+            client,
             started: std::sync::atomic::AtomicU32::new(0),
-            max_bytes: config.max_response_bytes,
             bytes: Arc::new(AtomicU64::new(0)),
-            slots: Arc::new(tokio::sync::Semaphore::new(
-                config.concurrency.max(1) as usize
-            )),
             deadline,
-        })
+        }
     }
 
     /// Whether the policy lets `url` be fetched at all.
     pub(crate) fn check(&self, url: &Url) -> Result<(), PolicyError> {
-        self.prepared.policy.check_url(url)
+        self.client.policy.check_url(url)
     }
 
     /// GETs `url`, following redirects (each hop checked).
     pub(crate) async fn get(&self, url: Url) -> Result<Got, Launch> {
         self.check(&url)?;
-        if self.started.fetch_add(1, Ordering::Relaxed) >= self.max_requests {
-            return Err(Launch::TooMany(self.max_requests));
+        let max_requests = self.client.max_requests;
+        if self.started.fetch_add(1, Ordering::Relaxed) >= max_requests {
+            return Err(Launch::TooMany(max_requests));
         }
-        let (sender, receiver) = channel();
+        let steps = Arc::new(std::sync::Mutex::new(Vec::new()));
         let request = Request {
             id: 0,
-            prepared: self.prepared.clone(),
+            client: self.client.clone(),
             slots: self.slots.clone(),
             bytes: self.bytes.clone(),
-            max_bytes: self.max_bytes,
             deadline: tokio::time::Instant::from_std(self.deadline),
-            sender,
+            report: Arc::new({
+                let steps = steps.clone();
+                move |step| {
+                    steps
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push(step);
+                }
+            }),
         };
         let parts = RequestParts {
             method: "GET".into(),
@@ -474,7 +459,12 @@ impl Getter {
         // The exchange has sent every completion by the time it returns.
         request.run(parts, url).await;
         let mut head = None;
-        for completion in receiver.try_iter() {
+        let steps = std::mem::take(
+            &mut *steps
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for completion in steps {
             match completion {
                 Completion::Head { result, .. } => head = Some(result.map_err(Launch::Invalid)?),
                 Completion::Body { result, .. } => {
@@ -502,43 +492,14 @@ impl Getter {
     }
 }
 
-/// How often [`block_until`] looks at `stop` while it waits.
-const STOP_SLICE: Duration = Duration::from_millis(50);
-
-/// Runs `work` on the runtime requests use and waits for it until
-/// `deadline` from a thread that has no runtime of its own (an isolate's),
-/// or until `stop` says the caller gave up (a cancelled run); `None` then,
-/// with `work` aborted.
-pub(crate) fn block_until<T: Send + 'static>(
-    deadline: Instant,
-    stop: &dyn Fn() -> bool,
-    work: impl std::future::Future<Output = T> + Send + 'static,
-) -> Option<T> {
-    let (sender, receiver) = channel();
-    let task = runtime().spawn(async move {
-        let _ = sender.send(work.await);
-    });
-    let got = loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match receiver.recv_timeout(left.min(STOP_SLICE)) {
-            Ok(value) => break Some(value),
-            Err(RecvTimeoutError::Timeout) if !left.is_zero() && !stop() => {}
-            Err(_) => break None,
-        }
-    };
-    task.abort();
-    got
-}
-
 /// One request's task.
 struct Request {
     id: u32,
-    prepared: Arc<Prepared>,
+    client: Arc<Client>,
     slots: Arc<tokio::sync::Semaphore>,
     bytes: Arc<AtomicU64>,
-    max_bytes: u64,
     deadline: tokio::time::Instant,
-    sender: Sender<Completion>,
+    report: Report,
 }
 
 const MAX_REDIRECTS: usize = 20;
@@ -579,7 +540,7 @@ impl Request {
     }
 
     fn send(&self, completion: Completion) {
-        let _ = self.sender.send(completion);
+        (self.report)(completion);
     }
 
     fn fail_head(&self, message: String) -> Result<(u16, u64), Delivered> {
@@ -600,15 +561,15 @@ impl Request {
         let mut redirected = false;
         let first_origin = url.origin();
         for _ in 0..=MAX_REDIRECTS {
-            if let Err(refusal) = self.prepared.policy.check_url(&url) {
+            if let Err(refusal) = self.client.policy.check_url(&url) {
                 return self.fail_head(refusal.to_string());
             }
             let origin = url.origin().ascii_serialization();
-            let injected = self.prepared.headers.get(&origin);
+            let injected = self.client.headers.get(&origin);
             let Ok(method_value) = reqwest::Method::from_bytes(method.as_bytes()) else {
                 return self.fail_head(format!("fetch: {method:?} is not a method"));
             };
-            let mut request = self.prepared.client.request(method_value, url.clone());
+            let mut request = self.client.client.request(method_value, url.clone());
             for (name, value) in &headers {
                 if injected.is_some_and(|i| i.contains_key(&name.to_ascii_lowercase())) {
                     continue;
@@ -742,10 +703,10 @@ impl Request {
                 Ok(Ok(Some(chunk))) => {
                     let total = self.bytes.fetch_add(chunk.len() as u64, Ordering::Relaxed)
                         + chunk.len() as u64;
-                    if total > self.max_bytes {
+                    if total > self.client.max_bytes {
                         Err(format!(
                             "fetch: the run's responses passed {} bytes (MCP_V8_FETCH_MAX_RESPONSE_BYTES)",
-                            self.max_bytes
+                            self.client.max_bytes
                         ))
                     } else {
                         body.extend_from_slice(&chunk);

@@ -17,8 +17,7 @@ use serde::{Deserialize, Serialize};
 
 pub use client::FetchCount;
 pub(crate) use client::{
-    Completion, Egress, Getter, RedirectMode, RequestParts, block_until, chain, resolve_checked,
-    runtime,
+    Client, Completion, Egress, Getter, RedirectMode, Report, RequestParts, chain, resolve_checked,
 };
 pub use policy::{Policy, PolicyError};
 

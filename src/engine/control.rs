@@ -5,6 +5,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
+use super::host::work::WorkSink;
+
 /// A run's control, shared between the caller and the thread running it.
 #[derive(Debug, Default)]
 pub struct RunControl {
@@ -16,8 +18,9 @@ pub struct RunControl {
 /// What a cancel stops.
 #[derive(Debug)]
 pub(crate) enum Target {
-    /// An isolate of this process.
-    Isolate(v8::IsolateHandle),
+    /// An isolate of this process, and its run's host work, whose wait a
+    /// cancel ends.
+    Isolate(v8::IsolateHandle, WorkSink),
     /// An engine worker process, by pid.
     Worker(u32),
 }
@@ -25,8 +28,9 @@ pub(crate) enum Target {
 impl Target {
     fn stop(&self) {
         match self {
-            Target::Isolate(handle) => {
+            Target::Isolate(handle, work) => {
                 handle.terminate_execution();
+                work.wake();
             }
             Target::Worker(pid) => {
                 // The worker runs nothing else; killing it is how its run

@@ -4,37 +4,27 @@
 //! store lacks.
 
 use std::sync::Arc;
-use std::time::Instant;
 
-use bytes::Bytes;
-
+use super::host::services::{FileRead, FileSource};
 use super::outcome::RunError;
-use super::web::FileSource;
+use super::section::Section;
 use crate::files::FileStore;
 use crate::tenant::Tenant;
 
-/// Reads a tenant's files from the store, for a run's isolate thread.
+/// Reads a tenant's files from the store, as work of the run that opens
+/// them (on the host's runtime, within the run's time).
 #[derive(Debug)]
 pub(super) struct StoreFiles {
     pub(super) store: Arc<dyn FileStore>,
     pub(super) tenant: Tenant,
-    /// The runtime the store's futures run on (the isolate's thread has none).
-    pub(super) runtime: tokio::runtime::Handle,
 }
 
 impl FileSource for StoreFiles {
-    fn read(&self, key: &str, deadline: Instant) -> Result<Option<Bytes>, String> {
-        let (sender, receiver) = std::sync::mpsc::channel();
+    fn read(&self, key: &str) -> FileRead {
         let (store, tenant, key) = (self.store.clone(), self.tenant.clone(), key.to_owned());
-        let task = self.runtime.spawn(async move {
-            let _ = sender.send(store.get(&tenant, &key).await);
-        });
-        let got = receiver.recv_timeout(deadline.saturating_duration_since(Instant::now()));
-        task.abort();
-        match got {
-            Ok(found) => found.map_err(|e| e.to_string()),
-            Err(_) => Err("the run's time ran out while the file was read".into()),
-        }
+        FileRead::Pending(Box::pin(async move {
+            store.get(&tenant, &key).await.map_err(|e| e.to_string())
+        }))
     }
 }
 
@@ -42,7 +32,7 @@ impl FileSource for StoreFiles {
 pub(super) async fn keep(
     store: Option<&Arc<dyn FileStore>>,
     tenant: &Tenant,
-    files: &[(String, Bytes)],
+    files: &[(String, Section)],
 ) -> Result<(), RunError> {
     if files.is_empty() {
         return Ok(());

@@ -5,13 +5,19 @@ use std::borrow::Cow;
 
 use bytes::Bytes;
 
+use super::contract::{Job, JobResult};
+use super::host::files::files_kept;
+use super::host::services::HostServices;
+use super::layer;
+
+use super::contract::CodeHandling;
 use super::outcome::{RunError, RunStatus};
-use super::run::{self, Classified, CodeHandling, HeapGuard, Job, JobResult, READ_ONLY_HEAP};
+use super::run::{self, Classified, HeapGuard, READ_ONLY_HEAP};
 use super::watchdog::Watchdog;
 use super::web;
 
 /// Runs a job that creates or restores a snapshot on the calling thread.
-pub(crate) fn execute(mut job: Job) -> JobResult {
+pub(crate) fn execute(mut job: Job, services: &HostServices) -> JobResult {
     super::platform::init();
     let _exclusive = READ_ONLY_HEAP.write();
     let guard = HeapGuard::new(job.heap_limit_bytes);
@@ -22,22 +28,23 @@ pub(crate) fn execute(mut job: Job) -> JobResult {
     // blob a stateless run makes and drops.
     let creator = job.stateful || (!fresh && !job.plain_restore);
     let params = guard.params(job.heap_limit_bytes);
-    let mut isolate = snapshot_isolate(creator, job.restore.take(), params);
+    let restore = job.restore.take().map(|section| section.0);
+    let mut isolate = snapshot_isolate(creator, restore, params);
     guard.arm(&mut isolate);
     let mut watchdog = Watchdog::new(isolate.thread_safe_handle());
-    let started = run::start(&mut isolate, &job, &mut watchdog, &guard);
+    let started = run::start(&mut isolate, &job, services, &mut watchdog, &guard);
     let classified = {
         v8::scope!(let scope, &mut isolate);
         let context = v8::Context::new(scope, Default::default());
         let scope = &mut v8::ContextScope::new(scope, context);
         let global = context.global(scope);
         if fresh {
-            web::install_host(scope, global);
+            layer::install_host(scope, global);
         } else {
-            web::after_restore(scope, global, !creator);
+            layer::after_restore(scope, global, !creator);
         }
         // A restored heap made before the Web layer gains it here.
-        web::install(scope, global);
+        layer::install(scope, global);
         let ended = started.evaluate(scope, &job, None);
         let (mut classified, _) = run::settle(ended, &job, &mut watchdog, &guard);
         if job.stateful
@@ -48,8 +55,8 @@ pub(crate) fn execute(mut job: Job) -> JobResult {
         }
         if creator {
             if classified.completed() && job.stateful {
-                web::files_kept(scope);
-                web::before_snapshot(scope, global);
+                files_kept(scope);
+                layer::before_snapshot(scope, global);
                 scope.set_default_context(context);
             } else {
                 // The blob of a failed run is thrown away, but V8 insists on
@@ -81,7 +88,7 @@ fn snapshot_isolate(
     restore: Option<Bytes>,
     params: v8::CreateParams,
 ) -> v8::OwnedIsolate {
-    let refs: Cow<'static, [v8::ExternalReference]> = Cow::Owned(web::external_references());
+    let refs: Cow<'static, [v8::ExternalReference]> = Cow::Owned(layer::external_references());
     match (creator, restore) {
         (true, Some(payload)) => v8::Isolate::snapshot_creator_from_existing_snapshot(
             Vec::from(payload).into(),
@@ -111,11 +118,11 @@ fn snapshot(isolate: v8::OwnedIsolate, handling: CodeHandling, result: &mut JobR
         return;
     }
     match created {
-        Some(data) => result.blob = Some(data.to_vec()),
+        Some(data) => result.blob = Some(data.to_vec().into()),
         None => {
             result.status = RunStatus::Failed;
             result.result = None;
-            result.display = None;
+            result.repl = None;
             result.error = Some(RunError::new(
                 "SnapshotError",
                 "V8 could not create a snapshot of the heap",

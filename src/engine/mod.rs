@@ -2,10 +2,15 @@
 //! content-addressed heap snapshot, snapshotted again when the run succeeds.
 
 mod admission;
+mod capabilities;
+mod capability;
 mod checksum;
+mod contract;
 mod control;
 mod files;
+mod host;
 mod isolate;
+mod layer;
 mod memory;
 mod outcome;
 mod plain;
@@ -15,6 +20,7 @@ mod prelude;
 mod rejections;
 mod repl;
 mod run;
+mod section;
 mod thrown;
 mod typescript;
 mod watchdog;
@@ -33,14 +39,16 @@ use crate::packages::Packages;
 use crate::tenant::Tenant;
 
 pub use checksum::calls as snapshot_checksum_calls;
+pub use contract::CodeHandling;
 pub use control::RunControl;
+pub use host::{
+    Displayed, FileLimits, FileRead, FileSource, MAX_DISPLAY_BYTES, MAX_DISPLAYS, TreeEntry,
+};
 pub use outcome::{
     EngineError, RunError, RunOutcome, RunReport, RunStatus, cap_text, cap_text_ends,
 };
 pub use prelude::{FilePrelude, PreludeSource};
-pub use run::CodeHandling;
 pub use typescript::Language;
-pub use web::{Displayed, FileLimits, FileSource, MAX_DISPLAY_BYTES, MAX_DISPLAYS, TreeEntry};
 pub use worker::{WORKER_ARG, serve_worker};
 
 /// Limits and defaults of the engine.
@@ -167,6 +175,8 @@ pub struct Engine {
     prelude: Option<prelude::Prelude>,
     /// Where the bytes of `/work` files live, per tenant.
     files: Option<Arc<dyn FileStore>>,
+    /// The `fetch` client and upstream connections of runs in this process.
+    clients: Arc<host::services::Clients>,
 }
 
 const MIN_HEAP_LIMIT_MB: usize = 8;
@@ -228,6 +238,7 @@ impl Engine {
             packages: None,
             prelude: None,
             files: None,
+            clients: Arc::default(),
         }
     }
 
@@ -261,11 +272,13 @@ impl Engine {
         self.packages.as_ref()
     }
 
-    /// The upstream MCP servers of code mode, with this process's
-    /// connections to them; `None` when none is configured.
+    /// The upstream MCP servers of code mode, with this engine's
+    /// connections to them (on the calling runtime, which the engine's runs
+    /// share); `None` when none is configured or outside a runtime.
     pub fn upstreams(&self) -> Option<Arc<crate::upstream::Upstreams>> {
         let config = self.mcp.as_ref()?;
-        match crate::upstream::Upstreams::shared(config) {
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        match self.clients.upstreams(config, &runtime) {
             Ok(upstreams) => Some(upstreams),
             Err(error) => {
                 tracing::warn!(%error, "the upstream MCP servers cannot be used");
@@ -370,18 +383,20 @@ impl Engine {
             },
             (restore, _) => restore,
         };
-        let job = run::Job {
+        let mut job = contract::Job {
             plain_restore: from_prelude && restore.is_some(),
-            restore,
+            restore: restore.map(section::Section),
             stateful: request.stateful,
             timeout: limits.timeout,
             heap_limit_bytes: limits.heap_limit_mb * 1024 * 1024,
             control: request.control.clone(),
-            packages,
-            files: self.file_source(&request.tenant),
-            inputs: std::mem::take(&mut request.files),
             ..self.job(std::mem::take(&mut prepared.js))
         };
+        job.asks.modules.packages = packages;
+        job.asks.files.inputs = std::mem::take(&mut request.files)
+            .into_iter()
+            .map(|(path, bytes)| (path, section::Section(bytes)))
+            .collect();
         // A cancel may also arrive after the isolate classified the run, or
         // end the engine worker running it.
         let mut result = self
@@ -396,24 +411,25 @@ impl Engine {
         if let Some(positions) = &prepared.positions {
             result.remap(positions);
         }
-        report.displays = std::mem::take(&mut result.displays);
-        report.display = result
-            .display
+        let reports = result.reports;
+        report.displays = reports.display;
+        report.repl = result
+            .repl
             .map(|text| cap_text(text, self.config.max_result_bytes, "result"));
         let outcome = &mut report.outcome;
         outcome.status = result.status;
         outcome.result = result
             .result
             .map(|text| cap_text(text, self.config.max_result_bytes, "result"));
-        outcome.output = result.output;
-        outcome.fetches = result.fetches;
-        outcome.mcp_calls = result.mcp_calls;
+        outcome.output = reports.console;
+        outcome.fetches = reports.fetch;
+        outcome.mcp_calls = reports.mcp;
         outcome.error = result.error;
         outcome.warnings.extend(result.warnings);
         if let (Some(blob), Some(heaps)) = (result.blob, &self.heaps) {
             // Files first: a stored heap never names bytes the store lacks.
             let stored =
-                match files::keep(self.files.as_ref(), &request.tenant, &result.files).await {
+                match files::keep(self.files.as_ref(), &request.tenant, &reports.files).await {
                     Ok(()) => self.store(heaps.as_ref(), &request.tenant, &blob).await,
                     Err(error) => Err(error),
                 };
@@ -464,18 +480,18 @@ impl Engine {
             .map_err(|e| format!("reading {location}: {e}"))?;
         let prepared = typescript::prepare(&code, Language::Auto)
             .map_err(|e| format!("{location}: SyntaxError: {e}"))?;
-        let job = run::Job {
+        let mut job = contract::Job {
             stateful: true,
             timeout: self.config.max_timeout,
-            packages,
             ..self.job(prepared.js)
         };
+        job.asks.modules.packages = packages;
         // Made once for every tenant's fresh runs, it counts as anonymous.
         let result = self
             .execute(job, &Tenant::default())
             .await
             .map_err(|e| e.to_string())?;
-        if !result.files.is_empty() {
+        if !result.reports.files.is_empty() {
             // The prelude's heap is kept in memory, not stored: bytes of its
             // files would have nowhere to live.
             return Err(format!(
@@ -483,7 +499,7 @@ impl Engine {
             ));
         }
         match (result.status, result.blob) {
-            (RunStatus::Completed, Some(blob)) => Ok(bytes::Bytes::from(blob)),
+            (RunStatus::Completed, Some(blob)) => Ok(blob.0),
             (status, _) => Err(match result.error {
                 Some(error) => format!(
                     "{location} ended {status:?}: {}: {}",
@@ -495,38 +511,40 @@ impl Engine {
     }
 
     /// A job running `code` fresh, statelessly, with this engine's defaults.
-    fn job(&self, code: String) -> run::Job {
-        run::Job {
-            code,
+    fn job(&self, code: String) -> contract::Job {
+        let mut asks = capabilities::Asks::default();
+        asks.console.max_output_bytes = self.config.max_output_bytes;
+        asks.fetch = self.fetch.clone();
+        asks.mcp = self.mcp.clone();
+        asks.modules.max_module_bytes = self.config.max_module_bytes;
+        asks.files.limits = self.config.file_limits;
+        contract::Job {
+            task: contract::Task::Run { code },
             restore: None,
             plain_restore: false,
             stateful: false,
             timeout: self.config.default_timeout,
             heap_limit_bytes: self.config.default_heap_limit_mb * 1024 * 1024,
-            max_output_bytes: self.config.max_output_bytes,
             max_result_bytes: self.config.max_result_bytes,
             code_handling: self.config.code_handling,
             control: None,
-            fetch: self.fetch.clone(),
-            mcp: self.mcp.clone(),
-            packages: None,
-            max_module_bytes: self.config.max_module_bytes,
-            files: None,
-            file_limits: self.config.file_limits,
-            inputs: Vec::new(),
-            list_files: false,
+            asks,
         }
     }
 
-    /// Where a run of `tenant` reads older files from.
-    fn file_source(&self, tenant: &Tenant) -> Option<Arc<dyn FileSource>> {
-        self.files.as_ref().map(|store| {
-            Arc::new(files::StoreFiles {
-                store: store.clone(),
-                tenant: tenant.clone(),
-                runtime: tokio::runtime::Handle::current(),
-            }) as Arc<dyn FileSource>
-        })
+    /// What the host lends a run of `tenant`: the calling runtime, the
+    /// tenant's files, this engine's clients.
+    fn services(&self, tenant: &Tenant) -> host::services::HostServices {
+        host::services::HostServices {
+            runtime: tokio::runtime::Handle::current(),
+            files: self.files.as_ref().map(|store| {
+                Arc::new(files::StoreFiles {
+                    store: store.clone(),
+                    tenant: tenant.clone(),
+                }) as Arc<dyn FileSource>
+            }),
+            clients: self.clients.clone(),
+        }
     }
 
     /// The `/work` tree of `tenant`'s heap `key`, read by restoring it;
@@ -548,20 +566,18 @@ impl Engine {
             Ok(None) => return Ok(None),
             Err((_, error)) => return Err(error.message),
         };
-        let job = run::Job {
+        let job = contract::Job {
+            task: contract::Task::ListFiles,
             heap_limit_bytes: restore_needs_mb(payload.len())
                 .max(self.config.default_heap_limit_mb)
                 * 1024
                 * 1024,
-            restore: Some(payload),
-            list_files: true,
+            restore: Some(section::Section(payload)),
             ..self.job(String::new())
         };
         let result = self.execute(job, tenant).await.map_err(|e| e.to_string())?;
-        match (result.status, result.result) {
-            (RunStatus::Completed, Some(json)) => web::parse_tree(&json)
-                .map(Some)
-                .ok_or_else(|| "the heap's /work listing could not be read".to_owned()),
+        match (result.status, result.listing) {
+            (RunStatus::Completed, Some(tree)) => Ok(Some(tree)),
             _ => Err(result.error.map_or_else(
                 || format!("listing the heap's /work ended {:?}", result.status),
                 |e| e.message,
@@ -671,15 +687,20 @@ impl Engine {
     /// engine has them; else on a thread of its own (see
     /// `run::thread_builder`), or a warm isolate when it touches no snapshot
     /// and there are some.
-    async fn execute(&self, job: run::Job, tenant: &Tenant) -> Result<run::JobResult, EngineError> {
+    async fn execute(
+        &self,
+        job: contract::Job,
+        tenant: &Tenant,
+    ) -> Result<contract::JobResult, EngineError> {
         let share = tenant.id().filter(|_| !tenant.is_anonymous());
         let _pass = self.admission.enter(share).await?;
+        let services = self.services(tenant);
         if let Some(workers) = &self.workers {
-            return workers.execute(job).await;
+            return workers.execute(job, &services).await;
         }
         if let Some(warm) = self.warm.as_ref().filter(|_| !job.touches_snapshots()) {
             return warm
-                .execute(job)
+                .execute(job, services)
                 .await
                 .ok_or_else(|| EngineError::Internal("the isolate thread panicked".into()));
         }
@@ -687,9 +708,9 @@ impl Engine {
         run::thread_builder()
             .spawn(move || {
                 let result = if job.touches_snapshots() {
-                    isolate::execute(job)
+                    isolate::execute(job, &services)
                 } else {
-                    plain::PlainIsolate::new(job.heap_limit_bytes).run(&job)
+                    plain::PlainIsolate::new(job.heap_limit_bytes).run(&job, &services)
                 };
                 let _ = done.send(result);
             })

@@ -99,9 +99,9 @@ pub struct RunReport {
     /// The completion value as Node's REPL displays it (`[ NaN, -0 ]`,
     /// `undefined`), for the text the model reads; `None` unless the run
     /// completed. `outcome.result` keeps the original server's form.
-    pub display: Option<String>,
+    pub repl: Option<String>,
     /// The run's `display()` blocks, in call order.
-    pub displays: Vec<super::web::Displayed>,
+    pub displays: Vec<super::host::Displayed>,
 }
 
 impl RunReport {
@@ -123,7 +123,7 @@ impl RunReport {
                 mcp_calls: None,
             },
             executed_code: code.to_owned(),
-            display: None,
+            repl: None,
             displays: Vec::new(),
         }
     }

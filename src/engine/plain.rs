@@ -6,9 +6,11 @@ use std::sync::{Arc, Mutex, PoisonError, mpsc};
 
 use tokio::sync::oneshot;
 
-use super::run::{self, HeapGuard, Job, JobResult, READ_ONLY_HEAP, thread_builder};
+use super::contract::{Job, JobResult};
+use super::host::services::HostServices;
+use super::layer;
+use super::run::{self, HeapGuard, READ_ONLY_HEAP, thread_builder};
 use super::watchdog::Watchdog;
-use super::web;
 
 /// A plain isolate on V8's built-in snapshot that serves stateless runs one
 /// after another, each in a context of its own made before the run arrives
@@ -47,7 +49,7 @@ impl PlainIsolate {
         let guard = HeapGuard::new(heap_limit_bytes);
         let mut isolate = v8::Isolate::new(guard.params(heap_limit_bytes));
         guard.arm(&mut isolate);
-        isolate.set_slot(web::MakesCodeCaches);
+        isolate.set_slot(layer::MakesCodeCaches);
         let watchdog = Watchdog::new(isolate.thread_safe_handle());
         let mut warm = Self {
             next: None,
@@ -75,8 +77,8 @@ impl PlainIsolate {
             let context = v8::Context::new(scope, options);
             let scope = &mut v8::ContextScope::new(scope, context);
             let global = context.global(scope);
-            web::install_host(scope, global);
-            web::install(scope, global);
+            layer::install_host(scope, global);
+            layer::install(scope, global);
             v8::Global::new(scope, context)
         };
         (context, queue)
@@ -88,13 +90,19 @@ impl PlainIsolate {
     }
 
     /// Runs a stateless job in the prepared context.
-    pub(crate) fn run(&mut self, job: &Job) -> JobResult {
+    pub(crate) fn run(&mut self, job: &Job, services: &HostServices) -> JobResult {
         let (context, queue) = match self.next.take() {
             Some(next) => next,
             None => self.new_context(),
         };
         self.runs += 1;
-        let started = run::start(&mut self.isolate, job, &mut self.watchdog, &self.guard);
+        let started = run::start(
+            &mut self.isolate,
+            job,
+            services,
+            &mut self.watchdog,
+            &self.guard,
+        );
         let classified = {
             v8::scope!(let scope, &mut self.isolate);
             let context = v8::Local::new(scope, context);
@@ -132,10 +140,13 @@ impl PlainIsolate {
 /// holds the shared read-only heap, which such isolates need exclusively.
 #[derive(Debug)]
 pub(crate) struct WarmPool {
-    jobs: mpsc::Sender<(Job, oneshot::Sender<JobResult>)>,
+    jobs: mpsc::Sender<Queued>,
 }
 
-type Queue = Arc<Mutex<mpsc::Receiver<(Job, oneshot::Sender<JobResult>)>>>;
+/// A job, the host's services for it, and where its result goes.
+type Queued = (Job, HostServices, oneshot::Sender<JobResult>);
+
+type Queue = Arc<Mutex<mpsc::Receiver<Queued>>>;
 
 impl WarmPool {
     /// `threads` runners, each with an isolate of `heap_limit_bytes` ready;
@@ -153,9 +164,9 @@ impl WarmPool {
     }
 
     /// Runs a stateless job on the next free runner.
-    pub(crate) async fn execute(&self, job: Job) -> Option<JobResult> {
+    pub(crate) async fn execute(&self, job: Job, services: HostServices) -> Option<JobResult> {
         let (done, result) = oneshot::channel();
-        self.jobs.send((job, done)).ok()?;
+        self.jobs.send((job, services, done)).ok()?;
         result.await.ok()
     }
 }
@@ -169,14 +180,14 @@ fn warm_runner(queue: &Queue, heap_limit_bytes: usize) {
             .take()
             .unwrap_or_else(|| PlainIsolate::new(heap_limit_bytes));
         let next = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
-        let Ok((job, done)) = next else {
+        let Ok((job, services, done)) = next else {
             return;
         };
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             if job.heap_limit_bytes == heap_limit_bytes {
-                warm.run(&job)
+                warm.run(&job, &services)
             } else {
-                PlainIsolate::new(job.heap_limit_bytes).run(&job)
+                PlainIsolate::new(job.heap_limit_bytes).run(&job, &services)
             }
         }));
         // After a panic the isolate may be half-used: it goes.

@@ -1,6 +1,7 @@
-//! The run core that every isolate path shares: the job and its result,
-//! setting a run up on an isolate and taking it down, evaluation, the event
-//! loop, and how a run ended (timeout, heap limit, cancellation, a throw).
+//! The run core that every isolate path shares: setting a run up on an
+//! isolate and taking it down, evaluation, the event loop, and how a run
+//! ended (timeout, heap limit, cancellation, a throw). What a run takes and
+//! gives is [`super::contract`]; each capability's part, [`super::capability`].
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,10 +9,14 @@ use std::sync::{Arc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use serde::{Deserialize, Serialize};
-
+use super::capabilities;
+use super::capability::RunScope;
+use super::contract::{Job, JobResult, Task};
 use super::control::{RunControl, Target};
+use super::host::files::{self, TreeEntry};
+use super::host::services::HostServices;
+use super::host::work::HostWork;
+use super::layer;
 use super::memory::Budget;
 use super::outcome::{RunError, RunStatus, cap_text};
 use super::positions::{Positions, SCRIPT_NAME};
@@ -19,184 +24,7 @@ use super::rejections;
 use super::repl;
 use super::thrown::error_from;
 use super::watchdog::Watchdog;
-use super::web::{self, Rendered, RunSettings, Timers, render_result};
-use crate::egress::{FetchConfig, FetchCount};
-use crate::packages::PackageView;
-use crate::upstream::{McpCount, UpstreamConfig};
-
-/// How long the event loop waits for a request before looking at the
-/// run's cancellation again.
-const FETCH_WAIT_SLICE: Duration = Duration::from_millis(50);
-
-/// How V8 treats compiled function code in a snapshot (see
-/// `docs/performance.md` for the measurements behind the default).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CodeHandling {
-    /// Keep compiled bytecode: bigger blobs, no recompilation after restore.
-    Keep,
-    /// Drop compiled code: smaller blobs, functions recompile lazily.
-    Clear,
-}
-
-/// What an isolate thread is asked to do.
-pub(crate) struct Job {
-    pub code: String,
-    /// Raw V8 payload to restore from, shared with the heap store's buffer
-    /// so that handing it to a worker process copies it only into the pipe.
-    pub restore: Option<Bytes>,
-    /// `restore` went through [`super::web::before_snapshot`] (the
-    /// prelude's heap, made by this process), so a plain isolate may
-    /// restore it; any other heap is restored by a snapshot creator.
-    pub plain_restore: bool,
-    /// Create the isolate as a snapshot creator and return a blob on success.
-    pub stateful: bool,
-    pub timeout: Duration,
-    pub heap_limit_bytes: usize,
-    pub max_output_bytes: usize,
-    /// Longest rendered result, applied where the run executes so that no
-    /// larger one is copied further.
-    pub max_result_bytes: usize,
-    pub code_handling: CodeHandling,
-    /// The caller's handle on the run (not sent to engine workers, whose
-    /// process the pool stops instead).
-    pub control: Option<Arc<RunControl>>,
-    /// What `fetch` may reach; `None` (or an empty allow list): nothing.
-    pub fetch: Option<Arc<FetchConfig>>,
-    /// The upstream MCP servers `mcp` calls; `None`: none.
-    pub mcp: Option<Arc<UpstreamConfig>>,
-    /// The installed packages `import` and `require` may load.
-    pub packages: Option<Arc<PackageView>>,
-    /// Most module source one run may load, in bytes.
-    pub max_module_bytes: usize,
-    /// Where `/work`'s older files are read from; `None`: none exist.
-    pub files: Option<Arc<dyn web::FileSource>>,
-    /// Caps on `/work`.
-    pub file_limits: web::FileLimits,
-    /// Files the call brings (path, bytes), written to `/work` first.
-    pub inputs: Vec<(String, Bytes)>,
-    /// Instead of running `code`, answer the restored heap's `/work` tree
-    /// as JSON in `result` (for `resources/read`).
-    pub list_files: bool,
-}
-
-impl Job {
-    /// A stateless run of `code` with the library's default limits.
-    #[cfg(test)]
-    pub(crate) fn fresh(code: String) -> Job {
-        Job {
-            code,
-            restore: None,
-            plain_restore: false,
-            stateful: false,
-            timeout: Duration::from_secs(30),
-            heap_limit_bytes: 64 * 1024 * 1024,
-            max_output_bytes: 1024 * 1024,
-            max_result_bytes: 1024 * 1024,
-            code_handling: CodeHandling::Keep,
-            control: None,
-            fetch: None,
-            mcp: None,
-            packages: None,
-            max_module_bytes: 64 * 1024 * 1024,
-            files: None,
-            file_limits: web::FileLimits::default(),
-            inputs: Vec::new(),
-            list_files: false,
-        }
-    }
-
-    /// Whether the run creates or restores a snapshot, which decides where
-    /// it may run (see [`READ_ONLY_HEAP`]); the others run on a plain isolate.
-    pub(crate) fn touches_snapshots(&self) -> bool {
-        self.stateful || self.restore.is_some()
-    }
-
-    fn cancelled(&self) -> bool {
-        self.control.as_ref().is_some_and(|c| c.is_cancelled())
-    }
-}
-
-/// What came out of the isolate.
-pub(crate) struct JobResult {
-    pub status: RunStatus,
-    pub result: Option<String>,
-    /// The completion value as a REPL displays it (completed runs).
-    pub display: Option<String>,
-    pub output: String,
-    pub error: Option<RunError>,
-    pub warnings: Vec<String>,
-    /// The new raw V8 payload, for completed stateful runs only.
-    pub blob: Option<Vec<u8>>,
-    /// What the run fetched, when it fetched anything.
-    pub fetches: Option<FetchCount>,
-    /// What the run called upstream, when it called anything.
-    pub mcp_calls: Option<McpCount>,
-    /// Bytes of the files a completed stateful run wrote and left in
-    /// `/work`, by key: stored before its heap.
-    pub files: Vec<(String, Bytes)>,
-    /// The run's `display()` blocks, in call order.
-    pub displays: Vec<web::Displayed>,
-}
-
-impl JobResult {
-    /// A run that ended `failed` with `error` before it produced anything.
-    pub(crate) fn failed(error: RunError) -> Self {
-        Self {
-            status: RunStatus::Failed,
-            result: None,
-            display: None,
-            output: String::new(),
-            error: Some(error),
-            warnings: Vec::new(),
-            blob: None,
-            fetches: None,
-            mcp_calls: None,
-            files: Vec::new(),
-            displays: Vec::new(),
-        }
-    }
-
-    /// The result of a run the caller cancelled: whatever it got to, the
-    /// caller no longer wants it, so nothing is kept. The one place that
-    /// decides what a cancellation leaves.
-    pub(crate) fn cancel(&mut self) {
-        self.status = RunStatus::Cancelled;
-        self.result = None;
-        self.display = None;
-        self.blob = None;
-        self.files.clear();
-        self.displays.clear();
-        self.warnings.clear();
-        self.error = Some(RunError::new(
-            "CancelledError",
-            "the run was cancelled by the client and terminated; nothing was stored",
-        ));
-    }
-
-    /// Every position the caller reads, mapped through `positions` to the
-    /// code before that step.
-    pub(crate) fn remap(&mut self, positions: &Positions) {
-        if let Some(error) = &mut self.error {
-            positions.remap_in_place(&mut error.message, true);
-            if let Some(stack) = &mut error.stack {
-                positions.remap_in_place(stack, true);
-            }
-        }
-        for warning in &mut self.warnings {
-            positions.remap_in_place(warning, false);
-        }
-        positions.remap_in_place(&mut self.output, false);
-    }
-
-    /// `self`, cancelled when `control` says the caller cancelled the run.
-    pub(crate) fn cancelled_by(mut self, control: Option<&RunControl>) -> Self {
-        if control.is_some_and(RunControl::is_cancelled) {
-            self.cancel();
-        }
-        self
-    }
-}
+use super::web::{Rendered, Timers, render_result};
 
 /// V8 keeps one read-only heap per process, shared by every isolate, and
 /// snapshot creation promotes objects into the read-only space of the blob it
@@ -277,7 +105,7 @@ impl HeapGuard {
         isolate
             .add_near_heap_limit_callback(near_heap_limit, self as *const HeapGuard as *mut c_void);
         isolate.set_microtasks_policy(v8::MicrotasksPolicy::Explicit);
-        web::arm_modules(isolate);
+        layer::arm_modules(isolate);
     }
 
     pub(super) fn hit(&self) -> bool {
@@ -307,87 +135,73 @@ unsafe extern "C" fn near_heap_limit(
         .max(current_heap_limit)
 }
 
-/// A run set up on an isolate: its families' state in slots, the caller's
-/// cancel pointed at the isolate, the watchdog armed.
+/// A run set up on an isolate: its capabilities' state in slots, the
+/// caller's cancel pointed at the isolate, the watchdog armed.
 pub(super) struct Started {
     deadline: Instant,
 }
 
-/// Sets `job` up on `isolate`, bounded by `guard`; [`settle`] takes it down.
+/// Sets `job` up on `isolate` with the host's `services`, bounded by
+/// `guard`; [`settle`] and [`finish`] take it down.
 pub(super) fn start(
     isolate: &mut v8::OwnedIsolate,
     job: &Job,
+    services: &HostServices,
     watchdog: &mut Watchdog,
     guard: &HeapGuard,
 ) -> Started {
     let deadline = Instant::now() + job.timeout;
     isolate.remove_slot::<Rewritten>();
     rejections::begin(isolate);
-    web::begin_run(
+    let work = HostWork::new(services.runtime.clone(), deadline);
+    let sink = work.sink();
+    isolate.set_slot(work);
+    isolate.set_slot(guard.budget.clone());
+    capabilities::begin(
         isolate,
-        RunSettings {
-            max_output_bytes: job.max_output_bytes,
-            budget: guard.budget.clone(),
-            control: job.control.clone(),
-            fetch: job.fetch.as_deref(),
-            mcp: job.mcp.as_deref(),
+        &job.asks,
+        &RunScope {
             deadline,
-            modules: web::ModuleRun::new(
-                job.packages.clone(),
-                job.max_module_bytes,
-                job.fetch.clone(),
-                deadline,
-                job.control.clone(),
-            ),
-            files: web::FilesRun::new(job.files.clone(), deadline, job.file_limits),
+            control: job.control.as_ref(),
+            host: services,
+            work: sink.clone(),
+            fetch: job.asks.fetch.as_ref(),
         },
     );
     if let Some(control) = &job.control {
-        control.attach(Target::Isolate(isolate.thread_safe_handle()));
+        control.attach(Target::Isolate(isolate.thread_safe_handle(), sink));
     }
     watchdog.arm(job.timeout);
     Started { deadline }
 }
 
 impl Started {
-    /// Evaluates the job's code in the current context, `queue` being the
-    /// context's own microtask queue if it has one.
+    /// Carries out the job's task in the current context, `queue` being
+    /// the context's own microtask queue if it has one.
     pub(super) fn evaluate(
         &self,
         scope: &mut v8::PinScope<'_, '_>,
         job: &Job,
         queue: Option<&v8::MicrotaskQueue>,
     ) -> Ended {
-        if job.list_files {
-            return match web::tree(scope) {
-                Some(tree) => Ended::Value {
-                    rendered: Rendered {
-                        result: Some(web::tree_json(&tree)),
-                        display: String::new(),
-                    },
-                    warnings: Vec::new(),
-                },
-                None => Ended::Threw(RunError::new(
-                    "HeapError",
-                    "this heap's /work was made by a version before file resources; run any code on it to list its files",
-                )),
-            };
-        }
-        if !job.inputs.is_empty() {
-            v8::tc_scope!(let tc, scope);
-            web::write_inputs(tc, &job.inputs);
-            if let Some(exception) = tc.exception() {
-                let mut error = error_from(tc, exception, None);
-                error.message = format!(
-                    "the files argument could not be written to /work, so the code did not run: {}",
-                    error.message
-                );
-                return Ended::Threw(error);
+        let code = match &job.task {
+            Task::Run { code } => code,
+            Task::ListFiles => {
+                return match files::tree(scope) {
+                    Some(tree) => Ended::Listed(tree),
+                    None => Ended::Threw(RunError::new(
+                        "HeapError",
+                        "this heap's /work was made by a version before file resources; run any code on it to list its files",
+                    )),
+                };
             }
+        };
+        if let Err(error) = capabilities::before_code(scope, &job.asks, layer::load) {
+            return Ended::Threw(error);
         }
         evaluate(
             scope,
-            &job.code,
+            code,
             self.deadline,
             job.control.as_deref(),
             queue,
@@ -422,24 +236,24 @@ pub(super) fn settle(
     (classified, fired || cancelled)
 }
 
-/// The run's result, with the families' state taken out of `isolate`, its
-/// texts within the job's caps.
+/// The run's result, with the capabilities' state taken out of `isolate`,
+/// its texts within the job's caps.
 pub(super) fn finish(isolate: &mut v8::Isolate, job: &Job, classified: Classified) -> JobResult {
     rejections::end(isolate);
     let rewritten = isolate.remove_slot::<Rewritten>();
-    let ended = web::end_run(isolate);
+    let reports = capabilities::end(isolate);
+    // Work still running reports to no one once the run's side is gone.
+    drop(isolate.remove_slot::<HostWork>());
+    drop(isolate.remove_slot::<Arc<Budget>>());
     let mut result = JobResult {
         status: RunStatus::Completed,
         result: None,
-        display: None,
-        output: ended.output,
+        repl: None,
         error: None,
         warnings: Vec::new(),
         blob: None,
-        fetches: ended.fetches,
-        mcp_calls: ended.mcp_calls,
-        files: ended.files,
-        displays: ended.displays,
+        listing: None,
+        reports,
     };
     match classified {
         Classified::Ended(status, error) => {
@@ -449,9 +263,10 @@ pub(super) fn finish(isolate: &mut v8::Isolate, job: &Job, classified: Classifie
         Classified::Completed { rendered, warnings } => {
             let cap = |text: String| cap_text(text, job.max_result_bytes, "result");
             result.result = rendered.result.map(cap);
-            result.display = Some(cap(rendered.display));
+            result.repl = Some(cap(rendered.repl));
             result.warnings = warnings;
         }
+        Classified::Listed(tree) => result.listing = Some(tree),
         Classified::Cancelled => result.cancel(),
     }
     if let Some(Rewritten(positions)) = rewritten {
@@ -470,6 +285,8 @@ pub(super) enum Ended {
         rendered: Rendered,
         warnings: Vec<String>,
     },
+    /// The `/work` tree of a [`Task::ListFiles`].
+    Listed(Vec<TreeEntry>),
     Threw(RunError),
     Terminated,
     DeadlineBeforeTimer,
@@ -481,6 +298,7 @@ pub(super) enum Classified {
         rendered: Rendered,
         warnings: Vec<String>,
     },
+    Listed(Vec<TreeEntry>),
     /// Failed, timed out or out of memory, with the error saying which.
     Ended(RunStatus, RunError),
     Cancelled,
@@ -560,8 +378,9 @@ fn classify(
             ),
         ),
         Ended::Terminated | Ended::DeadlineBeforeTimer => timed_out(timeout),
-        Ended::Value { .. } | Ended::Threw(_) if fired => timed_out(timeout),
+        Ended::Value { .. } | Ended::Listed(_) | Ended::Threw(_) if fired => timed_out(timeout),
         Ended::Value { rendered, warnings } => Classified::Completed { rendered, warnings },
+        Ended::Listed(tree) => Classified::Listed(tree),
         Ended::Threw(error) => Classified::Ended(RunStatus::Failed, error),
     }
 }
@@ -665,7 +484,7 @@ fn evaluate<'s>(
 
 fn compile<'s>(scope: &mut v8::PinScope<'s, '_>, code: &str) -> Option<v8::Local<'s, v8::Script>> {
     let source = v8::String::new(scope, code)?;
-    let origin = web::script_origin(scope, SCRIPT_NAME)?;
+    let origin = layer::script_origin(scope, SCRIPT_NAME)?;
     v8::Script::compile(scope, source, Some(&origin))
 }
 
@@ -685,24 +504,23 @@ fn run_event_loop(
         if tc.is_execution_terminating() {
             return Err(Ended::Terminated);
         }
-        let fetching = web::host_pending(tc);
+        let waiting = capabilities::pending(tc);
         let next_timer = tc.get_slot::<Timers>().and_then(|timers| {
-            if fetching {
+            if waiting {
                 timers.next_due_any()
             } else {
                 timers.next_due()
             }
         });
-        if fetching {
-            // Requests and upstream calls are pending work like timers:
-            // wait for whichever comes first, in slices so a cancel is
-            // seen while waiting.
-            let until = next_timer
-                .unwrap_or(deadline)
-                .min(deadline)
-                .min(Instant::now() + FETCH_WAIT_SLICE);
-            if let Some(arrived) = web::wait_host(tc, until) {
-                web::deliver_host(tc, arrived);
+        if waiting {
+            // Host work is pending work like timers: wait for whichever
+            // comes first. A cancel ends the wait.
+            let until = next_timer.unwrap_or(deadline).min(deadline);
+            let next = tc
+                .get_slot_mut::<HostWork>()
+                .and_then(|work| work.next(until));
+            if let Some(delivery) = next {
+                delivery(tc);
                 continue;
             }
             if control.is_some_and(RunControl::is_cancelled) {

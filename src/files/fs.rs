@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{FileStore, FileStoreError, checked, file_key, verified};
+use super::{FileStore, FileStoreError, checked, verified};
+use crate::backends::content::ContentKey;
 use crate::tenant::Tenant;
 
 /// File bytes under a directory of the local file system.
@@ -54,7 +55,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
 #[async_trait]
 impl FileStore for DirFileStore {
     async fn put(&self, tenant: &Tenant, bytes: &Bytes) -> Result<String, FileStoreError> {
-        let key = file_key(bytes);
+        let key = ContentKey::of(bytes).to_string();
         let path = self.path_of(tenant, &key);
         let owned = bytes.clone();
         let written = key.clone();

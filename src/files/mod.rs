@@ -16,6 +16,7 @@ pub use fs::DirFileStore;
 pub use s3::S3FileStore;
 
 use crate::BoxError;
+use crate::backends::content::ContentKey;
 use crate::tenant::Tenant;
 
 /// Why a file's bytes could not be read or written.
@@ -49,7 +50,7 @@ pub enum FileStoreError {
 /// Where the bytes of `/work` files live.
 ///
 /// # Contract
-/// - Content-addressed: `put` stores bytes under [`file_key`] of them and
+/// - Content-addressed: `put` stores bytes under [`ContentKey::of`] of them and
 ///   returns it; a key already stored is not rewritten (idempotent), and
 ///   concurrent `put`s of the same bytes both succeed.
 /// - `put` is atomic: `get` sees all the bytes or none.
@@ -65,15 +66,9 @@ pub trait FileStore: Send + Sync + fmt::Debug + 'static {
     async fn get(&self, tenant: &Tenant, key: &str) -> Result<Option<Bytes>, FileStoreError>;
 }
 
-/// The lowercase-hex SHA-256 of `bytes`: a file's key.
-pub fn file_key(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(bytes))
-}
-
 /// `key` checked before it names a path or an object.
 pub(crate) fn checked(key: &str) -> Result<&str, FileStoreError> {
-    if crate::heap::is_lowercase_hex(key, 64) {
+    if ContentKey::parse(key).is_some() {
         Ok(key)
     } else {
         Err(FileStoreError::BadKey(key.to_owned()))
@@ -82,13 +77,9 @@ pub(crate) fn checked(key: &str) -> Result<&str, FileStoreError> {
 
 /// `bytes` if they hash to `key`.
 pub(crate) fn verified(key: &str, bytes: Bytes) -> Result<Bytes, FileStoreError> {
-    let actual = file_key(&bytes);
-    if actual == key {
-        Ok(bytes)
-    } else {
-        Err(FileStoreError::Corrupt {
-            key: key.to_owned(),
-            actual,
-        })
-    }
+    let key = ContentKey::parse(key).ok_or_else(|| FileStoreError::BadKey(key.to_owned()))?;
+    key.verify(bytes).map_err(|actual| FileStoreError::Corrupt {
+        key: key.into(),
+        actual: actual.into(),
+    })
 }

@@ -8,9 +8,10 @@ use aws_sdk_s3::Client;
 use aws_sdk_s3::primitives::ByteStream;
 use bytes::Bytes;
 
-use super::{FileStore, FileStoreError, checked, file_key, verified};
+use super::{FileStore, FileStoreError, checked, verified};
 use crate::BoxError;
-use crate::heap::{s3_get_object, s3_put_once};
+use crate::backends::content::ContentKey;
+use crate::backends::s3::{get_object as s3_get_object, put_once as s3_put_once};
 use crate::tenant::Tenant;
 
 /// File bytes in an S3 bucket, beside the heaps.
@@ -49,7 +50,7 @@ impl S3FileStore {
 #[async_trait]
 impl FileStore for S3FileStore {
     async fn put(&self, tenant: &Tenant, bytes: &Bytes) -> Result<String, FileStoreError> {
-        let key = file_key(bytes);
+        let key = ContentKey::of(bytes).to_string();
         let object = self.object_key(tenant, &key);
         let body = ByteStream::from(bytes.clone());
         s3_put_once(

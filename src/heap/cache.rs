@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::chunked::{ChunkRef, Manifest};
+use super::format::{ChunkRef, Manifest};
 use super::fs::CHUNKS;
 use super::lru::ByteLru;
 use super::{ChunkCache, FileHeapStore, HeapKey, HeapStore, HeapStoreError, Snapshot};

@@ -10,8 +10,8 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use async_trait::async_trait;
 
-use super::chunked::{self, ChunkError, ChunkRef, Manifest};
-use super::{HeapKey, HeapStore, HeapStoreError, Snapshot, chunks, verify_read};
+use super::format::{self, ChunkError, ChunkRef, Manifest};
+use super::{HeapKey, HeapStore, HeapStoreError, Snapshot, chunk_store, verify_read};
 use crate::tenant::Tenant;
 
 /// Heaps as files named by their key: the anonymous tenant's in the
@@ -302,19 +302,19 @@ impl FileHeapStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Self::backend(key, e)),
         };
-        if chunked::is_whole(&bytes) {
-            return chunks::whole(key, bytes.into()).map(|s| Some((s, None)));
+        if format::is_whole(&bytes) {
+            return chunk_store::whole(key, bytes.into()).map(|s| Some((s, None)));
         }
         if !Manifest::is_manifest(&bytes) {
             return verify_read(key, bytes.into()).map(|s| Some((s, None)));
         }
-        let manifest = chunks::decode(key, &bytes)?;
+        let manifest = chunk_store::decode(key, &bytes)?;
         let mut raw = HashMap::new();
         for chunk in manifest.distinct() {
             let stored = match std::fs::read(self.chunk_path(tenant, chunk)) {
                 Ok(stored) => stored,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    return Err(chunks::chunk_error(
+                    return Err(chunk_store::chunk_error(
                         key,
                         ChunkError::MissingChunk { key: chunk.key() },
                     ));
@@ -322,13 +322,13 @@ impl FileHeapStore {
                 Err(e) => return Err(Self::backend(key, e)),
             };
             let bytes =
-                chunked::decompress(chunk, &stored).map_err(|e| chunks::chunk_error(key, e))?;
+                format::decompress(chunk, &stored).map_err(|e| chunk_store::chunk_error(key, e))?;
             raw.insert(chunk.digest, bytes);
         }
         let payload = manifest
             .join(&raw)
-            .map_err(|e| chunks::chunk_error(key, e))?;
-        let snapshot = chunks::joined(key, &payload)?;
+            .map_err(|e| chunk_store::chunk_error(key, e))?;
+        let snapshot = chunk_store::joined(key, &payload)?;
         Ok(Some((snapshot, Some(manifest))))
     }
 

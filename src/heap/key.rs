@@ -3,16 +3,8 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
-/// Whether `text` is exactly `len` lowercase hex digits: the form of heap keys
-/// and session ids, safe as file names, object keys and header values.
-pub(crate) fn is_lowercase_hex(text: &str, len: usize) -> bool {
-    text.len() == len
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
+use crate::backends::content::{digest, is_lowercase_hex};
 
 /// Lowercase hex SHA-256 of a raw V8 snapshot payload: always 64 characters.
 ///
@@ -49,7 +41,7 @@ impl HeapKey {
 
     /// The key of a raw V8 payload.
     pub fn of_payload(payload: &[u8]) -> Self {
-        Self::from_digest(&Sha256::digest(payload).into())
+        Self::from_digest(&digest(payload))
     }
 
     pub(crate) fn from_digest(digest: &[u8; 32]) -> Self {

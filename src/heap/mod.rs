@@ -2,8 +2,8 @@
 //! [`HeapStore`] seam with its backends.
 
 mod cache;
-pub mod chunked;
-mod chunks;
+mod chunk_store;
+pub mod format;
 mod fs;
 mod key;
 mod lru;
@@ -15,14 +15,14 @@ use std::fmt;
 
 use async_trait::async_trait;
 
+pub(crate) use crate::backends::content::is_lowercase_hex;
+pub use crate::clock::{Clock, system_clock};
 pub use cache::WriteThroughCacheHeapStore;
-pub use chunks::{ChunkCache, Clock, generation_at, system_clock};
+pub use chunk_store::{ChunkCache, generation_at};
 pub use fs::{FileHeapStore, Swept};
-pub(crate) use key::is_lowercase_hex;
 pub use key::{HeapKey, InvalidHeapKey};
 pub use memory::MemoryCacheHeapStore;
 pub use s3::S3HeapStore;
-pub(crate) use s3::{get_object as s3_get_object, put_once as s3_put_once, status as s3_status};
 pub use snapshot::{HEADER_LEN, MAGIC, MIN_PAYLOAD_LEN, Snapshot, SnapshotError};
 
 use crate::BoxError;
@@ -50,7 +50,7 @@ pub enum HeapStoreError {
         key: HeapKey,
         /// What was wrong.
         #[source]
-        source: chunked::ChunkError,
+        source: format::ChunkError,
     },
     /// The backend itself failed (I/O, network, permissions).
     #[error("{store} heap store failed for heap {key}: {source}")]

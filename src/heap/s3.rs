@@ -3,20 +3,20 @@
 
 use async_trait::async_trait;
 use aws_sdk_s3::Client;
-use aws_sdk_s3::config::http::HttpResponse;
-use aws_sdk_s3::error::{DisplayErrorContext, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt, stream};
 
-use super::chunked::{self, ChunkRef, Manifest};
-use super::chunks::{self, ChunkCache, Clock, KnownChunks, NoChunkCache, PARALLEL};
+use super::chunk_store::{self, ChunkCache, KnownChunks, NoChunkCache, PARALLEL};
+use super::format::{self, ChunkRef, Manifest};
 use super::{
     HeapKey, HeapStore, HeapStoreError, Snapshot, generation_at, system_clock, verify_read,
 };
 use crate::BoxError;
+use crate::backends::s3::{get_object, put_once};
+use crate::clock::Clock;
 use crate::tenant::Tenant;
 
 /// Heaps in a bucket, under an optional key prefix.
@@ -75,66 +75,6 @@ impl S3HeapStore {
         let folder = tenant.heap_folder().unwrap_or_default();
         format!("{}chunks/{generation}/{folder}{}", self.prefix, chunk.key())
     }
-}
-
-/// HTTP status of a failed call, when the service answered at all.
-pub(crate) fn status<E>(error: &SdkError<E, HttpResponse>) -> Option<u16> {
-    error
-        .raw_response()
-        .map(|response| response.status().as_u16())
-}
-
-/// A failed call as the stores report it: the context chain names the
-/// operation, the status and the service code.
-fn failure<E>(error: SdkError<E, HttpResponse>) -> BoxError
-where
-    E: std::error::Error + Send + Sync + 'static,
-{
-    DisplayErrorContext(error).to_string().into()
-}
-
-/// Writes `body` under `key` unless an object is there already: keys of
-/// the content-addressed stores (heaps, bundles, files) name their bytes,
-/// so an object under one already holds them.
-pub(crate) async fn put_once(
-    client: &Client,
-    bucket: &str,
-    key: &str,
-    body: ByteStream,
-    content_type: &str,
-) -> Result<(), BoxError> {
-    let result = client
-        .put_object()
-        .bucket(bucket)
-        .key(key)
-        .body(body)
-        .content_type(content_type)
-        .if_none_match("*")
-        .send()
-        .await;
-    match result {
-        Ok(_) => Ok(()),
-        // 412: already stored. 409: a concurrent conditional write of the
-        // same key is in flight, writing the same bytes.
-        Err(e) if matches!(status(&e), Some(412 | 409)) => Ok(()),
-        Err(e) => Err(failure(e)),
-    }
-}
-
-/// The bytes and ETag of the object under `key`; `None` when there is none.
-pub(crate) async fn get_object(
-    client: &Client,
-    bucket: &str,
-    key: &str,
-) -> Result<Option<(Bytes, Option<String>)>, BoxError> {
-    let object = match client.get_object().bucket(bucket).key(key).send().await {
-        Ok(object) => object,
-        Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => return Ok(None),
-        Err(e) => return Err(failure(e)),
-    };
-    let etag = object.e_tag().map(str::to_owned);
-    let bytes = object.body.collect().await?;
-    Ok(Some((bytes.into_bytes(), etag)))
 }
 
 #[async_trait]
@@ -217,15 +157,15 @@ impl HeapStore for S3HeapStore {
                 Ok(None) => return Ok(None),
                 Err(source) => return Err(backend(key, source)),
             };
-        if chunked::is_whole(&bytes) {
-            return chunks::whole(key, bytes).map(Some);
+        if format::is_whole(&bytes) {
+            return chunk_store::whole(key, bytes).map(Some);
         }
         if !Manifest::is_manifest(&bytes) {
             return verify_read(key, bytes).map(Some);
         }
-        let manifest = chunks::decode(key, &bytes)?;
+        let manifest = chunk_store::decode(key, &bytes)?;
         let generation = manifest.generation;
-        let snapshot = chunks::gather("s3", tenant, &manifest, cache, |chunk| async move {
+        let snapshot = chunk_store::gather("s3", tenant, &manifest, cache, |chunk| async move {
             let object = self.chunk_key(tenant, generation, &chunk);
             Ok(get_object(&self.client, &self.bucket, &object)
                 .await?

@@ -2,11 +2,11 @@
 
 use std::sync::{Arc, OnceLock};
 
+use crate::backends::content::digest;
 use bytes::Bytes;
-use sha2::{Digest, Sha256};
 
 use super::HeapKey;
-use super::chunked::{self, Manifest, StoredChunk};
+use super::format::{self, Manifest, StoredChunk};
 
 /// The ten bytes every stored snapshot starts with.
 pub const MAGIC: &[u8; 10] = b"MCPV8SNAP\0";
@@ -71,7 +71,7 @@ impl Snapshot {
         if payload.len() < MIN_PAYLOAD_LEN {
             return Err(SnapshotError::PayloadTooSmall { len: payload.len() });
         }
-        let digest: [u8; 32] = Sha256::digest(payload).into();
+        let digest: [u8; 32] = digest(payload);
         Ok(Self::framing(HeapKey::from_digest(&digest), payload))
     }
 
@@ -122,14 +122,14 @@ impl Snapshot {
         self
     }
 
-    /// The stored form of a heap under [`chunked::WHOLE_BELOW`], kept
+    /// The stored form of a heap under [`format::WHOLE_BELOW`], kept
     /// whole and compressed in one object; `None` for a larger heap, which
     /// is stored as chunks.
     pub(crate) fn stored_whole(&self) -> Option<&Bytes> {
         self.whole
             .get_or_init(|| {
-                (self.payload().len() < chunked::WHOLE_BELOW)
-                    .then(|| Bytes::from(chunked::encode_whole(&self.key, self.payload())))
+                (self.payload().len() < format::WHOLE_BELOW)
+                    .then(|| Bytes::from(format::encode_whole(&self.key, self.payload())))
             })
             .as_ref()
     }
@@ -138,7 +138,7 @@ impl Snapshot {
     /// the payload, computed on first use.
     pub(crate) fn split(&self) -> &Split {
         self.split
-            .get_or_init(|| chunked::split_keyed(self.key.clone(), self.payload()))
+            .get_or_init(|| format::split_keyed(self.key.clone(), self.payload()))
     }
 
     /// Checks stored bytes: magic, payload size, checksum, and that the
@@ -157,7 +157,7 @@ impl Snapshot {
         let header_sum: [u8; 32] = framed[MAGIC.len()..HEADER_LEN]
             .try_into()
             .expect("header slice is 32 bytes");
-        let actual: [u8; 32] = Sha256::digest(payload).into();
+        let actual: [u8; 32] = digest(payload);
         if actual != header_sum {
             return Err(SnapshotError::ChecksumMismatch);
         }

@@ -11,11 +11,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use nodejs_semver::{Range, Version};
-use rolldown::{
-    Bundler, BundlerOptions, InputItem, IsExternal, OutputExports, OutputFormat, Platform,
-    ResolveOptions,
-};
-use rolldown_common::Output;
+use rolldown::{Bundler, BundlerOptions, InputItem, IsExternal, ResolveOptions};
 
 use super::bundle::{Bundle, Entry};
 use super::registry::{Manifest, Packument, Registry};
@@ -533,22 +529,7 @@ async fn bundle(
         Box::pin(async move { Ok(builtin) })
     })));
     let options = BundlerOptions {
-        input: Some(input),
-        cwd: Some(root.to_owned()),
-        format: Some(OutputFormat::Cjs),
-        // Runs have the Web platform, not Node's: packages' browser
-        // builds are the ones that work there.
-        platform: Some(Platform::Browser),
-        exports: Some(OutputExports::Named),
         external: Some(external),
-        define: Some(
-            [(
-                "process.env.NODE_ENV".to_owned(),
-                "\"production\"".to_owned(),
-            )]
-            .into_iter()
-            .collect(),
-        ),
         resolve: Some(ResolveOptions {
             condition_names: Some(
                 ["browser", "import", "require", "module", "default"]
@@ -558,7 +539,7 @@ async fn bundle(
             ..ResolveOptions::default()
         }),
         chunk_filenames: Some("c-[hash].js".to_owned().into()),
-        ..BundlerOptions::default()
+        ..super::bundler::options(input, root.to_owned())
     };
     let failed = |reason: String| InstallError::Bundle {
         name: name.to_owned(),
@@ -570,16 +551,7 @@ async fn bundle(
         .await
         .map_err(|e| failed(e.to_string()))?;
     let mut bundle = Bundle::new(name, version);
-    for asset in &output.assets {
-        let Output::Chunk(chunk) = asset else {
-            continue;
-        };
-        bundle
-            .files
-            .insert(chunk.filename.to_string(), chunk.code.clone());
-        if !chunk.is_entry {
-            continue;
-        }
+    for chunk in super::bundler::add_chunks(&mut bundle, &output.assets) {
         let Some(index) = chunk
             .name
             .strip_prefix('e')

@@ -7,6 +7,7 @@
 //! restore never needs the store again.
 
 mod bundle;
+mod bundler;
 mod fs;
 mod install;
 mod registry;
@@ -28,9 +29,11 @@ pub use install::{DEFAULT_REGISTRY, InstallOptions, NODE_BUILTINS, Prepared, pre
 pub use s3::S3PackageStore;
 pub use set::{PackageView, Packages, REFRESH, ResolveError, Resolved};
 pub use spec::{PackageSpec, SpecError};
+pub(crate) use url::{Fetching, Stopped, UrlFetch};
 pub use url::{UrlImportError, UrlModule, is_url};
 
 use crate::BoxError;
+use crate::backends::content::ContentKey;
 
 /// What is installed: one version of each package name, and its bundle.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -197,27 +200,24 @@ pub trait PackageStore: Send + Sync + fmt::Debug + 'static {
 
 /// The lowercase-hex SHA-256 of `bytes`: a bundle's key.
 pub fn bundle_key(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(bytes))
+    ContentKey::of(bytes).into()
 }
 
 /// `bytes` if they hash to `key`.
 pub(crate) fn verified(key: &str, bytes: Bytes) -> Result<Bytes, PackageStoreError> {
-    let actual = bundle_key(&bytes);
-    if actual == key {
-        Ok(bytes)
-    } else {
-        Err(PackageStoreError::Corrupt {
-            key: key.to_owned(),
-            reason: format!("its bytes hash to {actual}"),
-        })
-    }
+    let corrupt = |reason: String| PackageStoreError::Corrupt {
+        key: key.to_owned(),
+        reason,
+    };
+    let key = ContentKey::parse(key).ok_or_else(|| corrupt("not a bundle key".into()))?;
+    key.verify(bytes)
+        .map_err(|actual| corrupt(format!("its bytes hash to {actual}")))
 }
 
 /// Whether `key` looks like a bundle key (64 lowercase hex digits), so it
 /// can name a file or an object safely.
 pub(crate) fn valid_key(key: &str) -> bool {
-    crate::heap::is_lowercase_hex(key, 64)
+    ContentKey::parse(key).is_some()
 }
 
 /// Installs `specs` into `store`: each is prepared (resolved, downloaded,

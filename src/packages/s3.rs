@@ -12,7 +12,9 @@ use bytes::Bytes;
 use super::{
     PackageIndex, PackageStore, PackageStoreError, Revision, bundle_key, valid_key, verified,
 };
-use crate::heap::{s3_get_object, s3_put_once, s3_status};
+use crate::backends::s3::{
+    get_object as s3_get_object, put_once as s3_put_once, status as s3_status,
+};
 
 const STORE: &str = "s3";
 

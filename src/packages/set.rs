@@ -285,19 +285,17 @@ impl PackageView {
         })
     }
 
-    /// Resolves a module by URL: under the egress policy of `fetch`, from
-    /// this instance or the store when either has it, else fetched until
-    /// `deadline` ([`super::url::load`]).
-    pub fn resolve_url(
+    /// Resolves a module by URL: under the run's `fetch` policy, from this
+    /// instance or the store when either has it, else fetched within the
+    /// run's time ([`super::url::load`]).
+    pub(crate) fn resolve_url(
         &self,
         specifier: &str,
-        fetch: Option<&crate::egress::FetchConfig>,
-        deadline: Instant,
-        stop: &dyn Fn() -> bool,
+        fetch: super::url::UrlFetch<'_>,
     ) -> Result<Resolved, super::UrlImportError> {
         let known = self.urls.get(specifier).map(String::as_str);
         let dir = (!self.dir.as_os_str().is_empty()).then_some(self.dir.as_path());
-        let module = super::url::load(specifier, fetch, deadline, stop, dir, known)?;
+        let module = super::url::load(specifier, fetch, dir, known)?;
         let entry = module.bundle.entries.get(".").cloned().ok_or_else(|| {
             super::UrlImportError::Failed {
                 url: specifier.to_owned(),

@@ -6,7 +6,9 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -14,14 +16,14 @@ use rolldown::plugin::{
     HookLoadArgs, HookLoadOutput, HookLoadReturn, HookResolveIdArgs, HookResolveIdOutput,
     HookResolveIdReturn, HookUsage, Plugin, PluginContext, SharedLoadPluginContext,
 };
-use rolldown::{Bundler, BundlerOptions, InputItem, OutputExports, OutputFormat, Platform};
-use rolldown_common::{CodeSplittingMode, ModuleType, Output, ResolvedExternal};
+use rolldown::{Bundler, BundlerOptions, InputItem};
+use rolldown_common::{CodeSplittingMode, ModuleType, ResolvedExternal};
 use url::Url;
 
 use super::bundle::{Bundle, Entry};
 use super::install::is_builtin;
 use super::{bundle_key, valid_key, verified};
-use crate::egress::{FetchConfig, Getter, block_until};
+use crate::egress::{Client, Getter};
 
 /// Where records of fetched URLs are kept, under a bundle directory: one
 /// file per URL, named by the SHA-256 of the URL, holding its bundle's key.
@@ -66,6 +68,27 @@ pub enum UrlImportError {
         /// As imported.
         url: String,
     },
+}
+
+/// How a run fetches a module by URL: its `fetch` client (`None`: fetch is
+/// off; `Err`: the client could not be built, and why), its deadline, and
+/// a way to wait for the fetch within its time and cancel.
+pub(crate) struct UrlFetch<'a> {
+    pub(crate) client: Option<Result<Arc<Client>, String>>,
+    pub(crate) deadline: Instant,
+    pub(crate) wait: &'a mut dyn FnMut(Fetching) -> Result<Result<Bundle, String>, Stopped>,
+}
+
+/// A module's fetch and bundling, for [`UrlFetch::wait`] to run.
+pub(crate) type Fetching = Pin<Box<dyn Future<Output = Result<Bundle, String>> + Send>>;
+
+/// Why a wait for a module ended early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stopped {
+    /// The run's time ran out.
+    Deadline,
+    /// The run was cancelled.
+    Cancelled,
 }
 
 /// A module by URL, ready to load.
@@ -127,14 +150,12 @@ pub(super) fn cached(url: &str, dir: Option<&Path>, known: Option<&str>) -> Opti
 
 /// The module `specifier` names: checked against the egress policy first
 /// (a cached module too), then served from this instance when it has it,
-/// else fetched with its imports until `deadline` (or until `stop` says
-/// the run was cancelled), bundled, and kept under `dir` (without one, in
-/// this process only).
+/// else fetched with its imports within the run's time (or until it is
+/// cancelled), bundled, and kept under `dir` (without one, in this process
+/// only).
 pub(super) fn load(
     specifier: &str,
-    fetch: Option<&FetchConfig>,
-    deadline: Instant,
-    stop: &dyn Fn() -> bool,
+    fetch: UrlFetch<'_>,
     dir: Option<&Path>,
     known: Option<&str>,
 ) -> Result<UrlModule, UrlImportError> {
@@ -148,24 +169,23 @@ pub(super) fn load(
             url: specifier.to_owned(),
         });
     }
-    let Some(fetch) = fetch.filter(|f| f.enabled()) else {
+    let Some(client) = fetch.client else {
         return Err(UrlImportError::Off {
             url: specifier.to_owned(),
         });
     };
-    let getter = Getter::new(fetch, deadline).map_err(|e| failed(e.to_string()))?;
+    let getter = Getter::new(client.map_err(failed)?, fetch.deadline);
     getter.check(&url).map_err(|e| failed(e.to_string()))?;
     if let Some(module) = cached(specifier, dir, known) {
         return Ok(module);
     }
     let started = std::time::Instant::now();
-    let bundled = block_until(deadline, stop, bundle(Arc::new(getter), url))
-        .ok_or_else(|| {
+    let bundled = (fetch.wait)(Box::pin(bundle(Arc::new(getter), url)))
+        .map_err(|stopped| {
             let url = specifier.to_owned();
-            if stop() {
-                UrlImportError::Cancelled { url }
-            } else {
-                UrlImportError::Timeout { url }
+            match stopped {
+                Stopped::Cancelled => UrlImportError::Cancelled { url },
+                Stopped::Deadline => UrlImportError::Timeout { url },
             }
         })?
         .map_err(failed)?;
@@ -213,26 +233,14 @@ async fn bundle(getter: Arc<Getter>, url: Url) -> Result<Bundle, String> {
     // external, and the working directory is empty.
     let empty = std::env::temp_dir().join("mcp-v8-url-modules");
     std::fs::create_dir_all(&empty).map_err(|e| format!("{}: {e}", empty.display()))?;
+    let input = vec![InputItem {
+        name: Some("e0".into()),
+        import: url.to_string(),
+    }];
     let options = BundlerOptions {
-        input: Some(vec![InputItem {
-            name: Some("e0".into()),
-            import: url.to_string(),
-        }]),
-        cwd: Some(empty),
-        format: Some(OutputFormat::Cjs),
-        platform: Some(Platform::Browser),
-        exports: Some(OutputExports::Named),
         // One file: a later run needs nothing more from this instance.
         code_splitting: Some(CodeSplittingMode::Bool(false)),
-        define: Some(
-            [(
-                "process.env.NODE_ENV".to_owned(),
-                "\"production\"".to_owned(),
-            )]
-            .into_iter()
-            .collect(),
-        ),
-        ..BundlerOptions::default()
+        ..super::bundler::options(input, empty)
     };
     let plugin = Arc::new(UrlPlugin {
         getter,
@@ -251,24 +259,20 @@ async fn bundle(getter: Arc<Getter>, url: Url) -> Result<Bundle, String> {
             .unwrap_or_else(|| e.to_string())
     })?;
     let mut bundled = Bundle::new(url.as_str(), "");
-    for asset in &output.assets {
-        let Output::Chunk(chunk) = asset else {
-            continue;
-        };
-        bundled
-            .files
-            .insert(chunk.filename.to_string(), chunk.code.clone());
-        if chunk.is_entry {
-            bundled.entries.insert(
-                ".".into(),
-                Entry {
-                    file: chunk.filename.to_string(),
-                    // Browsers and Deno load modules by URL as ES modules.
-                    esm: true,
-                    wrapped: false,
-                },
-            );
-        }
+    let entries: Vec<String> = super::bundler::add_chunks(&mut bundled, &output.assets)
+        .into_iter()
+        .map(|chunk| chunk.filename.to_string())
+        .collect();
+    for file in entries {
+        bundled.entries.insert(
+            ".".into(),
+            Entry {
+                file,
+                // Browsers and Deno load modules by URL as ES modules.
+                esm: true,
+                wrapped: false,
+            },
+        );
     }
     if bundled.entries.is_empty() {
         return Err("the bundler made no entry of it".into());
@@ -437,27 +441,24 @@ mod tests {
     #[test]
     fn a_url_import_with_fetch_off_says_so_and_what_to_do() {
         let dir = tempfile::tempdir().unwrap();
-        let error = load(
-            "https://esm.sh/x",
-            None,
-            Instant::now(),
-            &|| false,
-            Some(dir.path()),
-            None,
-        )
-        .unwrap_err();
+        let mut wait = |_: Fetching| -> Result<Result<Bundle, String>, Stopped> {
+            panic!("nothing is fetched")
+        };
+        let fetch = UrlFetch {
+            client: None,
+            deadline: Instant::now(),
+            wait: &mut wait,
+        };
+        let error = load("https://esm.sh/x", fetch, Some(dir.path()), None).unwrap_err();
         let text = error.to_string();
         assert!(text.contains("MCP_V8_FETCH_ALLOW"), "{text}");
         assert!(text.contains("installed packages"), "{text}");
-        let error = load(
-            "ftp://a.example/x",
-            None,
-            Instant::now(),
-            &|| false,
-            Some(dir.path()),
-            None,
-        )
-        .unwrap_err();
+        let fetch = UrlFetch {
+            client: None,
+            deadline: Instant::now(),
+            wait: &mut wait,
+        };
+        let error = load("ftp://a.example/x", fetch, Some(dir.path()), None).unwrap_err();
         assert!(matches!(error, UrlImportError::Scheme { .. }), "{error}");
     }
 }

@@ -1,4 +1,5 @@
-//! Pieces of this server's resource URIs.
+//! This server's resource URIs (`mcp-v8://…`), built and taken apart in
+//! this one place.
 
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
@@ -18,6 +19,44 @@ pub fn segment(text: &str) -> String {
 
 /// The prefix of the files of heaps: `mcp-v8://heaps/{heap}/files/{+path}`.
 pub const HEAPS: &str = "mcp-v8://heaps/";
+/// The template of a heap's files.
+pub const HEAP_FILES_TEMPLATE: &str = "mcp-v8://heaps/{heap}/files/{+path}";
+/// The prefix of session logs: `mcp-v8://sessions/{name}/log`.
+pub const SESSIONS: &str = "mcp-v8://sessions/";
+/// After a session's name.
+pub const LOG: &str = "/log";
+/// The template of a session's log.
+pub const SESSION_LOG_TEMPLATE: &str = "mcp-v8://sessions/{name}/log";
+/// The prefix of execution records: `mcp-v8://executions/{id}`.
+pub const EXECUTIONS: &str = "mcp-v8://executions/";
+/// The template of an execution record.
+pub const EXECUTION_TEMPLATE: &str = "mcp-v8://executions/{id}";
+/// The prefix of an upstream server's declarations.
+const MCP_SERVERS: &str = "mcp-v8://mcp-servers/";
+const TOOLS_D_TS: &str = "/tools.d.ts";
+
+/// The URI of the log of session `name`.
+pub fn session_log_uri(name: &str) -> String {
+    format!("{SESSIONS}{}{LOG}", segment(name))
+}
+
+/// The name of `display()` block `index` (from 1) of an execution: not
+/// readable, only `/work` files are resources.
+pub fn display_uri(execution_id: &str, index: usize) -> String {
+    format!("{EXECUTIONS}{execution_id}/displays/{index}")
+}
+
+/// The resource URI of upstream `server`'s declarations.
+pub fn declarations_uri(server: &str) -> String {
+    format!("{MCP_SERVERS}{server}{TOOLS_D_TS}")
+}
+
+/// The server a declarations URI names, when it is one.
+pub fn server_of_declarations_uri(uri: &str) -> Option<&str> {
+    uri.strip_prefix(MCP_SERVERS)?
+        .strip_suffix(TOOLS_D_TS)
+        .filter(|name| !name.is_empty() && !name.contains('/'))
+}
 /// Between a heap's key and a file's path.
 pub const FILES: &str = "/files/";
 

@@ -15,10 +15,8 @@ use crate::protocol::mcp::{ReadResourceResult, ResourceContents};
 use crate::protocol::uri::{FILES, HEAPS, file_uri};
 use crate::tools::{CallContext, MAX_READ_FILE_BYTES, Toolbox};
 
-/// The template `resources/templates/list` gives.
-pub(super) const TEMPLATE: &str = "mcp-v8://heaps/{heap}/files/{+path}";
-
-/// A heap and an absolute path under `/work`, from a URI of [`TEMPLATE`].
+/// A heap and an absolute path under `/work`, from a URI of
+/// [`crate::protocol::uri::HEAP_FILES_TEMPLATE`].
 pub(super) fn parse(uri: &str) -> Option<(HeapKey, String)> {
     let rest = uri.strip_prefix(HEAPS)?;
     let (heap, path) = rest.split_once(FILES).or_else(|| {

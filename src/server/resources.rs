@@ -20,9 +20,6 @@ use crate::session::LogicalSession;
 use crate::tools::{CallContext, ExecutionView, Toolbox};
 use crate::upstream::catalog;
 
-const SESSIONS: &str = "mcp-v8://sessions/";
-const LOG: &str = "/log";
-const EXECUTIONS: &str = "mcp-v8://executions/";
 const JSON: &str = "application/json";
 const TYPESCRIPT: &str = "application/typescript";
 /// Resources per `resources/list` page.
@@ -30,7 +27,7 @@ const PAGE: usize = 100;
 
 /// The URI of a session's log.
 fn log_uri(name: &LogicalSession) -> String {
-    format!("{SESSIONS}{}{LOG}", uri::segment(name.as_str()))
+    uri::session_log_uri(name.as_str())
 }
 
 /// The templates: a session's log, a file of a heap's /work, an execution
@@ -39,7 +36,7 @@ pub(super) fn templates() -> ListResourceTemplatesResult {
     ListResourceTemplatesResult {
         resource_templates: vec![
             ResourceTemplate {
-                uri_template: "mcp-v8://sessions/{name}/log",
+                uri_template: uri::SESSION_LOG_TEMPLATE,
                 name: "session-log",
                 title: "Session log",
                 description: "The runs logged in one of your logical sessions, oldest first (the first 1000 \
@@ -47,7 +44,7 @@ entries or about 1 MiB; list_session_snapshots pages further). {name} is the ses
                 mime_type: JSON,
             },
             ResourceTemplate {
-                uri_template: super::heap_files::TEMPLATE,
+                uri_template: uri::HEAP_FILES_TEMPLATE,
                 name: "heap-file",
                 title: "File of a heap's /work",
                 description: "A file or directory of /work as one of your heaps holds it (the heap key run_js \
@@ -56,7 +53,7 @@ a directory as JSON listing its entries with their URIs. Files up to about 3.7 M
                 mime_type: "application/octet-stream",
             },
             ResourceTemplate {
-                uri_template: "mcp-v8://executions/{id}",
+                uri_template: uri::EXECUTION_TEMPLATE,
                 name: "execution",
                 title: "Execution record",
                 description: "The recorded outcome of one of your run_js calls, by its execution_id, until it \
@@ -140,15 +137,15 @@ fn parse(uri: &str) -> Option<Named> {
     if let Some(server) = catalog::server_of_uri(uri) {
         return Some(Named::Declarations(server.to_owned()));
     }
-    if let Some(rest) = uri.strip_prefix(SESSIONS) {
-        let encoded = rest.strip_suffix(LOG)?;
+    if let Some(rest) = uri.strip_prefix(uri::SESSIONS) {
+        let encoded = rest.strip_suffix(uri::LOG)?;
         if encoded.contains('/') {
             return None;
         }
         let name = percent_decode_str(encoded).decode_utf8().ok()?;
         return LogicalSession::parse(&name).ok().map(Named::Log);
     }
-    let id = uri.strip_prefix(EXECUTIONS)?;
+    let id = uri.strip_prefix(uri::EXECUTIONS)?;
     id.parse().ok().map(Named::Execution)
 }
 
@@ -213,7 +210,9 @@ pub(super) async fn read(
             };
             let listed = {
                 let server = server.clone();
-                crate::egress::runtime()
+                upstreams
+                    .runtime()
+                    .clone()
                     .spawn(async move { upstreams.tools(&server).await })
                     .await
             };

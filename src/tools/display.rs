@@ -159,11 +159,7 @@ fn block_of(displayed: &Displayed, bytes: &[u8], index: usize, target: &Target<'
     let uri = match (displayed.path.as_deref(), target.heap) {
         (Some(path), Some(heap)) => file_uri(heap, path),
         // Names the block; not readable: only /work files are resources.
-        _ => format!(
-            "mcp-v8://executions/{}/displays/{}",
-            target.execution_id,
-            index + 1
-        ),
+        _ => crate::protocol::uri::display_uri(&target.execution_id.to_string(), index + 1),
     };
     Content::Resource {
         resource: ResourceContents {

@@ -286,12 +286,6 @@ fn rfc3339(unix_millis: i128) -> String {
         .unwrap_or_default()
 }
 
-fn now_millis() -> i128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i128)
-}
-
 /// A run as the arguments ask for it, checked.
 struct Planned {
     request: RunRequest,
@@ -497,15 +491,15 @@ pub(super) async fn call(
     if let Some(name) = &planned.logical_session {
         span.record("logical_session", name.as_str());
     }
-    let started = now_millis();
+    let started = crate::clock::unix_now_millis();
     let request = std::mem::take(&mut planned.request);
     let report = match toolbox.engine.run(request).await {
         Ok(report) => report,
         Err(e) => return CallToolResult::error(e.to_string()),
     };
-    let completed_at = now_millis();
+    let completed_at = crate::clock::unix_now_millis();
     let mut outcome = report.outcome;
-    let display = report.display;
+    let repl = report.repl;
     let displays = report.displays;
     span.record("execution_id", outcome.execution_id.to_string());
     span.record("status", outcome.status.as_str());
@@ -534,7 +528,7 @@ pub(super) async fn call(
         }
     }
     let is_error = outcome.status != RunStatus::Completed || metadata_failed;
-    with_displays(outcome, display, displays, is_error, structured)
+    with_displays(outcome, repl, displays, is_error, structured)
 }
 
 /// Room kept for the warnings that blocks which do not fit add to the text.
@@ -544,15 +538,15 @@ const DISPLAY_WARNINGS_ROOM: usize = 64 * 1024;
 /// many as fit one response after the run's own text (docs/tools.md).
 fn with_displays(
     mut outcome: RunOutcome,
-    display: Option<String>,
+    repl: Option<String>,
     displays: Vec<crate::engine::Displayed>,
     is_error: bool,
     structured: bool,
 ) -> CallToolResult {
     if displays.is_empty() {
-        return fitted(outcome, display, is_error, structured);
+        return fitted(outcome, repl, is_error, structured);
     }
-    let text = fitted(outcome.clone(), display.clone(), is_error, structured);
+    let text = fitted(outcome.clone(), repl.clone(), is_error, structured);
     let room = MAX_RESULT_JSON_BYTES
         .saturating_sub(result_json_len(&text))
         .saturating_sub(DISPLAY_WARNINGS_ROOM);
@@ -571,7 +565,7 @@ fn with_displays(
         text
     } else {
         outcome.warnings.extend(shown.warnings);
-        fitted(outcome, display, is_error, structured)
+        fitted(outcome, repl, is_error, structured)
     };
     result.content.extend(shown.content);
     result
@@ -583,15 +577,15 @@ fn with_displays(
 /// JSON cannot tell apart. docs/tools.md says what each holds.
 fn shaped(
     outcome: &RunOutcome,
-    display: Option<&str>,
+    repl: Option<&str>,
     is_error: bool,
     structured: bool,
 ) -> CallToolResult {
     let json = serde_json::to_value(outcome).expect("outcomes serialize");
-    let text = match display {
-        Some(display) if outcome.status == RunStatus::Completed => {
+    let text = match repl {
+        Some(repl) if outcome.status == RunStatus::Completed => {
             let mut shown = json.clone();
-            shown["result"] = display.into();
+            shown["result"] = repl.into();
             shown.to_string()
         }
         _ => json.to_string(),
@@ -606,13 +600,13 @@ fn shaped(
 /// keeps them as they were.
 fn fitted(
     mut outcome: RunOutcome,
-    mut display: Option<String>,
+    mut repl: Option<String>,
     is_error: bool,
     structured: bool,
 ) -> CallToolResult {
     let mut cut = false;
     loop {
-        let result = shaped(&outcome, display.as_deref(), is_error, structured);
+        let result = shaped(&outcome, repl.as_deref(), is_error, structured);
         if fits_one_response(&result) {
             return result;
         }
@@ -621,7 +615,7 @@ fn fitted(
             .result
             .as_ref()
             .map_or(0, String::len)
-            .max(display.as_ref().map_or(0, String::len));
+            .max(repl.as_ref().map_or(0, String::len));
         if output_len.max(result_len) < 1024 {
             // Nothing left to cut: the generic limit answers.
             return result;
@@ -642,7 +636,7 @@ fn fitted(
         } else {
             let half = |text: String| cap_text(text, result_len / 2, "result");
             outcome.result = outcome.result.take().map(half);
-            display = display.take().map(half);
+            repl = repl.take().map(half);
         }
     }
 }

@@ -23,7 +23,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tower::ServiceExt;
 
-use super::{App, router};
+use super::routes::{App, router};
 use crate::protocol::jsonrpc::code;
 use crate::protocol::mcp::{header as names, meta, method};
 use axum::Router;

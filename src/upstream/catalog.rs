@@ -23,17 +23,7 @@ const LIST_TIMEOUT: Duration = Duration::from_secs(5);
 /// before the next `tools/list` tries again.
 const RETRY_AFTER: Duration = Duration::from_secs(60);
 
-/// The resource URI of `server`'s declarations.
-pub fn declarations_uri(server: &str) -> String {
-    format!("mcp-v8://mcp-servers/{server}/tools.d.ts")
-}
-
-/// The server a declarations URI names, when it is one.
-pub fn server_of_uri(uri: &str) -> Option<&str> {
-    uri.strip_prefix("mcp-v8://mcp-servers/")?
-        .strip_suffix("/tools.d.ts")
-        .filter(|name| !name.is_empty() && !name.contains('/'))
-}
+pub use crate::protocol::uri::{declarations_uri, server_of_declarations_uri as server_of_uri};
 
 /// `run_js`'s paragraph about the upstreams: listed once per instance, and
 /// again after [`RETRY_AFTER`] when a server could not be listed.
@@ -52,7 +42,7 @@ pub async fn describe(upstreams: &Arc<Upstreams>) -> String {
         .into_iter()
         .map(|name| {
             let upstreams = upstreams.clone();
-            let task = crate::egress::runtime().spawn({
+            let task = upstreams.runtime().clone().spawn({
                 let name = name.clone();
                 async move { tokio::time::timeout(LIST_TIMEOUT, upstreams.tools(&name)).await }
             });

@@ -1,20 +1,21 @@
-//! One MCP client per upstream and process (rmcp over Streamable HTTP),
-//! shared by every run the process serves and kept between them.
+//! One MCP client per upstream (rmcp over Streamable HTTP), made by the
+//! host for its settings and shared by every run it serves.
 //!
 //! # Contract
 //! - A connection negotiates the era: `server/discover` (2026-07-28), and
 //!   `initialize` when the upstream is of the session era. A closed one is
 //!   replaced on the next call; a call is never retried, since a tool may
 //!   not be idempotent.
-//! - Everything here runs on the egress runtime ([`crate::egress::runtime`]),
-//!   where the connections' own tasks live: callers spawn onto it.
+//! - Everything here runs on the runtime the host passed in
+//!   ([`Upstreams::runtime`]), where the connections' own tasks live:
+//!   callers on other threads spawn onto it.
 //! - A call's future, dropped, cancels the call at the upstream (rmcp sends
 //!   `notifications/cancelled`, or closes the stream in the 2026-07-28 era).
 //! - Errors name the server and tool and never hold the upstream's URL or
 //!   header values ([`Server::scrub`]).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
@@ -150,6 +151,7 @@ pub struct Upstreams {
     servers: BTreeMap<String, Arc<Server>>,
     /// `run_js`'s lines about them, once listed ([`super::catalog`]).
     pub(super) catalog: tokio::sync::Mutex<Option<super::Cached>>,
+    runtime: tokio::runtime::Handle,
 }
 
 impl std::fmt::Debug for Upstreams {
@@ -161,32 +163,26 @@ impl std::fmt::Debug for Upstreams {
 }
 
 impl Upstreams {
-    /// The process's upstreams for `config`: built once per configuration,
-    /// so every run of the process shares the connections.
-    pub fn shared(config: &UpstreamConfig) -> Result<Arc<Self>, String> {
-        type Built = Vec<(UpstreamConfig, Arc<Upstreams>)>;
-        static SHARED: OnceLock<Mutex<Built>> = OnceLock::new();
-        let shared = SHARED.get_or_init(Default::default);
-        let mut shared = shared.lock().unwrap_or_else(PoisonError::into_inner);
-        let same = |c: &UpstreamConfig| {
-            c.servers == config.servers
-                && c.runtime_api == config.runtime_api
-                && c.max_response_mb == config.max_response_mb
-        };
-        if let Some((_, found)) = shared.iter().find(|(c, _)| same(c)) {
-            return Ok(found.clone());
-        }
+    /// The upstreams of `config`, whose connections run on `runtime`.
+    pub fn new(
+        config: &UpstreamConfig,
+        runtime: tokio::runtime::Handle,
+    ) -> Result<Arc<Self>, String> {
         let mut servers = BTreeMap::new();
         for (name, server) in &config.servers {
-            let built = Server::new(name, server, config)?;
+            let built = Server::new(name, server, config, &runtime)?;
             servers.insert(name.clone(), Arc::new(built));
         }
-        let upstreams = Arc::new(Self {
+        Ok(Arc::new(Self {
             servers,
             catalog: tokio::sync::Mutex::new(None),
-        });
-        shared.push((config.clone(), upstreams.clone()));
-        Ok(upstreams)
+            runtime,
+        }))
+    }
+
+    /// The runtime the connections live on.
+    pub fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.runtime
     }
 
     /// The servers' names, sorted.
@@ -212,14 +208,14 @@ impl Upstreams {
     }
 
     /// The tools of `server`, listed once per process (again when a call
-    /// names a tool the list lacks). Runs on the egress runtime.
+    /// names a tool the list lacks). Runs on [`Self::runtime`].
     pub async fn tools(&self, server: &str) -> Result<Arc<Vec<ToolInfo>>, CallError> {
         self.server(server)?.tools(false).await
     }
 
     /// Calls `tool` of `server` with `args`, at most for `timeout`: the
     /// result's value (see [`value_of`]). Logs one event per call, without
-    /// arguments or results. Runs on the egress runtime.
+    /// arguments or results. Runs on [`Self::runtime`].
     pub async fn call(
         &self,
         server: &str,
@@ -319,7 +315,12 @@ struct Server {
 }
 
 impl Server {
-    fn new(name: &str, server: &UpstreamServer, config: &UpstreamConfig) -> Result<Self, String> {
+    fn new(
+        name: &str,
+        server: &UpstreamServer,
+        config: &UpstreamConfig,
+        runtime: &tokio::runtime::Handle,
+    ) -> Result<Self, String> {
         let runtime_api = config.runtime_api.as_deref();
         let url = Url::parse(&server.url).map_err(|e| format!("server {name:?}: {e}"))?;
         let origin = url.origin().ascii_serialization();
@@ -348,7 +349,7 @@ impl Server {
         // Longest first, so a value containing another is scrubbed whole.
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         let client = {
-            let _entered = crate::egress::runtime().enter();
+            let _entered = runtime.enter();
             reqwest_013::Client::builder()
                 // The proxy variables would send requests around the policy.
                 .no_proxy()
@@ -659,6 +660,7 @@ mod tests {
 
     #[test]
     fn messages_never_hold_the_url_or_header_values() {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
         let server = Server::new(
             "gh",
             &UpstreamServer {
@@ -666,6 +668,7 @@ mod tests {
                 headers: [("Authorization".into(), "Bearer tok-123456".into())].into(),
             },
             &UpstreamConfig::off(),
+            runtime.handle(),
         )
         .unwrap();
         let scrubbed = server.scrub(

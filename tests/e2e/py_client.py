@@ -203,13 +203,17 @@ async def surface(url: str) -> None:
             print(json.dumps({"event": "done", "progress": len(seen)}))
 
 
-if len(sys.argv) > 2 and sys.argv[2] == "files":
-    asyncio.run(files(sys.argv[1]))
-elif len(sys.argv) > 2 and sys.argv[2] == "surface":
-    asyncio.run(surface(sys.argv[1]))
-elif len(sys.argv) > 3 and sys.argv[2] == "stdio":
-    asyncio.run(stdio(sys.argv[1], sys.argv[3]))
-elif len(sys.argv) > 2 and sys.argv[2] == "continue":
-    asyncio.run(continue_sessions(sys.argv[1]))
-else:
-    asyncio.run(main(sys.argv[1]))
+MODES = {
+    "counter": lambda: main(sys.argv[1]),
+    "files": lambda: files(sys.argv[1]),
+    "surface": lambda: surface(sys.argv[1]),
+    "stdio": lambda: stdio(sys.argv[1], sys.argv[3]),
+    "continue": lambda: continue_sessions(sys.argv[1]),
+}
+mode = sys.argv[2] if len(sys.argv) > 2 else None
+if mode not in MODES:
+    # A removed or misspelt mode must fail its test, not run another flow.
+    sys.exit(f"py_client.py: unknown mode {mode!r}; the modes are: {', '.join(MODES)}")
+asyncio.run(MODES[mode]())
+# The last line says which flow ran, for the test to check.
+print(json.dumps({"event": "exit", "mode": mode}))

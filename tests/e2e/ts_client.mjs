@@ -333,5 +333,13 @@ sums.reduce((x, y) => x + y, 0)`,
   await transport.close();
 }
 
-await ({ replay, tools, counter, surface, continue: continueSessions, stdio, packages, files, codemode }[mode] ?? counter)();
+const modes = { replay, tools, counter, surface, continue: continueSessions, stdio, packages, files, codemode };
+if (!Object.hasOwn(modes, mode)) {
+  // A removed or misspelt mode must fail its test, not run another flow.
+  console.error(`ts_client.mjs: unknown mode ${JSON.stringify(mode)}; the modes are: ${Object.keys(modes).join(", ")}`);
+  process.exit(2);
+}
+await modes[mode]();
+// The last line says which flow ran, for the test to check.
+console.log(JSON.stringify({ event: "exit", mode }));
 process.exit(0);

@@ -206,7 +206,7 @@ impl heap_conformance::Raw for S3Raw {
     async fn chunks(&self, tenant: &Tenant) -> Vec<String> {
         // The chunk key of a sample digest shows where this tenant's
         // chunks of a day live: all but the digest.
-        let sample = mcp_v8_lambda::heap::chunked::ChunkRef {
+        let sample = mcp_v8_lambda::heap::format::ChunkRef {
             digest: [0; 32],
             len: 0,
         };

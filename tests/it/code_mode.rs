@@ -612,11 +612,11 @@ fn bad_upstream_settings_stop_the_server_without_echoing_credentials() {
     )])
     .unwrap();
     assert_eq!(
-        config.upstream.servers.keys().collect::<Vec<_>>(),
+        config.mcp.servers.keys().collect::<Vec<_>>(),
         ["gh"],
         "a file path is read"
     );
-    assert_eq!(config.upstream.max_calls, UpstreamConfig::DEFAULT_MAX_CALLS);
+    assert_eq!(config.mcp.max_calls, UpstreamConfig::DEFAULT_MAX_CALLS);
 }
 
 /// `serve`: run_js's description names each server and its tools, a

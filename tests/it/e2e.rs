@@ -112,8 +112,14 @@ fn python_modern() -> Command {
     client_command(venv.to_str().unwrap(), &["py_modern_client.py"])
 }
 
-/// Runs a client to completion and returns its last JSON line.
+/// Runs a client to completion and returns its result, the last JSON
+/// line of its flow. `ts_client.mjs` and `py_client.py` end with a line
+/// naming the flow that ran, which must be the one asked for.
 pub(crate) fn finish(mut command: Command) -> Value {
+    let args: Vec<String> = command
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     let output = command.output().expect("running the client");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
@@ -122,11 +128,32 @@ pub(crate) fn finish(mut command: Command) -> Value {
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
-    let last = stdout
-        .lines()
-        .last()
-        .expect("the client printed its result");
+    let mut lines = stdout.lines().rev();
+    if matches!(
+        args.first().map(String::as_str),
+        Some("ts_client.mjs" | "py_client.py")
+    ) {
+        let exit: Value = serde_json::from_str(lines.next().expect("the exit line")).unwrap();
+        assert_eq!(exit["event"], "exit", "{stdout}");
+        assert_eq!(
+            exit["mode"].as_str(),
+            args.get(2).map(String::as_str),
+            "{stdout}"
+        );
+    }
+    let last = lines.next().expect("the client printed its result");
     serde_json::from_str(last).unwrap()
+}
+
+#[test]
+fn a_client_asked_for_a_flow_it_does_not_have_fails() {
+    for mut command in [node(), python()] {
+        command.args(["http://127.0.0.1:9/mcp", "no-such-flow"]);
+        let output = command.output().expect("running the client");
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("unknown mode"), "{stderr}");
+    }
 }
 
 #[test]
@@ -354,11 +381,13 @@ fn sigkill_under_load_leaves_every_logged_heap_stored_and_verifiable() {
     let url = serve.url();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
+    let answered = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let sessions: Vec<String> = (0..8).map(|i| format!("kill-{i}")).collect();
     let clients: Vec<_> = sessions
         .iter()
         .map(|session| {
             let (url, session, stop) = (url.clone(), session.clone(), stop.clone());
+            let answered = answered.clone();
             runtime.spawn(async move {
                 let http = reqwest::Client::new();
                 let (mut heap, mut runs) = (None::<String>, 0u64);
@@ -373,6 +402,7 @@ fn sigkill_under_load_leaves_every_logged_heap_stored_and_verifiable() {
                         Ok(outcome) => {
                             heap = outcome["heap"].as_str().map(str::to_owned);
                             runs += 1;
+                            answered.fetch_add(1, Ordering::Relaxed);
                         }
                         // The kill cuts requests off mid-flight.
                         Err(_) => break,
@@ -382,8 +412,16 @@ fn sigkill_under_load_leaves_every_logged_heap_stored_and_verifiable() {
             })
         })
         .collect();
-    // Let every client get some runs in, then kill the process outright.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Once the clients have had runs answered, kill the process outright.
+    let started = Instant::now();
+    while answered.load(Ordering::Relaxed) < 16 {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the load never got going: {} runs answered",
+            answered.load(Ordering::Relaxed)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     serve.restart();
     stop.store(true, Ordering::Relaxed);
     let runs: u64 = clients
@@ -395,6 +433,7 @@ fn sigkill_under_load_leaves_every_logged_heap_stored_and_verifiable() {
     let heaps = mcp_v8_lambda::heap::FileHeapStore::new(dir.path().join("heaps"));
     let http = reqwest::Client::new();
     let mut logged = 0;
+    let mut verified = 0;
     for session in &sessions {
         let log = runtime
             .block_on(call_2026(
@@ -424,14 +463,20 @@ fn sigkill_under_load_leaves_every_logged_heap_stored_and_verifiable() {
                     matches!(stored, Ok(Some(_))),
                     "{session} entry {i}: {field} {key} is stored and verifies: {stored:?}"
                 );
+                verified += 1;
             }
         }
         logged += entries.len();
     }
     eprintln!(
-        "SIGKILL under load: {runs} runs answered, {logged} log entries, every heap verified"
+        "SIGKILL under load: {runs} runs answered, {logged} log entries, {verified} heaps verified"
     );
     assert!(logged >= 8, "{logged} entries logged");
+    // Every logged run of these stateful clients made a heap.
+    assert!(
+        verified >= logged,
+        "{verified} heaps verified of {logged} entries"
+    );
 }
 
 /// The official conformance suite against `serve`, once per protocol
@@ -520,6 +565,9 @@ fn drive(url: &str, mode: &str, mut restart: impl FnMut()) -> Vec<Value> {
         client.wait().unwrap().success(),
         "client failed after events {events:?}"
     );
+    // The last line names the flow that ran: the one asked for.
+    let exit = events.pop().expect("the exit line");
+    assert_eq!(exit, serde_json::json!({ "event": "exit", "mode": mode }));
     events
 }
 

@@ -887,7 +887,7 @@ async fn a_console_value_past_64_kib_is_cut_with_a_marker() {
         "{}",
         &output[output.len() - 200..]
     );
-    let display = report.display.expect("a displayed value");
+    let display = report.repl.expect("a displayed value");
     assert!(
         display.contains("[cut: a string of 100000 characters"),
         "{}",

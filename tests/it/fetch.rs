@@ -709,7 +709,7 @@ async fn serve_logs_requests_without_their_headers() {
 #[tokio::test]
 async fn run_js_describes_the_egress_policy_in_force() {
     let mut config = crate::common::test_config(3600, false);
-    config.egress = config_from_env(&[(
+    config.fetch = config_from_env(&[(
         "MCP_V8_FETCH_ALLOW",
         "https://api.example.com, https://*.example.org",
     )]);
@@ -736,7 +736,7 @@ fn config_from_env(vars: &[(&str, &str)]) -> FetchConfig {
         .collect();
     mcp_v8_lambda::config::Config::from_lookup(|name| vars.get(name).cloned())
         .unwrap()
-        .egress
+        .fetch
 }
 
 #[test]

@@ -322,7 +322,7 @@ async fn a_tenants_files_are_its_own() {
     .await;
     let heap = outcome.heap.unwrap();
     // The bytes are in alice's namespace only.
-    let key = mcp_v8_lambda::files::file_key(b"alice only");
+    let key = mcp_v8_lambda::backends::content::ContentKey::of(b"alice only").to_string();
     assert!(stores.files.get(&alice, &key).await.unwrap().is_some());
     for other in [Tenant::of_principal("bob"), Tenant::anonymous()] {
         assert!(stores.files.get(&other, &key).await.unwrap().is_none());
@@ -368,6 +368,12 @@ async fn the_calls_files_are_in_work_before_the_code_runs() {
             .unwrap()
             .outcome;
         assert_eq!(completed(code, &outcome), "[\"a,b\\n1,2\\n\",[0,1,255]]");
+        // A stateful engine made a heap; a stateless one none.
+        assert_eq!(
+            outcome.heap.is_some(),
+            engine.heaps().is_some(),
+            "{outcome:?}"
+        );
         if let Some(heap) = &outcome.heap {
             // Kept with the heap like any file the code wrote.
             let code = "require('fs').readdirSync('in').join()";

@@ -468,7 +468,10 @@ async fn a_sweep_removes_old_heaps_and_only_the_chunks_no_other_heap_names() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_retention_setting_sweeps_the_embedded_store() {
     use mcp_v8_lambda::config::Config;
-    for (days, kept) in [(None, true), (Some("2"), false)] {
+    // Deletion first: the kept case then waits three times as long as the
+    // sweep took to delete, so a heap kept only by a late sweep fails it.
+    let mut swept_in = std::time::Duration::ZERO;
+    for (days, kept) in [(Some("2"), false), (None, true)] {
         let dir = tempfile::tempdir().unwrap();
         let files = FileHeapStore::new(dir.path().join("heaps"));
         let heap = sample_snapshot(60);
@@ -483,11 +486,17 @@ async fn the_retention_setting_sweeps_the_embedded_store() {
         .unwrap();
         let _app = mcp_v8_lambda::app::app(&config, dir.path(), None).unwrap();
         let path = files.path_of(&Tenant::anonymous(), heap.key());
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while path.exists() != kept && std::time::Instant::now() < deadline {
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let started = std::time::Instant::now();
+        if kept {
+            let wait = (swept_in * 3).max(std::time::Duration::from_secs(1));
+            tokio::time::sleep(wait).await;
+        } else {
+            let deadline = started + std::time::Duration::from_secs(10);
+            while path.exists() && std::time::Instant::now() < deadline {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            swept_in = started.elapsed();
         }
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         assert_eq!(path.exists(), kept, "retention {days:?}");
     }
 }

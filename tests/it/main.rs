@@ -41,6 +41,7 @@ mod sessionless;
 mod stdio;
 mod tenancy;
 mod tools;
+mod tree;
 mod url_modules;
 mod warm;
 mod web;

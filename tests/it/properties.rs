@@ -361,7 +361,7 @@ proptest! {
                 ),
                 "{value}: {outcome:?}"
             );
-            for text in [outcome.result.as_deref(), report.display.as_deref()].into_iter().flatten() {
+            for text in [outcome.result.as_deref(), report.repl.as_deref()].into_iter().flatten() {
                 prop_assert!(text.len() <= 4096 + 128, "{value}: {} bytes", text.len());
             }
             if outcome.status == RunStatus::Completed && value == "'a'.repeat(10)" {

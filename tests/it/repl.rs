@@ -351,7 +351,7 @@ async fn values_are_displayed_as_a_repl_shows_them_in_every_mode() {
     let check = |engine_report: RunReport, code: &str, shown: &str, result: Option<&str>| {
         let outcome = &engine_report.outcome;
         assert_eq!(outcome.status, RunStatus::Completed, "{code}: {outcome:#?}");
-        assert_eq!(engine_report.display.as_deref(), Some(shown), "{code}");
+        assert_eq!(engine_report.repl.as_deref(), Some(shown), "{code}");
         assert_eq!(outcome.result.as_deref(), result, "{code}");
     };
     for engine in &modes.stateless {

@@ -258,7 +258,19 @@ async fn a_cancelled_run_stops_its_worker_and_the_next_run_gets_a_new_one() {
         )
     };
     let (engine, running) = run;
-    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    // The worker running the loop, once it is there.
+    let started = std::time::Instant::now();
+    let cancelled_pid = loop {
+        if let [pid] = worker_pids(&f.program)[..] {
+            break pid;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "no worker started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     control.cancel();
     let report = tokio::time::timeout(std::time::Duration::from_secs(60), running)
         .await
@@ -278,6 +290,11 @@ async fn a_cancelled_run_stops_its_worker_and_the_next_run_gets_a_new_one() {
         .unwrap();
     assert_eq!(next.outcome.status, RunStatus::Completed);
     assert_eq!(next.outcome.result.as_deref(), Some("42"));
+    let live = worker_pids(&f.program);
+    assert!(
+        !live.contains(&cancelled_pid) && live.len() == 1,
+        "the cancelled run's worker {cancelled_pid} is gone and a new one ran the next: {live:?}"
+    );
 }
 
 /// A run in an engine worker reports its console lines while it executes,

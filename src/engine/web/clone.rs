@@ -2,10 +2,10 @@
 
 use v8::{MapFnTo, ValueDeserializerHelper as _, ValueSerializerHelper as _};
 
-use super::bytes::{array_buffer, bytes_of};
-use super::registry::Natives;
+use crate::engine::layer::bytes::{array_buffer, bytes_of};
+use crate::engine::layer::registry::Natives;
 
-pub(super) fn natives() -> Natives {
+pub(crate) fn natives() -> Natives {
     vec![("clone", clone.map_fn_to())]
 }
 

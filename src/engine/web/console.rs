@@ -5,12 +5,15 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
 use v8::MapFnTo;
 
-use super::bytes::string;
 use super::inspect::inspect;
-use super::registry::{Natives, define};
+use crate::engine::capability::{Capability, RunScope};
 use crate::engine::control::RunControl;
+use crate::engine::layer::bytes::string;
+use crate::engine::layer::registry::{Natives, define};
+use crate::engine::positions::Positions;
 
 /// The console of one run, kept in an isolate slot.
 pub(crate) struct Console {
@@ -21,18 +24,43 @@ pub(crate) struct Console {
     control: Option<Arc<RunControl>>,
 }
 
-impl Console {
-    pub(crate) fn new(max_output_bytes: usize, control: Option<Arc<RunControl>>) -> Self {
+/// What a run asks of its console.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub(crate) struct ConsoleAsk {
+    /// Output kept, in bytes (both ends past it).
+    pub max_output_bytes: usize,
+}
+
+impl Default for ConsoleAsk {
+    fn default() -> Self {
         Self {
-            output: Output::new(max_output_bytes),
-            group_depth: 0,
-            control,
+            max_output_bytes: 1024 * 1024,
         }
     }
+}
 
+impl Capability for Console {
+    type Ask = ConsoleAsk;
     /// What the run printed.
-    pub(crate) fn into_output(self) -> String {
-        self.output.into_text()
+    type Report = String;
+
+    fn begin(isolate: &mut v8::Isolate, ask: &ConsoleAsk, run: &RunScope<'_>) {
+        isolate.set_slot(Console {
+            output: Output::new(ask.max_output_bytes),
+            group_depth: 0,
+            control: run.control.cloned(),
+        });
+    }
+
+    fn end(isolate: &mut v8::Isolate) -> String {
+        isolate
+            .remove_slot::<Console>()
+            .map(|console| console.output.into_text())
+            .unwrap_or_default()
+    }
+
+    fn remap(output: &mut String, positions: &Positions) {
+        positions.remap_in_place(output, false);
     }
 }
 
@@ -121,7 +149,7 @@ impl Output {
 
 /// The methods every fresh context's `console` has; also the first five
 /// entries of the native table.
-pub(super) fn globals() -> Natives {
+pub(crate) fn globals() -> Natives {
     vec![
         ("log", console_log.map_fn_to()),
         ("info", console_info.map_fn_to()),
@@ -132,7 +160,7 @@ pub(super) fn globals() -> Natives {
 }
 
 /// Puts `console` on a fresh context's global object.
-pub(super) fn install<'s>(scope: &mut v8::PinScope<'s, '_>, global: v8::Local<'s, v8::Object>) {
+pub(crate) fn install<'s>(scope: &mut v8::PinScope<'s, '_>, global: v8::Local<'s, v8::Object>) {
     let console = v8::Object::new(scope);
     define(scope, console, globals());
     let key = v8::String::new(scope, "console").expect("short name");
@@ -140,7 +168,7 @@ pub(super) fn install<'s>(scope: &mut v8::PinScope<'s, '_>, global: v8::Local<'s
 }
 
 /// The natives of the console family's JavaScript file.
-pub(super) fn natives() -> Natives {
+pub(crate) fn natives() -> Natives {
     vec![
         ("print", print_native.map_fn_to()),
         ("indent", indent.map_fn_to()),
@@ -211,7 +239,8 @@ fn print_native<'s>(
     let cap = scope
         .get_slot::<Console>()
         .map_or(0, |console| console.output.cap);
-    let (units, _) = super::bytes::utf16_prefix(scope, args.get(0), cap.saturating_add(1));
+    let (units, _) =
+        crate::engine::layer::bytes::utf16_prefix(scope, args.get(0), cap.saturating_add(1));
     print(scope, &String::from_utf16_lossy(&units));
 }
 
@@ -248,7 +277,7 @@ fn now<'s>(
     _args: v8::FunctionCallbackArguments<'s>,
     mut rv: v8::ReturnValue<'s, v8::Value>,
 ) {
-    rv.set_double(super::clock::unix_millis(std::time::SystemTime::now()));
+    rv.set_double(crate::clock::unix_millis(std::time::SystemTime::now()));
 }
 
 #[cfg(test)]

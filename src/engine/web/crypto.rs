@@ -6,11 +6,11 @@ use rand::RngCore as _;
 use sha2::Digest as _;
 use v8::MapFnTo;
 
-use super::bytes::{array_buffer, bytes_of, string, write_into_view};
-use super::registry::Natives;
-use super::registry::throw_type_error;
+use crate::engine::layer::bytes::{array_buffer, bytes_of, string, write_into_view};
+use crate::engine::layer::registry::Natives;
+use crate::engine::layer::registry::throw_type_error;
 
-pub(super) fn natives() -> Natives {
+pub(crate) fn natives() -> Natives {
     vec![
         ("randomFill", random_fill.map_fn_to()),
         ("randomUUID", random_uuid.map_fn_to()),

@@ -3,11 +3,13 @@
 use base64::Engine as _;
 use v8::MapFnTo;
 
-use super::bytes::{bytes_of, string, uint8_array, utf16_held, utf16_prefix, write_into_view};
-use super::registry::Natives;
-use super::registry::throw_type_error;
+use crate::engine::layer::bytes::{
+    bytes_of, string, uint8_array, utf16_held, utf16_prefix, write_into_view,
+};
+use crate::engine::layer::registry::Natives;
+use crate::engine::layer::registry::throw_type_error;
 
-pub(super) fn natives() -> Natives {
+pub(crate) fn natives() -> Natives {
     vec![
         ("encode", encode.map_fn_to()),
         ("encodeInto", encode_into.map_fn_to()),

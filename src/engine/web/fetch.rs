@@ -1,18 +1,20 @@
 //! Natives of `fetch`: requests start here and are carried out by
-//! `crate::egress`; their heads and bodies come back through the run's event
-//! loop ([`wait`], [`deliver`]). Injected headers never pass through here.
+//! `crate::egress` on the host's runtime; their heads and bodies come back
+//! through the run's host work ([`deliver`]). Injected headers never pass
+//! through here.
 
 use std::collections::HashMap;
-use std::time::Instant;
+use std::sync::Arc;
 
 use v8::MapFnTo;
 
-use super::bytes::{bytes_of, flat_pairs, string, uint8_array};
-use super::registry::Natives;
-use super::registry::throw_type_error;
 use crate::egress::{Completion, Egress, FetchConfig, FetchCount, RedirectMode, RequestParts};
+use crate::engine::capability::{Capability, RunScope};
+use crate::engine::layer::bytes::{bytes_of, flat_pairs, string, uint8_array};
+use crate::engine::layer::registry::Natives;
+use crate::engine::layer::registry::throw_type_error;
 
-pub(super) fn natives() -> Natives {
+pub(crate) fn natives() -> Natives {
     vec![("start", start.map_fn_to()), ("abort", abort.map_fn_to())]
 }
 
@@ -30,32 +32,57 @@ pub(crate) struct FetchRun {
 }
 
 impl FetchRun {
-    /// `None` when fetch is off: every call is refused by the policy.
-    pub(crate) fn new(config: Option<&FetchConfig>, deadline: Instant) -> Option<Self> {
-        let config = config.filter(|c| c.enabled())?;
-        Some(Self {
-            egress: Egress::new(config, deadline).map_err(|e| e.to_string()),
-            waiting: HashMap::new(),
-        })
-    }
-
     /// Heads and bodies still to come.
-    pub(crate) fn pending(&self) -> usize {
+    fn pending(&self) -> usize {
         self.egress.as_ref().map(Egress::pending).unwrap_or(0)
     }
 
-    /// The next head or body, waiting until `until` at most.
-    pub(crate) fn wait(&mut self, until: Instant) -> Option<Completion> {
-        self.egress.as_mut().ok()?.wait(until)
-    }
-
     /// What the run fetched, for its outcome; `None` when it fetched nothing.
-    pub(crate) fn count(&self) -> Option<FetchCount> {
+    fn count(&self) -> Option<FetchCount> {
         self.egress
             .as_ref()
             .ok()
             .map(Egress::count)
             .filter(|c| c.count > 0)
+    }
+}
+
+impl Capability for FetchRun {
+    /// What `fetch` may reach; `None` (or an empty allow list): nothing.
+    type Ask = Option<Arc<FetchConfig>>;
+    /// What the run fetched, when it fetched anything.
+    type Report = Option<FetchCount>;
+
+    fn begin(isolate: &mut v8::Isolate, ask: &Self::Ask, run: &RunScope<'_>) {
+        let Some(config) = ask.as_deref().filter(|c| c.enabled()) else {
+            return;
+        };
+        let host = run.host;
+        let sink = run.work.clone();
+        let report: crate::egress::Report = Arc::new(move |completion| {
+            sink.deliver(move |scope| deliver(scope, completion));
+        });
+        let egress = host
+            .clients
+            .fetch(config, &host.runtime)
+            .map(|client| Egress::new(client, host.runtime.clone(), run.deadline, report));
+        isolate.set_slot(FetchRun {
+            egress,
+            waiting: HashMap::new(),
+        });
+    }
+
+    fn pending(isolate: &v8::Isolate) -> bool {
+        isolate
+            .get_slot::<FetchRun>()
+            .is_some_and(|f| f.pending() > 0)
+    }
+
+    /// Dropping the run's requests aborts those still running.
+    fn end(isolate: &mut v8::Isolate) -> Self::Report {
+        isolate
+            .remove_slot::<FetchRun>()
+            .and_then(|fetch| fetch.count())
     }
 }
 
@@ -173,13 +200,17 @@ fn type_error<'s>(scope: &mut v8::PinScope<'s, '_>, message: &str) -> v8::Local<
 }
 
 /// Settles the promise a completion is for.
-pub(crate) fn deliver(scope: &mut v8::PinScope<'_, '_>, completion: Completion) {
+fn deliver(scope: &mut v8::PinScope<'_, '_>, completion: Completion) {
     let id = match &completion {
         Completion::Head { id, .. } | Completion::Body { id, .. } => *id,
     };
     let Some(run) = state(scope) else {
         return;
     };
+    // A step of a request aborted meanwhile settles nothing.
+    if !run.egress.as_mut().is_ok_and(|e| e.arrived(&completion)) {
+        return;
+    }
     let Some(entry) = run.waiting.get_mut(&id) else {
         return;
     };

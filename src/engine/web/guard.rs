@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use v8::MapFnTo;
 
-use super::registry::Natives;
+use crate::engine::capability::{Capability, RunScope};
+use crate::engine::layer::registry::Natives;
 use crate::engine::memory::{Budget, Held};
 
-pub(super) fn natives() -> Natives {
+pub(crate) fn natives() -> Natives {
     vec![
         ("reserve", reserve.map_fn_to()),
         ("track", track.map_fn_to()),
@@ -18,7 +19,7 @@ pub(super) fn natives() -> Natives {
 }
 
 /// The natives of the Intl family's file (`intl.js`).
-pub(super) fn intl_natives() -> Natives {
+pub(crate) fn intl_natives() -> Natives {
     vec![("track", track.map_fn_to())]
 }
 
@@ -27,6 +28,19 @@ pub(super) fn intl_natives() -> Natives {
 #[derive(Default)]
 pub(crate) struct Unsnapshottable {
     objects: Vec<(v8::Weak<v8::Object>, String)>,
+}
+
+impl Capability for Unsnapshottable {
+    type Ask = ();
+    type Report = ();
+
+    fn begin(isolate: &mut v8::Isolate, _: &(), _: &RunScope<'_>) {
+        isolate.set_slot(Self::default());
+    }
+
+    fn end(isolate: &mut v8::Isolate) {
+        drop(isolate.remove_slot::<Self>());
+    }
 }
 
 /// What the heap of `scope`'s isolate still holds that V8 cannot snapshot,
@@ -51,7 +65,7 @@ pub(crate) fn unsnapshottable(scope: &mut v8::PinScope<'_, '_>) -> Option<String
 /// Whether the run's budget has room for a buffer of `len` bytes that a
 /// native is about to make, after collecting garbage if it must; when it
 /// has not, a `RangeError` is thrown as V8 throws one for a refused buffer.
-pub(super) fn room_for(scope: &mut v8::PinScope<'_, '_>, len: usize) -> bool {
+pub(crate) fn room_for(scope: &mut v8::PinScope<'_, '_>, len: usize) -> bool {
     let Some(budget) = scope.get_slot::<Arc<Budget>>().cloned() else {
         return true;
     };
@@ -72,7 +86,7 @@ pub(super) fn room_for(scope: &mut v8::PinScope<'_, '_>, len: usize) -> bool {
 /// `len` bytes the host holds for the run while a native works or a timer
 /// waits, from the run's budget; when they do not fit (after collecting
 /// garbage), a `RangeError` saying `what` and naming the limit is thrown.
-pub(super) fn hold(
+pub(crate) fn hold(
     scope: &mut v8::PinScope<'_, '_>,
     len: usize,
     what: &str,

@@ -61,7 +61,7 @@ pub(crate) struct Rendered {
     pub result: Option<String>,
     /// As Node's REPL displays it: `[ NaN, -0 ]`, `10n`, `'text'`,
     /// `Map(1) { 'a' => 1 }`, `undefined`; what the model reads.
-    pub display: String,
+    pub repl: String,
 }
 
 /// Renders the completion value of a run, for programs and for the model,
@@ -73,17 +73,17 @@ pub(crate) fn render_result<'s>(
     value: v8::Local<'s, v8::Value>,
     max: usize,
 ) -> Rendered {
-    let display = display(scope, value);
+    let repl = repl_text(scope, value);
     let result = if scope.is_execution_terminating() {
         None
     } else {
         json_or_readable(scope, value, max)
     };
-    Rendered { result, display }
+    Rendered { result, repl }
 }
 
 /// `value` as a REPL displays it: strings quoted, so `'2'` and `2` differ.
-fn display<'s>(scope: &mut v8::PinScope<'s, '_>, value: v8::Local<'s, v8::Value>) -> String {
+fn repl_text<'s>(scope: &mut v8::PinScope<'s, '_>, value: v8::Local<'s, v8::Value>) -> String {
     render(scope, value, false)
 }
 
@@ -120,7 +120,7 @@ fn json_or_readable<'s>(
     if json_faithful {
         v8::tc_scope!(let tc, scope);
         if let Some(json) = v8::json::stringify(tc, value) {
-            let (units, more) = super::bytes::utf16_prefix(tc, json.into(), max + 1);
+            let (units, more) = crate::engine::layer::bytes::utf16_prefix(tc, json.into(), max + 1);
             let mut text = String::from_utf16_lossy(&units);
             if more {
                 text.push_str(&format!(
@@ -146,7 +146,7 @@ fn string_json<'s>(
     value: v8::Local<'s, v8::Value>,
     max: usize,
 ) -> String {
-    let (units, more) = super::bytes::utf16_prefix(scope, value, max);
+    let (units, more) = crate::engine::layer::bytes::utf16_prefix(scope, value, max);
     let mut json = json_quote(&units);
     if more {
         let length = value.to_string(scope).map_or(0, |s| s.length());
@@ -186,7 +186,8 @@ impl<'s> Writer<'s> {
             self.out.push_str("null");
         } else if value.is_string() {
             // No more of a string than can be shown is copied out of V8.
-            let (units, more) = super::bytes::utf16_prefix(scope, value, MAX_LEN + 1);
+            let (units, more) =
+                crate::engine::layer::bytes::utf16_prefix(scope, value, MAX_LEN + 1);
             let mut s = String::from_utf16_lossy(&units);
             if more {
                 self.cut_string = value.to_string(scope).map(|s| s.length());

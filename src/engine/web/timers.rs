@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use v8::MapFnTo;
 
-use super::registry::{Natives, define, throw_type_error};
+use crate::engine::capability::{Capability, RunScope};
+use crate::engine::layer::registry::{Natives, define, throw_type_error};
 use crate::engine::memory::Held;
 
 /// A callback waiting in the timer queue.
@@ -44,6 +45,21 @@ pub(crate) struct Timers {
     /// `clearInterval` from inside its own callback is remembered here.
     running: Option<u32>,
     running_cleared: bool,
+}
+
+impl Capability for Timers {
+    type Ask = ();
+    type Report = ();
+
+    fn begin(isolate: &mut v8::Isolate, _: &(), _: &RunScope<'_>) {
+        isolate.set_slot(Self::default());
+    }
+
+    /// Timer callbacks are handles a snapshot must not hold: they go with
+    /// the run.
+    fn end(isolate: &mut v8::Isolate) {
+        drop(isolate.remove_slot::<Self>());
+    }
 }
 
 impl Timers {
@@ -123,7 +139,7 @@ impl Timers {
 
 /// The timer globals' entries of the native table, in their first order
 /// (`clearInterval` is `clearTimeout`'s function under another name).
-pub(super) fn globals() -> Natives {
+pub(crate) fn globals() -> Natives {
     vec![
         ("setTimeout", set_timeout.map_fn_to()),
         ("setInterval", set_interval.map_fn_to()),
@@ -133,7 +149,7 @@ pub(super) fn globals() -> Natives {
 }
 
 /// Puts the timer globals on a fresh context's global object.
-pub(super) fn install<'s>(scope: &mut v8::PinScope<'s, '_>, global: v8::Local<'s, v8::Object>) {
+pub(crate) fn install<'s>(scope: &mut v8::PinScope<'s, '_>, global: v8::Local<'s, v8::Object>) {
     let natives: Natives = vec![
         ("setTimeout", set_timeout.map_fn_to()),
         ("setInterval", set_interval.map_fn_to()),
@@ -146,7 +162,7 @@ pub(super) fn install<'s>(scope: &mut v8::PinScope<'s, '_>, global: v8::Local<'s
 
 /// The natives of the events family's file: a timer that does not hold the
 /// run, and its clear.
-pub(super) fn events_natives() -> Natives {
+pub(crate) fn events_natives() -> Natives {
     vec![
         ("setTimeout", set_timeout_unref.map_fn_to()),
         ("clearTimeout", clear_timer.map_fn_to()),

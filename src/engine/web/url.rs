@@ -4,11 +4,11 @@
 use url::{Url, quirks};
 use v8::MapFnTo;
 
-use super::bytes::{flat_pairs, string, utf16_held};
-use super::registry::Natives;
+use crate::engine::layer::bytes::{flat_pairs, string, utf16_held};
+use crate::engine::layer::registry::Natives;
 use crate::engine::memory::Held;
 
-pub(super) fn natives() -> Natives {
+pub(crate) fn natives() -> Natives {
     vec![
         ("parse", parse.map_fn_to()),
         ("set", set.map_fn_to()),

@@ -7,17 +7,16 @@
 
 use std::io::{self, BufReader, BufWriter, Stdin, Stdout};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
-
-use bytes::Bytes;
+use std::time::Duration;
 
 use super::wire::{self, FileReply, WorkerFrame};
+use crate::engine::contract::{Job, JobResult};
 use crate::engine::control::RunControl;
+use crate::engine::host::services::{Clients, FileRead, FileSource, HostServices};
 use crate::engine::isolate;
 use crate::engine::outcome::RunError;
 use crate::engine::plain::PlainIsolate;
-use crate::engine::run::{self, Job, JobResult};
-use crate::engine::web::FileSource;
+use crate::engine::run;
 use crate::engine::{platform, watchdog};
 
 /// How often a worker reports a running job's console lines, when they
@@ -53,32 +52,47 @@ pub(super) fn serve_stdio(warm_heap_bytes: Option<usize>) -> io::Result<()> {
     std::thread::Builder::new()
         .name("worker-progress".into())
         .spawn(move || report_progress(&reporter))?;
+    // The worker's host services: its own runtime for host work, the
+    // server's files through the pipes, clients kept for its life.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("worker-host")
+        .enable_all()
+        .build()?;
+    let services = HostServices {
+        runtime: runtime.handle().clone(),
+        files: Some(Arc::new(PipeFiles {
+            pipes: pipes.clone(),
+        })),
+        clients: Arc::new(Clients::default()),
+    };
     let runner = run::thread_builder()
         .name("v8-worker".into())
-        .spawn(move || runner(&pipes, warm_heap_bytes))?;
+        .spawn(move || runner(&pipes, &services, warm_heap_bytes))?;
     runner
         .join()
         .unwrap_or_else(|_| Err(io::Error::other("the runner thread panicked")))
 }
 
-fn runner(pipes: &Arc<Pipes>, warm_heap_bytes: Option<usize>) -> io::Result<()> {
+fn runner(
+    pipes: &Arc<Pipes>,
+    services: &HostServices,
+    warm_heap_bytes: Option<usize>,
+) -> io::Result<()> {
     let mut warm = warm_heap_bytes.map(PlainIsolate::new);
     loop {
-        let control = Arc::new(RunControl::default());
-        let files = || {
-            Arc::new(PipeFiles {
-                pipes: pipes.clone(),
-            }) as Arc<dyn FileSource>
-        };
-        let job = wire::read_job(&mut *lock(&pipes.input), control.clone(), files)?;
-        let Some(job) = job else {
+        let job = wire::read_frame::<Job>(&mut *lock(&pipes.input))?;
+        let Some(mut job) = job else {
             return Ok(());
         };
+        let control = Arc::new(RunControl::default());
+        job.control = Some(control.clone());
         *lock(&pipes.current) = Some(control);
         let stateless = !job.touches_snapshots();
         let heap_limit_bytes = job.heap_limit_bytes;
-        let ran =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| execute(&mut warm, job)));
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            execute(&mut warm, job, services)
+        }));
         lock(&pipes.current).take();
         let result = ran.unwrap_or_else(|_| {
             // A half-used isolate goes with the panic.
@@ -102,10 +116,10 @@ fn runner(pipes: &Arc<Pipes>, warm_heap_bytes: Option<usize>) -> io::Result<()> 
 }
 
 /// Runs `job` on the ready isolate when it fits, on a new one otherwise.
-fn execute(warm: &mut Option<PlainIsolate>, job: Job) -> JobResult {
+fn execute(warm: &mut Option<PlainIsolate>, job: Job, services: &HostServices) -> JobResult {
     if job.touches_snapshots() {
         *warm = None;
-        return isolate::execute(job);
+        return isolate::execute(job, services);
     }
     if warm
         .as_ref()
@@ -114,7 +128,7 @@ fn execute(warm: &mut Option<PlainIsolate>, job: Job) -> JobResult {
         *warm = None;
         *warm = Some(PlainIsolate::new(job.heap_limit_bytes));
     }
-    warm.as_mut().expect("made above").run(&job)
+    warm.as_mut().expect("made above").run(&job, services)
 }
 
 /// Writes the running job's console count every [`PROGRESS_EVERY`] when it
@@ -135,7 +149,7 @@ fn report_progress(pipes: &Pipes) {
                 console_lines: lines,
             };
             // A failed write means the server is gone; the runner sees it too.
-            let _ = wire::write_frame(&mut *lock(&pipes.output), &frame, &[]);
+            let _ = wire::write_frame(&mut *lock(&pipes.output), &frame);
         }
     }
 }
@@ -153,24 +167,24 @@ impl std::fmt::Debug for PipeFiles {
 }
 
 impl FileSource for PipeFiles {
-    fn read(&self, key: &str, _deadline: Instant) -> Result<Option<Bytes>, String> {
-        // The server bounds its read by the run's deadline and answers in
-        // any case (or ends this process).
+    /// Asked and answered at once on the runner thread, inside the run:
+    /// the server bounds its read by the run's deadline and answers in any
+    /// case (or ends this process).
+    fn read(&self, key: &str) -> FileRead {
+        FileRead::Ready(self.exchange(key))
+    }
+}
+
+impl PipeFiles {
+    fn exchange(&self, key: &str) -> Result<Option<bytes::Bytes>, String> {
         let asked = WorkerFrame::NeedFile {
             key: key.to_owned(),
         };
-        wire::write_frame(&mut *lock(&self.pipes.output), &asked, &[])
+        wire::write_frame(&mut *lock(&self.pipes.output), &asked)
             .map_err(|e| format!("asking the server for the file: {e}"))?;
-        let mut input = lock(&self.pipes.input);
-        let reply: FileReply = wire::read_header(&mut *input)
+        let reply: FileReply = wire::read_frame(&mut *lock(&self.pipes.input))
             .map_err(|e| format!("reading the file from the server: {e}"))?
             .ok_or("the server closed the worker's input")?;
-        match reply.found {
-            Ok(Some(len)) => wire::read_section(&mut *input, len)
-                .map(Some)
-                .map_err(|e| format!("reading the file from the server: {e}")),
-            Ok(None) => Ok(None),
-            Err(why) => Err(why),
-        }
+        reply.found.map(|found| found.map(|section| section.0))
     }
 }

@@ -27,9 +27,12 @@ use bytes::Bytes;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
+use super::contract::{Job, JobResult};
 use super::control::Target;
+use super::host::services::FileRead;
+use super::host::services::HostServices;
 use super::outcome::{EngineError, RunError, RunStatus};
-use super::run::{Job, JobResult};
+use super::section::Section;
 use super::watchdog::{STUCK_AFTER, STUCK_WORDS};
 use wire::{FileReply, WorkerFrame};
 
@@ -149,7 +152,7 @@ impl Worker {
     }
 
     /// Runs `job`; an I/O error means the worker died (or was killed).
-    async fn run(&mut self, job: &Job) -> std::io::Result<JobResult> {
+    async fn run(&mut self, job: &Job, services: &HostServices) -> std::io::Result<JobResult> {
         self.jobs += 1;
         // Only what this run's process says tells how this run ended.
         self.last_words
@@ -158,17 +161,12 @@ impl Worker {
             .clear();
         // Files are read for the worker until the run's time is up.
         let deadline = Instant::now() + job.timeout;
-        let (start, sections) = wire::encode_job(job)?;
-        self.input.write_all(&start).await?;
-        for section in &sections {
-            self.input.write_all(section).await?;
-        }
-        self.input.flush().await?;
+        self.write(&wire::encode(job)?).await?;
         let answered_by = tokio::time::Instant::from_std(deadline + UNANSWERED_AFTER);
         loop {
             let frame = tokio::time::timeout_at(
                 answered_by,
-                wire::read_header_async::<WorkerFrame>(&mut self.output),
+                wire::read_frame_async::<WorkerFrame>(&mut self.output),
             )
             .await
             .map_err(|_| {
@@ -181,33 +179,23 @@ impl Worker {
                     }
                 }
                 WorkerFrame::NeedFile { key } => {
-                    let found = match job.files.clone() {
-                        Some(source) => {
-                            tokio::task::spawn_blocking(move || source.read(&key, deadline))
-                                .await
-                                .unwrap_or_else(|e| Err(format!("reading the file failed: {e}")))
-                        }
-                        None => Ok(None),
-                    };
+                    let found = read_file(services, &key, deadline).await;
                     let reply = FileReply {
-                        found: found
-                            .as_ref()
-                            .map(|bytes| bytes.as_ref().map(Bytes::len))
-                            .map_err(Clone::clone),
+                        found: found.map(|bytes| bytes.map(Section)),
                     };
-                    let mut frame = Vec::new();
-                    wire::write_frame(&mut frame, &reply, &[])?;
-                    self.input.write_all(&frame).await?;
-                    if let Ok(Some(bytes)) = &found {
-                        self.input.write_all(bytes).await?;
-                    }
-                    self.input.flush().await?;
+                    self.write(&wire::encode(&reply)?).await?;
                 }
-                WorkerFrame::Result(header) => {
-                    return wire::read_result(*header, &mut self.output).await;
-                }
+                WorkerFrame::Result(result) => return Ok(*result),
             }
         }
+    }
+
+    async fn write(&mut self, frame: &wire::Frame) -> std::io::Result<()> {
+        self.input.write_all(&frame.start).await?;
+        for section in &frame.sections {
+            self.input.write_all(section).await?;
+        }
+        self.input.flush().await
     }
 
     /// Ends the process; how it ended, and the last lines it wrote.
@@ -279,7 +267,11 @@ impl WorkerPool {
     }
 
     /// Runs `job` in a worker. A worker that dies fails this run only.
-    pub(crate) async fn execute(&self, job: Job) -> Result<JobResult, EngineError> {
+    pub(crate) async fn execute(
+        &self,
+        job: Job,
+        services: &HostServices,
+    ) -> Result<JobResult, EngineError> {
         let idle = self.idle().pop();
         let mut worker = match idle {
             Some(worker) => worker,
@@ -291,7 +283,7 @@ impl WorkerPool {
         }
         // Dropping this future (the caller went away) drops the worker,
         // which kills it: nothing half-run is reused.
-        let outcome = worker.run(&job).await;
+        let outcome = worker.run(&job, services).await;
         if let Some(control) = &control {
             control.detach();
         }
@@ -320,6 +312,27 @@ impl WorkerPool {
                 }
                 Ok(died(&job, &ended, &words, io.kind()))
             }
+        }
+    }
+}
+
+/// The bytes of `/work` file `key` for a worker's run, read until its
+/// `deadline`.
+async fn read_file(
+    services: &HostServices,
+    key: &str,
+    deadline: Instant,
+) -> Result<Option<Bytes>, String> {
+    let read = match &services.files {
+        Some(source) => source.read(key),
+        None => return Ok(None),
+    };
+    match read {
+        FileRead::Ready(found) => found,
+        FileRead::Pending(work) => {
+            tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), work)
+                .await
+                .unwrap_or_else(|_| Err("the run's time ran out while the file was read".into()))
         }
     }
 }

@@ -1,22 +1,22 @@
 //! What crosses an engine worker's pipes: frames of a little-endian `u32`
-//! length, a JSON header of that length, then raw byte sections whose
-//! lengths the header gives (a heap's payload, files, `display()` bytes).
-//! The worker reads with blocking I/O on its runner thread; the server
-//! reads with Tokio, so a run costs it no thread while the worker works.
+//! length and a JSON header of that length, a table of section lengths (a
+//! `u32` count, then a `u64` each), then the raw byte sections themselves
+//! (a heap's payload, files, `display()` bytes: the
+//! [`Section`](crate::engine::contract::Section)s of the header). The
+//! headers are the run contract's own types; nothing mirrors them. The
+//! worker reads with blocking I/O on its runner thread; the server reads
+//! with Tokio, so a run costs it no thread while the worker works.
 
 use std::io::{self, Read, Write};
-use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use crate::engine::control::RunControl;
-use crate::engine::outcome::{RunError, RunStatus};
-use crate::engine::run::{CodeHandling, Job, JobResult};
-use crate::engine::web;
+use crate::engine::contract::JobResult;
+use crate::engine::outcome::RunError;
+use crate::engine::section::{Section, read_sections, write_sections};
 
 /// The largest header either side reads. Every part of one is bounded far
 /// below it (code, console output and the result by their caps, which the
@@ -24,38 +24,15 @@ use crate::engine::web;
 /// not ours.
 pub(super) const MAX_HEADER_BYTES: usize = 64 * 1024 * 1024;
 
-#[derive(Serialize, Deserialize)]
-pub(super) struct JobHeader {
-    code: String,
-    stateful: bool,
-    timeout_ms: u64,
-    heap_limit_bytes: usize,
-    max_output_bytes: usize,
-    max_result_bytes: usize,
-    code_handling: CodeHandling,
-    restore_len: Option<usize>,
-    plain_restore: bool,
-    /// The egress settings, injected headers included: they cross the pipe
-    /// to the worker and are never written anywhere.
-    fetch: Option<crate::egress::FetchConfig>,
-    /// The upstream MCP servers, their headers included: as `fetch`'s.
-    mcp: Option<crate::upstream::UpstreamConfig>,
-    /// The installed packages and where their bundles are on this host.
-    packages: Option<crate::packages::PackageView>,
-    max_module_bytes: usize,
-    /// Whether earlier files can be read: the worker asks for their bytes
-    /// ([`WorkerFrame::NeedFile`]).
-    files: bool,
-    file_limits: web::FileLimits,
-    /// The call's files, by path and length; their bytes follow the
-    /// restore payload's.
-    inputs: Vec<(String, usize)>,
-    list_files: bool,
-}
+/// The most sections one frame has (files of a tree, `display()` blocks
+/// and a heap are each capped far below it).
+const MAX_SECTIONS: usize = 1 << 20;
 
 /// What a worker writes: progress while a run executes, then its result.
+/// Externally tagged: an internally tagged enum buffers its content, and
+/// serde_json's buffered numbers do not read back as floats.
 #[derive(Serialize, Deserialize)]
-#[serde(tag = "frame", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub(super) enum WorkerFrame {
     Progress {
         console_lines: u64,
@@ -65,40 +42,27 @@ pub(super) enum WorkerFrame {
     NeedFile {
         key: String,
     },
-    Result(Box<ResultHeader>),
+    Result(Box<JobResult>),
 }
 
-/// The server's answer to [`WorkerFrame::NeedFile`]: the bytes follow.
+/// The server's answer to [`WorkerFrame::NeedFile`].
 #[derive(Serialize, Deserialize)]
 pub(super) struct FileReply {
-    /// `Ok(Some(len))`: `len` bytes follow.
-    pub(super) found: Result<Option<usize>, String>,
+    pub(super) found: Result<Option<Section>, String>,
 }
 
-#[derive(Serialize, Deserialize)]
-pub(super) struct ResultHeader {
-    status: RunStatus,
-    result: Option<String>,
-    display: Option<String>,
-    output: String,
-    error: Option<RunError>,
-    warnings: Vec<String>,
-    blob_len: Option<usize>,
-    fetches: Option<crate::egress::FetchCount>,
-    mcp_calls: Option<crate::upstream::McpCount>,
-    /// Files written, by key and length; their bytes follow the blob's.
-    files: Vec<(String, usize)>,
-    /// The run's `display()` blocks; the bytes of those that have them
-    /// follow the files' (`size` bytes each).
-    displays: Vec<web::Displayed>,
-    /// Which of `displays` have bytes.
-    display_bytes: Vec<bool>,
+/// A frame ready to write: its start (length, JSON header, section table)
+/// and its sections, as they are.
+pub(super) struct Frame {
+    pub(super) start: Vec<u8>,
+    pub(super) sections: Vec<Bytes>,
 }
 
-/// The start of a frame: its length and its JSON header, or an error when
-/// the header would pass [`MAX_HEADER_BYTES`].
-fn head(header: &impl Serialize) -> io::Result<Vec<u8>> {
-    let json = serde_json::to_vec(header)?;
+/// `header` as a frame, or an error when its JSON would pass
+/// [`MAX_HEADER_BYTES`] (or a value would not serialise).
+pub(super) fn encode(header: &impl Serialize) -> io::Result<Frame> {
+    let (json, sections) = write_sections(|| serde_json::to_vec(header));
+    let json = json?;
     let len = u32::try_from(json.len())
         .ok()
         .filter(|len| *len as usize <= MAX_HEADER_BYTES)
@@ -108,23 +72,46 @@ fn head(header: &impl Serialize) -> io::Result<Vec<u8>> {
                 format!("a frame header of {} bytes", json.len()),
             )
         })?;
-    let mut frame = Vec::with_capacity(4 + json.len());
-    frame.extend_from_slice(&len.to_le_bytes());
-    frame.extend_from_slice(&json);
-    Ok(frame)
+    let mut start = Vec::with_capacity(8 + json.len() + 8 * sections.len());
+    start.extend_from_slice(&len.to_le_bytes());
+    start.extend_from_slice(&json);
+    start.extend_from_slice(&(sections.len() as u32).to_le_bytes());
+    for section in &sections {
+        start.extend_from_slice(&(section.len() as u64).to_le_bytes());
+    }
+    Ok(Frame { start, sections })
 }
 
-/// Writes one frame: `header`, then `sections` as they are.
-pub(super) fn write_frame(
-    out: &mut impl Write,
-    header: &impl Serialize,
-    sections: &[&[u8]],
-) -> io::Result<()> {
-    out.write_all(&head(header)?)?;
-    for section in sections {
+/// Writes one frame of `header`.
+pub(super) fn write_frame(out: &mut impl Write, header: &impl Serialize) -> io::Result<()> {
+    write_encoded(out, &encode(header)?)
+}
+
+fn write_encoded(out: &mut impl Write, frame: &Frame) -> io::Result<()> {
+    out.write_all(&frame.start)?;
+    for section in &frame.sections {
         out.write_all(section)?;
     }
     out.flush()
+}
+
+/// Writes a worker's result. A result whose header would not fit a frame
+/// (a bug: every part is capped) becomes a failed run saying so, so that
+/// no report ends the worker.
+pub(super) fn write_result(out: &mut impl Write, result: JobResult) -> io::Result<()> {
+    let frame = WorkerFrame::Result(Box::new(result));
+    match encode(&frame) {
+        Ok(encoded) => write_encoded(out, &encoded),
+        Err(too_large) => {
+            let failed = JobResult::failed(RunError::new(
+                "EngineError",
+                format!(
+                    "the run's report could not be sent to the server ({too_large}); nothing was stored"
+                ),
+            ));
+            write_frame(out, &WorkerFrame::Result(Box::new(failed)))
+        }
+    }
 }
 
 fn header_len(len: [u8; 4]) -> io::Result<usize> {
@@ -138,12 +125,29 @@ fn header_len(len: [u8; 4]) -> io::Result<usize> {
     Ok(len)
 }
 
-fn parse<T: DeserializeOwned>(json: &[u8]) -> io::Result<T> {
-    serde_json::from_slice(json).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+fn section_count(count: [u8; 4]) -> io::Result<usize> {
+    let count = u32::from_le_bytes(count) as usize;
+    if count > MAX_SECTIONS {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("a frame of {count} sections"),
+        ));
+    }
+    Ok(count)
 }
 
-/// The next header, or `None` at a clean end of the stream.
-pub(super) fn read_header<T: DeserializeOwned>(input: &mut impl Read) -> io::Result<Option<T>> {
+fn section_len(len: [u8; 8]) -> io::Result<usize> {
+    usize::try_from(u64::from_le_bytes(len))
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "a section too large"))
+}
+
+fn parse<T: DeserializeOwned>(json: &[u8], sections: Vec<Bytes>) -> io::Result<T> {
+    read_sections(sections, || serde_json::from_slice(json))
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// The next frame, or `None` at a clean end of the stream.
+pub(super) fn read_frame<T: DeserializeOwned>(input: &mut impl Read) -> io::Result<Option<T>> {
     let mut len = [0u8; 4];
     match input.read_exact(&mut len) {
         Ok(()) => {}
@@ -152,227 +156,73 @@ pub(super) fn read_header<T: DeserializeOwned>(input: &mut impl Read) -> io::Res
     }
     let mut json = vec![0; header_len(len)?];
     input.read_exact(&mut json)?;
-    parse(&json).map(Some)
+    let mut count = [0u8; 4];
+    input.read_exact(&mut count)?;
+    let count = section_count(count)?;
+    let mut lens = Vec::with_capacity(count);
+    for _ in 0..count {
+        let mut len = [0u8; 8];
+        input.read_exact(&mut len)?;
+        lens.push(section_len(len)?);
+    }
+    let mut sections = Vec::with_capacity(count);
+    for len in lens {
+        let mut bytes = vec![0; len];
+        input.read_exact(&mut bytes)?;
+        sections.push(Bytes::from(bytes));
+    }
+    parse(&json, sections).map(Some)
 }
 
-/// `len` bytes of a section.
-pub(super) fn read_section(input: &mut impl Read, len: usize) -> io::Result<Bytes> {
-    let mut bytes = vec![0; len];
-    input.read_exact(&mut bytes)?;
-    Ok(Bytes::from(bytes))
-}
-
-/// [`read_header`] for the server's side; the end of the stream is an
+/// [`read_frame`] for the server's side; the end of the stream is an
 /// error there (the worker died).
-pub(super) async fn read_header_async<T: DeserializeOwned>(
+pub(super) async fn read_frame_async<T: DeserializeOwned>(
     input: &mut (impl AsyncRead + Unpin),
 ) -> io::Result<T> {
     let mut len = [0u8; 4];
     input.read_exact(&mut len).await?;
     let mut json = vec![0; header_len(len)?];
     input.read_exact(&mut json).await?;
-    parse(&json)
-}
-
-/// [`read_section`] for the server's side.
-pub(super) async fn read_section_async(
-    input: &mut (impl AsyncRead + Unpin),
-    len: usize,
-) -> io::Result<Bytes> {
-    let mut bytes = vec![0; len];
-    input.read_exact(&mut bytes).await?;
-    Ok(Bytes::from(bytes))
-}
-
-/// A job as the server sends it: the header's frame start, then the byte
-/// sections (the restore payload, the call's files).
-pub(super) fn encode_job(job: &Job) -> io::Result<(Vec<u8>, Vec<Bytes>)> {
-    let header = JobHeader {
-        code: job.code.clone(),
-        stateful: job.stateful,
-        timeout_ms: u64::try_from(job.timeout.as_millis()).unwrap_or(u64::MAX),
-        heap_limit_bytes: job.heap_limit_bytes,
-        max_output_bytes: job.max_output_bytes,
-        max_result_bytes: job.max_result_bytes,
-        code_handling: job.code_handling,
-        restore_len: job.restore.as_ref().map(Bytes::len),
-        plain_restore: job.plain_restore,
-        files: job.files.is_some(),
-        file_limits: job.file_limits,
-        fetch: job.fetch.as_deref().cloned(),
-        mcp: job.mcp.as_deref().cloned(),
-        packages: job.packages.as_deref().cloned(),
-        max_module_bytes: job.max_module_bytes,
-        inputs: job
-            .inputs
-            .iter()
-            .map(|(path, bytes)| (path.clone(), bytes.len()))
-            .collect(),
-        list_files: job.list_files,
-    };
-    let sections = job
-        .restore
-        .iter()
-        .cloned()
-        .chain(job.inputs.iter().map(|(_, bytes)| bytes.clone()))
-        .collect();
-    Ok((head(&header)?, sections))
-}
-
-/// The job a worker reads: the header and its sections from `input`, with
-/// the worker's own control and file source.
-pub(super) fn read_job(
-    input: &mut impl Read,
-    control: Arc<RunControl>,
-    files: impl FnOnce() -> Arc<dyn web::FileSource>,
-) -> io::Result<Option<Job>> {
-    let Some(header) = read_header::<JobHeader>(input)? else {
-        return Ok(None);
-    };
-    let restore = header
-        .restore_len
-        .map(|len| read_section(input, len))
-        .transpose()?;
-    let mut inputs = Vec::with_capacity(header.inputs.len());
-    for (path, len) in header.inputs {
-        inputs.push((path, read_section(input, len)?));
+    let mut count = [0u8; 4];
+    input.read_exact(&mut count).await?;
+    let count = section_count(count)?;
+    let mut lens = Vec::with_capacity(count);
+    for _ in 0..count {
+        let mut len = [0u8; 8];
+        input.read_exact(&mut len).await?;
+        lens.push(section_len(len)?);
     }
-    Ok(Some(Job {
-        code: header.code,
-        restore,
-        plain_restore: header.plain_restore,
-        stateful: header.stateful,
-        timeout: Duration::from_millis(header.timeout_ms),
-        heap_limit_bytes: header.heap_limit_bytes,
-        max_output_bytes: header.max_output_bytes,
-        max_result_bytes: header.max_result_bytes,
-        code_handling: header.code_handling,
-        control: Some(control),
-        fetch: header.fetch.map(Arc::new),
-        mcp: header.mcp.map(Arc::new),
-        packages: header.packages.map(Arc::new),
-        max_module_bytes: header.max_module_bytes,
-        files: header.files.then(files),
-        file_limits: header.file_limits,
-        inputs,
-        list_files: header.list_files,
-    }))
-}
-
-/// Writes a worker's result. A result whose header would not fit a frame
-/// (a bug: every part is capped) becomes a failed run saying so, so that
-/// no report ends the worker.
-pub(super) fn write_result(out: &mut impl Write, result: JobResult) -> io::Result<()> {
-    let JobResult {
-        status,
-        result,
-        display,
-        output,
-        error,
-        warnings,
-        blob,
-        fetches,
-        mcp_calls,
-        files,
-        displays,
-    } = result;
-    let shown: Vec<Bytes> = displays.iter().filter_map(|d| d.bytes.clone()).collect();
-    let header = ResultHeader {
-        status,
-        result,
-        display,
-        output,
-        error,
-        warnings,
-        blob_len: blob.as_ref().map(Vec::len),
-        fetches,
-        mcp_calls,
-        files: files
-            .iter()
-            .map(|(key, bytes)| (key.clone(), bytes.len()))
-            .collect(),
-        display_bytes: displays.iter().map(|d| d.bytes.is_some()).collect(),
-        displays,
-    };
-    let sections: Vec<&[u8]> = blob
-        .iter()
-        .map(Vec::as_slice)
-        .chain(files.iter().map(|(_, bytes)| bytes.as_ref()))
-        .chain(shown.iter().map(Bytes::as_ref))
-        .collect();
-    let frame = WorkerFrame::Result(Box::new(header));
-    match head(&frame) {
-        Ok(start) => {
-            out.write_all(&start)?;
-            for section in sections {
-                out.write_all(section)?;
-            }
-            out.flush()
-        }
-        Err(too_large) => {
-            let failed = JobResult::failed(RunError::new(
-                "EngineError",
-                format!(
-                    "the run's report could not be sent to the server ({too_large}); nothing was stored"
-                ),
-            ));
-            write_result(out, failed)
-        }
+    let mut sections = Vec::with_capacity(count);
+    for len in lens {
+        let mut bytes = vec![0; len];
+        input.read_exact(&mut bytes).await?;
+        sections.push(Bytes::from(bytes));
     }
-}
-
-/// The result whose header the server just read: its sections follow.
-pub(super) async fn read_result(
-    header: ResultHeader,
-    input: &mut (impl AsyncRead + Unpin),
-) -> io::Result<JobResult> {
-    let blob = match header.blob_len {
-        Some(len) => Some(read_section_async(input, len).await?.to_vec()),
-        None => None,
-    };
-    let mut files = Vec::with_capacity(header.files.len());
-    for (key, len) in header.files {
-        files.push((key, read_section_async(input, len).await?));
-    }
-    let mut displays = header.displays;
-    for (displayed, has_bytes) in displays.iter_mut().zip(header.display_bytes) {
-        if has_bytes {
-            displayed.bytes = Some(read_section_async(input, displayed.size).await?);
-        }
-    }
-    Ok(JobResult {
-        status: header.status,
-        result: header.result,
-        display: header.display,
-        output: header.output,
-        error: header.error,
-        warnings: header.warnings,
-        blob,
-        fetches: header.fetches,
-        mcp_calls: header.mcp_calls,
-        files,
-        displays,
-    })
+    parse(&json, sections)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::contract::{Job, Task};
+    use crate::engine::outcome::RunStatus;
 
     fn result(blob: Option<Vec<u8>>) -> JobResult {
-        JobResult {
-            status: RunStatus::Completed,
-            result: Some("2".into()),
-            display: Some("2".into()),
-            output: "log\n".into(),
-            error: None,
-            warnings: vec!["w".into()],
-            blob,
-            fetches: None,
-            mcp_calls: None,
-            files: vec![("k".into(), Bytes::from_static(b"file"))],
-            displays: Vec::new(),
-        }
+        let mut result = JobResult::failed(RunError::new("E", "m"));
+        result.status = RunStatus::Completed;
+        result.error = None;
+        result.result = Some("2".into());
+        result.reports.console = "log\n".into();
+        result.blob = blob.map(Section::from);
+        result.listing = Some(vec![crate::engine::host::TreeEntry {
+            path: "/work/a".into(),
+            key: None,
+            dir: false,
+            size: 0,
+            mtime_ms: 1764121471348.582,
+        }]);
+        result.reports.files = vec![("k".into(), Section::from(b"file".to_vec()))];
+        result
     }
 
     #[tokio::test]
@@ -382,28 +232,56 @@ mod tests {
         write_result(&mut wire, result(None)).unwrap();
         let mut input = wire.as_slice();
         for blob in [Some(vec![1, 2, 3]), None] {
-            let WorkerFrame::Result(header) = read_header_async(&mut input).await.unwrap() else {
+            let WorkerFrame::Result(read) = read_frame_async(&mut input).await.unwrap() else {
                 panic!("a result frame")
             };
-            let read = read_result(*header, &mut input).await.unwrap();
             assert_eq!(read.result.as_deref(), Some("2"));
-            assert_eq!(read.blob, blob);
-            assert_eq!(read.files[0].1.as_ref(), b"file");
+            assert_eq!(read.reports.console, "log\n");
+            assert_eq!(read.blob.map(|b| b.to_vec()), blob);
+            assert_eq!(read.reports.files[0].1.as_ref(), b"file");
+            assert_eq!(read.listing.unwrap()[0].mtime_ms, 1764121471348.582);
         }
         assert!(input.is_empty(), "every section was read");
     }
 
     #[test]
+    fn a_job_crosses_as_it_is_with_its_sections() {
+        let mut job = Job::fresh("6*7".into());
+        job.restore = Some(Section::from(vec![9; 1000]));
+        job.asks.files.inputs = vec![("/work/a".into(), Section::from(b"abc".to_vec()))];
+        job.asks.console.max_output_bytes = 77;
+        let mut wire = Vec::new();
+        write_frame(&mut wire, &job).unwrap();
+        let read: Job = read_frame(&mut wire.as_slice()).unwrap().unwrap();
+        assert!(matches!(read.task, Task::Run { ref code } if code == "6*7"));
+        assert_eq!(read.restore.unwrap().len(), 1000);
+        assert_eq!(read.asks.files.inputs[0].1.as_ref(), b"abc");
+        assert_eq!(read.asks.console.max_output_bytes, 77);
+    }
+
+    #[test]
     fn garbage_and_truncation_are_errors_not_hangs() {
         let mut huge = &u32::MAX.to_le_bytes()[..];
-        assert!(read_header::<ResultHeader>(&mut huge).is_err());
-        let mut not_json = &[2, 0, 0, 0, b'{', b'x'][..];
-        assert!(read_header::<ResultHeader>(&mut not_json).is_err());
+        assert!(read_frame::<WorkerFrame>(&mut huge).is_err());
+        let mut not_json = &[2, 0, 0, 0, b'{', b'x', 0, 0, 0, 0][..];
+        assert!(read_frame::<WorkerFrame>(&mut not_json).is_err());
         let mut truncated = &[9, 0, 0, 0, b'{'][..];
-        assert!(read_header::<ResultHeader>(&mut truncated).is_err());
-        let mut short = &[1u8][..];
-        assert!(read_section(&mut short, 2).is_err());
+        assert!(read_frame::<WorkerFrame>(&mut truncated).is_err());
+        let mut missing_section = &[
+            2, 0, 0, 0, b'{', b'}', 1, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 1,
+        ][..];
+        assert!(read_frame::<FileReply>(&mut missing_section).is_err());
         let mut empty = &[][..];
-        assert!(read_header::<ResultHeader>(&mut empty).unwrap().is_none());
+        assert!(read_frame::<WorkerFrame>(&mut empty).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_section_index_outside_the_frame_is_refused() {
+        let mut wire = Vec::new();
+        let json = br#"{"found":{"Ok":3}}"#;
+        wire.extend_from_slice(&(json.len() as u32).to_le_bytes());
+        wire.extend_from_slice(json);
+        wire.extend_from_slice(&0u32.to_le_bytes());
+        assert!(read_frame::<FileReply>(&mut wire.as_slice()).is_err());
     }
 }

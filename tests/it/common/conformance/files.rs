@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use mcp_v8_lambda::files::{FileStore, FileStoreError, file_key};
+use mcp_v8_lambda::backends::content::ContentKey;
+use mcp_v8_lambda::files::{FileStore, FileStoreError};
 use mcp_v8_lambda::tenant::Tenant;
 
 fn tenant(name: &str) -> Tenant {
@@ -22,7 +23,7 @@ pub async fn run_all(store: Arc<dyn FileStore>) {
 pub async fn bytes_round_trip_under_their_hash(store: &dyn FileStore) {
     let bytes = Bytes::from_static(b"a,b\n1,2\n");
     let key = store.put(&Tenant::anonymous(), &bytes).await.unwrap();
-    assert_eq!(key, file_key(&bytes));
+    assert_eq!(key, ContentKey::of(&bytes).to_string());
     assert_eq!(
         store.get(&Tenant::anonymous(), &key).await.unwrap(),
         Some(bytes.clone())
@@ -41,7 +42,7 @@ pub async fn bytes_round_trip_under_their_hash(store: &dyn FileStore) {
 }
 
 pub async fn a_key_never_stored_is_none_and_a_bad_key_is_refused(store: &dyn FileStore) {
-    let missing = file_key(b"never stored");
+    let missing = ContentKey::of(b"never stored").to_string();
     assert!(
         store
             .get(&Tenant::anonymous(), &missing)
@@ -81,11 +82,14 @@ pub async fn concurrent_writers_of_the_same_bytes_both_succeed(store: Arc<dyn Fi
         })
         .collect();
     for writer in writers {
-        assert_eq!(writer.await.unwrap().unwrap(), file_key(&bytes));
+        assert_eq!(
+            writer.await.unwrap().unwrap(),
+            ContentKey::of(&bytes).to_string()
+        );
     }
     assert_eq!(
         store
-            .get(&Tenant::anonymous(), &file_key(&bytes))
+            .get(&Tenant::anonymous(), &ContentKey::of(&bytes).to_string())
             .await
             .unwrap(),
         Some(bytes)

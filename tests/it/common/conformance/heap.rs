@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use mcp_v8_lambda::heap::chunked::ChunkError;
+use mcp_v8_lambda::heap::format::ChunkError;
 use mcp_v8_lambda::heap::{HeapKey, HeapStore, HeapStoreError, MIN_PAYLOAD_LEN, Snapshot};
 use mcp_v8_lambda::tenant::Tenant;
 

@@ -13,8 +13,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
+use crate::backends::content::digest;
 use bytes::Bytes;
-use sha2::{Digest, Sha256};
 
 use super::key::HeapKey;
 
@@ -187,7 +187,7 @@ pub(crate) fn split_keyed(heap: HeapKey, payload: &[u8]) -> (Manifest, Vec<Store
     ) {
         let raw = &payload[cut.offset..cut.offset + cut.length];
         let chunk = ChunkRef {
-            digest: Sha256::digest(raw).into(),
+            digest: digest(raw),
             len: cut.length as u32,
         };
         if seen.insert(chunk.digest) {
@@ -410,7 +410,7 @@ pub fn decompress(chunk: &ChunkRef, stored: &[u8]) -> Result<Vec<u8>, ChunkError
     if raw.len() != chunk.len as usize {
         return Err(corrupt(format!("{} bytes, not {}", raw.len(), chunk.len)));
     }
-    if <[u8; 32]>::from(Sha256::digest(&raw)) != chunk.digest {
+    if digest(&raw) != chunk.digest {
         return Err(corrupt("its bytes do not hash to its key".into()));
     }
     Ok(raw)

@@ -104,3 +104,30 @@ pub(crate) fn script_origin<'s>(
         None,
     ))
 }
+
+/// One family: its file, evaluated to a function `(natives, load) => exports`.
+pub(crate) struct Family {
+    pub name: &'static str,
+    pub source: &'static str,
+    /// The host functions the file is handed as its first argument.
+    pub natives: fn() -> Natives,
+    /// The globals it exports (under the same names), for a family a
+    /// capability declares; the Web families' are in [`GLOBALS`].
+    pub globals: &'static [&'static str],
+}
+
+/// Where loaded families live: a private property of the global object, so
+/// code cannot reach or replace it, and it is in every snapshot.
+const REGISTRY: &str = "mcp-v8-lambda.web";
+
+/// The private key of the loaded families' registry.
+pub(crate) fn registry_key<'s>(scope: &mut v8::PinScope<'s, '_>) -> v8::Local<'s, v8::Private> {
+    let name = v8::String::new(scope, REGISTRY).expect("short name");
+    v8::Private::for_api(scope, Some(name))
+}
+
+/// Loads a family by name in the current context (the layer's `load`), for
+/// a capability's step before the code: `None` with an exception pending
+/// when its file threw.
+pub(crate) type Loader =
+    for<'s, 'i> fn(&mut v8::PinScope<'s, 'i>, &str) -> Option<v8::Local<'s, v8::Object>>;

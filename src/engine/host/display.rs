@@ -5,10 +5,13 @@ use ::bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use v8::MapFnTo;
 
-use super::bytes::bytes_of;
-use super::registry::{Natives, throw_error_with_code};
+use super::files::KeptFiles;
+use crate::engine::capability::{Capability, RunScope};
+use crate::engine::layer::bytes::bytes_of;
+use crate::engine::layer::registry::Family;
+use crate::engine::layer::registry::{Natives, throw_error_with_code};
 
-pub(super) fn natives() -> Natives {
+pub(crate) fn natives() -> Natives {
     vec![("show", show.map_fn_to())]
 }
 
@@ -32,8 +35,8 @@ pub struct Displayed {
     /// Length of the bytes.
     pub size: usize,
     /// The bytes, unless the run's blocks had already used
-    /// [`MAX_DISPLAY_BYTES`]. Sent apart from the header by workers.
-    #[serde(skip)]
+    /// [`MAX_DISPLAY_BYTES`]. A section of a worker's frame.
+    #[serde(with = "crate::engine::section::section_opt")]
     pub bytes: Option<Bytes>,
     /// A path under `/work` whose file holds the same bytes in the run's
     /// output heap (completed stateful runs), for a link.
@@ -47,10 +50,37 @@ pub(crate) struct Displays {
     kept_bytes: usize,
 }
 
-impl Displays {
-    /// The blocks, in call order.
-    pub(crate) fn into_shown(self) -> Vec<Displayed> {
-        self.shown
+impl Capability for Displays {
+    const FAMILY: Option<&'static Family> = Some(&Family {
+        name: "display",
+        source: include_str!("display.js"),
+        natives,
+        globals: &["display"],
+    });
+    type Ask = ();
+    /// The run's blocks, in call order; those whose bytes a file of the
+    /// output heap's `/work` holds link to it.
+    type Report = Vec<Displayed>;
+
+    fn begin(isolate: &mut v8::Isolate, _: &(), _: &RunScope<'_>) {
+        isolate.set_slot(Self::default());
+    }
+
+    fn end(isolate: &mut v8::Isolate) -> Vec<Displayed> {
+        let mut shown = isolate
+            .remove_slot::<Self>()
+            .map(|displays| displays.shown)
+            .unwrap_or_default();
+        if let Some(kept) = isolate.get_slot::<KeptFiles>() {
+            for displayed in &mut shown {
+                displayed.path = kept.paths.get(&displayed.key).cloned();
+            }
+        }
+        shown
+    }
+
+    fn cancelled(shown: &mut Vec<Displayed>) {
+        shown.clear();
     }
 }
 
@@ -121,7 +151,7 @@ fn show<'s>(
         mime_type
     };
     let size = bytes.len();
-    let key = crate::files::file_key(&bytes);
+    let key = crate::backends::content::ContentKey::of(&bytes).to_string();
     let bytes = (displays.kept_bytes + size <= MAX_DISPLAY_BYTES).then(|| {
         displays.kept_bytes += size;
         Bytes::from(bytes)
@@ -134,14 +164,6 @@ fn show<'s>(
         bytes,
         path: None,
     });
-}
-
-/// Gives each block whose bytes a file of the output heap's `/work` holds
-/// that file's path (`paths`: key → path).
-pub(crate) fn link(shown: &mut [Displayed], paths: &std::collections::HashMap<String, String>) {
-    for displayed in shown {
-        displayed.path = paths.get(&displayed.key).cloned();
-    }
 }
 
 #[cfg(test)]

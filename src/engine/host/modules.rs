@@ -6,17 +6,19 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
 
+use serde::{Deserialize, Serialize};
 use v8::MapFnTo;
 
-use super::registry::{Natives, throw_error_with_code, throw_type_error};
-use crate::egress::FetchConfig;
-use crate::engine::control::RunControl;
-use crate::packages::{Bundle, PackageView, is_url};
+use super::work::{HostWork, Interrupted};
+use crate::egress::Client;
+use crate::engine::capability::{Capability, RunScope};
+use crate::engine::layer::registry::Family;
+use crate::engine::layer::registry::{Natives, throw_error_with_code, throw_type_error};
+use crate::packages::{Bundle, Fetching, PackageView, Stopped, UrlFetch, is_url};
 
 /// The family's natives, in the order stored heaps rely on.
-pub(super) fn natives() -> Natives {
+pub(crate) fn natives() -> Natives {
     vec![
         ("resolve", resolve.map_fn_to()),
         ("compile", compile.map_fn_to()),
@@ -24,15 +26,30 @@ pub(super) fn natives() -> Natives {
     ]
 }
 
+/// What a run may load.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ModulesAsk {
+    /// The installed packages `import` and `require` may load.
+    pub packages: Option<Arc<PackageView>>,
+    /// Most module source one run may load (its module graph), in bytes.
+    pub max_module_bytes: usize,
+}
+
+impl Default for ModulesAsk {
+    fn default() -> Self {
+        Self {
+            packages: None,
+            max_module_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
 /// The packages a run may load and what it loaded (an isolate slot).
 pub(crate) struct ModuleRun {
     view: Option<Arc<PackageView>>,
-    /// The egress policy modules by URL are fetched under.
-    fetch: Option<Arc<FetchConfig>>,
-    /// When the run's time is up: loading a module counts against it.
-    deadline: Instant,
-    /// The caller's handle, whose cancel stops a module's fetch.
-    control: Option<Arc<RunControl>>,
+    /// The client of the run's `fetch` policy, which modules by URL are
+    /// fetched under (`None`: fetch is off).
+    fetch: Option<Result<Arc<Client>, String>>,
     /// Bundles resolved in this run, by `name@version`.
     bundles: HashMap<String, Arc<Bundle>>,
     /// Source compiled in this run, in bytes, against `max_bytes`.
@@ -40,23 +57,35 @@ pub(crate) struct ModuleRun {
     max_bytes: usize,
 }
 
-impl ModuleRun {
-    pub(crate) fn new(
-        view: Option<Arc<PackageView>>,
-        max_bytes: usize,
-        fetch: Option<Arc<FetchConfig>>,
-        deadline: Instant,
-        control: Option<Arc<RunControl>>,
-    ) -> Self {
-        Self {
-            view,
+impl Capability for ModuleRun {
+    const FAMILY: Option<&'static Family> = Some(&Family {
+        name: "modules",
+        source: include_str!("modules.js"),
+        natives,
+        // `$__mcpv8_import` is what a run's static `import` declarations
+        // become (engine/repl.rs).
+        globals: &["require", "$__mcpv8_import"],
+    });
+    type Ask = ModulesAsk;
+    type Report = ();
+
+    fn begin(isolate: &mut v8::Isolate, ask: &ModulesAsk, run: &RunScope<'_>) {
+        let fetch = run
+            .fetch
+            .map(|config| &**config)
+            .filter(|c| c.enabled())
+            .map(|config| run.host.clients.fetch(config, &run.host.runtime));
+        isolate.set_slot(Self {
+            view: ask.packages.clone(),
             fetch,
-            deadline,
-            control,
             bundles: HashMap::new(),
             compiled: 0,
-            max_bytes,
-        }
+            max_bytes: ask.max_module_bytes,
+        });
+    }
+
+    fn end(isolate: &mut v8::Isolate) {
+        drop(isolate.remove_slot::<Self>());
     }
 }
 
@@ -110,12 +139,26 @@ fn resolve<'s>(
         throw_error_with_code(scope, &message, "ERR_UNSUPPORTED_ESM_URL_SCHEME");
         return;
     }
-    let default = PackageView::default();
-    let view = run.view.as_deref().unwrap_or(&default);
+    let view = run.view.clone().unwrap_or_default();
     let resolved = if is_url(&specifier) {
-        let control = run.control.clone();
-        let stop = move || control.as_ref().is_some_and(|c| c.is_cancelled());
-        view.resolve_url(&specifier, run.fetch.as_deref(), run.deadline, &stop)
+        let client = run.fetch.clone();
+        let Some(work) = scope.get_slot_mut::<HostWork>() else {
+            throw_type_error(scope, "modules are not available outside a run");
+            return;
+        };
+        let deadline = work.deadline();
+        let mut wait = |fetching: Fetching| {
+            work.block_on(fetching).map_err(|why| match why {
+                Interrupted::Deadline => Stopped::Deadline,
+                Interrupted::Cancelled => Stopped::Cancelled,
+            })
+        };
+        let fetch = UrlFetch {
+            client,
+            deadline,
+            wait: &mut wait,
+        };
+        view.resolve_url(&specifier, fetch)
             .map_err(|e| e.to_string())
     } else {
         view.resolve(&specifier).map_err(|e| e.to_string())
@@ -198,7 +241,7 @@ fn compile<'s>(
     } else {
         format!("node_modules/{id}/{file}")
     };
-    let Some(origin) = super::registry::script_origin(scope, &name) else {
+    let Some(origin) = crate::engine::layer::registry::script_origin(scope, &name) else {
         return;
     };
     let mut source = v8::script_compiler::Source::new(text, Some(&origin));

@@ -1,22 +1,24 @@
 //! Natives of `mcp` (code mode): calls start here, are carried out by
-//! `crate::upstream` on the egress runtime, and their answers come back
-//! through the run's event loop ([`McpRun::wait`], [`deliver`]). Only
+//! `crate::upstream` on the host's runtime, and their answers come back
+//! through the run's host work ([`deliver`]). Only
 //! names, arguments and results cross into the isolate; URLs and headers
 //! stay with the upstream's client.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, Sender, channel};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use v8::MapFnTo;
 
-use super::bytes::string;
-use super::registry::Natives;
+use super::work::WorkSink;
+use crate::engine::capability::{Capability, RunScope};
+use crate::engine::layer::bytes::string;
+use crate::engine::layer::registry::Family;
+use crate::engine::layer::registry::Natives;
 use crate::upstream::{CallError, McpCount, UpstreamConfig, Upstreams};
 
-pub(super) fn natives() -> Natives {
+pub(crate) fn natives() -> Natives {
     vec![
         ("servers", servers.map_fn_to()),
         ("start", start.map_fn_to()),
@@ -24,7 +26,7 @@ pub(super) fn natives() -> Natives {
 }
 
 /// An answer for the run: the call's id and `{"ok": …}` or `{"error": …}`.
-pub(crate) type Answer = (u32, String);
+type Answer = (u32, String);
 
 /// A run's calls and the promises waiting on them.
 pub(crate) struct McpRun {
@@ -38,17 +40,28 @@ pub(crate) struct McpRun {
     slots: Arc<tokio::sync::Semaphore>,
     next_id: u32,
     flights: HashMap<u32, (tokio::task::AbortHandle, v8::Global<v8::PromiseResolver>)>,
-    sender: Sender<Answer>,
-    receiver: Receiver<Answer>,
+    work: WorkSink,
+    runtime: tokio::runtime::Handle,
 }
 
-impl McpRun {
-    /// `None` when no upstream is configured.
-    pub(crate) fn new(config: Option<&UpstreamConfig>) -> Option<Self> {
-        let config = config.filter(|c| c.enabled())?;
-        let (sender, receiver) = channel();
-        Some(Self {
-            upstreams: Upstreams::shared(config),
+impl Capability for McpRun {
+    const FAMILY: Option<&'static Family> = Some(&Family {
+        name: "mcp",
+        source: include_str!("mcp.js"),
+        natives,
+        globals: &["mcp"],
+    });
+    /// The upstream MCP servers `mcp` calls; `None`: none.
+    type Ask = Option<Arc<UpstreamConfig>>;
+    /// What the run called upstream, when it called anything.
+    type Report = Option<McpCount>;
+
+    fn begin(isolate: &mut v8::Isolate, ask: &Self::Ask, run: &RunScope<'_>) {
+        let Some(config) = ask.as_deref().filter(|c| c.enabled()) else {
+            return;
+        };
+        isolate.set_slot(Self {
+            upstreams: run.host.clients.upstreams(config, &run.host.runtime),
             names: config.servers.keys().cloned().collect(),
             max_calls: config.max_calls,
             started: 0,
@@ -58,32 +71,21 @@ impl McpRun {
             )),
             next_id: 0,
             flights: HashMap::new(),
-            sender,
-            receiver,
-        })
+            work: run.work.clone(),
+            runtime: run.host.runtime.clone(),
+        });
     }
 
-    /// Calls still to answer.
-    pub(crate) fn pending(&self) -> usize {
-        self.flights.len()
+    fn pending(isolate: &v8::Isolate) -> bool {
+        isolate
+            .get_slot::<McpRun>()
+            .is_some_and(|m| !m.flights.is_empty())
     }
 
-    /// The next answer, waiting until `until` at most.
-    pub(crate) fn wait(&mut self, until: Instant) -> Option<Answer> {
-        let timeout = until.saturating_duration_since(Instant::now());
-        self.receiver.recv_timeout(timeout).ok()
-    }
-
-    /// An answer that has arrived, without waiting.
-    pub(crate) fn try_next(&mut self) -> Option<Answer> {
-        self.receiver.try_recv().ok()
-    }
-
-    /// What the run called, for its outcome; `None` when it called nothing.
-    pub(crate) fn count(&self) -> Option<McpCount> {
-        (self.started > 0).then_some(McpCount {
-            count: self.started,
-        })
+    /// Dropping the run's calls cancels those still running.
+    fn end(isolate: &mut v8::Isolate) -> Self::Report {
+        let run = isolate.remove_slot::<McpRun>()?;
+        (run.started > 0).then_some(McpCount { count: run.started })
     }
 }
 
@@ -198,10 +200,10 @@ fn start<'s>(
     };
     run.next_id += 1;
     let id = run.next_id;
-    let sender = run.sender.clone();
+    let work = run.work.clone();
     let slots = run.slots.clone();
     let timeout = run.call_timeout;
-    let task = crate::egress::runtime().spawn(async move {
+    let task = run.runtime.spawn(async move {
         let _permit = slots.acquire_owned().await;
         let answer = match op {
             Op::Call(tool, arguments) => upstreams.call(&server, &tool, arguments, timeout).await,
@@ -220,7 +222,8 @@ fn start<'s>(
             Ok(value) => json!({ "ok": value }),
             Err(error) => json!({ "error": error_fields(&error) }),
         };
-        let _ = sender.send((id, text.to_string()));
+        let answer = (id, text.to_string());
+        work.deliver(move |scope| deliver(scope, answer));
     });
     let Some(resolver) = v8::PromiseResolver::new(scope) else {
         task.abort();
@@ -256,7 +259,7 @@ fn error_fields(error: &CallError) -> Value {
 }
 
 /// Settles the promise an answer is for.
-pub(crate) fn deliver(scope: &mut v8::PinScope<'_, '_>, (id, text): Answer) {
+fn deliver(scope: &mut v8::PinScope<'_, '_>, (id, text): Answer) {
     let Some((_, resolver)) = state(scope).and_then(|run| run.flights.remove(&id)) else {
         return;
     };

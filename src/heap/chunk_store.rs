@@ -4,14 +4,14 @@
 //! manifest's chunks that every backend shares.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt, stream};
 
-use super::chunked::{self, ChunkError, ChunkRef, Manifest, StoredChunk};
+use super::format::{self, ChunkError, ChunkRef, Manifest, StoredChunk};
 use super::{HeapKey, HeapStoreError, Snapshot};
 use crate::BoxError;
 use crate::tenant::Tenant;
@@ -84,14 +84,6 @@ fn folder(tenant: &Tenant) -> String {
     tenant.heap_folder().unwrap_or_default()
 }
 
-/// What a store reads the time from; tests move it to simulate expiry.
-pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
-
-/// The system clock.
-pub fn system_clock() -> Clock {
-    Arc::new(SystemTime::now)
-}
-
 /// The generation of chunks written at `now`: the UTC day number, the unit
 /// of S3's lifecycle expiry (see docs/storage.md, "Retention").
 pub fn generation_at(now: SystemTime) -> u32 {
@@ -120,10 +112,10 @@ pub(crate) fn joined(key: &HeapKey, payload: &[u8]) -> Result<Snapshot, HeapStor
     })
 }
 
-/// The heap kept whole in `stored` (see [`chunked::WHOLE_MAGIC`]),
+/// The heap kept whole in `stored` (see [`format::WHOLE_MAGIC`]),
 /// verified against `key`.
 pub(crate) fn whole(key: &HeapKey, stored: Bytes) -> Result<Snapshot, HeapStoreError> {
-    let payload = chunked::decode_whole(key, &stored).map_err(|e| chunk_error(key, e))?;
+    let payload = format::decode_whole(key, &stored).map_err(|e| chunk_error(key, e))?;
     let snapshot = joined(key, &payload)?;
     Ok(snapshot.with_whole(stored))
 }
@@ -149,7 +141,7 @@ where
     let mut missing = Vec::new();
     for chunk in manifest.distinct() {
         match cache.get(tenant, chunk).await {
-            Some(stored) => match chunked::decompress(chunk, &stored) {
+            Some(stored) => match format::decompress(chunk, &stored) {
                 Ok(bytes) => {
                     raw.insert(chunk.digest, bytes);
                     kept.insert(chunk.digest, stored);
@@ -178,7 +170,7 @@ where
     for (chunk, stored) in fetched {
         let stored = stored
             .ok_or_else(|| chunk_error(key, ChunkError::MissingChunk { key: chunk.key() }))?;
-        let bytes = chunked::decompress(&chunk, &stored).map_err(|e| chunk_error(key, e))?;
+        let bytes = format::decompress(&chunk, &stored).map_err(|e| chunk_error(key, e))?;
         cache.put(tenant, &chunk, stored.clone()).await;
         raw.insert(chunk.digest, bytes);
         kept.insert(chunk.digest, stored);

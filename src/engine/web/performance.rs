@@ -1,13 +1,16 @@
 //! Natives of the host family (`performance`, `navigator`, `reportError`).
 
+use std::time::{Instant, SystemTime};
+
 use v8::MapFnTo;
 
-use super::clock::{Clock, unix_millis};
 use super::console;
 use super::inspect::inspect;
-use super::registry::Natives;
+use crate::clock::unix_millis;
+use crate::engine::capability::{Capability, RunScope};
+use crate::engine::layer::registry::Natives;
 
-pub(super) fn natives() -> Natives {
+pub(crate) fn natives() -> Natives {
     vec![
         ("now", now.map_fn_to()),
         ("timeOrigin", time_origin.map_fn_to()),
@@ -24,7 +27,7 @@ fn now<'s>(
     mut rv: v8::ReturnValue<'s, v8::Value>,
 ) {
     let elapsed = scope
-        .get_slot::<Clock>()
+        .get_slot::<RunStart>()
         .map(|clock| clock.started.elapsed().as_micros() as f64 / 1000.0)
         .unwrap_or(0.0);
     rv.set_double(elapsed);
@@ -37,7 +40,7 @@ fn time_origin<'s>(
     mut rv: v8::ReturnValue<'s, v8::Value>,
 ) {
     let started = scope
-        .get_slot::<Clock>()
+        .get_slot::<RunStart>()
         .map(|clock| clock.started_wall)
         .unwrap_or_else(std::time::SystemTime::now);
     rv.set_double(unix_millis(started));
@@ -72,4 +75,27 @@ fn report<'s>(
         _ => inspect(scope, error),
     };
     console::print(scope, &format!("[ERROR] Uncaught {text}"));
+}
+
+/// When the run started (an isolate slot): `performance.now()` counts
+/// from it and `performance.timeOrigin` is its wall-clock time.
+pub(crate) struct RunStart {
+    started: Instant,
+    started_wall: SystemTime,
+}
+
+impl Capability for RunStart {
+    type Ask = ();
+    type Report = ();
+
+    fn begin(isolate: &mut v8::Isolate, _: &(), _: &RunScope<'_>) {
+        isolate.set_slot(Self {
+            started: Instant::now(),
+            started_wall: SystemTime::now(),
+        });
+    }
+
+    fn end(isolate: &mut v8::Isolate) {
+        isolate.remove_slot::<Self>();
+    }
 }

@@ -3,7 +3,7 @@
 use crate::engine::memory::Held;
 
 /// The bytes of an `ArrayBuffer` or any view of one (copied).
-pub(super) fn bytes_of(value: v8::Local<'_, v8::Value>) -> Option<Vec<u8>> {
+pub(crate) fn bytes_of(value: v8::Local<'_, v8::Value>) -> Option<Vec<u8>> {
     if let Ok(view) = v8::Local::<v8::ArrayBufferView>::try_from(value) {
         let mut out = vec![0; view.byte_length()];
         let copied = view.copy_contents(&mut out);
@@ -27,11 +27,11 @@ pub(super) fn bytes_of(value: v8::Local<'_, v8::Value>) -> Option<Vec<u8>> {
 /// copy it like any other buffer; `None`, with a `RangeError` thrown, when
 /// the run's budget has no room for it (V8's `ArrayBuffer::New` would end
 /// the process instead).
-pub(super) fn array_buffer<'s>(
+pub(crate) fn array_buffer<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     bytes: &[u8],
 ) -> Option<v8::Local<'s, v8::ArrayBuffer>> {
-    if !super::guard::room_for(scope, bytes.len()) {
+    if !crate::engine::web::guard::room_for(scope, bytes.len()) {
         return None;
     }
     let buffer = v8::ArrayBuffer::new(scope, bytes.len());
@@ -46,7 +46,7 @@ pub(super) fn array_buffer<'s>(
 
 /// Copies `bytes` into the memory `view` looks at, from its start; at most
 /// the view's length.
-pub(super) fn write_into_view(
+pub(crate) fn write_into_view(
     scope: &mut v8::PinScope<'_, '_>,
     view: v8::Local<'_, v8::ArrayBufferView>,
     bytes: &[u8],
@@ -65,7 +65,7 @@ pub(super) fn write_into_view(
 
 /// The `[name, value, name, value, …]` arrays the JavaScript side passes,
 /// as pairs; `None` when an element cannot be read.
-pub(super) fn flat_pairs<'s>(
+pub(crate) fn flat_pairs<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     flat: v8::Local<'s, v8::Array>,
 ) -> Option<Vec<(v8::Local<'s, v8::Value>, v8::Local<'s, v8::Value>)>> {
@@ -79,7 +79,7 @@ pub(super) fn flat_pairs<'s>(
         .collect()
 }
 
-pub(super) fn uint8_array<'s>(
+pub(crate) fn uint8_array<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     bytes: &[u8],
 ) -> Option<v8::Local<'s, v8::Uint8Array>> {
@@ -95,25 +95,29 @@ const HELD_PER_UNIT: usize = 4;
 /// against the run's budget while the native works: a string may be far
 /// larger than the heap that holds it (a rope of repeats). `None`, with a
 /// `RangeError` thrown that says `what`, when they do not fit.
-pub(super) fn utf16_held(
+pub(crate) fn utf16_held(
     scope: &mut v8::PinScope<'_, '_>,
     value: v8::Local<'_, v8::Value>,
     what: &str,
 ) -> Option<(Vec<u16>, Option<Held>)> {
     let string = value.to_string(scope)?;
-    let held = super::guard::hold(scope, string.length().saturating_mul(HELD_PER_UNIT), what)?;
+    let held = crate::engine::web::guard::hold(
+        scope,
+        string.length().saturating_mul(HELD_PER_UNIT),
+        what,
+    )?;
     Some((utf16(scope, string.into()), held))
 }
 
 /// The UTF-16 code units of a string value (lone surrogates included).
-pub(super) fn utf16(scope: &mut v8::PinScope<'_, '_>, value: v8::Local<'_, v8::Value>) -> Vec<u16> {
+pub(crate) fn utf16(scope: &mut v8::PinScope<'_, '_>, value: v8::Local<'_, v8::Value>) -> Vec<u16> {
     utf16_prefix(scope, value, usize::MAX).0
 }
 
 /// The first `max` UTF-16 code units of a string value, and whether there
 /// were more: a native that needs only a prefix copies only that much of a
 /// string that may be far larger than the heap (a rope of repeats).
-pub(super) fn utf16_prefix(
+pub(crate) fn utf16_prefix(
     scope: &mut v8::PinScope<'_, '_>,
     value: v8::Local<'_, v8::Value>,
     max: usize,
@@ -127,7 +131,7 @@ pub(super) fn utf16_prefix(
     (units, length > max)
 }
 
-pub(super) fn string<'s>(
+pub(crate) fn string<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     text: &str,
 ) -> Option<v8::Local<'s, v8::String>> {

@@ -1,0 +1,91 @@
+//! A run's capabilities (console, timers, fetch, `mcp`, modules, `/work`,
+//! `display()`, …): each declares its own part of a run's request and of
+//! its report, sets itself up in its own isolate slot and takes itself
+//! down. `capabilities.rs` registers them, one line each; a new capability
+//! touches its own files and that line.
+//!
+//! # Contract
+//! - [`Capability::begin`] puts the capability's state for one run in slots
+//!   of the isolate; [`Capability::end`] takes all of it out again (a plain
+//!   isolate serves many runs, and a snapshot must hold no host handle) and
+//!   returns the report. Every begun run ends, whatever way it ended.
+//! - [`Capability::pending`] is true while host work the capability started
+//!   is still to arrive through the run's host work
+//!   ([`super::host::work`]); the event loop waits
+//!   for it as it waits for timers.
+//! - A report is small in JSON; bytes travel as
+//!   [`Section`](super::contract::Section)s.
+//! - `end` runs in registration order; what one leaves for another stays
+//!   in a slot until the next run begins (`/work`'s kept files, which
+//!   `display` links to).
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::control::RunControl;
+use super::host::services::HostServices;
+use super::host::work::WorkSink;
+use super::layer::registry::{Family, Loader};
+use super::outcome::RunError;
+use super::positions::Positions;
+use crate::egress::FetchConfig;
+
+/// One capability of a run.
+pub(crate) trait Capability {
+    /// The JavaScript family that gives it its globals, if it has one of
+    /// its own; appended to the layer's in registration order.
+    const FAMILY: Option<&'static Family> = None;
+
+    /// What a run asks of it (the operator's settings for it, the call's
+    /// inputs); crosses the worker pipe.
+    type Ask: Serialize + DeserializeOwned + Default + Send;
+    /// What it says when the run ends; crosses the worker pipe back.
+    type Report: Serialize + DeserializeOwned + Default + Debug + Send;
+
+    /// Sets up its state for one run in `isolate`'s slots.
+    fn begin(isolate: &mut v8::Isolate, ask: &Self::Ask, run: &RunScope<'_>);
+
+    /// In the run's context, before its code (`load` loads a family): an
+    /// error ends the run failed without running the code.
+    fn before_code(
+        _scope: &mut v8::PinScope<'_, '_>,
+        _ask: &Self::Ask,
+        _load: Loader,
+    ) -> Result<(), RunError> {
+        Ok(())
+    }
+
+    /// Whether host work it started is still to arrive.
+    fn pending(_isolate: &v8::Isolate) -> bool {
+        false
+    }
+
+    /// Takes its state out of `isolate`: what the run leaves.
+    fn end(isolate: &mut v8::Isolate) -> Self::Report;
+
+    /// What of the report a cancelled run keeps (all of it, unless the
+    /// report holds something the run would store).
+    fn cancelled(_report: &mut Self::Report) {}
+
+    /// Positions in the report mapped to the code as the caller sent it.
+    fn remap(_report: &mut Self::Report, _positions: &Positions) {}
+}
+
+/// What a capability gets for one run besides its own ask.
+pub(crate) struct RunScope<'a> {
+    /// When the run's time is up.
+    pub deadline: Instant,
+    /// The caller's handle (its cancel).
+    pub control: Option<&'a Arc<RunControl>>,
+    /// The host's services: its runtime, stores and clients.
+    pub host: &'a HostServices,
+    /// Where host work the capability starts reports back to the run.
+    pub work: WorkSink,
+    /// The run's egress policy, which other capabilities reach the network
+    /// under too (modules by URL).
+    pub fetch: Option<&'a Arc<FetchConfig>>,
+}

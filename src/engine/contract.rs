@@ -1,0 +1,185 @@
+//! What a run takes and what it gives: one description, used as it is in
+//! this process and carried as it is across an engine worker's pipe (JSON,
+//! with [`Section`]s of raw bytes beside it). Each capability declares its
+//! own part of both ([`super::capability`]); nothing here copies them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::capabilities::{Asks, Reports};
+use super::control::RunControl;
+use super::host::TreeEntry;
+use super::outcome::{RunError, RunStatus};
+use super::positions::Positions;
+use super::section::Section;
+
+/// How V8 treats compiled function code in a snapshot (see
+/// `docs/performance.md` for the measurements behind the default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CodeHandling {
+    /// Keep compiled bytecode: bigger blobs, no recompilation after restore.
+    Keep,
+    /// Drop compiled code: smaller blobs, functions recompile lazily.
+    Clear,
+}
+
+/// What a job does on its isolate.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Task {
+    /// Runs the code (JavaScript, types already stripped).
+    Run { code: String },
+    /// Lists the restored heap's `/work` tree instead of running code
+    /// (for `resources/read`).
+    ListFiles,
+}
+
+/// What an isolate is asked to do.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Job {
+    pub task: Task,
+    /// Raw V8 payload to restore from, shared with the heap store's buffer
+    /// so that handing it to a worker process copies it only into the pipe.
+    pub restore: Option<Section>,
+    /// `restore` went through [`super::web::before_snapshot`] (the
+    /// prelude's heap, made by this process), so a plain isolate may
+    /// restore it; any other heap is restored by a snapshot creator.
+    pub plain_restore: bool,
+    /// Create the isolate as a snapshot creator and return a blob on success.
+    pub stateful: bool,
+    #[serde(with = "millis")]
+    pub timeout: Duration,
+    pub heap_limit_bytes: usize,
+    /// Longest rendered result, applied where the run executes so that no
+    /// larger one is copied further.
+    pub max_result_bytes: usize,
+    pub code_handling: CodeHandling,
+    /// The caller's handle on the run. It stays in the caller's process: an
+    /// engine worker gets a control of its own, which its pool stops by
+    /// ending the process.
+    #[serde(skip)]
+    pub control: Option<Arc<RunControl>>,
+    /// Each capability's part of the run.
+    pub asks: Asks,
+}
+
+impl Job {
+    /// A stateless run of `code` with the library's default limits.
+    #[cfg(test)]
+    pub(crate) fn fresh(code: String) -> Job {
+        Job {
+            task: Task::Run { code },
+            restore: None,
+            plain_restore: false,
+            stateful: false,
+            timeout: Duration::from_secs(30),
+            heap_limit_bytes: 64 * 1024 * 1024,
+            max_result_bytes: 1024 * 1024,
+            code_handling: CodeHandling::Keep,
+            control: None,
+            asks: Asks::default(),
+        }
+    }
+
+    /// Whether the run creates or restores a snapshot, which decides where
+    /// it may run (see [`super::run::READ_ONLY_HEAP`]); the others run on a
+    /// plain isolate.
+    pub(crate) fn touches_snapshots(&self) -> bool {
+        self.stateful || self.restore.is_some()
+    }
+
+    pub(crate) fn cancelled(&self) -> bool {
+        self.control.as_ref().is_some_and(|c| c.is_cancelled())
+    }
+}
+
+/// What came out of the isolate.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct JobResult {
+    pub status: RunStatus,
+    pub result: Option<String>,
+    /// The completion value as Node's REPL shows it (completed runs).
+    pub repl: Option<String>,
+    pub error: Option<RunError>,
+    pub warnings: Vec<String>,
+    /// The new raw V8 payload, for completed stateful runs only.
+    pub blob: Option<Section>,
+    /// The heap's `/work` tree, for [`Task::ListFiles`].
+    pub listing: Option<Vec<TreeEntry>>,
+    /// Each capability's report.
+    pub reports: Reports,
+}
+
+impl JobResult {
+    /// A run that ended `failed` with `error` before it produced anything.
+    pub(crate) fn failed(error: RunError) -> Self {
+        Self {
+            status: RunStatus::Failed,
+            result: None,
+            repl: None,
+            error: Some(error),
+            warnings: Vec::new(),
+            blob: None,
+            listing: None,
+            reports: Reports::default(),
+        }
+    }
+
+    /// The result of a run the caller cancelled: whatever it got to, the
+    /// caller no longer wants it, so nothing is kept. The one place that
+    /// decides what a cancellation leaves.
+    pub(crate) fn cancel(&mut self) {
+        self.status = RunStatus::Cancelled;
+        self.result = None;
+        self.repl = None;
+        self.blob = None;
+        self.listing = None;
+        self.warnings.clear();
+        self.reports.cancelled();
+        self.error = Some(RunError::new(
+            "CancelledError",
+            "the run was cancelled by the client and terminated; nothing was stored",
+        ));
+    }
+
+    /// Every position the caller reads, mapped through `positions` to the
+    /// code before that step.
+    pub(crate) fn remap(&mut self, positions: &Positions) {
+        if let Some(error) = &mut self.error {
+            positions.remap_in_place(&mut error.message, true);
+            if let Some(stack) = &mut error.stack {
+                positions.remap_in_place(stack, true);
+            }
+        }
+        for warning in &mut self.warnings {
+            positions.remap_in_place(warning, false);
+        }
+        self.reports.remap(positions);
+    }
+
+    /// `self`, cancelled when `control` says the caller cancelled the run.
+    pub(crate) fn cancelled_by(mut self, control: Option<&RunControl>) -> Self {
+        if control.is_some_and(RunControl::is_cancelled) {
+            self.cancel();
+        }
+        self
+    }
+}
+
+/// A `Duration` as whole milliseconds.
+mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_millis)
+    }
+}

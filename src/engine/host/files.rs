@@ -1,0 +1,389 @@
+//! Natives of `/work` (`node:fs`, in `files.js`): the tree of paths lives in
+//! the heap; the bytes of each file are here, by key: written ones held
+//! until the run ends (then stored by the engine before the heap), older
+//! ones read from the store when a run opens them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ::bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use v8::MapFnTo;
+
+use super::services::{FileRead, FileSource};
+use super::work::{HostWork, Interrupted};
+use crate::engine::capability::{Capability, RunScope};
+use crate::engine::layer::bytes::{bytes_of, string, uint8_array};
+use crate::engine::layer::registry::{Family, Loader, registry_key};
+use crate::engine::layer::registry::{Natives, throw_error_with_code, throw_type_error};
+use crate::engine::memory::Budget;
+use crate::engine::outcome::RunError;
+use crate::engine::section::Section;
+use crate::engine::thrown::error_from;
+
+pub(crate) fn natives() -> Natives {
+    vec![
+        ("put", put.map_fn_to()),
+        ("get", get.map_fn_to()),
+        ("limits", limits.map_fn_to()),
+    ]
+}
+
+/// Caps on a run's `/work`, from the operator's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileLimits {
+    /// Bytes of one file (`MCP_V8_MAX_FILE_MB`).
+    pub max_file_bytes: usize,
+    /// Bytes of all files of a tree (`MCP_V8_MAX_WORK_MB`).
+    pub max_tree_bytes: usize,
+    /// Files and directories of a tree (`MCP_V8_MAX_FILES`).
+    pub max_files: usize,
+}
+
+impl Default for FileLimits {
+    fn default() -> Self {
+        Self {
+            max_file_bytes: 10 * 1024 * 1024,
+            max_tree_bytes: 100 * 1024 * 1024,
+            max_files: 1000,
+        }
+    }
+}
+
+/// What a run asks of `/work`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct FilesAsk {
+    /// Its caps.
+    pub limits: FileLimits,
+    /// Files the call brings (path, bytes), written to `/work` before the
+    /// code runs.
+    pub inputs: Vec<(String, Section)>,
+}
+
+/// A run's file bytes (an isolate slot).
+pub(crate) struct FilesRun {
+    source: Option<Arc<dyn FileSource>>,
+    limits: FileLimits,
+    /// Written in this run, by key.
+    written: HashMap<String, Bytes>,
+    /// The budget `written` is counted against, and how much of it.
+    reserved: Option<(Arc<Budget>, usize)>,
+}
+
+impl Drop for FilesRun {
+    // A plain isolate serves many runs, and one whose budget holds more
+    // than a quarter of its limit is replaced: what this run held goes back.
+    fn drop(&mut self) {
+        if let Some((budget, len)) = self.reserved.take() {
+            budget.release(len);
+        }
+    }
+}
+
+impl Capability for FilesRun {
+    const FAMILY: Option<&'static Family> = Some(&Family {
+        name: "fs",
+        source: include_str!("files.js"),
+        natives,
+        globals: &[],
+    });
+    type Ask = FilesAsk;
+    /// Bytes of the files a completed stateful run wrote and left in
+    /// `/work`, by key: stored before its heap.
+    type Report = Vec<(String, Section)>;
+
+    fn begin(isolate: &mut v8::Isolate, ask: &FilesAsk, run: &RunScope<'_>) {
+        isolate.remove_slot::<KeptFiles>();
+        isolate.set_slot(Self {
+            source: run.host.files.clone(),
+            limits: ask.limits,
+            written: HashMap::new(),
+            reserved: None,
+        });
+    }
+
+    fn before_code(
+        scope: &mut v8::PinScope<'_, '_>,
+        ask: &FilesAsk,
+        load: Loader,
+    ) -> Result<(), RunError> {
+        if ask.inputs.is_empty() {
+            return Ok(());
+        }
+        v8::tc_scope!(let tc, scope);
+        write_inputs(tc, &ask.inputs, load);
+        match tc.exception() {
+            Some(exception) => {
+                let mut error = error_from(tc, exception, None);
+                error.message = format!(
+                    "the files argument could not be written to /work, so the code did not run: {}",
+                    error.message
+                );
+                Err(error)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// The bytes written in this run whose keys the tree as the run left it
+    /// holds ([`files_kept`], asked before a snapshot); none otherwise.
+    fn end(isolate: &mut v8::Isolate) -> Self::Report {
+        let Some(mut run) = isolate.remove_slot::<FilesRun>() else {
+            return Vec::new();
+        };
+        let Some(kept) = isolate.get_slot::<KeptFiles>() else {
+            return Vec::new();
+        };
+        kept.keys
+            .iter()
+            .filter_map(|key| run.written.remove_entry(key))
+            .map(|(key, bytes)| (key, Section(bytes)))
+            .collect()
+    }
+
+    fn cancelled(files: &mut Self::Report) {
+        files.clear();
+    }
+}
+
+/// `put(bytes)`: the key of `bytes`, kept for the rest of the run.
+fn put<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    args: v8::FunctionCallbackArguments<'s>,
+    mut rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    let Some(bytes) = bytes_of(args.get(0)) else {
+        throw_type_error(scope, "file data must be bytes");
+        return;
+    };
+    let budget = scope.get_slot::<Arc<Budget>>().cloned();
+    let Some(run) = scope.get_slot_mut::<FilesRun>() else {
+        throw_type_error(scope, "files are not available outside a run");
+        return;
+    };
+    if bytes.len() > run.limits.max_file_bytes {
+        let message = format!(
+            "EFBIG: file too large, write: {} bytes, over the {} MiB a file may hold (MCP_V8_MAX_FILE_MB)",
+            bytes.len(),
+            run.limits.max_file_bytes / (1024 * 1024)
+        );
+        throw_error_with_code(scope, &message, "EFBIG");
+        return;
+    }
+    let key = crate::backends::content::ContentKey::of(&bytes).to_string();
+    if !run.written.contains_key(&key) {
+        // Held outside V8's heap until the run ends: counted like the
+        // run's ArrayBuffers, so files cannot get around the memory limit.
+        if let Some(budget) = budget {
+            if !budget.reserve(bytes.len()) {
+                let message = format!(
+                    "ENOMEM: the run's memory is full, write of {} bytes: files written in a run count against heap_memory_max_mb",
+                    bytes.len()
+                );
+                throw_error_with_code(scope, &message, "ENOMEM");
+                return;
+            }
+            let (_, held) = run.reserved.get_or_insert((budget, 0));
+            *held += bytes.len();
+        }
+        run.written.insert(key.clone(), Bytes::from(bytes));
+    }
+    if let Some(text) = string(scope, &key) {
+        rv.set(text.into());
+    }
+}
+
+/// `get(key)`: the file's bytes, as a `Uint8Array`.
+fn get<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    args: v8::FunctionCallbackArguments<'s>,
+    mut rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    let key = args.get(0).to_rust_string_lossy(scope);
+    let Some(run) = scope.get_slot::<FilesRun>() else {
+        throw_type_error(scope, "files are not available outside a run");
+        return;
+    };
+    let read = match run.written.get(&key) {
+        Some(bytes) => FileRead::Ready(Ok(Some(bytes.clone()))),
+        None => match &run.source {
+            Some(source) => source.read(&key),
+            None => FileRead::Ready(Ok(None)),
+        },
+    };
+    let found = match read {
+        FileRead::Ready(found) => found,
+        FileRead::Pending(work) => match scope.get_slot_mut::<HostWork>() {
+            Some(host) => host.block_on(work).unwrap_or_else(|why| {
+                Err(match why {
+                    Interrupted::Deadline => "the run's time ran out while the file was read",
+                    Interrupted::Cancelled => "the run was cancelled while the file was read",
+                }
+                .to_owned())
+            }),
+            None => Err("files are not available outside a run".to_owned()),
+        },
+    };
+    let bytes = match found {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => {
+            throw_error_with_code(
+                scope,
+                "EIO: the file's contents are missing from the store (it may have expired with its heap)",
+                "EIO",
+            );
+            return;
+        }
+        Err(why) => {
+            throw_error_with_code(
+                scope,
+                &format!("EIO: reading the file failed: {why}"),
+                "EIO",
+            );
+            return;
+        }
+    };
+    if let Some(array) = uint8_array(scope, &bytes) {
+        rv.set(array.into());
+    }
+}
+
+/// `limits()`: `[max file bytes, max tree bytes, max files]`.
+fn limits<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    _args: v8::FunctionCallbackArguments<'s>,
+    mut rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    let limits = scope
+        .get_slot::<FilesRun>()
+        .map(|run| run.limits)
+        .unwrap_or_default();
+    let values: Vec<v8::Local<v8::Value>> = [
+        limits.max_file_bytes,
+        limits.max_tree_bytes,
+        limits.max_files,
+    ]
+    .iter()
+    .map(|n| v8::Number::new(scope, *n as f64).into())
+    .collect();
+    rv.set(v8::Array::new_with_elements(scope, &values).into());
+}
+
+/// A function `fs` exports, when the context has loaded `fs` (never loads
+/// it: a run that did not use `/work` has none).
+fn fs_export<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    name: &str,
+) -> Option<v8::Local<'s, v8::Function>> {
+    let global = scope.get_current_context().global(scope);
+    let key = registry_key(scope);
+    let registry = v8::Local::<v8::Object>::try_from(global.get_private(scope, key)?).ok()?;
+    let fs = v8::String::new(scope, "fs")?;
+    let exports = v8::Local::<v8::Object>::try_from(registry.get(scope, fs.into())?).ok()?;
+    let name = v8::String::new(scope, name)?;
+    v8::Local::<v8::Function>::try_from(exports.get(scope, name.into())?).ok()
+}
+
+/// One entry of a heap's `/work`, as `fs`'s `entries()` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TreeEntry {
+    /// Absolute, under `/work`.
+    pub path: String,
+    /// `None` for a directory; the bytes' key otherwise (`None` too for an
+    /// empty file, which has no stored bytes).
+    pub key: Option<String>,
+    /// A directory.
+    pub dir: bool,
+    /// Bytes of a file; 0 for a directory.
+    pub size: u64,
+    /// Last modified, Unix milliseconds.
+    pub mtime_ms: f64,
+}
+
+/// The tree of `/work` in the current context; empty when the heap never
+/// used `/work`, `None` when its `fs` predates `entries()` (layer 3).
+pub(crate) fn tree(scope: &mut v8::PinScope<'_, '_>) -> Option<Vec<TreeEntry>> {
+    let Some(entries) = fs_export(scope, "entries") else {
+        return fs_export(scope, "keys").is_none().then(Vec::new);
+    };
+    let receiver = v8::undefined(scope).into();
+    let list = v8::Local::<v8::Array>::try_from(entries.call(scope, receiver, &[])?).ok()?;
+    let mut tree = Vec::with_capacity(list.length() as usize);
+    for i in 0..list.length() {
+        let row = v8::Local::<v8::Array>::try_from(list.get_index(scope, i)?).ok()?;
+        let field = |n: u32| row.get_index(scope, n);
+        let (path, dir, key, size, mtime) = (field(0)?, field(1)?, field(2)?, field(3)?, field(4)?);
+        tree.push(TreeEntry {
+            path: path.to_rust_string_lossy(scope),
+            dir: dir.is_true(),
+            key: key.is_string().then(|| key.to_rust_string_lossy(scope)),
+            size: size.number_value(scope).unwrap_or(0.0) as u64,
+            mtime_ms: mtime.number_value(scope).unwrap_or(0.0),
+        });
+    }
+    Some(tree)
+}
+
+/// The keys of the files `/work` has as the run leaves it, when the run
+/// used `/work` at all (their bytes go into the run's result), and the
+/// path of each, for `display()`'s links.
+pub(crate) fn files_kept(scope: &mut v8::PinScope<'_, '_>) {
+    let mut kept = KeptFiles::default();
+    if let Some(entries) = tree(scope) {
+        for entry in entries {
+            if let Some(key) = entry.key.filter(|_| !entry.dir && entry.size > 0) {
+                kept.paths.entry(key.clone()).or_insert(entry.path);
+                kept.keys.push(key);
+            }
+        }
+    } else if let Some(keys) = fs_export(scope, "keys") {
+        // A heap whose `fs` was loaded by layer 3 lists only keys.
+        let receiver = v8::undefined(scope).into();
+        if let Some(list) = keys
+            .call(scope, receiver, &[])
+            .and_then(|l| v8::Local::<v8::Array>::try_from(l).ok())
+        {
+            for i in 0..list.length() {
+                if let Some(value) = list.get_index(scope, i) {
+                    kept.keys.push(value.to_rust_string_lossy(scope));
+                }
+            }
+        }
+    }
+    kept.keys.sort_unstable();
+    kept.keys.dedup();
+    scope.set_slot(kept);
+}
+
+/// Writes the call's input files into `/work`; an exception (a path
+/// outside `/work`, a cap) is left in `scope` for the caller's try-catch.
+fn write_inputs(scope: &mut v8::PinScope<'_, '_>, inputs: &[(String, Section)], load: Loader) {
+    let Some(exports) = load(scope, "fs") else {
+        return;
+    };
+    let Some(write) = v8::String::new(scope, "writeInputs")
+        .and_then(|k| exports.get(scope, k.into()))
+        .and_then(|f| v8::Local::<v8::Function>::try_from(f).ok())
+    else {
+        return;
+    };
+    let mut pairs = Vec::with_capacity(inputs.len());
+    for (path, bytes) in inputs {
+        let (Some(path), Some(bytes)) = (v8::String::new(scope, path), uint8_array(scope, bytes))
+        else {
+            return;
+        };
+        pairs.push(v8::Array::new_with_elements(scope, &[path.into(), bytes.into()]).into());
+    }
+    let list = v8::Array::new_with_elements(scope, &pairs);
+    let receiver = v8::undefined(scope).into();
+    write.call(scope, receiver, &[list.into()]);
+}
+
+/// What [`files_kept`] found.
+#[derive(Default)]
+pub(crate) struct KeptFiles {
+    keys: Vec<String>,
+    /// Key → a path holding it.
+    pub(crate) paths: HashMap<String, String>,
+}
