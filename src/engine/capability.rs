@@ -75,6 +75,31 @@ pub(crate) trait Capability {
     fn remap(_report: &mut Self::Report, _positions: &Positions) {}
 }
 
+/// A capability whose state is a slot of its type's default for the
+/// length of a run, asking nothing and reporting nothing: dropping the slot
+/// at the end drops the handles it holds, which a snapshot must not.
+macro_rules! slot_capability {
+    ($state:ty) => {
+        impl $crate::engine::capability::Capability for $state {
+            type Ask = ();
+            type Report = ();
+
+            fn begin(
+                isolate: &mut v8::Isolate,
+                _: &(),
+                _: &$crate::engine::capability::RunScope<'_>,
+            ) {
+                isolate.set_slot(<$state>::default());
+            }
+
+            fn end(isolate: &mut v8::Isolate) {
+                drop(isolate.remove_slot::<$state>());
+            }
+        }
+    };
+}
+pub(crate) use slot_capability;
+
 /// What a capability gets for one run besides its own ask.
 pub(crate) struct RunScope<'a> {
     /// When the run's time is up.

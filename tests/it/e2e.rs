@@ -297,7 +297,7 @@ fn python_mcp_client_threads_a_counter_through_three_heaps() {
     let dir = tempfile::tempdir().unwrap();
     let serve = Serve::start(dir.path(), common::net::free_port());
     let mut command = python();
-    command.arg(serve.url());
+    command.args([serve.url().as_str(), "counter"]);
     let done = finish(command);
     assert_eq!(done["event"], "done");
     let heap = done["heap"].as_str().unwrap();

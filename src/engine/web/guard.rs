@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use v8::MapFnTo;
 
-use crate::engine::capability::{Capability, RunScope};
+use crate::engine::capability::slot_capability;
 use crate::engine::layer::registry::Natives;
 use crate::engine::memory::{Budget, Held};
 
@@ -30,18 +30,7 @@ pub(crate) struct Unsnapshottable {
     objects: Vec<(v8::Weak<v8::Object>, String)>,
 }
 
-impl Capability for Unsnapshottable {
-    type Ask = ();
-    type Report = ();
-
-    fn begin(isolate: &mut v8::Isolate, _: &(), _: &RunScope<'_>) {
-        isolate.set_slot(Self::default());
-    }
-
-    fn end(isolate: &mut v8::Isolate) {
-        drop(isolate.remove_slot::<Self>());
-    }
-}
+slot_capability!(Unsnapshottable);
 
 /// What the heap of `scope`'s isolate still holds that V8 cannot snapshot,
 /// described for the caller; `None` when nothing. Collects garbage first

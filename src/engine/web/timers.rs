@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use v8::MapFnTo;
 
-use crate::engine::capability::{Capability, RunScope};
+use crate::engine::capability::slot_capability;
 use crate::engine::layer::registry::{Natives, define, throw_type_error};
 use crate::engine::memory::Held;
 
@@ -47,20 +47,8 @@ pub(crate) struct Timers {
     running_cleared: bool,
 }
 
-impl Capability for Timers {
-    type Ask = ();
-    type Report = ();
-
-    fn begin(isolate: &mut v8::Isolate, _: &(), _: &RunScope<'_>) {
-        isolate.set_slot(Self::default());
-    }
-
-    /// Timer callbacks are handles a snapshot must not hold: they go with
-    /// the run.
-    fn end(isolate: &mut v8::Isolate) {
-        drop(isolate.remove_slot::<Self>());
-    }
-}
+// Timer callbacks are handles: they go with the run.
+slot_capability!(Timers);
 
 impl Timers {
     fn schedule(&mut self, timer: Timer, due: Instant) {
