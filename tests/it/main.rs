@@ -20,6 +20,7 @@ mod engine;
 mod faults;
 mod fetch;
 mod files;
+mod fuzz_seeds;
 mod heap_store;
 mod hostile;
 mod http;
