@@ -10,8 +10,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use v8::MapFnTo;
 
+use super::services::HostServices;
 use super::work::{HostWork, Interrupted};
-use crate::egress::Client;
+use crate::egress::FetchConfig;
 use crate::engine::capability::{Capability, RunScope};
 use crate::engine::layer::registry::Family;
 use crate::engine::layer::registry::{Natives, throw_error_with_code, throw_type_error};
@@ -47,9 +48,10 @@ impl Default for ModulesAsk {
 /// The packages a run may load and what it loaded (an isolate slot).
 pub(crate) struct ModuleRun {
     view: Option<Arc<PackageView>>,
-    /// The client of the run's `fetch` policy, which modules by URL are
-    /// fetched under (`None`: fetch is off).
-    fetch: Option<Result<Arc<Client>, String>>,
+    /// The run's `fetch` policy, which modules by URL are fetched under
+    /// (`None`: fetch is off), and the host whose client carries it out:
+    /// asked for only when a run imports by URL.
+    fetch: Option<(Arc<FetchConfig>, HostServices)>,
     /// Bundles resolved in this run, by `name@version`.
     bundles: HashMap<String, Arc<Bundle>>,
     /// Source compiled in this run, in bytes, against `max_bytes`.
@@ -72,9 +74,8 @@ impl Capability for ModuleRun {
     fn begin(isolate: &mut v8::Isolate, ask: &ModulesAsk, run: &RunScope<'_>) {
         let fetch = run
             .fetch
-            .map(|config| &**config)
-            .filter(|c| c.enabled())
-            .map(|config| run.host.clients.fetch(config, &run.host.runtime));
+            .filter(|config| config.enabled())
+            .map(|config| (config.clone(), run.host.clone()));
         isolate.set_slot(Self {
             view: ask.packages.clone(),
             fetch,
@@ -141,7 +142,10 @@ fn resolve<'s>(
     }
     let view = run.view.clone().unwrap_or_default();
     let resolved = if is_url(&specifier) {
-        let client = run.fetch.clone();
+        let client = run
+            .fetch
+            .as_ref()
+            .map(|(config, host)| host.clients.fetch(config, &host.runtime));
         let Some(work) = scope.get_slot_mut::<HostWork>() else {
             throw_type_error(scope, "modules are not available outside a run");
             return;

@@ -28,26 +28,25 @@ pub(crate) struct HostServices {
 /// (a server's never change; an engine worker's follow its server's).
 #[derive(Debug, Default)]
 pub(crate) struct Clients {
-    fetch: Mutex<Option<Built<egress::Client>>>,
-    upstreams: Mutex<Option<Built<Upstreams>>>,
+    fetch: Mutex<Option<Built<FetchConfig, egress::Client>>>,
+    upstreams: Mutex<Option<Built<UpstreamConfig, Upstreams>>>,
 }
 
-/// A client and the settings it was built from (as JSON: secrets stay in
-/// memory only, like the client itself).
-type Built<T> = (String, Result<Arc<T>, String>);
+/// A client and the settings it was built from (kept in memory only, like
+/// the client itself: they hold secrets).
+type Built<S, T> = (S, Result<Arc<T>, String>);
 
-fn reuse<T>(
-    slot: &Mutex<Option<Built<T>>>,
-    settings: &impl serde::Serialize,
+fn reuse<S: Clone + PartialEq, T>(
+    slot: &Mutex<Option<Built<S, T>>>,
+    settings: &S,
     build: impl FnOnce() -> Result<Arc<T>, String>,
 ) -> Result<Arc<T>, String> {
-    let key = serde_json::to_string(settings).unwrap_or_default();
     let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
     match slot.as_ref() {
-        Some((built_for, built)) if *built_for == key => built.clone(),
+        Some((built_for, built)) if built_for == settings => built.clone(),
         _ => {
             let built = build();
-            *slot = Some((key, built.clone()));
+            *slot = Some((settings.clone(), built.clone()));
             built
         }
     }
