@@ -10,7 +10,7 @@ use crate::BoxError;
 use crate::backends::aws::{Clients, SESSIONS};
 use crate::backends::embedded::open_database_with_cache;
 use crate::config::Config;
-use crate::engine::{Engine, EngineConfig, FileLimits, FilePrelude, PreludeSource};
+use crate::engine::{Engine, EngineConfig, FileLimits, FilePrelude, HostClients, PreludeSource};
 use crate::files::{DirFileStore, FileStore, S3FileStore};
 use crate::heap::{
     FileHeapStore, HeapStore, MemoryCacheHeapStore, S3HeapStore, WriteThroughCacheHeapStore,
@@ -299,10 +299,15 @@ pub fn with_stores(config: &Config, stores: Stores) -> App {
         },
         ..defaults
     };
+    // The host's clients (fetch, upstream connections) are one value, shared
+    // by the engine's runs and the tools that list upstream servers.
+    let clients = Arc::new(HostClients::default());
     let tools = Toolbox {
         engine: Arc::new({
-            let engine = Engine::new(engine_config, stores.heaps).with_packages(stores.packages);
-            let engine = match stores.files {
+            let engine = Engine::new(engine_config, stores.heaps)
+                .with_packages(stores.packages.clone())
+                .with_clients(clients.clone());
+            let engine = match stores.files.clone() {
                 Some(files) => engine.with_files(files),
                 None => engine,
             };
@@ -317,6 +322,10 @@ pub fn with_stores(config: &Config, stores: Stores) -> App {
             engine
         }),
         meta: stores.meta,
+        packages: Some(stores.packages),
+        files: stores.files,
+        mcp: config.mcp.enabled().then(|| Arc::new(config.mcp.clone())),
+        clients,
         stateless: config.stateless,
         execution_ttl_secs: config.stores.execution_ttl_secs,
         continue_sessions: config.transport.continue_sessions,

@@ -104,6 +104,8 @@ mod tests {
         );
         assert_eq!(ContentKey::parse(key.as_str()), Some(key.clone()));
         assert_eq!(ContentKey::parse("ABC"), None);
+        assert_eq!(ContentKey::parse("../../etc/passwd"), None);
+        assert_eq!(ContentKey::parse(&"A".repeat(64)), None);
         assert!(key.verify(Bytes::from_static(b"abc")).is_ok());
         assert_eq!(
             key.verify(Bytes::from_static(b"abd")).unwrap_err(),

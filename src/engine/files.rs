@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::host::services::{FileRead, FileSource};
 use super::outcome::RunError;
 use super::section::Section;
+use crate::backends::content::ContentKey;
 use crate::files::FileStore;
 use crate::tenant::Tenant;
 
@@ -20,8 +21,8 @@ pub(super) struct StoreFiles {
 }
 
 impl FileSource for StoreFiles {
-    fn read(&self, key: &str) -> FileRead {
-        let (store, tenant, key) = (self.store.clone(), self.tenant.clone(), key.to_owned());
+    fn read(&self, key: &ContentKey) -> FileRead {
+        let (store, tenant, key) = (self.store.clone(), self.tenant.clone(), key.clone());
         FileRead::Pending(Box::pin(async move {
             store.get(&tenant, &key).await.map_err(|e| e.to_string())
         }))
@@ -32,7 +33,7 @@ impl FileSource for StoreFiles {
 pub(super) async fn keep(
     store: Option<&Arc<dyn FileStore>>,
     tenant: &Tenant,
-    files: &[(String, Section)],
+    files: &[(ContentKey, Section)],
 ) -> Result<(), RunError> {
     if files.is_empty() {
         return Ok(());

@@ -41,6 +41,7 @@ use crate::tenant::Tenant;
 pub use checksum::calls as snapshot_checksum_calls;
 pub use contract::CodeHandling;
 pub use control::RunControl;
+pub use host::services::Clients as HostClients;
 pub use host::{
     Displayed, FileLimits, FileRead, FileSource, MAX_DISPLAY_BYTES, MAX_DISPLAYS, TreeEntry,
 };
@@ -267,24 +268,11 @@ impl Engine {
         self
     }
 
-    /// The deployment's packages, when there is a package store.
-    pub fn packages(&self) -> Option<&Arc<Packages>> {
-        self.packages.as_ref()
-    }
-
-    /// The upstream MCP servers of code mode, with this engine's
-    /// connections to them (on the calling runtime, which the engine's runs
-    /// share); `None` when none is configured or outside a runtime.
-    pub fn upstreams(&self) -> Option<Arc<crate::upstream::Upstreams>> {
-        let config = self.mcp.as_ref()?;
-        let runtime = tokio::runtime::Handle::try_current().ok()?;
-        match self.clients.upstreams(config, &runtime) {
-            Ok(upstreams) => Some(upstreams),
-            Err(error) => {
-                tracing::warn!(%error, "the upstream MCP servers cannot be used");
-                None
-            }
-        }
+    /// This engine with `clients` (the composition root's) for the
+    /// `fetch` client and upstream connections of runs in this process.
+    pub fn with_clients(mut self, clients: Arc<HostClients>) -> Self {
+        self.clients = clients;
+        self
     }
 
     /// The engine's limits.
@@ -583,11 +571,6 @@ impl Engine {
                 |e| e.message,
             )),
         }
-    }
-
-    /// The store of `/work`'s bytes, when there is one.
-    pub fn file_store(&self) -> Option<&Arc<dyn FileStore>> {
-        self.files.as_ref()
     }
 
     /// The payload of heap `key`, `None` when it is not stored, or the

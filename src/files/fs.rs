@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{FileStore, FileStoreError, checked, verified};
+use super::{FileStore, FileStoreError, verified};
 use crate::backends::content::ContentKey;
 use crate::tenant::Tenant;
 
@@ -24,10 +24,10 @@ impl DirFileStore {
     }
 
     /// Where `key` of `tenant` lives.
-    pub fn path_of(&self, tenant: &Tenant, key: &str) -> PathBuf {
+    pub fn path_of(&self, tenant: &Tenant, key: &ContentKey) -> PathBuf {
         match tenant.heap_folder() {
-            Some(folder) => self.dir.join(folder).join(key),
-            None => self.dir.join(key),
+            Some(folder) => self.dir.join(folder).join(key.as_str()),
+            None => self.dir.join(key.as_str()),
         }
     }
 
@@ -54,11 +54,11 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 #[async_trait]
 impl FileStore for DirFileStore {
-    async fn put(&self, tenant: &Tenant, bytes: &Bytes) -> Result<String, FileStoreError> {
-        let key = ContentKey::of(bytes).to_string();
+    async fn put(&self, tenant: &Tenant, bytes: &Bytes) -> Result<ContentKey, FileStoreError> {
+        let key = ContentKey::of(bytes);
         let path = self.path_of(tenant, &key);
         let owned = bytes.clone();
-        let written = key.clone();
+        let written = key.to_string();
         tokio::task::spawn_blocking(move || {
             if path.exists() {
                 return Ok(());
@@ -71,16 +71,19 @@ impl FileStore for DirFileStore {
         Ok(key)
     }
 
-    async fn get(&self, tenant: &Tenant, key: &str) -> Result<Option<Bytes>, FileStoreError> {
-        let key = checked(key)?.to_owned();
-        let path = self.path_of(tenant, &key);
+    async fn get(
+        &self,
+        tenant: &Tenant,
+        key: &ContentKey,
+    ) -> Result<Option<Bytes>, FileStoreError> {
+        let path = self.path_of(tenant, key);
         let read = tokio::task::spawn_blocking(move || std::fs::read(path))
             .await
-            .map_err(|e| Self::backend(&key, io::Error::other(e)))?;
+            .map_err(|e| Self::backend(key.as_str(), io::Error::other(e)))?;
         match read {
-            Ok(bytes) => verified(&key, bytes.into()).map(Some),
+            Ok(bytes) => verified(key, bytes.into()).map(Some),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Self::backend(&key, e)),
+            Err(e) => Err(Self::backend(key.as_str(), e)),
         }
     }
 }

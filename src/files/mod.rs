@@ -31,9 +31,6 @@ pub enum FileStoreError {
         /// What the bytes hash to.
         actual: String,
     },
-    /// Not a key this store could have written.
-    #[error("{0:?} is not a file key (64 lowercase hex digits)")]
-    BadKey(String),
     /// The backend itself failed.
     #[error("{store} file store failed for file {key}: {source}")]
     Backend {
@@ -61,25 +58,16 @@ pub enum FileStoreError {
 #[async_trait]
 pub trait FileStore: Send + Sync + fmt::Debug + 'static {
     /// Stores `bytes` in `tenant`'s namespace; their key.
-    async fn put(&self, tenant: &Tenant, bytes: &Bytes) -> Result<String, FileStoreError>;
+    async fn put(&self, tenant: &Tenant, bytes: &Bytes) -> Result<ContentKey, FileStoreError>;
     /// The bytes stored under `key` in `tenant`'s namespace, verified.
-    async fn get(&self, tenant: &Tenant, key: &str) -> Result<Option<Bytes>, FileStoreError>;
-}
-
-/// `key` checked before it names a path or an object.
-pub(crate) fn checked(key: &str) -> Result<&str, FileStoreError> {
-    if ContentKey::parse(key).is_some() {
-        Ok(key)
-    } else {
-        Err(FileStoreError::BadKey(key.to_owned()))
-    }
+    async fn get(&self, tenant: &Tenant, key: &ContentKey)
+    -> Result<Option<Bytes>, FileStoreError>;
 }
 
 /// `bytes` if they hash to `key`.
-pub(crate) fn verified(key: &str, bytes: Bytes) -> Result<Bytes, FileStoreError> {
-    let key = ContentKey::parse(key).ok_or_else(|| FileStoreError::BadKey(key.to_owned()))?;
+pub(crate) fn verified(key: &ContentKey, bytes: Bytes) -> Result<Bytes, FileStoreError> {
     key.verify(bytes).map_err(|actual| FileStoreError::Corrupt {
-        key: key.into(),
+        key: key.to_string(),
         actual: actual.into(),
     })
 }

@@ -8,7 +8,7 @@ use aws_sdk_s3::Client;
 use aws_sdk_s3::primitives::ByteStream;
 use bytes::Bytes;
 
-use super::{FileStore, FileStoreError, checked, verified};
+use super::{FileStore, FileStoreError, verified};
 use crate::BoxError;
 use crate::backends::content::ContentKey;
 use crate::backends::s3::{get_object as s3_get_object, put_once as s3_put_once};
@@ -33,7 +33,7 @@ impl S3FileStore {
     }
 
     /// The object key of `key` in `tenant`'s namespace.
-    pub fn object_key(&self, tenant: &Tenant, key: &str) -> String {
+    pub fn object_key(&self, tenant: &Tenant, key: &ContentKey) -> String {
         let folder = tenant.heap_folder().unwrap_or_default();
         format!("{}work/{folder}{key}", self.prefix)
     }
@@ -49,8 +49,8 @@ impl S3FileStore {
 
 #[async_trait]
 impl FileStore for S3FileStore {
-    async fn put(&self, tenant: &Tenant, bytes: &Bytes) -> Result<String, FileStoreError> {
-        let key = ContentKey::of(bytes).to_string();
+    async fn put(&self, tenant: &Tenant, bytes: &Bytes) -> Result<ContentKey, FileStoreError> {
+        let key = ContentKey::of(bytes);
         let object = self.object_key(tenant, &key);
         let body = ByteStream::from(bytes.clone());
         s3_put_once(
@@ -61,16 +61,19 @@ impl FileStore for S3FileStore {
             "application/octet-stream",
         )
         .await
-        .map_err(|source| Self::backend(&key, source))?;
+        .map_err(|source| Self::backend(key.as_str(), source))?;
         Ok(key)
     }
 
-    async fn get(&self, tenant: &Tenant, key: &str) -> Result<Option<Bytes>, FileStoreError> {
-        let key = checked(key)?;
+    async fn get(
+        &self,
+        tenant: &Tenant,
+        key: &ContentKey,
+    ) -> Result<Option<Bytes>, FileStoreError> {
         match s3_get_object(&self.client, &self.bucket, &self.object_key(tenant, key)).await {
             Ok(Some((bytes, _))) => verified(key, bytes).map(Some),
             Ok(None) => Ok(None),
-            Err(source) => Err(Self::backend(key, source)),
+            Err(source) => Err(Self::backend(key.as_str(), source)),
         }
     }
 }

@@ -9,9 +9,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    PackageIndex, PackageStore, PackageStoreError, Revision, bundle_key, valid_key, verified,
-};
+use super::{PackageIndex, PackageStore, PackageStoreError, Revision, verified};
+use crate::backends::content::ContentKey;
 
 const STORE: &str = "directory";
 
@@ -164,20 +163,17 @@ impl PackageStore for DirPackageStore {
             .map_err(|e| Self::backend("index.json", e))
     }
 
-    async fn get_bundle(&self, key: &str) -> Result<Option<Bytes>, PackageStoreError> {
-        if !valid_key(key) {
-            return Ok(None);
-        }
-        match tokio::fs::read(self.bundle_dir().join(key)).await {
+    async fn get_bundle(&self, key: &ContentKey) -> Result<Option<Bytes>, PackageStoreError> {
+        match tokio::fs::read(self.bundle_dir().join(key.as_str())).await {
             Ok(bytes) => verified(key, Bytes::from(bytes)).map(Some),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Self::backend(format!("bundle {key}"), e)),
         }
     }
 
-    async fn put_bundle(&self, bytes: &Bytes) -> Result<String, PackageStoreError> {
-        let key = bundle_key(bytes);
-        let path = self.bundle_dir().join(&key);
+    async fn put_bundle(&self, bytes: &Bytes) -> Result<ContentKey, PackageStoreError> {
+        let key = ContentKey::of(bytes);
+        let path = self.bundle_dir().join(key.as_str());
         if tokio::fs::try_exists(&path).await.unwrap_or(false) {
             return Ok(key);
         }

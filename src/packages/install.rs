@@ -16,7 +16,8 @@ use rolldown::{Bundler, BundlerOptions, InputItem, IsExternal, ResolveOptions};
 use super::bundle::{Bundle, Entry};
 use super::registry::{Manifest, Packument, Registry};
 use super::spec::{PackageSpec, valid_name};
-use super::{InstallError, Installed, bundle_key};
+use super::{InstallError, Installed};
+use crate::backends::content::ContentKey;
 
 /// Where packages come from and how large they may be.
 #[derive(Debug, Clone)]
@@ -202,7 +203,7 @@ pub async fn prepare(
     Ok(Prepared {
         installed: Installed {
             version: manifest.version.clone(),
-            bundle: bundle_key(&bytes),
+            bundle: ContentKey::of(&bytes),
             bytes: bytes.len() as u64,
             entries: bundle.entries.keys().cloned().collect(),
         },

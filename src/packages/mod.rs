@@ -43,7 +43,7 @@ pub struct PackageIndex {
     /// Modules runs imported by URL: URL → bundle key. Written by the
     /// instance that fetched each, so others serve it from the store.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub urls: BTreeMap<String, String>,
+    pub urls: BTreeMap<String, ContentKey>,
 }
 
 /// One installed package.
@@ -51,8 +51,8 @@ pub struct PackageIndex {
 pub struct Installed {
     /// The exact version installed.
     pub version: String,
-    /// SHA-256 (lowercase hex) of the bundle's bytes: its key in the store.
-    pub bundle: String,
+    /// SHA-256 of the bundle's bytes: its key in the store.
+    pub bundle: ContentKey,
     /// Size of the bundle, in bytes.
     pub bytes: u64,
     /// The subpaths it can be imported by (`.`, `./fp`, …).
@@ -193,31 +193,18 @@ pub trait PackageStore: Send + Sync + fmt::Debug + 'static {
         expected: Option<&Revision>,
     ) -> Result<(), PackageStoreError>;
     /// The bundle stored under `key`, verified.
-    async fn get_bundle(&self, key: &str) -> Result<Option<Bytes>, PackageStoreError>;
+    async fn get_bundle(&self, key: &ContentKey) -> Result<Option<Bytes>, PackageStoreError>;
     /// Stores `bytes` under their SHA-256.
-    async fn put_bundle(&self, bytes: &Bytes) -> Result<String, PackageStoreError>;
-}
-
-/// The lowercase-hex SHA-256 of `bytes`: a bundle's key.
-pub fn bundle_key(bytes: &[u8]) -> String {
-    ContentKey::of(bytes).into()
+    async fn put_bundle(&self, bytes: &Bytes) -> Result<ContentKey, PackageStoreError>;
 }
 
 /// `bytes` if they hash to `key`.
-pub(crate) fn verified(key: &str, bytes: Bytes) -> Result<Bytes, PackageStoreError> {
-    let corrupt = |reason: String| PackageStoreError::Corrupt {
-        key: key.to_owned(),
-        reason,
-    };
-    let key = ContentKey::parse(key).ok_or_else(|| corrupt("not a bundle key".into()))?;
+pub(crate) fn verified(key: &ContentKey, bytes: Bytes) -> Result<Bytes, PackageStoreError> {
     key.verify(bytes)
-        .map_err(|actual| corrupt(format!("its bytes hash to {actual}")))
-}
-
-/// Whether `key` looks like a bundle key (64 lowercase hex digits), so it
-/// can name a file or an object safely.
-pub(crate) fn valid_key(key: &str) -> bool {
-    ContentKey::parse(key).is_some()
+        .map_err(|actual| PackageStoreError::Corrupt {
+            key: key.to_string(),
+            reason: format!("its bytes hash to {actual}"),
+        })
 }
 
 /// Installs `specs` into `store`: each is prepared (resolved, downloaded,
@@ -327,15 +314,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_are_checked_before_they_name_anything() {
-        assert!(valid_key(&bundle_key(b"x")));
-        assert!(!valid_key("../../etc/passwd"));
-        assert!(!valid_key(&"A".repeat(64)));
+    fn an_index_naming_a_bundle_by_anything_but_a_key_is_refused() {
+        let index = r#"{"packages":{"x":{"version":"1.0.0","bundle":"../../etc/passwd","bytes":1,"entries":["."]}}}"#;
+        let err = serde_json::from_str::<PackageIndex>(index).unwrap_err();
+        assert!(err.to_string().contains("not 64 lowercase hex"), "{err}");
     }
 
     #[test]
     fn bytes_that_do_not_hash_to_their_key_are_refused() {
-        let key = bundle_key(b"right");
+        let key = ContentKey::of(b"right");
         assert!(verified(&key, Bytes::from_static(b"right")).is_ok());
         let err = verified(&key, Bytes::from_static(b"wrong")).unwrap_err();
         assert!(matches!(err, PackageStoreError::Corrupt { .. }), "{err}");

@@ -9,9 +9,8 @@ use aws_sdk_s3::error::{DisplayErrorContext, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use bytes::Bytes;
 
-use super::{
-    PackageIndex, PackageStore, PackageStoreError, Revision, bundle_key, valid_key, verified,
-};
+use super::{PackageIndex, PackageStore, PackageStoreError, Revision, verified};
+use crate::backends::content::ContentKey;
 use crate::backends::s3::{
     get_object as s3_get_object, put_once as s3_put_once, status as s3_status,
 };
@@ -48,12 +47,15 @@ impl S3PackageStore {
     }
 
     /// The object's bytes and ETag; `None` when there is no such object.
-    async fn get(&self, key: &str) -> Result<Option<(Bytes, Option<String>)>, PackageStoreError> {
-        s3_get_object(&self.client, &self.bucket, key)
+    async fn read_object(
+        &self,
+        object: &str,
+    ) -> Result<Option<(Bytes, Option<String>)>, PackageStoreError> {
+        s3_get_object(&self.client, &self.bucket, object)
             .await
             .map_err(|source| PackageStoreError::Backend {
                 store: STORE,
-                what: key.to_owned(),
+                what: object.to_owned(),
                 source,
             })
     }
@@ -62,7 +64,10 @@ impl S3PackageStore {
 #[async_trait]
 impl PackageStore for S3PackageStore {
     async fn index(&self) -> Result<Option<(PackageIndex, Revision)>, PackageStoreError> {
-        let Some((bytes, etag)) = self.get(&format!("{}index.json", self.prefix)).await? else {
+        let Some((bytes, etag)) = self
+            .read_object(&format!("{}index.json", self.prefix))
+            .await?
+        else {
             return Ok(None);
         };
         let index =
@@ -99,18 +104,18 @@ impl PackageStore for S3PackageStore {
         }
     }
 
-    async fn get_bundle(&self, key: &str) -> Result<Option<Bytes>, PackageStoreError> {
-        if !valid_key(key) {
-            return Ok(None);
-        }
-        match self.get(&format!("{}bundles/{key}", self.prefix)).await? {
+    async fn get_bundle(&self, key: &ContentKey) -> Result<Option<Bytes>, PackageStoreError> {
+        match self
+            .read_object(&format!("{}bundles/{key}", self.prefix))
+            .await?
+        {
             Some((bytes, _)) => verified(key, bytes).map(Some),
             None => Ok(None),
         }
     }
 
-    async fn put_bundle(&self, bytes: &Bytes) -> Result<String, PackageStoreError> {
-        let key = bundle_key(bytes);
+    async fn put_bundle(&self, bytes: &Bytes) -> Result<ContentKey, PackageStoreError> {
+        let key = ContentKey::of(bytes);
         let object = format!("{}bundles/{key}", self.prefix);
         let body = ByteStream::from(bytes.clone());
         s3_put_once(

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::bundle::Bundle;
-use super::{Installed, PackageIndex, PackageStore, installed_list, valid_key};
+use super::{Installed, PackageIndex, PackageStore, installed_list};
+use crate::backends::content::ContentKey;
 
 /// How long an instance uses the index it read before reading it again:
 /// `packages add` reaches running servers within this.
@@ -40,7 +41,7 @@ pub struct PackageView {
     pub packages: BTreeMap<String, Installed>,
     /// Modules by URL the store has: URL → bundle key.
     #[serde(default)]
-    pub urls: BTreeMap<String, String>,
+    pub urls: BTreeMap<String, ContentKey>,
     /// The directory of bundles, by key.
     pub dir: PathBuf,
 }
@@ -100,8 +101,8 @@ impl Packages {
                 .map(|installed| &installed.bundle)
                 .chain(index.urls.values());
             for key in keys {
-                let path = self.local.join(key);
-                if !valid_key(key) || tokio::fs::try_exists(&path).await.unwrap_or(false) {
+                let path = self.local.join(key.as_str());
+                if tokio::fs::try_exists(&path).await.unwrap_or(false) {
                     continue;
                 }
                 if let Some(bytes) = self.store.get_bundle(key).await? {
@@ -140,21 +141,19 @@ impl Packages {
             Err(e) => return Err(e.into()),
         };
         while let Some(record) = records.next_entry().await? {
-            let name = record.file_name().to_string_lossy().into_owned();
-            if !valid_key(&name) {
+            let Some(name) = ContentKey::parse(&record.file_name().to_string_lossy()) else {
                 continue;
-            }
+            };
             let Ok(text) = tokio::fs::read_to_string(record.path()).await else {
                 continue;
             };
-            let key = text.trim().to_owned();
-            if !valid_key(&key) {
+            let Some(key) = ContentKey::parse(text.trim()) else {
                 continue;
-            }
-            let bytes = tokio::fs::read(self.local.join(&key)).await?;
+            };
+            let bytes = tokio::fs::read(self.local.join(key.as_str())).await?;
             let bundle = Bundle::from_bytes(&bytes)?;
             // The record's name is the SHA-256 of the URL the bundle says it is.
-            if super::bundle_key(bundle.name.as_bytes()) != name {
+            if ContentKey::of(bundle.name.as_bytes()) != name {
                 continue;
             }
             if self.fill {
@@ -293,7 +292,7 @@ impl PackageView {
         specifier: &str,
         fetch: super::url::UrlFetch<'_>,
     ) -> Result<Resolved, super::UrlImportError> {
-        let known = self.urls.get(specifier).map(String::as_str);
+        let known = self.urls.get(specifier);
         let dir = (!self.dir.as_os_str().is_empty()).then_some(self.dir.as_path());
         let module = super::url::load(specifier, fetch, dir, known)?;
         let entry = module.bundle.entries.get(".").cloned().ok_or_else(|| {
@@ -315,7 +314,7 @@ impl PackageView {
     /// instance has it.
     pub fn bundle_of(&self, id: &str) -> Option<Arc<Bundle>> {
         if super::is_url(id) {
-            let known = self.urls.get(id).map(String::as_str);
+            let known = self.urls.get(id);
             let dir = (!self.dir.as_os_str().is_empty()).then_some(self.dir.as_path());
             return super::url::cached(id, dir, known).map(|m| m.bundle);
         }
@@ -326,7 +325,7 @@ impl PackageView {
 
     /// The bundle of `installed`, read once per process.
     fn bundle(&self, id: &str, installed: &Installed) -> Result<Arc<Bundle>, ResolveError> {
-        static LOADED: Mutex<Option<HashMap<String, Arc<Bundle>>>> = Mutex::new(None);
+        static LOADED: Mutex<Option<HashMap<ContentKey, Arc<Bundle>>>> = Mutex::new(None);
         let unavailable = |reason: String| ResolveError::Unavailable {
             id: id.to_owned(),
             reason,
@@ -339,10 +338,7 @@ impl PackageView {
         {
             return Ok(bundle.clone());
         }
-        if !valid_key(&installed.bundle) {
-            return Err(unavailable("its index entry is damaged".into()));
-        }
-        let bytes = std::fs::read(self.dir.join(&installed.bundle)).map_err(|e| {
+        let bytes = std::fs::read(self.dir.join(installed.bundle.as_str())).map_err(|e| {
             unavailable(format!(
                 "its bundle is not on this instance ({e}); try again shortly"
             ))

@@ -22,7 +22,8 @@ use url::Url;
 
 use super::bundle::{Bundle, Entry};
 use super::install::is_builtin;
-use super::{bundle_key, valid_key, verified};
+use super::verified;
+use crate::backends::content::ContentKey;
 use crate::egress::{Client, Getter};
 
 /// Where records of fetched URLs are kept, under a bundle directory: one
@@ -95,7 +96,7 @@ pub(crate) enum Stopped {
 #[derive(Debug, Clone)]
 pub struct UrlModule {
     /// Its bundle's key.
-    pub key: String,
+    pub key: ContentKey,
     /// One entry, `.`.
     pub bundle: Arc<Bundle>,
 }
@@ -107,7 +108,8 @@ pub fn is_url(specifier: &str) -> bool {
 
 /// The record file of `url` under `dir`.
 pub(crate) fn record_path(dir: &Path, url: &str) -> PathBuf {
-    dir.join(RECORDS).join(bundle_key(url.as_bytes()))
+    dir.join(RECORDS)
+        .join(ContentKey::of(url.as_bytes()).as_str())
 }
 
 /// URLs loaded by this process, by URL.
@@ -119,7 +121,11 @@ fn loaded() -> &'static Mutex<HashMap<String, UrlModule>> {
 
 /// The module of `url` if this instance has it: loaded already, or its
 /// bundle under `dir` (`known`: its key from the package index).
-pub(super) fn cached(url: &str, dir: Option<&Path>, known: Option<&str>) -> Option<UrlModule> {
+pub(super) fn cached(
+    url: &str,
+    dir: Option<&Path>,
+    known: Option<&ContentKey>,
+) -> Option<UrlModule> {
     if let Some(module) = loaded()
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
@@ -129,16 +135,12 @@ pub(super) fn cached(url: &str, dir: Option<&Path>, known: Option<&str>) -> Opti
     }
     let dir = dir?;
     let key = match known {
-        Some(key) => key.to_owned(),
-        None => std::fs::read_to_string(record_path(dir, url)).ok()?,
+        Some(key) => key.clone(),
+        None => ContentKey::parse(std::fs::read_to_string(record_path(dir, url)).ok()?.trim())?,
     };
-    let key = key.trim();
-    if !valid_key(key) {
-        return None;
-    }
-    let bytes = verified(key, std::fs::read(dir.join(key)).ok()?.into()).ok()?;
+    let bytes = verified(&key, std::fs::read(dir.join(key.as_str())).ok()?.into()).ok()?;
     let module = UrlModule {
-        key: key.to_owned(),
+        key,
         bundle: Arc::new(Bundle::from_bytes(&bytes).ok()?),
     };
     loaded()
@@ -157,7 +159,7 @@ pub(super) fn load(
     specifier: &str,
     fetch: UrlFetch<'_>,
     dir: Option<&Path>,
-    known: Option<&str>,
+    known: Option<&ContentKey>,
 ) -> Result<UrlModule, UrlImportError> {
     let failed = |reason: String| UrlImportError::Failed {
         url: specifier.to_owned(),
@@ -190,7 +192,7 @@ pub(super) fn load(
         })?
         .map_err(failed)?;
     let bytes = bundled.to_bytes();
-    let key = bundle_key(&bytes);
+    let key = ContentKey::of(&bytes);
     if let Some(dir) = dir {
         keep(dir, specifier, &key, &bytes).map_err(|e| {
             failed(format!(
@@ -213,18 +215,18 @@ pub(super) fn load(
 }
 
 /// Writes the bundle and then its record, each whole or not at all.
-fn keep(dir: &Path, url: &str, key: &str, bytes: &[u8]) -> std::io::Result<()> {
+fn keep(dir: &Path, url: &str, key: &ContentKey, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir.join(RECORDS))?;
     let write = |path: PathBuf, bytes: &[u8]| {
         let temporary = dir.join(format!(".tmp-{}", uuid::Uuid::new_v4()));
         std::fs::write(&temporary, bytes)?;
         std::fs::rename(&temporary, path)
     };
-    let path = dir.join(key);
+    let path = dir.join(key.as_str());
     if !path.exists() {
         write(path, bytes)?;
     }
-    write(record_path(dir, url), key.as_bytes())
+    write(record_path(dir, url), key.as_str().as_bytes())
 }
 
 /// Bundles the graph that starts at `url` into one CommonJS file.

@@ -128,7 +128,7 @@ async fn file(
     let bytes = match &entry.key {
         None => bytes::Bytes::new(),
         Some(key) => {
-            let store = tools.engine.file_store().ok_or_else(|| {
+            let store = tools.files.as_ref().ok_or_else(|| {
                 MethodError::internal("this server keeps no file bytes (no file store)".into())
             })?;
             store

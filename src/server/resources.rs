@@ -90,7 +90,7 @@ pub(super) async fn list(
         names[PAGE - 1].to_string()
     });
     // The upstream servers' declarations come first, on the first page.
-    let upstreams = match (&after, tools.engine.upstreams()) {
+    let upstreams = match (&after, tools.upstreams()) {
         (None, Some(upstreams)) => upstreams.names(),
         _ => Vec::new(),
     };
@@ -201,11 +201,7 @@ pub(super) async fn read(
             };
         }
         Some(Named::Declarations(server)) => {
-            let Some(upstreams) = tools
-                .engine
-                .upstreams()
-                .filter(|u| u.names().contains(&server))
-            else {
+            let Some(upstreams) = tools.upstreams().filter(|u| u.names().contains(&server)) else {
                 return Err(not_found(&uri));
             };
             let listed = {

@@ -40,12 +40,12 @@ impl Toolbox {
     /// limits in force for it.
     pub async fn list(&self, context: CallContext<'_>) -> ListToolsResult {
         // run_js's description names the installed packages.
-        let packages = match self.engine.packages() {
+        let packages = match &self.packages {
             Some(packages) => Some(packages.view().await),
             None => None,
         };
         // ... and the upstream servers' tools, listed once per instance.
-        let code_mode = match self.engine.upstreams() {
+        let code_mode = match self.upstreams() {
             Some(upstreams) => Some(crate::upstream::catalog::describe(&upstreams).await),
             None => None,
         };

@@ -4,11 +4,14 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use crate::engine::{Engine, RunControl};
+use crate::engine::{Engine, HostClients, RunControl};
+use crate::files::FileStore;
 use crate::meta::MetaStore;
+use crate::packages::Packages;
 use crate::protocol::mcp::{CallToolResult, Content};
 use crate::session::{InitState, LogicalSession};
 use crate::tenant::Tenant;
+use crate::upstream::{UpstreamConfig, Upstreams};
 
 /// What tools run against.
 #[derive(Debug, Clone)]
@@ -17,6 +20,16 @@ pub struct Toolbox {
     pub engine: Arc<Engine>,
     /// Session log, tags, executions.
     pub meta: Arc<dyn MetaStore>,
+    /// The deployment's packages, when it has a package store (named in
+    /// `run_js`'s description).
+    pub packages: Option<Arc<Packages>>,
+    /// Where the bytes of `/work` files live, when files are kept (read
+    /// by the heap file resources).
+    pub files: Option<Arc<dyn FileStore>>,
+    /// The upstream MCP servers of code mode, when any is configured.
+    pub mcp: Option<Arc<UpstreamConfig>>,
+    /// The connections to them, shared with the engine's runs.
+    pub clients: Arc<HostClients>,
     /// No heaps, no tags, no session tools.
     pub stateless: bool,
     /// How long execution records live, in seconds.
@@ -24,6 +37,23 @@ pub struct Toolbox {
     /// An omitted `heap` in a logical session means `"latest"`
     /// (`MCP_V8_CONTINUE_SESSIONS`).
     pub continue_sessions: bool,
+}
+
+impl Toolbox {
+    /// The upstream MCP servers of code mode, connected on the calling
+    /// runtime (the one the engine's runs share); `None` when none is
+    /// configured or outside a runtime.
+    pub fn upstreams(&self) -> Option<Arc<Upstreams>> {
+        let config = self.mcp.as_ref()?;
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        match self.clients.upstreams(config, &runtime) {
+            Ok(upstreams) => Some(upstreams),
+            Err(error) => {
+                tracing::warn!(%error, "the upstream MCP servers cannot be used");
+                None
+            }
+        }
+    }
 }
 
 /// What a tool call knows of its caller: the protocol version (which shapes

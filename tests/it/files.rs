@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use mcp_v8_lambda::backends::content::ContentKey;
 use mcp_v8_lambda::engine::{Engine, EngineConfig, FileLimits, RunOutcome, RunRequest, RunStatus};
 use mcp_v8_lambda::files::{DirFileStore, FileStore, FileStoreError};
 use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore};
@@ -25,12 +26,16 @@ struct Counting {
 
 #[async_trait]
 impl FileStore for Counting {
-    async fn put(&self, tenant: &Tenant, bytes: &Bytes) -> Result<String, FileStoreError> {
+    async fn put(&self, tenant: &Tenant, bytes: &Bytes) -> Result<ContentKey, FileStoreError> {
         self.puts.fetch_add(1, Ordering::SeqCst);
         self.inner.put(tenant, bytes).await
     }
 
-    async fn get(&self, tenant: &Tenant, key: &str) -> Result<Option<Bytes>, FileStoreError> {
+    async fn get(
+        &self,
+        tenant: &Tenant,
+        key: &ContentKey,
+    ) -> Result<Option<Bytes>, FileStoreError> {
         self.gets.fetch_add(1, Ordering::SeqCst);
         self.inner.get(tenant, key).await
     }
@@ -322,7 +327,7 @@ async fn a_tenants_files_are_its_own() {
     .await;
     let heap = outcome.heap.unwrap();
     // The bytes are in alice's namespace only.
-    let key = mcp_v8_lambda::backends::content::ContentKey::of(b"alice only").to_string();
+    let key = ContentKey::of(b"alice only");
     assert!(stores.files.get(&alice, &key).await.unwrap().is_some());
     for other in [Tenant::of_principal("bob"), Tenant::anonymous()] {
         assert!(stores.files.get(&other, &key).await.unwrap().is_none());

@@ -473,7 +473,7 @@ async fn a_damaged_bundle_is_refused_on_read() {
         .put_bundle(&bytes::Bytes::from_static(b"{}"))
         .await
         .unwrap();
-    std::fs::write(store.bundle_dir().join(&key), b"{ }").unwrap();
+    std::fs::write(store.bundle_dir().join(key.as_str()), b"{ }").unwrap();
     let err = store.get_bundle(&key).await.unwrap_err();
     assert!(matches!(err, PackageStoreError::Corrupt { .. }), "{err}");
 }

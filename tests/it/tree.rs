@@ -143,6 +143,58 @@ fn one_helper_addresses_content_for_every_store() {
     );
 }
 
+/// A content-addressed store's key is a type that only a digest or a check
+/// makes, so no backend re-checks text or could be handed a path.
+#[test]
+fn content_addressed_stores_take_typed_keys() {
+    let mut found = Vec::new();
+    for (file, code) in sources() {
+        if !(file.starts_with("files/") || file.starts_with("packages/")) {
+            continue;
+        }
+        // Each `get`/`put` signature, however rustfmt wrapped it.
+        for (at, _) in code
+            .match_indices("fn get")
+            .chain(code.match_indices("fn put"))
+        {
+            let rest = &code[at..];
+            let signature = &rest[..rest.find(['{', ';']).unwrap_or(rest.len())];
+            if signature.contains("key: &str") || signature.contains("Result<String,") {
+                found.push(format!(
+                    "{file}: {}",
+                    signature.split_whitespace().collect::<Vec<_>>().join(" ")
+                ));
+            }
+        }
+    }
+    assert!(found.is_empty(), "keys are ContentKeys: {found:#?}");
+}
+
+/// The stores and clients reach the tools and the server as values from
+/// the composition root (src/app.rs), not through the engine.
+#[test]
+fn tools_and_the_server_do_not_find_stores_through_the_engine() {
+    let mut found = Vec::new();
+    for (file, code) in sources() {
+        if !(file.starts_with("tools/") || file.starts_with("server/")) {
+            continue;
+        }
+        for line in code_lines(&code) {
+            for getter in [
+                ".heaps()",
+                ".file_store()",
+                ".packages()",
+                "engine.upstreams()",
+            ] {
+                if line.contains(getter) {
+                    found.push(format!("{file}: {line}"));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:#?}");
+}
+
 #[test]
 fn the_readme_layout_names_every_module_of_src() {
     let readme =

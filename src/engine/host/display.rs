@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use v8::MapFnTo;
 
 use super::files::KeptFiles;
+use crate::backends::content::ContentKey;
 use crate::engine::capability::{Capability, RunScope};
 use crate::engine::layer::bytes::bytes_of;
 use crate::engine::layer::registry::Family;
@@ -30,8 +31,8 @@ pub struct Displayed {
     pub mime_type: String,
     /// The name given, if any.
     pub name: Option<String>,
-    /// SHA-256 of the bytes, hex (as `/work` keys files).
-    pub key: String,
+    /// SHA-256 of the bytes (as `/work` keys files).
+    pub key: ContentKey,
     /// Length of the bytes.
     pub size: usize,
     /// The bytes, unless the run's blocks had already used
@@ -151,7 +152,7 @@ fn show<'s>(
         mime_type
     };
     let size = bytes.len();
-    let key = crate::backends::content::ContentKey::of(&bytes).to_string();
+    let key = ContentKey::of(&bytes);
     let bytes = (displays.kept_bytes + size <= MAX_DISPLAY_BYTES).then(|| {
         displays.kept_bytes += size;
         Bytes::from(bytes)

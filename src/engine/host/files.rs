@@ -12,6 +12,7 @@ use v8::MapFnTo;
 
 use super::services::{FileRead, FileSource};
 use super::work::{HostWork, Interrupted};
+use crate::backends::content::ContentKey;
 use crate::engine::capability::{Capability, RunScope};
 use crate::engine::layer::bytes::{bytes_of, string, uint8_array};
 use crate::engine::layer::registry::{Family, Loader, registry_key};
@@ -65,7 +66,7 @@ pub(crate) struct FilesRun {
     source: Option<Arc<dyn FileSource>>,
     limits: FileLimits,
     /// Written in this run, by key.
-    written: HashMap<String, Bytes>,
+    written: HashMap<ContentKey, Bytes>,
     /// The budget `written` is counted against, and how much of it.
     reserved: Option<(Arc<Budget>, usize)>,
 }
@@ -90,7 +91,7 @@ impl Capability for FilesRun {
     type Ask = FilesAsk;
     /// Bytes of the files a completed stateful run wrote and left in
     /// `/work`, by key: stored before its heap.
-    type Report = Vec<(String, Section)>;
+    type Report = Vec<(ContentKey, Section)>;
 
     fn begin(isolate: &mut v8::Isolate, ask: &FilesAsk, run: &RunScope<'_>) {
         isolate.remove_slot::<KeptFiles>();
@@ -170,7 +171,7 @@ fn put<'s>(
         throw_error_with_code(scope, &message, "EFBIG");
         return;
     }
-    let key = crate::backends::content::ContentKey::of(&bytes).to_string();
+    let key = ContentKey::of(&bytes);
     if !run.written.contains_key(&key) {
         // Held outside V8's heap until the run ends: counted like the
         // run's ArrayBuffers, so files cannot get around the memory limit.
@@ -188,7 +189,7 @@ fn put<'s>(
         }
         run.written.insert(key.clone(), Bytes::from(bytes));
     }
-    if let Some(text) = string(scope, &key) {
+    if let Some(text) = string(scope, key.as_str()) {
         rv.set(text.into());
     }
 }
@@ -199,7 +200,12 @@ fn get<'s>(
     args: v8::FunctionCallbackArguments<'s>,
     mut rv: v8::ReturnValue<'s, v8::Value>,
 ) {
-    let key = args.get(0).to_rust_string_lossy(scope);
+    let text = args.get(0).to_rust_string_lossy(scope);
+    let Some(key) = ContentKey::parse(&text) else {
+        let message = format!("EIO: {text:?} is not a file's key (64 lowercase hex digits)");
+        throw_error_with_code(scope, &message, "EIO");
+        return;
+    };
     let Some(run) = scope.get_slot::<FilesRun>() else {
         throw_type_error(scope, "files are not available outside a run");
         return;
@@ -291,7 +297,7 @@ pub struct TreeEntry {
     pub path: String,
     /// `None` for a directory; the bytes' key otherwise (`None` too for an
     /// empty file, which has no stored bytes).
-    pub key: Option<String>,
+    pub key: Option<ContentKey>,
     /// A directory.
     pub dir: bool,
     /// Bytes of a file; 0 for a directory.
@@ -316,7 +322,10 @@ pub(crate) fn tree(scope: &mut v8::PinScope<'_, '_>) -> Option<Vec<TreeEntry>> {
         tree.push(TreeEntry {
             path: path.to_rust_string_lossy(scope),
             dir: dir.is_true(),
-            key: key.is_string().then(|| key.to_rust_string_lossy(scope)),
+            key: key
+                .is_string()
+                .then(|| key.to_rust_string_lossy(scope))
+                .and_then(|text| ContentKey::parse(&text)),
             size: size.number_value(scope).unwrap_or(0.0) as u64,
             mtime_ms: mtime.number_value(scope).unwrap_or(0.0),
         });
@@ -344,8 +353,10 @@ pub(crate) fn files_kept(scope: &mut v8::PinScope<'_, '_>) {
             .and_then(|l| v8::Local::<v8::Array>::try_from(l).ok())
         {
             for i in 0..list.length() {
-                if let Some(value) = list.get_index(scope, i) {
-                    kept.keys.push(value.to_rust_string_lossy(scope));
+                if let Some(value) = list.get_index(scope, i)
+                    && let Some(key) = ContentKey::parse(&value.to_rust_string_lossy(scope))
+                {
+                    kept.keys.push(key);
                 }
             }
         }
@@ -383,7 +394,7 @@ fn write_inputs(scope: &mut v8::PinScope<'_, '_>, inputs: &[(String, Section)], 
 /// What [`files_kept`] found.
 #[derive(Default)]
 pub(crate) struct KeptFiles {
-    keys: Vec<String>,
+    keys: Vec<ContentKey>,
     /// Key → a path holding it.
-    pub(crate) paths: HashMap<String, String>,
+    pub(crate) paths: HashMap<ContentKey, String>,
 }

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 
+use crate::backends::content::ContentKey;
 use crate::egress::{self, FetchConfig};
 use crate::upstream::{UpstreamConfig, Upstreams};
 
@@ -27,7 +28,7 @@ pub(crate) struct HostServices {
 /// use for the settings a run brings and kept while runs bring the same
 /// (a server's never change; an engine worker's follow its server's).
 #[derive(Debug, Default)]
-pub(crate) struct Clients {
+pub struct Clients {
     fetch: Mutex<Option<Built<FetchConfig, egress::Client>>>,
     upstreams: Mutex<Option<Built<UpstreamConfig, Upstreams>>>,
 }
@@ -65,7 +66,7 @@ impl Clients {
     }
 
     /// The upstream MCP servers of `config`, their connections on `runtime`.
-    pub(crate) fn upstreams(
+    pub fn upstreams(
         &self,
         config: &UpstreamConfig,
         runtime: &tokio::runtime::Handle,
@@ -87,7 +88,7 @@ impl Clients {
 /// - It never returns bytes of another tenant than the run's.
 pub trait FileSource: Send + Sync + std::fmt::Debug {
     /// The bytes of `key`.
-    fn read(&self, key: &str) -> FileRead;
+    fn read(&self, key: &ContentKey) -> FileRead;
 }
 
 /// A [`FileSource`]'s answer.

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use super::wire::{self, FileReply, WorkerFrame};
+use crate::backends::content::ContentKey;
 use crate::engine::contract::{Job, JobResult};
 use crate::engine::control::RunControl;
 use crate::engine::host::services::{Clients, FileRead, FileSource, HostServices};
@@ -53,9 +54,11 @@ pub(super) fn serve_stdio(warm_heap_bytes: Option<usize>) -> io::Result<()> {
         .name("worker-progress".into())
         .spawn(move || report_progress(&reporter))?;
     // The worker's host services: its own runtime for host work, the
-    // server's files through the pipes, clients kept for its life.
+    // server's files through the pipes, clients kept for its life. Host
+    // work is I/O (fetch, upstream calls) for one run at a time: one thread
+    // drives it.
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(1)
         .thread_name("worker-host")
         .enable_all()
         .build()?;
@@ -170,16 +173,14 @@ impl FileSource for PipeFiles {
     /// Asked and answered at once on the runner thread, inside the run:
     /// the server bounds its read by the run's deadline and answers in any
     /// case (or ends this process).
-    fn read(&self, key: &str) -> FileRead {
+    fn read(&self, key: &ContentKey) -> FileRead {
         FileRead::Ready(self.exchange(key))
     }
 }
 
 impl PipeFiles {
-    fn exchange(&self, key: &str) -> Result<Option<bytes::Bytes>, String> {
-        let asked = WorkerFrame::NeedFile {
-            key: key.to_owned(),
-        };
+    fn exchange(&self, key: &ContentKey) -> Result<Option<bytes::Bytes>, String> {
+        let asked = WorkerFrame::NeedFile { key: key.clone() };
         wire::write_frame(&mut *lock(&self.pipes.output), &asked)
             .map_err(|e| format!("asking the server for the file: {e}"))?;
         let reply: FileReply = wire::read_frame(&mut *lock(&self.pipes.input))

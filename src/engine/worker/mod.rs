@@ -34,6 +34,7 @@ use super::host::services::HostServices;
 use super::outcome::{EngineError, RunError, RunStatus};
 use super::section::Section;
 use super::watchdog::{STUCK_AFTER, STUCK_WORDS};
+use crate::backends::content::ContentKey;
 use wire::{FileReply, WorkerFrame};
 
 /// The first argument that makes the binary an engine worker.
@@ -320,7 +321,7 @@ impl WorkerPool {
 /// `deadline`.
 async fn read_file(
     services: &HostServices,
-    key: &str,
+    key: &ContentKey,
     deadline: Instant,
 ) -> Result<Option<Bytes>, String> {
     let read = match &services.files {

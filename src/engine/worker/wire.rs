@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use crate::backends::content::ContentKey;
 use crate::engine::contract::JobResult;
 use crate::engine::outcome::RunError;
 use crate::engine::section::{Section, read_sections, write_sections};
@@ -40,7 +41,7 @@ pub(super) enum WorkerFrame {
     /// The bytes of a file the run opened; the server answers with a
     /// [`FileReply`] frame on the worker's stdin.
     NeedFile {
-        key: String,
+        key: ContentKey,
     },
     Result(Box<JobResult>),
 }
@@ -221,7 +222,7 @@ mod tests {
             size: 0,
             mtime_ms: 1764121471348.582,
         }]);
-        result.reports.files = vec![("k".into(), Section::from(b"file".to_vec()))];
+        result.reports.files = vec![(ContentKey::of(b"file"), Section::from(b"file".to_vec()))];
         result
     }
 

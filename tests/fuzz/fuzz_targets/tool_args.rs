@@ -35,6 +35,10 @@ fn harness() -> &'static Harness {
             // Never runs: no tool here executes code.
             engine: Arc::new(Engine::new(EngineConfig::default(), None)),
             meta: Arc::new(RedbMetaStore::new(db).unwrap()),
+            packages: None,
+            files: None,
+            mcp: None,
+            clients: Default::default(),
             stateless: false,
             execution_ttl_secs: 3600,
             continue_sessions: false,
