@@ -320,6 +320,7 @@ impl Engine {
             }
         };
         report.executed_code = prepared.js.clone();
+        report.outcome.warnings.append(&mut prepared.warnings);
 
         let restore = match (&request.heap, &self.heaps) {
             (Some(key), Some(heaps)) => match self

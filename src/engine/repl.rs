@@ -348,6 +348,9 @@ impl Rewrite {
         if let Some(id) = &c.id {
             self.lets.push(id.name.to_string());
             self.insert(c.span.start, format!("{}=", id.name));
+            // A declaration needs no `;`, the assignment it becomes does
+            // (`class K {} await null` on one line).
+            self.insert(c.span.end, ";".to_owned());
         }
     }
 
@@ -408,7 +411,7 @@ mod tests {
         assert_eq!(
             out,
             "var v,f;let l,c,K;(async () => {let $__mcpv8_completion;\
-             void (v = 1); void (l = 2); void (c = 3); this.f=f;function f(){} K=class K{} \
+             void (v = 1); void (l = 2); void (c = 3); this.f=f;function f(){} K=class K{}; \
              $__mcpv8_completion=(await null);\nreturn $__mcpv8_completion;\n})()"
         );
     }

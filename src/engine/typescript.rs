@@ -1,5 +1,6 @@
-//! Turning the `code` argument into JavaScript V8 can run: language
-//! detection and TypeScript type stripping with oxc (no type checking).
+//! Turning the `code` argument into JavaScript V8 can run: Markdown fences
+//! cleared, language detection, syntax errors found in the code as sent,
+//! and TypeScript type stripping with oxc (no type checking).
 
 use std::path::Path;
 
@@ -36,9 +37,12 @@ pub(crate) struct Prepared {
     /// Where the stripped JavaScript's positions are in the TypeScript
     /// sent; `None` when the code runs as sent.
     pub positions: Option<Positions>,
+    /// What the caller should know of what was done to the code (a
+    /// Markdown fence cleared).
+    pub warnings: Vec<String>,
 }
 
-/// TypeScript that does not parse, located in the caller's code.
+/// Code that does not parse, located in the caller's code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SourceError {
     pub message: String,
@@ -46,6 +50,8 @@ pub(crate) struct SourceError {
     pub line: usize,
     /// 1-based.
     pub column: usize,
+    /// Byte offset: how far the parse got.
+    offset: usize,
 }
 
 impl std::fmt::Display for SourceError {
@@ -58,35 +64,107 @@ impl std::fmt::Display for SourceError {
     }
 }
 
+/// `code` as V8 should run it, or the first syntax error in it as sent
+/// (before any rewrite: top-level `await` and `import` are rewritten
+/// later, and an error found there would blame them).
 pub(crate) fn prepare(code: &str, language: Language) -> Result<Prepared, SourceError> {
+    let (code, fenced) = clear_fences(code);
     let as_is = || Prepared {
-        js: code.to_owned(),
+        js: code.clone().into_owned(),
         positions: None,
+        warnings: Vec::new(),
     };
-    match language {
-        Language::Javascript => Ok(as_is()),
-        Language::Typescript => strip_types(code),
-        Language::Auto => {
-            if parses_as_javascript(code) {
-                return Ok(as_is());
-            }
-            // Neither JavaScript nor TypeScript: hand the original to V8 so the
-            // error is the engine's own SyntaxError, with its position.
-            strip_types(code).or_else(|_| Ok(as_is()))
-        }
+    let mut prepared = match language {
+        Language::Javascript => match javascript_error(&code) {
+            None => as_is(),
+            Some(error) => return Err(error),
+        },
+        Language::Typescript => strip_types(&code)?,
+        Language::Auto => match javascript_error(&code) {
+            None => as_is(),
+            // Neither parses: the parse that got further read the code as
+            // what it is (TypeScript with a typo, or JavaScript with one).
+            Some(javascript) => match strip_types(&code) {
+                Ok(stripped) => stripped,
+                Err(typescript) if typescript.offset > javascript.offset => return Err(typescript),
+                Err(_) => return Err(javascript),
+            },
+        },
+    };
+    if fenced {
+        prepared.warnings.push(
+            "the code was wrapped in a Markdown fence (```); the fence lines were ignored: send the code alone"
+                .to_owned(),
+        );
     }
+    Ok(prepared)
 }
 
-/// Whether `code` is JavaScript: a classic script, or a module body (runs
-/// with `import` declarations, which the engine rewrites).
-fn parses_as_javascript(code: &str) -> bool {
-    [SourceType::script(), SourceType::mjs()]
-        .into_iter()
-        .any(|source_type| {
-            let allocator = Allocator::default();
-            let ret = Parser::new(&allocator, code, source_type).parse();
-            !ret.panicked && ret.diagnostics.is_empty()
-        })
+/// `code` without a Markdown fence around it (a line "```js" first and
+/// "```" last, as models paste code): the fence lines become empty lines,
+/// so line numbers stay those of the code as sent.
+fn clear_fences(code: &str) -> (std::borrow::Cow<'_, str>, bool) {
+    let body = code.trim_start_matches(['\n', '\r', ' ', '\t']);
+    let Some(opening) = body.strip_prefix("```") else {
+        return (code.into(), false);
+    };
+    let Some((info, rest)) = opening.split_once('\n') else {
+        return (code.into(), false);
+    };
+    let known = [
+        "",
+        "js",
+        "javascript",
+        "ts",
+        "typescript",
+        "mjs",
+        "jsx",
+        "tsx",
+        "node",
+    ];
+    if !known.contains(&info.trim().to_ascii_lowercase().as_str()) {
+        return (code.into(), false);
+    }
+    let rest = rest.trim_end();
+    let Some(inner) = rest.strip_suffix("```") else {
+        return (code.into(), false);
+    };
+    if inner.contains("```") {
+        return (code.into(), false);
+    }
+    let leading = &code[..code.len() - body.len()];
+    let cleared = format!("{leading}\n{inner}");
+    (cleared.into(), true)
+}
+
+/// The furthest-reaching syntax error of `code` as JavaScript, `None` when
+/// it is JavaScript: a classic script, or a module body (runs with `import`
+/// declarations or top-level `await`, which the engine rewrites).
+fn javascript_error(code: &str) -> Option<SourceError> {
+    let mut furthest: Option<SourceError> = None;
+    for source_type in [SourceType::script(), SourceType::mjs()] {
+        let allocator = Allocator::default();
+        let ret = Parser::new(&allocator, code, source_type).parse();
+        let Some(first) = ret.diagnostics.first() else {
+            if !ret.panicked {
+                return None;
+            }
+            continue;
+        };
+        let error = locate(code, first);
+        if furthest.as_ref().is_none_or(|f| error.offset > f.offset) {
+            furthest = Some(error);
+        }
+    }
+    // Sloppy-mode code with top-level `await` runs inside an async function
+    // (engine/repl.rs), which accepts both.
+    let wrapped = format!("(async () => {{\n{code}\n}})()");
+    let allocator = Allocator::default();
+    let ret = Parser::new(&allocator, &wrapped, SourceType::script()).parse();
+    if !ret.panicked && ret.diagnostics.is_empty() {
+        return None;
+    }
+    furthest
 }
 
 fn strip_types(code: &str) -> Result<Prepared, SourceError> {
@@ -119,6 +197,7 @@ fn strip_types(code: &str) -> Result<Prepared, SourceError> {
     Ok(Prepared {
         js: generated.code,
         positions: generated.map.map(Positions::of_codegen),
+        warnings: Vec::new(),
     })
 }
 
@@ -136,6 +215,7 @@ fn locate(code: &str, diagnostic: &OxcDiagnostic) -> SourceError {
         message: diagnostic.message.to_string(),
         line,
         column,
+        offset,
     }
 }
 
@@ -193,8 +273,51 @@ mod tests {
     }
 
     #[test]
-    fn auto_leaves_unparseable_code_to_v8() {
-        let out = prepare("let = = 1", Language::Auto).unwrap();
-        assert_eq!(out.js, "let = = 1");
+    fn code_that_parses_as_nothing_is_a_syntax_error_where_it_is() {
+        let err = prepare("let a = 1;\nlet = = 1", Language::Auto).unwrap_err();
+        // `let = 1` is sloppy JavaScript: the second `=` is the error.
+        assert_eq!((err.line, err.column), (2, 7), "{err}");
+        let err = prepare("let a = 1;\nlet = = 1", Language::Javascript).unwrap_err();
+        assert_eq!(err.line, 2, "{err}");
+    }
+
+    #[test]
+    fn typescript_with_a_typo_is_blamed_for_the_typo_not_its_types() {
+        let code = "type A = { x: number };\nconst a: A = { x: 1 };\nconst b = a.x +;";
+        let err = prepare(code, Language::Auto).unwrap_err();
+        assert_eq!(err.line, 3, "{err}");
+    }
+
+    #[test]
+    fn a_typo_in_code_with_top_level_await_is_not_an_await_error() {
+        let code = "const a = await Promise.resolve(1);\nif (a > 0 {\n}";
+        for language in [Language::Auto, Language::Javascript] {
+            let err = prepare(code, language).unwrap_err();
+            assert_eq!(err.line, 2, "{err}");
+            assert!(!err.message.contains("await"), "{err}");
+        }
+    }
+
+    #[test]
+    fn sloppy_code_with_top_level_await_still_runs() {
+        let code = "var o = {a: 1}; with (o) { a } await 0; 010";
+        assert_eq!(prepare(code, Language::Javascript).unwrap().js, code);
+    }
+
+    #[test]
+    fn a_markdown_fence_is_cleared_keeping_lines_and_said() {
+        let out = prepare("```js\nconst a = 1;\na + 1\n```", Language::Auto).unwrap();
+        assert_eq!(out.js, "\nconst a = 1;\na + 1\n");
+        assert_eq!(out.warnings.len(), 1, "{:?}", out.warnings);
+        let out = prepare("```typescript\nconst a: number = 1\n```\n", Language::Auto).unwrap();
+        assert!(
+            !out.js.contains("```") && !out.js.contains("number"),
+            "{}",
+            out.js
+        );
+        // A fence inside the code, or an unclosed one, is the code's own.
+        let inner = "const s = '```js';\ns + '\\n```'";
+        assert!(prepare(inner, Language::Auto).unwrap().warnings.is_empty());
+        assert!(prepare("```js\n1", Language::Auto).is_err());
     }
 }

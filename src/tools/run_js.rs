@@ -67,7 +67,7 @@ pub(super) struct Args {
     code: String,
     /// Heap to start from: a `heap` returned by one of your earlier runs (another caller's heap is not found), or "latest" for the last heap of the logical session (the session argument, else the X-MCP-Session-Id header), or "" for a fresh isolate.
     #[serde(default)]
-    #[schemars(regex(pattern = "^([0-9a-f]{64}|latest)$"))]
+    #[schemars(regex(pattern = "^([0-9a-f]{64}|latest|)$"))]
     heap: Option<String>,
     /// Tags to set on the heap this run produces (replaces its tags).
     #[serde(default)]

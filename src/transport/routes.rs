@@ -217,8 +217,9 @@ async fn dispatch(
         let status = rejection.status();
         let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
             format!(
-                "request body over the {}-byte limit",
-                app.inner.config.max_body_bytes
+                "the request is over the {} KiB a request may carry (MCP_V8_MAX_BODY_BYTES raises it); \
+                 send large data in smaller calls, or have the code fetch it",
+                app.inner.config.max_body_bytes / 1024
             )
         } else {
             format!("could not read the request body: {rejection}")

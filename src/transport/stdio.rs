@@ -111,6 +111,10 @@ where
 /// One line of input and what the transport needs to know of it.
 struct Message {
     line: Bytes,
+    /// A request's id: an error the router gives without one (a body over
+    /// the limit, read before it is parsed) is answered with it, so the
+    /// client can match it to its request.
+    id: Option<Value>,
     method: Option<String>,
     /// `tools/call`'s tool, for the 2026-07-28 name header.
     tool: Option<String>,
@@ -123,6 +127,11 @@ impl Message {
         let json: Option<Value> = serde_json::from_slice(&line).ok();
         let text = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_owned);
         let method = text(json.as_ref().and_then(|j| j.get("method")));
+        let id = json
+            .as_ref()
+            .and_then(|j| j.get("id"))
+            .filter(|id| !id.is_null())
+            .cloned();
         let params = json.as_ref().and_then(|j| j.get("params"));
         let tool = text(params.and_then(|p| p.get("name")));
         let stateless_version = text(
@@ -132,6 +141,7 @@ impl Message {
         );
         Self {
             line,
+            id,
             method,
             tool,
             stateless_version,
@@ -172,10 +182,10 @@ impl Exchange {
             .get(header::CONTENT_TYPE)
             .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
         if streamed {
-            self.forward_events(body).await;
+            self.forward_events(body, message.id.as_ref()).await;
         } else {
             match body.collect().await {
-                Ok(bytes) => self.answer(&bytes.to_bytes(), parts.status),
+                Ok(bytes) => self.answer(&bytes.to_bytes(), parts.status, message.id.as_ref()),
                 Err(e) => tracing::warn!(error = %e, "reading an answer for stdio failed"),
             }
         }
@@ -254,9 +264,15 @@ impl Exchange {
 
     /// A JSON answer as one line; a transport error without a JSON-RPC body
     /// (a 404 for a session that expired) becomes one.
-    fn answer(&self, bytes: &[u8], status: StatusCode) {
+    fn answer(&self, bytes: &[u8], status: StatusCode, request_id: Option<&Value>) {
         match serde_json::from_slice::<Value>(bytes) {
-            Ok(json) => {
+            Ok(mut json) => {
+                if let (Some(id), Some(answer)) = (request_id, json.as_object_mut())
+                    && answer.contains_key("error")
+                    && answer.get("id").is_none_or(Value::is_null)
+                {
+                    answer.insert("id".into(), id.clone());
+                }
                 if let Some(version) = json
                     .pointer("/result/protocolVersion")
                     .and_then(Value::as_str)
@@ -269,7 +285,7 @@ impl Exchange {
             Err(_) => {
                 let error = serde_json::json!({
                     "jsonrpc": "2.0",
-                    "id": Value::Null,
+                    "id": request_id.cloned().unwrap_or(Value::Null),
                     "error": {
                         "code": code::INTERNAL_ERROR,
                         "message": format!(
@@ -285,7 +301,7 @@ impl Exchange {
 
     /// Each event of a streamed answer (progress, then the result) as a
     /// line, as it arrives.
-    async fn forward_events(&self, mut body: Body) {
+    async fn forward_events(&self, mut body: Body, request_id: Option<&Value>) {
         let mut pending = String::new();
         let mut data = String::new();
         while let Some(frame) = body.frame().await {
@@ -302,12 +318,13 @@ impl Exchange {
                 if let Some(payload) = line.strip_prefix("data:") {
                     data.push_str(payload.strip_prefix(' ').unwrap_or(payload));
                 } else if line.is_empty() && !data.is_empty() {
-                    self.answer(std::mem::take(&mut data).as_bytes(), StatusCode::OK);
+                    let data = std::mem::take(&mut data);
+                    self.answer(data.as_bytes(), StatusCode::OK, request_id);
                 }
             }
         }
         if !data.is_empty() {
-            self.answer(data.as_bytes(), StatusCode::OK);
+            self.answer(data.as_bytes(), StatusCode::OK, request_id);
         }
     }
 }

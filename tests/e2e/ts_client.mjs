@@ -17,6 +17,11 @@
 //   node ts_client.mjs URL surface [cancel]
 //                                    annotations, heap "latest", progress under a 10 s request timeout,
 //                                    a resource read; with "cancel", an aborted call stops its run
+//   node ts_client.mjs URL calls CALLS_JSON
+//   node ts_client.mjs BINARY calls CALLS_JSON DATA_DIR
+//                                    each run_js arguments object of CALLS_JSON as a newcomer's call, over HTTP
+//                                    or (given a binary and a data directory) stdio; prints every answer as the
+//                                    model reads it (isError, the text, structuredContent): the Rust test judges
 // Prints one JSON line per event; exits non-zero on any failed expectation.
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -333,7 +338,28 @@ sums.reduce((x, y) => x + y, 0)`,
   await transport.close();
 }
 
-const modes = { replay, tools, counter, surface, continue: continueSessions, stdio, packages, files, codemode };
+// A newcomer's calls, answered as the model reads them; the test judges.
+async function calls() {
+  const list = JSON.parse(process.argv[4]);
+  const dataDir = process.argv[5];
+  let client, transport;
+  if (dataDir) {
+    transport = new StdioClientTransport({ command: url, args: ["stdio", "--data-dir", dataDir], stderr: "inherit" });
+    client = new Client({ name: "e2e-typescript-calls", version: "1.0.0" });
+    await client.connect(transport);
+  } else {
+    ({ client, transport } = await connect("ts-calls"));
+  }
+  const answers = [];
+  for (const args of list) {
+    const result = await client.callTool({ name: "run_js", arguments: args }, undefined, { timeout: 120000 });
+    answers.push({ isError: result.isError ?? false, text: result.content?.[0]?.text, structured: result.structuredContent });
+  }
+  say({ event: "done", answers });
+  await transport.close();
+}
+
+const modes = { calls, replay, tools, counter, surface, continue: continueSessions, stdio, packages, files, codemode };
 if (!Object.hasOwn(modes, mode)) {
   // A removed or misspelt mode must fail its test, not run another flow.
   console.error(`ts_client.mjs: unknown mode ${JSON.stringify(mode)}; the modes are: ${Object.keys(modes).join(", ")}`);

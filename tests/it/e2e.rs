@@ -18,7 +18,7 @@ fn project() -> PathBuf {
 }
 
 /// A running `serve`, killed when dropped.
-struct Serve {
+pub(crate) struct Serve {
     child: Child,
     port: u16,
     data_dir: PathBuf,
@@ -26,7 +26,7 @@ struct Serve {
 }
 
 impl Serve {
-    fn start(data_dir: &Path, port: u16) -> Self {
+    pub(crate) fn start(data_dir: &Path, port: u16) -> Self {
         Self::start_with(data_dir, port, Vec::new())
     }
 
@@ -49,7 +49,7 @@ impl Serve {
         }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.port)
     }
 
@@ -778,7 +778,7 @@ impl Watch {
         Ok(status)
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!(
             "http://127.0.0.1:{}/lambda-url/mcp-v8-lambda/mcp",
             self.port

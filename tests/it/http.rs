@@ -587,11 +587,10 @@ async fn an_oversized_body_is_413() {
     let huge = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_js","arguments":{"code":"x".repeat(100_000)}}});
     let reply = s.rpc(Some(&sid), huge).await;
     assert_eq!(reply.status, StatusCode::PAYLOAD_TOO_LARGE);
+    let message = reply.body["error"]["message"].as_str().unwrap();
     assert!(
-        reply.body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("65536-byte limit")
+        message.contains("64 KiB") && message.contains("MCP_V8_MAX_BODY_BYTES"),
+        "{message}"
     );
 }
 

@@ -32,6 +32,7 @@ mod limits;
 mod logs;
 mod memory;
 mod meta_store;
+mod newcomer;
 mod packages;
 mod progress;
 mod properties;

@@ -166,6 +166,29 @@ fn a_malformed_line_gets_a_parse_error_and_the_process_keeps_serving() {
 }
 
 /// Bad flags are refused before anything is served, saying why.
+/// A request over the body limit (a 1.1 MB `files` CSV) is answered with
+/// its own id, so the client matches the error to its request instead of
+/// waiting for its timeout, and the error names the variable that raises
+/// the limit; the process goes on serving.
+#[test]
+fn a_request_over_the_limit_is_answered_with_its_own_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut process = Process::start(dir.path(), &[]);
+    process.initialize();
+    let csv = "a,b\n".repeat(1_100_000 / 4);
+    let answer = process.request(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "run_js", "arguments": {"code": "1",
+            "files": [{"path": "big.csv", "text": csv}]}}}));
+    assert_eq!(answer["id"], 7, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("1024 KiB") && message.contains("MCP_V8_MAX_BODY_BYTES"),
+        "{answer}"
+    );
+    let next = process.run_js(8, json!({"code": "40 + 2"}));
+    assert_eq!(next["structuredContent"]["result"], "42", "{next}");
+}
+
 #[test]
 fn a_bad_session_flag_is_refused_with_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();

@@ -28,6 +28,35 @@ async fn run(s: &Server, sid: &str, code: &str, heap: Option<&str>) -> Value {
     structured(&s.call(sid, arguments).await).clone()
 }
 
+/// What the `heap` description offers (a key, "latest", "" for a fresh
+/// isolate) passes the schema's pattern, so a client that validates its
+/// arguments can send it; other text does not.
+#[tokio::test]
+async fn the_heap_pattern_accepts_what_the_description_offers() {
+    let s = server();
+    let sid = s.initialize().await;
+    let tools = s.tools_list(&sid).await;
+    let run_js = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "run_js")
+        .unwrap();
+    let heap = &run_js["inputSchema"]["properties"]["heap"];
+    let description = heap["description"].as_str().unwrap();
+    assert!(
+        description.contains(r#""" for a fresh isolate"#),
+        "{description}"
+    );
+    let pattern = regex::Regex::new(heap["pattern"].as_str().unwrap()).unwrap();
+    for offered in ["", "latest", &"0a".repeat(32)] {
+        assert!(pattern.is_match(offered), "{offered:?} against {pattern}");
+    }
+    for refused in ["abc", "LATEST", &"0A".repeat(32)] {
+        assert!(!pattern.is_match(refused), "{refused:?} against {pattern}");
+    }
+}
+
 #[tokio::test]
 async fn every_tool_is_listed_when_stateful_and_only_run_js_when_stateless() {
     let s = server();
