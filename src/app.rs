@@ -292,6 +292,7 @@ pub fn with_stores(config: &Config, stores: Stores) -> App {
         fetch: config.fetch.clone(),
         mcp: config.mcp.clone(),
         max_module_bytes: config.packages.max_run_modules_mb * 1024 * 1024,
+        process_env: Arc::new(config.engine.process_env.clone()),
         file_limits: FileLimits {
             max_file_bytes: config.files.max_file_mb * 1024 * 1024,
             max_tree_bytes: config.files.max_work_mb * 1024 * 1024,

@@ -108,6 +108,10 @@ pub struct EngineSettings {
     pub max_result_bytes: usize,
     /// `MCP_V8_MAX_HEAP_SNAPSHOT_MB`: largest snapshot stored or restored.
     pub max_heap_snapshot_mb: usize,
+    /// `MCP_V8_PROCESS_ENV`: `process.env` of runs, a JSON object of
+    /// strings; empty by default. Code can read and print every value, so
+    /// it is no place for secrets.
+    pub process_env: std::collections::BTreeMap<String, String>,
 }
 
 /// The transport's part of the configuration.
@@ -560,6 +564,20 @@ impl EngineSettings {
             lambda_max_concurrency,
             max_result_bytes: vars.number("MCP_V8_MAX_RESULT_BYTES", 1024 * 1024, Least::One)?,
             max_heap_snapshot_mb: vars.number("MCP_V8_MAX_HEAP_SNAPSHOT_MB", 256, Least::One)?,
+            process_env: match vars.non_empty("MCP_V8_PROCESS_ENV") {
+                None => Default::default(),
+                Some(json) => serde_json::from_str(&json).map_err(|e| ConfigError {
+                    name: "MCP_V8_PROCESS_ENV",
+                    value: "(not shown)".into(),
+                    // serde's message may quote a value: only where it failed.
+                    reason: format!(
+                        "not a JSON object of strings (line {}, column {}), like {{\"STAGE\": \"dev\"}}",
+                        e.line(),
+                        e.column()
+                    )
+                    .into(),
+                })?,
+            },
         })
     }
 
@@ -659,6 +677,25 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         Config::from_lookup(|name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn the_process_env_of_runs_is_a_json_object_of_strings_and_never_echoed() {
+        assert!(from(&[]).unwrap().engine.process_env.is_empty());
+        let set = from(&[("MCP_V8_PROCESS_ENV", r#"{"STAGE": "dev"}"#)]).unwrap();
+        assert_eq!(set.engine.process_env["STAGE"], "dev");
+        for bad in [r#"{"TOKEN": 271828}"#, "STAGE=dev", r#"["sk-secret"]"#] {
+            let err = from(&[("MCP_V8_PROCESS_ENV", bad)])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("MCP_V8_PROCESS_ENV") && err.contains("JSON object"),
+                "{err}"
+            );
+            for secret in ["271828", "sk-secret", "STAGE=dev"] {
+                assert!(!err.contains(secret), "{err}");
+            }
+        }
     }
 
     #[test]

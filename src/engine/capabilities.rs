@@ -93,6 +93,8 @@ capabilities! {
     files: super::host::files::FilesRun,
     display: super::host::display::Displays,
     mcp: super::host::mcp::McpRun,
+    process: super::host::process::ProcessRun,
+    node: super::host::node::NodeLib,
     #[cfg(test)]
     toy: super::host::toy::Toy,
 }

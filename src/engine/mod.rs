@@ -105,6 +105,8 @@ pub struct EngineConfig {
     pub max_module_bytes: usize,
     /// Caps on a run's `/work`.
     pub file_limits: FileLimits,
+    /// `process.env` of runs (empty by default).
+    pub process_env: Arc<std::collections::BTreeMap<String, String>>,
 }
 
 impl Default for EngineConfig {
@@ -130,6 +132,7 @@ impl Default for EngineConfig {
             mcp: crate::upstream::UpstreamConfig::off(),
             max_module_bytes: 64 * 1024 * 1024,
             file_limits: FileLimits::default(),
+            process_env: Arc::default(),
         }
     }
 }
@@ -505,6 +508,7 @@ impl Engine {
         asks.console.max_output_bytes = self.config.max_output_bytes;
         asks.fetch = self.fetch.clone();
         asks.mcp = self.mcp.clone();
+        asks.process.env = self.config.process_env.clone();
         asks.modules.max_module_bytes = self.config.max_module_bytes;
         asks.files.limits = self.config.file_limits;
         contract::Job {

@@ -16,7 +16,8 @@ pub use fs::DirFileStore;
 pub use s3::S3FileStore;
 
 use crate::BoxError;
-use crate::backends::content::ContentKey;
+/// The key of a file's bytes.
+pub use crate::backends::content::ContentKey;
 use crate::tenant::Tenant;
 
 /// Why a file's bytes could not be read or written.

@@ -184,7 +184,7 @@ mod tests {
         Displayed {
             mime_type: mime.into(),
             name: Some("x".into()),
-            key: crate::backends::content::ContentKey::of(bytes),
+            key: crate::files::ContentKey::of(bytes),
             size: bytes.len(),
             bytes: Some(bytes::Bytes::copy_from_slice(bytes)),
             path: path.map(Into::into),

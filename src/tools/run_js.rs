@@ -53,7 +53,10 @@ resources/read of mcp-v8://heaps/{heap}/files/{path} reads them back. display(da
 after the result, in call order: PNG, JPEG, GIF or WebP bytes as an image you see (the type is recognised from the \
 bytes), strings and SVG as text, objects as JSON, other bytes as an embedded file; a block too large for the answer \
 (5 MiB in all) links to the /work file holding the same bytes, else is left out with a warning. The other \
-node: modules are node:url, node:crypto, node:timers, node:util, node:perf_hooks and node:console. A run is a script, not a module: `import` declarations bind globals that later \
+node: modules are node:buffer, node:events, node:util, node:stream (and stream/promises; fs.createReadStream and \
+createWriteStream over /work), node:string_decoder, node:assert, node:process, node:url, node:crypto, node:timers, \
+node:perf_hooks and node:console; Buffer and process are globals (process.env is empty unless the operator set it, \
+cwd() is /work, and process.exit() ends the run with an error). A run is a script, not a module: `import` declarations bind globals that later \
 runs keep, and `export` is an error. A stateful run that keeps an Intl object or a \
 FinalizationRegistry with registrations in a global fails (V8 cannot snapshot them): make them inside functions.";
 

@@ -436,7 +436,6 @@ async fn there_is_no_ambient_authority() {
         // the run's own globals; nothing of the host (`fs` is /work only).
         ("require('fs').readFileSync('/etc/passwd')", "Error"),
         ("require('child_process')", "Error"),
-        ("process.env", "ReferenceError"),
         ("Deno.readTextFileSync('/etc/passwd')", "ReferenceError"),
         ("new XMLHttpRequest()", "ReferenceError"),
     ] {
@@ -444,6 +443,11 @@ async fn there_is_no_ambient_authority() {
         assert_eq!(out.status, RunStatus::Failed, "{code}");
         assert_eq!(out.error.unwrap().name, name, "{code}");
     }
+    // Node's `process` has none of the host's: an empty env, /work.
+    let out = f
+        .stateless("[Object.keys(process.env).length, process.env.HOME, process.cwd()]")
+        .await;
+    assert_eq!(completed(&out), "[0,null,\"/work\"]");
     let out = f
         .stateless("(await import('fs')).readFileSync('/etc/hostname')")
         .await;
@@ -458,7 +462,11 @@ async fn there_is_no_ambient_authority() {
     let globals = f
         .stateless("Object.getOwnPropertyNames(globalThis).filter(n => /process|Deno|Bun/.test(n))")
         .await;
-    assert_eq!(completed(&globals), "[]");
+    assert_eq!(
+        completed(&globals),
+        "[\"process\"]",
+        "only Node's, checked above"
+    );
     // fetch exists, and with no egress policy configured reaches nothing.
     let out = f.stateless("await fetch('http://127.0.0.1')").await;
     assert_eq!(out.status, RunStatus::Failed);

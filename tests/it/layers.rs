@@ -31,8 +31,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "tools",
         &[
-            "clock", "engine", "heap", "meta", "packages", "protocol", "session", "tenant",
-            "upstream",
+            "clock", "engine", "files", "heap", "meta", "packages", "protocol", "session",
+            "tenant", "upstream",
         ],
     ),
     (

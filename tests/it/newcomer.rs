@@ -64,3 +64,60 @@ fn syntax_errors_blame_the_mistake_and_pasted_code_runs() {
         assert!(warnings.contains("Markdown fence"), "{fenced}");
     }
 }
+
+/// Node code runs: `Buffer`, `process` (an empty `env`, `/work` as the
+/// working directory, `nextTick`, `hrtime`), `node:events`, `node:util`,
+/// `node:stream` over `/work` files, `node:string_decoder`, `node:assert`,
+/// npm's `buffer/` specifier; a `Buffer` kept in a heap is still one when
+/// the heap is restored, and `process.exit` ends the run saying so.
+#[test]
+fn node_code_runs_with_its_everyday_globals_and_modules() {
+    let session = |code: &str| json!({"code": code, "session": "node", "heap": "latest"});
+    let calls = json!([
+        session("globalThis.b = Buffer.from('hello'); b.toString('base64')"),
+        session("Buffer.isBuffer(b) && b instanceof Uint8Array && b.toString('hex')"),
+        {"code": "[process.env.HOME, process.cwd(), process.platform, typeof process.hrtime.bigint()]"},
+        {"code": "process.nextTick(() => console.log('tick')); console.log('first'); 1"},
+        {"code": "const { EventEmitter } = require('node:events'); const e = new EventEmitter(); \
+                  let got; e.once('x', (v) => got = v); e.emit('x', 7); got"},
+        {"code": "const util = require('util'); util.format('%s=%d %j', 'a', 1, {b: 2})"},
+        {"code": "const fs = require('fs'); const { pipeline } = require('node:stream/promises'); \
+                  fs.writeFileSync('in.csv', 'a,b\\n1,2\\n'); \
+                  await pipeline(fs.createReadStream('in.csv'), fs.createWriteStream('out.csv')); \
+                  fs.readFileSync('out.csv', 'utf8')"},
+        {"code": "const { StringDecoder } = require('string_decoder'); \
+                  const d = new StringDecoder('utf8'); d.write(Buffer.from([0xe2, 0x82])) + d.end(Buffer.from([0xac]))"},
+        {"code": "const assert = require('node:assert'); \
+                  try { assert.deepStrictEqual({a: 1}, {a: 2}); 'no' } catch (e) { e.code }"},
+        {"code": "require('buffer/').Buffer === Buffer"},
+        {"code": "console.log('before'); process.exit(0); 'after'"},
+    ]);
+    for answers in answers(&calls) {
+        let results: Vec<&Value> = answers.iter().map(|a| &a["structured"]["result"]).collect();
+        let expected = [
+            json!("\"aGVsbG8=\""),
+            json!("\"68656c6c6f\""),
+            json!("[null,\"/work\",\"linux\",\"bigint\"]"),
+            json!("1"),
+            json!("7"),
+            json!("\"a=1 {\\\"b\\\":2}\""),
+            json!("\"a,b\\n1,2\\n\""),
+            json!("\"€\""),
+            json!("\"ERR_ASSERTION\""),
+            json!("true"),
+        ];
+        for (i, want) in expected.iter().enumerate() {
+            assert_eq!(results[i], want, "call {i}: {}", answers[i]);
+        }
+        assert_eq!(
+            answers[3]["structured"]["output"], "first\ntick\n",
+            "{}",
+            answers[3]
+        );
+        let exit = &answers[10];
+        assert_eq!(exit["structured"]["status"], "failed", "{exit}");
+        assert_eq!(exit["structured"]["output"], "before\n", "{exit}");
+        let message = exit["structured"]["error"]["message"].as_str().unwrap();
+        assert!(message.contains("process.exit(0) ended the run"), "{exit}");
+    }
+}

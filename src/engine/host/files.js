@@ -3,7 +3,7 @@
 // exactly its files. The tree holds each file's key (SHA-256) and size; the
 // bytes are the host's (`natives.put`/`natives.get`). Nothing here reaches
 // the host's file system: every path is resolved under /work first.
-(function (natives) {
+(function (natives, load) {
   "use strict";
   const ROOT = "/work";
   // path -> { dir: true, mtimeMs, birthtimeMs } | { dir: false, key, size, mtimeMs, birthtimeMs }
@@ -465,6 +465,83 @@
       queueMicrotask(() => (failure ? callback(failure) : callback(null, result)));
     };
   }
+  // Streams over /work, node:stream's (the "node" family, loaded on first
+  // use). A read stream gives the file in chunks; a write stream keeps what
+  // is written and stores it when it ends, so a file written in many chunks
+  // is hashed and stored once.
+  fs.createReadStream = (path, options) => {
+    const { Readable } = load("node").stream;
+    const { Buffer } = load("node").buffer;
+    const opts = typeof options === "object" && options !== null ? options : {};
+    const chunk = opts.highWaterMark ?? 64 * 1024;
+    let bytes, at = opts.start ?? 0;
+    const stream = new Readable({
+      highWaterMark: chunk,
+      encoding: encodingOf(options) ?? undefined,
+      read() {
+        try {
+          bytes ??= readFile(path);
+        } catch (error) {
+          this.destroy(error);
+          return;
+        }
+        const stop = Math.min(opts.end === undefined ? bytes.length : opts.end + 1, bytes.length);
+        if (at >= stop) {
+          this.push(null);
+          return;
+        }
+        const next = Math.min(at + chunk, stop);
+        this.push(Buffer.from(bytes.subarray(at, next)));
+        at = next;
+      },
+    });
+    stream.path = path;
+    return stream;
+  };
+  fs.createWriteStream = (path, options) => {
+    const { Writable } = load("node").stream;
+    const opts = typeof options === "string" ? { encoding: options } : options ?? {};
+    const append = typeof opts.flags === "string" && opts.flags.startsWith("a");
+    const pending = [];
+    let bytesWritten = 0;
+    const stream = new Writable({
+      defaultEncoding: opts.encoding ?? "utf8",
+      construct(callback) {
+        // Node opens (and truncates) the file first.
+        try {
+          if (append) appendFile(path, "");
+          else writeFile(path, "");
+          callback();
+        } catch (error) {
+          callback(error);
+        }
+      },
+      write(data, _encoding, callback) {
+        pending.push(data);
+        bytesWritten += data.length;
+        callback();
+      },
+      final(callback) {
+        try {
+          const total = pending.reduce((n, c) => n + c.length, 0);
+          const joined = new Uint8Array(total);
+          let at = 0;
+          for (const c of pending) {
+            joined.set(c, at);
+            at += c.length;
+          }
+          pending.length = 0;
+          appendFile(path, joined);
+          callback();
+        } catch (error) {
+          callback(error);
+        }
+      },
+    });
+    stream.path = path;
+    Object.defineProperty(stream, "bytesWritten", { get: () => bytesWritten });
+    return stream;
+  };
   fs.existsSync = exists;
   fs.exists = (path, callback) => queueMicrotask(() => callback(exists(path)));
   fs.promises = promises;

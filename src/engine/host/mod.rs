@@ -9,6 +9,8 @@ pub(crate) mod display;
 pub(crate) mod files;
 pub(crate) mod mcp;
 pub(crate) mod modules;
+pub(crate) mod node;
+pub(crate) mod process;
 pub(crate) mod services;
 #[cfg(test)]
 pub(crate) mod toy;

@@ -37,18 +37,52 @@
       queueMicrotask: globalThis.queueMicrotask,
     }),
     url: () => ({ URL: globalThis.URL, URLSearchParams: globalThis.URLSearchParams }),
-    util: () => ({ TextEncoder: globalThis.TextEncoder, TextDecoder: globalThis.TextDecoder }),
+    util: () => ({
+      ...load("node").util,
+      TextEncoder: globalThis.TextEncoder,
+      TextDecoder: globalThis.TextDecoder,
+    }),
+    // Node's everyday modules, from their npm ports (node_lib.js).
+    buffer: () => load("node").buffer,
+    events: () => load("node").events,
+    stream: () => load("node").stream,
+    "stream/promises": () => load("node").stream.promises,
+    string_decoder: () => load("node").string_decoder,
+    assert: () => load("node").assert,
+    "assert/strict": () => load("node").assert.strict,
+    process: () => globalThis.process,
     // /work, the run's file tree (files.js).
     fs: () => load("fs").fs,
     "fs/promises": () => load("fs").promises,
     path: () => load("fs").path,
   };
   const builtinCache = new Map();
+
+  function installed(specifier) {
+    try {
+      resolve(specifier);
+      return true;
+    } catch {
+      return false;
+    }
+  }
   const NODE = new Set(natives.nodeModules());
 
   function builtin(specifier) {
-    const name = specifier.startsWith("node:") ? specifier.slice(5) : specifier;
-    if (!specifier.startsWith("node:") && !NODE.has(name.split("/")[0])) return undefined;
+    let name = specifier.startsWith("node:") ? specifier.slice(5) : specifier;
+    if (!specifier.startsWith("node:")) {
+      if (name.endsWith("/")) {
+        // `buffer/` names npm's port of a core module, as Node reads it: the
+        // package when the run has it, else the engine's port of the same API.
+        const core = name.slice(0, -1);
+        if (!Object.prototype.hasOwnProperty.call(builtins, core) || installed(specifier)) {
+          return undefined;
+        }
+        name = core;
+      } else if (!NODE.has(name.split("/")[0])) {
+        return undefined;
+      }
+    }
     if (!Object.prototype.hasOwnProperty.call(builtins, name)) {
       const error = new Error(
         `Cannot find module 'node:${name}': this engine is not Node.js and provides only ` +

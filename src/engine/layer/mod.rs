@@ -183,7 +183,8 @@ const CONSOLE: &[&str] = &[
 /// when `GLOBALS` or `CONSOLE` gain a name, so heaps made by an earlier
 /// layer gain the name on their next restore (1: the layer with `fetch`;
 /// 2: the guarded `ArrayBuffer`, `Intl` and `FinalizationRegistry`; 3:
-/// `require` and the loader of static `import`; 4: `display`; 5: `mcp`).
+/// `require` and the loader of static `import`; 4: `display`; 5: `mcp`; 6: `process`; 7: `Buffer` and
+/// Node's modules).
 fn layer_version() -> i32 {
     1 + super::capabilities::families().count() as i32
 }
@@ -649,6 +650,10 @@ mod tests {
             "display.show",
             "mcp.servers",
             "mcp.start",
+            "process.env",
+            "process.envKeys",
+            "process.v8Version",
+            "process.memoryUsage",
         ];
         // The test-only capability's family comes after every real one.
         let pinned: Vec<&str> = pinned.into_iter().chain(["toy.double"]).collect();
