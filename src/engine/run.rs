@@ -238,7 +238,18 @@ pub(super) fn settle(
 
 /// The run's result, with the capabilities' state taken out of `isolate`,
 /// its texts within the job's caps.
-pub(super) fn finish(isolate: &mut v8::Isolate, job: &Job, classified: Classified) -> JobResult {
+pub(super) fn finish(
+    isolate: &mut v8::Isolate,
+    job: &Job,
+    mut classified: Classified,
+) -> JobResult {
+    if let Classified::Ended(RunStatus::TimedOut, error) = &mut classified
+        && let Some(pending) = isolate
+            .get_slot::<super::web::Timers>()
+            .and_then(super::web::Timers::pending_description)
+    {
+        error.message = format!("{}; {pending}", error.message);
+    }
     rejections::end(isolate);
     let rewritten = isolate.remove_slot::<Rewritten>();
     let reports = capabilities::end(isolate);

@@ -121,3 +121,25 @@ fn node_code_runs_with_its_everyday_globals_and_modules() {
         assert!(message.contains("process.exit(0) ended the run"), "{exit}");
     }
 }
+
+/// A run that ends at its timeout because an interval was left running
+/// says which timers were pending and how to stop them.
+#[test]
+fn a_timeout_names_the_timers_left_running() {
+    let calls = json!([
+        {"code": "let n = 0; setInterval(() => n++, 100); setTimeout(() => {}, 60000); 'started'",
+         "execution_timeout_secs": 1},
+    ]);
+    for answers in answers(&calls) {
+        let outcome = &answers[0]["structured"];
+        assert_eq!(outcome["status"], "timed_out", "{outcome}");
+        let message = outcome["error"]["message"].as_str().unwrap();
+        for part in [
+            "setInterval id 1 (every 100 ms)",
+            "1 setTimeout",
+            "clearInterval(id)",
+        ] {
+            assert!(message.contains(part), "{part}: {message}");
+        }
+    }
+}

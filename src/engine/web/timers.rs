@@ -91,6 +91,36 @@ impl Timers {
         }
     }
 
+    /// The timers that kept a run going past its deadline, for its error:
+    /// an agent that left an interval running learns which, and how to stop
+    /// it. `None` when none was pending.
+    pub(crate) fn pending_description(&self) -> Option<String> {
+        let mut intervals = Vec::new();
+        let mut timeouts = 0;
+        for timer in self.queue.values().filter(|timer| !timer.unref) {
+            match timer.repeat {
+                Some(every) => intervals.push(format!(
+                    "setInterval id {} (every {} ms)",
+                    timer.id,
+                    every.as_millis()
+                )),
+                None => timeouts += 1,
+            }
+        }
+        if intervals.is_empty() && timeouts == 0 {
+            return None;
+        }
+        let mut what = intervals;
+        if timeouts > 0 {
+            what.push(format!("{timeouts} setTimeout"));
+        }
+        Some(format!(
+            "pending when the time ran out: {}. A run lasts until its timers end: stop an interval \
+             with clearInterval(id) once it has done its work (or await a promise that settles)",
+            what.join(", ")
+        ))
+    }
+
     /// When the earliest timer is due, while any timer keeps the run going.
     pub(crate) fn next_due(&self) -> Option<Instant> {
         if self.refd == 0 {
