@@ -209,6 +209,31 @@ async fn runs_call_tools_of_both_eras_and_get_values() {
         assert_eq!(got["schema"], json!(["a", "b"]), "{server}");
     }
     assert_eq!(out.mcp_calls, Some(McpCount { count: 6 }));
+    // Conversions and probes are not tool calls; `mcp` lists its servers.
+    let out = stateless(
+        &engine,
+        r#"[
+          '' + mcp.legacy, `${mcp.modern}`, String(mcp.legacy), JSON.stringify({ s: mcp.legacy }),
+          typeof mcp.legacy.then, Object.keys(mcp).filter((k) => k !== "servers"),
+          Object.prototype.toString.call(mcp.modern), 'modern' in mcp,
+        ]"#,
+    )
+    .await;
+    assert_eq!(
+        json_result(&out),
+        json!([
+            "[mcp server legacy]",
+            "[mcp server modern]",
+            "[mcp server legacy]",
+            "{\"s\":{}}",
+            "undefined",
+            ["listTools", "callTool", "legacy", "modern"],
+            "[object mcp server]",
+            true
+        ]),
+        "{out:?}"
+    );
+    assert_eq!(out.mcp_calls, None, "no tool was called: {out:?}");
     let protocols = |upstream: &Upstream| -> Vec<String> {
         upstream
             .events("request")

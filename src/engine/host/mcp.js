@@ -40,15 +40,24 @@
     return settle(await start("list", server, "", ""));
   };
 
-  // `mcp.<server>.<tool>(args)`: a function per name, made on each read;
-  // names promises and serializers probe are not tools.
-  const NOT_TOOLS = new Set(["then", "toJSON", "constructor"]);
+  // `mcp.<server>.<tool>(args)`: a function per name, made on each read.
+  // Names that conversions, promises, serializers, inspectors and test
+  // libraries probe are never tools: `'' + mcp.demo` is text, not two calls.
+  const NOT_TOOLS = new Set([
+    "then", "catch", "finally", "toJSON", "constructor", "inspect", "asymmetricMatch",
+    "nodeType", "tagName", "$$typeof", "__proto__", "prototype", "hasOwnProperty",
+    "isPrototypeOf", "propertyIsEnumerable",
+  ]);
   const proxies = new Map();
   const serverProxy = (server) => {
     let proxy = proxies.get(server);
     if (proxy === undefined) {
+      const text = () => `[mcp server ${server}]`;
       proxy = new Proxy(Object.create(null), {
         get(_target, tool) {
+          if (tool === "toString" || tool === "valueOf" || tool === "toLocaleString") return text;
+          if (tool === Symbol.toPrimitive) return text;
+          if (tool === Symbol.toStringTag) return "mcp server";
           if (typeof tool !== "string" || NOT_TOOLS.has(tool)) return undefined;
           return (args) => callTool(server, tool, args);
         },
@@ -74,6 +83,16 @@
     },
     has(target, key) {
       return key in target || (typeof key === "string" && servers().includes(key));
+    },
+    // `Object.keys(mcp)` and `for … in` list the servers.
+    ownKeys(target) {
+      return [...Reflect.ownKeys(target), ...servers().filter((s) => !(s in target))];
+    },
+    getOwnPropertyDescriptor(target, key) {
+      if (typeof key === "string" && !(key in target) && servers().includes(key)) {
+        return { value: serverProxy(key), writable: false, enumerable: true, configurable: true };
+      }
+      return Reflect.getOwnPropertyDescriptor(target, key);
     },
   });
   return { mcp };
