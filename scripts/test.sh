@@ -12,10 +12,24 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 scripts/install-test-deps.sh
 
 cargo fmt --all -- --check
-cargo clippy --locked --all-targets -- -D warnings
-# The plain build is what `cargo lambda watch` runs in tests/it/e2e.rs; building
-# it here keeps that compile out of any test's time.
-cargo build --locked
+# Clippy's lints, warnings denied, run inside the builds below: clippy-driver
+# is the workspace's compiler, as `cargo clippy` runs it, but building rather
+# than only checking. The dependencies are then compiled once, for the lints
+# and the tests, where a separate `cargo clippy --all-targets` checked every
+# one of them again (docs/performance.md, "CI time"). Every cargo command
+# below, and the `cargo lambda watch` the tests start, sees the same wrapper,
+# so none rebuilds what another built.
+RUSTC_WORKSPACE_WRAPPER="$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver || true)"
+[ -x "$RUSTC_WORKSPACE_WRAPPER" ] \
+    || { echo "clippy-driver not found: install clippy (rustup component add clippy)" >&2; exit 1; }
+export RUSTC_WORKSPACE_WRAPPER
+# What `cargo clippy -- -D warnings` hands clippy-driver.
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+# The library, the binary (what `cargo lambda watch` runs in tests/it/e2e.rs;
+# building it here keeps that compile out of any test's time) and the tests;
+# then the benches, linted and built on the same dependencies.
+cargo build --locked --lib --bins --tests
+cargo build --locked --benches --profile dev
 # The binary that deploys: `sam build` runs `cargo lambda build --release`
 # (here with the plain cargo compiler, no zig). Smoke-test that very
 # artifact against the test Runtime API before the whole suite runs.
