@@ -700,6 +700,23 @@ struct Watch {
     env: Vec<(String, String)>,
 }
 
+/// Variables `cargo test` sets for a test binary, which the `cargo run`
+/// under `cargo lambda watch` must not inherit: build scripts watch some of
+/// them (ring reruns when `CARGO_MANIFEST_DIR` changes), so with them every
+/// crate above ring was rebuilt inside the test, minutes of CI's time.
+fn set_by_cargo_test(name: &str) -> bool {
+    matches!(
+        name,
+        "CARGO_MANIFEST_DIR"
+            | "CARGO_MANIFEST_PATH"
+            | "CARGO_CRATE_NAME"
+            | "CARGO_PRIMARY_PACKAGE"
+            | "CARGO_TARGET_TMPDIR"
+            | "CARGO_BIN_NAME"
+    ) || name.starts_with("CARGO_PKG_")
+        || name.starts_with("CARGO_BIN_EXE_")
+}
+
 impl Watch {
     fn start(port: u16, env: Vec<(String, String)>) -> Self {
         use std::os::unix::process::CommandExt;
@@ -730,6 +747,8 @@ impl Watch {
                 &port.to_string(),
             ])
             .current_dir(project())
+            .env_clear()
+            .envs(std::env::vars().filter(|(name, _)| !set_by_cargo_test(name)))
             .envs(env.iter().cloned())
             .env("PATH", path)
             .env("RUST_LOG", "warn")
