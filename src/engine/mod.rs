@@ -414,7 +414,14 @@ impl Engine {
             .result
             .map(|text| cap_text(text, self.config.max_result_bytes, "result"));
         outcome.output = reports.console;
-        outcome.fetches = reports.fetch;
+        outcome.fetches = reports.fetch.count;
+        outcome.warnings.extend(reports.fetch.refused);
+        if reports.fetch.more_refused > 0 {
+            outcome.warnings.push(format!(
+                "{} more fetches were refused by the egress policy",
+                reports.fetch.more_refused
+            ));
+        }
         outcome.mcp_calls = reports.mcp;
         outcome.error = result.error;
         outcome.warnings.extend(result.warnings);

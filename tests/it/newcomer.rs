@@ -143,3 +143,31 @@ fn a_timeout_names_the_timers_left_running() {
         }
     }
 }
+
+/// A fetch the egress policy refuses is named in the run's warnings even
+/// when the code (or a library such as axios, which reports a bare
+/// "Network Error") caught the error.
+#[test]
+fn a_refused_fetch_is_a_warning_whatever_the_code_did_with_it() {
+    let calls = json!([
+        {"code": "try { await fetch('https://example.com/data.json') } catch {} 'swallowed'"},
+        {"code": "1 + 1", "heap": ""},
+    ]);
+    for answers in answers(&calls) {
+        let outcome = &answers[0]["structured"];
+        assert_eq!(outcome["result"], "\"swallowed\"", "{outcome}");
+        let warnings = outcome["warnings"].to_string();
+        for part in [
+            "fetch of https://example.com/data.json was refused",
+            "MCP_V8_FETCH_ALLOW",
+        ] {
+            assert!(warnings.contains(part), "{part}: {outcome}");
+        }
+        assert_eq!(
+            answers[1]["structured"]["warnings"],
+            json!([]),
+            "{}",
+            answers[1]
+        );
+    }
+}

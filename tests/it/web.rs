@@ -50,11 +50,15 @@ async fn all_families(
     let mut counts = Vec::new();
     for family in FAMILIES {
         let outcome = run_one(corpus_code(family)).await;
-        assert!(
-            outcome.warnings.is_empty(),
-            "{mode}, {family}: {:?}",
-            outcome.warnings
-        );
+        // The fetch corpus provokes the egress policy's refusals on purpose;
+        // each is a warning of the run (engine.md, "fetch").
+        let unexpected: Vec<&String> = outcome
+            .warnings
+            .iter()
+            .filter(|w| !(*family == "fetch" && w.contains("refused by the egress policy")))
+            .filter(|w| !(*family == "fetch" && w.contains("more fetches were refused")))
+            .collect();
+        assert!(unexpected.is_empty(), "{mode}, {family}: {unexpected:?}");
         let (asserted, failed) = report(&outcome);
         assert!(failed.is_empty(), "{mode}, {family}: {failed:#?}");
         assert!(

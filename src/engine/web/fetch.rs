@@ -24,9 +24,32 @@ type Waiting = (
     Option<v8::Global<v8::PromiseResolver>>,
 );
 
+/// What `fetch` would say when it is off.
+const OFF: &str =
+    "fetch refused by the egress policy (MCP_V8_FETCH_ALLOW): no origin is allowed, fetch is off";
+
+/// Refusals a run's result names at most; more are counted.
+const MAX_REFUSALS: usize = 5;
+
+/// What a run's `fetch` did: the requests it made, and the requests the
+/// egress policy refused, which become warnings of the run's result
+/// whatever the code did with the error (a library may report it as a
+/// plain network error, or swallow it).
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct FetchReport {
+    /// What the run fetched, when it fetched anything.
+    pub count: Option<FetchCount>,
+    /// A warning per refused request, the first [`MAX_REFUSALS`].
+    pub refused: Vec<String>,
+    /// Refused requests past those.
+    pub more_refused: usize,
+}
+
 /// A run's requests and the promises waiting on them.
 pub(crate) struct FetchRun {
     egress: Result<Egress, String>,
+    refused: Vec<String>,
+    more_refused: usize,
     /// Per request: the head's resolver, then the body's.
     waiting: HashMap<u32, Waiting>,
 }
@@ -35,6 +58,23 @@ impl FetchRun {
     /// Heads and bodies still to come.
     fn pending(&self) -> usize {
         self.egress.as_ref().map(Egress::pending).unwrap_or(0)
+    }
+
+    /// Notes a refusal by the egress policy of a request (to `url`, when
+    /// the refusal is the URL's rather than the address it resolved to).
+    fn refusal(&mut self, url: Option<&str>, message: &str) {
+        if !message.contains("egress policy") {
+            return;
+        }
+        if self.refused.len() >= MAX_REFUSALS {
+            self.more_refused += 1;
+            return;
+        }
+        let what = url.map_or_else(|| "a fetch".to_owned(), |url| format!("fetch of {url}"));
+        self.refused.push(format!(
+            "{what} was refused: {message}. The code or a library may have caught the error \
+             and reported it otherwise (as a network error)"
+        ));
     }
 
     /// What the run fetched, for its outcome; `None` when it fetched nothing.
@@ -50,11 +90,16 @@ impl FetchRun {
 impl Capability for FetchRun {
     /// What `fetch` may reach; `None` (or an empty allow list): nothing.
     type Ask = Option<Arc<FetchConfig>>;
-    /// What the run fetched, when it fetched anything.
-    type Report = Option<FetchCount>;
+    type Report = FetchReport;
 
     fn begin(isolate: &mut v8::Isolate, ask: &Self::Ask, run: &RunScope<'_>) {
         let Some(config) = ask.as_deref().filter(|c| c.enabled()) else {
+            isolate.set_slot(FetchRun {
+                egress: Err(OFF.to_owned()),
+                refused: Vec::new(),
+                more_refused: 0,
+                waiting: HashMap::new(),
+            });
             return;
         };
         let host = run.host;
@@ -68,6 +113,8 @@ impl Capability for FetchRun {
             .map(|client| Egress::new(client, host.runtime.clone(), run.deadline, report));
         isolate.set_slot(FetchRun {
             egress,
+            refused: Vec::new(),
+            more_refused: 0,
             waiting: HashMap::new(),
         });
     }
@@ -82,7 +129,12 @@ impl Capability for FetchRun {
     fn end(isolate: &mut v8::Isolate) -> Self::Report {
         isolate
             .remove_slot::<FetchRun>()
-            .and_then(|fetch| fetch.count())
+            .map(|fetch| FetchReport {
+                count: fetch.count(),
+                refused: fetch.refused,
+                more_refused: fetch.more_refused,
+            })
+            .unwrap_or_default()
     }
 }
 
@@ -130,15 +182,19 @@ fn start<'s>(
         body,
         redirect,
     };
+    let url = parts.url.clone();
     let started: Result<u32, String> = match state(scope) {
-        None => Err(
-            "fetch refused by the egress policy (MCP_V8_FETCH_ALLOW): no origin is allowed, fetch is off"
-                .to_owned(),
-        ),
-        Some(run) => match &mut run.egress {
-            Err(error) => Err(error.clone()),
-            Ok(egress) => egress.start(parts).map_err(|e| e.to_string()),
-        },
+        None => Err(OFF.to_owned()),
+        Some(run) => {
+            let started = match &mut run.egress {
+                Err(error) => Err(error.clone()),
+                Ok(egress) => egress.start(parts).map_err(|e| e.to_string()),
+            };
+            if let Err(message) = &started {
+                run.refusal(Some(&url), message);
+            }
+            started
+        }
     };
     let id = match started {
         Ok(id) => id,
@@ -275,6 +331,10 @@ fn deliver(scope: &mut v8::PinScope<'_, '_>, completion: Completion) {
                     head.resolve(scope, object.into());
                 }
                 Err(message) => {
+                    // A name that resolved to an address the policy refuses.
+                    if let Some(run) = state(scope) {
+                        run.refusal(None, &message);
+                    }
                     let error = type_error(scope, &message);
                     head.reject(scope, error);
                 }
