@@ -292,7 +292,7 @@ impl Engine {
     /// reported in the outcome; only requests refused up front are `Err`.
     pub async fn run(&self, mut request: RunRequest) -> Result<RunReport, EngineError> {
         let started = Instant::now();
-        let limits = self.check(&request)?;
+        let mut limits = self.check(&request)?;
         let mut report = RunReport::new(&request.code, request.heap.clone());
         let finish = |mut report: RunReport| {
             let outcome = &mut report.outcome;
@@ -327,7 +327,7 @@ impl Engine {
 
         let restore = match (&request.heap, &self.heaps) {
             (Some(key), Some(heaps)) => match self
-                .load(heaps.as_ref(), &request.tenant, key, &limits)
+                .load(heaps.as_ref(), &request.tenant, key, &mut limits)
                 .await
             {
                 Ok(Some(payload)) => Some(payload),
@@ -557,11 +557,12 @@ impl Engine {
         let Some(heaps) = &self.heaps else {
             return Ok(None);
         };
-        let limits = Limits {
+        let mut limits = Limits {
             timeout: self.config.default_timeout,
             heap_limit_mb: self.config.max_heap_limit_mb,
+            asked: true,
         };
-        let payload = match self.load(heaps.as_ref(), tenant, key, &limits).await {
+        let payload = match self.load(heaps.as_ref(), tenant, key, &mut limits).await {
             Ok(Some(payload)) => payload,
             Ok(None) => return Ok(None),
             Err((_, error)) => return Err(error.message),
@@ -592,7 +593,7 @@ impl Engine {
         heaps: &dyn HeapStore,
         tenant: &Tenant,
         key: &HeapKey,
-        limits: &Limits,
+        limits: &mut Limits,
     ) -> Result<Option<bytes::Bytes>, (RunStatus, RunError)> {
         let snapshot = match heaps.get(tenant, key).await {
             Ok(Some(snapshot)) => snapshot,
@@ -607,6 +608,13 @@ impl Engine {
             ));
         }
         let needed_mb = restore_needs_mb(len);
+        // A heap grown under a larger limit than the default is restored
+        // without the caller repeating it: the limit its size needs, with
+        // the default's room to grow (docs/tools.md, heap_memory_max_mb).
+        if needed_mb > limits.heap_limit_mb && !limits.asked {
+            limits.heap_limit_mb =
+                (needed_mb + self.config.default_heap_limit_mb).min(self.config.max_heap_limit_mb);
+        }
         if needed_mb > limits.heap_limit_mb {
             return Err((
                 RunStatus::OutOfMemory,
@@ -675,6 +683,7 @@ impl Engine {
         Ok(Limits {
             timeout,
             heap_limit_mb,
+            asked: request.heap_limit_mb.is_some(),
         })
     }
 
@@ -740,6 +749,9 @@ pub fn restore_needs_mb(payload_len: usize) -> usize {
 struct Limits {
     timeout: Duration,
     heap_limit_mb: usize,
+    /// The caller gave the heap limit (`heap_memory_max_mb`), so a heap
+    /// that needs more is refused rather than given more.
+    asked: bool,
 }
 
 impl Engine {

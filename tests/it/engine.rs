@@ -674,6 +674,52 @@ async fn concurrent_runs_from_different_heaps_all_complete() {
     }
 }
 
+/// A heap grown under a larger limit than the default is continued by a
+/// call that does not repeat `heap_memory_max_mb`: it gets what the heap
+/// needs plus room to grow, instead of failing every such call.
+#[tokio::test]
+async fn a_large_heap_is_continued_without_repeating_its_limit() {
+    let f = fixture();
+    let big = f
+        .run(RunRequest {
+            code: "globalThis.big = Array.from({ length: 700000 }, (_, i) => ({ i, s: 'item-' + i })); big.length".into(),
+            stateful: true,
+            heap_limit_mb: Some(256),
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(completed(&big), "700000");
+    let heap = big.heap.clone().unwrap();
+    let payload = f
+        .store
+        .get(&Tenant::anonymous(), &heap)
+        .await
+        .unwrap()
+        .unwrap()
+        .payload()
+        .len();
+    let default_mb = EngineConfig::default().default_heap_limit_mb;
+    assert!(
+        mcp_v8_lambda::engine::restore_needs_mb(payload) > default_mb,
+        "the heap ({payload} bytes) must need more than the default to restore"
+    );
+    let out = f
+        .stateful("big.push({ i: -1 }); big.length", Some(&heap))
+        .await;
+    assert_eq!(completed(&out), "700001", "{out:?}");
+    // Given, the limit is the limit.
+    let out = f
+        .run(RunRequest {
+            code: "big.length".into(),
+            heap: Some(heap),
+            stateful: true,
+            heap_limit_mb: Some(default_mb),
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(out.status, RunStatus::OutOfMemory, "{out:?}");
+}
+
 #[tokio::test]
 async fn restoring_a_heap_larger_than_the_limit_is_refused_not_fatal() {
     let f = fixture();
