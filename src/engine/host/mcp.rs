@@ -13,7 +13,7 @@ use v8::MapFnTo;
 
 use super::work::WorkSink;
 use crate::engine::capability::{Capability, RunScope};
-use crate::engine::layer::bytes::string;
+use crate::engine::layer::bytes::{string, string_array};
 use crate::engine::layer::registry::Family;
 use crate::engine::layer::registry::Natives;
 use crate::upstream::{CallError, McpCount, UpstreamConfig, Upstreams};
@@ -133,11 +133,7 @@ fn servers<'s>(
     let names = state(scope)
         .map(|run| run.names.clone())
         .unwrap_or_default();
-    let names: Vec<v8::Local<v8::Value>> = names
-        .iter()
-        .filter_map(|name| string(scope, name).map(Into::into))
-        .collect();
-    rv.set(v8::Array::new_with_elements(scope, &names).into());
+    rv.set(string_array(scope, &names).into());
 }
 
 /// `start("call" | "list", server, tool, argsJson)` → a promise of the

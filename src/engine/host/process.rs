@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use v8::MapFnTo;
 
 use crate::engine::capability::{Capability, RunScope};
-use crate::engine::layer::bytes::string;
+use crate::engine::layer::bytes::{string, string_array};
 use crate::engine::layer::registry::{Family, Natives};
 
 /// What a run asks of `process`.
@@ -81,11 +81,7 @@ fn env_keys<'s>(
         .get_slot::<ProcessRun>()
         .map(|run| run.env.keys().cloned().collect())
         .unwrap_or_default();
-    let names: Vec<v8::Local<v8::Value>> = names
-        .iter()
-        .filter_map(|name| string(scope, name).map(Into::into))
-        .collect();
-    rv.set(v8::Array::new_with_elements(scope, &names).into());
+    rv.set(string_array(scope, &names).into());
 }
 
 fn v8_version<'s>(

@@ -137,3 +137,15 @@ pub(crate) fn string<'s>(
 ) -> Option<v8::Local<'s, v8::String>> {
     v8::String::new_from_utf8(scope, text.as_bytes(), v8::NewStringType::Normal)
 }
+
+/// `texts` as a JavaScript array of strings.
+pub(crate) fn string_array<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    texts: &[String],
+) -> v8::Local<'s, v8::Array> {
+    let values: Vec<v8::Local<v8::Value>> = texts
+        .iter()
+        .filter_map(|text| string(scope, text).map(Into::into))
+        .collect();
+    v8::Array::new_with_elements(scope, &values)
+}
