@@ -93,24 +93,20 @@ impl Capability for FetchRun {
     type Report = FetchReport;
 
     fn begin(isolate: &mut v8::Isolate, ask: &Self::Ask, run: &RunScope<'_>) {
-        let Some(config) = ask.as_deref().filter(|c| c.enabled()) else {
-            isolate.set_slot(FetchRun {
-                egress: Err(OFF.to_owned()),
-                refused: Vec::new(),
-                more_refused: 0,
-                waiting: HashMap::new(),
-            });
-            return;
+        // Off, the slot still notes what the run tried to fetch.
+        let egress = match ask.as_deref().filter(|c| c.enabled()) {
+            None => Err(OFF.to_owned()),
+            Some(config) => {
+                let host = run.host;
+                let sink = run.work.clone();
+                let report: crate::egress::Report = Arc::new(move |completion| {
+                    sink.deliver(move |scope| deliver(scope, completion));
+                });
+                host.clients
+                    .fetch(config, &host.runtime)
+                    .map(|client| Egress::new(client, host.runtime.clone(), run.deadline, report))
+            }
         };
-        let host = run.host;
-        let sink = run.work.clone();
-        let report: crate::egress::Report = Arc::new(move |completion| {
-            sink.deliver(move |scope| deliver(scope, completion));
-        });
-        let egress = host
-            .clients
-            .fetch(config, &host.runtime)
-            .map(|client| Egress::new(client, host.runtime.clone(), run.deadline, report));
         isolate.set_slot(FetchRun {
             egress,
             refused: Vec::new(),
