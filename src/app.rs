@@ -277,11 +277,11 @@ pub fn app(config: &Config, data_dir: &Path, aws: Option<&Clients>) -> Result<Ap
     ))
 }
 
-/// The app `config` describes, on `stores`.
-pub fn with_stores(config: &Config, stores: Stores) -> App {
+/// The engine's limits and policies `config` describes.
+pub fn engine_config(config: &Config) -> EngineConfig {
     let defaults = EngineConfig::default();
     let max_heap_limit_mb = config.engine.max_heap_limit_mb();
-    let engine_config = EngineConfig {
+    EngineConfig {
         max_heap_limit_mb,
         default_heap_limit_mb: defaults.default_heap_limit_mb.min(max_heap_limit_mb),
         max_snapshot_bytes: config.engine.max_heap_snapshot_mb * 1024 * 1024,
@@ -299,7 +299,12 @@ pub fn with_stores(config: &Config, stores: Stores) -> App {
             max_files: config.files.max_files,
         },
         ..defaults
-    };
+    }
+}
+
+/// The app `config` describes, on `stores`.
+pub fn with_stores(config: &Config, stores: Stores) -> App {
+    let engine_config = engine_config(config);
     // The host's clients (fetch, upstream connections) are one value, shared
     // by the engine's runs and the tools that list upstream servers.
     let clients = Arc::new(HostClients::default());

@@ -209,7 +209,10 @@ async fn packages(
                 registry.as_deref().or(config.packages.registry.as_deref()),
                 config.packages.max_package_mb * 1024 * 1024,
             )?;
-            let added = packages::add(store.as_ref(), &specs, &options)
+            // Each package is imported in a fresh isolate of an engine
+            // configured as the server's, before anything is stored.
+            let engine = mcp_v8_lambda::engine::Engine::new(app::engine_config(config), None);
+            let added = packages::add(store.as_ref(), &specs, &options, &engine)
                 .await
                 .map_err(|e| anyhow::anyhow!(e))
                 .context("nothing was installed")?;

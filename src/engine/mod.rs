@@ -11,6 +11,7 @@ mod files;
 mod host;
 mod isolate;
 mod layer;
+mod load_check;
 mod memory;
 mod outcome;
 mod plain;

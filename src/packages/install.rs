@@ -510,6 +510,84 @@ pub(super) fn is_builtin(specifier: &str) -> bool {
     NODE_BUILTINS.contains(&base)
 }
 
+/// Whether a package's bundle leaves `specifier`, imported by the file
+/// `importer`, to the run rather than resolving it among the unpacked
+/// packages. As Node reads specifiers: `node:x` and a built-in's exact
+/// name (`buffer`, `fs/promises`) are built-ins, while `buffer/` or
+/// `string_decoder/lib/x.js` name the npm package, bundled when the
+/// importer can see one (its own dependency) and else left to the run,
+/// which answers with its port of that module.
+fn left_to_the_run(specifier: &str, importer: Option<&str>) -> bool {
+    if specifier.starts_with("node:") {
+        return true;
+    }
+    let Some((base, _)) = specifier.split_once('/') else {
+        if !NODE_BUILTINS.contains(&specifier) {
+            return false;
+        }
+        // A core module runs do not have (`punycode`, `querystring`) is
+        // the npm package of that name when the importer has one, as
+        // bundlers for the browser take it; else the run says it is missing.
+        return ENGINE_BUILTINS.contains(&specifier)
+            || !importer.is_some_and(|importer| sees_package(Path::new(importer), specifier));
+    };
+    if !NODE_BUILTINS.contains(&base) {
+        return false;
+    }
+    if NODE_BUILTIN_SUBPATHS.contains(&specifier) {
+        return true;
+    }
+    !importer.is_some_and(|importer| sees_package(Path::new(importer), base))
+}
+
+/// The `node:` modules runs have (`engine/host/modules.js`, `builtins`).
+pub const ENGINE_BUILTINS: &[&str] = &[
+    "console",
+    "crypto",
+    "perf_hooks",
+    "timers",
+    "url",
+    "util",
+    "buffer",
+    "events",
+    "stream",
+    "stream/promises",
+    "string_decoder",
+    "assert",
+    "assert/strict",
+    "process",
+    "fs",
+    "fs/promises",
+    "path",
+];
+
+/// Node's built-in modules that are a subpath of another.
+const NODE_BUILTIN_SUBPATHS: &[&str] = &[
+    "assert/strict",
+    "dns/promises",
+    "fs/promises",
+    "inspector/promises",
+    "path/posix",
+    "path/win32",
+    "readline/promises",
+    "stream/consumers",
+    "stream/promises",
+    "stream/web",
+    "timers/promises",
+    "util/types",
+];
+
+/// Whether Node's lookup from the file `importer` finds a package `name` in
+/// a `node_modules` directory of an ancestor.
+fn sees_package(importer: &Path, name: &str) -> bool {
+    importer.ancestors().skip(1).any(|dir| {
+        dir.join("node_modules")
+            .join(name)
+            .join("package.json")
+            .is_file()
+    })
+}
+
 /// Bundles `subpaths` of the package `name` unpacked under `root`.
 async fn bundle(
     root: &Path,
@@ -525,10 +603,12 @@ async fn bundle(
             import: format!("{name}{}", sub.strip_prefix('.').unwrap_or(sub)),
         })
         .collect();
-    let external = IsExternal::Fn(Some(Arc::new(|specifier: &str, _, _| {
-        let builtin = is_builtin(specifier);
-        Box::pin(async move { Ok(builtin) })
-    })));
+    let external = IsExternal::Fn(Some(Arc::new(
+        |specifier: &str, importer: Option<&str>, resolved: bool| {
+            let external = !resolved && left_to_the_run(specifier, importer);
+            Box::pin(async move { Ok(external) })
+        },
+    )));
     let options = BundlerOptions {
         external: Some(external),
         resolve: Some(ResolveOptions {
@@ -632,5 +712,35 @@ mod tests {
             candidates("node_modules/a", "c"),
             ["node_modules/a/node_modules/c", "node_modules/c"]
         );
+    }
+
+    #[test]
+    fn a_core_module_name_with_a_slash_is_the_npm_package_when_one_is_there() {
+        let root = tempfile::tempdir().unwrap();
+        let importer = root.path().join("node_modules/aws-sdk/lib/util.js");
+        std::fs::create_dir_all(root.path().join("node_modules/buffer")).unwrap();
+        std::fs::write(root.path().join("node_modules/buffer/package.json"), "{}").unwrap();
+        let importer = importer.to_str();
+        // Built-ins, by Node's reading.
+        for builtin in [
+            "buffer",
+            "node:buffer",
+            "fs/promises",
+            "node:string_decoder/",
+        ] {
+            assert!(left_to_the_run(builtin, importer), "{builtin}");
+        }
+        // The package the importer can see is bundled.
+        assert!(!left_to_the_run("buffer/", importer));
+        assert!(!left_to_the_run("buffer/index.js", importer));
+        // No such package: the run's port answers.
+        assert!(left_to_the_run("events/", importer));
+        assert!(left_to_the_run("buffer/", None));
+        assert!(!left_to_the_run("lodash", importer));
+        // A core module runs lack is the package, when there is one.
+        std::fs::create_dir_all(root.path().join("node_modules/punycode")).unwrap();
+        std::fs::write(root.path().join("node_modules/punycode/package.json"), "{}").unwrap();
+        assert!(!left_to_the_run("punycode", importer));
+        assert!(left_to_the_run("querystring", importer));
     }
 }

@@ -25,7 +25,9 @@ use serde::{Deserialize, Serialize};
 
 pub use bundle::{Bundle, BundleError, Entry};
 pub use fs::DirPackageStore;
-pub use install::{DEFAULT_REGISTRY, InstallOptions, NODE_BUILTINS, Prepared, prepare};
+pub use install::{
+    DEFAULT_REGISTRY, ENGINE_BUILTINS, InstallOptions, NODE_BUILTINS, Prepared, prepare,
+};
 pub use s3::S3PackageStore;
 pub use set::{PackageView, Packages, REFRESH, ResolveError, Resolved};
 pub use spec::{PackageSpec, SpecError};
@@ -123,9 +125,35 @@ pub enum InstallError {
         /// The bundler's diagnostics.
         reason: String,
     },
+    /// The package bundled but its code does not load in a run.
+    #[error(
+        "{name}@{version} was bundled but does not load in a run, so it was not installed: {reason}"
+    )]
+    DoesNotLoad {
+        /// Package name.
+        name: String,
+        /// Exact version.
+        version: String,
+        /// What the run threw importing it.
+        reason: String,
+    },
     /// Local I/O.
     #[error("{0}")]
     Io(#[from] std::io::Error),
+}
+
+/// Proves a prepared package loads before it is installed.
+///
+/// # Contract
+/// - `loads` imports the package as a run would (`import(name)` of its main
+///   entry, or of each entry when it has no main one), in a fresh isolate
+///   that sees only this package, and is `Err` with what the import threw
+///   (the module it could not find, the global it lacked) when it fails.
+/// - It stores nothing and changes no installed package.
+#[async_trait]
+pub trait LoadCheck: Send + Sync {
+    /// `Ok` when `package` loads.
+    async fn loads(&self, package: &Prepared) -> Result<(), String>;
 }
 
 /// The index's revision as the store last saw it, for a conditional update.
@@ -208,17 +236,28 @@ pub(crate) fn verified(key: &ContentKey, bytes: Bytes) -> Result<Bytes, PackageS
 }
 
 /// Installs `specs` into `store`: each is prepared (resolved, downloaded,
-/// verified, bundled), its bundle stored, and the index updated once. The
+/// verified, bundled) and proven to load by `check`, then its bundle is
+/// stored and the index updated once; one that fails installs nothing. The
 /// packages added, as `name@version`.
 pub async fn add(
     store: &dyn PackageStore,
     specs: &[String],
     options: &InstallOptions,
+    check: &dyn LoadCheck,
 ) -> Result<Vec<String>, BoxError> {
     let mut prepared = Vec::new();
     for spec in specs {
         let spec = PackageSpec::parse(spec)?;
-        prepared.push(prepare(&spec, options).await?);
+        let package = prepare(&spec, options).await?;
+        if let Err(reason) = check.loads(&package).await {
+            return Err(InstallError::DoesNotLoad {
+                name: package.name,
+                version: package.installed.version,
+                reason,
+            }
+            .into());
+        }
+        prepared.push(package);
     }
     let mut added = Vec::new();
     for package in &prepared {

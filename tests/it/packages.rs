@@ -35,6 +35,12 @@ impl Installed {
     }
 }
 
+/// What proves a package loads before `packages add` installs it: a fresh
+/// in-process engine, as the CLI's.
+pub fn checker() -> Engine {
+    Engine::new(EngineConfig::default(), None)
+}
+
 fn options(registry: &npm::Registry) -> InstallOptions {
     InstallOptions::new(Some(&registry.url), 32 * 1024 * 1024).unwrap()
 }
@@ -48,7 +54,7 @@ async fn install() -> Installed {
         fixture("nanoid").display().to_string(),
         "d3-array@^3".to_owned(),
     ];
-    let added = packages::add(store.as_ref(), &specs, &options(&registry))
+    let added = packages::add(store.as_ref(), &specs, &options(&registry), &checker())
         .await
         .unwrap();
     assert_eq!(
@@ -107,7 +113,7 @@ async fn bad_installs_say_why_and_install_nothing() {
         let store = &store;
         let options = options(&registry);
         async move {
-            packages::add(store, &specs, &options)
+            packages::add(store, &specs, &options, &checker())
                 .await
                 .unwrap_err()
                 .to_string()
@@ -134,7 +140,7 @@ async fn bad_installs_say_why_and_install_nothing() {
     assert!(err.contains("left-pad"), "{err}");
     // Over the bundle size limit.
     let small = InstallOptions::new(Some(&registry.url), 1000).unwrap();
-    let err = packages::add(&store, &[lodash], &small)
+    let err = packages::add(&store, &[lodash], &small, &checker())
         .await
         .unwrap_err()
         .to_string();
@@ -146,6 +152,71 @@ async fn bad_installs_say_why_and_install_nothing() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("not installed: zod; installed: none"), "{err}");
+}
+
+/// `packages add` installs only what loads. readable-stream 2 requires
+/// `string_decoder/` (the npm package, as Node reads the slash): it is
+/// bundled from the package's own dependency, not taken for the built-in,
+/// and the package works in a run. get-port needs `node:net`, which runs
+/// do not have: it is refused with the module named, and nothing stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_package_is_installed_only_when_it_loads() {
+    let registry = npm::start(&[]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(DirPackageStore::new(dir.path().join("packages")));
+    let added = packages::add(
+        store.as_ref(),
+        &["readable-stream@^2".to_owned()],
+        &options(&registry),
+        &checker(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(added, ["readable-stream@2.3.8"]);
+    let (index, _) = store.index().await.unwrap().unwrap();
+    let bytes = store
+        .get_bundle(&index.packages["readable-stream"].bundle)
+        .await
+        .unwrap()
+        .unwrap();
+    let bundle = packages::Bundle::from_bytes(&bytes).unwrap();
+    for (file, code) in &bundle.files {
+        assert!(
+            !code.contains("\"string_decoder/\""),
+            "{file} left it to the run"
+        );
+    }
+    let engine = Engine::new(EngineConfig::default(), None).with_packages(Arc::new(Packages::new(
+        store.clone(),
+        store.bundle_dir(),
+        false,
+    )));
+    let code = "const { Readable } = require('readable-stream');\n\
+        const r = new Readable({ read() {} });\n\
+        r.setEncoding('utf8');\n\
+        r.push(Buffer.from('h\\u00e9llo'));\n\
+        r.read()";
+    let outcome = run(&engine, code, Language::Javascript, None).await;
+    assert_eq!(completed(code, &outcome), "\"h\u{e9}llo\"");
+
+    let err = packages::add(
+        store.as_ref(),
+        &[fixture("get-port").display().to_string()],
+        &options(&registry),
+        &checker(),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    for part in [
+        "get-port@5.1.1 was bundled but does not load",
+        "not installed",
+        "Cannot find module 'node:net'",
+    ] {
+        assert!(err.contains(part), "{part}: {err}");
+    }
+    let (index, _) = store.index().await.unwrap().unwrap();
+    assert_eq!(index.listing(), ["readable-stream@2.3.8"]);
 }
 
 /// Engines of every mode over `packages`: cold and warm stateless, stateful

@@ -134,6 +134,7 @@ async fn store() -> (tempfile::TempDir, Arc<DirPackageStore>) {
         store.as_ref(),
         &[fixture("lodash").display().to_string()],
         &options,
+        &crate::packages::checker(),
     )
     .await
     .unwrap();

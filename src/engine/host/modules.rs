@@ -265,3 +265,26 @@ fn compile<'s>(
         rv.set(function.into());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The bundler leaves to the run exactly the `node:` modules runs have:
+    /// `packages::ENGINE_BUILTINS` is the key list of modules.js's
+    /// `builtins`.
+    #[test]
+    fn the_bundler_knows_which_node_modules_runs_have() {
+        let source = include_str!("modules.js");
+        let start = source
+            .find("const builtins = {")
+            .expect("the builtins table");
+        let end = start + source[start..].find("\n  };").expect("its end");
+        let keys: Vec<String> = source[start..end]
+            .lines()
+            .filter_map(|line| {
+                let (key, _) = line.strip_prefix("    ")?.split_once(": ")?;
+                (!key.starts_with([' ', '/'])).then(|| key.trim_matches('"').to_owned())
+            })
+            .collect();
+        assert_eq!(keys, crate::packages::ENGINE_BUILTINS);
+    }
+}

@@ -136,5 +136,7 @@
     stdin: { isTTY: false },
     [Symbol.toStringTag]: "process",
   };
-  return { process };
+  // Node's `global`, the global object by its older name (browserify-era
+  // packages read `global.Buffer`, `global.process`).
+  return { process, global: globalThis };
 })

@@ -1,4 +1,4 @@
-//! Node's `process` for runs (the family in `process.js`): an environment
+//! Node's `process` (and `global`) for runs (the family in `process.js`): an environment
 //! the operator chooses (`MCP_V8_PROCESS_ENV`, empty by default) read live
 //! from the run's ask, V8's version and the isolate's memory. Nothing of the
 //! host's own process, environment or files reaches a run.
@@ -30,7 +30,7 @@ impl Capability for ProcessRun {
         name: "process",
         source: include_str!("process.js"),
         natives,
-        globals: &["process"],
+        globals: &["process", "global"],
     });
     type Ask = ProcessAsk;
     type Report = ();

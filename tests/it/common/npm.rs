@@ -30,6 +30,20 @@ pub fn fixture(name: &str) -> PathBuf {
         .unwrap_or_else(|| panic!("no fixture tarball for {name}"))
 }
 
+/// The name of every fixture tarball.
+fn fixtures() -> Vec<String> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/npm");
+    std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let file = e.file_name().to_string_lossy().into_owned();
+            let stem = file.strip_suffix(".tgz")?;
+            Some(stem.rsplit_once('-')?.0.to_owned())
+        })
+        .collect()
+}
+
 /// The `package.json` inside a tarball.
 pub fn manifest(tarball: &[u8]) -> Value {
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(tarball));
@@ -64,7 +78,8 @@ pub async fn start(tampered: &[&str]) -> Registry {
         documents: HashMap::new(),
         tarballs: HashMap::new(),
     };
-    for name in ["lodash", "nanoid", "d3-array", "internmap"] {
+    for name in fixtures() {
+        let name = name.as_str();
         let bytes = std::fs::read(fixture(name)).unwrap();
         let manifest = manifest(&bytes);
         let version = manifest["version"].as_str().unwrap().to_owned();

@@ -1,0 +1,94 @@
+//! `packages add` proves a package loads before installing it: its entry is
+//! imported in a fresh isolate that sees only that package, exactly as a
+//! run imports it (the run's Node ports, its Web platform, its limits).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::{Engine, Language, RunStatus, typescript};
+use crate::packages::{LoadCheck, PackageView, Prepared};
+use crate::tenant::Tenant;
+
+/// A directory removed when dropped.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[async_trait]
+impl LoadCheck for Engine {
+    async fn loads(&self, package: &Prepared) -> Result<(), String> {
+        let scratch = Scratch(
+            std::env::temp_dir().join(format!("mcp-v8-load-check-{}", uuid::Uuid::new_v4())),
+        );
+        std::fs::create_dir_all(&scratch.0)
+            .and_then(|()| {
+                std::fs::write(
+                    scratch.0.join(package.installed.bundle.as_str()),
+                    &package.bundle,
+                )
+            })
+            .map_err(|e| format!("writing the bundle to {}: {e}", scratch.0.display()))?;
+        let view = PackageView {
+            packages: BTreeMap::from([(package.name.clone(), package.installed.clone())]),
+            urls: BTreeMap::new(),
+            dir: scratch.0.clone(),
+        };
+        let code = import_code(&package.name, &package.installed.entries);
+        let prepared = typescript::prepare(&code, Language::Javascript)
+            .map_err(|e| format!("the check's own code: {e}"))?;
+        let mut job = self.job(prepared.js);
+        job.asks.modules.packages = Some(Arc::new(view));
+        let result = self
+            .execute(job, &Tenant::default())
+            .await
+            .map_err(|e| format!("the engine could not run the check: {e}"))?;
+        match (result.status, result.error) {
+            (RunStatus::Completed, _) => Ok(()),
+            (_, Some(error)) => Err(format!("{}: {}", error.name, error.message)),
+            (status, None) => Err(format!("importing it ended {status:?}")),
+        }
+    }
+}
+
+/// Code importing the package's main entry, or each entry when it has
+/// none (a package of subpaths only); a failure names the specifier.
+fn import_code(name: &str, entries: &[String]) -> String {
+    let specifiers: Vec<String> = if entries.iter().any(|e| e == ".") {
+        vec![name.to_owned()]
+    } else {
+        entries
+            .iter()
+            .map(|e| format!("{name}{}", e.strip_prefix('.').unwrap_or(e)))
+            .collect()
+    };
+    let specifiers = serde_json::to_string(&specifiers).expect("strings serialize");
+    format!(
+        "for (const specifier of {specifiers}) {{\n\
+         \x20 try {{ await import(specifier); }}\n\
+         \x20 catch (error) {{\n\
+         \x20   const what = error instanceof Error ? `${{error.name}}: ${{error.message}}` : String(error);\n\
+         \x20   throw new Error(`import('${{specifier}}') threw ${{what}}`);\n\
+         \x20 }}\n\
+         }}\n"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_main_entry_is_imported_else_every_subpath() {
+        let code = import_code("lodash", &[".".into(), "./fp".into()]);
+        assert!(code.contains(r#"["lodash"]"#), "{code}");
+        let code = import_code("@scope/x", &["./a".into(), "./b".into()]);
+        assert!(code.contains(r#"["@scope/x/a","@scope/x/b"]"#), "{code}");
+    }
+}
