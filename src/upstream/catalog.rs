@@ -77,7 +77,8 @@ fn paragraph(listed: &[Listed]) -> String {
     let mut text = String::from(
         "Code mode: the global `mcp` calls tools of other MCP servers from your code, so one run can call many tools, \
 loop and filter, and return only what matters. `await mcp.callTool(server, tool, args)` (or `await mcp.<server>.<tool>(args)`) \
-gives the tool's structuredContent when it has one, else its text (parsed when it is JSON); a tool error throws an Error with its text. \
+gives the tool's structuredContent when it has one (a value the tool's output schema only wraps as {result} comes back as the value itself), \
+else its text (parsed when it is a JSON object or array); a tool error throws an Error with its text. \
 `mcp.servers` names the servers; `await mcp.listTools(server)` gives each tool's name, description and schemas; \
 TypeScript declarations of a server's tools are the resource mcp-v8://mcp-servers/<server>/tools.d.ts. Servers and tools:",
     );
@@ -129,24 +130,7 @@ TypeScript declarations of a server's tools are the resource mcp-v8://mcp-server
 
 /// ` name(arg, opt?): first sentence of the description.`
 fn tool_line(tool: &ToolInfo) -> String {
-    let properties = tool
-        .input_schema
-        .get("properties")
-        .and_then(Value::as_object);
-    let required = required(&tool.input_schema);
-    let args: Vec<String> = properties
-        .map(|p| {
-            p.keys()
-                .map(|k| {
-                    if required.contains(&k.as_str()) {
-                        k.clone()
-                    } else {
-                        format!("{k}?")
-                    }
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let args = tool.argument_names();
     let summary = tool
         .description
         .as_deref()
@@ -192,8 +176,9 @@ pub fn declarations(server: &str, tools: &[ToolInfo]) -> String {
     let mut out = format!(
         "// Tools of the upstream MCP server \"{server}\", generated from their JSON Schemas.\n\
 // Call them as `await mcp.{proxy}.<tool>(args)` or `await mcp.callTool(\"{server}\", \"<tool>\", args)`.\n\
-// A result is the tool's structuredContent (typed below when the tool declares an output schema),\n\
-// else its text, parsed when it is JSON. A tool error throws an Error carrying its text.\n\n\
+// A result is the tool's structuredContent (typed below when the tool declares an output schema;\n\
+// a value the schema only wraps as {{result}} is the value itself), else its text, parsed when it is\n\
+// a JSON object or array. A tool error throws an Error carrying its text.\n\n\
 interface {interface} {{\n",
         proxy = property_access(server),
     );
@@ -208,8 +193,7 @@ interface {interface} {{\n",
         let args = ts_type(&tool.input_schema, 1);
         let optional = required(&tool.input_schema).is_empty();
         let result = tool
-            .output_schema
-            .as_ref()
+            .result_schema()
             .map(|s| ts_type(s, 1))
             .unwrap_or_else(|| "unknown".to_owned());
         let _ = writeln!(
@@ -415,6 +399,13 @@ mod tests {
                 ),
             ),
             tool("get-time", "Now.", json!({"type": "object"}), None),
+            tool(
+                "count",
+                "Counts.",
+                json!({"type": "object"}),
+                Some(json!({"type": "object", "title": "countOutput",
+                    "properties": {"result": {"type": "integer"}}, "required": ["result"]})),
+            ),
         ];
         let text = declarations("gh", &tools);
         for expected in [
@@ -431,6 +422,8 @@ mod tests {
             "[key: string]: unknown;",
             "}): Promise<unknown>;",
             "readonly gh: McpServer_gh;",
+            // A wrapped result is declared as the value code gets.
+            "count(args?: {\n    [key: string]: unknown;\n  }): Promise<number>;",
         ] {
             assert!(
                 text.contains(expected),

@@ -48,6 +48,61 @@ pub struct ToolInfo {
     pub output_schema: Option<Value>,
 }
 
+impl ToolInfo {
+    /// Whether the output schema only wraps the tool's real result in
+    /// `{"result": …}` (a primitive, a list): FastMCP marks such a schema
+    /// `x-fastmcp-wrap-result`; the Python SDK's servers name it
+    /// `<tool>Output`, with `result` its only property.
+    pub fn wraps_result(&self) -> bool {
+        let Some(schema) = self.output_schema.as_ref().and_then(Value::as_object) else {
+            return false;
+        };
+        let only_result = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| p.len() == 1 && p.contains_key("result"));
+        only_result
+            && (schema.get("x-fastmcp-wrap-result").and_then(Value::as_bool) == Some(true)
+                || schema.get("title").and_then(Value::as_str)
+                    == Some(format!("{}Output", self.name).as_str()))
+    }
+
+    /// The schema of what a call gives code: the wrapped result's when the
+    /// output schema only wraps it ([`Self::wraps_result`]).
+    pub fn result_schema(&self) -> Option<&Value> {
+        let schema = self.output_schema.as_ref()?;
+        if self.wraps_result() {
+            return schema.get("properties")?.get("result");
+        }
+        Some(schema)
+    }
+
+    /// The argument names, in the schema's order, optional ones with `?`.
+    pub fn argument_names(&self) -> Vec<String> {
+        let required: Vec<&str> = self
+            .input_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        self.input_schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| {
+                p.keys()
+                    .map(|k| {
+                        if required.contains(&k.as_str()) {
+                            k.clone()
+                        } else {
+                            format!("{k}?")
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
 /// Why a call gave no value; the message is what code in the run sees.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CallError {
@@ -80,7 +135,10 @@ pub enum CallError {
         text: String,
     },
     /// No connection could be made.
-    #[error("upstream MCP server {server:?} could not be reached: {reason}")]
+    #[error(
+        "upstream MCP server {server:?} could not be reached: {reason}; the next call tries again \
+         (if it keeps failing, the server is down or its entry in MCP_V8_MCP_SERVERS is wrong)"
+    )]
     Unreachable {
         /// The server.
         server: String,
@@ -299,6 +357,12 @@ fn without_rust_types(text: &str) -> String {
     out
 }
 
+/// The last cause of an error chain (`a: b: connection refused`), the one
+/// that says what happened in the fewest words.
+fn innermost(chain: &str) -> &str {
+    chain.rsplit(": ").next().unwrap_or(chain).trim()
+}
+
 /// One upstream: its HTTP client (headers inside), its connection and its
 /// tools.
 struct Server {
@@ -325,8 +389,11 @@ impl Server {
         let url = Url::parse(&server.url).map_err(|e| format!("server {name:?}: {e}"))?;
         let origin = url.origin().ascii_serialization();
         let policy = Arc::new(
-            Policy::new(std::slice::from_ref(&origin), runtime_api)
-                .map_err(|e| format!("server {name:?}: {e}"))?,
+            Policy::new(std::slice::from_ref(&origin), runtime_api).map_err(|e| {
+                let (crate::egress::PolicyError::Refused(why)
+                | crate::egress::PolicyError::Entry { reason: why, .. }) = e;
+                format!("server {name:?}: refused by the egress policy: {why}")
+            })?,
         );
         let mut headers = http::HeaderMap::new();
         let mut secrets = vec![server.url.clone(), url.to_string()];
@@ -383,6 +450,16 @@ impl Server {
                 server: self.name.clone(),
                 tool: tool.to_owned(),
                 max_mb: self.max_response_mb,
+            };
+        }
+        if let rmcp::ServiceError::TransportSend(_) = error {
+            return CallError::Failed {
+                server: self.name.clone(),
+                tool: tool.to_owned(),
+                reason: format!(
+                    "the request could not be sent ({}); the next call connects again",
+                    self.scrub(innermost(&reason))
+                ),
             };
         }
         let mut reason = self.scrub(&without_rust_types(&reason));
@@ -460,7 +537,7 @@ impl Server {
         )
         .await
         .map_err(|_| unreachable(format!("no handshake within {CONNECT_TIMEOUT:?}")))?
-        .map_err(|e| unreachable(chain(&e)))?;
+        .map_err(|e| unreachable(without_rust_types(&chain(&e))))?;
         let peer = service.peer().clone();
         *connection = Some(service);
         Ok(peer)
@@ -473,10 +550,10 @@ impl Server {
             return Ok(listed.clone());
         }
         let peer = self.peer().await?;
-        let listed = peer.list_all_tools().await.map_err(|e| {
-            self.closed_on(&e);
-            self.failed("tools/list", &e)
-        })?;
+        let listed = match peer.list_all_tools().await {
+            Ok(listed) => listed,
+            Err(error) => return Err(self.cause("tools/list", &error).await),
+        };
         let listed: Arc<Vec<ToolInfo>> = Arc::new(
             listed
                 .into_iter()
@@ -490,6 +567,25 @@ impl Server {
         );
         *tools = Some(listed.clone());
         Ok(listed)
+    }
+
+    /// What a request that failed with `error` tells code. A connection
+    /// that broke is forgotten; whether the upstream itself is gone is
+    /// asked by connecting again (nothing is re-sent, calls are not
+    /// idempotent): gone is [`CallError::Unreachable`], the code every call
+    /// to a server that is not there gets, else the request's own failure.
+    async fn cause(&self, tool: &str, error: &rmcp::ServiceError) -> CallError {
+        let failed = self.failed(tool, error);
+        if matches!(
+            error,
+            rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
+        ) {
+            self.closed_on(error);
+            if let Err(unreachable @ CallError::Unreachable { .. }) = self.peer().await {
+                return unreachable;
+            }
+        }
+        failed
     }
 
     /// Forgets a connection whose transport a request found closed, so the
@@ -521,7 +617,7 @@ impl Server {
             if !tools.iter().any(|t| t.name == tool) {
                 tools = self.tools(true).await?;
             }
-            if !tools.iter().any(|t| t.name == tool) {
+            let Some(info) = tools.iter().find(|t| t.name == tool) else {
                 let mut known: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
                 known.sort_unstable();
                 return Err(CallError::UnknownTool {
@@ -533,13 +629,14 @@ impl Server {
                         known.join(", ")
                     },
                 });
-            }
+            };
+            let wrapped = info.wraps_result();
             let peer = self.peer().await?;
             let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
-            let result = peer.call_tool(params).await.map_err(|e| {
-                self.closed_on(&e);
-                self.failed(tool, &e)
-            })?;
+            let result = match peer.call_tool(params).await {
+                Ok(result) => result,
+                Err(error) => return Err(self.cause(tool, &error).await),
+            };
             let raw = serde_json::to_value(&result).map_err(|e| CallError::Failed {
                 server: self.name.clone(),
                 tool: tool.to_owned(),
@@ -553,7 +650,7 @@ impl Server {
                     max_mb: self.max_response_mb,
                 });
             }
-            value_of(raw)
+            value_of(raw, wrapped)
                 .map(|value| (value, bytes))
                 .map_err(|text| CallError::Tool {
                     server: self.name.clone(),
@@ -568,10 +665,12 @@ impl Server {
 }
 
 /// What code gets of a `tools/call` result: `structuredContent` when there
-/// is one; otherwise the text of its text blocks, parsed when it is JSON;
-/// the content blocks themselves when any is not text (images). `Err`: the
-/// tool's `isError`, with its text.
-pub(crate) fn value_of(result: Value) -> Result<Value, String> {
+/// is one (its `result` when the output schema only wraps it: `wrapped`);
+/// otherwise the text of its text blocks, parsed when it is a JSON object
+/// or array (text such as `42` or `true` stays text); the content blocks
+/// themselves when any is not text (images). `Err`: the tool's `isError`,
+/// with its text.
+pub(crate) fn value_of(result: Value, wrapped: bool) -> Result<Value, String> {
     let content = result
         .get("content")
         .and_then(Value::as_array)
@@ -594,12 +693,19 @@ pub(crate) fn value_of(result: Value) -> Result<Value, String> {
         });
     }
     if let Some(structured) = result.get("structuredContent") {
+        if wrapped && let Some(inner) = structured.get("result") {
+            return Ok(inner.clone());
+        }
         return Ok(structured.clone());
     }
     if texts.len() < content.len() {
         return Ok(Value::Array(content));
     }
-    Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    let structure = text.trim_start().starts_with(['{', '[']);
+    Ok(structure
+        .then(|| serde_json::from_str(&text).ok())
+        .flatten()
+        .unwrap_or(Value::String(text)))
 }
 
 /// The egress policy's resolver for an upstream's client: a name must
@@ -645,17 +751,70 @@ mod tests {
     fn a_result_is_its_structured_content_else_its_text_parsed_when_json() {
         let structured = json!({"content": [{"type": "text", "text": "{\"n\": 1}"}],
             "structuredContent": {"n": 2}});
-        assert_eq!(value_of(structured).unwrap(), json!({"n": 2}));
+        assert_eq!(value_of(structured, false).unwrap(), json!({"n": 2}));
         let json_text = json!({"content": [{"type": "text", "text": "[1, 2]"}]});
-        assert_eq!(value_of(json_text).unwrap(), json!([1, 2]));
+        assert_eq!(value_of(json_text, false).unwrap(), json!([1, 2]));
         let text = json!({"content": [{"type": "text", "text": "hello"}, {"type": "text", "text": "world"}]});
-        assert_eq!(value_of(text).unwrap(), json!("hello\nworld"));
+        assert_eq!(value_of(text, false).unwrap(), json!("hello\nworld"));
+        // Text that happens to be a JSON scalar (an id, a count) stays text.
+        let id = json!({"content": [{"type": "text", "text": "0042"}]});
+        assert_eq!(value_of(id, false).unwrap(), json!("0042"));
+        let count = json!({"content": [{"type": "text", "text": "7"}]});
+        assert_eq!(value_of(count, false).unwrap(), json!("7"));
         let image =
             json!({"content": [{"type": "image", "data": "AA==", "mimeType": "image/png"}]});
-        assert_eq!(value_of(image.clone()).unwrap(), image["content"]);
+        assert_eq!(value_of(image.clone(), false).unwrap(), image["content"]);
         let failed =
             json!({"content": [{"type": "text", "text": "no such repo"}], "isError": true});
-        assert_eq!(value_of(failed).unwrap_err(), "no such repo");
+        assert_eq!(value_of(failed, false).unwrap_err(), "no such repo");
+        // A wrapped primitive comes back as the primitive.
+        let wrapped = json!({"content": [{"type": "text", "text": "5"}],
+            "structuredContent": {"result": 5}});
+        assert_eq!(value_of(wrapped.clone(), true).unwrap(), json!(5));
+        assert_eq!(value_of(wrapped, false).unwrap(), json!({"result": 5}));
+    }
+
+    #[test]
+    fn an_output_schema_that_only_wraps_the_result_is_told_apart() {
+        let tool = |name: &str, output: Value| ToolInfo {
+            name: name.into(),
+            description: None,
+            input_schema: json!({"type": "object"}),
+            output_schema: Some(output),
+        };
+        let result = json!({"result": {"type": "integer"}});
+        // FastMCP's mark, and the Python SDK's `<tool>Output` model.
+        let marked = tool(
+            "add",
+            json!({"type": "object", "properties": result, "x-fastmcp-wrap-result": true}),
+        );
+        let sdk = tool(
+            "add",
+            json!({"type": "object", "title": "addOutput", "properties": result}),
+        );
+        assert!(marked.wraps_result() && sdk.wraps_result());
+        assert_eq!(sdk.result_schema(), Some(&json!({"type": "integer"})));
+        // An object that has a `result` field of its own is left as it is.
+        let own = tool(
+            "add",
+            json!({"type": "object", "title": "Sum", "properties": result}),
+        );
+        let more = tool(
+            "add",
+            json!({"type": "object", "properties": {"result": {}, "n": {}}, "x-fastmcp-wrap-result": true}),
+        );
+        assert!(!own.wraps_result() && !more.wraps_result());
+    }
+
+    #[test]
+    fn the_last_cause_is_the_plain_one() {
+        assert_eq!(
+            innermost(
+                "Transport send error: Client error: tcp connect error: Connection refused (os error 111)"
+            ),
+            "Connection refused (os error 111)"
+        );
+        assert_eq!(innermost("closed"), "closed");
     }
 
     #[test]

@@ -158,9 +158,11 @@ impl UpstreamConfig {
             crate::egress::Policy::new(std::slice::from_ref(&origin), runtime_api)
                 .and_then(|policy| policy.check_url(&url))
                 .map_err(|e| {
+                    // The policy's own words name fetch's variable, which
+                    // opens nothing for an upstream.
                     let why = match e {
-                        crate::egress::PolicyError::Refused(why) => why,
-                        other => other.to_string(),
+                        crate::egress::PolicyError::Refused(why)
+                        | crate::egress::PolicyError::Entry { reason: why, .. } => why,
                     };
                     format!("server {name:?}: refused by the egress policy: {why}")
                 })?;

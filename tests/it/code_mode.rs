@@ -185,6 +185,8 @@ async fn runs_call_tools_of_both_eras_and_get_values() {
         for (const s of mcp.servers) {
           out[s] = {
             add: await mcp.callTool(s, "add", { a: 2, b: 3 }),
+            count: (await mcp[s].count({ text: "one two three" })) + 1,
+            code: await mcp[s].code({ n: 42 }),
             echo: await mcp[s].echo({ text: "hi" }),
             numbers: await mcp.callTool(s, "numbers", { n: 3 }),
             tools: (await mcp.listTools(s)).map((t) => t.name).sort(),
@@ -199,16 +201,20 @@ async fn runs_call_tools_of_both_eras_and_get_values() {
     for server in ["legacy", "modern"] {
         let got = &value[server];
         assert_eq!(got["add"], json!({"sum": 5}), "{server}: {value}");
+        // The SDK's {"result": n} wrapper is taken off; plain text that
+        // looks like a number stays text.
+        assert_eq!(got["count"], 4, "{server}: {value}");
+        assert_eq!(got["code"], "0042", "{server}: {value}");
         assert_eq!(got["echo"], "hi", "{server}");
         assert_eq!(got["numbers"], json!({"items": [0, 1, 2]}), "{server}");
         assert_eq!(
             got["tools"],
-            json!(["add", "echo", "fail", "numbers", "slow"]),
+            json!(["add", "code", "count", "echo", "fail", "numbers", "slow"]),
             "{server}"
         );
         assert_eq!(got["schema"], json!(["a", "b"]), "{server}");
     }
-    assert_eq!(out.mcp_calls, Some(McpCount { count: 6 }));
+    assert_eq!(out.mcp_calls, Some(McpCount { count: 10 }));
     // Conversions and probes are not tool calls; `mcp` lists its servers.
     let out = stateless(
         &engine,
@@ -216,6 +222,8 @@ async fn runs_call_tools_of_both_eras_and_get_values() {
           '' + mcp.legacy, `${mcp.modern}`, String(mcp.legacy), JSON.stringify({ s: mcp.legacy }),
           typeof mcp.legacy.then, Object.keys(mcp).filter((k) => k !== "servers"),
           Object.prototype.toString.call(mcp.modern), 'modern' in mcp,
+          Object.keys(mcp.legacy).sort(), 'count' in mcp.modern, 'then' in mcp.modern,
+          typeof mcp.modern.count,
         ]"#,
     )
     .await;
@@ -229,8 +237,34 @@ async fn runs_call_tools_of_both_eras_and_get_values() {
             "undefined",
             ["listTools", "callTool", "legacy", "modern"],
             "[object mcp server]",
-            true
+            true,
+            ["add", "code", "count", "echo", "fail", "numbers", "slow"],
+            true,
+            false,
+            "function"
         ]),
+        "{out:?}"
+    );
+    assert_eq!(out.mcp_calls, None, "no tool was called: {out:?}");
+    // console.log shows the servers, their tools and arguments.
+    let out = stateless(
+        &engine,
+        "console.log(mcp); console.log(mcp.modern); mcp.legacy",
+    )
+    .await;
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    for part in [
+        "mcp { legacy: mcp.legacy { add(a, b),",
+        "listTools(server), callTool(server, tool, args) }",
+        "mcp.modern { add(a, b), count(text), ",
+    ] {
+        assert!(out.output.contains(part), "{part}: {}", out.output);
+    }
+    assert!(!out.output.contains("[Proxy]"), "{}", out.output);
+    assert!(
+        out.result
+            .as_deref()
+            .is_some_and(|r| r.starts_with("mcp.legacy { add(a, b),")),
         "{out:?}"
     );
     assert_eq!(out.mcp_calls, None, "no tool was called: {out:?}");
@@ -320,7 +354,8 @@ async fn errors_carry_the_tool_text_and_name_what_exists() {
     assert_eq!(value["server"]["code"], "MCP_UNKNOWN_SERVER");
     let missing = value["tool404"]["message"].as_str().unwrap();
     assert!(
-        missing.contains("\"search_issues\"") && missing.contains("add, echo, fail, numbers, slow"),
+        missing.contains("\"search_issues\"")
+            && missing.contains("add, code, count, echo, fail, numbers, slow"),
         "{missing}"
     );
     assert_eq!(value["tool404"]["code"], "MCP_UNKNOWN_TOOL");
@@ -330,6 +365,52 @@ async fn errors_carry_the_tool_text_and_name_what_exists() {
     // Only calls that reached an upstream's tool list count: the fail calls,
     // the unknown tool; not the unknown server or the refused arguments.
     assert_eq!(out.mcp_calls, Some(McpCount { count: 3 }), "{out:?}");
+}
+
+/// An upstream that went away is `MCP_UNREACHABLE` from the first call
+/// that finds it gone (the connection it had included), in words that name
+/// the server and what to do, never a Rust type; both eras.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_went_away_is_unreachable_in_plain_words() {
+    let legacy = Upstream::session_era();
+    let modern = Upstream::modern();
+    let engine = engine(
+        upstream_config(&[("legacy", &legacy), ("modern", &modern)]),
+        None,
+    );
+    let out = stateless(
+        &engine,
+        r#"[await mcp.legacy.echo({ text: "a" }), await mcp.modern.echo({ text: "b" })]"#,
+    )
+    .await;
+    assert_eq!(json_result(&out), json!(["a", "b"]));
+    drop(legacy);
+    drop(modern);
+    let out = stateless(
+        &engine,
+        r#"const seen = [];
+        for (const server of ["legacy", "modern", "legacy", "modern"]) {
+          try { await mcp[server].echo({ text: "hi" }); seen.push("answered"); }
+          catch (e) { seen.push({ server, code: e.code, message: e.message }); }
+        }
+        seen"#,
+    )
+    .await;
+    for error in json_result(&out).as_array().unwrap() {
+        assert_eq!(error["code"], "MCP_UNREACHABLE", "{error}");
+        let message = error["message"].as_str().unwrap();
+        let server = error["server"].as_str().unwrap();
+        for part in [
+            format!("upstream MCP server \"{server}\" could not be reached"),
+            "the next call tries again".to_owned(),
+            "MCP_V8_MCP_SERVERS".to_owned(),
+        ] {
+            assert!(message.contains(&part), "{part}: {message}");
+        }
+        for rust in ["rmcp", "Transport [", "::"] {
+            assert!(!message.contains(rust), "{rust}: {message}");
+        }
+    }
 }
 
 /// The header reaches the upstream (it refuses requests without it) and
@@ -619,6 +700,8 @@ fn bad_upstream_settings_stop_the_server_without_echoing_credentials() {
             error.contains("MCP_V8_MCP_SERVERS") && error.contains(reason),
             "{value}: {error}"
         );
+        // fetch's allow list opens nothing for an upstream.
+        assert!(!error.contains("MCP_V8_FETCH_ALLOW"), "{value}: {error}");
         assert_no_token("the configuration error", &error);
     }
     let error = lookup(vec![("MCP_V8_MCP_MAX_CALLS", "0".into())])

@@ -50,10 +50,22 @@ def add(a: int, b: int) -> Sum:
     return {"sum": a + b}
 
 
+@server.tool()
+def count(text: str) -> int:
+    """Counts the words of text: a primitive the SDK wraps as {"result": n}."""
+    return len(text.split())
+
+
 @server.tool(structured_output=False)
 def echo(text: str) -> str:
     """Returns its text as plain text content."""
     return text
+
+
+@server.tool(structured_output=False)
+def code(n: int) -> str:
+    """Returns a number as plain text (an id, say): it stays text."""
+    return str(n).zfill(4)
 
 
 @server.tool(structured_output=False)

@@ -5,6 +5,20 @@
 (natives) => {
   "use strict";
   const { servers, start } = natives;
+  // Node's util.inspect protocol, which console.log and results follow.
+  const INSPECT = Symbol.for("nodejs.util.inspect.custom");
+  // A server's tools as [{name, args}], waited for (inspection is
+  // synchronous); throws what listing them failed with.
+  const toolList = (server) => JSON.parse(start("tools", server));
+  const toolNames = (server) => toolList(server).map((tool) => tool.name);
+  const described = (server) => {
+    try {
+      const list = toolList(server).map((tool) => `${tool.name}(${tool.args.join(", ")})`);
+      return `mcp.${server} { ${list.join(", ")} }`;
+    } catch (error) {
+      return `mcp.${server} { tools not listed: ${error.message} }`;
+    }
+  };
 
   // An answer is JSON: {"ok": value} or {"error": {message, code, ...}}.
   const settle = (text) => {
@@ -53,13 +67,28 @@
     let proxy = proxies.get(server);
     if (proxy === undefined) {
       const text = () => `[mcp server ${server}]`;
-      proxy = new Proxy(Object.create(null), {
+      const call = (tool) => (args) => callTool(server, tool, args);
+      const target = Object.create(null);
+      // What console.log shows: the tools and their arguments.
+      Object.defineProperty(target, INSPECT, { value: () => described(server), configurable: true });
+      proxy = new Proxy(target, {
         get(_target, tool) {
           if (tool === "toString" || tool === "valueOf" || tool === "toLocaleString") return text;
           if (tool === Symbol.toPrimitive) return text;
           if (tool === Symbol.toStringTag) return "mcp server";
           if (typeof tool !== "string" || NOT_TOOLS.has(tool)) return undefined;
-          return (args) => callTool(server, tool, args);
+          return call(tool);
+        },
+        // `Object.keys`, `for … in`, `in` and spreading see the tools.
+        has(_target, tool) {
+          return typeof tool === "string" && toolNames(server).includes(tool);
+        },
+        ownKeys() {
+          return toolNames(server);
+        },
+        getOwnPropertyDescriptor(_target, tool) {
+          if (typeof tool !== "string" || !toolNames(server).includes(tool)) return undefined;
+          return { value: call(tool), writable: false, enumerable: true, configurable: true };
         },
       });
       proxies.set(server, proxy);
@@ -74,6 +103,15 @@
     listTools,
     callTool,
   };
+  // console.log(mcp): each server with its tools, and the two functions.
+  Object.defineProperty(base, INSPECT, {
+    value: () => {
+      const parts = servers().map((server) => `${server}: ${described(server)}`);
+      parts.push("listTools(server)", "callTool(server, tool, args)");
+      return `mcp { ${parts.join(", ")} }`;
+    },
+    configurable: true,
+  });
   const mcp = new Proxy(base, {
     get(target, key, receiver) {
       if (key in target || typeof key !== "string") {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use v8::MapFnTo;
 
-use super::work::WorkSink;
+use super::work::{HostWork, WorkSink};
 use crate::engine::capability::{Capability, RunScope};
 use crate::engine::layer::bytes::{string, string_array};
 use crate::engine::layer::registry::Family;
@@ -136,8 +136,89 @@ fn servers<'s>(
     rv.set(string_array(scope, &names).into());
 }
 
+/// Longest a synchronous listing of a server's tools holds up the run.
+const MAX_LIST_WAIT: Duration = Duration::from_secs(10);
+
+/// `start("tools", server)` → JSON of `[{name, args}]`, the server's
+/// tools and their argument names, for inspection (`Object.keys(mcp.<server>)`,
+/// `in`, `console.log`), which cannot await: it waits for the listing
+/// (once per process, as `listTools`), at most the call timeout and
+/// [`MAX_LIST_WAIT`]. Throws what listing failed with. (A kind of `start`
+/// rather than a native of its own: stored heaps find natives by their
+/// index in one table, which only grows at its end.)
+fn tools<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    server: String,
+    mut rv: v8::ReturnValue<'s, v8::Value>,
+) {
+    let Some(run) = state(scope) else {
+        throw_error(scope, "mcp has no servers here", "MCP_OFF");
+        return;
+    };
+    if !run.names.contains(&server) {
+        let message = format!(
+            "there is no upstream MCP server {server:?} here; the servers are: {}",
+            run.names.join(", ")
+        );
+        throw_error(scope, &message, "MCP_UNKNOWN_SERVER");
+        return;
+    }
+    let upstreams = match &run.upstreams {
+        Ok(upstreams) => upstreams.clone(),
+        Err(error) => {
+            let message = format!("mcp cannot reach its servers: {error}");
+            throw_error(scope, &message, "MCP_UNREACHABLE");
+            return;
+        }
+    };
+    let wait = run.call_timeout.min(MAX_LIST_WAIT);
+    let listing = {
+        let server = server.clone();
+        async move { tokio::time::timeout(wait, upstreams.tools(&server)).await }
+    };
+    // The run's one place of waiting: its deadline and a cancel end it too.
+    let Some(work) = scope.get_slot_mut::<HostWork>() else {
+        throw_error(
+            scope,
+            "mcp: this run cannot wait for its host",
+            "MCP_FAILED",
+        );
+        return;
+    };
+    let tools = match work.block_on(listing) {
+        Ok(Ok(Ok(tools))) => tools,
+        Ok(Ok(Err(error))) => {
+            let fields = error_fields(&error);
+            let code = fields["code"].as_str().unwrap_or("MCP_FAILED").to_owned();
+            throw_error(scope, &error.to_string(), &code);
+            return;
+        }
+        Err(_) => {
+            let message =
+                "the run ended (its time ran out, or it was cancelled) while the tools were listed";
+            throw_error(scope, message, "MCP_TIMEOUT");
+            return;
+        }
+        Ok(Err(_)) => {
+            let message = format!(
+                "upstream MCP server {server:?} did not list its tools within {} ms",
+                wait.as_millis()
+            );
+            throw_error(scope, &message, "MCP_TIMEOUT");
+            return;
+        }
+    };
+    let listed: Vec<Value> = tools
+        .iter()
+        .map(|tool| json!({ "name": tool.name, "args": tool.argument_names() }))
+        .collect();
+    if let Some(text) = string(scope, &Value::Array(listed).to_string()) {
+        rv.set(text.into());
+    }
+}
+
 /// `start("call" | "list", server, tool, argsJson)` → a promise of the
-/// answer's JSON; throws when the call may not start (no such server,
+/// answer's JSON (`start("tools", server)`: see [`tools`]); throws when the call may not start (no such server,
 /// `mcp` off, the run's call limit).
 fn start<'s>(
     scope: &mut v8::PinScope<'s, '_>,
@@ -146,6 +227,9 @@ fn start<'s>(
 ) {
     let kind = args.get(0).to_rust_string_lossy(scope);
     let server = args.get(1).to_rust_string_lossy(scope);
+    if kind == "tools" {
+        return tools(scope, server, rv);
+    }
     let tool = args.get(2).to_rust_string_lossy(scope);
     let raw = args.get(3).to_rust_string_lossy(scope);
     let Some(run) = state(scope) else {

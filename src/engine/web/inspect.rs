@@ -273,13 +273,30 @@ impl<'s> Writer<'s> {
             self.out.push_str(&iso_date(date.value_of()));
             return;
         }
-        if value.is_reg_exp() || value.is_proxy() {
-            let text = if value.is_proxy() {
-                "[Proxy]".to_owned()
-            } else {
-                value.to_rust_string_lossy(scope)
-            };
-            self.out.push_str(&text);
+        if value.is_proxy() {
+            // As Node's util.inspect shows a proxy: its target, and the
+            // target's custom inspect, without running any trap.
+            let proxy: v8::Local<v8::Proxy> = value.try_into().expect("checked is_proxy");
+            if proxy.is_revoked() {
+                self.out.push_str("<Revoked Proxy>");
+                return;
+            }
+            let target = proxy.get_target(scope);
+            match v8::Local::<v8::Object>::try_from(target) {
+                Ok(target) => {
+                    if !self.custom(scope, target, value, depth) {
+                        self.object(scope, target, depth);
+                    }
+                }
+                Err(_) => self.out.push_str("[Proxy]"),
+            }
+            return;
+        }
+        if self.custom(scope, object, value, depth) {
+            return;
+        }
+        if value.is_reg_exp() {
+            self.out.push_str(&value.to_rust_string_lossy(scope));
             return;
         }
         if value.is_promise() {
@@ -320,6 +337,45 @@ impl<'s> Writer<'s> {
         } else {
             self.plain(scope, object, &constructor, depth);
         }
+    }
+
+    /// Node's `util.inspect.custom` protocol: when `object` has a function
+    /// at `Symbol.for('nodejs.util.inspect.custom')`, what it returns is
+    /// shown (a string as it is), called on `receiver` with the depth left
+    /// and an options object. `false`: no such function, or it threw or
+    /// returned the object itself, and the object is shown as usual.
+    fn custom(
+        &mut self,
+        scope: &mut v8::PinScope<'s, '_>,
+        object: v8::Local<'s, v8::Object>,
+        receiver: v8::Local<'s, v8::Value>,
+        depth: usize,
+    ) -> bool {
+        let Some(name) = v8::String::new(scope, "nodejs.util.inspect.custom") else {
+            return false;
+        };
+        let key = v8::Symbol::for_key(scope, name);
+        v8::tc_scope!(let tc, scope);
+        let Some(function) = object
+            .get(tc, key.into())
+            .and_then(|f| v8::Local::<v8::Function>::try_from(f).ok())
+        else {
+            return false;
+        };
+        let left = v8::Number::new(tc, MAX_DEPTH.saturating_sub(depth) as f64);
+        let options = v8::Object::new(tc);
+        let Some(shown) = function.call(tc, receiver, &[left.into(), options.into()]) else {
+            return false;
+        };
+        if shown.strict_equals(receiver) || shown.strict_equals(object.into()) {
+            return false;
+        }
+        if shown.is_string() {
+            self.out.push_str(&shown.to_rust_string_lossy(tc));
+        } else {
+            self.nested(tc, object, shown, depth);
+        }
+        true
     }
 
     fn nested(
