@@ -17,8 +17,8 @@
 //   node ts_client.mjs URL surface [cancel]
 //                                    annotations, heap "latest", progress under a 10 s request timeout,
 //                                    a resource read; with "cancel", an aborted call stops its run
-//   node ts_client.mjs URL calls CALLS_JSON
-//   node ts_client.mjs BINARY calls CALLS_JSON DATA_DIR
+//   node ts_client.mjs URL calls CALLS_JSON|@FILE
+//   node ts_client.mjs BINARY calls CALLS_JSON|@FILE DATA_DIR [ENV_JSON]
 //                                    each run_js arguments object of CALLS_JSON as a newcomer's call, over HTTP
 //                                    or (given a binary and a data directory) stdio; prints every answer as the
 //                                    model reads it (isError, the text, structuredContent): the Rust test judges
@@ -28,7 +28,7 @@ import fs from "node:fs";
 import readline from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 
 const [url, mode] = process.argv.slice(2);
 const say = (event) => console.log(JSON.stringify(event));
@@ -340,11 +340,15 @@ sums.reduce((x, y) => x + y, 0)`,
 
 // A newcomer's calls, answered as the model reads them; the test judges.
 async function calls() {
-  const list = JSON.parse(process.argv[4]);
+  // `@file`: the calls are in a file (a 1 MB call is past argv's limit).
+  const given = process.argv[4];
+  const list = JSON.parse(given.startsWith("@") ? fs.readFileSync(given.slice(1), "utf8") : given);
   const dataDir = process.argv[5];
+  // The server's own variables (MCP_V8_*), beside what the SDK passes on.
+  const env = { ...getDefaultEnvironment(), ...JSON.parse(process.argv[6] ?? "{}") };
   let client, transport;
   if (dataDir) {
-    transport = new StdioClientTransport({ command: url, args: ["stdio", "--data-dir", dataDir], stderr: "inherit" });
+    transport = new StdioClientTransport({ command: url, args: ["stdio", "--data-dir", dataDir], env, stderr: "inherit" });
     client = new Client({ name: "e2e-typescript-calls", version: "1.0.0" });
     await client.connect(transport);
   } else {
@@ -352,8 +356,13 @@ async function calls() {
   }
   const answers = [];
   for (const args of list) {
-    const result = await client.callTool({ name: "run_js", arguments: args }, undefined, { timeout: 120000 });
-    answers.push({ isError: result.isError ?? false, text: result.content?.[0]?.text, structured: result.structuredContent });
+    try {
+      const result = await client.callTool({ name: "run_js", arguments: args }, undefined, { timeout: 120000 });
+      answers.push({ isError: result.isError ?? false, text: result.content?.[0]?.text, structured: result.structuredContent });
+    } catch (error) {
+      // A request the server refused: what the SDK tells the caller.
+      answers.push({ thrown: { code: error.code ?? null, message: String(error.message) } });
+    }
   }
   say({ event: "done", answers });
   await transport.close();

@@ -30,7 +30,7 @@ impl Serve {
         Self::start_with(data_dir, port, Vec::new())
     }
 
-    fn start_with(data_dir: &Path, port: u16, env: Vec<(String, String)>) -> Self {
+    pub(crate) fn start_with(data_dir: &Path, port: u16, env: Vec<(String, String)>) -> Self {
         let child = Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
             .args(["serve", "--port", &port.to_string(), "--data-dir"])
             .arg(data_dir)
