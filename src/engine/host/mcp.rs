@@ -151,27 +151,10 @@ fn tools<'s>(
     server: String,
     mut rv: v8::ReturnValue<'s, v8::Value>,
 ) {
-    let Some(run) = state(scope) else {
-        throw_error(scope, "mcp has no servers here", "MCP_OFF");
+    let Some(upstreams) = upstreams_for(scope, &server) else {
         return;
     };
-    if !run.names.contains(&server) {
-        let message = format!(
-            "there is no upstream MCP server {server:?} here; the servers are: {}",
-            run.names.join(", ")
-        );
-        throw_error(scope, &message, "MCP_UNKNOWN_SERVER");
-        return;
-    }
-    let upstreams = match &run.upstreams {
-        Ok(upstreams) => upstreams.clone(),
-        Err(error) => {
-            let message = format!("mcp cannot reach its servers: {error}");
-            throw_error(scope, &message, "MCP_UNREACHABLE");
-            return;
-        }
-    };
-    let wait = run.call_timeout.min(MAX_LIST_WAIT);
+    let wait = state(scope).map_or(MAX_LIST_WAIT, |run| run.call_timeout.min(MAX_LIST_WAIT));
     let listing = {
         let server = server.clone();
         async move { tokio::time::timeout(wait, upstreams.tools(&server)).await }
@@ -217,9 +200,39 @@ fn tools<'s>(
     }
 }
 
+/// The upstreams a request to `server` goes through; `None` with an error
+/// thrown when it cannot go (`mcp` off, no such server, no connections).
+fn upstreams_for(scope: &mut v8::PinScope<'_, '_>, server: &str) -> Option<Arc<Upstreams>> {
+    let Some(run) = state(scope) else {
+        throw_error(
+            scope,
+            "mcp has no servers here: none is configured (the operator lists them in MCP_V8_MCP_SERVERS)",
+            "MCP_OFF",
+        );
+        return None;
+    };
+    if !run.names.iter().any(|name| name == server) {
+        let message = format!(
+            "there is no upstream MCP server {server:?} here; the servers are: {}",
+            run.names.join(", ")
+        );
+        throw_error(scope, &message, "MCP_UNKNOWN_SERVER");
+        return None;
+    }
+    match &run.upstreams {
+        Ok(upstreams) => Some(upstreams.clone()),
+        Err(error) => {
+            let message = format!("mcp cannot reach its servers: {error}");
+            throw_error(scope, &message, "MCP_UNREACHABLE");
+            None
+        }
+    }
+}
+
 /// `start("call" | "list", server, tool, argsJson)` → a promise of the
-/// answer's JSON (`start("tools", server)`: see [`tools`]); throws when the call may not start (no such server,
-/// `mcp` off, the run's call limit).
+/// answer's JSON (`start("tools", server)`: see [`tools`]); throws when
+/// the call may not start (no such server, `mcp` off, the run's call
+/// limit).
 fn start<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     args: v8::FunctionCallbackArguments<'s>,
@@ -232,22 +245,12 @@ fn start<'s>(
     }
     let tool = args.get(2).to_rust_string_lossy(scope);
     let raw = args.get(3).to_rust_string_lossy(scope);
-    let Some(run) = state(scope) else {
-        throw_error(
-            scope,
-            "mcp has no servers here: none is configured (the operator lists them in MCP_V8_MCP_SERVERS)",
-            "MCP_OFF",
-        );
+    let Some(upstreams) = upstreams_for(scope, &server) else {
         return;
     };
-    if !run.names.contains(&server) {
-        let message = format!(
-            "there is no upstream MCP server {server:?} here; the servers are: {}",
-            run.names.join(", ")
-        );
-        throw_error(scope, &message, "MCP_UNKNOWN_SERVER");
+    let Some(run) = state(scope) else {
         return;
-    }
+    };
     let op = if kind == "call" {
         if run.started >= run.max_calls {
             let message = format!(
@@ -269,14 +272,6 @@ fn start<'s>(
         Op::Call(tool, arguments)
     } else {
         Op::List
-    };
-    let upstreams = match &run.upstreams {
-        Ok(upstreams) => upstreams.clone(),
-        Err(error) => {
-            let message = format!("mcp cannot reach its servers: {error}");
-            throw_error(scope, &message, "MCP_UNREACHABLE");
-            return;
-        }
     };
     run.next_id += 1;
     let id = run.next_id;
