@@ -33,6 +33,17 @@ pub enum PolicyError {
     },
 }
 
+impl PolicyError {
+    /// Why, without the words that name fetch's allow list: for callers
+    /// whose own setting it is (an upstream's URL), which that list does
+    /// not open.
+    pub fn reason(self) -> String {
+        match self {
+            Self::Refused(why) | Self::Entry { reason: why, .. } => why,
+        }
+    }
+}
+
 fn refused(reason: impl Into<String>) -> PolicyError {
     PolicyError::Refused(reason.into())
 }

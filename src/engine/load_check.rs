@@ -3,30 +3,18 @@
 //! run imports it (the run's Node ports, its Web platform, its limits).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
 use super::{Engine, Language, RunStatus, typescript};
-use crate::packages::{LoadCheck, PackageView, Prepared};
+use crate::packages::{LoadCheck, PackageView, Prepared, Scratch};
 use crate::tenant::Tenant;
-
-/// A directory removed when dropped.
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 #[async_trait]
 impl LoadCheck for Engine {
     async fn loads(&self, package: &Prepared) -> Result<(), String> {
-        let scratch = Scratch(
-            std::env::temp_dir().join(format!("mcp-v8-load-check-{}", uuid::Uuid::new_v4())),
-        );
+        let scratch = Scratch::named("mcp-v8-load-check");
         std::fs::create_dir_all(&scratch.0)
             .and_then(|()| {
                 std::fs::write(

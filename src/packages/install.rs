@@ -66,7 +66,14 @@ pub struct Prepared {
 }
 
 /// A scratch directory removed when dropped.
-struct Scratch(PathBuf);
+pub(crate) struct Scratch(pub(crate) PathBuf);
+
+impl Scratch {
+    /// A new, not yet created, directory under the system's temporary one.
+    pub(crate) fn named(prefix: &str) -> Self {
+        Self(std::env::temp_dir().join(format!("{prefix}-{}", uuid::Uuid::new_v4())))
+    }
+}
 
 impl Drop for Scratch {
     fn drop(&mut self) {
@@ -87,8 +94,7 @@ pub async fn prepare(
             .map_err(|e| InstallError::Registry(e.to_string()))?,
         max_tarball_bytes: options.max_tarball_bytes,
     };
-    let scratch =
-        Scratch(std::env::temp_dir().join(format!("mcp-v8-install-{}", uuid::Uuid::new_v4())));
+    let scratch = Scratch::named("mcp-v8-install");
     let root = &scratch.0;
     std::fs::create_dir_all(root)?;
     // package.json at the root keeps the resolver from looking above it.

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 pub use bundle::{Bundle, BundleError, Entry};
 pub use fs::DirPackageStore;
+pub(crate) use install::Scratch;
 pub use install::{
     DEFAULT_REGISTRY, ENGINE_BUILTINS, InstallOptions, NODE_BUILTINS, Prepared, prepare,
 };

@@ -390,9 +390,10 @@ impl Server {
         let origin = url.origin().ascii_serialization();
         let policy = Arc::new(
             Policy::new(std::slice::from_ref(&origin), runtime_api).map_err(|e| {
-                let (crate::egress::PolicyError::Refused(why)
-                | crate::egress::PolicyError::Entry { reason: why, .. }) = e;
-                format!("server {name:?}: refused by the egress policy: {why}")
+                format!(
+                    "server {name:?}: refused by the egress policy: {}",
+                    e.reason()
+                )
             })?,
         );
         let mut headers = http::HeaderMap::new();

@@ -158,13 +158,10 @@ impl UpstreamConfig {
             crate::egress::Policy::new(std::slice::from_ref(&origin), runtime_api)
                 .and_then(|policy| policy.check_url(&url))
                 .map_err(|e| {
-                    // The policy's own words name fetch's variable, which
-                    // opens nothing for an upstream.
-                    let why = match e {
-                        crate::egress::PolicyError::Refused(why)
-                        | crate::egress::PolicyError::Entry { reason: why, .. } => why,
-                    };
-                    format!("server {name:?}: refused by the egress policy: {why}")
+                    format!(
+                        "server {name:?}: refused by the egress policy: {}",
+                        e.reason()
+                    )
                 })?;
             for (header, value) in &server.headers {
                 http::HeaderName::from_bytes(header.as_bytes())

@@ -140,6 +140,18 @@ fn engine(mcp: UpstreamConfig, heaps: Option<Arc<dyn HeapStore>>) -> Engine {
     )
 }
 
+/// An upstream of each era, named `legacy` and `modern`, and a stateless
+/// engine over both.
+fn both_eras() -> (Upstream, Upstream, Engine) {
+    let legacy = Upstream::session_era();
+    let modern = Upstream::modern();
+    let engine = engine(
+        upstream_config(&[("legacy", &legacy), ("modern", &modern)]),
+        None,
+    );
+    (legacy, modern, engine)
+}
+
 async fn stateless(engine: &Engine, code: &str) -> RunOutcome {
     run(
         engine,
@@ -172,12 +184,7 @@ fn assert_no_token(what: &str, text: &str) {
 /// protocol on every request, and the header the code never sees.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_call_tools_of_both_eras_and_get_values() {
-    let legacy = Upstream::session_era();
-    let modern = Upstream::modern();
-    let engine = engine(
-        upstream_config(&[("legacy", &legacy), ("modern", &modern)]),
-        None,
-    );
+    let (legacy, modern, engine) = both_eras();
     let out = stateless(
         &engine,
         r#"
@@ -297,12 +304,8 @@ async fn runs_call_tools_of_both_eras_and_get_values() {
 /// an `Error` whose message says what went wrong and what exists.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_carry_the_tool_text_and_name_what_exists() {
-    let legacy = Upstream::session_era();
-    let modern = Upstream::modern();
-    let engine = engine(
-        upstream_config(&[("legacy", &legacy), ("modern", &modern)]),
-        None,
-    );
+    // Bound, not `_`: the upstreams run until the test ends.
+    let (_legacy, _modern, engine) = both_eras();
     let out = stateless(
         &engine,
         r#"
@@ -372,12 +375,7 @@ async fn errors_carry_the_tool_text_and_name_what_exists() {
 /// the server and what to do, never a Rust type; both eras.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upstream_that_went_away_is_unreachable_in_plain_words() {
-    let legacy = Upstream::session_era();
-    let modern = Upstream::modern();
-    let engine = engine(
-        upstream_config(&[("legacy", &legacy), ("modern", &modern)]),
-        None,
-    );
+    let (legacy, modern, engine) = both_eras();
     let out = stateless(
         &engine,
         r#"[await mcp.legacy.echo({ text: "a" }), await mcp.modern.echo({ text: "b" })]"#,
