@@ -14,7 +14,12 @@
 //! - `streamed`: the same, each call with a progress token, so answered as
 //!   an event stream (the cost of streaming over the JSON answer);
 //! - `large`: the same from a ~10 MiB heap (120k objects);
-//! - `list`: `tools/list`, the cost of the replay alone (and on the reference).
+//! - `list`: `tools/list`, the cost of the replay alone (and on the reference);
+//! - `think-tiny`, `think-5mb`, `think-50mb` (only when named in `--only`):
+//!   each client threads a counter through the `latest` heap of its own
+//!   logical session, on a tiny heap, ~5 MB (60k small objects) or ~50 MB
+//!   (600k), pausing `--pause-ms` (3000) before each call as an agent's
+//!   model does; `--think-calls` (10) calls after two warm-up calls.
 //!
 //! Cold start, from spawning to the first answer: `serve`; the Lambda entry
 //! against a minimal Runtime API served by the bench; and the project's
@@ -54,6 +59,10 @@ struct Args {
     cold_start: bool,
     /// The binary under test; another build can be compared against this one.
     server: std::path::PathBuf,
+    /// The pause before each call of the think-time scenarios.
+    pause: Duration,
+    /// Calls of each think-time scenario.
+    think_calls: usize,
 }
 
 fn args() -> Args {
@@ -64,6 +73,8 @@ fn args() -> Args {
         reference: true,
         cold_start: true,
         server: env!("CARGO_BIN_EXE_mcp-v8-lambda").into(),
+        pause: Duration::from_secs(3),
+        think_calls: 10,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -84,6 +95,19 @@ fn args() -> Args {
             "--no-reference" => args.reference = false,
             "--no-cold-start" => args.cold_start = false,
             "--server" => args.server = it.next().expect("--server PATH").into(),
+            "--pause-ms" => {
+                args.pause = Duration::from_millis(
+                    it.next()
+                        .and_then(|v| v.parse().ok())
+                        .expect("--pause-ms N"),
+                )
+            }
+            "--think-calls" => {
+                args.think_calls = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .expect("--think-calls N")
+            }
             // cargo bench passes --bench.
             _ => {}
         }
@@ -184,6 +208,16 @@ impl Client {
         self.run_js_with(code, heap, false).await
     }
 
+    /// `run_js` in logical session `session`.
+    async fn run_js_in(
+        &self,
+        code: &str,
+        heap: Option<&str>,
+        session: &str,
+    ) -> Result<Value, String> {
+        self.call_run_js(code, heap, false, Some(session)).await
+    }
+
     /// `run_js`, with a progress token when `streamed`.
     async fn run_js_with(
         &self,
@@ -191,7 +225,20 @@ impl Client {
         heap: Option<&str>,
         streamed: bool,
     ) -> Result<Value, String> {
+        self.call_run_js(code, heap, streamed, None).await
+    }
+
+    async fn call_run_js(
+        &self,
+        code: &str,
+        heap: Option<&str>,
+        streamed: bool,
+        session: Option<&str>,
+    ) -> Result<Value, String> {
         let mut arguments = json!({ "code": code });
+        if let Some(session) = session {
+            arguments["session"] = json!(session);
+        }
         if let Some(heap) = heap {
             arguments["heap"] = json!(heap);
         }
@@ -217,9 +264,19 @@ enum Scenario {
     Streamed,
     Large,
     List,
+    /// A counter through `latest` in a session, after a pause, on a heap
+    /// of this many small objects.
+    Think(usize),
 }
 
 impl Scenario {
+    /// Run only when named.
+    const THINK: [Scenario; 3] = [
+        Scenario::Think(0),
+        Scenario::Think(60_000),
+        Scenario::Think(600_000),
+    ];
+
     const ALL: [Scenario; 6] = [
         Scenario::Stateless,
         Scenario::Fresh,
@@ -237,6 +294,9 @@ impl Scenario {
             Scenario::Streamed => "streamed",
             Scenario::Large => "large",
             Scenario::List => "list",
+            Scenario::Think(0) => "think-tiny",
+            Scenario::Think(60_000) => "think-5mb",
+            Scenario::Think(_) => "think-50mb",
         }
     }
 
@@ -256,17 +316,32 @@ struct Worker {
     scenario: Scenario,
     heap: Option<String>,
     counter: u64,
+    /// The logical session of a think-time scenario.
+    session: String,
+    pause: Duration,
 }
 
 impl Worker {
-    async fn new(url: &str, scenario: Scenario, name: &str) -> Worker {
+    async fn new(url: &str, scenario: Scenario, name: &str, pause: Duration) -> Worker {
         let client = Client::connect(url, name).await;
         let mut worker = Worker {
             client,
             scenario,
             heap: None,
             counter: 0,
+            session: name.to_owned(),
+            pause,
         };
+        if let Scenario::Think(objects) = scenario {
+            let code = format!(
+                "globalThis.items = Array.from({{length: {objects}}}, (_, i) => ({{i, s: 'item' + i}})); globalThis.n = 0; n"
+            );
+            worker
+                .client
+                .run_js_in(&code, None, name)
+                .await
+                .expect("first heap");
+        }
         if matches!(
             scenario,
             Scenario::Chained | Scenario::Streamed | Scenario::Large
@@ -282,8 +357,23 @@ impl Worker {
         worker
     }
 
+    /// What comes before a call and is not timed: an agent's thinking.
+    async fn think(&self) {
+        if matches!(self.scenario, Scenario::Think(_)) {
+            tokio::time::sleep(self.pause).await;
+        }
+    }
+
     async fn call(&mut self) -> Result<(), String> {
         match self.scenario {
+            Scenario::Think(_) => {
+                let result = self
+                    .client
+                    .run_js_in("n += 1; n", Some("latest"), &self.session)
+                    .await?;
+                self.counter += 1;
+                expect_text(&result, &self.counter.to_string())
+            }
             Scenario::Stateless => {
                 let result = self.client.run_js("1+1", None).await?;
                 expect_text(&result, "2")
@@ -356,7 +446,13 @@ impl Figures {
     }
 }
 
-async fn measure(url: &str, scenario: Scenario, clients: usize, calls: usize) -> Figures {
+async fn measure(
+    url: &str,
+    scenario: Scenario,
+    clients: usize,
+    calls: usize,
+    pause: Duration,
+) -> Figures {
     let mut workers = Vec::new();
     for i in 0..clients {
         let name = format!(
@@ -364,10 +460,15 @@ async fn measure(url: &str, scenario: Scenario, clients: usize, calls: usize) ->
             scenario.name(),
             uuid::Uuid::new_v4().simple()
         );
-        workers.push(Worker::new(url, scenario, &name).await);
+        workers.push(Worker::new(url, scenario, &name, pause).await);
     }
+    let warm_up = match scenario {
+        Scenario::Think(_) => 2,
+        _ => WARM_UP_CALLS.min(calls),
+    };
     for worker in &mut workers {
-        for _ in 0..WARM_UP_CALLS.min(calls) {
+        for _ in 0..warm_up {
+            worker.think().await;
             worker.call().await.expect("warm-up call");
         }
     }
@@ -387,6 +488,7 @@ async fn measure(url: &str, scenario: Scenario, clients: usize, calls: usize) ->
                     )
                     .is_ok()
                 {
+                    worker.think().await;
                     let call_started = Instant::now();
                     worker.call().await.expect("a benchmarked call");
                     latencies.push(call_started.elapsed().as_micros() as u64);
@@ -628,11 +730,12 @@ fn median(mut values: Vec<f64>) -> f64 {
 #[tokio::main]
 async fn main() {
     let args = args();
-    let wanted = |s: Scenario| {
+    let named = |s: Scenario| {
         args.only
             .as_ref()
-            .is_none_or(|only| only.iter().any(|o| o == s.name()))
+            .is_some_and(|only| only.iter().any(|o| o == s.name()))
     };
+    let wanted = |s: Scenario| args.only.is_none() || named(s);
     println!(
         "| scenario | server | clients | calls | p50 ms | p95 ms | p99 ms | calls/s |\n|---|---|---|---|---|---|---|---|"
     );
@@ -640,17 +743,24 @@ async fn main() {
     let stateless = start_serve(&args.server, true);
     let stateful = start_serve(&args.server, false);
     let reference = args.reference.then(start_reference);
-    for scenario in Scenario::ALL.into_iter().filter(|s| wanted(*s)) {
-        let calls = scenario.calls(args.calls);
+    let scenarios = Scenario::ALL
+        .into_iter()
+        .filter(|s| wanted(*s))
+        .chain(Scenario::THINK.into_iter().filter(|s| named(*s)));
+    for scenario in scenarios {
+        let calls = match scenario {
+            Scenario::Think(_) => args.think_calls,
+            _ => scenario.calls(args.calls),
+        };
         let ours_url = if scenario == Scenario::Stateless {
             &stateless.url
         } else {
             &stateful.url
         };
-        let ours = measure(ours_url, scenario, args.clients, calls).await;
+        let ours = measure(ours_url, scenario, args.clients, calls, args.pause).await;
         row(scenario, "mcp-v8-lambda", args.clients, &ours);
         if let (Some(reference), Scenario::Stateless | Scenario::List) = (&reference, scenario) {
-            let theirs = measure(&reference.url, scenario, args.clients, calls).await;
+            let theirs = measure(&reference.url, scenario, args.clients, calls, args.pause).await;
             row(scenario, "node:vm reference", args.clients, &theirs);
             ratios.push((
                 scenario,

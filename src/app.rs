@@ -287,6 +287,7 @@ pub fn engine_config(config: &Config) -> EngineConfig {
         max_snapshot_bytes: config.engine.max_heap_snapshot_mb * 1024 * 1024,
         max_result_bytes: config.engine.max_result_bytes,
         engine_workers: config.engine.workers,
+        ready_heaps_bytes: config.engine.ready_heaps_mb() * 1024 * 1024,
         tenant_runs: config.engine.tenant_runs,
         queue_wait: std::time::Duration::from_millis(config.engine.queue_wait_ms),
         fetch: config.fetch.clone(),
@@ -335,6 +336,11 @@ pub fn with_stores(config: &Config, stores: Stores) -> App {
         stateless: config.stateless,
         execution_ttl_secs: config.stores.execution_ttl_secs,
         continue_sessions: config.transport.continue_sessions,
+        answer_before_save_bytes: config
+            .engine
+            .answer_before_save_mb
+            .map(|mb| mb as u64 * 1024 * 1024),
+        saves: Default::default(),
     };
     let transport = TransportConfig {
         session_ttl_secs: config.transport.session_ttl_secs,

@@ -106,6 +106,14 @@ pub struct EngineSettings {
     /// `MCP_V8_MAX_RESULT_BYTES`: longest `result` a run returns; longer ones
     /// are cut with a marker.
     pub max_result_bytes: usize,
+    /// `MCP_V8_READY_HEAPS_MB` as set: most memory of heaps engine workers
+    /// keep restored for the next call ([`Self::ready_heaps_mb`]).
+    pub ready_heaps_mb_set: Option<usize>,
+    /// `MCP_V8_ANSWER_BEFORE_SAVE_MB`: a run in a logical session whose
+    /// heap holds at least this much is answered before its heap is
+    /// stored; `None` under Lambda, whose buffered response cannot go
+    /// first (docs/protocol.md, "Answer first, save after").
+    pub answer_before_save_mb: Option<usize>,
     /// `MCP_V8_MAX_HEAP_SNAPSHOT_MB`: largest snapshot stored or restored.
     pub max_heap_snapshot_mb: usize,
     /// `MCP_V8_PROCESS_ENV`: `process.env` of runs, a JSON object of
@@ -563,6 +571,25 @@ impl EngineSettings {
             },
             lambda_max_concurrency,
             max_result_bytes: vars.number("MCP_V8_MAX_RESULT_BYTES", 1024 * 1024, Least::One)?,
+            ready_heaps_mb_set: vars
+                .get("MCP_V8_READY_HEAPS_MB")
+                .is_some()
+                .then(|| vars.number("MCP_V8_READY_HEAPS_MB", 0, Least::Zero))
+                .transpose()?,
+            answer_before_save_mb: match vars.get("MCP_V8_ANSWER_BEFORE_SAVE_MB") {
+                Some(value) if under_lambda => {
+                    return Err(ConfigError {
+                        name: "MCP_V8_ANSWER_BEFORE_SAVE_MB",
+                        value,
+                        reason: "a Lambda function's response is sent when the invocation \
+                                 returns, so a run's answer cannot go before its save there; \
+                                 unset it (docs/protocol.md, \"Answer first, save after\")"
+                            .into(),
+                    });
+                }
+                _ if under_lambda => None,
+                _ => Some(vars.number("MCP_V8_ANSWER_BEFORE_SAVE_MB", 4, Least::Zero)?),
+            },
             max_heap_snapshot_mb: vars.number("MCP_V8_MAX_HEAP_SNAPSHOT_MB", 256, Least::One)?,
             process_env: match vars.non_empty("MCP_V8_PROCESS_ENV") {
                 None => Default::default(),
@@ -579,6 +606,19 @@ impl EngineSettings {
                 })?,
             },
         })
+    }
+
+    /// Most memory of heaps engine workers keep restored for the call that
+    /// continues them, in MiB: `MCP_V8_READY_HEAPS_MB`, else 512 under
+    /// `serve` and, under Lambda, one largest heap per worker (a worker
+    /// drops its ready heap before it runs anything else, so it lives in
+    /// the memory the worker's runs are given).
+    pub fn ready_heaps_mb(&self) -> usize {
+        match (self.ready_heaps_mb_set, self.function_memory_mb) {
+            (Some(mb), _) => mb,
+            (None, Some(_)) => self.max_heap_limit_mb() * self.workers.max(1),
+            (None, None) => 512,
+        }
     }
 
     /// The largest heap limit a run may ask for, in MiB: the engine's 1024,
@@ -793,6 +833,34 @@ mod tests {
         assert!(
             err.to_string().contains("RESPONSE_STREAM or BUFFERED"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn answers_go_before_saves_outside_lambda_only_and_ready_heaps_have_a_bound() {
+        let local = from(&[]).unwrap();
+        assert_eq!(local.engine.answer_before_save_mb, Some(4));
+        assert_eq!(local.engine.ready_heaps_mb(), 512);
+        let set = from(&[
+            ("MCP_V8_ANSWER_BEFORE_SAVE_MB", "0"),
+            ("MCP_V8_READY_HEAPS_MB", "0"),
+        ])
+        .unwrap();
+        assert_eq!(set.engine.answer_before_save_mb, Some(0));
+        assert_eq!(set.engine.ready_heaps_mb(), 0, "0 keeps no heap ready");
+        let lambda = ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001");
+        let memory = ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "2048");
+        let function = from(&[lambda, memory]).unwrap();
+        assert_eq!(function.engine.answer_before_save_mb, None);
+        assert_eq!(
+            function.engine.ready_heaps_mb(),
+            function.engine.max_heap_limit_mb(),
+            "one largest heap for the one worker"
+        );
+        let refused = from(&[lambda, memory, ("MCP_V8_ANSWER_BEFORE_SAVE_MB", "4")]).unwrap_err();
+        assert!(
+            refused.to_string().contains("cannot go before its save"),
+            "{refused}"
         );
     }
 

@@ -471,6 +471,7 @@ async fn serve_main() -> anyhow::Result<()> {
             tracing::info!(%address, data_dir = %data_dir.display(), stateless = config.stateless, engine_workers = config.engine.workers, "serving MCP at http://{address}/mcp");
             // Bound to loopback, only loopback names may be asked for: a web
             // page cannot reach this server by rebinding its own name to 127.0.0.1.
+            let saves = app.saves();
             let service = if host.is_loopback() {
                 loopback_only(router(app))
             } else {
@@ -488,6 +489,7 @@ async fn serve_main() -> anyhow::Result<()> {
             serve_http(listener, service, limits, shutdown_signal())
                 .await
                 .context("serving")?;
+            saves.drain().await;
         }
         Command::Stdio { store, session } => {
             store.configure(&mut config);
@@ -503,9 +505,12 @@ async fn serve_main() -> anyhow::Result<()> {
                 logical_session: session,
             };
             let input = tokio::io::BufReader::new(tokio::io::stdin());
+            let saves = app.saves();
             serve_stdio(app, options, input, tokio::io::stdout())
                 .await
                 .context("serving stdio")?;
+            // The client is gone; heaps it was answered for are stored first.
+            saves.drain().await;
         }
         Command::Packages { action, data_dir } => packages(&config, action, data_dir).await?,
         Command::Heap { action, data_dir } => heap(&config, action, data_dir).await?,

@@ -48,6 +48,19 @@ pub(crate) struct Job {
     /// prelude's heap, made by this process), so a plain isolate may
     /// restore it; any other heap is restored by a snapshot creator.
     pub plain_restore: bool,
+    /// Restore from the heap this engine worker keeps ready instead of
+    /// `restore` (the pool sends it only to the worker holding that heap).
+    #[serde(default)]
+    pub from_ready: bool,
+    /// After a completed stateful run is snapshotted and its blob sent,
+    /// restore the blob into a ready isolate for the next call
+    /// ([`super::ready`]); only engine workers keep one.
+    #[serde(default)]
+    pub keep_ready: Option<super::ready::ReadyLimits>,
+    /// Send a completed stateful run's answer before its snapshot (a
+    /// `Ran` frame); the result that follows then keeps only the heap.
+    #[serde(default)]
+    pub answer_first: bool,
     /// Create the isolate as a snapshot creator and return a blob on success.
     pub stateful: bool,
     #[serde(with = "millis")]
@@ -74,6 +87,9 @@ impl Job {
             task: Task::Run { code },
             restore: None,
             plain_restore: false,
+            from_ready: false,
+            keep_ready: None,
+            answer_first: false,
             stateful: false,
             timeout: Duration::from_secs(30),
             heap_limit_bytes: 64 * 1024 * 1024,
@@ -88,7 +104,7 @@ impl Job {
     /// it may run (see [`super::run::READ_ONLY_HEAP`]); the others run on a
     /// plain isolate.
     pub(crate) fn touches_snapshots(&self) -> bool {
-        self.stateful || self.restore.is_some()
+        self.stateful || self.restore.is_some() || self.from_ready
     }
 
     pub(crate) fn cancelled(&self) -> bool {
@@ -111,6 +127,10 @@ pub(crate) struct JobResult {
     pub listing: Option<Vec<TreeEntry>>,
     /// Each capability's report.
     pub reports: Reports,
+    /// V8's used heap when the code ended (stateful runs), which decides
+    /// whether the answer may go before the save (docs/protocol.md).
+    #[serde(default)]
+    pub heap_used_bytes: u64,
 }
 
 impl JobResult {
@@ -125,6 +145,26 @@ impl JobResult {
             blob: None,
             listing: None,
             reports: Reports::default(),
+            heap_used_bytes: 0,
+        }
+    }
+
+    /// What the answer of a completed run needs, moved out of `self` before
+    /// its heap is snapshotted: `self` keeps the status and what saving
+    /// needs (the `/work` files), and gains the blob.
+    pub(crate) fn answer(&mut self) -> JobResult {
+        let mut reports = std::mem::take(&mut self.reports);
+        self.reports.files = std::mem::take(&mut reports.files);
+        JobResult {
+            status: self.status,
+            result: self.result.take(),
+            repl: self.repl.take(),
+            error: self.error.clone(),
+            warnings: std::mem::take(&mut self.warnings),
+            blob: None,
+            listing: None,
+            reports,
+            heap_used_bytes: self.heap_used_bytes,
         }
     }
 

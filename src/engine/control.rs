@@ -11,6 +11,8 @@ use super::host::work::WorkSink;
 #[derive(Debug, Default)]
 pub struct RunControl {
     cancelled: AtomicBool,
+    /// The run was answered ([`Self::settle`]): cancels change nothing.
+    settled: AtomicBool,
     console_lines: AtomicU64,
     target: Mutex<Option<Target>>,
 }
@@ -51,10 +53,27 @@ impl RunControl {
     /// from any thread, more than once; a run that has not started yet
     /// stops as soon as it does.
     pub fn cancel(&self) {
+        let target = self.lock();
+        if self.settled.load(Ordering::SeqCst) {
+            return;
+        }
         self.cancelled.store(true, Ordering::SeqCst);
-        if let Some(target) = self.lock().as_ref() {
+        if let Some(target) = target.as_ref() {
             target.stop();
         }
+    }
+
+    /// Marks the run answered, unless it was cancelled first (`false`):
+    /// its heap is being saved, which a late cancel (or the client going
+    /// away once it has the answer) must not stop.
+    pub(crate) fn settle(&self) -> bool {
+        let mut target = self.lock();
+        if self.is_cancelled() {
+            return false;
+        }
+        self.settled.store(true, Ordering::SeqCst);
+        target.take();
+        true
     }
 
     /// Whether [`Self::cancel`] was called.

@@ -9,6 +9,7 @@ use super::contract::{Job, JobResult};
 use super::host::files::files_kept;
 use super::host::services::HostServices;
 use super::layer;
+use super::ready::Ready;
 
 use super::contract::CodeHandling;
 use super::outcome::{RunError, RunStatus};
@@ -16,26 +17,61 @@ use super::run::{self, Classified, HeapGuard, READ_ONLY_HEAP};
 use super::watchdog::Watchdog;
 use super::web;
 
-/// Runs a job that creates or restores a snapshot on the calling thread.
-pub(crate) fn execute(mut job: Job, services: &HostServices) -> JobResult {
+/// Runs a job that creates or restores a snapshot on the calling thread:
+/// on the heap `ready` holds when the job says so (any other ready heap is
+/// dropped first), else restored or made fresh. When the job asks for its
+/// answer first, `ran` gets a completed stateful run's answer before its
+/// heap is snapshotted, and the returned result keeps only the heap.
+pub(crate) fn execute(
+    mut job: Job,
+    services: &HostServices,
+    ready: &mut Option<Ready>,
+    ran: &mut dyn FnMut(JobResult),
+) -> JobResult {
     super::platform::init();
-    let _exclusive = READ_ONLY_HEAP.write();
-    let guard = HeapGuard::new(job.heap_limit_bytes);
-    let fresh = job.restore.is_none();
+    let taken = ready
+        .take()
+        .filter(|r| job.from_ready && r.heap_limit_bytes == job.heap_limit_bytes);
+    if job.from_ready && taken.is_none() {
+        return JobResult::failed(RunError::new(
+            "EngineError",
+            "the heap this run continues was no longer ready in its engine process; retry the call",
+        ));
+    }
+    let fresh = job.restore.is_none() && taken.is_none();
     // A plain isolate made from a heap that still has `Error.stackTraceLimit`
     // aborts V8 when a context is made in it (a descriptor check): heaps
     // other than the prelude's are restored by a snapshot creator, whose
     // blob a stateless run makes and drops.
     let creator = job.stateful || (!fresh && !job.plain_restore);
-    let params = guard.params(job.heap_limit_bytes);
-    let restore = job.restore.take().map(|section| section.0);
-    let mut isolate = snapshot_isolate(creator, restore, params);
-    guard.arm(&mut isolate);
+    let (_exclusive, guard, mut isolate, made_context) = match taken {
+        Some(ready) => {
+            let parts = ready.take();
+            (
+                parts.exclusive,
+                parts.guard,
+                parts.isolate,
+                Some(parts.context),
+            )
+        }
+        None => {
+            let exclusive = READ_ONLY_HEAP.write();
+            let guard = HeapGuard::new(job.heap_limit_bytes);
+            let params = guard.params(job.heap_limit_bytes);
+            let restore = job.restore.take().map(|section| section.0);
+            let mut isolate = snapshot_isolate(creator, restore, params);
+            guard.arm(&mut isolate);
+            (exclusive, guard, isolate, None)
+        }
+    };
     let mut watchdog = Watchdog::new(isolate.thread_safe_handle());
     let started = run::start(&mut isolate, &job, services, &mut watchdog, &guard);
     let classified = {
         v8::scope!(let scope, &mut isolate);
-        let context = v8::Context::new(scope, Default::default());
+        let context = match made_context {
+            Some(made) => v8::Local::new(scope, made),
+            None => v8::Context::new(scope, Default::default()),
+        };
         let scope = &mut v8::ContextScope::new(scope, context);
         let global = context.global(scope);
         if fresh {
@@ -71,6 +107,12 @@ pub(crate) fn execute(mut job: Job, services: &HostServices) -> JobResult {
     };
     let mut result = run::finish(&mut isolate, &job, classified);
     if job.stateful {
+        if result.status == RunStatus::Completed {
+            result.heap_used_bytes = heap_used_bytes(&mut isolate);
+            if job.answer_first {
+                ran(result.answer());
+            }
+        }
         snapshot(isolate, job.code_handling, &mut result);
     } else if creator {
         drop(isolate.create_blob(v8::FunctionCodeHandling::Clear));
@@ -81,9 +123,14 @@ pub(crate) fn execute(mut job: Job, services: &HostServices) -> JobResult {
     result
 }
 
+/// Bytes of V8's heap in use now.
+fn heap_used_bytes(isolate: &mut v8::Isolate) -> u64 {
+    isolate.get_heap_statistics().used_heap_size() as u64
+}
+
 /// The isolate of a job that creates or restores a snapshot: a snapshot
 /// creator (`creator`), from `restore` when there is a payload.
-fn snapshot_isolate(
+pub(super) fn snapshot_isolate(
     creator: bool,
     restore: Option<Bytes>,
     params: v8::CreateParams,

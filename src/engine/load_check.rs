@@ -34,8 +34,9 @@ impl LoadCheck for Engine {
         let mut job = self.job(prepared.js);
         job.asks.modules.packages = Some(Arc::new(view));
         let result = self
-            .execute(job, &Tenant::default())
+            .execute(job, &Tenant::default(), None, None)
             .await
+            .map(|(result, _)| result)
             .map_err(|e| format!("the engine could not run the check: {e}"))?;
         match (result.status, result.error) {
             (RunStatus::Completed, _) => Ok(()),

@@ -18,6 +18,7 @@ mod plain;
 mod platform;
 mod positions;
 mod prelude;
+mod ready;
 mod rejections;
 mod repl;
 mod run;
@@ -108,6 +109,10 @@ pub struct EngineConfig {
     pub file_limits: FileLimits,
     /// `process.env` of runs (empty by default).
     pub process_env: Arc<std::collections::BTreeMap<String, String>>,
+    /// Most bytes of heaps engine workers keep restored for the call that
+    /// continues them (`MCP_V8_READY_HEAPS_MB`); 0 keeps none, as does an
+    /// engine without workers.
+    pub ready_heaps_bytes: usize,
 }
 
 impl Default for EngineConfig {
@@ -134,6 +139,7 @@ impl Default for EngineConfig {
             max_module_bytes: 64 * 1024 * 1024,
             file_limits: FileLimits::default(),
             process_env: Arc::default(),
+            ready_heaps_bytes: 0,
         }
     }
 }
@@ -200,7 +206,18 @@ impl Engine {
             // A stateless engine's workers keep an isolate ready for the
             // next run; a stateful one's would drop it for every run.
             let warm = heaps.is_none().then_some(heap_limit_bytes);
-            worker::WorkerPool::new(program, warm, config.worker_max_jobs)
+            let ready = if heaps.is_some() {
+                config.ready_heaps_bytes
+            } else {
+                0
+            };
+            worker::WorkerPool::new(
+                program,
+                warm,
+                config.worker_max_jobs,
+                ready,
+                config.engine_workers,
+            )
         });
         let runners = match &workers {
             Some(_) => config.engine_workers,
@@ -291,23 +308,125 @@ impl Engine {
 
     /// Runs one request. JavaScript failures, limits and storage trouble are
     /// reported in the outcome; only requests refused up front are `Err`.
-    pub async fn run(&self, mut request: RunRequest) -> Result<RunReport, EngineError> {
+    /// A stateful run's heap is stored before this returns.
+    pub async fn run(&self, request: RunRequest) -> Result<RunReport, EngineError> {
+        match self.setup(request).await? {
+            Setup::Done(report) => Ok(*report),
+            Setup::Planned(planned) => self.run_planned(*planned).await,
+        }
+    }
+
+    /// Runs a planned job to its end, its heap stored.
+    async fn run_planned(&self, planned: Planned) -> Result<RunReport, EngineError> {
+        let Planned {
+            job,
+            mut report,
+            positions,
+            tenant,
+            control,
+            claim,
+            started,
+        } = planned;
+        let (result, preparing) = self.execute(job, &tenant, None, claim).await?;
+        let mut result = result.cancelled_by(control.as_deref());
+        self.apply(&mut report, &mut result, positions.as_ref())
+            .await;
+        if let Some(stored) = self.keep(&tenant, &result, preparing).await {
+            stored_in(&mut report.outcome, stored);
+        }
+        Ok(finish(report, started))
+    }
+
+    /// Runs one request as [`Engine::run`] does, but returns as soon as a
+    /// completed stateful run's code has ended: its heap is then snapshotted
+    /// and stored by a task of its own, which [`Ran::save`] waits for. The
+    /// outcome has no `heap` until then. Dropping the returned future
+    /// before it resolves stops the run, as with `run`; afterwards the
+    /// save goes on without the caller.
+    pub async fn run_then_save(self: &Arc<Self>, request: RunRequest) -> Result<Ran, EngineError> {
+        let planned = match self.setup(request).await? {
+            Setup::Done(report) => {
+                return Ok(Ran {
+                    report: *report,
+                    save: None,
+                });
+            }
+            Setup::Planned(planned) => *planned,
+        };
+        if !planned.job.stateful {
+            return Ok(Ran {
+                report: self.run_planned(planned).await?,
+                save: None,
+            });
+        }
+        let Planned {
+            job,
+            mut report,
+            positions,
+            tenant,
+            control,
+            claim,
+            started,
+        } = planned;
+        let (ran_tx, ran_rx) = oneshot::channel();
+        let (done_tx, done_rx) = oneshot::channel();
+        let task = {
+            let (engine, control) = (self.clone(), control.clone());
+            tokio::spawn(async move {
+                let done = match engine.execute(job, &tenant, Some(ran_tx), claim).await {
+                    Ok((result, preparing)) => {
+                        // Once answered, the control ignores cancels.
+                        let result = result.cancelled_by(control.as_deref());
+                        let stored = engine.keep(&tenant, &result, preparing).await;
+                        Ok((result, stored))
+                    }
+                    Err(error) => Err(error),
+                };
+                let _ = done_tx.send(done);
+            })
+        };
+        let abort = AbortOnDrop(Some(task.abort_handle()));
+        match ran_rx.await {
+            // From here the worker keeps snapshotting: a cancel must not end it.
+            Ok(early) if control.as_ref().is_none_or(|c| c.settle()) => {
+                abort.disarm();
+                let mut early = early;
+                self.apply(&mut report, &mut early, positions.as_ref())
+                    .await;
+                let report = finish(report, started);
+                let save = Saving { done: done_rx };
+                Ok(Ran {
+                    report,
+                    save: Some(save),
+                })
+            }
+            _ => {
+                // No early answer (the run failed, or was cancelled): the
+                // final result says everything.
+                let (mut result, stored) = done_rx.await.map_err(|_| {
+                    EngineError::Internal("the run's task ended without a result".into())
+                })??;
+                drop(abort);
+                self.apply(&mut report, &mut result, positions.as_ref())
+                    .await;
+                if let Some(stored) = stored {
+                    stored_in(&mut report.outcome, stored);
+                }
+                Ok(Ran {
+                    report: finish(report, started),
+                    save: None,
+                })
+            }
+        }
+    }
+
+    /// Checks and prepares `request` up to the job that runs it, or the
+    /// report of a run that ended before it started.
+    async fn setup(&self, mut request: RunRequest) -> Result<Setup, EngineError> {
         let started = Instant::now();
         let mut limits = self.check(&request)?;
         let mut report = RunReport::new(&request.code, request.heap.clone());
-        let finish = |mut report: RunReport| {
-            let outcome = &mut report.outcome;
-            outcome.duration_ms = started.elapsed().as_millis() as u64;
-            tracing::debug!(
-                execution_id = %outcome.execution_id,
-                status = ?outcome.status,
-                input_heap = outcome.input_heap.as_ref().map(HeapKey::as_str),
-                heap = outcome.heap.as_ref().map(HeapKey::as_str),
-                duration_ms = outcome.duration_ms,
-                "run finished"
-            );
-            Ok(report)
-        };
+        let finish = |report: RunReport| Ok(Setup::Done(Box::new(finish(report, started))));
 
         let mut prepared = match typescript::prepare(&request.code, request.language) {
             Ok(prepared) => prepared,
@@ -326,8 +445,21 @@ impl Engine {
         report.executed_code = prepared.js.clone();
         report.outcome.warnings.append(&mut prepared.warnings);
 
-        let restore = match (&request.heap, &self.heaps) {
-            (Some(key), Some(heaps)) => match self
+        // A heap an engine worker keeps ready is neither read nor restored.
+        let claim = match &request.heap {
+            Some(key) if self.heaps.is_some() => self.claim(&request.tenant, key, &limits),
+            _ => None,
+        };
+        if let Some(claim) = &claim {
+            limits.heap_limit_mb = claim.heap_limit_bytes() / MIB;
+            tracing::debug!(
+                heap_limit_mb = limits.heap_limit_mb,
+                "the heap is ready in an engine worker"
+            );
+        }
+        let restore = match (&request.heap, &self.heaps, &claim) {
+            (_, _, Some(_)) => None,
+            (Some(key), Some(heaps), None) => match self
                 .load(heaps.as_ref(), &request.tenant, key, &mut limits)
                 .await
             {
@@ -351,37 +483,42 @@ impl Engine {
             Some(packages) => Some(packages.view().await),
             None => None,
         };
-        let from_prelude = restore.is_none() && self.prelude.is_some();
+        let from_prelude = restore.is_none() && claim.is_none() && self.prelude.is_some();
         let restore = match (restore, &self.prelude) {
-            (None, Some(prelude)) => match self.base(prelude, packages.clone()).await {
-                Ok(base) if restore_needs_mb(base.len()) > limits.heap_limit_mb => {
-                    report.outcome.status = RunStatus::OutOfMemory;
-                    report.outcome.error = Some(RunError::new(
-                        "OutOfMemoryError",
-                        format!(
-                            "the prelude's heap needs about {} MiB, over this run's {} MiB heap limit; ask for a larger heap_memory_max_mb",
-                            restore_needs_mb(base.len()),
-                            limits.heap_limit_mb
-                        ),
-                    ));
-                    return finish(report);
+            (None, Some(prelude)) if from_prelude => {
+                match self.base(prelude, packages.clone()).await {
+                    Ok(base) if restore_needs_mb(base.len()) > limits.heap_limit_mb => {
+                        report.outcome.status = RunStatus::OutOfMemory;
+                        report.outcome.error = Some(RunError::new(
+                            "OutOfMemoryError",
+                            format!(
+                                "the prelude's heap needs about {} MiB, over this run's {} MiB heap limit; ask for a larger heap_memory_max_mb",
+                                restore_needs_mb(base.len()),
+                                limits.heap_limit_mb
+                            ),
+                        ));
+                        return finish(report);
+                    }
+                    Ok(base) => Some(base),
+                    Err(why) => {
+                        report.outcome.warnings.push(format!(
+                            "the operator's prelude failed, so this run started without it: {why}"
+                        ));
+                        None
+                    }
                 }
-                Ok(base) => Some(base),
-                Err(why) => {
-                    report.outcome.warnings.push(format!(
-                        "the operator's prelude failed, so this run started without it: {why}"
-                    ));
-                    None
-                }
-            },
+            }
             (restore, _) => restore,
         };
+        let keeps_ready = self.workers.as_ref().is_some_and(|w| w.keeps_ready());
         let mut job = contract::Job {
             plain_restore: from_prelude && restore.is_some(),
             restore: restore.map(section::Section),
+            from_ready: claim.is_some(),
+            keep_ready: (request.stateful && keeps_ready).then(|| self.ready_limits()),
             stateful: request.stateful,
             timeout: limits.timeout,
-            heap_limit_bytes: limits.heap_limit_mb * 1024 * 1024,
+            heap_limit_bytes: limits.heap_limit_mb * MIB,
             control: request.control.clone(),
             ..self.job(std::mem::take(&mut prepared.js))
         };
@@ -390,59 +527,110 @@ impl Engine {
             .into_iter()
             .map(|(path, bytes)| (path, section::Section(bytes)))
             .collect();
-        // A cancel may also arrive after the isolate classified the run, or
-        // end the engine worker running it.
-        let mut result = self
-            .execute(job, &request.tenant)
-            .await?
-            .cancelled_by(request.control.as_deref());
+        Ok(Setup::Planned(Box::new(Planned {
+            job,
+            report,
+            positions: prepared.positions.take(),
+            tenant: request.tenant,
+            control: request.control,
+            claim,
+            started,
+        })))
+    }
+
+    /// The limits a heap is restored with when the call names none.
+    fn ready_limits(&self) -> ready::ReadyLimits {
+        ready::ReadyLimits {
+            default_mb: self.config.default_heap_limit_mb,
+            max_mb: self.config.max_heap_limit_mb,
+        }
+    }
+
+    /// The worker keeping `tenant`'s heap `key` ready for a run with
+    /// `limits`, when there is one.
+    fn claim(&self, tenant: &Tenant, key: &HeapKey, limits: &Limits) -> Option<worker::Claim> {
+        let workers = self.workers.as_ref().filter(|w| w.keeps_ready())?;
+        workers.claim(
+            tenant,
+            key,
+            limits.asked.then_some(limits.heap_limit_mb * MIB),
+        )
+    }
+
+    /// Fills `report` from what the isolate gave (all of it but the blob
+    /// and the files to keep).
+    async fn apply(
+        &self,
+        report: &mut RunReport,
+        result: &mut contract::JobResult,
+        positions: Option<&positions::Positions>,
+    ) {
         // Modules the run fetched by URL go to the store before the answer
         // does: an instance may be frozen or retired right after it.
         if let Some(packages) = &self.packages {
             packages.publish().await;
         }
-        if let Some(positions) = &prepared.positions {
+        if let Some(positions) = positions {
             result.remap(positions);
         }
-        let reports = result.reports;
-        report.displays = reports.display;
+        let reports = &mut result.reports;
+        report.displays = std::mem::take(&mut reports.display);
         report.repl = result
             .repl
+            .take()
             .map(|text| cap_text(text, self.config.max_result_bytes, "result"));
         let outcome = &mut report.outcome;
         outcome.status = result.status;
         outcome.result = result
             .result
+            .take()
             .map(|text| cap_text(text, self.config.max_result_bytes, "result"));
-        outcome.output = reports.console;
+        outcome.output = std::mem::take(&mut reports.console);
         outcome.fetches = reports.fetch.count;
-        outcome.warnings.extend(reports.fetch.refused);
+        outcome.warnings.append(&mut reports.fetch.refused);
         if reports.fetch.more_refused > 0 {
             outcome.warnings.push(format!(
                 "{} more fetches were refused by the egress policy",
                 reports.fetch.more_refused
             ));
         }
-        outcome.mcp_calls = reports.mcp;
-        outcome.error = result.error;
-        outcome.warnings.extend(result.warnings);
-        if let (Some(blob), Some(heaps)) = (result.blob, &self.heaps) {
-            // Files first: a stored heap never names bytes the store lacks.
-            let stored =
-                match files::keep(self.files.as_ref(), &request.tenant, &reports.files).await {
-                    Ok(()) => self.store(heaps.as_ref(), &request.tenant, &blob).await,
-                    Err(error) => Err(error),
-                };
-            match stored {
-                Ok(key) => outcome.heap = Some(key),
-                Err(error) => {
-                    outcome.status = RunStatus::Failed;
-                    outcome.result = None;
-                    outcome.error = Some(error);
-                }
-            }
+        outcome.mcp_calls = reports.mcp.take();
+        outcome.error = result.error.take();
+        outcome.warnings.append(&mut result.warnings);
+        report.heap_used_bytes = result.heap_used_bytes;
+    }
+
+    /// Stores the heap a run made (its `/work` files first: a stored heap
+    /// never names bytes the store lacks); `None` when it made none. Names
+    /// the heap to the worker restoring it, once stored.
+    async fn keep(
+        &self,
+        tenant: &Tenant,
+        result: &contract::JobResult,
+        preparing: Option<u64>,
+    ) -> Option<Result<HeapKey, RunError>> {
+        let (Some(blob), Some(heaps)) = (&result.blob, &self.heaps) else {
+            return None;
+        };
+        let stored = match files::keep(self.files.as_ref(), tenant, &result.reports.files).await {
+            Ok(()) => self.store(heaps.as_ref(), tenant, blob).await,
+            Err(error) => Err(error),
+        };
+        if let (Ok(key), Some(id), Some(workers)) = (&stored, preparing, &self.workers) {
+            let limits = self.ready_limits();
+            let limit_mb = limits.heap_limit_mb(blob.0.len());
+            workers.mark_ready(
+                id,
+                worker::ReadyHeap {
+                    tenant: tenant.clone(),
+                    key: key.clone(),
+                    heap_limit_bytes: limit_mb * MIB,
+                    cost_bytes: restore_needs_mb(blob.0.len()) * MIB,
+                    made: Instant::now(),
+                },
+            );
         }
-        finish(report)
+        Some(stored)
     }
 
     /// The heap the prelude leaves, made by the first fresh run that needs
@@ -488,8 +676,9 @@ impl Engine {
         job.asks.modules.packages = packages;
         // Made once for every tenant's fresh runs, it counts as anonymous.
         let result = self
-            .execute(job, &Tenant::default())
+            .execute(job, &Tenant::default(), None, None)
             .await
+            .map(|(result, _)| result)
             .map_err(|e| e.to_string())?;
         if !result.reports.files.is_empty() {
             // The prelude's heap is kept in memory, not stored: bytes of its
@@ -523,6 +712,9 @@ impl Engine {
             task: contract::Task::Run { code },
             restore: None,
             plain_restore: false,
+            from_ready: false,
+            keep_ready: None,
+            answer_first: false,
             stateful: false,
             timeout: self.config.default_timeout,
             heap_limit_bytes: self.config.default_heap_limit_mb * 1024 * 1024,
@@ -577,7 +769,10 @@ impl Engine {
             restore: Some(section::Section(payload)),
             ..self.job(String::new())
         };
-        let result = self.execute(job, tenant).await.map_err(|e| e.to_string())?;
+        let (result, _) = self
+            .execute(job, tenant, None, None)
+            .await
+            .map_err(|e| e.to_string())?;
         match (result.status, result.listing) {
             (RunStatus::Completed, Some(tree)) => Ok(Some(tree)),
             _ => Err(result.error.map_or_else(
@@ -689,31 +884,44 @@ impl Engine {
     }
 
     /// Runs a job once `tenant` has a runner: in an engine worker when the
-    /// engine has them; else on a thread of its own (see
-    /// `run::thread_builder`), or a warm isolate when it touches no snapshot
-    /// and there are some.
+    /// engine has them (`claim`'s, when it keeps the job's heap ready);
+    /// else on a thread of its own (see `run::thread_builder`), or a warm
+    /// isolate when it touches no snapshot and there are some. `ran` gets a
+    /// completed stateful run's answer before its heap is snapshotted. Also
+    /// returns the worker now restoring the run's heap, if one is.
     async fn execute(
         &self,
         job: contract::Job,
         tenant: &Tenant,
-    ) -> Result<contract::JobResult, EngineError> {
+        ran: Option<oneshot::Sender<contract::JobResult>>,
+        claim: Option<worker::Claim>,
+    ) -> Result<(contract::JobResult, Option<u64>), EngineError> {
+        let mut job = job;
+        job.answer_first = ran.is_some() && job.stateful;
         let share = tenant.id().filter(|_| !tenant.is_anonymous());
         let _pass = self.admission.enter(share).await?;
         let services = self.services(tenant);
         if let Some(workers) = &self.workers {
-            return workers.execute(job, &services).await;
+            return workers.execute(job, &services, ran, claim).await;
         }
         if let Some(warm) = self.warm.as_ref().filter(|_| !job.touches_snapshots()) {
             return warm
                 .execute(job, services)
                 .await
+                .map(|result| (result, None))
                 .ok_or_else(|| EngineError::Internal("the isolate thread panicked".into()));
         }
         let (done, result) = oneshot::channel();
         run::thread_builder()
             .spawn(move || {
                 let result = if job.touches_snapshots() {
-                    isolate::execute(job, &services)
+                    let mut ran = ran;
+                    let mut early = |answer| {
+                        if let Some(ran) = ran.take() {
+                            let _ = ran.send(answer);
+                        }
+                    };
+                    isolate::execute(job, &services, &mut None, &mut early)
                 } else {
                     plain::PlainIsolate::new(job.heap_limit_bytes).run(&job, &services)
                 };
@@ -722,6 +930,7 @@ impl Engine {
             .map_err(|e| EngineError::Internal(format!("spawning the isolate thread: {e}")))?;
         result
             .await
+            .map(|result| (result, None))
             .map_err(|_| EngineError::Internal("the isolate thread panicked".into()))
     }
 
@@ -745,6 +954,110 @@ impl Engine {
 pub fn restore_needs_mb(payload_len: usize) -> usize {
     const RESERVE_MB: usize = 8;
     (payload_len * 2).div_ceil(1024 * 1024) + RESERVE_MB
+}
+
+const MIB: usize = 1024 * 1024;
+
+/// A run that has ended, and the save of its heap when that goes on
+/// after it ([`Engine::run_then_save`]).
+#[derive(Debug)]
+pub struct Ran {
+    /// The run's report; without `heap` while `save` is pending.
+    pub report: RunReport,
+    /// The snapshot and store of the heap, still going.
+    pub save: Option<Saving>,
+}
+
+/// The save of a heap whose run was answered before it.
+#[derive(Debug)]
+pub struct Saving {
+    done: oneshot::Receiver<Saved>,
+}
+
+/// How a run answered first ended: its final result (the heap, the files
+/// to keep) and how storing its heap went (`None`: it made none).
+type Saved = Result<(contract::JobResult, Option<Result<HeapKey, RunError>>), EngineError>;
+
+impl Saving {
+    /// The stored heap's key, or why there is none (V8 could not snapshot
+    /// the heap, the store failed, the engine process died).
+    pub async fn wait(self) -> Result<HeapKey, RunError> {
+        match self.done.await {
+            Ok(Ok((_, Some(stored)))) => stored,
+            Ok(Ok((result, None))) => Err(result.error.unwrap_or_else(|| {
+                RunError::new("SnapshotError", "the run's heap was not snapshotted")
+            })),
+            Ok(Err(error)) => Err(RunError::new("EngineError", error.to_string())),
+            Err(_) => Err(RunError::new(
+                "EngineError",
+                "the task saving the heap ended without a result",
+            )),
+        }
+    }
+}
+
+/// Aborts a task when dropped, unless disarmed.
+struct AbortOnDrop(Option<tokio::task::AbortHandle>);
+
+impl AbortOnDrop {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(handle) = self.0.take() {
+            handle.abort();
+        }
+    }
+}
+
+/// A request checked and set up: the job, the report so far, and what
+/// finishing it needs.
+enum Setup {
+    /// The run ended before it started (a syntax error, a heap that cannot
+    /// be restored).
+    Done(Box<RunReport>),
+    Planned(Box<Planned>),
+}
+
+struct Planned {
+    job: contract::Job,
+    report: RunReport,
+    positions: Option<positions::Positions>,
+    tenant: Tenant,
+    control: Option<Arc<RunControl>>,
+    claim: Option<worker::Claim>,
+    started: Instant,
+}
+
+/// `report` with its duration since `started`, logged.
+fn finish(mut report: RunReport, started: Instant) -> RunReport {
+    let outcome = &mut report.outcome;
+    outcome.duration_ms = started.elapsed().as_millis() as u64;
+    tracing::debug!(
+        execution_id = %outcome.execution_id,
+        status = ?outcome.status,
+        input_heap = outcome.input_heap.as_ref().map(HeapKey::as_str),
+        heap = outcome.heap.as_ref().map(HeapKey::as_str),
+        duration_ms = outcome.duration_ms,
+        "run finished"
+    );
+    report
+}
+
+/// Puts the outcome of storing a run's heap into its outcome: the key, or
+/// the failure that fails the run.
+pub fn stored_in(outcome: &mut RunOutcome, stored: Result<HeapKey, RunError>) {
+    match stored {
+        Ok(key) => outcome.heap = Some(key),
+        Err(error) => {
+            outcome.status = RunStatus::Failed;
+            outcome.result = None;
+            outcome.error = Some(error);
+        }
+    }
 }
 
 struct Limits {

@@ -70,6 +70,9 @@ pub struct RunOutcome {
     pub output: String,
     /// Key of the heap this run produced (completed stateful runs); pass it as `heap` to continue from this state.
     pub heap: Option<HeapKey>,
+    /// Present when this answer came before the run's heap was stored (a large heap in a logical session): `heap` is then absent, and this says how to continue from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heap_saving: Option<String>,
     /// The heap the run was asked to start from.
     pub input_heap: Option<HeapKey>,
     /// Why it did not complete.
@@ -102,6 +105,9 @@ pub struct RunReport {
     pub repl: Option<String>,
     /// The run's `display()` blocks, in call order.
     pub displays: Vec<super::host::Displayed>,
+    /// V8's used heap when a stateful run's code ended, in bytes (0 when
+    /// unknown).
+    pub heap_used_bytes: u64,
 }
 
 impl RunReport {
@@ -115,6 +121,7 @@ impl RunReport {
                 result: None,
                 output: String::new(),
                 heap: None,
+                heap_saving: None,
                 input_heap,
                 error: None,
                 warnings: Vec::new(),
@@ -125,6 +132,7 @@ impl RunReport {
             executed_code: code.to_owned(),
             repl: None,
             displays: Vec::new(),
+            heap_used_bytes: 0,
         }
     }
 }

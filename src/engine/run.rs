@@ -265,6 +265,7 @@ pub(super) fn finish(
         blob: None,
         listing: None,
         reports,
+        heap_used_bytes: 0,
     };
     match classified {
         Classified::Ended(status, error) => {

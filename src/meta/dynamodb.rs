@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::{ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, Tags};
+use super::{ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, PendingSave, Tags};
 use crate::backends::aws::{
     EXECUTIONS, HEAP_TAG_INDEX, HEAP_TAGS, SESSION_HEADS, SESSION_INDEX, SESSION_LOG,
 };
@@ -423,8 +423,97 @@ fn lost_a_race(error: &TransactWriteItemsError) -> bool {
     conflict
 }
 
+/// The key of a session's pending save in the executions table: no
+/// execution id (a UUID) has this form.
+fn pending_key(tenant: &Tenant, session: &LogicalSession) -> AttributeValue {
+    s(tenant.scoped(&format!("pending-save:{}", session.as_str())))
+}
+
+/// How long after it stops mattering a pending save's item is kept, for
+/// the table's TTL to remove it.
+const PENDING_KEPT_SECS: i64 = 86_400;
+
 #[async_trait]
 impl MetaStore for DynamoMetaStore {
+    async fn put_pending_save(
+        &self,
+        tenant: &Tenant,
+        session: &LogicalSession,
+        save: &PendingSave,
+    ) -> Result<(), MetaStoreError> {
+        let json = serde_json::to_string(save).map_err(backend)?;
+        self.dynamodb
+            .put_item()
+            .table_name(&self.tables.executions)
+            .item("execution_id", pending_key(tenant, session))
+            .item("pending_save", s(json))
+            .item("expires_at", n(save.expires_at + PENDING_KEPT_SECS))
+            .send()
+            .await
+            .map_err(sdk)?;
+        Ok(())
+    }
+
+    async fn pending_save(
+        &self,
+        tenant: &Tenant,
+        session: &LogicalSession,
+    ) -> Result<Option<PendingSave>, MetaStoreError> {
+        let output = self
+            .dynamodb
+            .get_item()
+            .table_name(&self.tables.executions)
+            .key("execution_id", pending_key(tenant, session))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(sdk)?;
+        let Some(json) = output
+            .item
+            .as_ref()
+            .and_then(|item| item.get("pending_save"))
+            .and_then(|value| value.as_s().ok())
+        else {
+            return Ok(None);
+        };
+        serde_json::from_str(json)
+            .map(Some)
+            .map_err(|e| MetaStoreError::Unreadable {
+                what: format!("pending save of {session:?}"),
+                reason: e.to_string(),
+            })
+    }
+
+    async fn clear_pending_save(
+        &self,
+        tenant: &Tenant,
+        session: &LogicalSession,
+        execution_id: Uuid,
+    ) -> Result<(), MetaStoreError> {
+        let json = |id: Uuid| format!("\"execution_id\":\"{id}\"");
+        let result = self
+            .dynamodb
+            .delete_item()
+            .table_name(&self.tables.executions)
+            .key("execution_id", pending_key(tenant, session))
+            .condition_expression("contains(pending_save, :id)")
+            .expression_attribute_values(":id", s(json(execution_id)))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            // Another run's save, or none: nothing to clear.
+            Err(error)
+                if error
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(())
+            }
+            Err(error) => Err(sdk(error)),
+        }
+    }
+
     async fn append_log(
         &self,
         tenant: &Tenant,

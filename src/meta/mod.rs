@@ -41,6 +41,27 @@ pub struct LogEntry {
     pub timestamp: String,
 }
 
+/// A heap whose run was answered before the heap was stored: written
+/// before the answer goes, cleared once the run's log entry is written, or
+/// rewritten with `failed`. A `latest` that finds one newer than the
+/// session's last entry waits for it, or says the heap was lost
+/// (docs/protocol.md, "Answer first, save after").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingSave {
+    /// The run.
+    pub execution_id: Uuid,
+    /// The process storing it (an id it draws when it starts).
+    pub owner: String,
+    /// RFC 3339 UTC time the run's code ended: the `timestamp` its log
+    /// entry gets, so an entry at least as new makes this old news.
+    pub completed_at: String,
+    /// Unix seconds after which a save still pending is taken as lost.
+    pub expires_at: i64,
+    /// Why storing the heap failed, once it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
+}
+
 /// A log entry before it has an index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewLogEntry {
@@ -112,6 +133,12 @@ pub enum MetaStoreError {
 ///   `query_by_tags` returns heaps whose tags contain every pair of the
 ///   filter, never untagged heaps, reading only candidates of one pair.
 /// - `get_execution` treats a record whose `expires_at <= now` as absent.
+/// - A session has at most one [`PendingSave`]: `put_pending_save`
+///   replaces it, `pending_save` reads it, and `clear_pending_save`
+///   removes it only while it is the named run's.
+/// - `exclusive` is true only for a store no other process can open at
+///   the same time (the embedded one): a pending save another process
+///   wrote there was left by a process that ended.
 #[async_trait]
 pub trait MetaStore: Send + Sync + fmt::Debug + 'static {
     /// Appends to the log of `session` and returns the entry's index.
@@ -158,6 +185,30 @@ pub trait MetaStore: Send + Sync + fmt::Debug + 'static {
         tenant: &Tenant,
         filter: &Tags,
     ) -> Result<Vec<(HeapKey, Tags)>, MetaStoreError>;
+    /// Writes the pending save of `session`, replacing any.
+    async fn put_pending_save(
+        &self,
+        tenant: &Tenant,
+        session: &LogicalSession,
+        save: &PendingSave,
+    ) -> Result<(), MetaStoreError>;
+    /// The pending save of `session`, if any.
+    async fn pending_save(
+        &self,
+        tenant: &Tenant,
+        session: &LogicalSession,
+    ) -> Result<Option<PendingSave>, MetaStoreError>;
+    /// Removes the pending save of `session` if it is `execution_id`'s.
+    async fn clear_pending_save(
+        &self,
+        tenant: &Tenant,
+        session: &LogicalSession,
+        execution_id: Uuid,
+    ) -> Result<(), MetaStoreError>;
+    /// Whether this process alone has the store open (see the contract).
+    fn exclusive(&self) -> bool {
+        false
+    }
     /// Records a run.
     async fn put_execution(
         &self,

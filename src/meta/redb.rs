@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
 use uuid::Uuid;
 
-use super::{ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, Tags};
+use super::{ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, PendingSave, Tags};
 use crate::heap::HeapKey;
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
@@ -28,6 +28,8 @@ const TAGS: TableDefinition<&str, &[u8]> = TableDefinition::new("heap_tags");
 const TAG_INDEX: TableDefinition<(&str, &str, &str), ()> = TableDefinition::new("heap_tag_index");
 /// execution id → JSON [`ExecutionRecord`].
 const EXECUTIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("executions");
+/// Tenant-scoped session name → its [`PendingSave`] (JSON).
+const PENDING_SAVES: TableDefinition<&str, &[u8]> = TableDefinition::new("pending_saves");
 
 /// Session log, tags and executions in redb. Every call is at most one
 /// transaction, committed durably before it returns.
@@ -62,6 +64,7 @@ impl RedbMetaStore {
         tx.open_table(TAGS).map_err(backend)?;
         tx.open_table(TAG_INDEX).map_err(backend)?;
         tx.open_table(EXECUTIONS).map_err(backend)?;
+        tx.open_table(PENDING_SAVES).map_err(backend)?;
         index_existing_sessions(&tx)?;
         tx.commit().map_err(backend)?;
         Ok(Self { db })
@@ -152,6 +155,76 @@ fn put_execution_in(
 
 #[async_trait]
 impl MetaStore for RedbMetaStore {
+    fn exclusive(&self) -> bool {
+        // redb locks its file for one process.
+        true
+    }
+
+    async fn put_pending_save(
+        &self,
+        tenant: &Tenant,
+        session: &LogicalSession,
+        save: &PendingSave,
+    ) -> Result<(), MetaStoreError> {
+        let session = tenant.scoped(session.as_str()).into_owned();
+        let json = serde_json::to_vec(save).map_err(backend)?;
+        self.blocking(move |db| {
+            let tx = db.begin_write().map_err(backend)?;
+            tx.open_table(PENDING_SAVES)
+                .map_err(backend)?
+                .insert(session.as_str(), json.as_slice())
+                .map_err(backend)?;
+            tx.commit().map_err(backend)
+        })
+        .await
+    }
+
+    async fn pending_save(
+        &self,
+        tenant: &Tenant,
+        session: &LogicalSession,
+    ) -> Result<Option<PendingSave>, MetaStoreError> {
+        let scoped = tenant.scoped(session.as_str()).into_owned();
+        self.blocking(move |db| {
+            let tx = db.begin_read().map_err(backend)?;
+            let table = tx.open_table(PENDING_SAVES).map_err(backend)?;
+            match table.get(scoped.as_str()).map_err(backend)? {
+                Some(bytes) => {
+                    decode(|| format!("pending save of {scoped:?}"), bytes.value()).map(Some)
+                }
+                None => Ok(None),
+            }
+        })
+        .await
+    }
+
+    async fn clear_pending_save(
+        &self,
+        tenant: &Tenant,
+        session: &LogicalSession,
+        execution_id: Uuid,
+    ) -> Result<(), MetaStoreError> {
+        let scoped = tenant.scoped(session.as_str()).into_owned();
+        self.blocking(move |db| {
+            let tx = db.begin_write().map_err(backend)?;
+            {
+                let mut table = tx.open_table(PENDING_SAVES).map_err(backend)?;
+                let current = match table.get(scoped.as_str()).map_err(backend)? {
+                    Some(bytes) => Some(decode::<PendingSave>(
+                        || format!("pending save of {scoped:?}"),
+                        bytes.value(),
+                    )?),
+                    None => None,
+                };
+                if current.is_some_and(|save| save.execution_id == execution_id) {
+                    table.remove(scoped.as_str()).map_err(backend)?;
+                }
+            }
+            tx.commit().map_err(backend)
+        })
+        .await
+    }
+
     async fn append_log(
         &self,
         tenant: &Tenant,

@@ -65,6 +65,11 @@ impl McpServer {
         Self { tools }
     }
 
+    /// The saves of heaps answered for first that are still going.
+    pub fn saves(&self) -> std::sync::Arc<crate::tools::Saves> {
+        self.tools.saves.clone()
+    }
+
     /// What this server offers, in `initialize` and `server/discover` alike:
     /// resources and prompts only where there are session logs.
     fn capabilities(&self) -> ServerCapabilities {

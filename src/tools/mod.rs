@@ -6,6 +6,7 @@ mod display;
 mod executions;
 mod heap_tags;
 mod run_js;
+mod saving;
 mod schema;
 mod session_log;
 mod toolbox;
@@ -21,6 +22,7 @@ use crate::protocol::mcp::{
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
 pub use executions::ExecutionView;
+pub use saving::Saves;
 pub use toolbox::{CallContext, MAX_READ_FILE_BYTES, MAX_RESULT_JSON_BYTES, Toolbox};
 use toolbox::{fits_one_response, result_json_len};
 

@@ -14,9 +14,14 @@ use super::toolbox::{
     CallContext, MAX_RESULT_JSON_BYTES, Toolbox, fits_one_response, json_result, result_json_len,
 };
 use crate::clock::unix_now;
-use crate::engine::{Language, RunOutcome, RunRequest, RunStatus, cap_text, cap_text_ends};
+use tracing::Instrument;
+
+use super::saving;
+use crate::engine::{
+    Language, Ran, RunOutcome, RunRequest, RunStatus, Saving, cap_text, cap_text_ends, stored_in,
+};
 use crate::heap::HeapKey;
-use crate::meta::{ExecutionRecord, NewLogEntry, Tags};
+use crate::meta::{ExecutionRecord, NewLogEntry, PendingSave, Tags};
 use crate::protocol::mcp::{CallToolResult, STATELESS_VERSION, Tool, ToolAnnotations};
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
@@ -193,6 +198,14 @@ pub(super) fn describe(
         format!("{CONTINUE_BY_DEFAULT} {STATEFUL_DESCRIPTION}")
     } else {
         format!("{FRESH_BY_DEFAULT} {STATEFUL_DESCRIPTION}")
+    };
+    let base = match toolbox.answer_before_save_bytes {
+        Some(least) if !stateless => format!(
+            "{base} A run with heap: \"latest\" whose heap holds {} or more is answered before its heap is \
+             stored: the answer then has `heap_saving` instead of `heap`, and the next heap: \"latest\" waits for the save.",
+            bytes(usize::try_from(least).unwrap_or(usize::MAX))
+        ),
+        _ => base,
     };
     let fetch = if limits.fetch.enabled() {
         let fetch = &limits.fetch;
@@ -419,11 +432,43 @@ async fn resolve_latest(
     let Some(session) = &planned.logical_session else {
         return Ok(());
     };
+    // A save this process answered for first is waited for.
+    let failed = toolbox.saves.wait(context.tenant, session).await;
     let last = toolbox
         .meta
         .last_log_entry(context.tenant, session)
         .await
         .map_err(|e| format!("could not read the session log for heap \"latest\": {e}"))?;
+    let (lost, last) = if toolbox.answer_before_save_bytes.is_some() || !failed.is_empty() {
+        saving::lost_save(
+            toolbox.meta.as_ref(),
+            &toolbox.saves,
+            context.tenant,
+            session,
+            last,
+        )
+        .await?
+    } else {
+        (None, last)
+    };
+    if let Some(lost) = lost {
+        let stored = match &last {
+            Some(entry) => format!(
+                "The last heap stored in this session is {} (log entry {}): pass heap: \"{}\" to \
+                 continue from it, or heap: \"\" to start fresh",
+                entry.output_heap, entry.index, entry.output_heap
+            ),
+            None => "This session has no stored heap: pass heap: \"\" to start fresh".to_owned(),
+        };
+        return Err(format!(
+            "heap \"latest\" of session {:?} is lost: run {} (its code ended at {}) was answered before \
+             its heap was stored, and {}. Nothing that run or later answered runs defined exists. {stored}.",
+            session.as_str(),
+            lost.execution_id,
+            lost.completed_at,
+            lost.why
+        ));
+    }
     match last {
         Some(entry) => planned.request.heap = Some(entry.output_heap),
         None if planned.implied_latest => {}
@@ -496,18 +541,81 @@ pub(super) async fn call(
     }
     let started = crate::clock::unix_now_millis();
     let request = std::mem::take(&mut planned.request);
-    let report = match toolbox.engine.run(request).await {
-        Ok(report) => report,
+    let Ran { report, save } = match toolbox.engine.run_then_save(request).await {
+        Ok(ran) => ran,
         Err(e) => return CallToolResult::error(e.to_string()),
     };
     let completed_at = crate::clock::unix_now_millis();
     let mut outcome = report.outcome;
     let repl = report.repl;
     let displays = report.displays;
+    outcome.warnings.append(&mut planned.warnings);
+    let first = match (save, &planned.logical_session) {
+        // A caller that continues `latest` continues with it; one that
+        // passed a key (or none) gets a key back.
+        (Some(save), Some(session))
+            if planned.latest
+                && toolbox
+                    .answer_before_save_bytes
+                    .is_some_and(|least| report.heap_used_bytes >= least) =>
+        {
+            let marker =
+                saving::pending(&toolbox.saves, outcome.execution_id, rfc3339(completed_at));
+            match toolbox
+                .meta
+                .put_pending_save(context.tenant, session, &marker)
+                .await
+            {
+                Ok(()) => Some((save, session.clone(), marker)),
+                Err(e) => {
+                    // Without the marker a lost save could go unnoticed: wait.
+                    tracing::warn!(error = %e, "the pending save was not written; the answer waits for the save");
+                    stored_in(&mut outcome, save.wait().await);
+                    None
+                }
+            }
+        }
+        (Some(save), _) => {
+            stored_in(&mut outcome, save.wait().await);
+            None
+        }
+        (None, _) => None,
+    };
     span.record("execution_id", outcome.execution_id.to_string());
     span.record("status", outcome.status.as_str());
     span.record("heap", outcome.heap.as_ref().map(HeapKey::as_str));
-    outcome.warnings.append(&mut planned.warnings);
+    if let Some((save, session, marker)) = first {
+        let ticket = toolbox
+            .saves
+            .begin(context.tenant, &session, outcome.execution_id);
+        outcome.heap_saving = Some(format!(
+            "the heap is being stored after this answer (it holds {} MiB); continue with heap: \"latest\" \
+             in session {:?}, which waits for it. Its key will be the next run's input_heap and is listed by \
+             list_session_snapshots",
+            report.heap_used_bytes.div_ceil(1024 * 1024),
+            session.as_str()
+        ));
+        let after = AfterAnswer {
+            toolbox: toolbox.clone(),
+            tenant: context.tenant.clone(),
+            outcome: outcome.clone(),
+            times: (started, completed_at),
+            code: report.executed_code,
+            session,
+            tags: planned.tags.take(),
+            marker,
+        };
+        tokio::spawn(
+            async move {
+                let ended = after.save(save).await;
+                ticket.end(ended);
+            }
+            .instrument(span.clone()),
+        );
+        let warning = fresh_start_warning(toolbox, context, &planned, None).await;
+        outcome.warnings.extend(warning);
+        return with_displays(outcome, repl, displays, false, structured);
+    }
     // A stateless server keeps nothing: no tool could read a record. A
     // cancelled run leaves nothing either: no log entry, no record.
     let mut metadata_failed = false;
@@ -532,6 +640,70 @@ pub(super) async fn call(
     }
     let is_error = outcome.status != RunStatus::Completed || metadata_failed;
     with_displays(outcome, repl, displays, is_error, structured)
+}
+
+/// What storing a heap answered for first needs: the run as answered, and
+/// what its record and log entry carry.
+struct AfterAnswer {
+    toolbox: Toolbox,
+    tenant: Tenant,
+    outcome: RunOutcome,
+    times: (i128, i128),
+    code: String,
+    session: LogicalSession,
+    tags: Option<Tags>,
+    marker: PendingSave,
+}
+
+impl AfterAnswer {
+    /// Waits for the heap to be stored, then writes what the run leaves
+    /// behind; a save that failed is written into the session's pending
+    /// save, so that the next `latest` says so. `Err` says why the heap
+    /// was not stored.
+    async fn save(mut self, save: Saving) -> Result<(), String> {
+        let meta = self.toolbox.meta.clone();
+        let stored = save.wait().await;
+        self.outcome.heap_saving = None;
+        let why = match stored {
+            Ok(key) => {
+                self.outcome.heap = Some(key);
+                let recorded = record(
+                    &self.toolbox,
+                    &self.tenant,
+                    &mut self.outcome,
+                    self.times,
+                    self.code,
+                    Some(&self.session),
+                    self.tags.as_ref(),
+                )
+                .await;
+                if recorded.logged_at.is_some() {
+                    if let Err(e) = meta
+                        .clear_pending_save(&self.tenant, &self.session, self.outcome.execution_id)
+                        .await
+                    {
+                        // Its log entry is newer than it: `latest` reads past it.
+                        tracing::warn!(error = %e, "a stored heap's pending save was not cleared");
+                    }
+                    return Ok(());
+                }
+                format!(
+                    "its log entry was not written ({})",
+                    self.outcome.warnings.last().map_or("", String::as_str)
+                )
+            }
+            Err(error) => format!("storing it failed ({}: {})", error.name, error.message),
+        };
+        tracing::error!(why, "a heap answered for before its save was not stored");
+        self.marker.failed = Some(why.clone());
+        if let Err(e) = meta
+            .put_pending_save(&self.tenant, &self.session, &self.marker)
+            .await
+        {
+            tracing::error!(error = %e, "a failed save could not be recorded in the session");
+        }
+        Err(why)
+    }
 }
 
 /// Room kept for the warnings that blocks which do not fit add to the text.

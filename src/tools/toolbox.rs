@@ -37,6 +37,13 @@ pub struct Toolbox {
     /// An omitted `heap` in a logical session means `"latest"`
     /// (`MCP_V8_CONTINUE_SESSIONS`).
     pub continue_sessions: bool,
+    /// A run in a logical session whose heap holds at least this many
+    /// bytes is answered before its heap is stored
+    /// (`MCP_V8_ANSWER_BEFORE_SAVE_MB`); `None`: every answer waits.
+    pub answer_before_save_bytes: Option<u64>,
+    /// The saves of heaps answered for before they were stored, going in
+    /// this process.
+    pub saves: Arc<super::saving::Saves>,
 }
 
 impl Toolbox {

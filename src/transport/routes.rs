@@ -101,6 +101,12 @@ impl App {
         }
     }
 
+    /// The saves of heaps answered for first that are still going: a
+    /// process waits for them before it exits.
+    pub fn saves(&self) -> Arc<crate::tools::Saves> {
+        self.inner.server.saves()
+    }
+
     /// Whether requests must carry a bearer token or JWT that this app
     /// checks (`MCP_V8_AUTH_TOKEN_SHA256`, `MCP_V8_JWKS_URL`).
     pub fn authenticates_callers(&self) -> bool {

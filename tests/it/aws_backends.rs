@@ -539,6 +539,7 @@ async fn fields_too_large_for_an_item_go_to_s3_and_come_back_whole() {
     );
     let record = crate::common::execution_record(
         RunOutcome {
+            heap_saving: None,
             execution_id: uuid::Uuid::new_v4(),
             status: RunStatus::Completed,
             result: None,

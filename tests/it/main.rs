@@ -42,6 +42,7 @@ mod session_store;
 mod sessionless;
 mod stdio;
 mod tenancy;
+mod think_time;
 mod tools;
 mod tree;
 mod url_modules;

@@ -66,6 +66,7 @@ mod execution_records {
     fn record() -> ExecutionRecord {
         crate::common::execution_record(
             RunOutcome {
+                heap_saving: None,
                 execution_id: Uuid::new_v4(),
                 status: RunStatus::Completed,
                 result: Some("2".into()),

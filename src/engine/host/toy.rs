@@ -141,7 +141,7 @@ mod tests {
         // Its global and natives are in heaps like every family's.
         let mut job = Job::fresh("globalThis.kept = await toy.double(5)".into());
         job.stateful = true;
-        let made = isolate::execute(job, &services);
+        let made = isolate::execute(job, &services, &mut None, &mut |_| {});
         let blob = made.blob.expect("a heap");
         let mut job = Job::fresh(String::new());
         job.task = Task::Run {
@@ -149,7 +149,7 @@ mod tests {
         };
         job.stateful = true;
         job.restore = Some(blob);
-        let result = isolate::execute(job, &services);
+        let result = isolate::execute(job, &services, &mut None, &mut |_| {});
         assert_eq!(result.result.as_deref(), Some("12"), "{result:?}");
         assert_eq!(result.reports.toy, 1);
     }

@@ -17,6 +17,7 @@ use crate::engine::host::services::{Clients, FileRead, FileSource, HostServices}
 use crate::engine::isolate;
 use crate::engine::outcome::RunError;
 use crate::engine::plain::PlainIsolate;
+use crate::engine::ready::Ready;
 use crate::engine::run;
 use crate::engine::{platform, watchdog};
 
@@ -83,6 +84,7 @@ fn runner(
     warm_heap_bytes: Option<usize>,
 ) -> io::Result<()> {
     let mut warm = warm_heap_bytes.map(PlainIsolate::new);
+    let mut ready: Option<Ready> = None;
     loop {
         let job = wire::read_frame::<Job>(&mut *lock(&pipes.input))?;
         let Some(mut job) = job else {
@@ -93,19 +95,38 @@ fn runner(
         *lock(&pipes.current) = Some(control);
         let stateless = !job.touches_snapshots();
         let heap_limit_bytes = job.heap_limit_bytes;
+        let keep_ready = job.keep_ready;
+        let mut early = |answer: JobResult| {
+            // The answer goes out while the heap is snapshotted; a failed
+            // write means the server is gone, which the result's write sees.
+            let frame = WorkerFrame::Ran(Box::new(answer));
+            let _ = wire::write_frame(&mut *lock(&pipes.output), &frame);
+        };
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            execute(&mut warm, job, services)
+            execute(&mut warm, &mut ready, job, services, &mut early)
         }));
         lock(&pipes.current).take();
         let result = ran.unwrap_or_else(|_| {
             // A half-used isolate goes with the panic.
             warm = None;
+            ready = None;
             JobResult::failed(RunError::new(
                 "EngineError",
                 "the engine failed while running this code (a bug, logged by the worker); nothing was stored",
             ))
         });
+        let blob = result.blob.clone();
         wire::write_result(&mut *lock(&pipes.output), result)?;
+        // The heap just sent is restored for the call that continues it
+        // while the server stores it and the agent reads the answer; the
+        // next job on this pipe waits for it.
+        if let (Some(limits), Some(blob)) = (keep_ready, blob) {
+            let limit_bytes = limits.heap_limit_mb(blob.0.len()) * 1024 * 1024;
+            let restored = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                Ready::restore(blob.0, limit_bytes)
+            }));
+            ready = restored.ok();
+        }
         // With the answer on its way, the next stateless run's isolate is
         // readied (or replaced); a worker of stateful runs keeps none.
         if stateless {
@@ -119,11 +140,19 @@ fn runner(
 }
 
 /// Runs `job` on the ready isolate when it fits, on a new one otherwise.
-fn execute(warm: &mut Option<PlainIsolate>, job: Job, services: &HostServices) -> JobResult {
+fn execute(
+    warm: &mut Option<PlainIsolate>,
+    ready: &mut Option<Ready>,
+    job: Job,
+    services: &HostServices,
+    ran: &mut dyn FnMut(JobResult),
+) -> JobResult {
     if job.touches_snapshots() {
         *warm = None;
-        return isolate::execute(job, services);
+        return isolate::execute(job, services, ready, ran);
     }
+    // A plain isolate shares the read-only heap a restored one holds alone.
+    *ready = None;
     if warm
         .as_ref()
         .is_none_or(|w| w.heap_limit_bytes() != job.heap_limit_bytes)

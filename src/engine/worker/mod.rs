@@ -35,6 +35,8 @@ use super::outcome::{EngineError, RunError, RunStatus};
 use super::section::Section;
 use super::watchdog::{STUCK_AFTER, STUCK_WORDS};
 use crate::backends::content::ContentKey;
+use crate::heap::HeapKey;
+use crate::tenant::Tenant;
 use wire::{FileReply, WorkerFrame};
 
 /// The first argument that makes the binary an engine worker.
@@ -97,6 +99,30 @@ struct Worker {
     stderr: tokio::task::JoinHandle<()>,
     /// Jobs run so far.
     jobs: u64,
+    /// Names the worker to [`WorkerPool::mark_ready`].
+    id: u64,
+    /// The heap the worker keeps ready, once the engine has named it.
+    ready: Option<ReadyHeap>,
+    /// The worker is restoring the heap it just sent into a ready isolate.
+    preparing: bool,
+    /// Counts the worker among the pool's live ones until it is dropped.
+    _live: Live,
+}
+
+/// One live worker of a pool's count: decrements it when dropped.
+struct Live(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Live {
+    fn new(count: &Arc<std::sync::atomic::AtomicUsize>) -> Live {
+        count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Live(count.clone())
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 impl std::fmt::Debug for Worker {
@@ -106,7 +132,12 @@ impl std::fmt::Debug for Worker {
 }
 
 impl Worker {
-    fn spawn(program: &Path, warm_heap_bytes: Option<usize>) -> std::io::Result<Worker> {
+    fn spawn(
+        program: &Path,
+        warm_heap_bytes: Option<usize>,
+        id: u64,
+        live: Live,
+    ) -> std::io::Result<Worker> {
         let mut command = Command::new(program);
         command.arg(WORKER_ARG);
         if let Some(bytes) = warm_heap_bytes {
@@ -149,11 +180,21 @@ impl Worker {
             last_words,
             stderr,
             jobs: 0,
+            id,
+            ready: None,
+            preparing: false,
+            _live: live,
         })
     }
 
     /// Runs `job`; an I/O error means the worker died (or was killed).
-    async fn run(&mut self, job: &Job, services: &HostServices) -> std::io::Result<JobResult> {
+    /// `ran` gets a completed stateful run's result before its snapshot.
+    async fn run(
+        &mut self,
+        job: &Job,
+        services: &HostServices,
+        mut ran: Option<Ran>,
+    ) -> std::io::Result<JobResult> {
         self.jobs += 1;
         // Only what this run's process says tells how this run ended.
         self.last_words
@@ -185,6 +226,11 @@ impl Worker {
                         found: found.map(|bytes| bytes.map(Section)),
                     };
                     self.write(&wire::encode(&reply)?).await?;
+                }
+                WorkerFrame::Ran(result) => {
+                    if let Some(ran) = ran.take() {
+                        let _ = ran.send(*result);
+                    }
                 }
                 WorkerFrame::Result(result) => return Ok(*result),
             }
@@ -225,17 +271,135 @@ pub(crate) struct WorkerPool {
     warm_heap_bytes: Option<usize>,
     idle: Mutex<Vec<Worker>>,
     max_jobs: u64,
+    /// Most bytes the workers keeping heaps ready may hold resident; past
+    /// it the least recently made are dropped.
+    ready_bytes: usize,
+    next_id: std::sync::atomic::AtomicU64,
+    /// Workers alive, idle or running.
+    live: Arc<std::sync::atomic::AtomicUsize>,
+    /// Most workers alive at once (the engine's runners): below it a run
+    /// gets a new worker rather than one keeping a heap ready.
+    max_workers: usize,
+}
+
+/// Where a completed stateful run's result goes before its snapshot.
+pub(crate) type Ran = tokio::sync::oneshot::Sender<JobResult>;
+
+/// A heap an idle worker keeps ready: whose, which, with what limit, and
+/// what it is counted as against the pool's bound where the worker's
+/// resident memory cannot be read.
+#[derive(Debug, Clone)]
+pub(crate) struct ReadyHeap {
+    pub tenant: Tenant,
+    pub key: HeapKey,
+    pub heap_limit_bytes: usize,
+    pub cost_bytes: usize,
+    pub made: Instant,
+}
+
+/// The worker holding the heap a job continues, taken from the idle ones.
+#[derive(Debug)]
+pub(crate) struct Claim(Worker);
+
+impl Claim {
+    /// The heap limit the ready isolate was made with.
+    pub(crate) fn heap_limit_bytes(&self) -> usize {
+        self.0.ready.as_ref().map_or(0, |r| r.heap_limit_bytes)
+    }
 }
 
 impl WorkerPool {
     /// A pool of workers running `program` (this binary), each replaced
     /// after `max_jobs` runs.
-    pub(crate) fn new(program: PathBuf, warm_heap_bytes: Option<usize>, max_jobs: u64) -> Self {
+    pub(crate) fn new(
+        program: PathBuf,
+        warm_heap_bytes: Option<usize>,
+        max_jobs: u64,
+        ready_bytes: usize,
+        max_workers: usize,
+    ) -> Self {
         Self {
             program,
             warm_heap_bytes,
             idle: Mutex::new(Vec::new()),
             max_jobs: max_jobs.max(1),
+            ready_bytes,
+            next_id: std::sync::atomic::AtomicU64::new(0),
+            live: Arc::default(),
+            max_workers: max_workers.max(1),
+        }
+    }
+
+    /// Whether workers keep heaps ready at all.
+    pub(crate) fn keeps_ready(&self) -> bool {
+        self.ready_bytes > 0
+    }
+
+    /// The idle worker keeping `tenant`'s heap `key` ready with the limit
+    /// the call asked for (`None`: the limit it was made with).
+    pub(crate) fn claim(
+        &self,
+        tenant: &Tenant,
+        key: &HeapKey,
+        asked_limit_bytes: Option<usize>,
+    ) -> Option<Claim> {
+        let mut idle = self.idle();
+        let at = idle.iter().position(|w| {
+            w.ready.as_ref().is_some_and(|r| {
+                r.key == *key
+                    && r.tenant == *tenant
+                    && asked_limit_bytes.is_none_or(|asked| asked == r.heap_limit_bytes)
+            })
+        })?;
+        Some(Claim(idle.swap_remove(at)))
+    }
+
+    /// Names the heap worker `id` is restoring (the one its last run
+    /// made), if it is still idle, and drops the least recently made
+    /// ready heaps past the bound by ending their workers: an ended
+    /// process gives its memory back, a dropped isolate may not.
+    pub(crate) fn mark_ready(&self, id: u64, heap: ReadyHeap) {
+        let ended = {
+            let mut idle = self.idle();
+            let Some(worker) = idle.iter_mut().find(|w| w.id == id && w.preparing) else {
+                tracing::debug!(id, "the worker restoring a heap was taken for another run");
+                return;
+            };
+            tracing::debug!(id, key = %heap.key, "a heap is kept ready");
+            worker.preparing = false;
+            worker.ready = Some(heap);
+            let mut ended = Vec::new();
+            loop {
+                let held: usize = idle
+                    .iter()
+                    .filter_map(|w| {
+                        w.ready
+                            .as_ref()
+                            .map(|r| resident_bytes(w.pid).unwrap_or(r.cost_bytes))
+                    })
+                    .sum();
+                if held <= self.ready_bytes {
+                    break;
+                }
+                let oldest = idle
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(at, w)| w.ready.as_ref().map(|r| (at, r.made)))
+                    .min_by_key(|(_, made)| *made)
+                    .map(|(at, _)| at);
+                match oldest {
+                    Some(at) => ended.push(idle.swap_remove(at)),
+                    None => break,
+                }
+            }
+            ended
+        };
+        for worker in ended {
+            tracing::debug!(
+                pid = worker.pid,
+                "a ready heap was dropped to stay within MCP_V8_READY_HEAPS_MB"
+            );
+            tokio::spawn(worker.end());
         }
     }
 
@@ -250,7 +414,11 @@ impl WorkerPool {
     }
 
     fn spawn(&self) -> Result<Worker, EngineError> {
-        Worker::spawn(&self.program, self.warm_heap_bytes).map_err(|e| {
+        let id = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let live = Live::new(&self.live);
+        Worker::spawn(&self.program, self.warm_heap_bytes, id, live).map_err(|e| {
             EngineError::Internal(format!(
                 "starting an engine worker ({}): {e}",
                 self.program.display()
@@ -267,13 +435,53 @@ impl WorkerPool {
         }
     }
 
-    /// Runs `job` in a worker. A worker that dies fails this run only.
+    /// An idle worker for a job that continues no ready heap: one that
+    /// keeps none first; else none while a new one may start (the caller
+    /// starts it); else the one whose ready heap is oldest.
+    fn take_idle(&self) -> Option<Worker> {
+        let mut idle = self.idle();
+        let (at, keeps) = idle
+            .iter()
+            .enumerate()
+            .map(|(at, w)| {
+                let rank = match &w.ready {
+                    None if !w.preparing => (0, None),
+                    None => (1, None),
+                    Some(ready) => (2, Some(ready.made)),
+                };
+                (at, rank)
+            })
+            .min_by_key(|(_, rank)| *rank)
+            .map(|(at, rank)| (at, rank.0 > 0))?;
+        if keeps {
+            // A worker drops a ready heap only by writing it out once more
+            // (V8's rule for a snapshot creator): ending the process is
+            // cheaper, and a new worker takes the run.
+            if self.live.load(std::sync::atomic::Ordering::SeqCst) >= self.max_workers {
+                tokio::spawn(idle.swap_remove(at).end());
+            }
+            return None;
+        }
+        Some(idle.swap_remove(at))
+    }
+
+    /// Runs `job` in a worker (`claim`'s, when the job continues its ready
+    /// heap). A worker that dies fails this run only. Also returns the id
+    /// of the worker now restoring the run's heap, for [`Self::mark_ready`].
     pub(crate) async fn execute(
         &self,
         job: Job,
         services: &HostServices,
-    ) -> Result<JobResult, EngineError> {
-        let idle = self.idle().pop();
+        ran: Option<Ran>,
+        claim: Option<Claim>,
+    ) -> Result<(JobResult, Option<u64>), EngineError> {
+        let idle = match claim {
+            Some(Claim(mut worker)) => {
+                worker.ready = None;
+                Some(worker)
+            }
+            None => self.take_idle(),
+        };
         let mut worker = match idle {
             Some(worker) => worker,
             None => self.spawn()?,
@@ -284,7 +492,7 @@ impl WorkerPool {
         }
         // Dropping this future (the caller went away) drops the worker,
         // which kills it: nothing half-run is reused.
-        let outcome = worker.run(&job, services).await;
+        let outcome = worker.run(&job, services, ran).await;
         if let Some(control) = &control {
             control.detach();
         }
@@ -295,12 +503,17 @@ impl WorkerPool {
                 // V8 keeps 1–1.6 KB per snapshot isolate for the life of the
                 // process (docs/performance.md, "Load"); a worker that has run
                 // its share is replaced, which keeps memory flat.
+                let mut preparing = None;
                 if cancelled {
                     tokio::spawn(worker.end());
                 } else if worker.jobs < self.max_jobs {
+                    if job.keep_ready.is_some() && result.blob.is_some() {
+                        worker.preparing = true;
+                        preparing = Some(worker.id);
+                    }
                     self.idle().push(worker);
                 }
-                Ok(result)
+                Ok((result, preparing))
             }
             Err(io) => {
                 let pid = worker.pid;
@@ -311,10 +524,21 @@ impl WorkerPool {
                 } else {
                     tracing::error!(pid, %ended, error = %io, "an engine worker died during a run");
                 }
-                Ok(died(&job, &ended, &words, io.kind()))
+                Ok((died(&job, &ended, &words, io.kind()), None))
             }
         }
     }
+}
+
+/// The memory process `pid` holds resident (Linux: `/proc/PID/statm`),
+/// which is what keeping its worker alive costs.
+fn resident_bytes(pid: u32) -> Option<usize> {
+    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
+    let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf reads a constant of the system; no memory is touched.
+    #[allow(unsafe_code)]
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages * usize::try_from(page).ok()?)
 }
 
 /// The bytes of `/work` file `key` for a worker's run, read until its

@@ -43,6 +43,9 @@ pub(super) enum WorkerFrame {
     NeedFile {
         key: ContentKey,
     },
+    /// A completed stateful run's result before its heap is snapshotted;
+    /// the `Result` with the heap follows.
+    Ran(Box<JobResult>),
     Result(Box<JobResult>),
 }
 

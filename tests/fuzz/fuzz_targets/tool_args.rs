@@ -42,6 +42,8 @@ fn harness() -> &'static Harness {
             stateless: false,
             execution_ttl_secs: 3600,
             continue_sessions: false,
+            answer_before_save_bytes: None,
+            saves: Default::default(),
         };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()

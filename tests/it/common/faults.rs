@@ -24,7 +24,7 @@ use uuid::Uuid;
 
 use mcp_v8_lambda::heap::{HeapKey, HeapStore, HeapStoreError, Snapshot};
 use mcp_v8_lambda::meta::{
-    ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, Tags,
+    ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, PendingSave, Tags,
 };
 use mcp_v8_lambda::session::{
     InitState, LogicalSession, SessionId, SessionStore, SessionStoreError,
@@ -49,6 +49,8 @@ pub enum Fault {
 pub struct FaultPlan {
     rules: Mutex<Vec<Rule>>,
     calls: Mutex<HashMap<&'static str, u64>>,
+    /// Operations whose calls wait until released (a slow store).
+    gates: Mutex<HashMap<&'static str, tokio::sync::watch::Sender<bool>>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -75,6 +77,23 @@ impl FaultPlan {
         self.push(operation, nth, true, fault);
     }
 
+    /// Calls of `operation` from now on wait (as on a slow store) until
+    /// [`Self::release`].
+    pub fn hold(&self, operation: &'static str) {
+        let mut gates = self.gates.lock().expect("fault plan lock");
+        gates
+            .entry(operation)
+            .or_insert_with(|| tokio::sync::watch::channel(true).0)
+            .send_replace(false);
+    }
+
+    /// Lets held calls of `operation` go on.
+    pub fn release(&self, operation: &'static str) {
+        if let Some(gate) = self.gates.lock().expect("fault plan lock").get(operation) {
+            gate.send_replace(true);
+        }
+    }
+
     /// Stops injecting.
     pub fn clear(&self) {
         self.rules.lock().expect("fault plan lock").clear();
@@ -97,12 +116,21 @@ impl FaultPlan {
 
     /// Counts a call of `operation` and says whether and how it fails.
     async fn strike(&self, operation: &'static str) -> Option<InjectedError> {
+        let gate = self
+            .gates
+            .lock()
+            .expect("fault plan lock")
+            .get(operation)
+            .map(|gate| gate.subscribe());
         let count = {
             let mut calls = self.calls.lock().expect("fault plan lock");
             let count = calls.entry(operation).or_insert(0);
             *count += 1;
             *count
         };
+        if let Some(mut gate) = gate {
+            let _ = gate.wait_for(|open| *open).await;
+        }
         let fault = self
             .rules
             .lock()
@@ -253,6 +281,37 @@ async fn fail_meta(plan: &FaultPlan, operation: &'static str) -> Result<(), Meta
 
 #[async_trait]
 impl MetaStore for Faulty<dyn MetaStore> {
+    fn exclusive(&self) -> bool {
+        self.inner.exclusive()
+    }
+    async fn put_pending_save(
+        &self,
+        tenant: &Tenant,
+        session: &LogicalSession,
+        save: &PendingSave,
+    ) -> Result<(), MetaStoreError> {
+        fail_meta(&self.plan, "meta.put_pending_save").await?;
+        self.inner.put_pending_save(tenant, session, save).await
+    }
+    async fn pending_save(
+        &self,
+        tenant: &Tenant,
+        session: &LogicalSession,
+    ) -> Result<Option<PendingSave>, MetaStoreError> {
+        fail_meta(&self.plan, "meta.pending_save").await?;
+        self.inner.pending_save(tenant, session).await
+    }
+    async fn clear_pending_save(
+        &self,
+        tenant: &Tenant,
+        session: &LogicalSession,
+        execution_id: Uuid,
+    ) -> Result<(), MetaStoreError> {
+        fail_meta(&self.plan, "meta.clear_pending_save").await?;
+        self.inner
+            .clear_pending_save(tenant, session, execution_id)
+            .await
+    }
     async fn append_log(
         &self,
         tenant: &Tenant,

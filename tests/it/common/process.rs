@@ -24,21 +24,21 @@ impl Serve {
     pub fn start(args: &[&str], env: &[(&str, &str)]) -> Serve {
         let dir = tempfile::tempdir().unwrap();
         let port = super::net::free_port();
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
-            .args(["serve", "--port", &port.to_string(), "--data-dir"])
-            .arg(dir.path())
-            .args(args)
-            .envs(env.iter().copied())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        super::net::wait_listening(port, "serve", Duration::from_secs(20));
+        let child = spawn(dir.path(), port, args, env);
         Serve {
             child,
             port,
             _dir: dir,
         }
+    }
+
+    /// Kills the process with SIGKILL, as an out-of-memory killer or a
+    /// crash would, and starts `serve` again on the same data directory.
+    pub fn restart_after_kill(&mut self, args: &[&str], env: &[(&str, &str)]) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        self.port = super::net::free_port();
+        self.child = spawn(self._dir.path(), self.port, args, env);
     }
 
     pub fn pid(&self) -> u32 {
@@ -61,6 +61,26 @@ impl Serve {
             _ => json!({"error_text": result["content"][0]["text"], "answer": answer}),
         }
     }
+}
+
+/// `serve` on `dir` and `port` with `args` and `env`, once it listens.
+fn spawn(
+    dir: &std::path::Path,
+    port: u16,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> std::process::Child {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
+        .args(["serve", "--port", &port.to_string(), "--data-dir"])
+        .arg(dir)
+        .args(args)
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    super::net::wait_listening(port, "serve", Duration::from_secs(20));
+    child
 }
 
 /// A `/proc/PID/status` field in KiB (`VmRSS:`, `VmHWM:`).

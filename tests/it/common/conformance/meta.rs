@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use mcp_v8_lambda::engine::{RunOutcome, RunStatus};
 use mcp_v8_lambda::heap::HeapKey;
-use mcp_v8_lambda::meta::{MetaStore, NewLogEntry, Tags};
+use mcp_v8_lambda::meta::{MetaStore, NewLogEntry, PendingSave, Tags};
 use mcp_v8_lambda::session::LogicalSession;
 use mcp_v8_lambda::tenant::Tenant;
 
@@ -70,7 +70,67 @@ pub async fn run_all(store: Arc<dyn MetaStore>) {
     tags_are_replaced_read_and_cleared(store.as_ref()).await;
     tag_queries_need_every_pair(store.as_ref()).await;
     executions_round_trip_and_expire(store.as_ref()).await;
+    pending_saves_are_replaced_read_and_cleared_only_by_their_run(store.as_ref()).await;
     concurrent_appends_get_distinct_gapless_indexes(store, 8, 25).await;
+}
+
+fn pending_save(execution_id: Uuid) -> PendingSave {
+    PendingSave {
+        execution_id,
+        owner: "process-a".into(),
+        completed_at: "2026-11-26T12:00:00.000Z".into(),
+        expires_at: 1_900_000_000,
+        failed: None,
+    }
+}
+
+/// One pending save per session, replaced by the next; cleared by its own
+/// run only; no other session or tenant sees it.
+pub async fn pending_saves_are_replaced_read_and_cleared_only_by_their_run(store: &dyn MetaStore) {
+    let s = session("pending");
+    assert_eq!(store.pending_save(ANON, &s).await.unwrap(), None);
+    let first = pending_save(Uuid::new_v4());
+    store.put_pending_save(ANON, &s, &first).await.unwrap();
+    assert_eq!(
+        store.pending_save(ANON, &s).await.unwrap(),
+        Some(first.clone())
+    );
+    assert_eq!(
+        store.pending_save(ANON, &session("other")).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .pending_save(&fresh_tenant("carol"), &s)
+            .await
+            .unwrap(),
+        None,
+        "another tenant's session of the same name has none"
+    );
+    let second = PendingSave {
+        failed: Some("storing it failed".into()),
+        ..pending_save(Uuid::new_v4())
+    };
+    store.put_pending_save(ANON, &s, &second).await.unwrap();
+    // The first run's clearing leaves the second's.
+    store
+        .clear_pending_save(ANON, &s, first.execution_id)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.pending_save(ANON, &s).await.unwrap(),
+        Some(second.clone())
+    );
+    store
+        .clear_pending_save(ANON, &s, second.execution_id)
+        .await
+        .unwrap();
+    assert_eq!(store.pending_save(ANON, &s).await.unwrap(), None);
+    // Clearing what is not there is no error.
+    store
+        .clear_pending_save(ANON, &s, second.execution_id)
+        .await
+        .unwrap();
 }
 
 /// Indexes 0, 1, 2 …; `read_log` pages in index order.
@@ -210,6 +270,7 @@ pub async fn tag_queries_need_every_pair(store: &dyn MetaStore) {
 pub async fn executions_round_trip_and_expire(store: &dyn MetaStore) {
     let record = crate::common::execution_record(
         RunOutcome {
+            heap_saving: None,
             execution_id: Uuid::new_v4(),
             status: RunStatus::Completed,
             result: Some("42".into()),
@@ -344,6 +405,7 @@ pub async fn tenants_see_nothing_of_each_other(store: &dyn MetaStore) {
         .unwrap();
     let record = crate::common::execution_record(
         RunOutcome {
+            heap_saving: None,
             execution_id: Uuid::new_v4(),
             status: RunStatus::Completed,
             result: Some("1".into()),

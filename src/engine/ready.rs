@@ -1,0 +1,127 @@
+//! A heap kept restored for the next call: after an engine worker sends a
+//! run's snapshot, it restores that snapshot into a snapshot creator and
+//! makes its context, the two steps whose cost grows with the heap, while
+//! the agent thinks. A call that continues the heap then only runs. The
+//! pool decides which heaps stay ready and for how long
+//! (`worker/mod.rs`, bounded by `MCP_V8_READY_HEAPS_MB`).
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use super::isolate::snapshot_isolate;
+use super::run::{HeapGuard, READ_ONLY_HEAP};
+
+/// The heap limit a call that names none gets for a heap (the rule of
+/// `Engine::load`), carried to the worker so that the ready isolate is
+/// made with the limit the next call will ask for.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) struct ReadyLimits {
+    pub default_mb: usize,
+    pub max_mb: usize,
+}
+
+impl ReadyLimits {
+    /// The heap limit, in MiB, for restoring a payload of `payload_len`
+    /// bytes when the caller names none.
+    pub(crate) fn heap_limit_mb(&self, payload_len: usize) -> usize {
+        let needed = super::restore_needs_mb(payload_len);
+        if needed > self.default_mb {
+            (needed + self.default_mb).min(self.max_mb)
+        } else {
+            self.default_mb
+        }
+    }
+}
+
+/// A restored heap and its context, waiting for the job that continues
+/// it.
+pub(crate) struct Ready {
+    parts: Option<Parts>,
+    pub(super) heap_limit_bytes: usize,
+}
+
+/// What a job takes from a [`Ready`] to run on it. Fields drop in order:
+/// the context handle before its isolate, the isolate before the bounds V8
+/// points at, the process's read-only heap lock last.
+pub(super) struct Parts {
+    pub context: v8::Global<v8::Context>,
+    pub isolate: v8::OwnedIsolate,
+    pub guard: Box<HeapGuard>,
+    pub exclusive: parking_lot::RwLockWriteGuard<'static, ()>,
+}
+
+impl Ready {
+    /// Restores `payload` with `heap_limit_bytes`, as a job restoring it
+    /// would, up to its first context.
+    pub(crate) fn restore(payload: Bytes, heap_limit_bytes: usize) -> Ready {
+        super::platform::init();
+        let exclusive = READ_ONLY_HEAP.write();
+        let guard = HeapGuard::new(heap_limit_bytes);
+        let params = guard.params(heap_limit_bytes);
+        let mut isolate = snapshot_isolate(true, Some(payload), params);
+        guard.arm(&mut isolate);
+        let context = {
+            v8::scope!(let scope, &mut isolate);
+            let context = v8::Context::new(scope, Default::default());
+            v8::Global::new(scope, context)
+        };
+        Ready {
+            parts: Some(Parts {
+                context,
+                isolate,
+                guard,
+                exclusive,
+            }),
+            heap_limit_bytes,
+        }
+    }
+
+    /// The isolate, its context and bounds, for the job that continues
+    /// the heap.
+    pub(super) fn take(mut self) -> Parts {
+        self.parts.take().expect("a ready heap is taken once")
+    }
+}
+
+impl Drop for Ready {
+    /// V8 makes a snapshot creator write a blob before it goes, here of a
+    /// copy of the heap's context: as costly as a save, which is why the
+    /// pool ends a worker rather than have it drop a ready heap
+    /// (`worker/mod.rs`).
+    fn drop(&mut self) {
+        let Some(Parts {
+            context,
+            mut isolate,
+            guard,
+            exclusive,
+        }) = self.parts.take()
+        else {
+            return;
+        };
+        drop(context);
+        {
+            v8::scope!(let scope, &mut isolate);
+            let copy = v8::Context::new(scope, Default::default());
+            scope.set_default_context(copy);
+        }
+        drop(isolate.create_blob(v8::FunctionCodeHandling::Clear));
+        drop((guard, exclusive));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReadyLimits;
+
+    #[test]
+    fn a_ready_heap_gets_the_limit_a_call_naming_none_would() {
+        let limits = ReadyLimits {
+            default_mb: 64,
+            max_mb: 1024,
+        };
+        assert_eq!(limits.heap_limit_mb(400 * 1024), 64);
+        // 50 MiB needs 108 MiB to restore: the default's room on top.
+        assert_eq!(limits.heap_limit_mb(50 * 1024 * 1024), 108 + 64);
+        assert_eq!(limits.heap_limit_mb(600 * 1024 * 1024), 1024);
+    }
+}

@@ -1,0 +1,212 @@
+//! Heaps whose runs were answered before the heap was stored: the saves
+//! this process still has going, so that a `latest` here waits for them,
+//! and what a `latest` anywhere reads from the session's pending save in
+//! the metadata store (docs/protocol.md, "Answer first, save after").
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use crate::meta::{LogEntry, MetaStore, PendingSave};
+use crate::session::LogicalSession;
+use crate::tenant::Tenant;
+
+/// How long a save answered for may take before a `latest` on another
+/// instance takes it as lost: room for the largest heap a run may store.
+pub(super) const SAVE_BOUND_SECS: i64 = 120;
+
+/// How often a `latest` on another instance looks at a save still going.
+const POLL: Duration = Duration::from_millis(200);
+
+/// How a save ended: `Err` says why its heap was not stored.
+type Ended = Option<Result<(), String>>;
+
+/// The saves going, by tenant and session name: each run's id and how its
+/// save ended.
+type Going = HashMap<(Tenant, String), Vec<(Uuid, watch::Receiver<Ended>)>>;
+
+/// The saves this process has going, by tenant and session.
+#[derive(Debug)]
+pub struct Saves {
+    /// Names this process in the pending saves it writes.
+    owner: String,
+    going: Mutex<Going>,
+}
+
+impl Default for Saves {
+    fn default() -> Self {
+        Self {
+            owner: Uuid::new_v4().to_string(),
+            going: Mutex::default(),
+        }
+    }
+}
+
+/// A save going in this process; [`Ticket::end`] says how it ended.
+#[derive(Debug)]
+pub(super) struct Ticket {
+    sender: watch::Sender<Ended>,
+}
+
+impl Ticket {
+    pub(super) fn end(self, ended: Result<(), String>) {
+        self.sender.send_replace(Some(ended));
+    }
+}
+
+impl Saves {
+    /// This process's name in pending saves.
+    pub(super) fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    fn going(&self) -> std::sync::MutexGuard<'_, Going> {
+        self.going.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers the save of `execution_id`'s heap in `session`.
+    pub(super) fn begin(
+        &self,
+        tenant: &Tenant,
+        session: &LogicalSession,
+        execution_id: Uuid,
+    ) -> Ticket {
+        let (sender, receiver) = watch::channel(None);
+        let mut going = self.going();
+        let list = going
+            .entry((tenant.clone(), session.as_str().to_owned()))
+            .or_default();
+        // Ended saves are forgotten as new ones begin.
+        list.retain(|(_, ended)| ended.borrow().is_none());
+        list.push((execution_id, receiver));
+        Ticket { sender }
+    }
+
+    /// Waits for the saves of `session` going in this process; the ones
+    /// that failed, with why.
+    pub(super) async fn wait(
+        &self,
+        tenant: &Tenant,
+        session: &LogicalSession,
+    ) -> Vec<(Uuid, String)> {
+        let waiting: Vec<_> = self
+            .going()
+            .get(&(tenant.clone(), session.as_str().to_owned()))
+            .cloned()
+            .unwrap_or_default();
+        let mut failed = Vec::new();
+        for (id, mut ended) in waiting {
+            let outcome = ended.wait_for(Option::is_some).await.map(|e| e.clone());
+            match outcome {
+                Ok(Some(Err(why))) => failed.push((id, why)),
+                Ok(_) => {}
+                // The save's task ended without a word (a panic).
+                Err(_) => failed.push((id, "the task storing it ended".to_owned())),
+            }
+        }
+        failed
+    }
+
+    /// Waits for every save going in this process (before it exits).
+    pub async fn drain(&self) {
+        let all: Vec<_> = self.going().values().flatten().cloned().collect();
+        for (_, mut ended) in all {
+            let _ = ended.wait_for(Option::is_some).await;
+        }
+    }
+}
+
+/// What a `latest` found of a save answered for and not stored.
+#[derive(Debug)]
+pub(super) struct Lost {
+    pub execution_id: Uuid,
+    pub completed_at: String,
+    /// Why it was not stored.
+    pub why: String,
+}
+
+/// Reads `session`'s pending save newer than `last` (its newest entry)
+/// and waits while another live process is still storing it; `Some` when
+/// the heap it answered for will never be stored. A save of this process
+/// was waited for before ([`Saves::wait`]).
+pub(super) async fn lost_save(
+    meta: &dyn MetaStore,
+    saves: &Saves,
+    tenant: &Tenant,
+    session: &LogicalSession,
+    mut last: Option<LogEntry>,
+) -> Result<(Option<Lost>, Option<LogEntry>), String> {
+    let read = |e: crate::meta::MetaStoreError| {
+        format!("could not read the session's pending save for heap \"latest\": {e}")
+    };
+    loop {
+        let Some(pending) = meta.pending_save(tenant, session).await.map_err(read)? else {
+            return Ok((None, last));
+        };
+        // The entry of the same run carries the same time; anything logged
+        // since makes the pending save old news.
+        if last
+            .as_ref()
+            .is_some_and(|entry| entry.timestamp >= pending.completed_at)
+        {
+            return Ok((None, last));
+        }
+        let lost = |why: String| Lost {
+            execution_id: pending.execution_id,
+            completed_at: pending.completed_at.clone(),
+            why,
+        };
+        if let Some(why) = &pending.failed {
+            return Ok((Some(lost(why.clone())), last));
+        }
+        if pending.owner == saves.owner() {
+            // Waited for already: it ended, and its entry is being read
+            // again below, or its clearing failed after it was logged.
+            last = meta
+                .last_log_entry(tenant, session)
+                .await
+                .map_err(|e| format!("could not read the session log for heap \"latest\": {e}"))?;
+            if last
+                .as_ref()
+                .is_some_and(|entry| entry.timestamp >= pending.completed_at)
+            {
+                return Ok((None, last));
+            }
+            return Ok((
+                Some(lost("its save ended without a log entry".to_owned())),
+                last,
+            ));
+        }
+        if meta.exclusive() || crate::clock::unix_now() > pending.expires_at {
+            return Ok((
+                Some(lost(if meta.exclusive() {
+                    "the server process storing it ended before the heap was stored".to_owned()
+                } else {
+                    format!(
+                        "it was still not stored {SAVE_BOUND_SECS} s later: the process storing it ended"
+                    )
+                })),
+                last,
+            ));
+        }
+        tokio::time::sleep(POLL).await;
+        last = meta
+            .last_log_entry(tenant, session)
+            .await
+            .map_err(|e| format!("could not read the session log for heap \"latest\": {e}"))?;
+    }
+}
+
+/// The pending save written before `execution_id`'s answer.
+pub(super) fn pending(saves: &Saves, execution_id: Uuid, completed_at: String) -> PendingSave {
+    PendingSave {
+        execution_id,
+        owner: saves.owner().to_owned(),
+        completed_at,
+        expires_at: crate::clock::unix_now() + SAVE_BOUND_SECS,
+        failed: None,
+    }
+}
