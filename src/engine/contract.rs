@@ -26,6 +26,41 @@ pub enum CodeHandling {
     Clear,
 }
 
+/// The heap limit a call that names none gets for a heap (the rule of
+/// `Engine::load`), carried to the worker so that the ready isolate is
+/// made with the limit the next call will ask for
+/// (`super::ready`).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) struct ReadyLimits {
+    pub default_mb: usize,
+    pub max_mb: usize,
+}
+
+impl ReadyLimits {
+    /// The heap limit, in MiB, for restoring a payload of `payload_len`
+    /// bytes when the caller names none.
+    pub(crate) fn heap_limit_mb(&self, payload_len: usize) -> usize {
+        let needed = restore_needs_mb(payload_len);
+        if needed > self.default_mb {
+            (needed + self.default_mb).min(self.max_mb)
+        } else {
+            self.default_mb
+        }
+    }
+}
+
+/// Heap an isolate needs to restore a snapshot of `payload_len` bytes, in MiB.
+///
+/// V8 deserialises inside the isolate constructor, before a near-heap-limit
+/// callback can be installed, so a snapshot that does not fit is a fatal
+/// out-of-memory for the whole process. The heap limit is split between the
+/// young and old generations and deserialisation allocates in the old one;
+/// twice the payload plus a fixed reserve keeps it clear of the limit.
+pub fn restore_needs_mb(payload_len: usize) -> usize {
+    const RESERVE_MB: usize = 8;
+    (payload_len * 2).div_ceil(1024 * 1024) + RESERVE_MB
+}
+
 /// What a job does on its isolate.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -56,7 +91,7 @@ pub(crate) struct Job {
     /// restore the blob into a ready isolate for the next call
     /// ([`super::ready`]); only engine workers keep one.
     #[serde(default)]
-    pub keep_ready: Option<super::ready::ReadyLimits>,
+    pub keep_ready: Option<ReadyLimits>,
     /// Send a completed stateful run's answer before its snapshot (a
     /// `Ran` frame); the result that follows then keeps only the heap.
     #[serde(default)]

@@ -1,10 +1,6 @@
 //! The snapshot path: a run that creates or restores a heap snapshot, alone
 //! in the process (see [`READ_ONLY_HEAP`]), on the calling thread.
 
-use std::borrow::Cow;
-
-use bytes::Bytes;
-
 use super::contract::{Job, JobResult};
 use super::host::files::files_kept;
 use super::host::services::HostServices;
@@ -13,7 +9,7 @@ use super::ready::Ready;
 
 use super::contract::CodeHandling;
 use super::outcome::{RunError, RunStatus};
-use super::run::{self, Classified, HeapGuard, READ_ONLY_HEAP};
+use super::run::{self, Classified, HeapGuard, READ_ONLY_HEAP, snapshot_isolate};
 use super::watchdog::Watchdog;
 use super::web;
 
@@ -126,30 +122,6 @@ pub(crate) fn execute(
 /// Bytes of V8's heap in use now.
 fn heap_used_bytes(isolate: &mut v8::Isolate) -> u64 {
     isolate.get_heap_statistics().used_heap_size() as u64
-}
-
-/// The isolate of a job that creates or restores a snapshot: a snapshot
-/// creator (`creator`), from `restore` when there is a payload.
-pub(super) fn snapshot_isolate(
-    creator: bool,
-    restore: Option<Bytes>,
-    params: v8::CreateParams,
-) -> v8::OwnedIsolate {
-    let refs: Cow<'static, [v8::ExternalReference]> = Cow::Owned(layer::external_references());
-    match (creator, restore) {
-        (true, Some(payload)) => v8::Isolate::snapshot_creator_from_existing_snapshot(
-            Vec::from(payload).into(),
-            Some(refs),
-            Some(params),
-        ),
-        (true, None) => v8::Isolate::snapshot_creator(Some(refs), Some(params)),
-        (false, Some(payload)) => v8::Isolate::new(
-            params
-                .snapshot_blob(Vec::from(payload).into())
-                .external_references(refs),
-        ),
-        (false, None) => v8::Isolate::new(params),
-    }
 }
 
 /// Consumes a snapshot creator: the blob of a completed run goes into

@@ -41,7 +41,7 @@ use crate::packages::Packages;
 use crate::tenant::Tenant;
 
 pub use checksum::calls as snapshot_checksum_calls;
-pub use contract::CodeHandling;
+pub use contract::{CodeHandling, restore_needs_mb};
 pub use control::RunControl;
 pub use host::services::Clients as HostClients;
 pub use host::{
@@ -539,8 +539,8 @@ impl Engine {
     }
 
     /// The limits a heap is restored with when the call names none.
-    fn ready_limits(&self) -> ready::ReadyLimits {
-        ready::ReadyLimits {
+    fn ready_limits(&self) -> contract::ReadyLimits {
+        contract::ReadyLimits {
             default_mb: self.config.default_heap_limit_mb,
             max_mb: self.config.max_heap_limit_mb,
         }
@@ -942,18 +942,6 @@ impl Engine {
             workers.prestart();
         }
     }
-}
-
-/// Heap an isolate needs to restore a snapshot of `payload_len` bytes, in MiB.
-///
-/// V8 deserialises inside the isolate constructor, before a near-heap-limit
-/// callback can be installed, so a snapshot that does not fit is a fatal
-/// out-of-memory for the whole process. The heap limit is split between the
-/// young and old generations and deserialisation allocates in the old one;
-/// twice the payload plus a fixed reserve keeps it clear of the limit.
-pub fn restore_needs_mb(payload_len: usize) -> usize {
-    const RESERVE_MB: usize = 8;
-    (payload_len * 2).div_ceil(1024 * 1024) + RESERVE_MB
 }
 
 const MIB: usize = 1024 * 1024;

@@ -6,32 +6,8 @@
 //! (`worker/mod.rs`, bounded by `MCP_V8_READY_HEAPS_MB`).
 
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
 
-use super::isolate::snapshot_isolate;
-use super::run::{HeapGuard, READ_ONLY_HEAP};
-
-/// The heap limit a call that names none gets for a heap (the rule of
-/// `Engine::load`), carried to the worker so that the ready isolate is
-/// made with the limit the next call will ask for.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-pub(crate) struct ReadyLimits {
-    pub default_mb: usize,
-    pub max_mb: usize,
-}
-
-impl ReadyLimits {
-    /// The heap limit, in MiB, for restoring a payload of `payload_len`
-    /// bytes when the caller names none.
-    pub(crate) fn heap_limit_mb(&self, payload_len: usize) -> usize {
-        let needed = super::restore_needs_mb(payload_len);
-        if needed > self.default_mb {
-            (needed + self.default_mb).min(self.max_mb)
-        } else {
-            self.default_mb
-        }
-    }
-}
+use super::run::{HeapGuard, READ_ONLY_HEAP, snapshot_isolate};
 
 /// A restored heap and its context, waiting for the job that continues
 /// it.
@@ -111,7 +87,7 @@ impl Drop for Ready {
 
 #[cfg(test)]
 mod tests {
-    use super::ReadyLimits;
+    use crate::engine::contract::ReadyLimits;
 
     #[test]
     fn a_ready_heap_gets_the_limit_a_call_naming_none_would() {

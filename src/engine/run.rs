@@ -3,6 +3,7 @@
 //! ended (timeout, heap limit, cancellation, a throw). What a run takes and
 //! gives is [`super::contract`]; each capability's part, [`super::capability`].
 
+use std::borrow::Cow;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -45,6 +46,30 @@ pub(crate) fn thread_builder() -> thread::Builder {
     thread::Builder::new()
         .name("v8-run".into())
         .stack_size(8 * 1024 * 1024)
+}
+
+/// The isolate of a job that creates or restores a snapshot: a snapshot
+/// creator (`creator`), from `restore` when there is a payload.
+pub(super) fn snapshot_isolate(
+    creator: bool,
+    restore: Option<bytes::Bytes>,
+    params: v8::CreateParams,
+) -> v8::OwnedIsolate {
+    let refs: Cow<'static, [v8::ExternalReference]> = Cow::Owned(layer::external_references());
+    match (creator, restore) {
+        (true, Some(payload)) => v8::Isolate::snapshot_creator_from_existing_snapshot(
+            Vec::from(payload).into(),
+            Some(refs),
+            Some(params),
+        ),
+        (true, None) => v8::Isolate::snapshot_creator(Some(refs), Some(params)),
+        (false, Some(payload)) => v8::Isolate::new(
+            params
+                .snapshot_blob(Vec::from(payload).into())
+                .external_references(refs),
+        ),
+        (false, None) => v8::Isolate::new(params),
+    }
 }
 
 /// An isolate's memory bounds: its heap limit, watched by the

@@ -377,30 +377,42 @@ fn sigkill_under_load_leaves_every_logged_heap_stored_and_verifiable() {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     let dir = tempfile::tempdir().unwrap();
-    let mut serve = Serve::start(dir.path(), common::net::free_port());
+    // Every run continuing `latest` is answered before its save.
+    let mut serve = Serve::start_with(
+        dir.path(),
+        common::net::free_port(),
+        vec![("MCP_V8_ANSWER_BEFORE_SAVE_MB".into(), "0".into())],
+    );
     let url = serve.url();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let answered = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let sessions: Vec<String> = (0..8).map(|i| format!("kill-{i}")).collect();
+    // Odd sessions continue `latest`; even ones thread the keys they get.
+    let continues_latest = |i: usize| i % 2 == 1;
     let clients: Vec<_> = sessions
         .iter()
-        .map(|session| {
+        .enumerate()
+        .map(|(i, session)| {
             let (url, session, stop) = (url.clone(), session.clone(), stop.clone());
             let answered = answered.clone();
+            let latest = continues_latest(i);
             runtime.spawn(async move {
                 let http = reqwest::Client::new();
-                let (mut heap, mut runs) = (None::<String>, 0u64);
+                let (mut heap, mut runs, mut last_n) = (None::<String>, 0u64, 0u64);
                 while !stop.load(Ordering::Relaxed) {
                     let mut arguments = serde_json::json!({
                         "code": "globalThis.n = (globalThis.n ?? 0) + 1; globalThis.pad = 'x'.repeat(1000 * n); n",
                         "session": session});
-                    if let Some(heap) = &heap {
+                    if latest {
+                        arguments["heap"] = "latest".into();
+                    } else if let Some(heap) = &heap {
                         arguments["heap"] = heap.as_str().into();
                     }
                     match call_2026(&http, &url, "run_js", arguments).await {
                         Ok(outcome) => {
                             heap = outcome["heap"].as_str().map(str::to_owned);
+                            last_n = outcome["result"].as_str().unwrap().parse().unwrap();
                             runs += 1;
                             answered.fetch_add(1, Ordering::Relaxed);
                         }
@@ -408,7 +420,7 @@ fn sigkill_under_load_leaves_every_logged_heap_stored_and_verifiable() {
                         Err(_) => break,
                     }
                 }
-                runs
+                (runs, last_n)
             })
         })
         .collect();
@@ -424,14 +436,48 @@ fn sigkill_under_load_leaves_every_logged_heap_stored_and_verifiable() {
     }
     serve.restart();
     stop.store(true, Ordering::Relaxed);
-    let runs: u64 = clients
+    let ended: Vec<(u64, u64)> = clients
         .into_iter()
         .map(|c| runtime.block_on(c).unwrap())
-        .sum();
+        .collect();
+    let runs: u64 = ended.iter().map(|(runs, _)| runs).sum();
     assert!(runs >= 8, "the load ran before the kill: {runs} runs");
+    // A session answered before its save continues from its newest answer
+    // if that save ended before the kill, else is told its heap is lost:
+    // never from an older heap in silence.
+    let http = reqwest::Client::new();
+    let mut lost = 0;
+    for (i, session) in sessions
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| continues_latest(*i))
+    {
+        let last_n = ended[i].1;
+        let next = runtime.block_on(call_2026(
+            &http,
+            &serve.url(),
+            "run_js",
+            serde_json::json!({"code": "globalThis.n ?? 0", "session": session, "heap": "latest"}),
+        ));
+        match next {
+            Ok(outcome) => {
+                let n: u64 = outcome["result"].as_str().unwrap().parse().unwrap();
+                assert!(
+                    n >= last_n,
+                    "{session}: continued from n = {n}, older than the answered n = {last_n}"
+                );
+            }
+            Err(said) => {
+                assert!(
+                    said.contains("is lost") && said.contains("heap: \\\""),
+                    "{session}: {said}"
+                );
+                lost += 1;
+            }
+        }
+    }
 
     let heaps = mcp_v8_lambda::heap::FileHeapStore::new(dir.path().join("heaps"));
-    let http = reqwest::Client::new();
     let mut logged = 0;
     let mut verified = 0;
     for session in &sessions {
@@ -469,7 +515,8 @@ fn sigkill_under_load_leaves_every_logged_heap_stored_and_verifiable() {
         logged += entries.len();
     }
     eprintln!(
-        "SIGKILL under load: {runs} runs answered, {logged} log entries, {verified} heaps verified"
+        "SIGKILL under load: {runs} runs answered, {logged} log entries, {verified} heaps verified, \
+         {lost} sessions told their answered heap was lost"
     );
     assert!(logged >= 8, "{logged} entries logged");
     // Every logged run of these stateful clients made a heap.
