@@ -807,9 +807,10 @@ impl Engine {
         // A heap grown under a larger limit than the default is restored
         // without the caller repeating it: the limit its size needs, with
         // the default's room to grow (docs/tools.md, heap_memory_max_mb).
-        if needed_mb > limits.heap_limit_mb && !limits.asked {
-            limits.heap_limit_mb =
-                (needed_mb + self.config.default_heap_limit_mb).min(self.config.max_heap_limit_mb);
+        // The same rule makes a worker's ready heap, so a call that names no
+        // limit finds it.
+        if !limits.asked {
+            limits.heap_limit_mb = self.ready_limits().heap_limit_mb(len);
         }
         if needed_mb > limits.heap_limit_mb {
             return Err((

@@ -434,11 +434,7 @@ async fn resolve_latest(
     };
     // A save this process answered for first is waited for.
     let failed = toolbox.saves.wait(context.tenant, session).await;
-    let last = toolbox
-        .meta
-        .last_log_entry(context.tenant, session)
-        .await
-        .map_err(|e| format!("could not read the session log for heap \"latest\": {e}"))?;
+    let last = saving::last_entry(toolbox.meta.as_ref(), context.tenant, session).await?;
     let (lost, last) = if toolbox.answer_before_save_bytes.is_some() || !failed.is_empty() {
         saving::lost_save(
             toolbox.meta.as_ref(),

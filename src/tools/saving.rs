@@ -119,6 +119,18 @@ impl Saves {
     }
 }
 
+/// The newest entry of `session`'s log, read for heap "latest"; `Err` is
+/// the tool error.
+pub(super) async fn last_entry(
+    meta: &dyn MetaStore,
+    tenant: &Tenant,
+    session: &LogicalSession,
+) -> Result<Option<LogEntry>, String> {
+    meta.last_log_entry(tenant, session)
+        .await
+        .map_err(|e| format!("could not read the session log for heap \"latest\": {e}"))
+}
+
 /// What a `latest` found of a save answered for and not stored.
 #[derive(Debug)]
 pub(super) struct Lost {
@@ -165,10 +177,7 @@ pub(super) async fn lost_save(
         if pending.owner == saves.owner() {
             // Waited for already: it ended, and its entry is being read
             // again below, or its clearing failed after it was logged.
-            last = meta
-                .last_log_entry(tenant, session)
-                .await
-                .map_err(|e| format!("could not read the session log for heap \"latest\": {e}"))?;
+            last = last_entry(meta, tenant, session).await?;
             if last
                 .as_ref()
                 .is_some_and(|entry| entry.timestamp >= pending.completed_at)
@@ -193,10 +202,7 @@ pub(super) async fn lost_save(
             ));
         }
         tokio::time::sleep(POLL).await;
-        last = meta
-            .last_log_entry(tenant, session)
-            .await
-            .map_err(|e| format!("could not read the session log for heap \"latest\": {e}"))?;
+        last = last_entry(meta, tenant, session).await?;
     }
 }
 
