@@ -21,6 +21,11 @@
 //!   (600k), pausing `--pause-ms` (3000) before each call as an agent's
 //!   model does; `--think-calls` (10) calls after two warm-up calls.
 //!
+//! With `--lambda-watch PROJECT`, only the think-time scenarios (those named
+//! in `--only`, else all three), each against the Lambda function of the
+//! checkout PROJECT under `cargo lambda watch --release` with its stores on
+//! moto: a buffered Lambda response, where a call's answer waits for its save.
+//!
 //! Cold start, from spawning to the first answer: `serve`; the Lambda entry
 //! against a minimal Runtime API served by the bench; and the project's
 //! release build under `cargo lambda watch --wait`.
@@ -63,6 +68,9 @@ struct Args {
     pause: Duration,
     /// Calls of each think-time scenario.
     think_calls: usize,
+    /// Run the think-time scenarios against this checkout under `cargo
+    /// lambda watch` (stores on moto) instead of `serve`.
+    lambda_watch: Option<std::path::PathBuf>,
 }
 
 fn args() -> Args {
@@ -75,6 +83,7 @@ fn args() -> Args {
         server: env!("CARGO_BIN_EXE_mcp-v8-lambda").into(),
         pause: Duration::from_secs(3),
         think_calls: 10,
+        lambda_watch: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -101,6 +110,9 @@ fn args() -> Args {
                         .and_then(|v| v.parse().ok())
                         .expect("--pause-ms N"),
                 )
+            }
+            "--lambda-watch" => {
+                args.lambda_watch = Some(it.next().expect("--lambda-watch PROJECT").into())
             }
             "--think-calls" => {
                 args.think_calls = it
@@ -589,68 +601,99 @@ async fn lambda_cold_start(server: &std::path::Path, env: &[(String, String)], e
     (answer.at - started).as_secs_f64() * 1000.0
 }
 
+/// `cargo lambda watch --release --wait` on a free loopback port, building
+/// and running `project` (this crate's checkout, or another's to compare
+/// builds) with the stores of `env`. Its process group is killed on drop.
+/// `quiet` hides the output of the build and of the function being killed.
+struct Watch {
+    child: Child,
+    port: u16,
+}
+
+impl Watch {
+    fn start(project: &std::path::Path, env: &[(String, String)], quiet: bool) -> Watch {
+        use std::os::unix::process::CommandExt;
+        let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let path = format!(
+            "{}:{}",
+            here.join(".venv/bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        // `cargo run` builds without dev-dependencies and their features; in the
+        // bench's own target directory it would rebuild what `cargo bench` built,
+        // and the other way round on the next bench.
+        let target = std::path::Path::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
+            .ancestors()
+            .nth(2)
+            .expect("the binary sits in <target>/release")
+            .join("lambda-watch");
+        let port = net::free_port();
+        let child = Command::new("cargo")
+            .args(["lambda", "watch", "--release", "--wait", "--quiet"])
+            .args(["--env-var", "MCP_V8_ALLOW_UNAUTHENTICATED=true"])
+            .args([
+                "--ignore-changes",
+                "-A",
+                "127.0.0.1",
+                "-P",
+                &port.to_string(),
+            ])
+            .current_dir(project)
+            .envs(env.iter().cloned())
+            .env("CARGO_TARGET_DIR", target)
+            .env("PATH", path)
+            .env("RUST_LOG", "error")
+            .env("RUST_BACKTRACE", "0")
+            // Killing the group stops the emulator; the function instance ends
+            // with it, or as soon as its Runtime API is gone.
+            .process_group(0)
+            .stdout(Stdio::null())
+            .stderr(if quiet {
+                Stdio::null()
+            } else {
+                Stdio::inherit()
+            })
+            .spawn()
+            .expect("starting cargo lambda watch (scripts/bench.sh installs it)");
+        // The emulator listens before it builds; the first request waits out
+        // the build.
+        let give_up = Instant::now() + Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < give_up,
+                "cargo lambda watch never listened"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Watch { child, port }
+    }
+
+    fn url(&self) -> String {
+        format!(
+            "http://127.0.0.1:{}/lambda-url/mcp-v8-lambda/mcp",
+            self.port
+        )
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
 /// Cold start under `cargo lambda watch --wait`, which builds the function
 /// and starts it when the first invocation arrives, as Lambda starts an
 /// instance for a request. Returns the milliseconds from sending the first
 /// `initialize` to its answer (the emulator, `cargo run`'s build check and
 /// the function), and from the function's process appearing to that answer
-/// (the function alone). `quiet` hides the output of the build and of the
-/// function being killed; the first call builds (minutes, once).
+/// (the function alone). The first call builds (minutes, once).
 async fn watch_cold_start(env: &[(String, String)], quiet: bool) -> (f64, f64) {
-    use std::os::unix::process::CommandExt;
-    let project = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let path = format!(
-        "{}:{}",
-        project.join(".venv/bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    // `cargo run` builds without dev-dependencies and their features; in the
-    // bench's own target directory it would rebuild what `cargo bench` built,
-    // and the other way round on the next bench.
-    let target = std::path::Path::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
-        .ancestors()
-        .nth(2)
-        .expect("the binary sits in <target>/release")
-        .join("lambda-watch");
-    let port = net::free_port();
-    let mut watch = Command::new("cargo")
-        .args(["lambda", "watch", "--release", "--wait", "--quiet"])
-        .args(["--env-var", "MCP_V8_ALLOW_UNAUTHENTICATED=true"])
-        .args([
-            "--ignore-changes",
-            "-A",
-            "127.0.0.1",
-            "-P",
-            &port.to_string(),
-        ])
-        .current_dir(project)
-        .envs(env.iter().cloned())
-        .env("CARGO_TARGET_DIR", target)
-        .env("PATH", path)
-        .env("RUST_LOG", "error")
-        .env("RUST_BACKTRACE", "0")
-        // Killing the group stops the emulator; the function instance ends
-        // with it, or as soon as its Runtime API is gone.
-        .process_group(0)
-        .stdout(Stdio::null())
-        .stderr(if quiet {
-            Stdio::null()
-        } else {
-            Stdio::inherit()
-        })
-        .spawn()
-        .expect("starting cargo lambda watch (scripts/bench.sh installs it)");
-    // The emulator listens before it builds; the request below waits out
-    // the build.
-    let give_up = Instant::now() + Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < give_up,
-            "cargo lambda watch never listened"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let root = watch.id();
+    let watch = Watch::start(std::path::Path::new(env!("CARGO_MANIFEST_DIR")), env, quiet);
+    let root = watch.child.id();
     let answered_flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let appeared = {
         let answered = answered_flag.clone();
@@ -660,9 +703,7 @@ async fn watch_cold_start(env: &[(String, String)], quiet: bool) -> (f64, f64) {
         "protocolVersion":mcp::PROTOCOL,"capabilities":{},"clientInfo":{"name":"bench","version":"1"}}});
     let started = Instant::now();
     let response = reqwest::Client::new()
-        .post(format!(
-            "http://127.0.0.1:{port}/lambda-url/mcp-v8-lambda/mcp"
-        ))
+        .post(watch.url())
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .json(&body)
@@ -673,16 +714,26 @@ async fn watch_cold_start(env: &[(String, String)], quiet: bool) -> (f64, f64) {
     answered_flag.store(true, std::sync::atomic::Ordering::SeqCst);
     let appeared = appeared.join().unwrap();
     let status = response.status();
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{root}")])
-        .status();
-    let _ = watch.wait();
+    drop(watch);
     assert_eq!(status, 200, "initialize under cargo lambda watch");
     let appeared = appeared.expect(
         "no process named mcp-v8-lambda under cargo lambda watch (is /proc/PID/task/TID/children available?)",
     );
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     (ms(answered - started), ms(answered - appeared))
+}
+
+/// Stores on the bench's own moto: a bucket and tables made for this run.
+fn moto_env(stem: &str) -> (Vec<(String, String)>, tempfile::TempDir) {
+    let unique = uuid::Uuid::new_v4().simple().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let env = moto::serve_env(
+        &format!("{stem}-{}", &unique[..12]),
+        &format!("{stem}-{}-", &unique[..12]),
+        &dir.path().join("cache"),
+    );
+    moto::setup(&env);
+    (env, dir)
 }
 
 /// When a process running this binary first shows among the descendants of
@@ -739,6 +790,26 @@ async fn main() {
     println!(
         "| scenario | server | clients | calls | p50 ms | p95 ms | p99 ms | calls/s |\n|---|---|---|---|---|---|---|---|"
     );
+    if let Some(project) = &args.lambda_watch {
+        let (env, _dir) = moto_env("think");
+        eprintln!(
+            "building {} under cargo lambda watch (minutes the first time)",
+            project.display()
+        );
+        let watch = Watch::start(project, &env, false);
+        for scenario in Scenario::THINK.into_iter().filter(|s| wanted(*s)) {
+            let figures = measure(
+                &watch.url(),
+                scenario,
+                args.clients,
+                args.think_calls,
+                args.pause,
+            )
+            .await;
+            row(scenario, "cargo lambda watch", args.clients, &figures);
+        }
+        return;
+    }
     let mut ratios = Vec::new();
     let stateless = start_serve(&args.server, true);
     let stateful = start_serve(&args.server, false);
@@ -782,14 +853,7 @@ async fn main() {
             "cold start, serve (spawn to first initialize answer), median of 5: {:.1} ms ({serve:.1?})",
             median(serve.clone())
         );
-        let unique = uuid::Uuid::new_v4().simple().to_string();
-        let dir = tempfile::tempdir().unwrap();
-        let env = moto::serve_env(
-            &format!("cold-{}", &unique[..12]),
-            &format!("cold-{}-", &unique[..12]),
-            &dir.path().join("cache"),
-        );
-        moto::setup(&env);
+        let (env, _dir) = moto_env("cold");
         let mut lambda = Vec::new();
         for _ in 0..5 {
             lambda.push(lambda_cold_start(&args.server, &env, "initialize").await);

@@ -25,11 +25,15 @@ RUSTC_WORKSPACE_WRAPPER="$(rustup which clippy-driver 2>/dev/null || command -v 
 export RUSTC_WORKSPACE_WRAPPER
 # What `cargo clippy -- -D warnings` hands clippy-driver.
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+# The conformance suite's fixture tools (listed only when a test sets
+# MCP_V8_CONFORMANCE_FIXTURES=1) in every test build, and in the benches so
+# that they share its compile; never in the release artifact below.
+features=(--features conformance-fixtures)
 # The library, the binary (what `cargo lambda watch` runs in tests/it/e2e.rs;
 # building it here keeps that compile out of any test's time) and the tests;
 # then the benches, linted and built on the same dependencies.
-cargo build --locked --lib --bins --tests
-cargo build --locked --benches --profile dev
+cargo build --locked "${features[@]}" --lib --bins --tests
+cargo build --locked "${features[@]}" --benches --profile dev
 # The binary that deploys: `sam build` runs `cargo lambda build --release`
 # (here with the plain cargo compiler, no zig). Smoke-test that very
 # artifact against the test Runtime API before the whole suite runs.
@@ -37,10 +41,10 @@ cargo build --locked --benches --profile dev
 # `--exact` and the count check keep a renamed test from turning this into
 # a smoke test that runs nothing.
 smoke="$(MCP_V8_LAMBDA_BINARY="$PWD/target/lambda/mcp-v8-lambda/bootstrap" \
-    cargo test --locked --test it -- --exact \
+    cargo test --locked "${features[@]}" --test it -- --exact \
     lambda::with_max_concurrency_a_looping_run_holds_up_no_other_invocation 2>&1)" \
     || { printf '%s\n' "$smoke"; exit 1; }
 printf '%s\n' "$smoke"
 grep -q "test result: ok. 1 passed" <<<"$smoke" \
     || { echo "the deployed-artifact smoke test did not run exactly one test" >&2; exit 1; }
-cargo test --locked
+cargo test --locked "${features[@]}"

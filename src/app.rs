@@ -18,7 +18,9 @@ use crate::heap::{
 use crate::meta::{DynamoMetaStore, MetaStore, MetaTables, RedbMetaStore};
 use crate::packages::{DirPackageStore, PackageStore, Packages, S3PackageStore};
 use crate::server::McpServer;
+use crate::server::ToolExecutor;
 use crate::session::{DynamoSessionStore, RedbSessionStore, SessionStore};
+use crate::tasks::{Handoff, LambdaHandoff, TaskBook, TaskSettings, TaskStore, Tasks};
 use crate::tenant::Tenancy;
 use crate::tools::Toolbox;
 use crate::transport::{App, Authenticator, JwtVerifier, OriginPolicy, TransportConfig};
@@ -40,6 +42,15 @@ pub struct Stores {
     pub prelude: Option<Arc<dyn PreludeSource>>,
     /// The bytes of `/work` files; `None` for a stateless server.
     pub files: Option<Arc<dyn FileStore>>,
+    /// MCP tasks: in the metadata store's database or tables.
+    pub tasks: Arc<dyn TaskStore>,
+    /// Where a task's run goes when it cannot stay in this process: under
+    /// Lambda on the AWS stores, an asynchronous invocation of the same
+    /// function. `None` runs tasks here.
+    pub handoff: Option<Arc<dyn Handoff>>,
+    /// Whether tasks are offered at all: not under Lambda without the AWS
+    /// stores, where no other invocation could read them.
+    pub offers_tasks: bool,
 }
 
 impl Stores {
@@ -55,6 +66,7 @@ impl Stores {
         data_dir: &Path,
         aws: Option<&Clients>,
     ) -> Result<Self, BoxError> {
+        let aws_clients_given = aws;
         let aws = || aws.ok_or("an AWS store is configured but no AWS clients were built");
         let heaps = if config.stateless {
             None
@@ -65,10 +77,11 @@ impl Stores {
             }
             Some(heaps)
         };
-        let (sessions, meta): (Arc<dyn SessionStore>, Arc<dyn MetaStore>) = match &config
-            .stores
-            .table_prefix
-        {
+        let (sessions, meta, tasks): (
+            Arc<dyn SessionStore>,
+            Arc<dyn MetaStore>,
+            Arc<dyn TaskStore>,
+        ) = match &config.stores.table_prefix {
             Some(prefix) => {
                 let bucket = config.stores.heap_bucket.as_ref().ok_or(
                         "DynamoDB metadata needs MCP_V8_HEAP_BUCKET: items too large for DynamoDB are kept in S3",
@@ -85,12 +98,14 @@ impl Stores {
                     0 => meta,
                     days => meta.with_log_retention(Duration::from_secs(days * 86_400)),
                 };
+                let meta = Arc::new(meta);
                 (
                     Arc::new(DynamoSessionStore::new(
                         clients.dynamodb.clone(),
                         SESSIONS.name(prefix),
                     )),
-                    Arc::new(meta),
+                    meta.clone(),
+                    meta,
                 )
             }
             None => {
@@ -98,10 +113,8 @@ impl Stores {
                     &data_dir.join("meta.redb"),
                     config.stores.db_cache_mb * 1024 * 1024,
                 )?;
-                (
-                    Arc::new(RedbSessionStore::new(db.clone())?),
-                    Arc::new(RedbMetaStore::new(db)?),
-                )
+                let meta = Arc::new(RedbMetaStore::new(db.clone())?);
+                (Arc::new(RedbSessionStore::new(db)?), meta.clone(), meta)
             }
         };
         let (store, local, fill) = package_store(config, data_dir, &aws)?;
@@ -141,6 +154,9 @@ impl Stores {
             packages: Arc::new(Packages::new(store, local, fill)),
             prelude,
             files,
+            tasks,
+            handoff: handoff(config, aws_clients_given)?,
+            offers_tasks: !config.under_lambda || config.stores.table_prefix.is_some(),
         })
     }
 }
@@ -277,6 +293,18 @@ pub fn app(config: &Config, data_dir: &Path, aws: Option<&Clients>) -> Result<Ap
     ))
 }
 
+/// Under Lambda on the AWS stores, tasks go to asynchronous invocations of
+/// this very function (`AWS_LAMBDA_FUNCTION_NAME`).
+fn handoff(config: &Config, aws: Option<&Clients>) -> Result<Option<Arc<dyn Handoff>>, BoxError> {
+    if !config.under_lambda || config.stores.table_prefix.is_none() {
+        return Ok(None);
+    }
+    let (Some(clients), Ok(function)) = (aws, std::env::var("AWS_LAMBDA_FUNCTION_NAME")) else {
+        return Ok(None);
+    };
+    Ok(Some(Arc::new(LambdaHandoff::new(&clients.sdk, function)?)))
+}
+
 /// The engine's limits and policies `config` describes.
 pub fn engine_config(config: &Config) -> EngineConfig {
     let defaults = EngineConfig::default();
@@ -357,7 +385,30 @@ pub fn with_stores(config: &Config, stores: Stores) -> App {
         },
         streaming: config.transport.response_streaming,
     };
-    App::new(transport, stores.sessions, McpServer::new(tools))
+    let server = McpServer::new(tools.clone());
+    let server = if stores.offers_tasks {
+        server.with_tasks(Tasks::new(
+            TaskBook::new(stores.tasks),
+            Arc::new(ToolExecutor::new(tools)),
+            stores.handoff,
+            task_settings(config),
+        ))
+    } else {
+        server
+    };
+    App::new(transport, stores.sessions, server)
+}
+
+/// When calls become tasks and how long tasks live, as `config` says.
+pub fn task_settings(config: &Config) -> TaskSettings {
+    TaskSettings {
+        answer_within: std::time::Duration::from_millis(config.tasks.answer_within_ms),
+        default_ttl_ms: config.tasks.default_ttl_secs * 1000,
+        max_ttl_ms: config.tasks.max_ttl_secs * 1000,
+        poll_interval_ms: config.tasks.poll_interval_ms,
+        handoff_above: std::time::Duration::from_secs(config.tasks.lambda_task_above_secs),
+        heartbeat: std::time::Duration::from_millis(config.tasks.heartbeat_ms),
+    }
 }
 
 /// AWS clients from the standard configuration (`AWS_ENDPOINT_URL`, region,

@@ -33,3 +33,16 @@ pub fn unix_now_millis() -> i128 {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i128)
 }
+
+/// RFC 3339 in UTC with exactly three fractional digits, so that
+/// timestamps sort as strings (the well-known format drops trailing zeros,
+/// and `…05.5Z` sorts after `…05.51Z`).
+pub fn rfc3339_millis(unix_millis: i128) -> String {
+    const MILLIS: &[time::format_description::BorrowedFormatItem<'_>] = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    time::OffsetDateTime::from_unix_timestamp_nanos(unix_millis * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(MILLIS).ok())
+        .unwrap_or_default()
+}

@@ -49,6 +49,29 @@ pub struct Config {
     pub packages: PackageSettings,
     /// Caps on a run's `/work`.
     pub files: FileSettings,
+    /// When calls become MCP tasks and how long tasks live.
+    pub tasks: TaskSettings,
+}
+
+/// MCP tasks (docs/configuration.md, "Tasks").
+#[derive(Debug, Clone, Copy)]
+pub struct TaskSettings {
+    /// `MCP_V8_TASK_AFTER_MS`: with the tasks extension, a run still going
+    /// after this long is answered with a task (not under Lambda).
+    pub answer_within_ms: u64,
+    /// `MCP_V8_TASK_TTL_SECS`: a task's lifetime when its client asks none.
+    pub default_ttl_secs: u64,
+    /// `MCP_V8_TASK_MAX_TTL_SECS`: the longest lifetime a client may ask.
+    pub max_ttl_secs: u64,
+    /// `MCP_V8_TASK_POLL_MS`: the polling interval clients are given.
+    pub poll_interval_ms: u64,
+    /// `MCP_V8_LAMBDA_TASK_ABOVE_SECS`: under Lambda, with the extension, a
+    /// run asking for a longer `execution_timeout_secs` is made a task run
+    /// by the function's own asynchronous invocation.
+    pub lambda_task_above_secs: u64,
+    /// `MCP_V8_TASK_HEARTBEAT_MS`: how often a task's runner says it is
+    /// alive; a task whose runner missed six beats ended `failed`.
+    pub heartbeat_ms: u64,
 }
 
 /// Caps on the files of a run's `/work`.
@@ -528,6 +551,18 @@ impl Config {
                 max_file_mb: vars.number("MCP_V8_MAX_FILE_MB", 10, Least::One)?,
                 max_work_mb: vars.number("MCP_V8_MAX_WORK_MB", 100, Least::One)?,
                 max_files: vars.number("MCP_V8_MAX_FILES", 1000, Least::One)?,
+            },
+            tasks: TaskSettings {
+                answer_within_ms: vars.number("MCP_V8_TASK_AFTER_MS", 3000, Least::Zero)?,
+                default_ttl_secs: vars.number("MCP_V8_TASK_TTL_SECS", 3600, Least::One)?,
+                max_ttl_secs: vars.number("MCP_V8_TASK_MAX_TTL_SECS", 86_400, Least::One)?,
+                poll_interval_ms: vars.number("MCP_V8_TASK_POLL_MS", 1000, Least::One)?,
+                lambda_task_above_secs: vars.number(
+                    "MCP_V8_LAMBDA_TASK_ABOVE_SECS",
+                    60,
+                    Least::Zero,
+                )?,
+                heartbeat_ms: vars.number("MCP_V8_TASK_HEARTBEAT_MS", 5000, Least::One)?,
             },
         })
     }

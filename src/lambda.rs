@@ -13,6 +13,7 @@ use axum::response::Response;
 use lambda_http::RequestExt;
 use lambda_http::request::RequestContext;
 use tower::ServiceExt;
+use tracing::Instrument;
 
 use crate::transport::{App, Invocation, Principal, refusal, router};
 
@@ -94,6 +95,60 @@ async fn attach_principal(mut request: Request, next: Next) -> Response {
     next.run(request).await
 }
 
+/// An event the function sent itself for a task (`tasks::handoff`): a
+/// function URL event never carries this route key.
+fn is_handed_task(extensions: &http::Extensions) -> bool {
+    matches!(
+        extensions.request_context_ref(),
+        Some(RequestContext::ApiGatewayV2(context))
+            if context.route_key.as_deref() == Some(crate::tasks::handoff::ROUTE_KEY)
+    )
+}
+
+/// Runs a task handed to this invocation (claimed once, however often
+/// Lambda delivers the event) to its end before the invocation returns;
+/// every other request goes on to the router.
+async fn run_handed_task(
+    axum::extract::State(app): axum::extract::State<App>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if !is_handed_task(request.extensions()) {
+        return next.run(request).await;
+    }
+    let invocation = request.extensions().get::<Invocation>().cloned();
+    let Some(tasks) = app.server().tasks() else {
+        return refusal(StatusCode::NOT_FOUND, "this deployment keeps no tasks");
+    };
+    let body = match axum::body::to_bytes(request.into_body(), 64 * 1024).await {
+        Ok(body) => body,
+        Err(_) => return refusal(StatusCode::BAD_REQUEST, "unreadable task event"),
+    };
+    let Ok(handed) = serde_json::from_slice::<crate::tasks::handoff::HandedTask>(&body) else {
+        return refusal(StatusCode::BAD_REQUEST, "a task event names task_id");
+    };
+    let runner = invocation
+        .as_ref()
+        .and_then(|i| i.request_id.clone())
+        .unwrap_or_else(|| format!("invocation-{}", uuid::Uuid::new_v4().simple()));
+    let deadline = invocation.and_then(|i| i.deadline);
+    let span = tracing::info_span!("task", task = %handed.task_id, runner = %runner);
+    let ran = tasks
+        .run_handed(&handed.tenant(), handed.task_id, &runner, deadline)
+        .instrument(span)
+        .await;
+    match ran {
+        Ok(()) => refusal(StatusCode::OK, "the task ran"),
+        Err(error) => {
+            tracing::error!(task = %handed.task_id, %error, "a handed task could not be run");
+            refusal(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the task could not be run",
+            )
+        }
+    }
+}
+
 /// Refuses a request without an IAM caller; in front of the router only
 /// where the app checks no bearer token itself.
 async fn refuse_unauthenticated(request: Request, next: Next) -> Response {
@@ -113,6 +168,9 @@ pub fn service(app: App, allow_unauthenticated: bool) -> Router {
     if !app.authenticates_callers() && !allow_unauthenticated {
         service = service.layer(middleware::from_fn(refuse_unauthenticated));
     }
+    // Outside the check above: a handed task has no caller, only the
+    // function's own permission to invoke itself.
+    service = service.layer(middleware::from_fn_with_state(app, run_handed_task));
     // Outermost, so the check above sees the principal.
     service.layer(middleware::from_fn(attach_principal))
 }

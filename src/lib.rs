@@ -28,6 +28,7 @@ pub mod packages;
 pub mod protocol;
 pub mod server;
 pub mod session;
+pub mod tasks;
 pub mod tenant;
 pub mod tools;
 pub mod transport;

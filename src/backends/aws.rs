@@ -114,9 +114,19 @@ pub const EXECUTIONS: TableDef = TableDef {
     retention_attribute: None,
     point_in_time_recovery: false,
 };
+/// MCP tasks: each tenant's in one partition, so `tasks/list` reads only
+/// the caller's own; gone `expires_at` (the task's TTL) later.
+pub const TASKS: TableDef = TableDef {
+    suffix: "tasks",
+    partition_key: ("tenant", KeyKind::S),
+    sort_key: Some(("task_id", KeyKind::S)),
+    ttl_attribute: Some("expires_at"),
+    retention_attribute: None,
+    point_in_time_recovery: false,
+};
 
 /// Every table, in creation order.
-pub const TABLES: [TableDef; 7] = [
+pub const TABLES: [TableDef; 8] = [
     SESSIONS,
     SESSION_LOG,
     SESSION_HEADS,
@@ -124,6 +134,7 @@ pub const TABLES: [TableDef; 7] = [
     HEAP_TAGS,
     HEAP_TAG_INDEX,
     EXECUTIONS,
+    TASKS,
 ];
 
 impl TableDef {
@@ -322,6 +333,10 @@ pub struct Clients {
     pub s3: aws_sdk_s3::Client,
     /// Sessions and metadata.
     pub dynamodb: aws_sdk_dynamodb::Client,
+    /// The configuration they were made from (region, credentials,
+    /// endpoint), for the one call made without an SDK client: the
+    /// function invoking itself (`tasks::handoff`).
+    pub sdk: aws_config::SdkConfig,
 }
 
 impl Clients {
@@ -345,6 +360,7 @@ impl Clients {
         Self {
             s3: aws_sdk_s3::Client::from_conf(s3.build()),
             dynamodb: aws_sdk_dynamodb::Client::from_conf(dynamodb.build()),
+            sdk: config.clone(),
         }
     }
 }

@@ -12,9 +12,11 @@ use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
+mod tasks;
+
 use super::{ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, PendingSave, Tags};
 use crate::backends::aws::{
-    EXECUTIONS, HEAP_TAG_INDEX, HEAP_TAGS, SESSION_HEADS, SESSION_INDEX, SESSION_LOG,
+    EXECUTIONS, HEAP_TAG_INDEX, HEAP_TAGS, SESSION_HEADS, SESSION_INDEX, SESSION_LOG, TASKS,
 };
 use crate::heap::HeapKey;
 use crate::session::LogicalSession;
@@ -40,6 +42,7 @@ pub struct MetaTables {
     tags: String,
     tag_index: String,
     executions: String,
+    tasks: String,
 }
 
 impl MetaTables {
@@ -52,6 +55,7 @@ impl MetaTables {
             tags: HEAP_TAGS.name(prefix),
             tag_index: HEAP_TAG_INDEX.name(prefix),
             executions: EXECUTIONS.name(prefix),
+            tasks: TASKS.name(prefix),
         }
     }
 }

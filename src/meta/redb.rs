@@ -6,6 +6,8 @@ use async_trait::async_trait;
 use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
 use uuid::Uuid;
 
+mod tasks;
+
 use super::{ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, PendingSave, Tags};
 use crate::heap::HeapKey;
 use crate::session::LogicalSession;

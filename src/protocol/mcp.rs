@@ -8,6 +8,9 @@ use serde_json::{Map, Value};
 /// Protocol versions with `initialize`, oldest first.
 pub const SUPPORTED_VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
 
+/// The session-era version with experimental tasks (`params.task`).
+pub const TASKS_VERSION: &str = "2025-11-25";
+
 /// The sessionless revision: no `initialize`, every request carries its
 /// protocol version and client capabilities in `_meta`.
 pub const STATELESS_VERSION: &str = "2026-07-28";
@@ -176,6 +179,13 @@ pub struct ServerCapabilities {
     /// The `resume_session` prompt, when the server keeps session logs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompts: Option<PromptsCapability>,
+    /// 2025-11-25's experimental tasks: `tasks/list`, `tasks/cancel` and
+    /// task-augmented `tools/call`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<Value>,
+    /// 2026-07-28's extensions: the tasks extension.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Value>,
 }
 
 /// The `resources` capability.
@@ -397,6 +407,10 @@ pub struct CallToolParams {
     /// Tool arguments, decoded by the tool into its own type.
     #[serde(default)]
     pub arguments: Option<Box<serde_json::value::RawValue>>,
+    /// 2025-11-25: run it as a task (with this lifetime). Read in every
+    /// version, acted on only where tasks exist in that form.
+    #[serde(default)]
+    pub task: Option<crate::protocol::tasks::TaskParams>,
 }
 
 /// One entry of `content`.
@@ -537,6 +551,10 @@ pub struct Tool {
     /// JSON Schema of `structuredContent` (2025-06-18 and later).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// `{"taskSupport": ...}`: whether it may be called as a task
+    /// (2025-11-25; the tasks extension has no such field).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution: Option<Value>,
     /// What calling it does to the world, for clients deciding whether to
     /// ask first.
     pub annotations: ToolAnnotations,

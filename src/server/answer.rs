@@ -2,11 +2,16 @@
 //! JSON-RPC error.
 
 use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 
 use crate::protocol::jsonrpc::code;
 use crate::protocol::mcp::{
     CacheHints, CallToolResult, DiscoverResult, EmptyResult, GetPromptResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, ReadResourceResult,
+};
+use crate::protocol::tasks::{
+    ExperimentalCreateTaskResult, ExperimentalTask, ExtensionTask, ListTasksResult,
 };
 use crate::tools::ToolCallError;
 
@@ -53,6 +58,18 @@ pub enum MethodResult {
     Prompts(ListPromptsResult),
     /// `prompts/get`.
     Prompt(GetPromptResult),
+    /// The tasks extension's `CreateTaskResult` (its `resultType` is `task`).
+    TaskCreated(ExtensionTask),
+    /// The tasks extension's `tasks/get`.
+    Task(ExtensionTask),
+    /// 2025-11-25's `CreateTaskResult`.
+    ExperimentalTaskCreated(ExperimentalCreateTaskResult),
+    /// 2025-11-25's `tasks/get` and `tasks/cancel`.
+    ExperimentalTask(ExperimentalTask),
+    /// 2025-11-25's `tasks/list`.
+    Tasks(ListTasksResult),
+    /// A result kept as JSON: a call's result read back from its task.
+    Json(serde_json::Value),
 }
 
 /// A `resources/read` result and whether it can change (which decides its
@@ -89,7 +106,22 @@ impl MethodResult {
                 Freshness::Changing => PRIVATE_NO_REUSE,
                 Freshness::Stable => PRIVATE_STABLE,
             }),
-            Self::Empty(_) | Self::Call(_) => None,
+            Self::Empty(_)
+            | Self::Call(_)
+            | Self::TaskCreated(_)
+            | Self::Task(_)
+            | Self::ExperimentalTaskCreated(_)
+            | Self::ExperimentalTask(_)
+            | Self::Tasks(_)
+            | Self::Json(_) => None,
+        }
+    }
+
+    /// A 2026-07-28 result's `resultType`: `task` for a created task.
+    pub fn result_type(&self) -> &'static str {
+        match self {
+            Self::TaskCreated(_) => "task",
+            _ => "complete",
         }
     }
 }
@@ -107,7 +139,8 @@ pub struct MethodError {
 }
 
 impl MethodError {
-    pub(super) fn new(code: i64, message: impl Into<String>) -> Self {
+    /// An error of `code` saying `message`.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
         Self {
             code,
             message: message.into(),
@@ -138,7 +171,14 @@ impl From<ToolCallError> for MethodError {
         let code = match error {
             ToolCallError::UnknownTool(_) => code::INVALID_PARAMS,
             ToolCallError::NotAvailable(_) => code::METHOD_NOT_FOUND,
+            ToolCallError::Failed(_) => code::INTERNAL_ERROR,
         };
         Self::new(code, error.to_string())
     }
+}
+
+/// A method's params, or -32602 saying what is wrong with them.
+pub(super) fn params_of<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, MethodError> {
+    serde_json::from_str(params.map_or("null", RawValue::get))
+        .map_err(|e| MethodError::new(code::INVALID_PARAMS, format!("Invalid params: {e}")))
 }

@@ -8,10 +8,12 @@ mod answer;
 mod heap_files;
 mod prompts;
 mod resources;
+mod tasks;
 
+use answer::params_of;
 pub use answer::{Freshness, MethodError, MethodResult, ReadAnswer};
+pub use tasks::ToolExecutor;
 
-use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
 use crate::meta::MetaStoreError;
@@ -19,7 +21,7 @@ use crate::protocol::jsonrpc::code;
 use crate::protocol::mcp::{
     ALL_VERSIONS, CallToolParams, DiscoverResult, EmptyResult, InitializeMeta, InitializeResult,
     PromptsCapability, ResourcesCapability, STATELESS_VERSION, ServerCapabilities, ServerInfo,
-    ToolsCapability, method,
+    TASKS_VERSION, ToolsCapability, method,
 };
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
@@ -43,12 +45,8 @@ pub const SERVER_INFO: ServerInfo = ServerInfo {
 #[derive(Debug, Clone)]
 pub struct McpServer {
     tools: Toolbox,
-}
-
-/// A method's params, or -32602 saying what is wrong with them.
-fn params_of<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, MethodError> {
-    serde_json::from_str(params.map_or("null", RawValue::get))
-        .map_err(|e| MethodError::new(code::INVALID_PARAMS, format!("Invalid params: {e}")))
+    /// MCP tasks, when the server keeps them.
+    tasks: Option<std::sync::Arc<crate::tasks::Tasks>>,
 }
 
 /// Params of a list, which may be absent altogether.
@@ -62,7 +60,20 @@ fn list_params(params: Option<&RawValue>) -> Result<crate::protocol::mcp::ListPa
 impl McpServer {
     /// A server offering `tools`.
     pub fn new(tools: Toolbox) -> Self {
-        Self { tools }
+        Self { tools, tasks: None }
+    }
+
+    /// The same server, offering tasks kept by `tasks`.
+    pub fn with_tasks(self, tasks: crate::tasks::Tasks) -> Self {
+        Self {
+            tasks: Some(std::sync::Arc::new(tasks)),
+            ..self
+        }
+    }
+
+    /// Its tasks, when it has them (a Lambda invocation runs handed ones).
+    pub fn tasks(&self) -> Option<&crate::tasks::Tasks> {
+        self.tasks.as_deref()
     }
 
     /// The saves of heaps answered for first that are still going.
@@ -71,9 +82,12 @@ impl McpServer {
     }
 
     /// What this server offers, in `initialize` and `server/discover` alike:
-    /// resources and prompts only where there are session logs.
-    fn capabilities(&self) -> ServerCapabilities {
+    /// resources and prompts only where there are session logs; tasks in
+    /// the form of `version` (the experimental form in 2025-11-25, the
+    /// extension in 2026-07-28).
+    fn capabilities(&self, version: &str) -> ServerCapabilities {
         let stateful = !self.tools.stateless;
+        let tasks = self.tasks.is_some();
         ServerCapabilities {
             tools: ToolsCapability {
                 list_changed: false,
@@ -85,6 +99,11 @@ impl McpServer {
             prompts: stateful.then_some(PromptsCapability {
                 list_changed: false,
             }),
+            tasks: (tasks && version == TASKS_VERSION).then(|| {
+                serde_json::json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
+            }),
+            extensions: (tasks && version == STATELESS_VERSION)
+                .then(|| serde_json::json!({ crate::protocol::tasks::EXTENSION: {} })),
         }
     }
 
@@ -103,7 +122,7 @@ impl McpServer {
         };
         Ok(InitializeResult {
             protocol_version: version,
-            capabilities: self.capabilities(),
+            capabilities: self.capabilities(version),
             server_info: SERVER_INFO,
             instructions: INSTRUCTIONS,
             meta: continuity.map(|continuity| InitializeMeta { continuity }),
@@ -120,16 +139,27 @@ impl McpServer {
     ) -> Result<MethodResult, MethodError> {
         let sessionless = context.protocol_version == STATELESS_VERSION;
         let stateful = !self.tools.stateless;
+        if let Some(tasks) = &self.tasks
+            && let Some(answer) = tasks::handle(tasks, context, rpc_method, params).await
+        {
+            return answer;
+        }
         match rpc_method {
             method::PING if !sessionless => Ok(MethodResult::Empty(EmptyResult {})),
             method::SERVER_DISCOVER if sessionless => Ok(MethodResult::Discover(DiscoverResult {
                 supported_versions: &ALL_VERSIONS,
-                capabilities: self.capabilities(),
+                capabilities: self.capabilities(STATELESS_VERSION),
                 instructions: INSTRUCTIONS,
             })),
             method::TOOLS_LIST => Ok(MethodResult::Tools(self.tools.list(context).await)),
             method::TOOLS_CALL => {
                 let params: CallToolParams = params_of(params)?;
+                if let Some(tasks) = &self.tasks
+                    && let Some(answer) =
+                        tasks::route_call(&self.tools, tasks, context, &params).await?
+                {
+                    return Ok(answer);
+                }
                 Ok(MethodResult::Call(self.tools.call(context, params).await?))
             }
             method::RESOURCES_LIST if stateful => Ok(MethodResult::Resources(

@@ -19,6 +19,7 @@ pub(super) fn describe() -> Tool {
         title: "Get a run's record",
         description: "Get the recorded outcome of one of your earlier run_js calls by its execution_id, with when it started and completed.".into(),
         input_schema: schema::input::<ExecutionArgs>(),
+        execution: None,
         output_schema: Some(schema::output::<ExecutionView>()),
         annotations: ToolAnnotations::READ_ONLY,
     }

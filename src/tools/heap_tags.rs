@@ -21,6 +21,7 @@ pub(super) fn describe() -> Vec<Tool> {
             title: "Get heap tags",
             description: "Get the tags you set on a heap ({} when you set none). Tags, like heaps, sessions and executions, belong to the caller you authenticated as.".into(),
             input_schema: schema::input::<HeapArgs>(),
+            execution: None,
             output_schema: Some(schema::output::<TagsResult>()),
             annotations: ToolAnnotations::READ_ONLY,
         },
@@ -29,6 +30,7 @@ pub(super) fn describe() -> Vec<Tool> {
             title: "Set heap tags",
             description: "Replace all your tags of a heap with the given map (an empty map clears them).".into(),
             input_schema: schema::input::<SetArgs>(),
+            execution: None,
             output_schema: Some(schema::output::<Ack>()),
             annotations: ToolAnnotations {
                 read_only_hint: false,
@@ -42,6 +44,7 @@ pub(super) fn describe() -> Vec<Tool> {
             title: "Delete heap tags",
             description: "Remove the named tags of one of your heaps, or all of its tags when keys is omitted.".into(),
             input_schema: schema::input::<DeleteArgs>(),
+            execution: None,
             output_schema: Some(schema::output::<Ack>()),
             annotations: ToolAnnotations {
                 read_only_hint: false,
@@ -55,6 +58,7 @@ pub(super) fn describe() -> Vec<Tool> {
             title: "Find heaps by tags",
             description: "Find your heaps whose tags contain every given key-value pair (heaps without tags are never returned).".into(),
             input_schema: schema::input::<QueryArgs>(),
+            execution: None,
             output_schema: Some(schema::output::<QueryResult>()),
             annotations: ToolAnnotations::READ_ONLY,
         },

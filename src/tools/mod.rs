@@ -2,8 +2,11 @@
 //! for `tools/call`.
 
 mod args;
+mod calls;
 mod display;
 mod executions;
+#[cfg(feature = "conformance-fixtures")]
+mod fixtures;
 mod heap_tags;
 mod run_js;
 mod saving;
@@ -21,21 +24,11 @@ use crate::protocol::mcp::{
 };
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
+pub use calls::{TaskSupport, ToolCallError};
 pub use executions::ExecutionView;
 pub use saving::Saves;
 pub use toolbox::{CallContext, MAX_READ_FILE_BYTES, MAX_RESULT_JSON_BYTES, Toolbox};
 use toolbox::{fits_one_response, result_json_len};
-
-/// A `tools/call` that is a protocol error rather than a tool error.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ToolCallError {
-    /// No tool of that name here.
-    #[error("unknown tool: {0}")]
-    UnknownTool(String),
-    /// A stateful tool called on a stateless server.
-    #[error("{0} is not available: this server is stateless")]
-    NotAvailable(String),
-}
 
 impl Toolbox {
     /// `tools/list` for a request of `context`: the schemas give the
@@ -63,9 +56,25 @@ impl Toolbox {
             tools.extend(heap_tags::describe());
             tools.push(executions::describe());
         }
+        #[cfg(feature = "conformance-fixtures")]
+        if fixtures::enabled() {
+            tools.extend(fixtures::describe());
+        }
         if !structured {
             for tool in &mut tools {
                 tool.output_schema = None;
+            }
+        }
+        // Experimental tasks exist in 2025-11-25 only; the extension has no
+        // per-tool field.
+        if context.protocol_version == crate::protocol::mcp::TASKS_VERSION {
+            for tool in &mut tools {
+                let support = match self.task_support(tool.name) {
+                    TaskSupport::Forbidden => continue,
+                    TaskSupport::Optional | TaskSupport::Always => "optional",
+                    TaskSupport::Required => "required",
+                };
+                tool.execution = Some(serde_json::json!({ "taskSupport": support }));
             }
         }
         ListToolsResult { tools }
@@ -122,9 +131,27 @@ impl Toolbox {
             executions::GET_EXECUTION => {
                 with_args!(|a| executions::get(self, context, a, structured))
             }
+            #[cfg(feature = "conformance-fixtures")]
+            other if fixtures::enabled() && fixtures::is_fixture(other) => {
+                return fixtures::call(self, context, other, raw).await;
+            }
             other => return Err(ToolCallError::UnknownTool(other.to_owned())),
         };
         Ok(within_response_limit(name, result))
+    }
+
+    /// Whether calls of `tool` may become tasks: `run_js` may (a run can
+    /// take minutes); the store tools answer at once.
+    pub fn task_support(&self, tool: &str) -> TaskSupport {
+        #[cfg(feature = "conformance-fixtures")]
+        if let Some(support) = fixtures::task_support(self, tool) {
+            return support;
+        }
+        if tool == run_js::NAME {
+            TaskSupport::Optional
+        } else {
+            TaskSupport::Forbidden
+        }
     }
 
     const STATEFUL_TOOLS: [&'static str; 7] = [

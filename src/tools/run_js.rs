@@ -13,7 +13,7 @@ use super::schema;
 use super::toolbox::{
     CallContext, MAX_RESULT_JSON_BYTES, Toolbox, fits_one_response, json_result, result_json_len,
 };
-use crate::clock::unix_now;
+use crate::clock::{rfc3339_millis as rfc3339, unix_now};
 use tracing::Instrument;
 
 use super::saving;
@@ -253,6 +253,7 @@ and as much again for ArrayBuffer data; console output kept up to {} and the res
         title: "Run JavaScript",
         description: description.into(),
         input_schema,
+        execution: None,
         output_schema: Some(schema::run_outcome()),
         // It only adds: a new heap, a log entry, an execution record; the
         // `tags` it sets are those of the heap it produced.
@@ -287,19 +288,6 @@ fn bytes(n: usize) -> String {
     } else {
         format!("{n} bytes")
     }
-}
-
-/// RFC 3339 in UTC with exactly three fractional digits, so that
-/// timestamps sort as strings (the well-known format drops trailing zeros,
-/// and `…05.5Z` sorts after `…05.51Z`).
-fn rfc3339(unix_millis: i128) -> String {
-    const MILLIS: &[time::format_description::BorrowedFormatItem<'_>] = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
-    time::OffsetDateTime::from_unix_timestamp_nanos(unix_millis * 1_000_000)
-        .ok()
-        .and_then(|t| t.format(MILLIS).ok())
-        .unwrap_or_default()
 }
 
 /// A run as the arguments ask for it, checked.

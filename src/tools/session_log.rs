@@ -34,6 +34,7 @@ sessions of the caller you authenticated as are listed. Returns at most 1000 nam
 for the next page."
                 .into(),
             input_schema: schema::input::<SessionsArgs>(),
+            execution: None,
             output_schema: Some(schema::output::<Sessions>()),
             annotations: ToolAnnotations::READ_ONLY,
         },
@@ -46,6 +47,7 @@ code run and when. The session is the session argument, else this connection's X
 order: newest_first reads from the newest end."
                 .into(),
             input_schema: schema::input::<SnapshotArgs>(),
+            execution: None,
             output_schema: Some(entries_schema()),
             annotations: ToolAnnotations::READ_ONLY,
         },

@@ -83,6 +83,9 @@ pub struct CallContext<'a> {
     /// The transport's handle on a run this call starts: progress to
     /// report, and a cancel when the client asks or goes away.
     pub control: Option<&'a Arc<RunControl>>,
+    /// A 2026-07-28 request whose client declared the tasks extension: its
+    /// call may be answered with a task.
+    pub tasks_extension: bool,
 }
 
 impl<'a> CallContext<'a> {
@@ -98,6 +101,7 @@ impl<'a> CallContext<'a> {
             logical_session: state.logical_session.as_ref(),
             deadline,
             control: None,
+            tasks_extension: false,
         }
     }
 }

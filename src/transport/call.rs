@@ -45,6 +45,8 @@ pub(super) struct RequestContext {
     /// Whether the answer may be an event stream: not inside a batch, and
     /// only where the deployment streams responses.
     pub may_stream: bool,
+    /// A 2026-07-28 request declaring the tasks extension.
+    pub tasks_extension: bool,
 }
 
 impl RequestContext {
@@ -55,6 +57,7 @@ impl RequestContext {
             logical_session: self.logical_session.as_ref(),
             deadline: self.deadline,
             control,
+            tasks_extension: self.tasks_extension,
         }
     }
 }

@@ -107,6 +107,11 @@ impl App {
         self.inner.server.saves()
     }
 
+    /// The MCP server behind the endpoint.
+    pub fn server(&self) -> &McpServer {
+        &self.inner.server
+    }
+
     /// Whether requests must carry a bearer token or JWT that this app
     /// checks (`MCP_V8_AUTH_TOKEN_SHA256`, `MCP_V8_JWKS_URL`).
     pub fn authenticates_callers(&self) -> bool {

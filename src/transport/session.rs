@@ -151,6 +151,7 @@ pub(super) async fn post(
                     deadline: post.deadline,
                     session: Some((state.session_id.clone(), sessions.store.clone())),
                     may_stream: !batch && calls.streaming,
+                    tasks_extension: false,
                 };
                 match call::call(
                     request,

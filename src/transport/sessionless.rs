@@ -47,6 +47,9 @@ struct Envelope {
     /// `tools/call` only: the tool, compared with `Mcp-Name`.
     #[serde(default)]
     name: Option<String>,
+    /// Task methods: the task, compared with `Mcp-Name` when sent.
+    #[serde(rename = "taskId", default)]
+    task_id: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -103,6 +106,8 @@ pub(super) enum Decoded {
         id: RequestId,
         method: String,
         params: Option<Box<RawValue>>,
+        /// The client declared the tasks extension in this request.
+        tasks_extension: bool,
     },
 }
 
@@ -140,7 +145,8 @@ pub(super) fn decode(headers: &HeaderMap, body: &[u8]) -> Result<Decoded, HttpEr
         }
         return Ok(Decoded::Notification);
     };
-    let version = check_envelope(headers, &id, &method, incoming.params.as_deref())?;
+    let (version, tasks_extension) =
+        check_envelope(headers, &id, &method, incoming.params.as_deref())?;
     if version != STATELESS_VERSION {
         return Err(unsupported(Some(&id), &version));
     }
@@ -148,6 +154,7 @@ pub(super) fn decode(headers: &HeaderMap, body: &[u8]) -> Result<Decoded, HttpEr
         id,
         method,
         params: incoming.params,
+        tasks_extension,
     })
 }
 
@@ -157,9 +164,14 @@ pub(super) async fn post(
     calls: &Calls,
     post: Post<'_>,
 ) -> Result<Response, HttpError> {
-    let (id, rpc_method, params) = match decode(post.headers, post.body)? {
+    let (id, rpc_method, params, tasks_extension) = match decode(post.headers, post.body)? {
         Decoded::Notification => return Ok(StatusCode::ACCEPTED.into_response()),
-        Decoded::Request { id, method, params } => (id, method, params),
+        Decoded::Request {
+            id,
+            method,
+            params,
+            tasks_extension,
+        } => (id, method, params, tasks_extension),
     };
     // The log follows the `session` argument, else this request's own
     // X-MCP-Session-Id header: there is no session to replay.
@@ -179,6 +191,7 @@ pub(super) async fn post(
         deadline: post.deadline,
         session: None,
         may_stream: calls.streaming,
+        tasks_extension,
     };
     let answer = call::call(
         request,
@@ -204,10 +217,10 @@ fn complete(
     result: MethodResult,
 ) -> jsonrpc::Response<StatelessResult<MethodResult>> {
     let cache = result.cache_hints();
-    jsonrpc::Response::ok(
-        id,
-        StatelessResult::complete(result, cache, crate::server::SERVER_INFO),
-    )
+    let result_type = result.result_type();
+    let mut answer = StatelessResult::complete(result, cache, crate::server::SERVER_INFO);
+    answer.result_type = result_type;
+    jsonrpc::Response::ok(id, answer)
 }
 
 /// A streamed call's last message.
@@ -242,13 +255,14 @@ fn unsupported(id: Option<&RequestId>, requested: &str) -> HttpError {
 
 /// Checks `params._meta` and the standard headers against the body, in the
 /// order the revision gives: a malformed envelope, then a client that
-/// disagrees with itself, before its version is judged. Returns the version.
+/// disagrees with itself, before its version is judged. Returns the version
+/// and whether the client declared the tasks extension.
 fn check_envelope(
     headers: &HeaderMap,
     id: &RequestId,
     rpc_method: &str,
     params: Option<&RawValue>,
-) -> Result<String, HttpError> {
+) -> Result<(String, bool), HttpError> {
     let invalid = |message: String| error(id, code::INVALID_PARAMS, message);
     let envelope: Envelope = match params {
         None => {
@@ -302,6 +316,17 @@ fn check_envelope(
             "the Mcp-Method header {method_header:?} does not match the method {rpc_method:?}"
         )));
     }
+    // SEP-2663: a task method names its task in Mcp-Name, for routing.
+    if crate::protocol::tasks::is_task_method(rpc_method)
+        && let Some(task_id) = envelope.task_id.as_ref().and_then(Value::as_str)
+    {
+        let name_header = single_header(headers, mcp::header::NAME, id)?;
+        if name_header.is_some_and(|h| h != task_id) {
+            return Err(mismatch(format!(
+                "the Mcp-Name header {name_header:?} does not match the task {task_id:?}"
+            )));
+        }
+    }
     if rpc_method == method::TOOLS_CALL
         && let Some(name) = &envelope.name
     {
@@ -318,5 +343,7 @@ fn check_envelope(
             mcp::meta::PROTOCOL_VERSION
         )));
     };
-    Ok(version)
+    let tasks_extension =
+        crate::protocol::tasks::declares_extension(meta.client_capabilities.as_ref());
+    Ok((version, tasks_extension))
 }

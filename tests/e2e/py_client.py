@@ -11,6 +11,9 @@
                                        run, its /work files read back as resources
     python py_client.py URL surface    annotations, heap "latest", progress under a short request
                                        timeout, cancellation, a resource read
+    python py_client.py URL tasks      2025-11-25 experimental tasks: run_js as a task, polled with
+                                       tasks/get to completion, its result from tasks/result, and a
+                                       long run cancelled as a task
 
 Prints one JSON line at the end; raises (exit 1) on any failed expectation.
 """
@@ -203,12 +206,55 @@ async def surface(url: str) -> None:
             print(json.dumps({"event": "done", "progress": len(seen)}))
 
 
+async def tasks(url: str) -> None:
+    import warnings
+
+    from mcp.types import CallToolResult
+
+    # The SDK marks these 2025-11-25 methods deprecated (the extension replaces them).
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+
+    http = httpx.AsyncClient(headers={"X-MCP-Session-Id": "py-tasks"}, timeout=30)
+    async with http, streamable_http_client(url, http_client=http) as (read, write, session_id):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = await session.list_tools()
+            run_js = next(t for t in tools.tools if t.name == "run_js")
+            assert run_js.execution is not None and run_js.execution.taskSupport == "optional", run_js
+            created = await session.experimental.call_tool_as_task(
+                "run_js",
+                {"code": "await new Promise(r => setTimeout(r, 1500)); globalThis.n = 6; n * 7"},
+                ttl=120000,
+            )
+            task_id = created.task.taskId
+            assert created.task.status == "working", created
+            statuses = []
+            for _ in range(300):
+                status = await session.experimental.get_task(task_id)
+                statuses.append(status.status)
+                if status.status in ("completed", "failed", "cancelled"):
+                    break
+                await anyio.sleep(0.1)
+            assert statuses[-1] == "completed", statuses
+            result = await session.experimental.get_task_result(task_id, CallToolResult)
+            assert result.isError is False, result
+            assert result.structuredContent["result"] == "42", result
+            heap = result.structuredContent["heap"]
+            long = await session.experimental.call_tool_as_task(
+                "run_js", {"code": "await new Promise(r => setTimeout(r, 60000)); 1"}, ttl=60000
+            )
+            cancelled = await session.experimental.cancel_task(long.task.taskId)
+            assert cancelled.status == "cancelled", cancelled
+            print(json.dumps({"event": "done", "heap": heap, "polled": len(statuses)}))
+
+
 MODES = {
     "counter": lambda: main(sys.argv[1]),
     "files": lambda: files(sys.argv[1]),
     "surface": lambda: surface(sys.argv[1]),
     "stdio": lambda: stdio(sys.argv[1], sys.argv[3]),
     "continue": lambda: continue_sessions(sys.argv[1]),
+    "tasks": lambda: tasks(sys.argv[1]),
 }
 mode = sys.argv[2] if len(sys.argv) > 2 else None
 if mode not in MODES:

@@ -22,6 +22,9 @@
 //                                    each run_js arguments object of CALLS_JSON as a newcomer's call, over HTTP
 //                                    or (given a binary and a data directory) stdio; prints every answer as the
 //                                    model reads it (isError, the text, structuredContent): the Rust test judges
+//   node ts_client.mjs URL tasks     2025-11-25 experimental tasks: run_js listed with taskSupport, a run
+//                                    as a task through callToolStream (created, status, result with its heap),
+//                                    tasks/get, tasks/list and tasks/result, then a long run cancelled as a task
 // Prints one JSON line per event; exits non-zero on any failed expectation.
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -29,6 +32,7 @@ import readline from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { CallToolResultSchema, CreateTaskResultSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [url, mode] = process.argv.slice(2);
 const say = (event) => console.log(JSON.stringify(event));
@@ -368,7 +372,63 @@ async function calls() {
   await transport.close();
 }
 
-const modes = { calls, replay, tools, counter, surface, continue: continueSessions, stdio, packages, files, codemode };
+async function tasks() {
+  const { client, transport } = await connect("ts-tasks");
+  const { tools } = await client.listTools();
+  const runJs = tools.find((t) => t.name === "run_js");
+  assert.equal(runJs.execution?.taskSupport, "optional", JSON.stringify(runJs));
+  // A run as a task, followed as the SDK follows one: created, polled, result.
+  const seen = [];
+  let taskId;
+  let result;
+  const stream = client.experimental.tasks.callToolStream(
+    { name: "run_js", arguments: { code: "await new Promise(r => setTimeout(r, 1500)); globalThis.n = 41; n + 1" } },
+    CallToolResultSchema,
+    { task: { ttl: 120000 } },
+  );
+  for await (const message of stream) {
+    seen.push(message.type);
+    if (message.type === "taskCreated") taskId = message.task.taskId;
+    if (message.type === "result") result = message.result;
+    if (message.type === "error") throw message.error;
+  }
+  assert.ok(taskId, `no task was created: ${JSON.stringify(seen)}`);
+  assert.equal(seen[0], "taskCreated");
+  assert.equal(seen.at(-1), "result");
+  assert.equal(result.isError, false, JSON.stringify(result));
+  assert.equal(result.structuredContent.result, "42");
+  assert.match(result.structuredContent.heap, /^[0-9a-f]{64}$/);
+  const task = await client.experimental.tasks.getTask(taskId);
+  assert.equal(task.status, "completed");
+  const listed = [];
+  let cursor;
+  do {
+    const page = await client.experimental.tasks.listTasks(cursor);
+    listed.push(...page.tasks.map((t) => t.taskId));
+    cursor = page.nextCursor;
+  } while (cursor);
+  assert.ok(listed.includes(taskId), JSON.stringify(listed));
+  const again = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+  assert.equal(again.structuredContent.heap, result.structuredContent.heap);
+  say({ event: "task_completed", taskId, heap: result.structuredContent.heap, messages: seen });
+
+  // A long run started as a task and cancelled: the task says cancelled,
+  // and the run's heap never reaches the session log.
+  const created = await client.request(
+    { method: "tools/call", params: { name: "run_js", arguments: { code: "await new Promise(r => setTimeout(r, 60000)); 1" }, task: { ttl: 60000 } } },
+    CreateTaskResultSchema,
+  );
+  const longId = created.task.taskId;
+  assert.equal(created.task.status, "working");
+  const cancelled = await client.experimental.tasks.cancelTask(longId);
+  assert.equal(cancelled.status, "cancelled");
+  assert.equal((await client.experimental.tasks.getTask(longId)).status, "cancelled");
+  say({ event: "task_cancelled", taskId: longId });
+  await transport.terminateSession();
+  await client.close();
+}
+
+const modes = { calls, tasks, replay, tools, counter, surface, continue: continueSessions, stdio, packages, files, codemode };
 if (!Object.hasOwn(modes, mode)) {
   // A removed or misspelt mode must fail its test, not run another flow.
   console.error(`ts_client.mjs: unknown mode ${JSON.stringify(mode)}; the modes are: ${Object.keys(modes).join(", ")}`);

@@ -504,6 +504,15 @@ async fn dynamodb_meta_store_passes_the_meta_conformance_suite_with_eight_concur
     meta_conformance::run_all(Arc::new(meta_store(s3, dynamodb, &bucket, &prefix))).await;
 }
 
+/// Tasks in their own table, against the task store suite, one item per
+/// page so the listing is read across pages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn dynamodb_task_store_passes_the_task_store_conformance_suite() {
+    let (s3, dynamodb, bucket, prefix) = provisioned().await;
+    let store = meta_store(s3, dynamodb, &bucket, &prefix).with_page_items(1);
+    common::conformance::tasks::run_all(Arc::new(store)).await;
+}
+
 /// One item per page: every listing of two or more items (the log, the
 /// sessions, a tag pair's heaps) is read across pages.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

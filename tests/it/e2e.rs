@@ -292,6 +292,27 @@ fn both_clients_continue_a_session_without_heap_where_the_deployment_says_so() {
     }
 }
 
+/// 2025-11-25's experimental tasks through both official clients: `run_js`
+/// listed with `taskSupport`, a run made a task (the TypeScript SDK's
+/// `callToolStream`, Python's `call_tool_as_task`), polled to its end, its
+/// result (heap key included) read back, and a long run cancelled as a task.
+#[test]
+fn both_clients_run_run_js_as_an_experimental_task_and_cancel_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(dir.path(), common::net::free_port());
+    let events = drive(&serve.url(), "tasks", || panic!("no restart in this flow"));
+    assert_eq!(names(&events), ["task_completed", "task_cancelled"]);
+    assert_eq!(events[0]["messages"][0], "taskCreated", "{events:?}");
+    let heap = events[0]["heap"].as_str().unwrap();
+    assert!(dir.path().join("heaps").join(heap).exists(), "{events:?}");
+    let mut command = python();
+    command.args([serve.url().as_str(), "tasks"]);
+    let done = finish(command);
+    assert_eq!(done["event"], "done", "{done}");
+    let heap = done["heap"].as_str().unwrap();
+    assert!(dir.path().join("heaps").join(heap).exists(), "{done}");
+}
+
 #[test]
 fn python_mcp_client_threads_a_counter_through_three_heaps() {
     let dir = tempfile::tempdir().unwrap();
@@ -575,6 +596,67 @@ fn the_mcp_conformance_suite_passes_but_for_the_listed_expected_failures() {
     }
 }
 
+/// The conformance suite's tasks-extension scenarios against `serve` with
+/// the fixture tools they call (`greet`, `slow_compute`, `failing_job`,
+/// `protocol_error_job`: the `conformance-fixtures` feature, listed with
+/// `MCP_V8_CONFORMANCE_FIXTURES=1`), each a run through the engine and the
+/// task store. A check may fail only when
+/// tests/conformance/expected-failures-tasks.yaml lists it with its reason.
+#[test]
+fn the_conformance_suite_tasks_scenarios_pass_but_for_the_listed_expected_failures() {
+    let suite = project().join("tests/conformance");
+    let node = suite.join("node_modules/.bin/node");
+    assert!(
+        node.exists(),
+        "the conformance suite is not installed: run scripts/test.sh (it runs npm ci in tests/conformance)"
+    );
+    let cli = suite.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    let listed = Command::new(&node)
+        .arg(&cli)
+        .args(["list", "--server"])
+        .output()
+        .unwrap();
+    let scenarios: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("- "))
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| name.starts_with("tasks-"))
+        .map(str::to_owned)
+        .collect();
+    // The suite's own count: a renamed or dropped scenario shows here.
+    assert!(
+        scenarios.len() >= 10,
+        "expected the tasks-* scenarios, found {scenarios:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start_with(
+        dir.path(),
+        common::net::free_port(),
+        vec![("MCP_V8_CONFORMANCE_FIXTURES".into(), "1".into())],
+    );
+    for scenario in &scenarios {
+        let output = Command::new(&node)
+            .arg(&cli)
+            .args(["server", "--url", &serve.url(), "--scenario", scenario])
+            .arg("--expected-failures")
+            .arg(suite.join("expected-failures-tasks.yaml"))
+            .current_dir(&suite)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let passed = stdout
+            .lines()
+            .find(|line| line.starts_with("Passed:"))
+            .unwrap_or("no total printed");
+        eprintln!("conformance {scenario}: {passed}");
+        assert!(
+            output.status.success(),
+            "conformance {scenario} failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
 /// Runs the TypeScript client in `mode`, restarting `serve` (SIGKILL, then a
 /// new process on the same port and data) when the client asks; returns the
 /// events it printed.
@@ -784,6 +866,10 @@ impl Watch {
                 "--quiet",
                 // A reload mid-test would be a new instance the test did not ask for.
                 "--ignore-changes",
+                // The features scripts/test.sh builds with, so that this
+                // `cargo run` finds the binary built and rebuilds nothing.
+                "--features",
+                "conformance-fixtures",
                 // The emulator's URL events carry no IAM caller: the local
                 // loop as docs/deployment.md gives it.
                 "--env-var",

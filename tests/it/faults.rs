@@ -39,6 +39,9 @@ fn faulty_server(plan: &Arc<FaultPlan>) -> (Server, Arc<dyn HeapStore>, Arc<dyn 
             packages: stores.packages,
             prelude: stores.prelude,
             files: stores.files,
+            tasks: stores.tasks,
+            handoff: stores.handoff,
+            offers_tasks: stores.offers_tasks,
         }
     });
     let (heaps, meta) = inner.unwrap();

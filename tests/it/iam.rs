@@ -51,10 +51,10 @@ fn function_policy(bucket: &str, prefix: &str) -> Value {
     let resolve = |resource: &Value| -> Value {
         if let Some([name, _]) = resource["Fn::GetAtt"].as_array().map(Vec::as_slice) {
             let name = name.as_str().unwrap();
-            return Value::from(if name == "HeapBucket" {
-                bucket_arn.clone()
-            } else {
-                table_arn(name)
+            return Value::from(match name {
+                "HeapBucket" => bucket_arn.clone(),
+                "McpFunction" => FUNCTION_ARN.to_owned(),
+                _ => table_arn(name),
             });
         }
         if let Some(sub) = resource["Fn::Sub"].as_str() {
@@ -72,6 +72,9 @@ fn function_policy(bucket: &str, prefix: &str) -> Value {
     for_moto(json!({"Version": "2012-10-17", "Statement": statements}))
 }
 
+/// The function's ARN as moto's account and region name it.
+const FUNCTION_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:mcp-v8-lambda";
+
 /// infra/policy.json (the cargo-lambda route's policy) for `bucket` and
 /// `prefix`.
 fn infra_policy(bucket: &str, prefix: &str) -> Value {
@@ -80,7 +83,8 @@ fn infra_policy(bucket: &str, prefix: &str) -> Value {
         .replace("BUCKET", bucket)
         .replace("REGION", "us-east-1")
         .replace("ACCOUNT", "123456789012")
-        .replace("PREFIX", prefix);
+        .replace("PREFIX", prefix)
+        .replace("FUNCTION", "mcp-v8-lambda");
     for_moto(serde_json::from_str(&text).unwrap())
 }
 
@@ -92,6 +96,20 @@ fn infra_policy(bucket: &str, prefix: &str) -> Value {
 /// checks each item's PutItem, UpdateItem or ConditionCheckItem).
 fn for_moto(mut policy: Value) -> Value {
     for statement in policy["Statement"].as_array_mut().unwrap() {
+        // Likewise moto checks the Lambda Invoke call against "*", and as
+        // the action lambda:Invoke (the operation's name; IAM's is
+        // lambda:InvokeFunction): the action is tested here, the function
+        // it names by reading (`the_function_may_invoke_itself_and_nothing_else`).
+        if statement["Action"]
+            .to_string()
+            .contains("lambda:InvokeFunction")
+        {
+            statement["Resource"] = Value::from("*");
+            statement["Action"]
+                .as_array_mut()
+                .unwrap()
+                .push(Value::from("lambda:Invoke"));
+        }
         if statement["Action"].to_string().contains("dynamodb:") {
             statement["Resource"] = Value::from("*");
             statement["Action"]
@@ -106,11 +124,14 @@ fn for_moto(mut policy: Value) -> Value {
 /// `policy` less `action`.
 fn without(policy: &Value, action: &str) -> Value {
     let mut policy = policy.clone();
-    for statement in policy["Statement"].as_array_mut().unwrap() {
+    let statements = policy["Statement"].as_array_mut().unwrap();
+    for statement in statements.iter_mut() {
         if let Some(actions) = statement["Action"].as_array_mut() {
             actions.retain(|a| a != action);
         }
     }
+    // A statement left with no action is no statement IAM accepts.
+    statements.retain(|s| s["Action"].as_array().is_none_or(|a| !a.is_empty()));
     policy
 }
 
@@ -144,6 +165,100 @@ async fn app_as(
     })
     .unwrap();
     mcp_v8_lambda::app::app(&config, dir, Some(&clients)).unwrap()
+}
+
+/// The function's asynchronous invocation of itself (a handed task), on
+/// `moto` with `credentials`.
+async fn hand_off_as(
+    moto: &common::moto::Moto,
+    credentials: &Value,
+) -> Result<(), mcp_v8_lambda::BoxError> {
+    use mcp_v8_lambda::tasks::Handoff;
+    let sdk = aws_config::defaults(BehaviorVersion::latest())
+        .endpoint_url(&moto.endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new(
+            credentials["id"].as_str().unwrap(),
+            credentials["secret"].as_str().unwrap(),
+            None,
+            None,
+            "moto-iam",
+        ))
+        .load()
+        .await;
+    let handoff = mcp_v8_lambda::tasks::LambdaHandoff::new(&sdk, "mcp-v8-lambda".into())?;
+    handoff
+        .hand_off(
+            &mcp_v8_lambda::tenant::Tenant::anonymous(),
+            uuid::Uuid::new_v4(),
+        )
+        .await
+}
+
+/// The function may invoke one function, itself: the only Lambda action in
+/// its role's policies (the template's after the SAM transform, infra's
+/// stack and policy document) is `lambda:InvokeFunction` on its own ARN,
+/// never a wildcard, so it cannot invoke anything else.
+#[test]
+fn the_function_may_invoke_itself_and_nothing_else() {
+    fn lambda_statements(statements: &[Value]) -> Vec<&Value> {
+        statements
+            .iter()
+            .filter(|s| {
+                let actions = s["Action"].to_string();
+                actions.contains("lambda:") || actions.contains("\"*\"")
+            })
+            .collect()
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let template = common::sam::transformed(
+        &json!({"TablePrefix": "p-", "AWS::Region": "us-east-1"}),
+        &dir.path().join("t.json"),
+    );
+    let statements = common::sam::function_statements(&template);
+    let found = lambda_statements(&statements);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0]["Action"], json!(["lambda:InvokeFunction"]));
+    assert_eq!(
+        found[0]["Resource"],
+        json!({"Fn::GetAtt": ["McpFunction", "Arn"]})
+    );
+    for statement in &statements {
+        assert_ne!(
+            statement["Resource"], "*",
+            "no statement names every resource: {statement}"
+        );
+    }
+
+    let infra: Value = serde_json::from_str(
+        &std::fs::read_to_string(project().join("infra/policy.json")).unwrap(),
+    )
+    .unwrap();
+    let statements = infra["Statement"].as_array().unwrap().clone();
+    let found = lambda_statements(&statements);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0]["Action"], json!(["lambda:InvokeFunction"]));
+    assert_eq!(
+        found[0]["Resource"],
+        "arn:aws:lambda:REGION:ACCOUNT:function:FUNCTION"
+    );
+
+    let stack: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(project().join("infra/stack.yaml")).unwrap())
+            .unwrap();
+    let stack = serde_json::to_value(stack).unwrap();
+    let role = &stack["Resources"]["FunctionRole"]["Properties"]["Policies"][0]["PolicyDocument"];
+    let statements = role["Statement"].as_array().unwrap().clone();
+    let found = lambda_statements(&statements);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0]["Action"], json!(["lambda:InvokeFunction"]));
+    assert!(
+        found[0]["Resource"]
+            .to_string()
+            .contains(":function:${FunctionName}\""),
+        "{}",
+        found[0]["Resource"]
+    );
 }
 
 /// One 2026-07-28 tools/call: the tool's result.
@@ -188,6 +303,7 @@ async fn the_template_policy_is_enough_for_every_tool_and_dropping_an_action_fai
         "no-put": without(&policy, "s3:PutObject"),
         "no-get": without(&policy, "s3:GetObject"),
         "no-query": without(&policy, "dynamodb:Query"),
+        "no-invoke": without(&without(&policy, "lambda:InvokeFunction"), "lambda:Invoke"),
     });
     let made = Command::new(project().join(".venv/bin/python"))
         .arg(project().join("tests/moto_iam.py"))
@@ -313,6 +429,21 @@ async fn the_template_policy_is_enough_for_every_tool_and_dropping_an_action_fai
     .await;
     assert_eq!(refused["isError"], true, "{refused}");
     assert!(refused.to_string().contains("AccessDenied"), "{refused}");
+
+    // A task handed to the function itself: the template's policy lets the
+    // call through (moto has no such function: not found, not denied), the
+    // policy less lambda:InvokeFunction does not.
+    for (user, denied) in [("function", false), ("infra", false), ("no-invoke", true)] {
+        let handed = hand_off_as(&moto, &keys[user]).await;
+        let message = handed
+            .expect_err("moto runs no function of this name")
+            .to_string();
+        assert_eq!(
+            message.contains("AccessDenied"),
+            denied,
+            "{user}: handing a task off answered {message}"
+        );
+    }
 
     let dir = tempfile::tempdir().unwrap();
     let no_get = app_as(&moto, &keys["no-get"], &bucket, &prefix, dir.path()).await;

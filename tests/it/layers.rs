@@ -27,7 +27,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "backends", "clock", "egress", "files", "heap", "packages", "tenant", "upstream",
         ],
     ),
-    ("meta", &["backends", "clock", "heap", "session", "tenant"]),
+    ("tasks", &["clock", "engine", "protocol", "tenant"]),
+    (
+        "meta",
+        &["backends", "clock", "heap", "session", "tasks", "tenant"],
+    ),
     (
         "tools",
         &[
@@ -38,8 +42,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "server",
         &[
-            "clock", "engine", "egress", "heap", "meta", "protocol", "session", "tenant", "tools",
-            "upstream",
+            "clock", "engine", "egress", "heap", "meta", "protocol", "session", "tasks", "tenant",
+            "tools", "upstream",
         ],
     ),
     (
@@ -50,7 +54,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "config",
         &["backends", "egress", "tenant", "transport", "upstream"],
     ),
-    ("lambda", &["transport"]),
+    ("lambda", &["tasks", "transport"]),
     (
         "app",
         &[
@@ -63,6 +67,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "packages",
             "server",
             "session",
+            "tasks",
             "tenant",
             "tools",
             "transport",

@@ -41,6 +41,7 @@ mod resources;
 mod session_store;
 mod sessionless;
 mod stdio;
+mod tasks;
 mod tenancy;
 mod think_time;
 mod tools;

@@ -13,6 +13,14 @@ async fn redb_store_passes_the_conformance_suite() {
     conformance::run_all(Arc::new(RedbMetaStore::new(db).unwrap())).await;
 }
 
+/// The task store in the same database, against the task store suite.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redb_store_passes_the_task_store_conformance_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_database(&dir.path().join("meta.redb")).unwrap();
+    crate::common::conformance::tasks::run_all(Arc::new(RedbMetaStore::new(db).unwrap())).await;
+}
+
 /// A database written before the session index existed lists every
 /// session it holds, once opened by this version.
 #[tokio::test]

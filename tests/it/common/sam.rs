@@ -38,19 +38,25 @@ pub fn transformed(parameters: &Value, output: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(output).unwrap()).unwrap()
 }
 
-/// The statements of the function role's inline policies in a transformed
-/// template.
+/// The statements of every policy of the function's role in a transformed
+/// template: its inline policies and the policies attached to it.
 pub fn function_statements(template: &Value) -> Vec<Value> {
-    let role = template["Resources"]
-        .as_object()
-        .unwrap()
-        .values()
-        .find(|r| r["Type"] == "AWS::IAM::Role" && r["Properties"]["Policies"].is_array())
+    let resources = template["Resources"].as_object().unwrap();
+    let (role_name, role) = resources
+        .iter()
+        .find(|(_, r)| r["Type"] == "AWS::IAM::Role" && r["Properties"]["Policies"].is_array())
         .expect("the function's role");
+    let attached = resources.values().filter(|r| {
+        r["Type"] == "AWS::IAM::Policy"
+            && r["Properties"]["Roles"]
+                .as_array()
+                .is_some_and(|roles| roles.iter().any(|role| role["Ref"] == role_name.as_str()))
+    });
     role["Properties"]["Policies"]
         .as_array()
         .unwrap()
         .iter()
+        .chain(attached.map(|r| &r["Properties"]))
         .flat_map(|p| p["PolicyDocument"]["Statement"].as_array().unwrap().clone())
         .collect()
 }

@@ -7,3 +7,4 @@ pub mod heap;
 pub mod meta;
 pub mod packages;
 pub mod session;
+pub mod tasks;

@@ -1,0 +1,176 @@
+//! The wire shapes of MCP tasks, in their two forms: the tasks extension
+//! `io.modelcontextprotocol/tasks` (SEP-2663, protocol 2026-07-28: flat
+//! `Result & Task`, `ttlMs`, results inlined in `tasks/get`) and the
+//! experimental tasks of 2025-11-25 (`params.task`, a `task` wrapper,
+//! `ttl`, `tasks/result`, `tasks/list`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The extension's identifier, in capabilities and `_meta`.
+pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// The 2025-11-25 `_meta` key tying a message to its task.
+pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+
+/// Task methods.
+pub mod method {
+    /// Read a task (both forms).
+    pub const GET: &str = "tasks/get";
+    /// Cancel a task (both forms).
+    pub const CANCEL: &str = "tasks/cancel";
+    /// Answer a task's input requests (the extension).
+    pub const UPDATE: &str = "tasks/update";
+    /// Wait for a task's result (2025-11-25).
+    pub const RESULT: &str = "tasks/result";
+    /// List tasks (2025-11-25).
+    pub const LIST: &str = "tasks/list";
+}
+
+/// Whether `method` is one of the task methods, which name a task.
+pub fn is_task_method(rpc_method: &str) -> bool {
+    matches!(
+        rpc_method,
+        method::GET | method::CANCEL | method::UPDATE | method::RESULT
+    )
+}
+
+/// `params.task` of a 2025-11-25 task-augmented request.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct TaskParams {
+    /// The lifetime the client asks for, in milliseconds.
+    #[serde(default)]
+    pub ttl: Option<u64>,
+}
+
+/// Params of `tasks/get`, `tasks/cancel`, `tasks/result`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskIdParams {
+    /// The task.
+    pub task_id: String,
+}
+
+/// Params of `tasks/update`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateTaskParams {
+    /// The task.
+    pub task_id: String,
+    /// Responses to input requests, keyed as they were asked.
+    pub input_responses: serde_json::Map<String, Value>,
+}
+
+/// A task's state, as both forms carry it: the extension's names.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskState {
+    /// The task.
+    pub task_id: String,
+    /// `working`, `input_required`, `completed`, `failed` or `cancelled`.
+    pub status: &'static str,
+    /// Progress, or why it ended as it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<String>,
+    /// ISO 8601.
+    pub created_at: String,
+    /// ISO 8601.
+    pub last_updated_at: String,
+    /// Lifetime from creation, in milliseconds.
+    pub ttl_ms: u64,
+    /// How often to poll, in milliseconds.
+    pub poll_interval_ms: u64,
+}
+
+/// A task as the extension sends it (`CreateTaskResult`, and `tasks/get`'s
+/// `DetailedTask` with the result or error inlined once terminal).
+#[derive(Debug, Clone, Serialize)]
+pub struct ExtensionTask {
+    /// The state.
+    #[serde(flatten)]
+    pub state: TaskState,
+    /// A completed task's result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// A failed task's JSON-RPC error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<Value>,
+}
+
+/// A task as 2025-11-25 sends it: `ttl` and `pollInterval`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExperimentalTask {
+    /// The task.
+    pub task_id: String,
+    /// Its status.
+    pub status: &'static str,
+    /// Progress, or why it ended as it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<String>,
+    /// ISO 8601.
+    pub created_at: String,
+    /// ISO 8601.
+    pub last_updated_at: String,
+    /// Lifetime from creation, in milliseconds.
+    pub ttl: u64,
+    /// How often to poll, in milliseconds.
+    pub poll_interval: u64,
+}
+
+impl From<TaskState> for ExperimentalTask {
+    fn from(state: TaskState) -> Self {
+        Self {
+            task_id: state.task_id,
+            status: state.status,
+            status_message: state.status_message,
+            created_at: state.created_at,
+            last_updated_at: state.last_updated_at,
+            ttl: state.ttl_ms,
+            poll_interval: state.poll_interval_ms,
+        }
+    }
+}
+
+/// 2025-11-25's answer to a task-augmented request.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExperimentalCreateTaskResult {
+    /// The new task.
+    pub task: ExperimentalTask,
+    /// What a host may hand the model while the task runs.
+    #[serde(rename = "_meta")]
+    pub meta: ImmediateResponse,
+}
+
+/// `_meta` of 2025-11-25's `CreateTaskResult`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ImmediateResponse {
+    /// For the model, while it waits.
+    #[serde(rename = "io.modelcontextprotocol/model-immediate-response")]
+    pub message: String,
+}
+
+/// `tasks/list` of 2025-11-25.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTasksResult {
+    /// A page of the caller's tasks.
+    pub tasks: Vec<ExperimentalTask>,
+    /// Where the next page starts, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// Whether `_meta` client capabilities of a 2026-07-28 request declare the
+/// tasks extension.
+pub fn declares_extension(capabilities: Option<&serde_json::Map<String, Value>>) -> bool {
+    capabilities
+        .and_then(|c| c.get("extensions"))
+        .and_then(Value::as_object)
+        .is_some_and(|extensions| extensions.contains_key(EXTENSION))
+}
+
+/// `error.data` of -32021 when a request needs the extension.
+pub fn required_extension() -> Value {
+    serde_json::json!({ "requiredCapabilities": { "extensions": { EXTENSION: {} } } })
+}

@@ -1,0 +1,480 @@
+//! MCP tasks on the wire, in both forms, over [`crate::tasks`]: when a
+//! `tools/call` becomes a task, and what `tasks/get`, `tasks/cancel`,
+//! `tasks/update` (the extension) and `tasks/result`, `tasks/list`
+//! (2025-11-25) answer. docs/protocol.md, "Tasks", has the exchanges.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use serde_json::value::RawValue;
+use uuid::Uuid;
+
+use super::answer::{MethodError, MethodResult, params_of};
+use crate::engine::RunControl;
+use crate::protocol::jsonrpc::code;
+use crate::protocol::mcp::{CallToolParams, STATELESS_VERSION, TASKS_VERSION};
+use crate::protocol::tasks::{
+    ExperimentalCreateTaskResult, ExperimentalTask, ExtensionTask, ImmediateResponse,
+    ListTasksResult, RELATED_TASK, TaskIdParams, TaskState, UpdateTaskParams, method,
+    required_extension,
+};
+use crate::session::LogicalSession;
+use crate::tasks::{
+    Changed, Execute, Started, TaskError, TaskOutcome, TaskRecord, TaskRequest, TaskStatus, Tasks,
+};
+use crate::tenant::Tenant;
+use crate::tools::{CallContext, TaskSupport, Toolbox};
+
+/// Runs a task's call as a direct `tools/call` would: the tool's result,
+/// or the JSON-RPC error the call would have answered.
+#[derive(Debug)]
+pub struct ToolExecutor {
+    tools: Toolbox,
+}
+
+impl ToolExecutor {
+    /// Runs calls with `tools`.
+    pub fn new(tools: Toolbox) -> Self {
+        Self { tools }
+    }
+}
+
+#[async_trait]
+impl Execute for ToolExecutor {
+    async fn execute(
+        &self,
+        tenant: &Tenant,
+        request: &TaskRequest,
+        control: Arc<RunControl>,
+        deadline: Option<SystemTime>,
+    ) -> TaskOutcome {
+        let logical_session = request
+            .logical_session
+            .as_deref()
+            .and_then(|name| LogicalSession::parse(name).ok());
+        let context = CallContext {
+            protocol_version: &request.protocol_version,
+            tenant,
+            logical_session: logical_session.as_ref(),
+            deadline,
+            control: Some(&control),
+            tasks_extension: false,
+        };
+        let arguments = request
+            .arguments
+            .as_ref()
+            .and_then(|value| serde_json::value::to_raw_value(value).ok());
+        let params = CallToolParams {
+            name: request.tool.clone(),
+            arguments,
+            task: None,
+        };
+        match self.tools.call(context, params).await {
+            Ok(result) => {
+                TaskOutcome::Result(serde_json::to_value(result).expect("tool results serialize"))
+            }
+            Err(error) => {
+                let error = MethodError::from(error);
+                TaskOutcome::Error {
+                    code: error.code,
+                    message: error.message,
+                    data: error.data,
+                }
+            }
+        }
+    }
+}
+
+fn store_failed(error: impl std::fmt::Display) -> MethodError {
+    MethodError::internal(format!("task store: {error}"))
+}
+
+fn start_failed(error: TaskError) -> MethodError {
+    match error {
+        TaskError::Store(error) => store_failed(error),
+        TaskError::Handoff(error) => {
+            MethodError::internal(format!("handing the task to a new invocation: {error}"))
+        }
+    }
+}
+
+fn missing_extension(what: &str) -> MethodError {
+    MethodError::new(
+        code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        format!(
+            "{what} needs the {} extension: declare it in _meta[\"io.modelcontextprotocol/clientCapabilities\"].extensions",
+            crate::protocol::tasks::EXTENSION
+        ),
+    )
+    .with_data(required_extension())
+}
+
+fn not_found(id: &str) -> MethodError {
+    MethodError::new(
+        code::INVALID_PARAMS,
+        format!(
+            "Failed to retrieve task: task {id:?} not found (it never existed, belongs to another \
+             caller, or expired)"
+        ),
+    )
+}
+
+/// The task's id, or -32602: an id this server could not have issued
+/// names no task.
+fn task_id(text: &str) -> Result<Uuid, MethodError> {
+    Uuid::parse_str(text).map_err(|_| not_found(text))
+}
+
+fn state(tasks: &Tasks, record: &TaskRecord) -> TaskState {
+    TaskState {
+        task_id: record.task_id.to_string(),
+        status: record.status.as_str(),
+        status_message: record.status_message.clone(),
+        created_at: record.created_at.clone(),
+        last_updated_at: record.last_updated_at.clone(),
+        ttl_ms: record.ttl_ms,
+        poll_interval_ms: tasks.settings.poll_interval_ms,
+    }
+}
+
+/// The extension's `DetailedTask`: the result or error inlined once ended.
+fn detailed(tasks: &Tasks, record: &TaskRecord) -> ExtensionTask {
+    let (result, error) = match &record.outcome {
+        Some(TaskOutcome::Result(result)) if record.status == TaskStatus::Completed => {
+            (Some(result.clone()), None)
+        }
+        Some(TaskOutcome::Error {
+            code,
+            message,
+            data,
+        }) if record.status == TaskStatus::Failed => {
+            let mut error = serde_json::json!({ "code": code, "message": message });
+            if let Some(data) = data {
+                error["data"] = data.clone();
+            }
+            (None, Some(error))
+        }
+        _ => (None, None),
+    };
+    ExtensionTask {
+        state: state(tasks, record),
+        result,
+        error,
+    }
+}
+
+/// What a model is told while a 2025-11-25 task runs.
+fn immediate_response(record: &TaskRecord) -> ImmediateResponse {
+    ImmediateResponse {
+        message: format!(
+            "The call goes on as task {}; its result comes with tasks/result (or tasks/get shows how \
+             far it got).",
+            record.task_id
+        ),
+    }
+}
+
+/// A `tools/call` that may become a task: `Ok(None)` when it is to be
+/// answered directly, as without tasks.
+pub(super) async fn route_call(
+    tools: &Toolbox,
+    tasks: &Tasks,
+    context: CallContext<'_>,
+    params: &CallToolParams,
+) -> Result<Option<MethodResult>, MethodError> {
+    let support = tools.task_support(&params.name);
+    let request = || TaskRequest {
+        tool: params.name.clone(),
+        arguments: params
+            .arguments
+            .as_deref()
+            .and_then(|raw| serde_json::from_str(raw.get()).ok()),
+        logical_session: context.logical_session.map(|s| s.as_str().to_owned()),
+        protocol_version: context.protocol_version.to_owned(),
+    };
+    match context.protocol_version {
+        STATELESS_VERSION => {
+            if !context.tasks_extension {
+                return match support {
+                    TaskSupport::Required => Err(missing_extension(&format!(
+                        "the tool {:?} runs only as a task and",
+                        params.name
+                    ))),
+                    _ => Ok(None),
+                };
+            }
+            let ttl = tasks.ttl_ms(None);
+            let always = matches!(support, TaskSupport::Always | TaskSupport::Required);
+            match support {
+                TaskSupport::Forbidden => Ok(None),
+                // Where a run cannot outlive the response (Lambda), the
+                // choice is made before it starts (docs/protocol.md).
+                _ if tasks.hands_off() => {
+                    if always || asks_longer_than(params, tasks.settings.handoff_above) {
+                        let record = tasks
+                            .start(context.tenant, request(), ttl)
+                            .await
+                            .map_err(start_failed)?;
+                        Ok(Some(MethodResult::TaskCreated(detailed(tasks, &record))))
+                    } else {
+                        Ok(None)
+                    }
+                }
+                _ if always => {
+                    let record = tasks
+                        .start(context.tenant, request(), ttl)
+                        .await
+                        .map_err(start_failed)?;
+                    Ok(Some(MethodResult::TaskCreated(detailed(tasks, &record))))
+                }
+                _ => match tasks
+                    .start_or_answer(context.tenant, request(), ttl)
+                    .await
+                    .map_err(start_failed)?
+                {
+                    Started::Answered(outcome) => answer(outcome).map(Some),
+                    Started::Task(record) => {
+                        Ok(Some(MethodResult::TaskCreated(detailed(tasks, &record))))
+                    }
+                },
+            }
+        }
+        TASKS_VERSION => match (&params.task, support) {
+            (None, TaskSupport::Required) => Err(MethodError::new(
+                code::METHOD_NOT_FOUND,
+                format!(
+                    "the tool {:?} runs only as a task: call it with params.task",
+                    params.name
+                ),
+            )),
+            (None, _) => Ok(None),
+            (Some(_), TaskSupport::Forbidden) => Err(MethodError::new(
+                code::METHOD_NOT_FOUND,
+                format!(
+                    "the tool {:?} answers at once and cannot run as a task: call it without params.task",
+                    params.name
+                ),
+            )),
+            (Some(task), _) => {
+                let record = tasks
+                    .start(context.tenant, request(), tasks.ttl_ms(task.ttl))
+                    .await
+                    .map_err(start_failed)?;
+                Ok(Some(MethodResult::ExperimentalTaskCreated(
+                    ExperimentalCreateTaskResult {
+                        task: state(tasks, &record).into(),
+                        meta: immediate_response(&record),
+                    },
+                )))
+            }
+        },
+        _ => Ok(None),
+    }
+}
+
+/// Whether a `run_js` call asks for more time than `limit`.
+fn asks_longer_than(params: &CallToolParams, limit: std::time::Duration) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Timeout {
+        #[serde(default)]
+        execution_timeout_secs: Option<f64>,
+    }
+    params
+        .arguments
+        .as_deref()
+        .and_then(|raw| serde_json::from_str::<Timeout>(raw.get()).ok())
+        .and_then(|t| t.execution_timeout_secs)
+        .is_some_and(|secs| secs > limit.as_secs_f64())
+}
+
+/// A call's outcome as the direct answer it would have been.
+fn answer(outcome: TaskOutcome) -> Result<MethodResult, MethodError> {
+    match outcome {
+        TaskOutcome::Result(result) => Ok(MethodResult::Json(result)),
+        TaskOutcome::Error {
+            code,
+            message,
+            data,
+        } => {
+            let error = MethodError::new(code, message);
+            Err(match data {
+                Some(data) => error.with_data(data),
+                None => error,
+            })
+        }
+    }
+}
+
+/// The task methods; `None` when `rpc_method` is not one of them in this
+/// protocol version.
+pub(super) async fn handle(
+    tasks: &Tasks,
+    context: CallContext<'_>,
+    rpc_method: &str,
+    params: Option<&RawValue>,
+) -> Option<Result<MethodResult, MethodError>> {
+    let extension = context.protocol_version == STATELESS_VERSION;
+    let experimental = context.protocol_version == TASKS_VERSION;
+    let known = match rpc_method {
+        method::GET | method::CANCEL => extension || experimental,
+        method::UPDATE => extension,
+        method::RESULT | method::LIST => experimental,
+        _ => false,
+    };
+    if !known {
+        return None;
+    }
+    if extension && !context.tasks_extension {
+        return Some(Err(missing_extension(rpc_method)));
+    }
+    Some(dispatch(tasks, context, rpc_method, params, extension).await)
+}
+
+async fn dispatch(
+    tasks: &Tasks,
+    context: CallContext<'_>,
+    rpc_method: &str,
+    params: Option<&RawValue>,
+    extension: bool,
+) -> Result<MethodResult, MethodError> {
+    let tenant = context.tenant;
+    if rpc_method == method::LIST {
+        return list(tasks, tenant, params).await;
+    }
+    let (text, id) = if rpc_method == method::UPDATE {
+        let update: UpdateTaskParams = params_of(params)?;
+        let id = task_id(&update.task_id)?;
+        (update.task_id, id)
+    } else {
+        let TaskIdParams { task_id: text } = params_of(params)?;
+        let id = task_id(&text)?;
+        (text, id)
+    };
+    match rpc_method {
+        method::GET => {
+            let record = tasks
+                .book
+                .get(tenant, id)
+                .await
+                .map_err(store_failed)?
+                .ok_or_else(|| not_found(&text))?;
+            Ok(if extension {
+                MethodResult::Task(detailed(tasks, &record))
+            } else {
+                MethodResult::ExperimentalTask(state(tasks, &record).into())
+            })
+        }
+        method::CANCEL => match tasks.cancel(tenant, id).await.map_err(store_failed)? {
+            Changed::Missing => Err(not_found(&text)),
+            // The extension's cancel is an acknowledgement, idempotent on
+            // an ended task.
+            Changed::Applied(_) | Changed::Ended(_) if extension => {
+                Ok(MethodResult::Empty(crate::protocol::mcp::EmptyResult {}))
+            }
+            Changed::Applied(record) => {
+                Ok(MethodResult::ExperimentalTask(state(tasks, &record).into()))
+            }
+            Changed::Ended(record) => Err(MethodError::new(
+                code::INVALID_PARAMS,
+                format!(
+                    "task {text} has already ended ({}); only a working task can be cancelled",
+                    record.status.as_str()
+                ),
+            )),
+        },
+        // No run here asks the client for input, so no key is ever
+        // outstanding: responses are acknowledged and ignored, as the
+        // extension says of unknown keys.
+        method::UPDATE => {
+            tasks
+                .book
+                .get(tenant, id)
+                .await
+                .map_err(store_failed)?
+                .ok_or_else(|| not_found(&text))?;
+            Ok(MethodResult::Empty(crate::protocol::mcp::EmptyResult {}))
+        }
+        method::RESULT => result(tasks, context, id, &text).await,
+        _ => unreachable!("handle admits task methods only"),
+    }
+}
+
+/// 2025-11-25 `tasks/result`: blocks until the task ends (within the
+/// request's own deadline, on Lambda), then answers exactly what the call
+/// would have, with the task named in `_meta`.
+async fn result(
+    tasks: &Tasks,
+    context: CallContext<'_>,
+    id: Uuid,
+    text: &str,
+) -> Result<MethodResult, MethodError> {
+    let record = tasks
+        .wait(context.tenant, id, context.deadline)
+        .await
+        .map_err(store_failed)?
+        .ok_or_else(|| not_found(text))?;
+    match (record.status, record.outcome) {
+        (TaskStatus::Completed, Some(TaskOutcome::Result(mut result))) => {
+            if let Some(object) = result.as_object_mut() {
+                let meta = object
+                    .entry("_meta")
+                    .or_insert_with(|| serde_json::json!({}));
+                meta[RELATED_TASK] = serde_json::json!({ "taskId": text });
+            }
+            Ok(MethodResult::Json(result))
+        }
+        (TaskStatus::Failed, Some(outcome @ TaskOutcome::Error { .. })) => answer(outcome),
+        (TaskStatus::Cancelled, _) => Err(MethodError::new(
+            code::INVALID_PARAMS,
+            format!("task {text} was cancelled; it has no result"),
+        )),
+        (status, _) => Err(MethodError::new(
+            code::INTERNAL_ERROR,
+            format!(
+                "task {text} is still {} and this request's time is up; call tasks/result again \
+                 (or poll tasks/get)",
+                status.as_str()
+            ),
+        )),
+    }
+}
+
+/// Tasks listed a page at a time; the cursor is the last id of a page.
+const LIST_PAGE: usize = 50;
+
+async fn list(
+    tasks: &Tasks,
+    tenant: &Tenant,
+    params: Option<&RawValue>,
+) -> Result<MethodResult, MethodError> {
+    let params: crate::protocol::mcp::ListParams = match params {
+        None => Default::default(),
+        Some(_) => params_of(params)?,
+    };
+    let after = match params.cursor.as_deref() {
+        None => None,
+        Some(cursor) => Some(Uuid::parse_str(cursor).map_err(|_| {
+            MethodError::new(
+                code::INVALID_PARAMS,
+                format!("invalid cursor {cursor:?}: pass a nextCursor this server returned"),
+            )
+        })?),
+    };
+    let page = tasks
+        .book
+        .list(tenant, after, LIST_PAGE)
+        .await
+        .map_err(store_failed)?;
+    let next_cursor = (page.len() == LIST_PAGE)
+        .then(|| page.last().map(|r| r.task_id.to_string()))
+        .flatten();
+    let listed: Vec<ExperimentalTask> = page
+        .iter()
+        .map(|record| state(tasks, record).into())
+        .collect();
+    Ok(MethodResult::Tasks(ListTasksResult {
+        tasks: listed,
+        next_cursor,
+    }))
+}

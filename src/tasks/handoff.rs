@@ -1,0 +1,214 @@
+//! On Lambda a run cannot outlive its invocation's response: the function
+//! hands a task to itself, as an asynchronous invocation of the same
+//! function (`InvocationType: Event`) whose event names the task. The event
+//! has the shape of a function URL request, so the runtime's usual decoding
+//! takes it, with a route key no function URL ever sends ([`ROUTE_KEY`]):
+//! only a caller allowed to invoke the function (the function itself,
+//! granted `lambda:InvokeFunction` on its own ARN) can send one.
+//!
+//! The Invoke call is made here, signed with SigV4 by `aws-sigv4`: the one
+//! operation does not justify compiling the whole Lambda SDK crate into
+//! every build (docs/deployment.md, "Tasks on Lambda").
+
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use aws_credential_types::provider::ProvideCredentials;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::runner::Handoff;
+use crate::BoxError;
+use crate::tenant::Tenant;
+
+/// The `routeKey` of a handed task's event; function URLs send `$default`.
+pub const ROUTE_KEY: &str = "mcp-v8-lambda/task";
+
+/// The body of a handed task's event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandedTask {
+    /// The task.
+    pub task_id: Uuid,
+    /// Its tenant's id (`None`: the anonymous tenant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+}
+
+impl HandedTask {
+    /// The tenant the task belongs to.
+    pub fn tenant(&self) -> Tenant {
+        self.tenant
+            .as_deref()
+            .and_then(Tenant::from_id)
+            .unwrap_or_else(Tenant::anonymous)
+    }
+}
+
+/// The invocation event for `task`: a function URL request in shape.
+pub fn event(task: &HandedTask) -> serde_json::Value {
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    serde_json::json!({
+        "version": "2.0",
+        "routeKey": ROUTE_KEY,
+        "rawPath": "/mcp-v8-lambda/task",
+        "rawQueryString": "",
+        "headers": { "content-type": "application/json" },
+        "requestContext": {
+            "accountId": "self",
+            "apiId": "self",
+            "domainName": "self",
+            "domainPrefix": "self",
+            "http": {
+                "method": "POST",
+                "path": "/mcp-v8-lambda/task",
+                "protocol": "HTTP/1.1",
+                "sourceIp": "127.0.0.1",
+                "userAgent": "mcp-v8-lambda"
+            },
+            "requestId": task.task_id.to_string(),
+            "routeKey": ROUTE_KEY,
+            "stage": "$default",
+            "time": "",
+            "timeEpoch": now
+        },
+        "isBase64Encoded": false,
+        "body": serde_json::to_string(task).expect("a handed task serializes")
+    })
+}
+
+/// Hands tasks to asynchronous invocations of the function `function`.
+#[derive(Debug)]
+pub struct LambdaHandoff {
+    http: reqwest::Client,
+    endpoint: String,
+    region: String,
+    function: String,
+    credentials: aws_credential_types::provider::SharedCredentialsProvider,
+}
+
+impl LambdaHandoff {
+    /// Invokes `function` (its name or ARN: `AWS_LAMBDA_FUNCTION_NAME`)
+    /// through the Lambda endpoint of `sdk` (`AWS_ENDPOINT_URL_LAMBDA`, else
+    /// `AWS_ENDPOINT_URL`, else the region's), with its credentials.
+    pub fn new(sdk: &aws_config::SdkConfig, function: String) -> Result<Self, BoxError> {
+        let region = sdk
+            .region()
+            .ok_or("handing tasks off needs an AWS region (AWS_REGION)")?
+            .to_string();
+        let credentials = sdk
+            .credentials_provider()
+            .ok_or("handing tasks off needs AWS credentials")?;
+        let endpoint = std::env::var("AWS_ENDPOINT_URL_LAMBDA")
+            .ok()
+            .or_else(|| sdk.endpoint_url().map(str::to_owned))
+            .unwrap_or_else(|| format!("https://lambda.{region}.amazonaws.com"));
+        Ok(Self {
+            http: reqwest::Client::new(),
+            endpoint: endpoint.trim_end_matches('/').to_owned(),
+            region,
+            function,
+            credentials,
+        })
+    }
+}
+
+#[async_trait]
+impl Handoff for LambdaHandoff {
+    async fn hand_off(&self, tenant: &Tenant, id: Uuid) -> Result<(), BoxError> {
+        use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
+        use aws_sigv4::sign::v4;
+
+        let task = HandedTask {
+            task_id: id,
+            tenant: tenant.id().map(str::to_owned),
+        };
+        let body = serde_json::to_vec(&event(&task))?;
+        let url = format!(
+            "{}/2015-03-31/functions/{}/invocations",
+            self.endpoint,
+            urlencoding(&self.function)
+        );
+        let mut request = http::Request::builder()
+            .method("POST")
+            .uri(&url)
+            .header("content-type", "application/json")
+            .header("x-amz-invocation-type", "Event")
+            .body(body.clone())?;
+        let identity = self.credentials.provide_credentials().await?.into();
+        let params = v4::SigningParams::builder()
+            .identity(&identity)
+            .region(&self.region)
+            .name("lambda")
+            .time(SystemTime::now())
+            .settings(SigningSettings::default())
+            .build()?
+            .into();
+        let headers: Vec<(String, String)> = request
+            .headers()
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_owned(),
+                    v.to_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect();
+        let signable = SignableRequest::new(
+            "POST",
+            &url,
+            headers.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            SignableBody::Bytes(&body),
+        )?;
+        let (instructions, _) = sign(signable, &params)?.into_parts();
+        instructions.apply_to_request_http1x(&mut request);
+        let (parts, body) = request.into_parts();
+        let mut outgoing = self.http.post(&url).body(body);
+        for (name, value) in &parts.headers {
+            outgoing = outgoing.header(name.as_str(), value.as_bytes());
+        }
+        let response = outgoing.send().await?;
+        let status = response.status();
+        // An accepted asynchronous invocation is 202.
+        if status.as_u16() == 202 {
+            return Ok(());
+        }
+        let text = response.text().await.unwrap_or_default();
+        Err(format!("Lambda Invoke answered {status}: {text}").into())
+    }
+}
+
+/// A function name or ARN as one path segment.
+fn urlencoding(name: &str) -> String {
+    name.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_handed_task_round_trips_through_its_event() {
+        let task = HandedTask {
+            task_id: Uuid::new_v4(),
+            tenant: Some("t1".into()),
+        };
+        let event = event(&task);
+        assert_eq!(event["routeKey"], ROUTE_KEY);
+        assert_eq!(event["requestContext"]["routeKey"], ROUTE_KEY);
+        let body: HandedTask = serde_json::from_str(event["body"].as_str().unwrap()).unwrap();
+        assert_eq!(body, task);
+        assert_eq!(
+            urlencoding("arn:aws:lambda:x:1:function:f"),
+            "arn%3Aaws%3Alambda%3Ax%3A1%3Afunction%3Af"
+        );
+    }
+}

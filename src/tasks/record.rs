@@ -1,0 +1,137 @@
+//! What a task store keeps of one task: its state machine, the request it
+//! runs, and its outcome once it has one.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+/// A task's lifecycle status, as both protocol forms name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// The run is going (or waits for an instance to take it).
+    Working,
+    /// Never set by this server (no run asks the client for input), read
+    /// so that a record written by a later version decodes.
+    InputRequired,
+    /// The call answered: `outcome` is its result (a tool error too).
+    Completed,
+    /// The call ended in a JSON-RPC error, or the run was interrupted.
+    Failed,
+    /// Cancelled before it ended.
+    Cancelled,
+}
+
+impl TaskStatus {
+    /// `completed`, `failed` and `cancelled` never change again.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+    }
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Working => "working",
+            Self::InputRequired => "input_required",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// The `tools/call` a task runs, kept whole so that any instance (the
+/// function's own asynchronous invocation on Lambda) can run it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskRequest {
+    /// The tool.
+    pub tool: String,
+    /// Its arguments, as the client sent them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+    /// The logical session of the call (`X-MCP-Session-Id`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logical_session: Option<String>,
+    /// The protocol version the call came in, which shapes its result.
+    pub protocol_version: String,
+}
+
+/// How a task's call ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskOutcome {
+    /// The `CallToolResult`, exactly as a direct call returns it.
+    Result(Value),
+    /// The JSON-RPC error a direct call would have answered.
+    Error {
+        /// Its code.
+        code: i64,
+        /// Its message.
+        message: String,
+        /// Its data, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data: Option<Value>,
+    },
+}
+
+/// One task as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    /// The task id: a random UUID, unguessable (it is the only name a
+    /// client needs to read the task).
+    pub task_id: Uuid,
+    /// Where the task stands.
+    pub status: TaskStatus,
+    /// For the model: progress while working, why it failed or was
+    /// cancelled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<String>,
+    /// RFC 3339 UTC, milliseconds.
+    pub created_at: String,
+    /// RFC 3339 UTC, milliseconds.
+    pub last_updated_at: String,
+    /// How long the task is kept from its creation, in milliseconds.
+    pub ttl_ms: u64,
+    /// Unix seconds after which the task is gone (`created_at + ttl_ms`).
+    pub expires_at: i64,
+    /// The call it runs.
+    pub request: TaskRequest,
+    /// How it ended, once terminal (none when cancelled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<TaskOutcome>,
+    /// The process or invocation that took the run, once one has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<String>,
+    /// Unix milliseconds of the runner's last sign of life: a working
+    /// task whose runner has been silent for longer than
+    /// [`super::SILENT_RUNNER_MS`] was interrupted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat_at: Option<i64>,
+}
+
+/// A change to a task that has not ended; terminal tasks take none.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskChange {
+    /// The runner is alive; `message` replaces the status message.
+    Progress {
+        /// Progress for the model.
+        message: String,
+        /// Unix milliseconds.
+        at: i64,
+    },
+    /// The call ended (`Completed` with a result, or `Failed` with an
+    /// error or a reason).
+    Finish {
+        /// `Completed` or `Failed`.
+        status: TaskStatus,
+        /// Its outcome.
+        outcome: Option<TaskOutcome>,
+        /// For the model.
+        message: Option<String>,
+    },
+    /// A client cancelled it.
+    Cancel {
+        /// Why, for the model.
+        message: String,
+    },
+}

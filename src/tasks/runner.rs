@@ -1,0 +1,463 @@
+//! Running a task's call apart from the request that started it: in this
+//! process (`serve`, `stdio`), or handed to another invocation of the same
+//! Lambda function, which claims it. While it runs, the runner beats (the
+//! status message says how far it got) and watches the record for a
+//! cancel, which any instance may write.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use async_trait::async_trait;
+use uuid::Uuid;
+
+use super::book::{Changed, TaskBook};
+use super::record::{TaskChange, TaskOutcome, TaskRecord, TaskRequest, TaskStatus};
+use super::store::TaskStoreError;
+use crate::BoxError;
+use crate::clock::unix_now_millis;
+use crate::engine::RunControl;
+use crate::tenant::Tenant;
+
+/// How often a runner writes that it is alive (with its progress), unless
+/// configured otherwise.
+pub const HEARTBEAT: Duration = Duration::from_secs(5);
+
+/// How often a runner reads its task for a cancel written elsewhere.
+pub const CANCEL_POLL: Duration = Duration::from_millis(500);
+
+/// Runs the call a task holds and says what a direct `tools/call` would
+/// have answered.
+#[async_trait]
+pub trait Execute: Send + Sync + std::fmt::Debug + 'static {
+    /// Runs `request` for `tenant`; `control` cancels it, `deadline` is
+    /// when the host stops the process running it (a Lambda invocation's).
+    async fn execute(
+        &self,
+        tenant: &Tenant,
+        request: &TaskRequest,
+        control: Arc<RunControl>,
+        deadline: Option<SystemTime>,
+    ) -> TaskOutcome;
+}
+
+/// Hands a created task to another invocation of this function, which
+/// claims and runs it (`InvocationType: Event` on Lambda).
+#[async_trait]
+pub trait Handoff: Send + Sync + std::fmt::Debug + 'static {
+    /// Starts the invocation that will run task `id` of `tenant`; returns
+    /// once the platform has accepted it.
+    async fn hand_off(&self, tenant: &Tenant, id: Uuid) -> Result<(), BoxError>;
+}
+
+/// Lifetimes, polling and when to make a task.
+#[derive(Debug, Clone)]
+pub struct TaskSettings {
+    /// A run the server may answer with a task (the extension) is answered
+    /// directly if it ends within this; otherwise it becomes a task.
+    pub answer_within: Duration,
+    /// Lifetime of a task whose client asked for none, in milliseconds.
+    pub default_ttl_ms: u64,
+    /// Longest lifetime a client may ask for, in milliseconds.
+    pub max_ttl_ms: u64,
+    /// What clients are asked to poll at, in milliseconds.
+    pub poll_interval_ms: u64,
+    /// With a handoff (Lambda), a run asking for longer than this is made
+    /// a task before it starts; shorter ones are answered directly.
+    pub handoff_above: Duration,
+    /// How often a runner writes that it is alive; six missed beats end
+    /// its task `failed` ([`super::SILENT_BEATS`]).
+    pub heartbeat: Duration,
+}
+
+impl Default for TaskSettings {
+    fn default() -> Self {
+        Self {
+            answer_within: Duration::from_secs(3),
+            default_ttl_ms: 3_600_000,
+            max_ttl_ms: 86_400_000,
+            poll_interval_ms: 1_000,
+            handoff_above: Duration::from_secs(60),
+            heartbeat: HEARTBEAT,
+        }
+    }
+}
+
+/// How a server-directed call went.
+#[derive(Debug)]
+pub enum Started {
+    /// It ended within [`TaskSettings::answer_within`]: answer directly.
+    Answered(TaskOutcome),
+    /// It goes on as this task.
+    Task(Box<TaskRecord>),
+}
+
+/// What can go wrong starting or reading a task.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] TaskStoreError),
+    /// The platform refused the invocation that was to run it.
+    #[error("the task could not be handed to a new invocation: {0}")]
+    Handoff(BoxError),
+}
+
+/// Tasks of this process: the book, how to run a call, and where a run
+/// goes when it cannot stay here.
+#[derive(Debug, Clone)]
+pub struct Tasks {
+    /// The records.
+    pub book: TaskBook,
+    executor: Arc<dyn Execute>,
+    handoff: Option<Arc<dyn Handoff>>,
+    /// This process, as a runner: an id drawn at start.
+    owner: String,
+    /// Lifetimes, polling and when to make a task.
+    pub settings: TaskSettings,
+}
+
+impl Tasks {
+    /// Tasks kept in `book`, run by `executor` in this process, or handed
+    /// off by `handoff` when there is one.
+    pub fn new(
+        book: TaskBook,
+        executor: Arc<dyn Execute>,
+        handoff: Option<Arc<dyn Handoff>>,
+        settings: TaskSettings,
+    ) -> Self {
+        Self {
+            book: book.with_heartbeat(settings.heartbeat),
+            executor,
+            handoff,
+            owner: format!("process-{}", Uuid::new_v4().simple()),
+            settings,
+        }
+    }
+
+    /// Whether runs leave this process (Lambda).
+    pub fn hands_off(&self) -> bool {
+        self.handoff.is_some()
+    }
+
+    /// The lifetime a task gets when its client asked for `requested`.
+    pub fn ttl_ms(&self, requested: Option<u64>) -> u64 {
+        requested
+            .unwrap_or(self.settings.default_ttl_ms)
+            .clamp(1_000, self.settings.max_ttl_ms)
+    }
+
+    /// Makes a task of `request` now (durable before this returns) and
+    /// starts its run: here, or by handing it off.
+    pub async fn start(
+        &self,
+        tenant: &Tenant,
+        request: TaskRequest,
+        ttl_ms: u64,
+    ) -> Result<TaskRecord, TaskError> {
+        let Some(handoff) = &self.handoff else {
+            let record = self
+                .book
+                .create(tenant, request, ttl_ms, Some(&self.owner), STARTED)
+                .await?;
+            let (this, tenant, task) = (self.clone(), tenant.clone(), record.clone());
+            tokio::spawn(async move {
+                let control = Arc::new(RunControl::default());
+                let run = {
+                    let (executor, tenant, request) =
+                        (this.executor.clone(), tenant.clone(), task.request.clone());
+                    let control = control.clone();
+                    async move { executor.execute(&tenant, &request, control, None).await }
+                };
+                this.drive(&tenant, task.task_id, control, run, None).await;
+            });
+            return Ok(record);
+        };
+        let record = self
+            .book
+            .create(
+                tenant,
+                request,
+                ttl_ms,
+                None,
+                "The run is waiting for an instance to take it.",
+            )
+            .await?;
+        if let Err(error) = handoff.hand_off(tenant, record.task_id).await {
+            let message = format!("the run could not be started: {error}");
+            self.finish_failed(tenant, record.task_id, &message).await;
+            return Err(TaskError::Handoff(error));
+        }
+        Ok(record)
+    }
+
+    /// Starts `request` here and answers directly if it ends within
+    /// [`TaskSettings::answer_within`]; otherwise makes it a task (durable
+    /// before this returns) whose record gets the run's outcome.
+    pub async fn start_or_answer(
+        &self,
+        tenant: &Tenant,
+        request: TaskRequest,
+        ttl_ms: u64,
+    ) -> Result<Started, TaskError> {
+        let control = Arc::new(RunControl::default());
+        let mut run = {
+            let (executor, tenant, request) =
+                (self.executor.clone(), tenant.clone(), request.clone());
+            let control = control.clone();
+            tokio::spawn(async move { executor.execute(&tenant, &request, control, None).await })
+        };
+        if let Ok(done) = tokio::time::timeout(self.settings.answer_within, &mut run).await {
+            return Ok(Started::Answered(outcome_of(done)));
+        }
+        let record = match self
+            .book
+            .create(tenant, request, ttl_ms, Some(&self.owner), STARTED)
+            .await
+        {
+            Ok(record) => record,
+            Err(error) => {
+                control.cancel();
+                return Err(error.into());
+            }
+        };
+        let (this, tenant, id) = (self.clone(), tenant.clone(), record.task_id);
+        tokio::spawn(async move {
+            this.drive(
+                &tenant,
+                id,
+                control,
+                async move { outcome_of(run.await) },
+                None,
+            )
+            .await;
+        });
+        Ok(Started::Task(Box::new(record)))
+    }
+
+    /// Claims and runs task `id` handed to this invocation, until it ends
+    /// or `deadline` (the invocation's) comes; a task another invocation
+    /// took (a duplicated event) is left alone.
+    pub async fn run_handed(
+        &self,
+        tenant: &Tenant,
+        id: Uuid,
+        runner: &str,
+        deadline: Option<SystemTime>,
+    ) -> Result<(), TaskStoreError> {
+        let Some(task) = self.book.claim(tenant, id, runner).await? else {
+            tracing::info!(task = %id, "the task was taken already or has ended; nothing to run");
+            return Ok(());
+        };
+        let control = Arc::new(RunControl::default());
+        let run = {
+            let (executor, tenant) = (self.executor.clone(), tenant.clone());
+            let control = control.clone();
+            async move {
+                executor
+                    .execute(&tenant, &task.request, control, deadline)
+                    .await
+            }
+        };
+        self.drive(tenant, id, control, run, deadline).await;
+        Ok(())
+    }
+
+    /// Runs `run` to its end, beating and watching for a cancel, then
+    /// writes its outcome, unless the task ended first (cancelled).
+    async fn drive(
+        &self,
+        tenant: &Tenant,
+        id: Uuid,
+        control: Arc<RunControl>,
+        run: impl std::future::Future<Output = TaskOutcome> + Send + 'static,
+        deadline: Option<SystemTime>,
+    ) {
+        let started = Instant::now();
+        // A task of its own: the run must go on while this loop waits for
+        // the store (a run stalled mid-request could hold up the very store
+        // the loop is reading).
+        let mut run = tokio::spawn(run);
+        let mut poll = tokio::time::interval(CANCEL_POLL);
+        let mut last_beat = Instant::now();
+        // The host ends the process at its deadline; a run still going a
+        // moment before then is ended here, so the task says why.
+        let cutoff = deadline.map(|deadline| {
+            let left = deadline
+                .duration_since(SystemTime::now())
+                .unwrap_or_default()
+                .saturating_sub(Duration::from_secs(2));
+            tokio::time::Instant::now() + left
+        });
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut run => break Some(outcome_of(outcome)),
+                () = sleep_until(cutoff) => {
+                    control.cancel();
+                    break None;
+                }
+                _ = poll.tick() => {
+                    let beat = last_beat.elapsed() >= self.settings.heartbeat;
+                    if self.watch(tenant, id, beat.then(|| progress(started, &control))).await {
+                        // Cancelled: stop the run, let it unwind, keep nothing.
+                        control.cancel();
+                        let _ = run.await;
+                        return;
+                    }
+                    if beat {
+                        last_beat = Instant::now();
+                    }
+                }
+            }
+        };
+        let change = match outcome {
+            Some(TaskOutcome::Result(result)) => TaskChange::Finish {
+                status: TaskStatus::Completed,
+                message: Some(completed_message(&result)),
+                outcome: Some(TaskOutcome::Result(result)),
+            },
+            Some(error @ TaskOutcome::Error { .. }) => {
+                let TaskOutcome::Error { message, .. } = &error else {
+                    unreachable!()
+                };
+                TaskChange::Finish {
+                    status: TaskStatus::Failed,
+                    message: Some(message.clone()),
+                    outcome: Some(error),
+                }
+            }
+            None => {
+                let message = format!(
+                    "the run was ended after {} s: the function's invocation timeout was about to \
+                     end it; ask for a shorter execution_timeout_secs or raise the function's timeout",
+                    started.elapsed().as_secs()
+                );
+                TaskChange::Finish {
+                    status: TaskStatus::Failed,
+                    outcome: Some(TaskOutcome::Error {
+                        code: crate::protocol::jsonrpc::code::INTERNAL_ERROR,
+                        message: message.clone(),
+                        data: None,
+                    }),
+                    message: Some(message),
+                }
+            }
+        };
+        match self.book.change(tenant, id, &change).await {
+            Ok(Changed::Applied(_)) => {}
+            Ok(Changed::Ended(record)) => {
+                tracing::info!(task = %id, status = record.status.as_str(), "the task ended before its run; its outcome is dropped");
+            }
+            Ok(Changed::Missing) => {
+                tracing::warn!(task = %id, "the task expired before its run ended")
+            }
+            Err(error) => {
+                tracing::error!(task = %id, %error, "the task's outcome could not be written");
+            }
+        }
+    }
+
+    /// Reads the task (writing `beat` first, when due); `true` when it has
+    /// ended (a cancel, or it expired) and the run must stop.
+    async fn watch(&self, tenant: &Tenant, id: Uuid, beat: Option<String>) -> bool {
+        let result = match beat {
+            Some(message) => {
+                let at = unix_now_millis() as i64;
+                self.book
+                    .change(tenant, id, &TaskChange::Progress { message, at })
+                    .await
+                    .map(|changed| !matches!(changed, Changed::Applied(_)))
+            }
+            None => self
+                .book
+                .get(tenant, id)
+                .await
+                .map(|record| record.is_none_or(|r| r.status.is_terminal())),
+        };
+        result.unwrap_or_else(|error| {
+            // A store that fails for a moment must not end the run.
+            tracing::warn!(task = %id, %error, "reading the task failed; the run goes on");
+            false
+        })
+    }
+
+    async fn finish_failed(&self, tenant: &Tenant, id: Uuid, message: &str) {
+        let change = TaskChange::Finish {
+            status: TaskStatus::Failed,
+            outcome: Some(TaskOutcome::Error {
+                code: crate::protocol::jsonrpc::code::INTERNAL_ERROR,
+                message: message.to_owned(),
+                data: None,
+            }),
+            message: Some(message.to_owned()),
+        };
+        if let Err(error) = self.book.change(tenant, id, &change).await {
+            tracing::error!(task = %id, %error, "a failed task could not be marked so");
+        }
+    }
+
+    /// Cancels task `id`: `Ended` when it had already ended.
+    pub async fn cancel(&self, tenant: &Tenant, id: Uuid) -> Result<Changed, TaskStoreError> {
+        let message = "The task was cancelled by request.".to_owned();
+        self.book
+            .change(tenant, id, &TaskChange::Cancel { message })
+            .await
+    }
+
+    /// Task `id` once it has ended, polled until then or until `until`
+    /// (when the request must be answered): `Ok(None)` when it is absent,
+    /// the record as it stands when time ran out.
+    pub async fn wait(
+        &self,
+        tenant: &Tenant,
+        id: Uuid,
+        until: Option<SystemTime>,
+    ) -> Result<Option<TaskRecord>, TaskStoreError> {
+        loop {
+            let Some(record) = self.book.get(tenant, id).await? else {
+                return Ok(None);
+            };
+            let out_of_time = until.is_some_and(|until| {
+                until.duration_since(SystemTime::now()).unwrap_or_default() < Duration::from_secs(1)
+            });
+            if record.status.is_terminal() || out_of_time {
+                return Ok(Some(record));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+/// The first status message of a task that runs here.
+const STARTED: &str = "The run is in progress.";
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn progress(started: Instant, control: &RunControl) -> String {
+    format!(
+        "Running for {} s; {} console lines written so far.",
+        started.elapsed().as_secs(),
+        control.console_lines()
+    )
+}
+
+fn completed_message(result: &serde_json::Value) -> String {
+    if result.get("isError").and_then(serde_json::Value::as_bool) == Some(true) {
+        "The run ended with a tool error; the result says why.".into()
+    } else {
+        "The run completed.".into()
+    }
+}
+
+/// A spawned run's outcome; a run that panicked is an internal error.
+fn outcome_of(joined: Result<TaskOutcome, tokio::task::JoinError>) -> TaskOutcome {
+    joined.unwrap_or_else(|error| TaskOutcome::Error {
+        code: crate::protocol::jsonrpc::code::INTERNAL_ERROR,
+        message: format!("the run failed inside the server: {error}"),
+        data: None,
+    })
+}
