@@ -38,6 +38,11 @@ cargo build --locked "${features[@]}" --benches --profile dev
 # (here with the plain cargo compiler, no zig). Smoke-test that very
 # artifact against the test Runtime API before the whole suite runs.
 .venv/bin/cargo-lambda lambda build --release --compiler cargo --locked
+# The conformance fixtures never ship: the artifact holds none of their text.
+if grep -q "Conformance fixture" target/lambda/mcp-v8-lambda/bootstrap; then
+    echo "the release artifact contains the conformance fixture tools" >&2
+    exit 1
+fi
 # `--exact` and the count check keep a renamed test from turning this into
 # a smoke test that runs nothing.
 smoke="$(MCP_V8_LAMBDA_BINARY="$PWD/target/lambda/mcp-v8-lambda/bootstrap" \

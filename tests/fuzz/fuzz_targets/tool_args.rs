@@ -68,12 +68,17 @@ fuzz_target!(|data: &[u8]| {
     let params = CallToolParams {
         name: TOOLS[selector as usize % TOOLS.len()].to_owned(),
         arguments: Some(arguments),
+        task: None,
     };
     let session = LogicalSession::parse("fuzz").unwrap();
+    let tenant = mcp_v8_lambda::tenant::Tenant::anonymous();
     let context = CallContext {
         protocol_version: "2025-11-25",
+        tenant: &tenant,
         logical_session: Some(&session),
         deadline: None,
+        control: None,
+        tasks_extension: false,
     };
     let result = runtime
         .block_on(toolbox.call(context, params))
