@@ -127,6 +127,12 @@ async fn run_handed_task(
     let Ok(handed) = serde_json::from_slice::<crate::tasks::handoff::HandedTask>(&body) else {
         return refusal(StatusCode::BAD_REQUEST, "a task event names task_id");
     };
+    let Some(tenant) = handed.tenant() else {
+        return refusal(
+            StatusCode::BAD_REQUEST,
+            "a task event names no valid tenant",
+        );
+    };
     let runner = invocation
         .as_ref()
         .and_then(|i| i.request_id.clone())
@@ -134,7 +140,7 @@ async fn run_handed_task(
     let deadline = invocation.and_then(|i| i.deadline);
     let span = tracing::info_span!("task", task = %handed.task_id, runner = %runner);
     let ran = tasks
-        .run_handed(&handed.tenant(), handed.task_id, &runner, deadline)
+        .run_handed(&tenant, handed.task_id, &runner, deadline)
         .instrument(span)
         .await;
     match ran {

@@ -35,12 +35,13 @@ pub struct HandedTask {
 }
 
 impl HandedTask {
-    /// The tenant the task belongs to.
-    pub fn tenant(&self) -> Tenant {
-        self.tenant
-            .as_deref()
-            .and_then(Tenant::from_id)
-            .unwrap_or_else(Tenant::anonymous)
+    /// The tenant the task belongs to; `None` when the event names one
+    /// that no tenant id can be (no event this function sends).
+    pub fn tenant(&self) -> Option<Tenant> {
+        match self.tenant.as_deref() {
+            None => Some(Tenant::anonymous()),
+            Some(id) => Tenant::from_id(id),
+        }
     }
 }
 
@@ -206,6 +207,19 @@ mod tests {
         assert_eq!(event["requestContext"]["routeKey"], ROUTE_KEY);
         let body: HandedTask = serde_json::from_str(event["body"].as_str().unwrap()).unwrap();
         assert_eq!(body, task);
+        // A malformed tenant is no tenant, never the anonymous one.
+        assert_eq!(body.tenant(), None);
+        let id = Tenant::of_principal("someone");
+        let named = HandedTask {
+            task_id: task.task_id,
+            tenant: id.id().map(str::to_owned),
+        };
+        assert_eq!(named.tenant(), Some(id));
+        let anonymous = HandedTask {
+            task_id: task.task_id,
+            tenant: None,
+        };
+        assert_eq!(anonymous.tenant(), Some(Tenant::anonymous()));
         assert_eq!(
             urlencoding("arn:aws:lambda:x:1:function:f"),
             "arn%3Aaws%3Alambda%3Ax%3A1%3Afunction%3Af"

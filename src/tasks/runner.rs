@@ -206,7 +206,11 @@ impl Tasks {
             let control = control.clone();
             tokio::spawn(async move { executor.execute(&tenant, &request, control, None).await })
         };
+        // A client that goes away before the run is answered or made a
+        // task cancels it, as without tasks: nobody could ever read it.
+        let mut unclaimed = CancelOnDrop(Some(control.clone()));
         if let Ok(done) = tokio::time::timeout(self.settings.answer_within, &mut run).await {
+            unclaimed.0 = None;
             return Ok(Started::Answered(outcome_of(done)));
         }
         let record = match self
@@ -215,11 +219,10 @@ impl Tasks {
             .await
         {
             Ok(record) => record,
-            Err(error) => {
-                control.cancel();
-                return Err(error.into());
-            }
+            // Dropping the guard cancels the run: no task will hold it.
+            Err(error) => return Err(error.into()),
         };
+        unclaimed.0 = None;
         let (this, tenant, id) = (self.clone(), tenant.clone(), record.task_id);
         tokio::spawn(async move {
             this.drive(
@@ -423,6 +426,17 @@ impl Tasks {
                 return Ok(Some(record));
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+/// Cancels a run unless disarmed (its `Option` taken) first.
+struct CancelOnDrop(Option<Arc<RunControl>>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(control) = self.0.take() {
+            control.cancel();
         }
     }
 }

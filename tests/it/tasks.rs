@@ -420,3 +420,62 @@ async fn a_task_whose_invocation_dies_ends_failed_saying_so() {
     assert!(message.contains("interrupted"), "{message}");
     assert_eq!(failed["result"]["error"]["code"], -32603, "{failed}");
 }
+
+/// A 2026-07-28 `tools/call` of `run_js` declaring the tasks extension.
+fn extension_call(url: &str, arguments: Value) -> reqwest::RequestBuilder {
+    reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "run_js")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "run_js", "arguments": arguments,
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {
+                          "extensions": {"io.modelcontextprotocol/tasks": {}}}}}}),
+        )
+}
+
+/// With the extension, a run is the server's to make a task of only once
+/// it has waited `MCP_V8_TASK_AFTER_MS`; a client that goes away before
+/// then cancels it, as without tasks. With one engine worker, a run of
+/// another client then gets the worker; were the first run left going, it
+/// would hold the worker for its 60 s and the second would be refused as
+/// busy after its 5 s queue wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_gone_before_its_run_became_a_task_cancels_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start_with(
+        dir.path(),
+        common::net::free_port(),
+        vec![
+            ("MCP_V8_ENGINE_WORKERS".into(), "1".into()),
+            ("MCP_V8_TASK_AFTER_MS".into(), "30000".into()),
+            ("MCP_V8_QUEUE_WAIT_MS".into(), "5000".into()),
+        ],
+    );
+    let url = serve.url();
+    let gone = tokio::spawn(
+        extension_call(
+            &url,
+            json!({"code": "await new Promise(r => setTimeout(r, 60000)); 1", "execution_timeout_secs": 90}),
+        )
+        .send(),
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    gone.abort();
+    let answer: Value = extension_call(&url, json!({"code": "6 * 7"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        answer["result"]["structuredContent"]["result"], "42",
+        "the gone client's run still held the one worker: {answer}"
+    );
+}
