@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::answer::{MethodError, MethodResult, params_of};
 use crate::engine::RunControl;
-use crate::protocol::jsonrpc::code;
+use crate::protocol::jsonrpc::{ErrorObject, code};
 use crate::protocol::mcp::{CallToolParams, STATELESS_VERSION, TASKS_VERSION};
 use crate::protocol::tasks::{
     ExperimentalCreateTaskResult, ExperimentalTask, ExtensionTask, ImmediateResponse,
@@ -76,11 +76,11 @@ impl Execute for ToolExecutor {
             }
             Err(error) => {
                 let error = MethodError::from(error);
-                TaskOutcome::Error {
+                TaskOutcome::Error(ErrorObject {
                     code: error.code,
                     message: error.message,
                     data: error.data,
-                }
+                })
             }
         }
     }
@@ -144,17 +144,10 @@ fn detailed(tasks: &Tasks, record: &TaskRecord) -> ExtensionTask {
         Some(TaskOutcome::Result(result)) if record.status == TaskStatus::Completed => {
             (Some(result.clone()), None)
         }
-        Some(TaskOutcome::Error {
-            code,
-            message,
-            data,
-        }) if record.status == TaskStatus::Failed => {
-            let mut error = serde_json::json!({ "code": code, "message": message });
-            if let Some(data) = data {
-                error["data"] = data.clone();
-            }
-            (None, Some(error))
-        }
+        Some(TaskOutcome::Error(error)) if record.status == TaskStatus::Failed => (
+            None,
+            Some(serde_json::to_value(error).expect("an error object serializes")),
+        ),
         _ => (None, None),
     };
     ExtensionTask {
@@ -292,11 +285,11 @@ fn asks_longer_than(params: &CallToolParams, limit: std::time::Duration) -> bool
 fn answer(outcome: TaskOutcome) -> Result<MethodResult, MethodError> {
     match outcome {
         TaskOutcome::Result(result) => Ok(MethodResult::Json(result)),
-        TaskOutcome::Error {
+        TaskOutcome::Error(ErrorObject {
             code,
             message,
             data,
-        } => {
+        }) => {
             let error = MethodError::new(code, message);
             Err(match data {
                 Some(data) => error.with_data(data),
@@ -424,7 +417,7 @@ async fn result(
             }
             Ok(MethodResult::Json(result))
         }
-        (TaskStatus::Failed, Some(outcome @ TaskOutcome::Error { .. })) => answer(outcome),
+        (TaskStatus::Failed, Some(outcome @ TaskOutcome::Error(_))) => answer(outcome),
         (TaskStatus::Cancelled, _) => Err(MethodError::new(
             code::INVALID_PARAMS,
             format!("task {text} was cancelled; it has no result"),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use super::record::{TaskChange, TaskOutcome, TaskRecord, TaskRequest, TaskStatus};
+use super::record::{TaskChange, TaskRecord, TaskRequest, TaskStatus};
 use super::store::{TaskStore, TaskStoreError, Versioned};
 use crate::clock::{rfc3339_millis, unix_now_millis};
 use crate::tenant::Tenant;
@@ -103,16 +103,10 @@ impl TaskBook {
         match interruption(&read.record, now_ms(), self.heartbeat_ms) {
             None => Ok(Some(read.record)),
             Some(message) => {
-                let change = TaskChange::Finish {
-                    status: TaskStatus::Failed,
-                    outcome: Some(TaskOutcome::Error {
-                        code: crate::protocol::jsonrpc::code::INTERNAL_ERROR,
-                        message: message.clone(),
-                        data: None,
-                    }),
-                    message: Some(message),
-                };
-                match self.change_from(tenant, read, &change).await? {
+                match self
+                    .change_from(tenant, read, &TaskChange::failed(message))
+                    .await?
+                {
                     Changed::Applied(record) | Changed::Ended(record) => Ok(Some(record)),
                     Changed::Missing => Ok(None),
                 }

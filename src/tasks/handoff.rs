@@ -129,7 +129,7 @@ impl Handoff for LambdaHandoff {
         let url = format!(
             "{}/2015-03-31/functions/{}/invocations",
             self.endpoint,
-            urlencoding(&self.function)
+            crate::protocol::uri::segment(&self.function)
         );
         let mut request = http::Request::builder()
             .method("POST")
@@ -180,18 +180,6 @@ impl Handoff for LambdaHandoff {
     }
 }
 
-/// A function name or ARN as one path segment.
-fn urlencoding(name: &str) -> String {
-    name.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            other => format!("%{other:02X}"),
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,8 +208,9 @@ mod tests {
             tenant: None,
         };
         assert_eq!(anonymous.tenant(), Some(Tenant::anonymous()));
+        // The function's name or ARN is one path segment of the Invoke URL.
         assert_eq!(
-            urlencoding("arn:aws:lambda:x:1:function:f"),
+            crate::protocol::uri::segment("arn:aws:lambda:x:1:function:f"),
             "arn%3Aaws%3Alambda%3Ax%3A1%3Afunction%3Af"
         );
     }

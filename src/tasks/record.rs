@@ -5,6 +5,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::protocol::jsonrpc::ErrorObject;
+
 /// A task's lifecycle status, as both protocol forms name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -63,15 +65,19 @@ pub enum TaskOutcome {
     /// The `CallToolResult`, exactly as a direct call returns it.
     Result(Value),
     /// The JSON-RPC error a direct call would have answered.
-    Error {
-        /// Its code.
-        code: i64,
-        /// Its message.
-        message: String,
-        /// Its data, if any.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        data: Option<Value>,
-    },
+    Error(ErrorObject),
+}
+
+impl TaskOutcome {
+    /// An internal error (-32603) saying `message`: a run that could not
+    /// finish, or failed inside the server.
+    pub fn internal(message: String) -> Self {
+        Self::Error(ErrorObject {
+            code: crate::protocol::jsonrpc::code::INTERNAL_ERROR,
+            message,
+            data: None,
+        })
+    }
 }
 
 /// One task as the store keeps it.
@@ -134,4 +140,15 @@ pub enum TaskChange {
         /// Why, for the model.
         message: String,
     },
+}
+
+impl TaskChange {
+    /// Ends the task `failed`, with an internal error saying `message`.
+    pub fn failed(message: String) -> Self {
+        Self::Finish {
+            status: TaskStatus::Failed,
+            outcome: Some(TaskOutcome::internal(message.clone())),
+            message: Some(message),
+        }
+    }
 }

@@ -184,7 +184,7 @@ impl Tasks {
             .await?;
         if let Err(error) = handoff.hand_off(tenant, record.task_id).await {
             let message = format!("the run could not be started: {error}");
-            self.finish_failed(tenant, record.task_id, &message).await;
+            self.finish_failed(tenant, record.task_id, message).await;
             return Err(TaskError::Handoff(error));
         }
         Ok(record)
@@ -318,32 +318,16 @@ impl Tasks {
                 message: Some(completed_message(&result)),
                 outcome: Some(TaskOutcome::Result(result)),
             },
-            Some(error @ TaskOutcome::Error { .. }) => {
-                let TaskOutcome::Error { message, .. } = &error else {
-                    unreachable!()
-                };
-                TaskChange::Finish {
-                    status: TaskStatus::Failed,
-                    message: Some(message.clone()),
-                    outcome: Some(error),
-                }
-            }
-            None => {
-                let message = format!(
-                    "the run was ended after {} s: the function's invocation timeout was about to \
-                     end it; ask for a shorter execution_timeout_secs or raise the function's timeout",
-                    started.elapsed().as_secs()
-                );
-                TaskChange::Finish {
-                    status: TaskStatus::Failed,
-                    outcome: Some(TaskOutcome::Error {
-                        code: crate::protocol::jsonrpc::code::INTERNAL_ERROR,
-                        message: message.clone(),
-                        data: None,
-                    }),
-                    message: Some(message),
-                }
-            }
+            Some(TaskOutcome::Error(error)) => TaskChange::Finish {
+                status: TaskStatus::Failed,
+                message: Some(error.message.clone()),
+                outcome: Some(TaskOutcome::Error(error)),
+            },
+            None => TaskChange::failed(format!(
+                "the run was ended after {} s: the function's invocation timeout was about to \
+                 end it; ask for a shorter execution_timeout_secs or raise the function's timeout",
+                started.elapsed().as_secs()
+            )),
         };
         match self.book.change(tenant, id, &change).await {
             Ok(Changed::Applied(_)) => {}
@@ -383,17 +367,12 @@ impl Tasks {
         })
     }
 
-    async fn finish_failed(&self, tenant: &Tenant, id: Uuid, message: &str) {
-        let change = TaskChange::Finish {
-            status: TaskStatus::Failed,
-            outcome: Some(TaskOutcome::Error {
-                code: crate::protocol::jsonrpc::code::INTERNAL_ERROR,
-                message: message.to_owned(),
-                data: None,
-            }),
-            message: Some(message.to_owned()),
-        };
-        if let Err(error) = self.book.change(tenant, id, &change).await {
+    async fn finish_failed(&self, tenant: &Tenant, id: Uuid, message: String) {
+        if let Err(error) = self
+            .book
+            .change(tenant, id, &TaskChange::failed(message))
+            .await
+        {
             tracing::error!(task = %id, %error, "a failed task could not be marked so");
         }
     }
@@ -469,9 +448,7 @@ fn completed_message(result: &serde_json::Value) -> String {
 
 /// A spawned run's outcome; a run that panicked is an internal error.
 fn outcome_of(joined: Result<TaskOutcome, tokio::task::JoinError>) -> TaskOutcome {
-    joined.unwrap_or_else(|error| TaskOutcome::Error {
-        code: crate::protocol::jsonrpc::code::INTERNAL_ERROR,
-        message: format!("the run failed inside the server: {error}"),
-        data: None,
+    joined.unwrap_or_else(|error| {
+        TaskOutcome::internal(format!("the run failed inside the server: {error}"))
     })
 }

@@ -135,15 +135,9 @@ fn without(policy: &Value, action: &str) -> Value {
     policy
 }
 
-/// The app as the function builds it, on `moto` with `credentials`.
-async fn app_as(
-    moto: &common::moto::Moto,
-    credentials: &Value,
-    bucket: &str,
-    prefix: &str,
-    dir: &std::path::Path,
-) -> App {
-    let sdk = aws_config::defaults(BehaviorVersion::latest())
+/// AWS configuration for `moto` as the user holding `credentials`.
+async fn sdk_as(moto: &common::moto::Moto, credentials: &Value) -> aws_config::SdkConfig {
+    aws_config::defaults(BehaviorVersion::latest())
         .endpoint_url(&moto.endpoint)
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new(
@@ -154,7 +148,18 @@ async fn app_as(
             "moto-iam",
         ))
         .load()
-        .await;
+        .await
+}
+
+/// The app as the function builds it, on `moto` with `credentials`.
+async fn app_as(
+    moto: &common::moto::Moto,
+    credentials: &Value,
+    bucket: &str,
+    prefix: &str,
+    dir: &std::path::Path,
+) -> App {
+    let sdk = sdk_as(moto, credentials).await;
     let clients = Clients::new(&sdk, true, None);
     let cache = dir.join("cache");
     let config = Config::from_lookup(|name| match name {
@@ -174,18 +179,7 @@ async fn hand_off_as(
     credentials: &Value,
 ) -> Result<(), mcp_v8_lambda::BoxError> {
     use mcp_v8_lambda::tasks::Handoff;
-    let sdk = aws_config::defaults(BehaviorVersion::latest())
-        .endpoint_url(&moto.endpoint)
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new(
-            credentials["id"].as_str().unwrap(),
-            credentials["secret"].as_str().unwrap(),
-            None,
-            None,
-            "moto-iam",
-        ))
-        .load()
-        .await;
+    let sdk = sdk_as(moto, credentials).await;
     let handoff = mcp_v8_lambda::tasks::LambdaHandoff::new(&sdk, "mcp-v8-lambda".into())?;
     handoff
         .hand_off(
