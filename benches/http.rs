@@ -40,6 +40,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+#[allow(dead_code, unreachable_pub)]
+#[path = "../tests/it/common/delay_proxy.rs"]
+mod delay_proxy;
 #[path = "support/mcp.rs"]
 mod mcp;
 #[allow(dead_code, unreachable_pub)]
@@ -71,6 +74,12 @@ struct Args {
     /// Run the think-time scenarios against this checkout under `cargo
     /// lambda watch` (stores on moto) instead of `serve`.
     lambda_watch: Option<std::path::PathBuf>,
+    /// Run the think-time scenarios against `server` as a Lambda function
+    /// under the test Runtime API that freezes it between invocations.
+    lambda_frozen: bool,
+    /// First-byte latency added to every S3 and DynamoDB request (with
+    /// `--lambda-frozen`).
+    latency: Duration,
 }
 
 fn args() -> Args {
@@ -84,6 +93,8 @@ fn args() -> Args {
         pause: Duration::from_secs(3),
         think_calls: 10,
         lambda_watch: None,
+        lambda_frozen: false,
+        latency: Duration::ZERO,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -113,6 +124,14 @@ fn args() -> Args {
             }
             "--lambda-watch" => {
                 args.lambda_watch = Some(it.next().expect("--lambda-watch PROJECT").into())
+            }
+            "--lambda-frozen" => args.lambda_frozen = true,
+            "--latency-ms" => {
+                args.latency = Duration::from_millis(
+                    it.next()
+                        .and_then(|v| v.parse().ok())
+                        .expect("--latency-ms N"),
+                )
             }
             "--think-calls" => {
                 args.think_calls = it
@@ -773,6 +792,99 @@ fn function_appears(root: u32, answered: &std::sync::atomic::AtomicBool) -> Opti
     }
 }
 
+/// A think-time scenario against `--server` as a standard Lambda function
+/// under the test Runtime API, which freezes its process group whenever the
+/// runtime and its extensions wait for the next event (stores on moto, with
+/// `--latency-ms` before every AWS request). Prints the client's wait (event
+/// given to answer posted) and the post-response phase (answer to the
+/// extensions' next `next`, what Lambda bills past the answer).
+async fn frozen_think_time(args: &Args, scenario: Scenario) {
+    use std::os::unix::process::CommandExt;
+    let Scenario::Think(objects) = scenario else {
+        return;
+    };
+    let (env, _dir) = moto_env("frozen");
+    let proxy = delay_proxy::DelayProxy::start(&moto::moto().endpoint).await;
+    proxy.latency(args.latency);
+    let mut api = runtime_api::RuntimeApi::start().await;
+    let mut child = Command::new(&args.server)
+        .envs(env.iter().cloned())
+        .envs(api.function_env())
+        .env("AWS_ENDPOINT_URL", &proxy.endpoint)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("starting the Lambda entry");
+    api.freeze(child.id());
+    let session = format!("frozen-{}", uuid::Uuid::new_v4().simple());
+    let mut call = async |code: &str, heap: Option<&str>| {
+        let mut arguments = json!({"code": code, "session": session});
+        if let Some(heap) = heap {
+            arguments["heap"] = json!(heap);
+        }
+        let id = api.give(frozen_event(arguments));
+        let given = Instant::now();
+        let answer = api.answer(Duration::from_secs(120)).await;
+        assert_eq!(answer.request_id, id);
+        let response: Value = serde_json::from_str(&answer.body).unwrap();
+        let body: Value = serde_json::from_str(response["body"].as_str().unwrap_or("{}")).unwrap();
+        let result = body["result"]["structuredContent"]["result"].clone();
+        let over = api.phase_over(&id, Duration::from_secs(120)).await;
+        (
+            answer.at - given,
+            over.saturating_duration_since(answer.at),
+            result,
+        )
+    };
+    let load = format!(
+        "globalThis.items = Array.from({{length: {objects}}}, (_, i) => ({{i, s: 'item' + i}})); globalThis.n = 0; n"
+    );
+    call(&load, None).await;
+    let (mut waits, mut phases) = (Vec::new(), Vec::new());
+    for i in 1..=(2 + args.think_calls) {
+        tokio::time::sleep(args.pause).await;
+        let (wait, phase, result) = call("n += 1; n", Some("latest")).await;
+        assert_eq!(result, json!(i.to_string()), "call {i} continued the state");
+        if i > 2 {
+            waits.push(wait.as_secs_f64() * 1000.0);
+            phases.push(phase.as_secs_f64() * 1000.0);
+        }
+    }
+    println!(
+        "| {} | Lambda, frozen between calls, +{} ms per AWS request | client waits p50 {:.1} ms (max {:.1}) | post-response p50 {:.1} ms (max {:.1}) | {} calls, {} s pauses, {} freezes |",
+        scenario.name(),
+        args.latency.as_millis(),
+        median(waits.clone()),
+        waits.iter().cloned().fold(0.0, f64::max),
+        median(phases.clone()),
+        phases.iter().cloned().fold(0.0, f64::max),
+        waits.len(),
+        args.pause.as_secs_f64(),
+        api.freezes(),
+    );
+    drop(api);
+    // SAFETY: kill(2) on the process group started above.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    let _ = child.wait();
+}
+
+/// A 2026-07-28 `run_js` function URL event with `arguments`, signed by an
+/// IAM caller as a function URL with `AuthType: AWS_IAM` delivers it.
+fn frozen_event(arguments: Value) -> String {
+    let mut event: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("events/run-js-2026.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let mut body: Value = serde_json::from_str(event["body"].as_str().unwrap()).unwrap();
+    body["params"]["arguments"] = arguments;
+    event["body"] = body.to_string().into();
+    event.to_string()
+}
+
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -790,6 +902,12 @@ async fn main() {
     println!(
         "| scenario | server | clients | calls | p50 ms | p95 ms | p99 ms | calls/s |\n|---|---|---|---|---|---|---|---|"
     );
+    if args.lambda_frozen {
+        for scenario in Scenario::THINK.into_iter().filter(|s| wanted(*s)) {
+            frozen_think_time(&args, scenario).await;
+        }
+        return;
+    }
     if let Some(project) = &args.lambda_watch {
         let (env, _dir) = moto_env("think");
         eprintln!(

@@ -2,11 +2,14 @@
 # A local AWS for development: moto (S3 and DynamoDB) on loopback, set up with
 # `mcp-v8-lambda setup`. Prints the environment to export, then keeps moto in
 # the foreground until Ctrl-C.
-#   infra/local-stack.sh [PORT]        (default 5555; needs scripts/install-test-deps.sh first)
+#   infra/local-stack.sh [PORT [CARGO BUILD ARGS...]]
+#       (port 5555 by default; needs scripts/install-test-deps.sh first; the
+#       build arguments match the binary to a `cargo lambda watch` of the same)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/v8-env.sh
 port="${1:-5555}"
+shift || true
 [ -x .venv/bin/moto_server ] || { echo "moto is not installed: run scripts/install-test-deps.sh" >&2; exit 1; }
 
 export AWS_ENDPOINT_URL="http://127.0.0.1:$port"
@@ -21,7 +24,14 @@ for _ in $(seq 1 100); do
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
     sleep 0.1
 done
-cargo run --quiet -- setup
+# The project's binary, built as `cargo lambda watch` builds it (the dev
+# profile), so the watch below starts at once. The first build compiles V8's
+# bindings, the AWS SDK and the bundler: 15 to 25 minutes on 2 cores.
+if [ ! -x target/debug/mcp-v8-lambda ]; then
+    echo "building mcp-v8-lambda (the first build takes 15 to 25 minutes on 2 cores; later ones seconds)" >&2
+fi
+cargo build --bin mcp-v8-lambda "$@"
+target/debug/mcp-v8-lambda setup
 
 cat <<ENV
 
@@ -29,6 +39,13 @@ Local stack ready. In another shell:
 
 export AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL AWS_REGION=$AWS_REGION AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_EC2_METADATA_DISABLED=true
 export MCP_V8_HEAP_BUCKET=$MCP_V8_HEAP_BUCKET MCP_V8_TABLE_PREFIX=$MCP_V8_TABLE_PREFIX MCP_V8_S3_FORCE_PATH_STYLE=true
-cargo run --release -- serve                      # or: cargo lambda watch -A 127.0.0.1
+cargo run -- serve
+
+or the function under the Lambda emulator (progress needs the streamed invoke
+mode; tasks go to the emulator's own Invoke API):
+
+cargo lambda watch -A 127.0.0.1 --env-var MCP_V8_ALLOW_UNAUTHENTICATED=true --env-var MCP_V8_INVOKE_MODE=RESPONSE_STREAM
+
+and point an MCP client at http://127.0.0.1:9000/lambda-url/mcp-v8-lambda/mcp
 ENV
 wait $moto_pid

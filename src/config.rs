@@ -132,10 +132,11 @@ pub struct EngineSettings {
     /// `MCP_V8_READY_HEAPS_MB` as set: most memory of heaps engine workers
     /// keep restored for the next call ([`Self::ready_heaps_mb`]).
     pub ready_heaps_mb_set: Option<usize>,
-    /// `MCP_V8_ANSWER_BEFORE_SAVE_MB`: a run in a logical session whose
-    /// heap holds at least this much is answered before its heap is
-    /// stored; `None` under Lambda, whose buffered response cannot go
-    /// first (docs/protocol.md, "Answer first, save after").
+    /// `MCP_V8_ANSWER_BEFORE_SAVE_MB`: a `latest` run in a logical session
+    /// whose heap holds at least this much is answered before its heap is
+    /// stored (4 under `serve`, 0 under Lambda, where the function's
+    /// post-response phase stores it); `None` (`off`): every answer waits
+    /// for its save (docs/protocol.md, "Answer first, save after").
     pub answer_before_save_mb: Option<usize>,
     /// `MCP_V8_MAX_HEAP_SNAPSHOT_MB`: largest snapshot stored or restored.
     pub max_heap_snapshot_mb: usize,
@@ -611,19 +612,16 @@ impl EngineSettings {
                 .is_some()
                 .then(|| vars.number("MCP_V8_READY_HEAPS_MB", 0, Least::Zero))
                 .transpose()?,
-            answer_before_save_mb: match vars.get("MCP_V8_ANSWER_BEFORE_SAVE_MB") {
-                Some(value) if under_lambda => {
-                    return Err(ConfigError {
-                        name: "MCP_V8_ANSWER_BEFORE_SAVE_MB",
-                        value,
-                        reason: "a Lambda function's response is sent when the invocation \
-                                 returns, so a run's answer cannot go before its save there; \
-                                 unset it (docs/protocol.md, \"Answer first, save after\")"
-                            .into(),
-                    });
-                }
-                _ if under_lambda => None,
-                _ => Some(vars.number("MCP_V8_ANSWER_BEFORE_SAVE_MB", 4, Least::Zero)?),
+            answer_before_save_mb: match vars.non_empty("MCP_V8_ANSWER_BEFORE_SAVE_MB") {
+                Some(off) if off.eq_ignore_ascii_case("off") => None,
+                // Under Lambda the save is as costly as anywhere but the
+                // answer waits for S3 and DynamoDB, so every `latest` run
+                // answers first (docs/protocol.md, "Answer first, save after").
+                _ => Some(vars.number(
+                    "MCP_V8_ANSWER_BEFORE_SAVE_MB",
+                    if under_lambda { 0 } else { 4 },
+                    Least::Zero,
+                )?),
             },
             max_heap_snapshot_mb: vars.number("MCP_V8_MAX_HEAP_SNAPSHOT_MB", 256, Least::One)?,
             process_env: match vars.non_empty("MCP_V8_PROCESS_ENV") {
@@ -645,13 +643,18 @@ impl EngineSettings {
 
     /// Most memory of heaps engine workers keep restored for the call that
     /// continues them, in MiB: `MCP_V8_READY_HEAPS_MB`, else 512 under
-    /// `serve` and, under Lambda, one largest heap per worker (a worker
-    /// drops its ready heap before it runs anything else, so it lives in
-    /// the memory the worker's runs are given).
+    /// `serve` and, under Lambda, the function's memory less the process's
+    /// own (200 MB, as in [`Self::max_heap_limit_mb`]) and what the runs it
+    /// serves at once may take besides (a full heap and as much in
+    /// `ArrayBuffer`s each): 550 MiB in a 1024 MB function. A worker drops
+    /// its ready heap before it runs another session's code, so a ready heap
+    /// and a run of another session never hold memory at once in a worker.
     pub fn ready_heaps_mb(&self) -> usize {
         match (self.ready_heaps_mb_set, self.function_memory_mb) {
             (Some(mb), _) => mb,
-            (None, Some(_)) => self.max_heap_limit_mb() * self.workers.max(1),
+            (None, Some(memory)) => memory.saturating_sub(
+                200 + 2 * self.max_heap_limit_mb() * self.lambda_max_concurrency.max(1),
+            ),
             (None, None) => 512,
         }
     }
@@ -886,17 +889,15 @@ mod tests {
         let lambda = ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001");
         let memory = ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "2048");
         let function = from(&[lambda, memory]).unwrap();
-        assert_eq!(function.engine.answer_before_save_mb, None);
         assert_eq!(
-            function.engine.ready_heaps_mb(),
-            function.engine.max_heap_limit_mb(),
-            "one largest heap for the one worker"
+            function.engine.answer_before_save_mb,
+            Some(0),
+            "every latest run answers first under Lambda"
         );
-        let refused = from(&[lambda, memory, ("MCP_V8_ANSWER_BEFORE_SAVE_MB", "4")]).unwrap_err();
-        assert!(
-            refused.to_string().contains("cannot go before its save"),
-            "{refused}"
-        );
+        let off = from(&[lambda, memory, ("MCP_V8_ANSWER_BEFORE_SAVE_MB", "off")]).unwrap();
+        assert_eq!(off.engine.answer_before_save_mb, None);
+        let refused = from(&[("MCP_V8_ANSWER_BEFORE_SAVE_MB", "soon")]).unwrap_err();
+        assert!(refused.to_string().contains("0 or more"), "{refused}");
     }
 
     #[test]

@@ -416,10 +416,15 @@ async fn run_lambda(config: Config) -> anyhow::Result<()> {
     let app = app::app(&config, std::path::Path::new(LAMBDA_DATA_DIR), aws.as_ref())
         .map_err(|e| anyhow::anyhow!(e))
         .context("building the server from the configuration")?;
+    // Lambda Managed Instances never freeze an environment: saves go on
+    // after the answer there as under `serve`, with no extension.
+    let post_response =
+        config.engine.answer_before_save_mb.is_some() && config.engine.lambda_max_concurrency == 1;
     mcp_v8_lambda::lambda::run(
         app,
         config.transport.allow_unauthenticated,
         config.transport.response_streaming,
+        post_response,
     )
     .await
     .map_err(|e| anyhow::anyhow!(e))

@@ -26,21 +26,27 @@ pub enum CodeHandling {
     Clear,
 }
 
-/// The heap limit a call that names none gets for a heap (the rule of
-/// `Engine::load`), carried to the worker so that the ready isolate is
-/// made with the limit the next call will ask for
-/// (`super::ready`).
+/// The heap limit the next call is expected to ask for, carried to the
+/// worker so that the ready isolate is made with it (`super::ready`): the
+/// limit the run that made the heap asked for, else the rule of
+/// `Engine::load` for a call that names none.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 pub(crate) struct ReadyLimits {
     pub default_mb: usize,
     pub max_mb: usize,
+    /// `heap_memory_max_mb` of the run that made the heap, if it named one.
+    pub asked_mb: Option<usize>,
 }
 
 impl ReadyLimits {
     /// The heap limit, in MiB, for restoring a payload of `payload_len`
-    /// bytes when the caller names none.
+    /// bytes ahead of the next call: the limit last asked for where the
+    /// payload fits it, else what a call that names none gets.
     pub(crate) fn heap_limit_mb(&self, payload_len: usize) -> usize {
         let needed = restore_needs_mb(payload_len);
+        if let Some(asked) = self.asked_mb.filter(|&asked| asked >= needed) {
+            return asked;
+        }
         if needed > self.default_mb {
             (needed + self.default_mb).min(self.max_mb)
         } else {

@@ -327,11 +327,12 @@ impl Engine {
             claim,
             started,
         } = planned;
+        let ready = job.keep_ready;
         let (result, preparing) = self.execute(job, &tenant, None, claim).await?;
         let mut result = result.cancelled_by(control.as_deref());
         self.apply(&mut report, &mut result, positions.as_ref())
             .await;
-        if let Some(stored) = self.keep(&tenant, &result, preparing).await {
+        if let Some(stored) = self.keep(&tenant, &result, preparing, ready).await {
             stored_in(&mut report.outcome, stored);
         }
         Ok(finish(report, started))
@@ -372,12 +373,13 @@ impl Engine {
         let (done_tx, done_rx) = oneshot::channel();
         let task = {
             let (engine, control) = (self.clone(), control.clone());
+            let ready = job.keep_ready;
             tokio::spawn(async move {
                 let done = match engine.execute(job, &tenant, Some(ran_tx), claim).await {
                     Ok((result, preparing)) => {
                         // Once answered, the control ignores cancels.
                         let result = result.cancelled_by(control.as_deref());
-                        let stored = engine.keep(&tenant, &result, preparing).await;
+                        let stored = engine.keep(&tenant, &result, preparing, ready).await;
                         Ok((result, stored))
                     }
                     Err(error) => Err(error),
@@ -515,7 +517,12 @@ impl Engine {
             plain_restore: from_prelude && restore.is_some(),
             restore: restore.map(section::Section),
             from_ready: claim.is_some(),
-            keep_ready: (request.stateful && keeps_ready).then(|| self.ready_limits()),
+            // Kept ready with the limit this call asked for, if it named
+            // one: agents that name a limit name it on every call.
+            keep_ready: (request.stateful && keeps_ready).then(|| contract::ReadyLimits {
+                asked_mb: limits.asked.then_some(limits.heap_limit_mb),
+                ..self.ready_limits()
+            }),
             stateful: request.stateful,
             timeout: limits.timeout,
             heap_limit_bytes: limits.heap_limit_mb * MIB,
@@ -543,6 +550,7 @@ impl Engine {
         contract::ReadyLimits {
             default_mb: self.config.default_heap_limit_mb,
             max_mb: self.config.max_heap_limit_mb,
+            asked_mb: None,
         }
     }
 
@@ -608,6 +616,7 @@ impl Engine {
         tenant: &Tenant,
         result: &contract::JobResult,
         preparing: Option<u64>,
+        ready: Option<contract::ReadyLimits>,
     ) -> Option<Result<HeapKey, RunError>> {
         let (Some(blob), Some(heaps)) = (&result.blob, &self.heaps) else {
             return None;
@@ -616,8 +625,9 @@ impl Engine {
             Ok(()) => self.store(heaps.as_ref(), tenant, blob).await,
             Err(error) => Err(error),
         };
-        if let (Ok(key), Some(id), Some(workers)) = (&stored, preparing, &self.workers) {
-            let limits = self.ready_limits();
+        if let (Ok(key), Some(id), Some(workers), Some(limits)) =
+            (&stored, preparing, &self.workers, ready)
+        {
             let limit_mb = limits.heap_limit_mb(blob.0.len());
             workers.mark_ready(
                 id,

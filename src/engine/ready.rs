@@ -94,10 +94,24 @@ mod tests {
         let limits = ReadyLimits {
             default_mb: 64,
             max_mb: 1024,
+            asked_mb: None,
         };
         assert_eq!(limits.heap_limit_mb(400 * 1024), 64);
         // 50 MiB needs 108 MiB to restore: the default's room on top.
         assert_eq!(limits.heap_limit_mb(50 * 1024 * 1024), 108 + 64);
         assert_eq!(limits.heap_limit_mb(600 * 1024 * 1024), 1024);
+    }
+
+    #[test]
+    fn a_ready_heap_gets_the_limit_its_run_asked_for_where_it_fits() {
+        let limits = ReadyLimits {
+            default_mb: 64,
+            max_mb: 1024,
+            asked_mb: Some(512),
+        };
+        assert_eq!(limits.heap_limit_mb(50 * 1024 * 1024), 512);
+        // A payload the asked limit cannot restore (608 MiB needed) gets
+        // the rule's limit.
+        assert_eq!(limits.heap_limit_mb(300 * 1024 * 1024), 608 + 64);
     }
 }

@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::answer::{MethodError, MethodResult, params_of};
 use crate::engine::RunControl;
 use crate::protocol::jsonrpc::{ErrorObject, code};
-use crate::protocol::mcp::{CallToolParams, STATELESS_VERSION, TASKS_VERSION};
+use crate::protocol::mcp::{CallToolParams, CallToolResult, STATELESS_VERSION, TASKS_VERSION};
 use crate::protocol::tasks::{
     ExperimentalCreateTaskResult, ExperimentalTask, ExtensionTask, ImmediateResponse,
     ListTasksResult, RELATED_TASK, TaskIdParams, TaskState, UpdateTaskParams, method,
@@ -90,11 +90,21 @@ fn store_failed(error: impl std::fmt::Display) -> MethodError {
     MethodError::internal(format!("task store: {error}"))
 }
 
-fn start_failed(error: TaskError) -> MethodError {
+/// A task that could not start. A hand-off that failed is the tool's
+/// error, which the model reads: what failed and what the operator sets.
+fn start_failed(error: TaskError) -> Result<Option<MethodResult>, MethodError> {
     match error {
-        TaskError::Store(error) => store_failed(error),
+        TaskError::Store(error) => Err(store_failed(error)),
         TaskError::Handoff(error) => {
-            MethodError::internal(format!("handing the task to a new invocation: {error}"))
+            tracing::error!(%error, "a task could not be handed to a new invocation");
+            Ok(Some(MethodResult::Call(CallToolResult::error(format!(
+                "this call was to run as a task, in a new invocation of this Lambda function, and \
+                 starting that invocation failed: {error}. Nothing ran. Call again without a task \
+                 (a shorter execution_timeout_secs answers directly), or ask the operator to let the \
+                 function invoke itself: lambda:InvokeFunction on its own ARN, and an Invoke endpoint \
+                 it can reach (AWS_ENDPOINT_URL_LAMBDA; under cargo lambda watch, the emulator's \
+                 address, which the function finds by itself) (docs/deployment.md, \"Tasks on Lambda\")"
+            )))))
         }
     }
 }
@@ -205,27 +215,30 @@ pub(super) async fn route_call(
                 // choice is made before it starts (docs/protocol.md).
                 _ if tasks.hands_off() => {
                     if always || asks_longer_than(params, tasks.settings.handoff_above) {
-                        let record = tasks
-                            .start(context.tenant, request(), ttl)
-                            .await
-                            .map_err(start_failed)?;
+                        let record = match tasks.start(context.tenant, request(), ttl).await {
+                            Ok(record) => record,
+                            Err(error) => return start_failed(error),
+                        };
                         Ok(Some(MethodResult::TaskCreated(detailed(tasks, &record))))
                     } else {
                         Ok(None)
                     }
                 }
                 _ if always => {
-                    let record = tasks
-                        .start(context.tenant, request(), ttl)
-                        .await
-                        .map_err(start_failed)?;
+                    let record = match tasks.start(context.tenant, request(), ttl).await {
+                        Ok(record) => record,
+                        Err(error) => return start_failed(error),
+                    };
                     Ok(Some(MethodResult::TaskCreated(detailed(tasks, &record))))
                 }
                 _ => match tasks
                     .start_or_answer(context.tenant, request(), ttl)
                     .await
-                    .map_err(start_failed)?
-                {
+                    .map_err(|error| match start_failed(error) {
+                        Err(error) => error,
+                        // Nothing is handed off where a run starts here.
+                        Ok(_) => MethodError::internal("a run started here was handed off".into()),
+                    })? {
                     Started::Answered(outcome) => answer(outcome).map(Some),
                     Started::Task(record) => {
                         Ok(Some(MethodResult::TaskCreated(detailed(tasks, &record))))
@@ -250,10 +263,13 @@ pub(super) async fn route_call(
                 ),
             )),
             (Some(task), _) => {
-                let record = tasks
+                let record = match tasks
                     .start(context.tenant, request(), tasks.ttl_ms(task.ttl))
                     .await
-                    .map_err(start_failed)?;
+                {
+                    Ok(record) => record,
+                    Err(error) => return start_failed(error),
+                };
                 Ok(Some(MethodResult::ExperimentalTaskCreated(
                     ExperimentalCreateTaskResult {
                         task: state(tasks, &record).into(),

@@ -79,6 +79,17 @@ pub fn event(task: &HandedTask) -> serde_json::Value {
     })
 }
 
+/// The Invoke API of the local emulator whose Runtime API is `runtime_api`:
+/// `cargo lambda watch` serves its Runtime API under `/.rt` of the address
+/// that also takes Invoke calls; Lambda's own Runtime API has no path.
+/// Without it a function under the emulator would send its tasks to
+/// `AWS_ENDPOINT_URL` (moto, in docs/deployment.md's local stack), which
+/// has no such function.
+pub fn emulator_endpoint(runtime_api: &str) -> Option<String> {
+    let address = runtime_api.strip_suffix("/.rt")?;
+    Some(format!("http://{address}"))
+}
+
 /// Hands tasks to asynchronous invocations of the function `function`.
 #[derive(Debug)]
 pub struct LambdaHandoff {
@@ -91,8 +102,10 @@ pub struct LambdaHandoff {
 
 impl LambdaHandoff {
     /// Invokes `function` (its name or ARN: `AWS_LAMBDA_FUNCTION_NAME`)
-    /// through the Lambda endpoint of `sdk` (`AWS_ENDPOINT_URL_LAMBDA`, else
-    /// `AWS_ENDPOINT_URL`, else the region's), with its credentials.
+    /// through `AWS_ENDPOINT_URL_LAMBDA`, else the local emulator the
+    /// function runs under ([`emulator_endpoint`]), else the Lambda
+    /// endpoint of `sdk` (`AWS_ENDPOINT_URL`, else the region's), with its
+    /// credentials.
     pub fn new(sdk: &aws_config::SdkConfig, function: String) -> Result<Self, BoxError> {
         let region = sdk
             .region()
@@ -103,6 +116,9 @@ impl LambdaHandoff {
             .ok_or("handing tasks off needs AWS credentials")?;
         let endpoint = std::env::var("AWS_ENDPOINT_URL_LAMBDA")
             .ok()
+            .or_else(|| {
+                emulator_endpoint(&std::env::var("AWS_LAMBDA_RUNTIME_API").unwrap_or_default())
+            })
             .or_else(|| sdk.endpoint_url().map(str::to_owned))
             .unwrap_or_else(|| format!("https://lambda.{region}.amazonaws.com"));
         Ok(Self {
@@ -183,6 +199,16 @@ impl Handoff for LambdaHandoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn under_the_emulator_tasks_go_to_its_invoke_api() {
+        assert_eq!(
+            emulator_endpoint("127.0.0.1:9000/.rt").as_deref(),
+            Some("http://127.0.0.1:9000")
+        );
+        assert_eq!(emulator_endpoint("127.0.0.1:9001"), None, "Lambda's own");
+        assert_eq!(emulator_endpoint(""), None);
+    }
 
     #[test]
     fn a_handed_task_round_trips_through_its_event() {

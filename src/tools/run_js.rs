@@ -422,18 +422,19 @@ async fn resolve_latest(
     };
     // A save this process answered for first is waited for.
     let failed = toolbox.saves.wait(context.tenant, session).await;
-    let last = saving::last_entry(toolbox.meta.as_ref(), context.tenant, session).await?;
     let (lost, last) = if toolbox.answer_before_save_bytes.is_some() || !failed.is_empty() {
         saving::lost_save(
             toolbox.meta.as_ref(),
             &toolbox.saves,
             context.tenant,
             session,
-            last,
         )
         .await?
     } else {
-        (None, last)
+        (
+            None,
+            saving::last_entry(toolbox.meta.as_ref(), context.tenant, session).await?,
+        )
     };
     if let Some(lost) = lost {
         let stored = match &last {
@@ -543,8 +544,12 @@ pub(super) async fn call(
                     .answer_before_save_bytes
                     .is_some_and(|least| report.heap_used_bytes >= least) =>
         {
-            let marker =
-                saving::pending(&toolbox.saves, outcome.execution_id, rfc3339(completed_at));
+            let marker = saving::pending(
+                &toolbox.saves,
+                outcome.execution_id,
+                rfc3339(completed_at),
+                context.deadline,
+            );
             match toolbox
                 .meta
                 .put_pending_save(context.tenant, session, &marker)
@@ -591,7 +596,8 @@ pub(super) async fn call(
         };
         tokio::spawn(
             async move {
-                let ended = after.save(save).await;
+                let mut ticket = ticket;
+                let ended = after.save(save, ticket.abandoned()).await;
                 ticket.end(ended);
             }
             .instrument(span.clone()),
@@ -641,14 +647,41 @@ struct AfterAnswer {
 
 impl AfterAnswer {
     /// Waits for the heap to be stored, then writes what the run leaves
-    /// behind; a save that failed is written into the session's pending
-    /// save, so that the next `latest` says so. `Err` says why the heap
-    /// was not stored.
-    async fn save(mut self, save: Saving) -> Result<(), String> {
+    /// behind; a save that failed, or that the host gave up (`abandoned`
+    /// resolves with why), is written into the session's pending save, so
+    /// that the next `latest` says so. `Err` says why the heap was not
+    /// stored.
+    async fn save(
+        mut self,
+        save: Saving,
+        abandoned: impl std::future::Future<Output = String>,
+    ) -> Result<(), String> {
+        let why = tokio::select! {
+            why = self.store(save) => why,
+            why = abandoned => Some(why),
+        };
+        let Some(why) = why else {
+            return Ok(());
+        };
+        tracing::error!(why, "a heap answered for before its save was not stored");
+        self.marker.failed = Some(why.clone());
+        if let Err(e) = self
+            .toolbox
+            .meta
+            .put_pending_save(&self.tenant, &self.session, &self.marker)
+            .await
+        {
+            tracing::error!(error = %e, "a failed save could not be recorded in the session");
+        }
+        Err(why)
+    }
+
+    /// Stores the heap and its records; `Some` says why it was not stored.
+    async fn store(&mut self, save: Saving) -> Option<String> {
         let meta = self.toolbox.meta.clone();
         let stored = save.wait().await;
         self.outcome.heap_saving = None;
-        let why = match stored {
+        match stored {
             Ok(key) => {
                 self.outcome.heap = Some(key);
                 let recorded = record(
@@ -656,7 +689,7 @@ impl AfterAnswer {
                     &self.tenant,
                     &mut self.outcome,
                     self.times,
-                    self.code,
+                    std::mem::take(&mut self.code),
                     Some(&self.session),
                     self.tags.as_ref(),
                 )
@@ -669,24 +702,18 @@ impl AfterAnswer {
                         // Its log entry is newer than it: `latest` reads past it.
                         tracing::warn!(error = %e, "a stored heap's pending save was not cleared");
                     }
-                    return Ok(());
+                    return None;
                 }
-                format!(
+                Some(format!(
                     "its log entry was not written ({})",
                     self.outcome.warnings.last().map_or("", String::as_str)
-                )
+                ))
             }
-            Err(error) => format!("storing it failed ({}: {})", error.name, error.message),
-        };
-        tracing::error!(why, "a heap answered for before its save was not stored");
-        self.marker.failed = Some(why.clone());
-        if let Err(e) = meta
-            .put_pending_save(&self.tenant, &self.session, &self.marker)
-            .await
-        {
-            tracing::error!(error = %e, "a failed save could not be recorded in the session");
+            Err(error) => Some(format!(
+                "storing it failed ({}: {})",
+                error.name, error.message
+            )),
         }
-        Err(why)
     }
 }
 

@@ -4,7 +4,7 @@
 //! the metadata store (docs/protocol.md, "Answer first, save after").
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -18,15 +18,25 @@ use crate::tenant::Tenant;
 /// instance takes it as lost: room for the largest heap a run may store.
 pub(super) const SAVE_BOUND_SECS: i64 = 120;
 
-/// How often a `latest` on another instance looks at a save still going.
-const POLL: Duration = Duration::from_millis(200);
+/// How soon a `latest` on another instance looks again at a save still
+/// going, doubling up to [`LAST_POLL`]: a save usually ends within tens of
+/// milliseconds of the answer, and each look is two consistent reads.
+const FIRST_POLL: Duration = Duration::from_millis(10);
+const LAST_POLL: Duration = Duration::from_millis(100);
 
 /// How a save ended: `Err` says why its heap was not stored.
 type Ended = Option<Result<(), String>>;
 
-/// The saves going, by tenant and session name: each run's id and how its
-/// save ended.
-type Going = HashMap<(Tenant, String), Vec<(Uuid, watch::Receiver<Ended>)>>;
+/// A save going: its run's id, how it ended, and the word that gives it up.
+#[derive(Debug, Clone)]
+struct GoingSave {
+    id: Uuid,
+    ended: watch::Receiver<Ended>,
+    abandon: Arc<watch::Sender<Option<String>>>,
+}
+
+/// The saves going, by tenant and session name.
+type Going = HashMap<(Tenant, String), Vec<GoingSave>>;
 
 /// The saves this process has going, by tenant and session.
 #[derive(Debug)]
@@ -49,11 +59,25 @@ impl Default for Saves {
 #[derive(Debug)]
 pub(super) struct Ticket {
     sender: watch::Sender<Ended>,
+    abandoned: watch::Receiver<Option<String>>,
 }
 
 impl Ticket {
     pub(super) fn end(self, ended: Result<(), String>) {
         self.sender.send_replace(Some(ended));
+    }
+
+    /// Resolves with why, once the host gives the save up ([`Saves::abandon`]).
+    pub(super) async fn abandoned(&mut self) -> String {
+        let why = match self.abandoned.wait_for(Option::is_some).await {
+            Ok(why) => why.clone(),
+            // Never given up: the sender lives as long as `Saves`.
+            Err(_) => None,
+        };
+        match why {
+            Some(why) => why,
+            None => std::future::pending().await,
+        }
     }
 }
 
@@ -75,14 +99,30 @@ impl Saves {
         execution_id: Uuid,
     ) -> Ticket {
         let (sender, receiver) = watch::channel(None);
+        let (abandon, abandoned) = watch::channel(None);
         let mut going = self.going();
         let list = going
             .entry((tenant.clone(), session.as_str().to_owned()))
             .or_default();
         // Ended saves are forgotten as new ones begin.
-        list.retain(|(_, ended)| ended.borrow().is_none());
-        list.push((execution_id, receiver));
-        Ticket { sender }
+        list.retain(|save| save.ended.borrow().is_none());
+        list.push(GoingSave {
+            id: execution_id,
+            ended: receiver,
+            abandon: Arc::new(abandon),
+        });
+        Ticket { sender, abandoned }
+    }
+
+    /// Gives up every save still going, saying `why`: each records itself
+    /// as lost in its session's pending save and ends. Under Lambda, when
+    /// the invocation that answered is about to reach its deadline.
+    pub fn abandon(&self, why: &str) {
+        for save in self.going().values().flatten() {
+            if save.ended.borrow().is_none() {
+                save.abandon.send_replace(Some(why.to_owned()));
+            }
+        }
     }
 
     /// Waits for the saves of `session` going in this process; the ones
@@ -98,7 +138,7 @@ impl Saves {
             .cloned()
             .unwrap_or_default();
         let mut failed = Vec::new();
-        for (id, mut ended) in waiting {
+        for GoingSave { id, mut ended, .. } in waiting {
             let outcome = ended.wait_for(Option::is_some).await.map(|e| e.clone());
             match outcome {
                 Ok(Some(Err(why))) => failed.push((id, why)),
@@ -113,7 +153,7 @@ impl Saves {
     /// Waits for every save going in this process (before it exits).
     pub async fn drain(&self) {
         let all: Vec<_> = self.going().values().flatten().cloned().collect();
-        for (_, mut ended) in all {
+        for GoingSave { mut ended, .. } in all {
             let _ = ended.wait_for(Option::is_some).await;
         }
     }
@@ -140,22 +180,29 @@ pub(super) struct Lost {
     pub why: String,
 }
 
-/// Reads `session`'s pending save newer than `last` (its newest entry)
-/// and waits while another live process is still storing it; `Some` when
-/// the heap it answered for will never be stored. A save of this process
-/// was waited for before ([`Saves::wait`]).
+/// Reads `session`'s pending save and newest log entry, and waits while
+/// another live process is still storing a save newer than that entry;
+/// the lost save, when the heap it answered for will never be stored, and
+/// the newest entry. A save of this process was waited for before
+/// ([`Saves::wait`]).
+///
+/// The pending save is read before the entry each time: a save clears its
+/// pending save only after its entry is written, so an entry read after
+/// a cleared pending save is the one that save wrote or newer.
 pub(super) async fn lost_save(
     meta: &dyn MetaStore,
     saves: &Saves,
     tenant: &Tenant,
     session: &LogicalSession,
-    mut last: Option<LogEntry>,
 ) -> Result<(Option<Lost>, Option<LogEntry>), String> {
     let read = |e: crate::meta::MetaStoreError| {
         format!("could not read the session's pending save for heap \"latest\": {e}")
     };
+    let mut pause = FIRST_POLL;
     loop {
-        let Some(pending) = meta.pending_save(tenant, session).await.map_err(read)? else {
+        let pending = meta.pending_save(tenant, session).await.map_err(read)?;
+        let last = last_entry(meta, tenant, session).await?;
+        let Some(pending) = pending else {
             return Ok((None, last));
         };
         // The entry of the same run carries the same time; anything logged
@@ -175,15 +222,8 @@ pub(super) async fn lost_save(
             return Ok((Some(lost(why.clone())), last));
         }
         if pending.owner == saves.owner() {
-            // Waited for already: it ended, and its entry is being read
-            // again below, or its clearing failed after it was logged.
-            last = last_entry(meta, tenant, session).await?;
-            if last
-                .as_ref()
-                .is_some_and(|entry| entry.timestamp >= pending.completed_at)
-            {
-                return Ok((None, last));
-            }
+            // Waited for already: it ended without its entry, or its
+            // clearing failed after it was logged (the entry read above).
             return Ok((
                 Some(lost("its save ended without a log entry".to_owned())),
                 last,
@@ -194,25 +234,40 @@ pub(super) async fn lost_save(
                 Some(lost(if meta.exclusive() {
                     "the server process storing it ended before the heap was stored".to_owned()
                 } else {
-                    format!(
-                        "it was still not stored {SAVE_BOUND_SECS} s later: the process storing it ended"
-                    )
+                    "it was still not stored when the process storing it had to end (its Lambda \
+                     invocation's deadline, or the bound on a save)"
+                        .to_owned()
                 })),
                 last,
             ));
         }
-        tokio::time::sleep(POLL).await;
-        last = last_entry(meta, tenant, session).await?;
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(LAST_POLL);
     }
 }
 
-/// The pending save written before `execution_id`'s answer.
-pub(super) fn pending(saves: &Saves, execution_id: Uuid, completed_at: String) -> PendingSave {
+/// The pending save written before `execution_id`'s answer. It expires
+/// [`SAVE_BOUND_SECS`] from now, or sooner at `deadline`, the end of the
+/// Lambda invocation storing it, after which nothing in that invocation runs.
+pub(super) fn pending(
+    saves: &Saves,
+    execution_id: Uuid,
+    completed_at: String,
+    deadline: Option<std::time::SystemTime>,
+) -> PendingSave {
+    let bound = crate::clock::unix_now() + SAVE_BOUND_SECS;
+    let deadline = deadline
+        .and_then(|d| d.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| {
+            i64::try_from(d.as_secs())
+                .unwrap_or(i64::MAX)
+                .saturating_add(1)
+        });
     PendingSave {
         execution_id,
         owner: saves.owner().to_owned(),
         completed_at,
-        expires_at: crate::clock::unix_now() + SAVE_BOUND_SECS,
+        expires_at: deadline.map_or(bound, |d| d.min(bound)),
         failed: None,
     }
 }

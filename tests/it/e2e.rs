@@ -1082,3 +1082,77 @@ fn under_cargo_lambda_watch_a_session_survives_a_new_instance_and_every_event_an
         }
     }
 }
+
+/// docs/deployment.md's "Local development", as a new user runs it:
+/// `infra/local-stack.sh` (its build, moto, `setup`, the environment it
+/// prints), then `cargo lambda watch` with the flags the docs give. A 25 s
+/// run reports progress through the streamed function URL, and a run the
+/// client makes a task is handed to a new invocation through the
+/// emulator's own Invoke API, completes, and a second is cancelled.
+#[test]
+fn under_cargo_lambda_watch_the_documented_local_stack_streams_progress_and_runs_a_task() {
+    use std::os::unix::process::CommandExt;
+    let _turn = ONE_EMULATOR_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let moto_port = common::net::free_port();
+    // The features scripts/test.sh builds with: the watch below then
+    // finds the binary built.
+    /// The script's process group (moto with it), ended when the test is.
+    struct Stack(Child);
+    impl Drop for Stack {
+        fn drop(&mut self) {
+            let _ = Command::new("kill")
+                .args(["-TERM", "--", &format!("-{}", self.0.id())])
+                .status();
+            let _ = self.0.wait();
+        }
+    }
+    let mut stack = Stack(
+        Command::new(project().join("infra/local-stack.sh"))
+            .args([&moto_port.to_string(), "--features", "conformance-fixtures"])
+            .current_dir(project())
+            .env_clear()
+            .envs(std::env::vars().filter(|(name, _)| !set_by_cargo_test(name)))
+            .process_group(0)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("starting infra/local-stack.sh"),
+    );
+    // The environment the script tells the user to export.
+    let mut env = Vec::new();
+    for line in BufReader::new(stack.0.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if let Some(exports) = line.strip_prefix("export ") {
+            env.extend(exports.split_whitespace().filter_map(|pair| {
+                let (name, value) = pair.split_once('=')?;
+                Some((name.to_owned(), value.to_owned()))
+            }));
+        }
+        if line.starts_with("cargo lambda watch") {
+            // The documented command's own variables.
+            for variable in line.split("--env-var ").skip(1) {
+                let (name, value) = variable.trim().split_once('=').unwrap();
+                env.push((name.to_owned(), value.to_owned()));
+            }
+            break;
+        }
+    }
+    assert!(
+        env.iter().any(|(name, _)| name == "MCP_V8_INVOKE_MODE"),
+        "the printed watch command streams responses: {env:?}"
+    );
+    assert!(
+        env.iter().any(|(name, _)| name == "MCP_V8_TABLE_PREFIX"),
+        "the script printed no environment: {env:?}"
+    );
+    let watch = Watch::start(common::net::free_port(), env);
+    let events = drive(&watch.url(), "surface", || unreachable!("no restart"));
+    assert_eq!(
+        names(&events),
+        ["latest", "progress", "timed_out", "resource", "done"]
+    );
+    let events = drive(&watch.url(), "tasks", || unreachable!("no restart"));
+    assert_eq!(names(&events), ["task_completed", "task_cancelled"]);
+}

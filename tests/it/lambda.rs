@@ -216,18 +216,28 @@ pub(crate) fn rpc_body(answer: &common::runtime_api::Answer) -> Value {
     serde_json::from_str(response["body"].as_str().unwrap()).unwrap()
 }
 
-/// The binary started as a Lambda function; killed when dropped.
-pub(crate) struct Function(std::process::Child);
+/// The binary started as a Lambda function; killed when dropped, with its
+/// engine workers where it leads a process group of its own.
+pub(crate) struct Function(std::process::Child, bool);
 
 impl Function {
     /// Whether the function's process is still running.
     pub(crate) fn alive(&mut self) -> bool {
         self.0.try_wait().unwrap().is_none()
     }
+
+    /// The function's process id, which is its group's where it has one.
+    pub(crate) fn pid(&self) -> u32 {
+        self.0.id()
+    }
 }
 
 impl Drop for Function {
     fn drop(&mut self) {
+        if self.1 {
+            // SAFETY: kill(2) on the process group this test started.
+            unsafe { libc::kill(-(self.0.id() as i32), libc::SIGKILL) };
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -252,7 +262,30 @@ pub(crate) fn start_function(env: Vec<(String, String)>) -> Function {
             .stdout(std::process::Stdio::null())
             .spawn()
             .expect("starting the Lambda entry"),
+        false,
     )
+}
+
+/// [`start_function`] in a process group of its own, which `api` freezes
+/// between invocations as Lambda freezes an environment.
+pub(crate) fn start_frozen_function(
+    api: &common::runtime_api::RuntimeApi,
+    env: Vec<(String, String)>,
+) -> Function {
+    use std::os::unix::process::CommandExt;
+    let function = Function(
+        Command::new(function_binary())
+            .envs(env)
+            .envs(api.function_env())
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("starting the Lambda entry"),
+        true,
+    );
+    api.freeze(function.pid());
+    function
 }
 
 /// A 2026-07-28 `tools/call` of `run_js` with `arguments`, as a function

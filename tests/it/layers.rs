@@ -54,7 +54,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "config",
         &["backends", "egress", "tenant", "transport", "upstream"],
     ),
-    ("lambda", &["tasks", "transport"]),
+    ("lambda", &["tasks", "tools", "transport"]),
     (
         "app",
         &[

@@ -34,6 +34,7 @@ mod memory;
 mod meta_store;
 mod newcomer;
 mod packages;
+mod post_response;
 mod progress;
 mod properties;
 mod repl;

@@ -315,3 +315,70 @@ async fn runs_past_the_worker_count_end_a_worker_that_keeps_a_heap_ready() {
         assert_eq!(next["result"], "1", "session {i}: {next}");
     }
 }
+
+/// Agents name `heap_memory_max_mb` on every call once a large heap needed
+/// it. The worker keeps the heap ready with the limit its run asked for, so
+/// the next call naming that limit continues from the ready heap and reads
+/// nothing from the store; a call naming another limit is restored from the
+/// store with that limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_names_its_heap_limit_continues_from_the_ready_heap() {
+    use crate::common::engine::{completed, worker_program};
+    use mcp_v8_lambda::engine::{Engine, EngineConfig, RunRequest};
+    use mcp_v8_lambda::heap::FileHeapStore;
+
+    let dir = tempfile::tempdir().unwrap();
+    let plan = FaultPlan::new();
+    let heaps: Arc<dyn HeapStore> = Arc::new(Faulty::<dyn HeapStore>::new(
+        Arc::new(FileHeapStore::new(dir.path().join("heaps"))),
+        plan.clone(),
+    ));
+    let engine = Engine::new(
+        EngineConfig {
+            engine_workers: 1,
+            worker_program: Some(worker_program(dir.path(), "ready-limit-worker-under-test")),
+            ready_heaps_bytes: 512 * 1024 * 1024,
+            ..Default::default()
+        },
+        Some(heaps),
+    );
+    let run = |code: &str, heap: Option<&mcp_v8_lambda::heap::HeapKey>, limit: usize| RunRequest {
+        code: code.into(),
+        stateful: true,
+        heap: heap.cloned(),
+        heap_limit_mb: Some(limit),
+        timeout: Some(Duration::from_secs(30)),
+        ..Default::default()
+    };
+    let first = engine
+        .run(run("globalThis.n = 1; n", None, 512))
+        .await
+        .unwrap()
+        .outcome;
+    assert_eq!(completed(&first), "1");
+    let key = first.heap.clone().expect("stored");
+    let gets = plan.calls("heap.get");
+    let second = engine
+        .run(run("n += 1; n", Some(&key), 512))
+        .await
+        .unwrap()
+        .outcome;
+    assert_eq!(completed(&second), "2");
+    assert_eq!(
+        plan.calls("heap.get"),
+        gets,
+        "the call naming the limit its heap was made with read the heap from the store"
+    );
+    let key = second.heap.clone().expect("stored");
+    let third = engine
+        .run(run("n += 1; n", Some(&key), 256))
+        .await
+        .unwrap()
+        .outcome;
+    assert_eq!(completed(&third), "3");
+    assert_eq!(
+        plan.calls("heap.get"),
+        gets + 1,
+        "a call naming another limit must restore with that limit, from the store"
+    );
+}

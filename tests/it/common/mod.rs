@@ -3,6 +3,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 pub mod conformance;
+pub mod delay_proxy;
 pub mod engine;
 pub mod faults;
 pub mod moto;

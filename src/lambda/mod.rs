@@ -17,6 +17,8 @@ use tracing::Instrument;
 
 use crate::transport::{App, Invocation, Principal, refusal, router};
 
+pub mod post_response;
+
 /// What a caller that nobody authenticated is told: how to configure auth.
 pub const UNAUTHENTICATED: &str = "this function authenticates no one: its function URL has no \
 IAM auth (AuthType AWS_IAM) and no bearer token (MCP_V8_AUTH_TOKEN_SHA256) or JWT issuer \
@@ -186,32 +188,73 @@ pub fn service(app: App, allow_unauthenticated: bool) -> Router {
 /// Instances), one at a time where it is unset (standard Lambda). Nothing is
 /// shared between invocations but the engine and the store clients, which
 /// take concurrent requests under `serve` already.
+///
+/// With `post_response`, runs answered before their heaps are stored are
+/// stored in each invocation's post-response phase, by an internal
+/// extension registered here, before the runtime's first `next`
+/// ([`post_response`]).
 pub async fn run(
     app: App,
     allow_unauthenticated: bool,
     streaming: bool,
+    post_response: bool,
 ) -> Result<(), lambda_http::Error> {
-    if streaming {
-        // A function URL with `InvokeMode: RESPONSE_STREAM`: bodies go out
-        // as they are written, so progress events arrive before the result.
-        return lambda_http::run_with_streaming_response_concurrent(service(
-            app,
-            allow_unauthenticated,
-        ))
-        .await;
-    }
-    // Concurrent invocations need a `Sync` answer, which axum's streaming
-    // body is not: buffer it here, as lambda_http buffers it for a
-    // sequential run anyway (function URLs answer with the whole body).
-    let buffered = ServiceExt::<lambda_http::Request>::and_then(
-        service(app, allow_unauthenticated),
-        |response: Response| async move {
-            Ok::<_, std::convert::Infallible>(
-                lambda_http::IntoResponse::into_response(response).await,
+    let finished = std::sync::Arc::new(post_response::Finished::default());
+    let extension = if post_response {
+        let post = post_response::PostResponse {
+            finished: finished.clone(),
+            saves: app.saves(),
+        };
+        Some(post_response::register(post).await.map_err(|e| {
+            format!(
+                "registering the internal extension {} with the Extensions API failed ({e}); it stores \
+                 heaps after their answers: set MCP_V8_ANSWER_BEFORE_SAVE_MB=off to answer after saves \
+                 without it",
+                post_response::EXTENSION_NAME
             )
+        })?)
+    } else {
+        None
+    };
+    let mark = post_response::MarkFinishedLayer(finished);
+    let tracing = lambda_http::lambda_runtime::layers::TracingLayer::new();
+    let runtime = async move {
+        if streaming {
+            // A function URL with `InvokeMode: RESPONSE_STREAM`: bodies go out
+            // as they are written, so progress events arrive before the result.
+            return lambda_http::streaming_runtime_concurrent(service(app, allow_unauthenticated))
+                .layer(tracing)
+                .layer(mark)
+                .run_concurrent()
+                .await;
+        }
+        // Concurrent invocations need a `Sync` answer, which axum's streaming
+        // body is not: buffer it here, as lambda_http buffers it for a
+        // sequential run anyway (function URLs answer with the whole body).
+        let buffered = ServiceExt::<lambda_http::Request>::and_then(
+            service(app, allow_unauthenticated),
+            |response: Response| async move {
+                Ok::<_, std::convert::Infallible>(
+                    lambda_http::IntoResponse::into_response(response).await,
+                )
+            },
+        );
+        lambda_http::runtime_concurrent(buffered)
+            .layer(tracing)
+            .layer(mark)
+            .run_concurrent()
+            .await
+    };
+    match extension {
+        // Either ending ends the function: Lambda restarts an environment
+        // whose extension stopped asking for events.
+        Some(extension) => tokio::select! {
+            biased;
+            ran = runtime => ran,
+            ran = extension => ran,
         },
-    );
-    lambda_http::run_concurrent(buffered).await
+        None => runtime.await,
+    }
 }
 
 #[cfg(test)]

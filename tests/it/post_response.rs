@@ -1,0 +1,223 @@
+//! A call costs its run on Lambda too: the function answers a `latest` run
+//! before its heap is stored and stores it in the invocation's
+//! post-response phase, under a Runtime API that freezes the function's
+//! whole process group as Lambda does (tests/it/common/runtime_api.rs).
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common;
+use crate::common::delay_proxy::DelayProxy;
+use crate::common::runtime_api::RuntimeApi;
+use crate::lambda::{Function, rpc_body, run_js_event, start_frozen_function};
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// One function process and its Runtime API: one execution environment.
+struct Instance {
+    api: RuntimeApi,
+    _function: Function,
+}
+
+impl Instance {
+    async fn start(env: &[(String, String)]) -> Instance {
+        let api = RuntimeApi::start().await;
+        let function = start_frozen_function(&api, env.to_vec());
+        Instance {
+            api,
+            _function: function,
+        }
+    }
+
+    /// `run_js` with `arguments`: the tool result, its request id and when
+    /// it arrived.
+    async fn run_js(&mut self, arguments: Value) -> (Value, String, Instant) {
+        self.run_js_within(arguments, Duration::from_secs(300))
+            .await
+    }
+
+    async fn run_js_within(
+        &mut self,
+        arguments: Value,
+        deadline: Duration,
+    ) -> (Value, String, Instant) {
+        let id = self
+            .api
+            .give_with_deadline(run_js_event(arguments), deadline);
+        let answer = self.api.answer(LIMIT).await;
+        assert_eq!(answer.request_id, id);
+        (rpc_body(&answer)["result"].clone(), id, answer.at)
+    }
+
+    /// Waits until the environment has been frozen `times` times in all.
+    async fn frozen(&self, times: usize) {
+        let deadline = Instant::now() + LIMIT;
+        while self.api.freezes() < times {
+            assert!(
+                Instant::now() < deadline,
+                "the environment was never frozen"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// A function's environment on moto with a bucket and tables of its own.
+fn moto_env(stem: &str, cache: &std::path::Path) -> Vec<(String, String)> {
+    let env = common::moto::serve_env(
+        &common::moto::unique(stem),
+        &format!("{}-", common::moto::unique(stem)),
+        cache,
+    );
+    common::moto::setup(&env);
+    env
+}
+
+fn outcome(result: &Value) -> &Value {
+    assert_eq!(result["isError"], false, "{result}");
+    &result["structuredContent"]
+}
+
+/// A ~5 MB heap: its run is answered before the heap is stored, the
+/// extension holds the environment until the heap is stored, and then the
+/// function is frozen. Five seconds later it is thawed by the next call,
+/// which continues the state; so does a cold instance afterwards, which
+/// can only have read it from the stores. Without the post-response phase
+/// the answer carries `heap` (it waited for the save).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_latest_run_answers_first_and_a_frozen_function_continues_after_a_thaw() {
+    let cache = tempfile::tempdir().unwrap();
+    let env = moto_env("frozen", &cache.path().join("a"));
+    let mut a = Instance::start(&env).await;
+    let (first, id, answered) = a
+        .run_js(json!({
+            "code": "globalThis.rows = Array.from({ length: 60000 }, (_, i) => ({ i, name: 'row ' + i })); rows.length",
+            "heap": "latest",
+            "session": "frozen",
+        }))
+        .await;
+    let first = outcome(&first);
+    assert_eq!(first["result"], "60000", "{first}");
+    assert!(
+        first["heap"].is_null(),
+        "the answer waited for the save: {first}"
+    );
+    assert!(first["heap_saving"].is_string(), "{first}");
+    assert_eq!(
+        a.api.extensions(),
+        1,
+        "the function registered no extension"
+    );
+    let over = a.api.phase_over(&id, LIMIT).await;
+    assert!(over >= answered, "the phase ended before the answer");
+    a.frozen(1).await;
+
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let (second, id, _) = a
+        .run_js(json!({"code": "rows.push({ i: -1 }); rows.length", "heap": "latest", "session": "frozen"}))
+        .await;
+    assert_eq!(outcome(&second)["result"], "60001", "{second}");
+    a.api.phase_over(&id, LIMIT).await;
+    a.frozen(2).await;
+
+    let mut cold = Instance::start(&moto_env_of(&env, &cache.path().join("b"))).await;
+    let (third, _, _) = cold
+        .run_js(
+            json!({"code": "rows.at(-1).i + rows.length", "heap": "latest", "session": "frozen"}),
+        )
+        .await;
+    assert_eq!(outcome(&third)["result"], "60000", "{third}");
+}
+
+/// `env` with another heap cache: another instance's disk.
+fn moto_env_of(env: &[(String, String)], cache: &std::path::Path) -> Vec<(String, String)> {
+    env.iter()
+        .map(|(k, v)| {
+            if k == "MCP_V8_HEAP_CACHE_DIR" {
+                (k.clone(), cache.to_str().unwrap().to_owned())
+            } else {
+                (k.clone(), v.clone())
+            }
+        })
+        .collect()
+}
+
+/// S3 through a proxy that holds writes back, so that saves take a while.
+async fn slow_s3_env(stem: &str, cache: &std::path::Path) -> (DelayProxy, Vec<(String, String)>) {
+    let proxy = DelayProxy::start(&common::moto::moto().endpoint).await;
+    let mut env = moto_env(stem, cache);
+    env.push(("AWS_ENDPOINT_URL_S3".into(), proxy.endpoint.clone()));
+    (proxy, env)
+}
+
+/// Lambda hands an event only to an idle environment, so a call that
+/// follows while the first instance still stores its heap runs on another:
+/// it waits there for the pending save (read through DynamoDB) and
+/// continues the state, and so does the call after it on the first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_with_no_pause_on_two_instances_each_continue_the_state_before() {
+    let cache = tempfile::tempdir().unwrap();
+    let (proxy, env) = slow_s3_env("b2b", &cache.path().join("a")).await;
+    let mut a = Instance::start(&env).await;
+    let mut b = Instance::start(&moto_env_of(&env, &cache.path().join("b"))).await;
+    let call = |code: &str| json!({"code": code, "heap": "latest", "session": "b2b"});
+    proxy.delay_puts(Duration::from_millis(1500));
+
+    let (first, first_id, _) = a.run_js(call("globalThis.n = 1; n")).await;
+    assert_eq!(outcome(&first)["result"], "1");
+    assert!(
+        outcome(&first)["heap_saving"].is_string(),
+        "the answer waited for the save: {first}"
+    );
+    // At once, as an agent's next call with no pause: the first instance is
+    // storing its heap, so Lambda would hand this event to another.
+    let given = Instant::now();
+    let (second, second_id, _) = b.run_js(call("n += 1; n")).await;
+    assert_eq!(outcome(&second)["result"], "2", "{second}");
+    let over = a.api.phase_over(&first_id, LIMIT).await;
+    assert!(
+        over > given,
+        "the first instance had stored its heap before the next call came: its answer waited for the save"
+    );
+    let (third, _, _) = a.run_js(call("n += 1; n")).await;
+    assert_eq!(outcome(&third)["result"], "3", "{third}");
+    b.api.phase_over(&second_id, LIMIT).await;
+}
+
+/// A save the invocation's deadline would cut short is given up before the
+/// deadline and recorded in the session's pending save: the next call, on
+/// another instance, says at once that the heap is lost and names the last
+/// heap stored. The environment was not ended by the deadline: the
+/// extension finished its phase in time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_save_the_deadline_cuts_short_makes_the_next_call_say_so() {
+    let cache = tempfile::tempdir().unwrap();
+    let (proxy, env) = slow_s3_env("deadline", &cache.path().join("a")).await;
+    let mut a = Instance::start(&env).await;
+    let mut b = Instance::start(&moto_env_of(&env, &cache.path().join("b"))).await;
+    let call = |code: &str| json!({"code": code, "heap": "latest", "session": "cut"});
+
+    let (first, first_id, _) = a.run_js(call("globalThis.n = 1; n")).await;
+    assert_eq!(outcome(&first)["result"], "1");
+    a.api.phase_over(&first_id, LIMIT).await;
+
+    proxy.delay_puts(Duration::from_secs(8));
+    let (second, second_id, _) = a
+        .run_js_within(call("n += 1; n"), Duration::from_secs(4))
+        .await;
+    assert_eq!(outcome(&second)["result"], "2", "{second}");
+    a.api.phase_over(&second_id, LIMIT).await;
+    assert!(
+        a.api.timed_out().is_empty(),
+        "the deadline ended the environment: the phase did not give the save up in time"
+    );
+
+    proxy.delay_puts(Duration::ZERO);
+    let (third, _, _) = b.run_js(call("n")).await;
+    assert_eq!(third["isError"], true, "{third}");
+    let text = third["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("is lost"), "{text}");
+    assert!(text.contains("deadline"), "{text}");
+    assert!(text.contains("(log entry 0)"), "{text}");
+}
