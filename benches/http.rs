@@ -21,10 +21,20 @@
 //!   (600k), pausing `--pause-ms` (3000) before each call as an agent's
 //!   model does; `--think-calls` (10) calls after two warm-up calls.
 //!
+//! `--think-limit-mb N` names `heap_memory_max_mb: N` on every think-time
+//! call, as agents do once a large heap needed it.
+//!
 //! With `--lambda-watch PROJECT`, only the think-time scenarios (those named
 //! in `--only`, else all three), each against the Lambda function of the
 //! checkout PROJECT under `cargo lambda watch --release` with its stores on
-//! moto: a buffered Lambda response, where a call's answer waits for its save.
+//! moto.
+//!
+//! With `--lambda-frozen`, the think-time scenarios against `--server` as a
+//! standard Lambda function under the test Runtime API that freezes its
+//! process group between invocations (tests/it/common/runtime_api.rs),
+//! stores on moto behind a proxy that adds `--latency-ms` (0) before every
+//! S3 and DynamoDB request: what the client waits, and the post-response
+//! phase after the answer (what Lambda bills besides).
 //!
 //! Cold start, from spawning to the first answer: `serve`; the Lambda entry
 //! against a minimal Runtime API served by the bench; and the project's
@@ -80,6 +90,9 @@ struct Args {
     /// First-byte latency added to every S3 and DynamoDB request (with
     /// `--lambda-frozen`).
     latency: Duration,
+    /// `heap_memory_max_mb` named on every call of the think-time
+    /// scenarios, as agents name it once a large heap needed it.
+    think_limit_mb: Option<usize>,
 }
 
 fn args() -> Args {
@@ -95,6 +108,7 @@ fn args() -> Args {
         lambda_watch: None,
         lambda_frozen: false,
         latency: Duration::ZERO,
+        think_limit_mb: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -126,6 +140,13 @@ fn args() -> Args {
                 args.lambda_watch = Some(it.next().expect("--lambda-watch PROJECT").into())
             }
             "--lambda-frozen" => args.lambda_frozen = true,
+            "--think-limit-mb" => {
+                args.think_limit_mb = Some(
+                    it.next()
+                        .and_then(|v| v.parse().ok())
+                        .expect("--think-limit-mb N"),
+                )
+            }
             "--latency-ms" => {
                 args.latency = Duration::from_millis(
                     it.next()
@@ -239,14 +260,17 @@ impl Client {
         self.run_js_with(code, heap, false).await
     }
 
-    /// `run_js` in logical session `session`.
+    /// `run_js` in logical session `session`, naming `limit_mb` as
+    /// `heap_memory_max_mb` when set.
     async fn run_js_in(
         &self,
         code: &str,
         heap: Option<&str>,
         session: &str,
+        limit_mb: Option<usize>,
     ) -> Result<Value, String> {
-        self.call_run_js(code, heap, false, Some(session)).await
+        self.call_run_js(code, heap, false, Some(session), limit_mb)
+            .await
     }
 
     /// `run_js`, with a progress token when `streamed`.
@@ -256,7 +280,7 @@ impl Client {
         heap: Option<&str>,
         streamed: bool,
     ) -> Result<Value, String> {
-        self.call_run_js(code, heap, streamed, None).await
+        self.call_run_js(code, heap, streamed, None, None).await
     }
 
     async fn call_run_js(
@@ -265,8 +289,12 @@ impl Client {
         heap: Option<&str>,
         streamed: bool,
         session: Option<&str>,
+        limit_mb: Option<usize>,
     ) -> Result<Value, String> {
         let mut arguments = json!({ "code": code });
+        if let Some(limit_mb) = limit_mb {
+            arguments["heap_memory_max_mb"] = json!(limit_mb);
+        }
         if let Some(session) = session {
             arguments["session"] = json!(session);
         }
@@ -350,10 +378,18 @@ struct Worker {
     /// The logical session of a think-time scenario.
     session: String,
     pause: Duration,
+    /// `heap_memory_max_mb` of each think-time call.
+    limit_mb: Option<usize>,
 }
 
 impl Worker {
-    async fn new(url: &str, scenario: Scenario, name: &str, pause: Duration) -> Worker {
+    async fn new(
+        url: &str,
+        scenario: Scenario,
+        name: &str,
+        pause: Duration,
+        limit_mb: Option<usize>,
+    ) -> Worker {
         let client = Client::connect(url, name).await;
         let mut worker = Worker {
             client,
@@ -362,6 +398,7 @@ impl Worker {
             counter: 0,
             session: name.to_owned(),
             pause,
+            limit_mb,
         };
         if let Scenario::Think(objects) = scenario {
             let code = format!(
@@ -369,7 +406,7 @@ impl Worker {
             );
             worker
                 .client
-                .run_js_in(&code, None, name)
+                .run_js_in(&code, None, name, limit_mb)
                 .await
                 .expect("first heap");
         }
@@ -400,7 +437,7 @@ impl Worker {
             Scenario::Think(_) => {
                 let result = self
                     .client
-                    .run_js_in("n += 1; n", Some("latest"), &self.session)
+                    .run_js_in("n += 1; n", Some("latest"), &self.session, self.limit_mb)
                     .await?;
                 self.counter += 1;
                 expect_text(&result, &self.counter.to_string())
@@ -482,7 +519,7 @@ async fn measure(
     scenario: Scenario,
     clients: usize,
     calls: usize,
-    pause: Duration,
+    (pause, limit_mb): (Duration, Option<usize>),
 ) -> Figures {
     let mut workers = Vec::new();
     for i in 0..clients {
@@ -491,7 +528,7 @@ async fn measure(
             scenario.name(),
             uuid::Uuid::new_v4().simple()
         );
-        workers.push(Worker::new(url, scenario, &name, pause).await);
+        workers.push(Worker::new(url, scenario, &name, pause, limit_mb).await);
     }
     let warm_up = match scenario {
         Scenario::Think(_) => 2,
@@ -921,7 +958,7 @@ async fn main() {
                 scenario,
                 args.clients,
                 args.think_calls,
-                args.pause,
+                (args.pause, args.think_limit_mb),
             )
             .await;
             row(scenario, "cargo lambda watch", args.clients, &figures);
@@ -946,10 +983,24 @@ async fn main() {
         } else {
             &stateful.url
         };
-        let ours = measure(ours_url, scenario, args.clients, calls, args.pause).await;
+        let ours = measure(
+            ours_url,
+            scenario,
+            args.clients,
+            calls,
+            (args.pause, args.think_limit_mb),
+        )
+        .await;
         row(scenario, "mcp-v8-lambda", args.clients, &ours);
         if let (Some(reference), Scenario::Stateless | Scenario::List) = (&reference, scenario) {
-            let theirs = measure(&reference.url, scenario, args.clients, calls, args.pause).await;
+            let theirs = measure(
+                &reference.url,
+                scenario,
+                args.clients,
+                calls,
+                (args.pause, None),
+            )
+            .await;
             row(scenario, "node:vm reference", args.clients, &theirs);
             ratios.push((
                 scenario,

@@ -42,9 +42,10 @@ export MCP_V8_HEAP_BUCKET=$MCP_V8_HEAP_BUCKET MCP_V8_TABLE_PREFIX=$MCP_V8_TABLE_
 cargo run -- serve
 
 or the function under the Lambda emulator (progress needs the streamed invoke
-mode; tasks go to the emulator's own Invoke API):
+mode; tasks go to the emulator's own Invoke API and run in an instance of
+their own, as on Lambda, hence --concurrency):
 
-cargo lambda watch -A 127.0.0.1 --env-var MCP_V8_ALLOW_UNAUTHENTICATED=true --env-var MCP_V8_INVOKE_MODE=RESPONSE_STREAM
+cargo lambda watch -A 127.0.0.1 --concurrency 4 --env-var MCP_V8_ALLOW_UNAUTHENTICATED=true --env-var MCP_V8_INVOKE_MODE=RESPONSE_STREAM
 
 and point an MCP client at http://127.0.0.1:9000/lambda-url/mcp-v8-lambda/mcp
 ENV

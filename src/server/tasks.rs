@@ -90,21 +90,32 @@ fn store_failed(error: impl std::fmt::Display) -> MethodError {
     MethodError::internal(format!("task store: {error}"))
 }
 
-/// A task that could not start. A hand-off that failed is the tool's
-/// error, which the model reads: what failed and what the operator sets.
-fn start_failed(error: TaskError) -> Result<Option<MethodResult>, MethodError> {
+/// A task that could not start. A hand-off that failed says what failed
+/// and what the operator sets: as the tool's error where the answer may be
+/// an ordinary result (the extension's server-directed tasks), as the
+/// JSON-RPC error's message where the client asked for a task (2025-11-25's
+/// `params.task`, whose answer must be a task or an error).
+fn start_failed(
+    error: TaskError,
+    as_tool_error: bool,
+) -> Result<Option<MethodResult>, MethodError> {
     match error {
         TaskError::Store(error) => Err(store_failed(error)),
         TaskError::Handoff(error) => {
             tracing::error!(%error, "a task could not be handed to a new invocation");
-            Ok(Some(MethodResult::Call(CallToolResult::error(format!(
+            let message = format!(
                 "this call was to run as a task, in a new invocation of this Lambda function, and \
                  starting that invocation failed: {error}. Nothing ran. Call again without a task \
                  (a shorter execution_timeout_secs answers directly), or ask the operator to let the \
                  function invoke itself: lambda:InvokeFunction on its own ARN, and an Invoke endpoint \
                  it can reach (AWS_ENDPOINT_URL_LAMBDA; under cargo lambda watch, the emulator's \
                  address, which the function finds by itself) (docs/deployment.md, \"Tasks on Lambda\")"
-            )))))
+            );
+            if as_tool_error {
+                Ok(Some(MethodResult::Call(CallToolResult::error(message))))
+            } else {
+                Err(MethodError::new(code::INTERNAL_ERROR, message))
+            }
         }
     }
 }
@@ -217,7 +228,7 @@ pub(super) async fn route_call(
                     if always || asks_longer_than(params, tasks.settings.handoff_above) {
                         let record = match tasks.start(context.tenant, request(), ttl).await {
                             Ok(record) => record,
-                            Err(error) => return start_failed(error),
+                            Err(error) => return start_failed(error, true),
                         };
                         Ok(Some(MethodResult::TaskCreated(detailed(tasks, &record))))
                     } else {
@@ -227,14 +238,14 @@ pub(super) async fn route_call(
                 _ if always => {
                     let record = match tasks.start(context.tenant, request(), ttl).await {
                         Ok(record) => record,
-                        Err(error) => return start_failed(error),
+                        Err(error) => return start_failed(error, true),
                     };
                     Ok(Some(MethodResult::TaskCreated(detailed(tasks, &record))))
                 }
                 _ => match tasks
                     .start_or_answer(context.tenant, request(), ttl)
                     .await
-                    .map_err(|error| match start_failed(error) {
+                    .map_err(|error| match start_failed(error, true) {
                         Err(error) => error,
                         // Nothing is handed off where a run starts here.
                         Ok(_) => MethodError::internal("a run started here was handed off".into()),
@@ -268,7 +279,7 @@ pub(super) async fn route_call(
                     .await
                 {
                     Ok(record) => record,
-                    Err(error) => return start_failed(error),
+                    Err(error) => return start_failed(error, false),
                 };
                 Ok(Some(MethodResult::ExperimentalTaskCreated(
                     ExperimentalCreateTaskResult {

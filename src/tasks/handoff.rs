@@ -80,21 +80,30 @@ pub fn event(task: &HandedTask) -> serde_json::Value {
 }
 
 /// The Invoke API of the local emulator whose Runtime API is `runtime_api`:
-/// `cargo lambda watch` serves its Runtime API under `/.rt` of the address
-/// that also takes Invoke calls; Lambda's own Runtime API has no path.
-/// Without it a function under the emulator would send its tasks to
-/// `AWS_ENDPOINT_URL` (moto, in docs/deployment.md's local stack), which
-/// has no such function.
+/// `cargo lambda watch` serves its Runtime API under `/.rt/FUNCTION` of the
+/// address that also takes Invoke calls
+/// (`http://127.0.0.1:9000/.rt/mcp-v8-lambda`); Lambda's own Runtime API is
+/// a bare `host:port`. Without it a function under the emulator would send
+/// its tasks to `AWS_ENDPOINT_URL` (moto, in docs/deployment.md's local
+/// stack), which has no such function.
 pub fn emulator_endpoint(runtime_api: &str) -> Option<String> {
-    let address = runtime_api.strip_suffix("/.rt")?;
+    let (address, _) = runtime_api.trim().split_once("/.rt")?;
+    let address = address.strip_prefix("http://").unwrap_or(address);
     Some(format!("http://{address}"))
 }
+
+/// How long a hand-off to the emulator waits for its answer before it
+/// takes the invocation as started ([`emulator_endpoint`]).
+const EMULATED_ANSWER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Hands tasks to asynchronous invocations of the function `function`.
 #[derive(Debug)]
 pub struct LambdaHandoff {
     http: reqwest::Client,
     endpoint: String,
+    /// The Invoke API is the local emulator's, which answers an `Event`
+    /// invocation only once it has run.
+    emulated: bool,
     region: String,
     function: String,
     credentials: aws_credential_types::provider::SharedCredentialsProvider,
@@ -114,16 +123,25 @@ impl LambdaHandoff {
         let credentials = sdk
             .credentials_provider()
             .ok_or("handing tasks off needs AWS credentials")?;
-        let endpoint = std::env::var("AWS_ENDPOINT_URL_LAMBDA")
-            .ok()
-            .or_else(|| {
-                emulator_endpoint(&std::env::var("AWS_LAMBDA_RUNTIME_API").unwrap_or_default())
-            })
-            .or_else(|| sdk.endpoint_url().map(str::to_owned))
-            .unwrap_or_else(|| format!("https://lambda.{region}.amazonaws.com"));
+        let emulator =
+            emulator_endpoint(&std::env::var("AWS_LAMBDA_RUNTIME_API").unwrap_or_default());
+        let (endpoint, emulated) = match (std::env::var("AWS_ENDPOINT_URL_LAMBDA").ok(), emulator) {
+            (Some(set), emulator) => {
+                let emulated = emulator.as_deref() == Some(set.trim_end_matches('/'));
+                (set, emulated)
+            }
+            (None, Some(emulator)) => (emulator, true),
+            (None, None) => (
+                sdk.endpoint_url()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| format!("https://lambda.{region}.amazonaws.com")),
+                false,
+            ),
+        };
         Ok(Self {
             http: reqwest::Client::new(),
             endpoint: endpoint.trim_end_matches('/').to_owned(),
+            emulated,
             region,
             function,
             credentials,
@@ -185,14 +203,33 @@ impl Handoff for LambdaHandoff {
         for (name, value) in &parts.headers {
             outgoing = outgoing.header(name.as_str(), value.as_bytes());
         }
-        let response = outgoing.send().await?;
-        let status = response.status();
-        // An accepted asynchronous invocation is 202.
-        if status.as_u16() == 202 {
-            return Ok(());
+        let emulated = self.emulated;
+        let sent = async move {
+            let response = outgoing.send().await?;
+            let status = response.status();
+            // An accepted asynchronous invocation is 202; the emulator runs
+            // the invocation and answers 200 with its response.
+            if status.as_u16() == 202 || (emulated && status.is_success()) {
+                return Ok::<(), BoxError>(());
+            }
+            let text = response.text().await.unwrap_or_default();
+            Err(format!("Lambda Invoke answered {status}: {text}").into())
+        };
+        if !emulated {
+            return sent.await;
         }
-        let text = response.text().await.unwrap_or_default();
-        Err(format!("Lambda Invoke answered {status}: {text}").into())
+        // The emulator answers an invocation of type Event only once it has
+        // run: the call goes on by itself, and what it says within a second
+        // (an unknown function, nothing listening) is the answer.
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let _ = tx.send(sent.await);
+        });
+        match tokio::time::timeout(EMULATED_ANSWER, rx).await {
+            Ok(Ok(answered)) => answered,
+            Ok(Err(_)) => Err("the invocation's request ended without an answer".into()),
+            Err(_) => Ok(()),
+        }
     }
 }
 
@@ -202,6 +239,11 @@ mod tests {
 
     #[test]
     fn under_the_emulator_tasks_go_to_its_invoke_api() {
+        // What cargo lambda watch 1.9 sets.
+        assert_eq!(
+            emulator_endpoint("http://127.0.0.1:9000/.rt/mcp-v8-lambda").as_deref(),
+            Some("http://127.0.0.1:9000")
+        );
         assert_eq!(
             emulator_endpoint("127.0.0.1:9000/.rt").as_deref(),
             Some("http://127.0.0.1:9000")

@@ -201,9 +201,16 @@ pub(super) fn describe(
     };
     let base = match toolbox.answer_before_save_bytes {
         Some(least) if !stateless => format!(
-            "{base} A run with heap: \"latest\" whose heap holds {} or more is answered before its heap is \
+            "{base} A run with heap: \"latest\"{} is answered before its heap is \
              stored: the answer then has `heap_saving` instead of `heap`, and the next heap: \"latest\" waits for the save.",
-            bytes(usize::try_from(least).unwrap_or(usize::MAX))
+            if least == 0 {
+                String::new()
+            } else {
+                format!(
+                    " whose heap holds {} or more",
+                    bytes(usize::try_from(least).unwrap_or(usize::MAX))
+                )
+            }
         ),
         _ => base,
     };

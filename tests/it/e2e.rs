@@ -827,6 +827,8 @@ struct Watch {
     child: Child,
     port: u16,
     env: Vec<(String, String)>,
+    /// More arguments of `cargo lambda watch`.
+    args: Vec<String>,
 }
 
 /// Variables `cargo test` sets for a test binary, which the `cargo run`
@@ -848,6 +850,10 @@ fn set_by_cargo_test(name: &str) -> bool {
 
 impl Watch {
     fn start(port: u16, env: Vec<(String, String)>) -> Self {
+        Self::start_with(port, env, Vec::new())
+    }
+
+    fn start_with(port: u16, env: Vec<(String, String)>, args: Vec<String>) -> Self {
         use std::os::unix::process::CommandExt;
         let bin = project().join(".venv/bin");
         assert!(
@@ -879,6 +885,7 @@ impl Watch {
                 "-P",
                 &port.to_string(),
             ])
+            .args(&args)
             .current_dir(project())
             .env_clear()
             .envs(std::env::vars().filter(|(name, _)| !set_by_cargo_test(name)))
@@ -893,7 +900,12 @@ impl Watch {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("starting cargo lambda watch");
-        let watch = Self { child, port, env };
+        let watch = Self {
+            child,
+            port,
+            env,
+            args,
+        };
         watch.wait_until_the_function_answers();
         watch
     }
@@ -957,7 +969,7 @@ impl Watch {
     /// on the same port: a cold start of a new Lambda instance.
     fn restart(&mut self) {
         self.stop();
-        *self = Watch::start(self.port, self.env.clone());
+        *self = Watch::start_with(self.port, self.env.clone(), self.args.clone());
     }
 
     /// `cargo lambda invoke` of an event file's text; the function URL
@@ -1088,7 +1100,7 @@ fn under_cargo_lambda_watch_a_session_survives_a_new_instance_and_every_event_an
 /// prints), then `cargo lambda watch` with the flags the docs give. A 25 s
 /// run reports progress through the streamed function URL, and a run the
 /// client makes a task is handed to a new invocation through the
-/// emulator's own Invoke API, completes, and a second is cancelled.
+/// emulator's own Invoke API and completes.
 #[test]
 fn under_cargo_lambda_watch_the_documented_local_stack_streams_progress_and_runs_a_task() {
     use std::os::unix::process::CommandExt;
@@ -1122,6 +1134,7 @@ fn under_cargo_lambda_watch_the_documented_local_stack_streams_progress_and_runs
     );
     // The environment the script tells the user to export.
     let mut env = Vec::new();
+    let mut args = Vec::new();
     for line in BufReader::new(stack.0.stdout.take().unwrap()).lines() {
         let line = line.unwrap();
         if let Some(exports) = line.strip_prefix("export ") {
@@ -1131,10 +1144,19 @@ fn under_cargo_lambda_watch_the_documented_local_stack_streams_progress_and_runs
             }));
         }
         if line.starts_with("cargo lambda watch") {
-            // The documented command's own variables.
-            for variable in line.split("--env-var ").skip(1) {
-                let (name, value) = variable.trim().split_once('=').unwrap();
-                env.push((name.to_owned(), value.to_owned()));
+            // The documented command's own variables and instance count.
+            let words: Vec<&str> = line.split_whitespace().collect();
+            for pair in words.windows(2) {
+                match pair[0] {
+                    "--env-var" => {
+                        let (name, value) = pair[1].split_once('=').unwrap();
+                        env.push((name.to_owned(), value.to_owned()));
+                    }
+                    "--concurrency" => {
+                        args.extend(["--concurrency".to_owned(), pair[1].to_owned()])
+                    }
+                    _ => {}
+                }
             }
             break;
         }
@@ -1147,12 +1169,20 @@ fn under_cargo_lambda_watch_the_documented_local_stack_streams_progress_and_runs
         env.iter().any(|(name, _)| name == "MCP_V8_TABLE_PREFIX"),
         "the script printed no environment: {env:?}"
     );
-    let watch = Watch::start(common::net::free_port(), env);
+    assert!(
+        !args.is_empty(),
+        "the printed watch command runs instances side by side, as tasks need"
+    );
+    let watch = Watch::start_with(common::net::free_port(), env, args);
     let events = drive(&watch.url(), "surface", || unreachable!("no restart"));
     assert_eq!(
         names(&events),
         ["latest", "progress", "timed_out", "resource", "done"]
     );
-    let events = drive(&watch.url(), "tasks", || unreachable!("no restart"));
-    assert_eq!(names(&events), ["task_completed", "task_cancelled"]);
+    let events = drive(&watch.url(), "task", || unreachable!("no restart"));
+    assert_eq!(names(&events), ["task_completed"]);
+    assert_eq!(
+        events[0]["messages"][0], "taskCreated",
+        "the run became a task: {events:?}"
+    );
 }

@@ -479,3 +479,26 @@ async fn a_client_gone_before_its_run_became_a_task_cancels_the_run() {
         "the gone client's run still held the one worker: {answer}"
     );
 }
+
+/// A task the function cannot hand to a new invocation (its Invoke endpoint
+/// answers 404, as moto does when the self-invocation goes to
+/// `AWS_ENDPOINT_URL` under the emulator) is the tool's error, which the
+/// model reads: what failed, that nothing ran, what the operator sets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_that_cannot_be_handed_off_is_a_tool_error_that_says_what_to_set() {
+    let mut deployment = deployment().await;
+    for (name, value) in &mut deployment.env {
+        if name == "AWS_ENDPOINT_URL_LAMBDA" {
+            // moto has no such function.
+            *value = common::moto::moto().endpoint.clone();
+        }
+    }
+    let (mut api, _function) = deployment.instance().await;
+    let answer = ask(&mut api, run_js("1 + 1", "unhanded", 30.0)).await;
+    let result = &answer["result"];
+    assert_eq!(result["isError"], true, "{answer}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("Nothing ran"), "{text}");
+    assert!(text.contains("AWS_ENDPOINT_URL_LAMBDA"), "{text}");
+    assert!(text.contains("lambda:InvokeFunction"), "{text}");
+}
