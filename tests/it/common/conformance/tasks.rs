@@ -21,6 +21,12 @@ fn request() -> TaskRequest {
     }
 }
 
+/// When every record of the suite expires: one instant for the whole run,
+/// so that two records built for the same id are equal even when a second
+/// turns between them.
+static EXPIRES_AT: std::sync::LazyLock<i64> =
+    std::sync::LazyLock::new(|| mcp_v8_lambda::clock::unix_now() + 3600);
+
 fn record(id: Uuid) -> TaskRecord {
     TaskRecord {
         task_id: id,
@@ -29,7 +35,7 @@ fn record(id: Uuid) -> TaskRecord {
         created_at: "2026-11-26T12:00:00.000Z".into(),
         last_updated_at: "2026-11-26T12:00:00.000Z".into(),
         ttl_ms: 60_000,
-        expires_at: mcp_v8_lambda::clock::unix_now() + 60,
+        expires_at: *EXPIRES_AT,
         request: request(),
         outcome: None,
         runner: None,
