@@ -33,8 +33,10 @@
 //! standard Lambda function under the test Runtime API that freezes its
 //! process group between invocations (tests/it/common/runtime_api.rs),
 //! stores on moto behind a proxy that adds `--latency-ms` (0) before every
-//! S3 and DynamoDB request: what the client waits, and the post-response
-//! phase after the answer (what Lambda bills besides).
+//! S3 and DynamoDB request, in a function of `--memory-mb` (1024; with
+//! `--no-freeze` the environment is never stopped): what the
+//! client waits, and the post-response phase after the answer (what Lambda
+//! bills besides).
 //!
 //! Cold start, from spawning to the first answer: `serve`; the Lambda entry
 //! against a minimal Runtime API served by the bench; and the project's
@@ -93,6 +95,11 @@ struct Args {
     /// `heap_memory_max_mb` named on every call of the think-time
     /// scenarios, as agents name it once a large heap needed it.
     think_limit_mb: Option<usize>,
+    /// The function's memory with `--lambda-frozen` (1024).
+    memory_mb: usize,
+    /// With `--lambda-frozen`, never freeze (`--no-freeze`): what the
+    /// freeze itself costs.
+    freeze: bool,
 }
 
 fn args() -> Args {
@@ -109,6 +116,8 @@ fn args() -> Args {
         lambda_frozen: false,
         latency: Duration::ZERO,
         think_limit_mb: None,
+        memory_mb: 1024,
+        freeze: true,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -140,6 +149,13 @@ fn args() -> Args {
                 args.lambda_watch = Some(it.next().expect("--lambda-watch PROJECT").into())
             }
             "--lambda-frozen" => args.lambda_frozen = true,
+            "--no-freeze" => args.freeze = false,
+            "--memory-mb" => {
+                args.memory_mb = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .expect("--memory-mb N")
+            }
             "--think-limit-mb" => {
                 args.think_limit_mb = Some(
                     it.next()
@@ -847,13 +863,19 @@ async fn frozen_think_time(args: &Args, scenario: Scenario) {
     let mut child = Command::new(&args.server)
         .envs(env.iter().cloned())
         .envs(api.function_env())
+        .env(
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
+            args.memory_mb.to_string(),
+        )
         .env("AWS_ENDPOINT_URL", &proxy.endpoint)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .process_group(0)
         .spawn()
         .expect("starting the Lambda entry");
-    api.freeze(child.id());
+    if args.freeze {
+        api.freeze(child.id());
+    }
     let session = format!("frozen-{}", uuid::Uuid::new_v4().simple());
     let mut call = async |code: &str, heap: Option<&str>| {
         let mut arguments = json!({"code": code, "session": session});
