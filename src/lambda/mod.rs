@@ -216,7 +216,7 @@ pub async fn run(
     } else {
         None
     };
-    let mark = post_response::MarkFinishedLayer(finished);
+    let mark = post_response::MarkFinishedLayer(extension.is_some().then_some(finished));
     let tracing = lambda_http::lambda_runtime::layers::TracingLayer::new();
     let runtime = async move {
         if streaming {

@@ -44,12 +44,19 @@ pub struct Finished {
     changed: Notify,
 }
 
+/// Most invocations kept unseen: past it the extension is not taking them
+/// (an emulator that gives extensions no INVOKE), and they are forgotten
+/// rather than kept for the life of the process.
+const MOST_UNSEEN: usize = 1024;
+
 impl Finished {
     fn finish(&self, request_id: String) {
-        self.ids
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(request_id);
+        let mut ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
+        if ids.len() >= MOST_UNSEEN {
+            ids.clear();
+        }
+        ids.insert(request_id);
+        drop(ids);
         self.changed.notify_waiters();
     }
 
@@ -77,12 +84,13 @@ impl Finished {
 #[derive(Clone)]
 pub struct MarkFinished<S> {
     inner: S,
-    finished: Arc<Finished>,
+    finished: Option<Arc<Finished>>,
 }
 
-/// Makes [`MarkFinished`] services, marking in one [`Finished`].
+/// Makes [`MarkFinished`] services, marking in one [`Finished`]; with
+/// `None` (no extension reads the marks) they mark nothing.
 #[derive(Clone)]
-pub struct MarkFinishedLayer(pub Arc<Finished>);
+pub struct MarkFinishedLayer(pub Option<Arc<Finished>>);
 
 impl<S> tower::Layer<S> for MarkFinishedLayer {
     type Service = MarkFinished<S>;
@@ -116,7 +124,9 @@ where
         let finished = self.finished.clone();
         Box::pin(async move {
             let posted = posted.await;
-            finished.finish(request_id);
+            if let Some(finished) = finished {
+                finished.finish(request_id);
+            }
             posted
         })
     }
@@ -222,5 +232,14 @@ mod tests {
             (&mut phase).now_or_never().is_some(),
             "its own post did not end it"
         );
+    }
+
+    #[test]
+    fn invocations_no_extension_sees_are_not_kept_for_ever() {
+        let finished = Finished::default();
+        for i in 0..=MOST_UNSEEN * 3 {
+            finished.finish(format!("invocation-{i}"));
+        }
+        assert!(finished.ids.lock().unwrap().len() <= MOST_UNSEEN);
     }
 }
