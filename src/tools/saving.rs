@@ -271,3 +271,33 @@ pub(super) fn pending(
         failed: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pending_save_expires_with_the_invocation_that_stores_it() {
+        let saves = Saves::default();
+        let now = crate::clock::unix_now();
+        let anywhere = pending(&saves, Uuid::new_v4(), String::new(), None);
+        assert!(anywhere.expires_at >= now + SAVE_BOUND_SECS);
+        let deadline = std::time::SystemTime::now() + Duration::from_secs(10);
+        let lambda = pending(&saves, Uuid::new_v4(), String::new(), Some(deadline));
+        assert!(
+            (now + 10..=now + 12).contains(&lambda.expires_at),
+            "nothing of the invocation runs past its deadline: {}",
+            lambda.expires_at
+        );
+    }
+
+    #[tokio::test]
+    async fn a_save_given_up_hears_why() {
+        let saves = Saves::default();
+        let tenant = Tenant::anonymous();
+        let session = LogicalSession::parse("s").unwrap();
+        let mut going = saves.begin(&tenant, &session, Uuid::new_v4());
+        saves.abandon("the deadline");
+        assert_eq!(going.abandoned().await, "the deadline");
+    }
+}
