@@ -90,34 +90,40 @@ fn store_failed(error: impl std::fmt::Display) -> MethodError {
     MethodError::internal(format!("task store: {error}"))
 }
 
-/// A task that could not start. A hand-off that failed says what failed
-/// and what the operator sets: as the tool's error where the answer may be
-/// an ordinary result (the extension's server-directed tasks), as the
-/// JSON-RPC error's message where the client asked for a task (2025-11-25's
-/// `params.task`, whose answer must be a task or an error).
-fn start_failed(
-    error: TaskError,
-    as_tool_error: bool,
-) -> Result<Option<MethodResult>, MethodError> {
+/// A task that could not start, as the JSON-RPC error a client that asked
+/// for a task gets (2025-11-25's `params.task`, whose answer must be a task
+/// or an error). A hand-off that failed says what failed and what the
+/// operator sets.
+fn start_failed(error: TaskError) -> MethodError {
     match error {
-        TaskError::Store(error) => Err(store_failed(error)),
-        TaskError::Handoff(error) => {
-            tracing::error!(%error, "a task could not be handed to a new invocation");
-            let message = format!(
-                "this call was to run as a task, in a new invocation of this Lambda function, and \
-                 starting that invocation failed: {error}. Nothing ran. Call again without a task \
-                 (a shorter execution_timeout_secs answers directly), or ask the operator to let the \
-                 function invoke itself: lambda:InvokeFunction on its own ARN, and an Invoke endpoint \
-                 it can reach (AWS_ENDPOINT_URL_LAMBDA; under cargo lambda watch, the emulator's \
-                 address, which the function finds by itself) (docs/deployment.md, \"Tasks on Lambda\")"
-            );
-            if as_tool_error {
-                Ok(Some(MethodResult::Call(CallToolResult::error(message))))
-            } else {
-                Err(MethodError::new(code::INTERNAL_ERROR, message))
-            }
-        }
+        TaskError::Store(error) => store_failed(error),
+        TaskError::Handoff(error) => MethodError::new(code::INTERNAL_ERROR, handoff_failed(&error)),
     }
+}
+
+/// [`start_failed`] where the answer may be an ordinary result (the
+/// extension's server-directed tasks): a failed hand-off is the tool's
+/// error, which the model reads.
+fn start_failed_as_tool(error: TaskError) -> Result<Option<MethodResult>, MethodError> {
+    match error {
+        TaskError::Handoff(error) => Ok(Some(MethodResult::Call(CallToolResult::error(
+            handoff_failed(&error),
+        )))),
+        error => Err(start_failed(error)),
+    }
+}
+
+/// What a task whose hand-off failed is told, and what the log gets.
+fn handoff_failed(error: &crate::BoxError) -> String {
+    tracing::error!(%error, "a task could not be handed to a new invocation");
+    format!(
+        "this call was to run as a task, in a new invocation of this Lambda function, and \
+         starting that invocation failed: {error}. Nothing ran. Call again without a task \
+         (a shorter execution_timeout_secs answers directly), or ask the operator to let the \
+         function invoke itself: lambda:InvokeFunction on its own ARN, and an Invoke endpoint \
+         it can reach (AWS_ENDPOINT_URL_LAMBDA; under cargo lambda watch, the emulator's \
+         address, which the function finds by itself) (docs/deployment.md, \"Tasks on Lambda\")"
+    )
 }
 
 fn missing_extension(what: &str) -> MethodError {
@@ -228,7 +234,7 @@ pub(super) async fn route_call(
                     if always || asks_longer_than(params, tasks.settings.handoff_above) {
                         let record = match tasks.start(context.tenant, request(), ttl).await {
                             Ok(record) => record,
-                            Err(error) => return start_failed(error, true),
+                            Err(error) => return start_failed_as_tool(error),
                         };
                         Ok(Some(MethodResult::TaskCreated(detailed(tasks, &record))))
                     } else {
@@ -238,18 +244,15 @@ pub(super) async fn route_call(
                 _ if always => {
                     let record = match tasks.start(context.tenant, request(), ttl).await {
                         Ok(record) => record,
-                        Err(error) => return start_failed(error, true),
+                        Err(error) => return start_failed_as_tool(error),
                     };
                     Ok(Some(MethodResult::TaskCreated(detailed(tasks, &record))))
                 }
                 _ => match tasks
                     .start_or_answer(context.tenant, request(), ttl)
                     .await
-                    .map_err(|error| match start_failed(error, true) {
-                        Err(error) => error,
-                        // Nothing is handed off where a run starts here.
-                        Ok(_) => MethodError::internal("a run started here was handed off".into()),
-                    })? {
+                    .map_err(start_failed)?
+                {
                     Started::Answered(outcome) => answer(outcome).map(Some),
                     Started::Task(record) => {
                         Ok(Some(MethodResult::TaskCreated(detailed(tasks, &record))))
@@ -274,13 +277,10 @@ pub(super) async fn route_call(
                 ),
             )),
             (Some(task), _) => {
-                let record = match tasks
+                let record = tasks
                     .start(context.tenant, request(), tasks.ttl_ms(task.ttl))
                     .await
-                {
-                    Ok(record) => record,
-                    Err(error) => return start_failed(error, false),
-                };
+                    .map_err(start_failed)?;
                 Ok(Some(MethodResult::ExperimentalTaskCreated(
                     ExperimentalCreateTaskResult {
                         task: state(tasks, &record).into(),

@@ -143,12 +143,19 @@ fn moto_env_of(env: &[(String, String)], cache: &std::path::Path) -> Vec<(String
         .collect()
 }
 
-/// S3 through a proxy that holds writes back, so that saves take a while.
-async fn slow_s3_env(stem: &str, cache: &std::path::Path) -> (DelayProxy, Vec<(String, String)>) {
+/// Two instances of one function, each with a disk of its own, whose S3
+/// goes through a proxy that can hold writes back, so that saves take a
+/// while; the temporary directory holds their disks.
+async fn two_instances_on_slow_s3(
+    stem: &str,
+) -> (DelayProxy, Instance, Instance, tempfile::TempDir) {
+    let cache = tempfile::tempdir().unwrap();
     let proxy = DelayProxy::start(&common::moto::moto().endpoint).await;
-    let mut env = moto_env(stem, cache);
+    let mut env = moto_env(stem, &cache.path().join("a"));
     env.push(("AWS_ENDPOINT_URL_S3".into(), proxy.endpoint.clone()));
-    (proxy, env)
+    let a = Instance::start(&env).await;
+    let b = Instance::start(&moto_env_of(&env, &cache.path().join("b"))).await;
+    (proxy, a, b, cache)
 }
 
 /// Lambda hands an event only to an idle environment, so a call that
@@ -157,10 +164,7 @@ async fn slow_s3_env(stem: &str, cache: &std::path::Path) -> (DelayProxy, Vec<(S
 /// continues the state, and so does the call after it on the first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_with_no_pause_on_two_instances_each_continue_the_state_before() {
-    let cache = tempfile::tempdir().unwrap();
-    let (proxy, env) = slow_s3_env("b2b", &cache.path().join("a")).await;
-    let mut a = Instance::start(&env).await;
-    let mut b = Instance::start(&moto_env_of(&env, &cache.path().join("b"))).await;
+    let (proxy, mut a, mut b, _cache) = two_instances_on_slow_s3("b2b").await;
     let call = |code: &str| json!({"code": code, "heap": "latest", "session": "b2b"});
     proxy.delay_puts(Duration::from_millis(1500));
 
@@ -192,10 +196,7 @@ async fn calls_with_no_pause_on_two_instances_each_continue_the_state_before() {
 /// extension finished its phase in time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_save_the_deadline_cuts_short_makes_the_next_call_say_so() {
-    let cache = tempfile::tempdir().unwrap();
-    let (proxy, env) = slow_s3_env("deadline", &cache.path().join("a")).await;
-    let mut a = Instance::start(&env).await;
-    let mut b = Instance::start(&moto_env_of(&env, &cache.path().join("b"))).await;
+    let (proxy, mut a, mut b, _cache) = two_instances_on_slow_s3("deadline").await;
     let call = |code: &str| json!({"code": code, "heap": "latest", "session": "cut"});
 
     let (first, first_id, _) = a.run_js(call("globalThis.n = 1; n")).await;

@@ -323,7 +323,7 @@ async fn runs_past_the_worker_count_end_a_worker_that_keeps_a_heap_ready() {
 /// store with that limit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_that_names_its_heap_limit_continues_from_the_ready_heap() {
-    use crate::common::engine::{completed, worker_program};
+    use crate::common::engine::{completed, run, worker_program};
     use mcp_v8_lambda::engine::{Engine, EngineConfig, RunRequest};
     use mcp_v8_lambda::heap::FileHeapStore;
 
@@ -342,27 +342,20 @@ async fn a_call_that_names_its_heap_limit_continues_from_the_ready_heap() {
         },
         Some(heaps),
     );
-    let run = |code: &str, heap: Option<&mcp_v8_lambda::heap::HeapKey>, limit: usize| RunRequest {
-        code: code.into(),
-        stateful: true,
-        heap: heap.cloned(),
-        heap_limit_mb: Some(limit),
-        timeout: Some(Duration::from_secs(30)),
-        ..Default::default()
-    };
-    let first = engine
-        .run(run("globalThis.n = 1; n", None, 512))
-        .await
-        .unwrap()
-        .outcome;
+    let request =
+        |code: &str, heap: Option<&mcp_v8_lambda::heap::HeapKey>, limit: usize| RunRequest {
+            code: code.into(),
+            stateful: true,
+            heap: heap.cloned(),
+            heap_limit_mb: Some(limit),
+            timeout: Some(Duration::from_secs(30)),
+            ..Default::default()
+        };
+    let first = run(&engine, request("globalThis.n = 1; n", None, 512)).await;
     assert_eq!(completed(&first), "1");
     let key = first.heap.clone().expect("stored");
     let gets = plan.calls("heap.get");
-    let second = engine
-        .run(run("n += 1; n", Some(&key), 512))
-        .await
-        .unwrap()
-        .outcome;
+    let second = run(&engine, request("n += 1; n", Some(&key), 512)).await;
     assert_eq!(completed(&second), "2");
     assert_eq!(
         plan.calls("heap.get"),
@@ -370,11 +363,7 @@ async fn a_call_that_names_its_heap_limit_continues_from_the_ready_heap() {
         "the call naming the limit its heap was made with read the heap from the store"
     );
     let key = second.heap.clone().expect("stored");
-    let third = engine
-        .run(run("n += 1; n", Some(&key), 256))
-        .await
-        .unwrap()
-        .outcome;
+    let third = run(&engine, request("n += 1; n", Some(&key), 256)).await;
     assert_eq!(completed(&third), "3");
     assert_eq!(
         plan.calls("heap.get"),
