@@ -165,6 +165,10 @@ pub struct TransportSettings {
     /// `MCP_V8_MAX_CONNECTIONS`: under `serve`, connections open at once;
     /// `None`: from the file-descriptor limit.
     pub max_connections: Option<usize>,
+    /// `MCP_V8_MAX_WAITING_PER_ADDRESS`: under `serve`, connections one
+    /// address may hold that have not finished sending a request; `None`:
+    /// half the connection cap.
+    pub max_waiting_per_address: Option<usize>,
     /// `MCP_V8_AUTH_TOKEN_SHA256`: when set, every request needs the bearer
     /// token with this SHA-256 (64 hex digits).
     pub auth_token_sha256: Option<TokenDigest>,
@@ -693,6 +697,11 @@ impl TransportSettings {
                 .get("MCP_V8_MAX_CONNECTIONS")
                 .is_some()
                 .then(|| vars.number("MCP_V8_MAX_CONNECTIONS", 1, Least::One))
+                .transpose()?,
+            max_waiting_per_address: vars
+                .get("MCP_V8_MAX_WAITING_PER_ADDRESS")
+                .is_some()
+                .then(|| vars.number("MCP_V8_MAX_WAITING_PER_ADDRESS", 1, Least::One))
                 .transpose()?,
             auth_token_sha256: vars.token_digest()?,
             jwt: vars.jwt()?,

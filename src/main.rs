@@ -482,13 +482,18 @@ async fn serve_main() -> anyhow::Result<()> {
             } else {
                 router(app)
             };
+            let max_connections =
+                max_connections(config.transport.max_connections, config.engine.workers);
             let limits = HttpLimits {
                 header_timeout: Duration::from_millis(config.transport.header_timeout_ms),
                 body_timeout: Duration::from_millis(config.transport.body_timeout_ms),
-                max_connections: max_connections(
-                    config.transport.max_connections,
-                    config.engine.workers,
-                ),
+                max_connections,
+                // Half the cap: one address flooding half-sent requests
+                // leaves the other half to everyone else.
+                max_waiting_per_address: config
+                    .transport
+                    .max_waiting_per_address
+                    .unwrap_or(max_connections.div_ceil(2)),
             };
             tracing::debug!(?limits, "connection limits");
             serve_http(listener, service, limits, shutdown_signal())

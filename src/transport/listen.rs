@@ -1,23 +1,24 @@
 //! `serve`'s HTTP/1.1 listener, which sheds what does not finish: a
 //! connection has a bounded time to send each request's headers (also the
 //! longest an idle keep-alive connection stays open) and its body, and past
-//! a cap derived from the process's file descriptors a new connection is
-//! answered 503 at once and closed, so slow or idle clients never hold the
-//! descriptors every other client needs. (Under Lambda the function URL
-//! does all of this; the router is the same.)
+//! a cap derived from the process's file descriptors a new connection takes
+//! the place of the one that has waited longest without finishing a request
+//! (`shedding`), so slow or idle clients never hold the descriptors every
+//! other client needs. (Under Lambda the function URL does all of this; the
+//! router is the same.)
 
 use std::future::Future;
 use std::io;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tower::ServiceExt;
 use tower_http::timeout::RequestBodyTimeoutLayer;
+
+use super::shedding::{Answered, Connections, Received, Slot};
 
 /// What a connection may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,8 +28,12 @@ pub struct HttpLimits {
     pub header_timeout: Duration,
     /// Longest a client may take to send a request's body.
     pub body_timeout: Duration,
-    /// Connections open at once; past it a new one is answered 503.
+    /// Connections open at once; past it a new one takes the place of the
+    /// one waiting longest, or is answered 503 when every one is serving.
     pub max_connections: usize,
+    /// Connections one address may hold that have not finished a request;
+    /// past it, its own oldest gives way.
+    pub max_waiting_per_address: usize,
 }
 
 /// Descriptors kept for everything but client connections: the stores'
@@ -71,7 +76,7 @@ pub async fn serve_http(
     let service = tower::ServiceBuilder::new()
         .layer(RequestBodyTimeoutLayer::new(limits.body_timeout))
         .service(router);
-    let open = Arc::new(Semaphore::new(limits.max_connections));
+    let connections = Connections::new(limits.max_connections, limits.max_waiting_per_address);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
@@ -82,8 +87,8 @@ pub async fn serve_http(
             accepted = listener.accept() => accepted,
             () = &mut shutdown => break,
         };
-        let tcp = match accepted {
-            Ok((tcp, _)) => tcp,
+        let (tcp, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(error) => {
                 // Out of descriptors (EMFILE) or a connection reset before
                 // it was taken: wait a moment rather than spin.
@@ -98,17 +103,23 @@ pub async fn serve_http(
         if let Err(error) = tcp.set_nodelay(true) {
             tracing::warn!(%error, "could not set TCP_NODELAY");
         }
-        let Ok(permit) = open.clone().try_acquire_owned() else {
-            tokio::spawn(refuse(tcp, limits.max_connections));
-            continue;
-        };
-        let connection =
-            http.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(service.clone()));
-        let connection = graceful.watch(connection);
+        let connections = connections.clone();
+        let service = service.clone();
+        let http = http.clone();
+        let watcher = graceful.watcher();
         tokio::spawn(async move {
-            // A client that stalls or goes away ends its own connection.
-            let _ = connection.await;
-            drop(permit);
+            let Ok(slot) = connections.admit(peer.ip()).await else {
+                return refuse(tcp, connections.max()).await;
+            };
+            let connection = http.serve_connection(TokioIo::new(tcp), tracked(service, &slot));
+            let connection = watcher.watch(connection);
+            // A client that stalls or goes away ends its own connection; one
+            // shed to make room is dropped here, which closes its socket.
+            tokio::select! {
+                _ = connection => {}
+                () = slot.conn().shed() => {}
+            }
+            drop(slot);
         });
     }
     drop(listener);
@@ -121,12 +132,47 @@ pub async fn serve_http(
     Ok(())
 }
 
-/// Answers a connection past the cap with 503 and closes it; a client that
-/// does not read gets a second, then is dropped.
+/// `service` for one connection, which tells the connection's slot when a
+/// request is complete (its body's end read) and when its answer is written.
+fn tracked<S>(
+    service: S,
+    slot: &Slot,
+) -> impl hyper::service::Service<
+    http::Request<hyper::body::Incoming>,
+    Response = http::Response<axum::body::Body>,
+    Error = std::convert::Infallible,
+    Future = impl Future<Output = Result<http::Response<axum::body::Body>, std::convert::Infallible>>
+             + Send,
+> + Clone
+where
+    S: tower::Service<
+            http::Request<Received<hyper::body::Incoming>>,
+            Response = http::Response<axum::body::Body>,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+{
+    let conn = slot.conn().clone();
+    hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+        let conn = conn.clone();
+        let service = service.clone();
+        async move {
+            let request = request.map(|body| Received::new(body, conn.clone()));
+            let response = service.oneshot(request).await?;
+            Ok(response.map(|body| axum::body::Body::new(Answered::new(body, conn))))
+        }
+    })
+}
+
+/// Answers a connection that found every other one serving with 503 and
+/// closes it; a client that does not read gets a second, then is dropped.
 async fn refuse(mut tcp: TcpStream, max: usize) {
     let body = format!(
         "{{\"error\":\"the server has {max} connections open, its limit \
-         (MCP_V8_MAX_CONNECTIONS, else from the file-descriptor limit); try again shortly\"}}"
+         (MCP_V8_MAX_CONNECTIONS, else from the file-descriptor limit), each serving a \
+         request; try again shortly\"}}"
     );
     let answer = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\

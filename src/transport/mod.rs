@@ -13,6 +13,7 @@ mod listen;
 mod routes;
 mod session;
 mod sessionless;
+mod shedding;
 mod stdio;
 mod stream;
 
