@@ -25,13 +25,13 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 # The project's binary, built as `cargo lambda watch` builds it (the dev
-# profile), so the watch below starts at once. The first build compiles V8's
-# bindings, the AWS SDK and the bundler: 15 to 25 minutes on 2 cores.
+# profile, unless the arguments say otherwise), so the watch below starts at
+# once. The first build compiles V8's bindings, the AWS SDK and the bundler:
+# 15 to 25 minutes on 2 cores.
 if [ ! -x target/debug/mcp-v8-lambda ]; then
     echo "building mcp-v8-lambda (the first build takes 15 to 25 minutes on 2 cores; later ones seconds)" >&2
 fi
-cargo build --bin mcp-v8-lambda "$@"
-target/debug/mcp-v8-lambda setup
+cargo run --bin mcp-v8-lambda "$@" -- setup
 
 cat <<ENV
 

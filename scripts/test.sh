@@ -25,31 +25,43 @@ RUSTC_WORKSPACE_WRAPPER="$(rustup which clippy-driver 2>/dev/null || command -v 
 export RUSTC_WORKSPACE_WRAPPER
 # What `cargo clippy -- -D warnings` hands clippy-driver.
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
-# The conformance suite's fixture tools (listed only when a test sets
-# MCP_V8_CONFORMANCE_FIXTURES=1) in every test build, and in the benches so
-# that they share its compile; never in the release artifact below.
-features=(--features conformance-fixtures)
-# The library, the binary (what `cargo lambda watch` runs in tests/it/e2e.rs;
-# building it here keeps that compile out of any test's time) and the tests;
-# then the benches, linted and built on the same dependencies.
-cargo build --locked "${features[@]}" --lib --bins --tests
-cargo build --locked "${features[@]}" --benches --profile dev
+# Every dependency is compiled once: the tests are built and run in the
+# release profile, for the target and with the flags `cargo lambda build
+# --release` uses (its `--target x86_64-unknown-linux-gnu` and its "release
+# optimizations", `build.rustflags = ["-C", "target-cpu=haswell"]`), so they
+# share the ~570 dependency units the deployed artifact compiles, where a
+# dev-profile test build compiled them all a second time
+# (docs/performance.md, "CI time"). Exported, so the `cargo lambda watch`
+# and `infra/local-stack.sh` the tests start build the same way. RUSTFLAGS,
+# not `build.rustflags`: cargo would append cargo-lambda's own
+# `--config build.rustflags` to the latter (the flag twice, every
+# dependency rebuilt), while RUSTFLAGS replaces it.
+export CARGO_BUILD_TARGET=x86_64-unknown-linux-gnu
+export RUSTFLAGS="-C target-cpu=haswell"
 # The binary that deploys: `sam build` runs `cargo lambda build --release`
-# (here with the plain cargo compiler, no zig). Smoke-test that very
-# artifact against the test Runtime API before the whole suite runs.
+# (here with the plain cargo compiler, no zig). Smoke-tested below against
+# the test Runtime API before the whole suite runs.
 .venv/bin/cargo-lambda lambda build --release --compiler cargo --locked
 # The conformance fixtures never ship: the artifact holds none of their text.
 if grep -q "Conformance fixture" target/lambda/mcp-v8-lambda/bootstrap; then
     echo "the release artifact contains the conformance fixture tools" >&2
     exit 1
 fi
+# The conformance suite's fixture tools (listed only when a test sets
+# MCP_V8_CONFORMANCE_FIXTURES=1) in every test build and in the benches;
+# never in the release artifact above.
+build=(--locked --release --features conformance-fixtures)
+# The library, the binary (what `cargo lambda watch` runs in tests/it/e2e.rs;
+# building it here keeps that compile out of any test's time), the tests and
+# the benches, linted as they build.
+cargo build "${build[@]}" --lib --bins --tests --benches
 # `--exact` and the count check keep a renamed test from turning this into
 # a smoke test that runs nothing.
 smoke="$(MCP_V8_LAMBDA_BINARY="$PWD/target/lambda/mcp-v8-lambda/bootstrap" \
-    cargo test --locked "${features[@]}" --test it -- --exact \
+    cargo test "${build[@]}" --test it -- --exact \
     lambda::with_max_concurrency_a_looping_run_holds_up_no_other_invocation 2>&1)" \
     || { printf '%s\n' "$smoke"; exit 1; }
 printf '%s\n' "$smoke"
 grep -q "test result: ok. 1 passed" <<<"$smoke" \
     || { echo "the deployed-artifact smoke test did not run exactly one test" >&2; exit 1; }
-cargo test --locked "${features[@]}"
+cargo test "${build[@]}"

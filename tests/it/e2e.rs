@@ -835,6 +835,21 @@ struct Watch {
 /// under `cargo lambda watch` must not inherit: build scripts watch some of
 /// them (ring reruns when `CARGO_MANIFEST_DIR` changes), so with them every
 /// crate above ring was rebuilt inside the test, minutes of CI's time.
+/// How this test binary's crate was built, for the `cargo run` under
+/// `cargo lambda watch`: the features scripts/test.sh builds with, and its
+/// release profile when the tests are built in it, so that the watch finds
+/// the binary built and rebuilds nothing. (The target and the flags come
+/// from the environment scripts/test.sh exports.)
+const BUILT_AS: [&str; 3] = [
+    "--features",
+    "conformance-fixtures",
+    if cfg!(debug_assertions) {
+        ""
+    } else {
+        "--release"
+    },
+];
+
 fn set_by_cargo_test(name: &str) -> bool {
     matches!(
         name,
@@ -872,10 +887,6 @@ impl Watch {
                 "--quiet",
                 // A reload mid-test would be a new instance the test did not ask for.
                 "--ignore-changes",
-                // The features scripts/test.sh builds with, so that this
-                // `cargo run` finds the binary built and rebuilds nothing.
-                "--features",
-                "conformance-fixtures",
                 // The emulator's URL events carry no IAM caller: the local
                 // loop as docs/deployment.md gives it.
                 "--env-var",
@@ -885,6 +896,7 @@ impl Watch {
                 "-P",
                 &port.to_string(),
             ])
+            .args(BUILT_AS.iter().copied().filter(|arg| !arg.is_empty()))
             .args(&args)
             .current_dir(project())
             .env_clear()
@@ -1108,8 +1120,6 @@ fn under_cargo_lambda_watch_the_documented_local_stack_streams_progress_and_runs
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let moto_port = common::net::free_port();
-    // The features scripts/test.sh builds with: the watch below then
-    // finds the binary built.
     /// The script's process group (moto with it), ended when the test is.
     struct Stack(Child);
     impl Drop for Stack {
@@ -1122,7 +1132,8 @@ fn under_cargo_lambda_watch_the_documented_local_stack_streams_progress_and_runs
     }
     let mut stack = Stack(
         Command::new(project().join("infra/local-stack.sh"))
-            .args([&moto_port.to_string(), "--features", "conformance-fixtures"])
+            .arg(moto_port.to_string())
+            .args(BUILT_AS.iter().copied().filter(|arg| !arg.is_empty()))
             .current_dir(project())
             .env_clear()
             .envs(std::env::vars().filter(|(name, _)| !set_by_cargo_test(name)))
