@@ -294,7 +294,8 @@ pub fn app(config: &Config, data_dir: &Path, aws: Option<&Clients>) -> Result<Ap
 }
 
 /// Under Lambda on the AWS stores, tasks go to asynchronous invocations of
-/// this very function (`AWS_LAMBDA_FUNCTION_NAME`).
+/// this very function (`AWS_LAMBDA_FUNCTION_NAME`), at the version that
+/// runs (`AWS_LAMBDA_FUNCTION_VERSION`).
 fn handoff(config: &Config, aws: Option<&Clients>) -> Result<Option<Arc<dyn Handoff>>, BoxError> {
     if !config.under_lambda || config.stores.table_prefix.is_none() {
         return Ok(None);
@@ -302,7 +303,10 @@ fn handoff(config: &Config, aws: Option<&Clients>) -> Result<Option<Arc<dyn Hand
     let (Some(clients), Ok(function)) = (aws, std::env::var("AWS_LAMBDA_FUNCTION_NAME")) else {
         return Ok(None);
     };
-    Ok(Some(Arc::new(LambdaHandoff::new(&clients.sdk, function)?)))
+    let version = std::env::var("AWS_LAMBDA_FUNCTION_VERSION").ok();
+    Ok(Some(Arc::new(
+        LambdaHandoff::new(&clients.sdk, function)?.qualified(version),
+    )))
 }
 
 /// The engine's limits and policies `config` describes.

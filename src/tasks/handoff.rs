@@ -106,6 +106,9 @@ pub struct LambdaHandoff {
     emulated: bool,
     region: String,
     function: String,
+    /// The version to invoke, when not `$LATEST`: on Managed Instances only
+    /// published versions run.
+    qualifier: Option<String>,
     credentials: aws_credential_types::provider::SharedCredentialsProvider,
 }
 
@@ -144,8 +147,31 @@ impl LambdaHandoff {
             emulated,
             region,
             function,
+            qualifier: None,
             credentials,
         })
+    }
+
+    /// Hands tasks to `version` of the function (`AWS_LAMBDA_FUNCTION_VERSION`,
+    /// the one that runs), so a task runs the code that accepted it, on
+    /// Managed Instances the only invocable kind; `$LATEST` or none invokes
+    /// the function unqualified.
+    pub fn qualified(mut self, version: Option<String>) -> Self {
+        self.qualifier = version.filter(|v| !v.is_empty() && v != "$LATEST");
+        self
+    }
+
+    fn invocation_url(&self) -> String {
+        let mut url = format!(
+            "{}/2015-03-31/functions/{}/invocations",
+            self.endpoint,
+            crate::protocol::uri::segment(&self.function)
+        );
+        if let Some(version) = &self.qualifier {
+            url.push_str("?Qualifier=");
+            url.push_str(&crate::protocol::uri::segment(version));
+        }
+        url
     }
 }
 
@@ -160,11 +186,7 @@ impl Handoff for LambdaHandoff {
             tenant: tenant.id().map(str::to_owned),
         };
         let body = serde_json::to_vec(&event(&task))?;
-        let url = format!(
-            "{}/2015-03-31/functions/{}/invocations",
-            self.endpoint,
-            crate::protocol::uri::segment(&self.function)
-        );
+        let url = self.invocation_url();
         let mut request = http::Request::builder()
             .method("POST")
             .uri(&url)
@@ -250,6 +272,31 @@ mod tests {
         );
         assert_eq!(emulator_endpoint("127.0.0.1:9001"), None, "Lambda's own");
         assert_eq!(emulator_endpoint(""), None);
+    }
+
+    #[test]
+    fn a_task_goes_to_the_version_that_runs_unless_latest() {
+        let sdk = aws_config::SdkConfig::builder()
+            .region(aws_config::Region::new("eu-west-1"))
+            .credentials_provider(
+                aws_credential_types::provider::SharedCredentialsProvider::new(
+                    aws_credential_types::Credentials::new("AKID", "SECRET", None, None, "test"),
+                ),
+            )
+            .endpoint_url("http://127.0.0.1:1")
+            .build();
+        let handoff = || LambdaHandoff::new(&sdk, "fn".into()).unwrap();
+        let unqualified = "http://127.0.0.1:1/2015-03-31/functions/fn/invocations";
+        assert_eq!(handoff().invocation_url(), unqualified);
+        assert_eq!(
+            handoff().qualified(Some("$LATEST".into())).invocation_url(),
+            unqualified
+        );
+        assert_eq!(handoff().qualified(None).invocation_url(), unqualified);
+        assert_eq!(
+            handoff().qualified(Some("7".into())).invocation_url(),
+            format!("{unqualified}?Qualifier=7")
+        );
     }
 
     #[test]

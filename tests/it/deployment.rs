@@ -6,106 +6,13 @@
 //! docs/deployment.md.
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use serde_json::{Map, Value, json};
 
-use crate::common::sam::{function_statements, transformed, venv_tool};
+use crate::common::sam::{cfn_lint, created, evaluate, function_statements, transformed};
 
 fn project() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// A parameter's value: the one given, else the template's default.
-fn parameter(template: &Value, given: &Value, name: &str) -> Value {
-    given
-        .get(name)
-        .cloned()
-        .unwrap_or_else(|| template["Parameters"][name]["Default"].clone())
-}
-
-/// Evaluates the condition functions CloudFormation evaluates at deploy
-/// time (in `Conditions` and `Rules`), over parameter values.
-fn evaluate(template: &Value, given: &Value, expression: &Value) -> Value {
-    let Some(object) = expression.as_object() else {
-        return expression.clone();
-    };
-    let (function, arguments) = object.iter().next().expect("one function");
-    let args = || arguments.as_array().expect("a list of arguments");
-    let truth = |value: &Value| value.as_bool().expect("a condition is true or false");
-    match function.as_str() {
-        "Ref" => parameter(template, given, arguments.as_str().unwrap()),
-        "Condition" => {
-            let name = arguments.as_str().unwrap();
-            evaluate(template, given, &template["Conditions"][name])
-        }
-        "Fn::Equals" => {
-            let [a, b] = [&args()[0], &args()[1]].map(|e| evaluate(template, given, e));
-            Value::Bool(a == b)
-        }
-        "Fn::Not" => Value::Bool(!truth(&evaluate(template, given, &args()[0]))),
-        "Fn::Or" => Value::Bool(args().iter().any(|e| truth(&evaluate(template, given, e)))),
-        "Fn::And" => Value::Bool(args().iter().all(|e| truth(&evaluate(template, given, e)))),
-        "Fn::If" => {
-            let name = args()[0].as_str().unwrap();
-            let holds = truth(&evaluate(template, given, &json!({ "Condition": name })));
-            resolve(template, given, &args()[if holds { 1 } else { 2 }])
-        }
-        other => panic!("{other} is not evaluated here"),
-    }
-}
-
-/// `value` with its parameter references and `Fn::If`s resolved, as
-/// CloudFormation resolves them at deploy time; other functions are kept.
-fn resolve(template: &Value, given: &Value, value: &Value) -> Value {
-    match value {
-        Value::Object(object) if object.len() == 1 => {
-            let (function, arguments) = object.iter().next().unwrap();
-            let is_parameter = function == "Ref"
-                && arguments
-                    .as_str()
-                    .is_some_and(|name| template["Parameters"].get(name).is_some());
-            if is_parameter || function == "Fn::If" {
-                evaluate(template, given, value)
-            } else if function == "Fn::FindInMap" {
-                let path = resolve(template, given, arguments);
-                let key = |i: usize| match &path[i] {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                template["Mappings"][key(0)][key(1)][key(2)].clone()
-            } else {
-                json!({ function: resolve(template, given, arguments) })
-            }
-        }
-        Value::Object(object) => Value::Object(
-            object
-                .iter()
-                .map(|(k, v)| (k.clone(), resolve(template, given, v)))
-                .collect(),
-        ),
-        Value::Array(items) => {
-            Value::Array(items.iter().map(|v| resolve(template, given, v)).collect())
-        }
-        other => other.clone(),
-    }
-}
-
-/// The resources CloudFormation would create: those without a condition
-/// and those whose condition holds.
-fn created(template: &Value, given: &Value) -> Map<String, Value> {
-    template["Resources"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .filter(|(_, resource)| match resource.get("Condition") {
-            None => true,
-            Some(condition) => {
-                evaluate(template, given, &json!({ "Condition": condition })) == json!(true)
-            }
-        })
-        .map(|(name, resource)| (name.clone(), resolve(template, given, resource)))
-        .collect()
 }
 
 /// The rules that would stop the deployment: those whose condition holds and
@@ -202,16 +109,7 @@ fn every_auth_mode_transforms_to_a_url_that_works_and_is_never_open() {
             }
         }
     }
-    let lint = Command::new(venv_tool("cfn-lint"))
-        .args(&outputs)
-        .output()
-        .unwrap();
-    assert!(
-        lint.status.success(),
-        "cfn-lint on the transformed templates: {}{}",
-        String::from_utf8_lossy(&lint.stdout),
-        String::from_utf8_lossy(&lint.stderr)
-    );
+    cfn_lint(&outputs);
 }
 
 /// cargo-lambda (and so `sam build`) injects `lto`, `codegen-units`,
@@ -402,7 +300,7 @@ fn data_is_retained_and_costs_stop_growing() {
 fn every_policy_lets_a_missing_heap_be_a_404() {
     let dir = tempfile::tempdir().unwrap();
     let template = transformed(&json!({}), &dir.path().join("t.json"));
-    let statements = function_statements(&template);
+    let statements = function_statements(&created(&template, &json!({})));
     let lists_the_bucket = |statements: &[Value], bucket: &Value| {
         statements.iter().any(|s| {
             s["Effect"] == "Allow"
@@ -515,4 +413,99 @@ fn upstream_mcp_servers_come_from_a_secret_never_a_parameter_value() {
         );
     }
     assert_eq!(yaml_default("McpServersSecret"), "");
+}
+
+/// `ManagedInstancesSubnetIds` moves the function to Lambda Managed
+/// Instances: a capacity provider in those subnets, the function with
+/// `CapacityProviderConfig` naming it behind a published alias, its URL on
+/// that alias, tasks handed to the version that runs; no standard function.
+/// Without it, none of that is created. A rule refuses subnets without
+/// security groups; cfn-lint passes on both variants.
+#[test]
+fn managed_instances_are_one_parameter_away_and_absent_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let functions = |resources: &Map<String, Value>| -> Vec<String> {
+        resources
+            .iter()
+            .filter(|(_, r)| r["Type"] == "AWS::Lambda::Function")
+            .map(|(name, _)| name.clone())
+            .collect()
+    };
+    let of_type = |resources: &Map<String, Value>, kind: &str| -> Vec<Value> {
+        resources
+            .values()
+            .filter(|r| r["Type"] == kind)
+            .cloned()
+            .collect()
+    };
+
+    let standard = json!({});
+    let standard_path = dir.path().join("standard.json");
+    let template = transformed(&standard, &standard_path);
+    let resources = created(&template, &standard);
+    assert_eq!(functions(&resources), ["McpFunction"]);
+    assert!(
+        resources["McpFunction"]["Properties"]
+            .get("CapacityProviderConfig")
+            .is_none()
+    );
+    for kind in [
+        "AWS::Lambda::CapacityProvider",
+        "AWS::Lambda::Version",
+        "AWS::Lambda::Alias",
+    ] {
+        assert!(of_type(&resources, kind).is_empty(), "{kind} by default");
+    }
+    assert!(refusing_rules(&template, &standard).is_empty());
+
+    let managed = json!({
+        "ManagedInstancesSubnetIds": "subnet-a,subnet-b",
+        "ManagedInstancesSecurityGroupIds": "sg-c",
+        "MemorySize": 4096,
+    });
+    let managed_path = dir.path().join("managed.json");
+    let template = transformed(&managed, &managed_path);
+    let resources = created(&template, &managed);
+    assert_eq!(functions(&resources), ["McpManagedFunction"]);
+    assert_eq!(
+        resources["McpManagedFunction"]["Properties"]["CapacityProviderConfig"],
+        json!({"LambdaManagedInstancesCapacityProviderConfig": {
+            "CapacityProviderArn": {"Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:capacity-provider:${CapacityProvider}"},
+            "PerExecutionEnvironmentMaxConcurrency": 4,
+        }})
+    );
+    let providers = of_type(&resources, "AWS::Lambda::CapacityProvider");
+    assert_eq!(providers.len(), 1);
+    assert_eq!(
+        providers[0]["Properties"]["VpcConfig"]["SubnetIds"],
+        json!("subnet-a,subnet-b")
+    );
+    let aliases = of_type(&resources, "AWS::Lambda::Alias");
+    assert_eq!(aliases.len(), 1, "a published version behind an alias");
+    let urls = of_type(&resources, "AWS::Lambda::Url");
+    assert_eq!(
+        urls[0]["Properties"]["TargetFunctionArn"],
+        json!({"Ref": "McpManagedFunctionAliaslive"}),
+        "the URL invokes the published alias"
+    );
+    let hand_off: Vec<Value> = function_statements(&resources)
+        .into_iter()
+        .filter(|s| s["Action"].to_string().contains("lambda:"))
+        .collect();
+    assert_eq!(
+        hand_off,
+        [json!({"Sid": "HandTasksToItself", "Effect": "Allow",
+            "Action": ["lambda:InvokeFunction"],
+            "Resource": {"Fn::Sub": "${McpManagedFunction.Arn}:*"}})],
+        "tasks go to the function's versions, nothing else"
+    );
+    assert!(refusing_rules(&template, &managed).is_empty());
+    let mut no_groups = managed.clone();
+    no_groups["ManagedInstancesSecurityGroupIds"] = json!("");
+    assert_eq!(
+        refusing_rules(&template, &no_groups),
+        ["ManagedInstancesNeedSecurityGroups"]
+    );
+
+    cfn_lint(&[&standard_path, &managed_path]);
 }

@@ -27,11 +27,9 @@ fn project() -> std::path::PathBuf {
 /// `prefix` (account 123456789012, us-east-1, as moto names them).
 fn function_policy(bucket: &str, prefix: &str) -> Value {
     let dir = tempfile::tempdir().unwrap();
-    let template = common::sam::transformed(
-        &json!({"TablePrefix": prefix, "AWS::Region": "us-east-1"}),
-        &dir.path().join("t.json"),
-    );
-    let mut statements = common::sam::function_statements(&template);
+    let given = json!({"TablePrefix": prefix, "AWS::Region": "us-east-1"});
+    let template = common::sam::transformed(&given, &dir.path().join("t.json"));
+    let mut statements = common::sam::function_statements(&common::sam::created(&template, &given));
     let bucket_arn = format!("arn:aws:s3:::{bucket}");
     let table_arn = |resource: &str| {
         let suffix = TABLES
@@ -205,11 +203,9 @@ fn the_function_may_invoke_itself_and_nothing_else() {
             .collect()
     }
     let dir = tempfile::tempdir().unwrap();
-    let template = common::sam::transformed(
-        &json!({"TablePrefix": "p-", "AWS::Region": "us-east-1"}),
-        &dir.path().join("t.json"),
-    );
-    let statements = common::sam::function_statements(&template);
+    let given = json!({"TablePrefix": "p-", "AWS::Region": "us-east-1"});
+    let template = common::sam::transformed(&given, &dir.path().join("t.json"));
+    let statements = common::sam::function_statements(&common::sam::created(&template, &given));
     let found = lambda_statements(&statements);
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0]["Action"], json!(["lambda:InvokeFunction"]));

@@ -490,22 +490,7 @@ fn the_sam_template_wires_the_function_as_documented() {
 
 #[test]
 fn cfn_lint_passes_on_both_templates() {
-    let lint = project().join(".venv/bin/cfn-lint");
-    assert!(
-        lint.exists(),
-        "cfn-lint is not installed: run scripts/test.sh"
-    );
-    let output = Command::new(lint)
-        .args(["template.yaml", "infra/stack.yaml"])
-        .current_dir(project())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    crate::common::sam::cfn_lint(&["template.yaml", "infra/stack.yaml"]);
 }
 
 /// The Web layer under the Lambda entry: every corpus family of
