@@ -14,7 +14,7 @@
 //!   ([`super::host::work`]); the event loop waits
 //!   for it as it waits for timers.
 //! - A report is small in JSON; bytes travel as
-//!   [`Section`](super::contract::Section)s.
+//!   [`Section`](super::section::Section)s.
 //! - `end` runs in registration order; what one leaves for another stays
 //!   in a slot until the next run begins (`/work`'s kept files, which
 //!   `display` links to).

@@ -110,7 +110,7 @@ pub struct TaskRecord {
     pub runner: Option<String>,
     /// Unix milliseconds of the runner's last sign of life: a working
     /// task whose runner has been silent for longer than
-    /// [`super::SILENT_RUNNER_MS`] was interrupted.
+    /// [`super::SILENT_BEATS`] heartbeats was interrupted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heartbeat_at: Option<i64>,
 }

@@ -203,7 +203,7 @@ pub(crate) fn install_host<'s>(
 
 /// Makes the Web platform available in `global`'s context: on a fresh
 /// context, and on a restored one whose heap predates it (or lacks some
-/// global, per [`LAYER_VERSION`]). Names the heap already has are left
+/// global, per [`layer_version`]). Names the heap already has are left
 /// alone, so a restored heap keeps its own `URL` if code defined one. Cheap
 /// when the heap has it all: one private lookup.
 pub(crate) fn install<'s>(scope: &mut v8::PinScope<'s, '_>, global: v8::Local<'s, v8::Object>) {

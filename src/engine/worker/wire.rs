@@ -2,7 +2,7 @@
 //! length and a JSON header of that length, a table of section lengths (a
 //! `u32` count, then a `u64` each), then the raw byte sections themselves
 //! (a heap's payload, files, `display()` bytes: the
-//! [`Section`](crate::engine::contract::Section)s of the header). The
+//! [`Section`](crate::engine::section::Section)s of the header). The
 //! headers are the run contract's own types; nothing mirrors them. The
 //! worker reads with blocking I/O on its runner thread; the server reads
 //! with Tokio, so a run costs it no thread while the worker works.
