@@ -132,27 +132,26 @@ impl Connections {
     /// Closes the connection that has waited longest (of `peer` only, when
     /// given); false when none waits.
     fn shed_oldest(&self, open: &HashMap<u64, Arc<Conn>>, peer: Option<IpAddr>) -> bool {
-        let oldest = open
+        let mut waiting: Vec<&Arc<Conn>> = open
             .values()
             .filter(|conn| peer.is_none_or(|peer| conn.peer == peer))
             .filter(|conn| conn.state() == WAITING)
-            .min_by_key(|conn| conn.since_ms.load(Ordering::Relaxed));
-        let Some(conn) = oldest else {
+            .collect();
+        waiting.sort_by_key(|conn| conn.since_ms.load(Ordering::Relaxed));
+        // One whose request completed since it was looked at is serving now
+        // and stays; the next oldest goes instead.
+        let Some(conn) = waiting.into_iter().find(|conn| {
+            conn.state
+                .compare_exchange(WAITING, SHED, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        }) else {
             return false;
         };
-        // A connection whose request completed this very moment is serving
-        // now and stays: the next candidate is not looked for, the newcomer
-        // waits for a permit like any other.
-        if conn
-            .state
-            .compare_exchange(WAITING, SHED, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            return false;
-        }
         conn.gone.notify_one();
-        let waited = Duration::from_millis(self.now_ms() - conn.since_ms.load(Ordering::Relaxed));
-        tracing::debug!(peer = %conn.peer, waited_ms = waited.as_millis() as u64, "connection shed to make room");
+        let waited_ms = self
+            .now_ms()
+            .saturating_sub(conn.since_ms.load(Ordering::Relaxed));
+        tracing::debug!(peer = %conn.peer, waited_ms, "connection shed to make room");
         self.shed.one();
         true
     }
