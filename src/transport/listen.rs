@@ -7,16 +7,18 @@
 //! other client needs. (Under Lambda the function URL does all of this; the
 //! router is the same.)
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::time::Duration;
 
 use axum::Router;
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt;
-use tower_http::timeout::RequestBodyTimeoutLayer;
+use tower_http::timeout::{RequestBodyTimeout, RequestBodyTimeoutLayer};
 
 use super::shedding::{Answered, Connections, Received, Slot};
 
@@ -134,28 +136,17 @@ pub async fn serve_http(
 
 /// `service` for one connection, which tells the connection's slot when a
 /// request is complete (its body's end read) and when its answer is written.
-fn tracked<S>(
-    service: S,
+fn tracked(
+    service: RequestBodyTimeout<Router>,
     slot: &Slot,
 ) -> impl hyper::service::Service<
-    http::Request<hyper::body::Incoming>,
+    http::Request<Incoming>,
     Response = http::Response<axum::body::Body>,
-    Error = std::convert::Infallible,
-    Future = impl Future<Output = Result<http::Response<axum::body::Body>, std::convert::Infallible>>
-             + Send,
-> + Clone
-where
-    S: tower::Service<
-            http::Request<Received<hyper::body::Incoming>>,
-            Response = http::Response<axum::body::Body>,
-            Error = std::convert::Infallible,
-        > + Clone
-        + Send
-        + 'static,
-    S::Future: Send,
-{
+    Error = Infallible,
+    Future: Send,
+> {
     let conn = slot.conn().clone();
-    hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+    hyper::service::service_fn(move |request: http::Request<Incoming>| {
         let conn = conn.clone();
         let service = service.clone();
         async move {

@@ -157,8 +157,13 @@ impl Connections {
     }
 
     fn now_ms(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+        millis_since(self.epoch)
     }
+}
+
+/// Milliseconds since `epoch`: the resolution connections are ordered by.
+fn millis_since(epoch: Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// One open connection's state, shared by its task and its bodies.
@@ -186,8 +191,8 @@ impl Conn {
 
     /// Its answer is written: it waits, from now, for its next request.
     pub(super) fn answered(&self) {
-        let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.since_ms.store(now, Ordering::Relaxed);
+        self.since_ms
+            .store(millis_since(self.epoch), Ordering::Relaxed);
         let _ = self
             .state
             .compare_exchange(SERVING, WAITING, Ordering::AcqRel, Ordering::Acquire);
@@ -360,6 +365,12 @@ mod tests {
     const A: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 1));
     const B: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 2));
 
+    /// A few milliseconds, so that connections opened in turn are ordered
+    /// (`since` has millisecond resolution).
+    async fn apart() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
     /// Admits from `peer`, then keeps each slot's connection task: a slot
     /// is dropped (its place given back) once its connection is shed.
     async fn open(
@@ -378,8 +389,6 @@ mod tests {
     #[tokio::test]
     async fn past_the_cap_the_longest_waiting_connection_gives_way() {
         let connections = Connections::new(3, 100);
-        // Apart by a few milliseconds each, the resolution of `since`.
-        let apart = || tokio::time::sleep(Duration::from_millis(5));
         let (first, first_task) = open(&connections, A).await;
         apart().await;
         let (second, _t2) = open(&connections, A).await;
@@ -416,7 +425,6 @@ mod tests {
     #[tokio::test]
     async fn one_address_past_its_share_gives_way_to_itself() {
         let connections = Connections::new(10, 2);
-        let apart = || tokio::time::sleep(Duration::from_millis(5));
         let (other, _t0) = open(&connections, B).await;
         apart().await;
         let (a1, _t1) = open(&connections, A).await;
