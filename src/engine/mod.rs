@@ -953,6 +953,17 @@ impl Engine {
             workers.prestart();
         }
     }
+
+    /// Waits, until `by`, for the engine workers still restoring heaps
+    /// kept ready for the next call; returns how many finished. For a host
+    /// about to be frozen (Lambda's post-response phase), which must run
+    /// nothing beside it.
+    pub async fn settle_ready(&self, by: Instant) -> usize {
+        match &self.workers {
+            Some(workers) if workers.keeps_ready() => workers.settle(by).await,
+            _ => 0,
+        }
+    }
 }
 
 const MIB: usize = 1024 * 1024;

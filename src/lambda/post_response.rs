@@ -22,6 +22,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use lambda_http::lambda_runtime::LambdaInvocation;
 use tokio::sync::Notify;
 
+use crate::engine::Engine;
 use crate::tools::Saves;
 
 /// The extension's name, unique within the function.
@@ -31,6 +32,10 @@ pub const EXTENSION_NAME: &str = "mcp-v8-saves";
 /// and records every save still going as lost: room to write those records
 /// (a DynamoDB write each) before Lambda ends the invocation.
 pub const DEADLINE_MARGIN: Duration = Duration::from_millis(800);
+
+/// How long the phase waits for heaps being restored when the invocation
+/// names no deadline (`cargo lambda watch`): a restore of the largest heap.
+const SETTLE_WITHOUT_DEADLINE: Duration = Duration::from_secs(60);
 
 /// What a save still going at the invocation's deadline is recorded with.
 pub const CUT_SHORT: &str = "the Lambda invocation that answered it reached its deadline before the heap \
@@ -139,13 +144,18 @@ pub struct PostResponse {
     pub finished: Arc<Finished>,
     /// The saves of heaps answered for first, going in this process.
     pub saves: Arc<Saves>,
+    /// Whose engine workers finish restoring the heaps they keep ready
+    /// before the phase ends, so that no freeze cuts a restore in two and
+    /// the next call only runs.
+    pub engine: Option<Arc<Engine>>,
 }
 
 impl PostResponse {
     /// The post-response phase of `request_id`: returns once the runtime
-    /// has posted its response and every save going in this process is
-    /// stored, or, `DEADLINE_MARGIN` before `deadline_ms`, once the saves
-    /// still going are recorded as lost ([`CUT_SHORT`]).
+    /// has posted its response, every save going in this process is
+    /// stored and the heaps kept ready are restored, or, `DEADLINE_MARGIN`
+    /// before `deadline_ms`, once the saves still going are recorded as
+    /// lost ([`CUT_SHORT`]).
     pub async fn after(&self, request_id: &str, deadline_ms: u64) {
         let started = std::time::Instant::now();
         let work = async {
@@ -159,6 +169,8 @@ impl PostResponse {
             .duration_since(SystemTime::now())
             .ok()
             .map(|left| left.saturating_sub(DEADLINE_MARGIN));
+        // A restore the deadline would cut short is left to the next call.
+        let by = std::time::Instant::now() + left.unwrap_or(SETTLE_WITHOUT_DEADLINE);
         match left {
             None => work.await,
             Some(left) => {
@@ -175,9 +187,14 @@ impl PostResponse {
                 }
             }
         }
+        let ready_heaps_restored = match &self.engine {
+            Some(engine) => engine.settle_ready(by).await,
+            None => 0,
+        };
         tracing::debug!(
             request_id,
             post_response_ms = started.elapsed().as_millis() as u64,
+            ready_heaps_restored,
             "post-response phase over"
         );
     }
@@ -219,6 +236,7 @@ mod tests {
         let post = PostResponse {
             finished: Arc::default(),
             saves: Arc::default(),
+            engine: None,
         };
         // A deadline of 0 is none (as `cargo lambda watch` sends).
         let mut phase = std::pin::pin!(post.after("b", 0));

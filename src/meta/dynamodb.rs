@@ -480,8 +480,18 @@ impl MetaStore for DynamoMetaStore {
         else {
             return Ok(None);
         };
+        let cleared = output
+            .item
+            .as_ref()
+            .and_then(|item| item.get("cleared"))
+            .is_some_and(|value| value.as_bool().is_ok_and(|yes| *yes));
         serde_json::from_str(json)
-            .map(Some)
+            .map(|save: PendingSave| {
+                Some(PendingSave {
+                    cleared: save.cleared || cleared,
+                    ..save
+                })
+            })
             .map_err(|e| MetaStoreError::Unreadable {
                 what: format!("pending save of {session:?}"),
                 reason: e.to_string(),
@@ -494,14 +504,18 @@ impl MetaStore for DynamoMetaStore {
         session: &LogicalSession,
         execution_id: Uuid,
     ) -> Result<(), MetaStoreError> {
+        // An attribute beside the record, so that marking it is one
+        // conditional write that never touches a later run's.
         let json = |id: Uuid| format!("\"execution_id\":\"{id}\"");
         let result = self
             .dynamodb
-            .delete_item()
+            .update_item()
             .table_name(&self.tables.executions)
             .key("execution_id", pending_key(tenant, session))
+            .update_expression("SET cleared = :yes")
             .condition_expression("contains(pending_save, :id)")
             .expression_attribute_values(":id", s(json(execution_id)))
+            .expression_attribute_values(":yes", AttributeValue::Bool(true))
             .send()
             .await;
         match result {

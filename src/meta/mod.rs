@@ -42,8 +42,8 @@ pub struct LogEntry {
 }
 
 /// A heap whose run was answered before the heap was stored: written
-/// before the answer goes, cleared once the run's log entry is written, or
-/// rewritten with `failed`. A `latest` that finds one newer than the
+/// before the answer goes, marked `cleared` once the run's log entry is
+/// written, or rewritten with `failed`. A `latest` that finds one newer than the
 /// session's last entry waits for it, or says the heap was lost
 /// (docs/protocol.md, "Answer first, save after").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,6 +60,11 @@ pub struct PendingSave {
     /// Why storing the heap failed, once it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
+    /// The heap is stored and its log entry written: what remains tells a
+    /// reader that an entry older than `completed_at`, read at the same
+    /// time, was read before that entry was written.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cleared: bool,
 }
 
 /// A log entry before it has an index.
@@ -134,8 +139,10 @@ pub enum MetaStoreError {
 ///   filter, never untagged heaps, reading only candidates of one pair.
 /// - `get_execution` treats a record whose `expires_at <= now` as absent.
 /// - A session has at most one [`PendingSave`]: `put_pending_save`
-///   replaces it, `pending_save` reads it, and `clear_pending_save`
-///   removes it only while it is the named run's.
+///   replaces it, `pending_save` reads it (consistently: after a write
+///   returns, every read sees it), and `clear_pending_save` marks it
+///   `cleared`, only while it is the named run's, leaving the rest of it
+///   for readers ([`PendingSave::cleared`]).
 /// - `exclusive` is true only for a store no other process can open at
 ///   the same time (the embedded one): a pending save another process
 ///   wrote there was left by a process that ended.
@@ -198,7 +205,8 @@ pub trait MetaStore: Send + Sync + fmt::Debug + 'static {
         tenant: &Tenant,
         session: &LogicalSession,
     ) -> Result<Option<PendingSave>, MetaStoreError>;
-    /// Removes the pending save of `session` if it is `execution_id`'s.
+    /// Marks the pending save of `session` cleared if it is
+    /// `execution_id`'s.
     async fn clear_pending_save(
         &self,
         tenant: &Tenant,

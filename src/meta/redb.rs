@@ -218,8 +218,15 @@ impl MetaStore for RedbMetaStore {
                     )?),
                     None => None,
                 };
-                if current.is_some_and(|save| save.execution_id == execution_id) {
-                    table.remove(scoped.as_str()).map_err(backend)?;
+                if let Some(save) = current.filter(|save| save.execution_id == execution_id) {
+                    let cleared = PendingSave {
+                        cleared: true,
+                        ..save
+                    };
+                    let json = serde_json::to_vec(&cleared).map_err(backend)?;
+                    table
+                        .insert(scoped.as_str(), json.as_slice())
+                        .map_err(backend)?;
                 }
             }
             tx.commit().map_err(backend)

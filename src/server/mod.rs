@@ -81,6 +81,11 @@ impl McpServer {
         self.tools.saves.clone()
     }
 
+    /// The engine the tools run code on.
+    pub fn engine(&self) -> std::sync::Arc<crate::engine::Engine> {
+        self.tools.engine.clone()
+    }
+
     /// What this server offers, in `initialize` and `server/discover` alike:
     /// resources and prompts only where there are session logs; tasks in
     /// the form of `version` (the experimental form in 2025-11-25, the

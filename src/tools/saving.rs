@@ -186,9 +186,10 @@ pub(super) struct Lost {
 /// the newest entry. A save of this process was waited for before
 /// ([`Saves::wait`]).
 ///
-/// The pending save is read before the entry each time: a save clears its
-/// pending save only after its entry is written, so an entry read after
-/// a cleared pending save is the one that save wrote or newer.
+/// The pending save and the entry are read at once, one round trip to the
+/// store: a save marks its pending save cleared only after its entry is
+/// written, and a cleared pending save keeps the time of that entry, so an
+/// entry older than it was read before it was written and is read again.
 pub(super) async fn lost_save(
     meta: &dyn MetaStore,
     saves: &Saves,
@@ -200,8 +201,11 @@ pub(super) async fn lost_save(
     };
     let mut pause = FIRST_POLL;
     loop {
-        let pending = meta.pending_save(tenant, session).await.map_err(read)?;
-        let last = last_entry(meta, tenant, session).await?;
+        let (pending, last) = tokio::join!(
+            meta.pending_save(tenant, session),
+            last_entry(meta, tenant, session)
+        );
+        let (pending, last) = (pending.map_err(read)?, last?);
         let Some(pending) = pending else {
             return Ok((None, last));
         };
@@ -212,6 +216,10 @@ pub(super) async fn lost_save(
             .is_some_and(|entry| entry.timestamp >= pending.completed_at)
         {
             return Ok((None, last));
+        }
+        if pending.cleared {
+            // Its entry was written after the read of the log began.
+            return Ok((None, last_entry(meta, tenant, session).await?));
         }
         let lost = |why: String| Lost {
             execution_id: pending.execution_id,
@@ -269,6 +277,7 @@ pub(super) fn pending(
         completed_at,
         expires_at: deadline.map_or(bound, |d| d.min(bound)),
         failed: None,
+        cleared: false,
     }
 }
 
@@ -299,5 +308,174 @@ mod tests {
         let mut going = saves.begin(&tenant, &session, Uuid::new_v4());
         saves.abandon("the deadline");
         assert_eq!(going.abandoned().await, "the deadline");
+    }
+
+    use crate::heap::HeapKey;
+    use crate::meta::{ExecutionRecord, MetaStoreError, NewLogEntry, RedbMetaStore, Tags};
+
+    /// A store whose log read is served just before another process's save
+    /// ends (its entry written, its pending save cleared), and whose read
+    /// of the pending save just after: the interleaving that one round trip
+    /// for both reads allows.
+    #[derive(Debug)]
+    struct ReadAcrossASave {
+        store: RedbMetaStore,
+        save: Mutex<Option<(NewLogEntry, Uuid)>>,
+        ended: tokio::sync::Notify,
+    }
+
+    #[async_trait::async_trait]
+    impl MetaStore for ReadAcrossASave {
+        async fn last_log_entry(
+            &self,
+            tenant: &Tenant,
+            session: &LogicalSession,
+        ) -> Result<Option<LogEntry>, MetaStoreError> {
+            let read = self.store.last_log_entry(tenant, session).await?;
+            let save = self.save.lock().unwrap().take();
+            if let Some((entry, id)) = save {
+                self.store.append_log(tenant, session, entry).await?;
+                self.store.clear_pending_save(tenant, session, id).await?;
+                self.ended.notify_one();
+            }
+            Ok(read)
+        }
+        async fn pending_save(
+            &self,
+            tenant: &Tenant,
+            session: &LogicalSession,
+        ) -> Result<Option<PendingSave>, MetaStoreError> {
+            if self.save.lock().unwrap().is_some() {
+                self.ended.notified().await;
+            }
+            self.store.pending_save(tenant, session).await
+        }
+        async fn append_log(
+            &self,
+            tenant: &Tenant,
+            session: &LogicalSession,
+            entry: NewLogEntry,
+        ) -> Result<u64, MetaStoreError> {
+            self.store.append_log(tenant, session, entry).await
+        }
+        async fn list_sessions(
+            &self,
+            tenant: &Tenant,
+            after: Option<&LogicalSession>,
+            limit: usize,
+        ) -> Result<Vec<LogicalSession>, MetaStoreError> {
+            self.store.list_sessions(tenant, after, limit).await
+        }
+        async fn read_log(
+            &self,
+            tenant: &Tenant,
+            session: &LogicalSession,
+            offset: u64,
+            limit: usize,
+        ) -> Result<Vec<LogEntry>, MetaStoreError> {
+            self.store.read_log(tenant, session, offset, limit).await
+        }
+        async fn get_tags(&self, tenant: &Tenant, heap: &HeapKey) -> Result<Tags, MetaStoreError> {
+            self.store.get_tags(tenant, heap).await
+        }
+        async fn set_tags(
+            &self,
+            tenant: &Tenant,
+            heap: &HeapKey,
+            tags: &Tags,
+        ) -> Result<(), MetaStoreError> {
+            self.store.set_tags(tenant, heap, tags).await
+        }
+        async fn query_by_tags(
+            &self,
+            tenant: &Tenant,
+            filter: &Tags,
+        ) -> Result<Vec<(HeapKey, Tags)>, MetaStoreError> {
+            self.store.query_by_tags(tenant, filter).await
+        }
+        async fn put_pending_save(
+            &self,
+            tenant: &Tenant,
+            session: &LogicalSession,
+            save: &PendingSave,
+        ) -> Result<(), MetaStoreError> {
+            self.store.put_pending_save(tenant, session, save).await
+        }
+        async fn clear_pending_save(
+            &self,
+            tenant: &Tenant,
+            session: &LogicalSession,
+            execution_id: Uuid,
+        ) -> Result<(), MetaStoreError> {
+            self.store
+                .clear_pending_save(tenant, session, execution_id)
+                .await
+        }
+        async fn put_execution(
+            &self,
+            tenant: &Tenant,
+            record: &ExecutionRecord,
+        ) -> Result<(), MetaStoreError> {
+            self.store.put_execution(tenant, record).await
+        }
+        async fn get_execution(
+            &self,
+            tenant: &Tenant,
+            id: Uuid,
+            now: i64,
+        ) -> Result<Option<ExecutionRecord>, MetaStoreError> {
+            self.store.get_execution(tenant, id, now).await
+        }
+    }
+
+    fn entry(output: char, timestamp: &str) -> NewLogEntry {
+        NewLogEntry {
+            input_heap: None,
+            output_heap: HeapKey::parse(&output.to_string().repeat(64)).unwrap(),
+            code: String::new(),
+            timestamp: timestamp.into(),
+        }
+    }
+
+    /// The pending save and the log's last entry are read at once; when
+    /// the entry read is older than a save that ended between the two
+    /// reads, the entry that save wrote is read again rather than the heap
+    /// before it continued.
+    #[tokio::test]
+    async fn latest_read_across_a_save_ending_continues_the_saved_heap() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(redb::Database::create(dir.path().join("meta.redb")).unwrap());
+        let tenant = Tenant::anonymous();
+        let session = LogicalSession::parse("across").unwrap();
+        let store = RedbMetaStore::new(db).unwrap();
+        store
+            .append_log(&tenant, &session, entry('a', "2026-11-27T10:00:00.000Z"))
+            .await
+            .unwrap();
+        let id = Uuid::new_v4();
+        let other = Saves::default();
+        let marker = pending(&other, id, "2026-11-27T10:00:05.000Z".into(), None);
+        store
+            .put_pending_save(&tenant, &session, &marker)
+            .await
+            .unwrap();
+        let store = ReadAcrossASave {
+            store,
+            save: Mutex::new(Some((entry('b', "2026-11-27T10:00:05.000Z"), id))),
+            ended: tokio::sync::Notify::new(),
+        };
+        let read = tokio::time::timeout(
+            Duration::from_secs(10),
+            lost_save(&store, &Saves::default(), &tenant, &session),
+        )
+        .await
+        .expect("the two reads were not made at once");
+        let (lost, last) = read.unwrap();
+        assert!(lost.is_none(), "{lost:?}");
+        assert_eq!(
+            last.map(|e| e.index),
+            Some(1),
+            "the entry read before the save ended was continued"
+        );
     }
 }

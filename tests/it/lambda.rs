@@ -272,13 +272,24 @@ pub(crate) fn start_frozen_function(
     api: &common::runtime_api::RuntimeApi,
     env: Vec<(String, String)>,
 ) -> Function {
+    start_frozen_function_logging(api, env, std::process::Stdio::inherit())
+}
+
+/// [`start_frozen_function`] with its log on `stderr`, at the level `env`'s
+/// `RUST_LOG` names (warnings where it names none).
+pub(crate) fn start_frozen_function_logging(
+    api: &common::runtime_api::RuntimeApi,
+    env: Vec<(String, String)>,
+    stderr: std::process::Stdio,
+) -> Function {
     use std::os::unix::process::CommandExt;
     let function = Function(
         Command::new(function_binary())
+            .env("RUST_LOG", "warn")
             .envs(env)
             .envs(api.function_env())
-            .env("RUST_LOG", "warn")
             .stdout(std::process::Stdio::null())
+            .stderr(stderr)
             .process_group(0)
             .spawn()
             .expect("starting the Lambda entry"),

@@ -126,6 +126,12 @@ fn runner(
                 Ready::restore(blob.0, limit_bytes)
             }));
             ready = restored.ok();
+            // A Lambda environment may be frozen once the server has this:
+            // the restore is done, not cut in two by the freeze.
+            let frame = WorkerFrame::Readied {
+                restored: ready.is_some(),
+            };
+            wire::write_frame(&mut *lock(&pipes.output), &frame)?;
         }
         // With the answer on its way, the next stateless run's isolate is
         // readied (or replaced); a worker of stateful runs keeps none.

@@ -105,6 +105,10 @@ struct Worker {
     ready: Option<ReadyHeap>,
     /// The worker is restoring the heap it just sent into a ready isolate.
     preparing: bool,
+    /// The worker has not yet said that restore ended
+    /// ([`WorkerFrame::Readied`]); unlike `preparing`, naming the heap
+    /// does not end it.
+    restoring: bool,
     /// Counts the worker among the pool's live ones until it is dropped.
     _live: Live,
 }
@@ -183,6 +187,7 @@ impl Worker {
             id,
             ready: None,
             preparing: false,
+            restoring: false,
             _live: live,
         })
     }
@@ -233,6 +238,36 @@ impl Worker {
                     }
                 }
                 WorkerFrame::Result(result) => return Ok(*result),
+                // The restore before this job, which the worker finished
+                // before reading it.
+                WorkerFrame::Readied { .. } => self.restoring = false,
+            }
+        }
+    }
+
+    /// Waits until the worker says its restore ended, until `by`: whether
+    /// it restored the heap, or `None` when `by` came first. An I/O error
+    /// means the worker died or its pipe can no longer be read.
+    async fn readied(&mut self, by: tokio::time::Instant) -> std::io::Result<Option<bool>> {
+        loop {
+            // `fill_buf` keeps what it read buffered when the wait times
+            // out, so no frame is cut; the worker writes a frame at once.
+            let empty = match tokio::time::timeout_at(by, self.output.fill_buf()).await {
+                Err(_) => return Ok(None),
+                Ok(filled) => filled?.is_empty(),
+            };
+            if empty {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            let frame = tokio::time::timeout_at(
+                by + Duration::from_secs(1),
+                wire::read_frame_async::<WorkerFrame>(&mut self.output),
+            )
+            .await
+            .map_err(|_| std::io::Error::other("a frame from the worker stopped halfway"))??;
+            if let WorkerFrame::Readied { restored } = frame {
+                self.restoring = false;
+                return Ok(Some(restored));
             }
         }
     }
@@ -403,6 +438,48 @@ impl WorkerPool {
         }
     }
 
+    /// Waits, until `by`, for the idle workers still restoring heaps for
+    /// the next call to finish; returns how many did. Lambda freezes an
+    /// environment once its invocation's post-response phase is over, and a
+    /// restore the freeze cuts in two finishes only when the next call has
+    /// come, which then waits for it. The workers are out of the idle list
+    /// meanwhile: no run may go on beside this (a standard Lambda
+    /// environment, one invocation at a time).
+    pub(crate) async fn settle(&self, by: Instant) -> usize {
+        let restoring: Vec<Worker> = {
+            let mut idle = self.idle();
+            let (restoring, rest) = std::mem::take(&mut *idle)
+                .into_iter()
+                .partition(|w| w.restoring);
+            *idle = rest;
+            restoring
+        };
+        let by = tokio::time::Instant::from_std(by);
+        let waits = restoring.into_iter().map(|mut worker| async move {
+            let said = worker.readied(by).await;
+            (worker, said)
+        });
+        let mut restored = 0;
+        for (mut worker, said) in futures_util::future::join_all(waits).await {
+            match said {
+                Ok(Some(true)) => restored += 1,
+                Ok(Some(false)) => {
+                    worker.ready = None;
+                    worker.preparing = false;
+                }
+                // Still restoring: the next run waits for it as before.
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(pid = worker.pid, %error, "an engine worker restoring a heap failed");
+                    tokio::spawn(worker.end());
+                    continue;
+                }
+            }
+            self.idle().push(worker);
+        }
+        restored
+    }
+
     /// Workers started from now on keep no isolate ready (fresh runs
     /// restore the prelude's heap, which drops it).
     pub(crate) fn keep_no_warm_isolate(&mut self) {
@@ -509,6 +586,7 @@ impl WorkerPool {
                 } else if worker.jobs < self.max_jobs {
                     if job.keep_ready.is_some() && result.blob.is_some() {
                         worker.preparing = true;
+                        worker.restoring = true;
                         preparing = Some(worker.id);
                     }
                     self.idle().push(worker);

@@ -47,6 +47,12 @@ pub(super) enum WorkerFrame {
     /// the `Result` with the heap follows.
     Ran(Box<JobResult>),
     Result(Box<JobResult>),
+    /// The worker has restored the heap of its last `Result` for the next
+    /// call (`restored`: it succeeded) and waits for its next job. Read by
+    /// [`super::WorkerPool::settle`], skipped by a run.
+    Readied {
+        restored: bool,
+    },
 }
 
 /// The server's answer to [`WorkerFrame::NeedFile`].

@@ -81,6 +81,7 @@ fn pending_save(execution_id: Uuid) -> PendingSave {
         completed_at: "2026-11-26T12:00:00.000Z".into(),
         expires_at: 1_900_000_000,
         failed: None,
+        cleared: false,
     }
 }
 
@@ -125,12 +126,28 @@ pub async fn pending_saves_are_replaced_read_and_cleared_only_by_their_run(store
         .clear_pending_save(ANON, &s, second.execution_id)
         .await
         .unwrap();
-    assert_eq!(store.pending_save(ANON, &s).await.unwrap(), None);
-    // Clearing what is not there is no error.
+    // Cleared, the rest of it stays for readers (its time).
+    let cleared = PendingSave {
+        cleared: true,
+        ..second.clone()
+    };
+    assert_eq!(
+        store.pending_save(ANON, &s).await.unwrap(),
+        Some(cleared.clone())
+    );
+    // Clearing again, or what is not there, is no error.
     store
         .clear_pending_save(ANON, &s, second.execution_id)
         .await
         .unwrap();
+    store
+        .clear_pending_save(ANON, &session("none"), second.execution_id)
+        .await
+        .unwrap();
+    assert_eq!(store.pending_save(ANON, &s).await.unwrap(), Some(cleared));
+    // A new pending save replaces the cleared one whole.
+    store.put_pending_save(ANON, &s, &first).await.unwrap();
+    assert_eq!(store.pending_save(ANON, &s).await.unwrap(), Some(first));
 }
 
 /// Indexes 0, 1, 2 …; `read_log` pages in index order.
