@@ -412,6 +412,7 @@ pub fn task_settings(config: &Config) -> TaskSettings {
         poll_interval_ms: config.tasks.poll_interval_ms,
         handoff_above: std::time::Duration::from_secs(config.tasks.lambda_task_above_secs),
         heartbeat: std::time::Duration::from_millis(config.tasks.heartbeat_ms),
+        cancel_poll: crate::tasks::CANCEL_POLL,
     }
 }
 

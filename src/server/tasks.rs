@@ -20,11 +20,12 @@ use crate::protocol::tasks::{
     required_extension,
 };
 use crate::session::LogicalSession;
+use crate::tasks::policy::{self, Decision, Era, Refusal};
 use crate::tasks::{
     Changed, Execute, Started, TaskError, TaskOutcome, TaskRecord, TaskRequest, TaskStatus, Tasks,
 };
 use crate::tenant::Tenant;
-use crate::tools::{CallContext, TaskSupport, Toolbox};
+use crate::tools::{CallContext, Toolbox};
 
 /// Runs a task's call as a direct `tools/call` would: the tool's result,
 /// or the JSON-RPC error the call would have answered.
@@ -119,10 +120,11 @@ fn handoff_failed(error: &crate::BoxError) -> String {
     format!(
         "this call was to run as a task, in a new invocation of this Lambda function, and \
          starting that invocation failed: {error}. Nothing ran. Call again without a task \
-         (a shorter execution_timeout_secs answers directly), or ask the operator to let the \
+         ({}), or ask the operator to let the \
          function invoke itself: lambda:InvokeFunction on its own ARN, and an Invoke endpoint \
          it can reach (AWS_ENDPOINT_URL_LAMBDA; under cargo lambda watch, the emulator's \
-         address, which the function finds by itself) (docs/deployment.md, \"Tasks on Lambda\")"
+         address, which the function finds by itself) (docs/deployment.md, \"Tasks on Lambda\")",
+        crate::tools::ANSWERED_DIRECTLY_IF
     )
 }
 
@@ -196,14 +198,30 @@ fn immediate_response(record: &TaskRecord) -> ImmediateResponse {
 }
 
 /// A `tools/call` that may become a task: `Ok(None)` when it is to be
-/// answered directly, as without tasks.
+/// answered directly, as without tasks. The decision is
+/// [`policy::decide`]'s; this turns it into the wire's answer.
 pub(super) async fn route_call(
     tools: &Toolbox,
     tasks: &Tasks,
     context: CallContext<'_>,
     params: &CallToolParams,
 ) -> Result<Option<MethodResult>, MethodError> {
-    let support = tools.task_support(&params.name);
+    let era = match context.protocol_version {
+        STATELESS_VERSION => Era::ServerDecides {
+            declared: context.tasks_extension,
+        },
+        TASKS_VERSION => Era::ClientAsks {
+            asked: params.task.is_some(),
+        },
+        _ => Era::Without,
+    };
+    let decision = policy::decide(&policy::Call {
+        era,
+        support: tools.task_support(&params.name),
+        hands_off: tasks.hands_off(),
+        estimate: tools.estimated_duration(&params.name, params.arguments.as_deref()),
+        handoff_above: tasks.settings.handoff_above,
+    });
     let request = || TaskRequest {
         tool: params.name.clone(),
         arguments: params
@@ -213,99 +231,55 @@ pub(super) async fn route_call(
         logical_session: context.logical_session.map(|s| s.as_str().to_owned()),
         protocol_version: context.protocol_version.to_owned(),
     };
-    match context.protocol_version {
-        STATELESS_VERSION => {
-            if !context.tasks_extension {
-                return match support {
-                    TaskSupport::Required => Err(missing_extension(&format!(
-                        "the tool {:?} runs only as a task and",
-                        params.name
-                    ))),
-                    _ => Ok(None),
-                };
-            }
-            let ttl = tasks.ttl_ms(None);
-            let always = matches!(support, TaskSupport::Always | TaskSupport::Required);
-            match support {
-                TaskSupport::Forbidden => Ok(None),
-                // Where a run cannot outlive the response (Lambda), the
-                // choice is made before it starts (docs/protocol.md).
-                _ if tasks.hands_off() => {
-                    if always || asks_longer_than(params, tasks.settings.handoff_above) {
-                        let record = match tasks.start(context.tenant, request(), ttl).await {
-                            Ok(record) => record,
-                            Err(error) => return start_failed_as_tool(error),
-                        };
-                        Ok(Some(MethodResult::TaskCreated(detailed(tasks, &record))))
-                    } else {
-                        Ok(None)
-                    }
-                }
-                _ if always => {
-                    let record = match tasks.start(context.tenant, request(), ttl).await {
-                        Ok(record) => record,
-                        Err(error) => return start_failed_as_tool(error),
-                    };
-                    Ok(Some(MethodResult::TaskCreated(detailed(tasks, &record))))
-                }
-                _ => match tasks
-                    .start_or_answer(context.tenant, request(), ttl)
-                    .await
-                    .map_err(start_failed)?
-                {
-                    Started::Answered(outcome) => answer(outcome).map(Some),
-                    Started::Task(record) => {
-                        Ok(Some(MethodResult::TaskCreated(detailed(tasks, &record))))
-                    }
+    let name = &params.name;
+    match decision {
+        Decision::Direct => Ok(None),
+        Decision::Refuse(Refusal::ExtensionNeeded) => Err(missing_extension(&format!(
+            "the tool {name:?} runs only as a task and"
+        ))),
+        Decision::Refuse(Refusal::TaskParamNeeded) => Err(MethodError::new(
+            code::METHOD_NOT_FOUND,
+            format!("the tool {name:?} runs only as a task: call it with params.task"),
+        )),
+        Decision::Refuse(Refusal::CannotBeTask) => Err(MethodError::new(
+            code::METHOD_NOT_FOUND,
+            format!(
+                "the tool {name:?} answers at once and cannot run as a task: call it without params.task"
+            ),
+        )),
+        // 2025-11-25: the client asked; its own lifetime, its own form.
+        Decision::TaskNow if matches!(era, Era::ClientAsks { .. }) => {
+            let ttl = tasks.ttl_ms(params.task.as_ref().and_then(|task| task.ttl));
+            let record = tasks
+                .start(context.tenant, request(), ttl)
+                .await
+                .map_err(start_failed)?;
+            Ok(Some(MethodResult::ExperimentalTaskCreated(
+                ExperimentalCreateTaskResult {
+                    task: state(tasks, &record).into(),
+                    meta: immediate_response(&record),
                 },
-            }
+            )))
         }
-        TASKS_VERSION => match (&params.task, support) {
-            (None, TaskSupport::Required) => Err(MethodError::new(
-                code::METHOD_NOT_FOUND,
-                format!(
-                    "the tool {:?} runs only as a task: call it with params.task",
-                    params.name
-                ),
-            )),
-            (None, _) => Ok(None),
-            (Some(_), TaskSupport::Forbidden) => Err(MethodError::new(
-                code::METHOD_NOT_FOUND,
-                format!(
-                    "the tool {:?} answers at once and cannot run as a task: call it without params.task",
-                    params.name
-                ),
-            )),
-            (Some(task), _) => {
-                let record = tasks
-                    .start(context.tenant, request(), tasks.ttl_ms(task.ttl))
-                    .await
-                    .map_err(start_failed)?;
-                Ok(Some(MethodResult::ExperimentalTaskCreated(
-                    ExperimentalCreateTaskResult {
-                        task: state(tasks, &record).into(),
-                        meta: immediate_response(&record),
-                    },
-                )))
-            }
+        Decision::TaskNow => {
+            let record = match tasks
+                .start(context.tenant, request(), tasks.ttl_ms(None))
+                .await
+            {
+                Ok(record) => record,
+                Err(error) => return start_failed_as_tool(error),
+            };
+            Ok(Some(MethodResult::TaskCreated(detailed(tasks, &record))))
+        }
+        Decision::StartThenTask => match tasks
+            .start_or_answer(context.tenant, request(), tasks.ttl_ms(None))
+            .await
+            .map_err(start_failed)?
+        {
+            Started::Answered(outcome) => answer(outcome).map(Some),
+            Started::Task(record) => Ok(Some(MethodResult::TaskCreated(detailed(tasks, &record)))),
         },
-        _ => Ok(None),
     }
-}
-
-/// Whether a `run_js` call asks for more time than `limit`.
-fn asks_longer_than(params: &CallToolParams, limit: std::time::Duration) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Timeout {
-        #[serde(default)]
-        execution_timeout_secs: Option<f64>,
-    }
-    params
-        .arguments
-        .as_deref()
-        .and_then(|raw| serde_json::from_str::<Timeout>(raw.get()).ok())
-        .and_then(|t| t.execution_timeout_secs)
-        .is_some_and(|secs| secs > limit.as_secs_f64())
 }
 
 /// A call's outcome as the direct answer it would have been.

@@ -8,12 +8,14 @@
 
 mod book;
 pub mod handoff;
+pub mod policy;
 mod record;
 mod runner;
 mod store;
 
 pub use book::{Changed, SILENT_BEATS, TaskBook, UNCLAIMED_BEATS};
 pub use handoff::LambdaHandoff;
+pub use policy::TaskSupport;
 pub use record::{TaskChange, TaskOutcome, TaskRecord, TaskRequest, TaskStatus};
 pub use runner::{
     CANCEL_POLL, Execute, HEARTBEAT, Handoff, Started, TaskError, TaskSettings, Tasks,

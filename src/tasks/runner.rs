@@ -67,6 +67,9 @@ pub struct TaskSettings {
     /// How often a runner writes that it is alive; six missed beats end
     /// its task `failed` ([`super::SILENT_BEATS`]).
     pub heartbeat: Duration,
+    /// How often a runner reads its task for a cancel written by another
+    /// instance; one made in this process reaches the run at once.
+    pub cancel_poll: Duration,
 }
 
 impl Default for TaskSettings {
@@ -78,6 +81,7 @@ impl Default for TaskSettings {
             poll_interval_ms: 1_000,
             handoff_above: Duration::from_secs(60),
             heartbeat: HEARTBEAT,
+            cancel_poll: CANCEL_POLL,
         }
     }
 }
@@ -114,6 +118,31 @@ pub struct Tasks {
     owner: String,
     /// Lifetimes, polling and when to make a task.
     pub settings: TaskSettings,
+    /// The runs of tasks going in this process, by task id: a cancel made
+    /// here stops its run directly instead of through the store.
+    running: Arc<Running>,
+}
+
+/// Task ids to the controls of their runs in this process.
+#[derive(Debug, Default)]
+struct Running(std::sync::Mutex<std::collections::HashMap<Uuid, Arc<RunControl>>>);
+
+impl Running {
+    fn map(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<Uuid, Arc<RunControl>>> {
+        // Every use leaves the map whole.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A run's entry in [`Running`], removed when the run's driver ends.
+struct Registered<'a>(&'a Running, Uuid);
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.0.map().remove(&self.1);
+    }
 }
 
 impl Tasks {
@@ -131,6 +160,7 @@ impl Tasks {
             handoff,
             owner: format!("process-{}", Uuid::new_v4().simple()),
             settings,
+            running: Arc::default(),
         }
     }
 
@@ -280,7 +310,9 @@ impl Tasks {
         // the store (a run stalled mid-request could hold up the very store
         // the loop is reading).
         let mut run = tokio::spawn(run);
-        let mut poll = tokio::time::interval(CANCEL_POLL);
+        self.running.map().insert(id, control.clone());
+        let _registered = Registered(&self.running, id);
+        let mut poll = tokio::time::interval(self.settings.cancel_poll);
         let mut last_beat = Instant::now();
         // The host ends the process at its deadline; a run still going a
         // moment before then is ended here, so the task says why.
@@ -377,12 +409,22 @@ impl Tasks {
         }
     }
 
-    /// Cancels task `id`: `Ended` when it had already ended.
+    /// Cancels task `id`: `Ended` when it had already ended. A run going
+    /// in this process stops at once; one elsewhere reads the cancel from
+    /// the store within [`TaskSettings::cancel_poll`].
     pub async fn cancel(&self, tenant: &Tenant, id: Uuid) -> Result<Changed, TaskStoreError> {
         let message = "The task was cancelled by request.".to_owned();
-        self.book
+        let changed = self
+            .book
             .change(tenant, id, &TaskChange::Cancel { message })
-            .await
+            .await?;
+        if matches!(changed, Changed::Applied(_)) {
+            let here = self.running.map().get(&id).cloned();
+            if let Some(control) = here {
+                control.cancel();
+            }
+        }
+        Ok(changed)
     }
 
     /// Task `id` once it has ended, polled until then or until `until`
@@ -451,4 +493,71 @@ fn outcome_of(joined: Result<TaskOutcome, tokio::task::JoinError>) -> TaskOutcom
     joined.unwrap_or_else(|error| {
         TaskOutcome::internal(format!("the run failed inside the server: {error}"))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meta::RedbMetaStore;
+
+    /// A call that runs until its control is cancelled, and says so.
+    #[derive(Debug, Default)]
+    struct UntilCancelled(tokio::sync::Notify);
+
+    #[async_trait]
+    impl Execute for UntilCancelled {
+        async fn execute(
+            &self,
+            _: &Tenant,
+            _: &TaskRequest,
+            control: Arc<RunControl>,
+            _: Option<SystemTime>,
+        ) -> TaskOutcome {
+            while !control.is_cancelled() {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            self.0.notify_one();
+            TaskOutcome::Result(serde_json::json!({}))
+        }
+    }
+
+    /// A cancel made in the process running the task stops its run
+    /// directly: here the store is read for cancels once an hour, so only
+    /// the direct path can stop it.
+    #[tokio::test]
+    async fn a_cancel_in_this_process_stops_the_run_without_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(redb::Database::create(dir.path().join("tasks.redb")).unwrap());
+        let book = TaskBook::new(Arc::new(RedbMetaStore::new(db).unwrap()));
+        let executor = Arc::new(UntilCancelled::default());
+        let settings = TaskSettings {
+            cancel_poll: Duration::from_secs(3600),
+            heartbeat: Duration::from_secs(3600),
+            ..TaskSettings::default()
+        };
+        let tasks = Tasks::new(book, executor.clone(), None, settings);
+        let tenant = Tenant::anonymous();
+        let request = TaskRequest {
+            tool: "run_js".into(),
+            arguments: None,
+            logical_session: None,
+            protocol_version: "2026-07-28".into(),
+        };
+        let record = tasks.start(&tenant, request, 60_000).await.unwrap();
+        let asked = Instant::now();
+        let changed = tasks.cancel(&tenant, record.task_id).await.unwrap();
+        assert!(matches!(changed, Changed::Applied(_)), "{changed:?}");
+        tokio::time::timeout(Duration::from_secs(10), executor.0.notified())
+            .await
+            .expect("the cancelled run went on");
+        println!("stopped {:?} after the cancel", asked.elapsed());
+        assert!(
+            tasks.running.map().is_empty() || {
+                // The driver removes its entry as it ends, just after.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                tasks.running.map().is_empty()
+            },
+            "an ended run stayed registered"
+        );
+    }
 }

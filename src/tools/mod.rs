@@ -26,6 +26,7 @@ use crate::session::LogicalSession;
 use crate::tenant::Tenant;
 pub use calls::{TaskSupport, ToolCallError};
 pub use executions::ExecutionView;
+pub use run_js::ANSWERED_DIRECTLY_IF;
 pub use saving::Saves;
 pub use toolbox::{CallContext, MAX_READ_FILE_BYTES, MAX_RESULT_JSON_BYTES, Toolbox};
 use toolbox::{fits_one_response, result_json_len};
@@ -138,6 +139,20 @@ impl Toolbox {
             other => return Err(ToolCallError::UnknownTool(other.to_owned())),
         };
         Ok(within_response_limit(name, result))
+    }
+
+    /// How long a call of `tool` with `arguments` says it may take, for
+    /// the task policy (`tasks::policy`): run_js's asked timeout.
+    pub fn estimated_duration(
+        &self,
+        tool: &str,
+        arguments: Option<&serde_json::value::RawValue>,
+    ) -> Option<std::time::Duration> {
+        if tool == run_js::NAME {
+            run_js::asked_duration(arguments?)
+        } else {
+            None
+        }
     }
 
     /// Whether calls of `tool` may become tasks: `run_js` may (a run can

@@ -28,6 +28,23 @@ use crate::tenant::Tenant;
 
 pub(super) const NAME: &str = "run_js";
 
+/// What a model is told to change for a run to be answered directly
+/// rather than as a task (where a task could not start).
+pub const ANSWERED_DIRECTLY_IF: &str = "a shorter execution_timeout_secs answers directly";
+
+/// The timeout a call's `arguments` ask for, when they name one.
+pub(super) fn asked_duration(arguments: &serde_json::value::RawValue) -> Option<Duration> {
+    #[derive(serde::Deserialize)]
+    struct Asked {
+        #[serde(default)]
+        execution_timeout_secs: Option<f64>,
+    }
+    let secs = serde_json::from_str::<Asked>(arguments.get())
+        .ok()?
+        .execution_timeout_secs?;
+    Duration::try_from_secs_f64(secs).ok()
+}
+
 const STATEFUL_DESCRIPTION: &str = "Run JavaScript or TypeScript in a V8 isolate and return its completion value and console output. \
 Every successful run saves the whole heap and returns its key as `heap`; pass that key as `heap` in a later call to continue with \
 every global, top-level declaration and object of that run. Heaps are immutable: continuing from the same key twice gives two \
