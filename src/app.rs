@@ -320,6 +320,7 @@ pub fn engine_config(config: &Config) -> EngineConfig {
         max_result_bytes: config.engine.max_result_bytes,
         engine_workers: config.engine.workers,
         ready_heaps_bytes: config.engine.ready_heaps_mb() * 1024 * 1024,
+        settle_ready_heaps: config.freezes_between_calls(),
         tenant_runs: config.engine.tenant_runs,
         queue_wait: std::time::Duration::from_millis(config.engine.queue_wait_ms),
         fetch: config.fetch.clone(),

@@ -525,6 +525,12 @@ fn default_cache_mb<F: Fn(&str) -> Option<String>>(
 }
 
 impl Config {
+    /// Lambda freezes the environment between invocations: standard Lambda,
+    /// not Managed Instances (`AWS_LAMBDA_MAX_CONCURRENCY` above 1).
+    pub fn freezes_between_calls(&self) -> bool {
+        self.under_lambda && self.engine.lambda_max_concurrency == 1
+    }
+
     /// From the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|name| std::env::var(name).ok())
@@ -783,6 +789,17 @@ mod tests {
                 assert!(!err.contains(secret), "{err}");
             }
         }
+    }
+
+    /// Only standard Lambda freezes between calls: the post-response
+    /// extension and the settled ready heaps follow from it.
+    #[test]
+    fn only_standard_lambda_freezes_between_calls() {
+        let api = ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001");
+        assert!(!from(&[]).unwrap().freezes_between_calls());
+        assert!(from(&[api]).unwrap().freezes_between_calls());
+        let managed = from(&[api, ("AWS_LAMBDA_MAX_CONCURRENCY", "8")]).unwrap();
+        assert!(!managed.freezes_between_calls());
     }
 
     #[test]

@@ -419,7 +419,7 @@ async fn run_lambda(config: Config) -> anyhow::Result<()> {
     // Lambda Managed Instances never freeze an environment: saves go on
     // after the answer there as under `serve`, with no extension.
     let post_response =
-        config.engine.answer_before_save_mb.is_some() && config.engine.lambda_max_concurrency == 1;
+        config.engine.answer_before_save_mb.is_some() && config.freezes_between_calls();
     mcp_v8_lambda::lambda::run(
         app,
         config.transport.allow_unauthenticated,

@@ -34,3 +34,22 @@ pub fn open_database_with_cache(
             .create(path)?,
     ))
 }
+
+/// Runs blocking redb `work` on `db` off the async executor; a panic in it
+/// becomes the store's error through `joined`. One helper for the session,
+/// metadata and task stores that share the database.
+pub(crate) async fn blocking<T, E, F>(
+    db: &Arc<Database>,
+    work: F,
+    joined: impl FnOnce(tokio::task::JoinError) -> E,
+) -> Result<T, E>
+where
+    T: Send + 'static,
+    E: Send + 'static,
+    F: FnOnce(&Database) -> Result<T, E> + Send + 'static,
+{
+    let db = db.clone();
+    tokio::task::spawn_blocking(move || work(&db))
+        .await
+        .map_err(joined)?
+}

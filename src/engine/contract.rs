@@ -36,6 +36,9 @@ pub(crate) struct ReadyLimits {
     pub max_mb: usize,
     /// `heap_memory_max_mb` of the run that made the heap, if it named one.
     pub asked_mb: Option<usize>,
+    /// Collect garbage once restored (`EngineConfig::settle_ready_heaps`).
+    #[serde(default)]
+    pub settle: bool,
 }
 
 impl ReadyLimits {

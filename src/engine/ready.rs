@@ -28,8 +28,9 @@ pub(super) struct Parts {
 
 impl Ready {
     /// Restores `payload` with `heap_limit_bytes`, as a job restoring it
-    /// would, up to its first context.
-    pub(crate) fn restore(payload: Bytes, heap_limit_bytes: usize) -> Ready {
+    /// would, up to its first context; `settle`: then collects garbage,
+    /// which leaves V8 no background work on the heap.
+    pub(crate) fn restore(payload: Bytes, heap_limit_bytes: usize, settle: bool) -> Ready {
         super::platform::init();
         let exclusive = READ_ONLY_HEAP.write();
         let guard = HeapGuard::new(heap_limit_bytes);
@@ -41,6 +42,9 @@ impl Ready {
             let context = v8::Context::new(scope, Default::default());
             v8::Global::new(scope, context)
         };
+        if settle {
+            isolate.low_memory_notification();
+        }
         Ready {
             parts: Some(Parts {
                 context,
@@ -95,6 +99,7 @@ mod tests {
             default_mb: 64,
             max_mb: 1024,
             asked_mb: None,
+            settle: false,
         };
         assert_eq!(limits.heap_limit_mb(400 * 1024), 64);
         // 50 MiB needs 108 MiB to restore: the default's room on top.
@@ -108,6 +113,7 @@ mod tests {
             default_mb: 64,
             max_mb: 1024,
             asked_mb: Some(512),
+            settle: false,
         };
         assert_eq!(limits.heap_limit_mb(50 * 1024 * 1024), 512);
         // A payload the asked limit cannot restore (608 MiB needed) gets

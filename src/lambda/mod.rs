@@ -204,7 +204,7 @@ pub async fn run(
         let post = post_response::PostResponse {
             finished: finished.clone(),
             saves: app.saves(),
-            engine: Some(app.server().engine()),
+            app: Some(app.clone()),
         };
         Some(post_response::register(post).await.map_err(|e| {
             format!(

@@ -22,8 +22,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use lambda_http::lambda_runtime::LambdaInvocation;
 use tokio::sync::Notify;
 
-use crate::engine::Engine;
 use crate::tools::Saves;
+use crate::transport::App;
 
 /// The extension's name, unique within the function.
 pub const EXTENSION_NAME: &str = "mcp-v8-saves";
@@ -144,10 +144,10 @@ pub struct PostResponse {
     pub finished: Arc<Finished>,
     /// The saves of heaps answered for first, going in this process.
     pub saves: Arc<Saves>,
-    /// Whose engine workers finish restoring the heaps they keep ready
-    /// before the phase ends, so that no freeze cuts a restore in two and
-    /// the next call only runs.
-    pub engine: Option<Arc<Engine>>,
+    /// The app whose engine workers finish restoring the heaps they keep
+    /// ready before the phase ends, so that no freeze cuts a restore in two
+    /// and the next call only runs.
+    pub app: Option<App>,
 }
 
 impl PostResponse {
@@ -187,8 +187,8 @@ impl PostResponse {
                 }
             }
         }
-        let ready_heaps_restored = match &self.engine {
-            Some(engine) => engine.settle_ready(by).await,
+        let ready_heaps_restored = match &self.app {
+            Some(app) => app.settle_ready_heaps(by).await,
             None => 0,
         };
         tracing::debug!(
@@ -236,7 +236,7 @@ mod tests {
         let post = PostResponse {
             finished: Arc::default(),
             saves: Arc::default(),
-            engine: None,
+            app: None,
         };
         // A deadline of 0 is none (as `cargo lambda watch` sends).
         let mut phase = std::pin::pin!(post.after("b", 0));

@@ -149,14 +149,18 @@ impl DynamoMetaStore {
         self
     }
 
-    /// The filter that hides log items past their `expires_at`, with its
-    /// value, when a retention is set.
-    fn live_only(&self) -> Option<(&'static str, AttributeValue)> {
-        self.log_ttl_secs?;
-        Some((
-            "attribute_not_exists(expires_at) OR expires_at > :now",
-            n(crate::clock::unix_now()),
-        ))
+    /// `query` with the filter that hides log items past their
+    /// `expires_at`, when a retention is set.
+    fn live_only(
+        &self,
+        query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        if self.log_ttl_secs.is_none() {
+            return query;
+        }
+        query
+            .filter_expression("attribute_not_exists(expires_at) OR expires_at > :now")
+            .expression_attribute_values(":now", n(crate::clock::unix_now()))
     }
 
     /// Asks DynamoDB for at most `items` items per page. It ends a page at
@@ -591,11 +595,7 @@ impl MetaStore for DynamoMetaStore {
                 .expression_attribute_values(":after", s(after.as_str())),
             None => query.key_condition_expression("tenant = :t"),
         };
-        if let Some((filter, now)) = self.live_only() {
-            query = query
-                .filter_expression(filter)
-                .expression_attribute_values(":now", now);
-        }
+        query = self.live_only(query);
         let mut items = query.into_paginator().items().send();
         // Pages are fetched as the stream is read, so none past `limit`.
         while let Some(item) = items.try_next().await.map_err(sdk)? {
@@ -625,11 +625,7 @@ impl MetaStore for DynamoMetaStore {
             .scan_index_forward(false)
             .limit(1)
             .consistent_read(true);
-        if let Some((filter, now)) = self.live_only() {
-            query = query
-                .filter_expression(filter)
-                .expression_attribute_values(":now", now);
-        }
+        query = self.live_only(query);
         // With a filter a page may hold nothing and still not be the end.
         let mut items = query.into_paginator().items().send();
         match items.try_next().await.map_err(sdk)? {
@@ -663,11 +659,7 @@ impl MetaStore for DynamoMetaStore {
             .expression_attribute_values(":o", n(offset))
             .consistent_read(true)
             .limit(self.page_items.map_or(page, |items| items.min(page)));
-        if let Some((filter, now)) = self.live_only() {
-            query = query
-                .filter_expression(filter)
-                .expression_attribute_values(":now", now);
-        }
+        query = self.live_only(query);
         let mut items = query.into_paginator().items().send();
         // Pages are fetched as the stream is read, so none past `limit`.
         while let Some(item) = items.try_next().await.map_err(sdk)? {

@@ -35,6 +35,20 @@ pub fn is_task_method(rpc_method: &str) -> bool {
     )
 }
 
+/// Whether a tool's calls may become tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Never: it answers at once.
+    Forbidden,
+    /// When the client asks (2025-11-25) or, with the extension, when the
+    /// run is still going after a short wait.
+    Optional,
+    /// Whenever the client can take a task; answered directly otherwise.
+    Always,
+    /// Only as a task: refused to a client that cannot take one.
+    Required,
+}
+
 /// `params.task` of a 2025-11-25 task-augmented request.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct TaskParams {

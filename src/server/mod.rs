@@ -81,9 +81,10 @@ impl McpServer {
         self.tools.saves.clone()
     }
 
-    /// The engine the tools run code on.
-    pub fn engine(&self) -> std::sync::Arc<crate::engine::Engine> {
-        self.tools.engine.clone()
+    /// Waits, until `by`, for the heaps engine workers are restoring for
+    /// the next call ([`crate::engine::Engine::settle_ready`]).
+    pub async fn settle_ready_heaps(&self, by: std::time::Instant) -> usize {
+        self.tools.engine.settle_ready(by).await
     }
 
     /// What this server offers, in `initialize` and `server/discover` alike:

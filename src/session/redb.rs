@@ -42,10 +42,7 @@ impl RedbSessionStore {
         T: Send + 'static,
         F: FnOnce(&Database) -> Result<T, SessionStoreError> + Send + 'static,
     {
-        let db = self.db.clone();
-        tokio::task::spawn_blocking(move || work(&db))
-            .await
-            .map_err(backend)?
+        crate::backends::embedded::blocking(&self.db, work, backend).await
     }
 }
 

@@ -6,19 +6,7 @@
 
 use std::time::Duration;
 
-/// Whether a tool's calls may become tasks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskSupport {
-    /// Never: it answers at once.
-    Forbidden,
-    /// When the client asks (2025-11-25) or, with the extension, when the
-    /// run is still going after a short wait.
-    Optional,
-    /// Whenever the client can take a task; answered directly otherwise.
-    Always,
-    /// Only as a task: refused to a client that cannot take one.
-    Required,
-}
+pub use crate::protocol::tasks::TaskSupport;
 
 /// What the call's protocol version says about tasks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

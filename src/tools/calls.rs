@@ -15,4 +15,4 @@ pub enum ToolCallError {
     Failed(String),
 }
 
-pub use crate::tasks::TaskSupport;
+pub use crate::protocol::tasks::TaskSupport;

@@ -90,3 +90,29 @@ async fn serve_honours_mcp_v8_stateless() {
         .collect();
     assert_eq!(names, ["run_js"], "{answer}");
 }
+
+/// Heaps kept ready are settled (garbage collected once restored) where
+/// Lambda freezes the environment between calls, and nowhere else.
+#[test]
+fn ready_heaps_are_settled_only_where_the_environment_freezes() {
+    let config = |pairs: &[(&str, &str)]| {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        mcp_v8_lambda::config::Config::from_lookup(move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        })
+        .unwrap()
+    };
+    let settled = |pairs: &[(&str, &str)]| {
+        mcp_v8_lambda::app::engine_config(&config(pairs)).settle_ready_heaps
+    };
+    let api = ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001");
+    assert!(settled(&[api]));
+    assert!(!settled(&[api, ("AWS_LAMBDA_MAX_CONCURRENCY", "8")]));
+    assert!(!settled(&[]));
+}

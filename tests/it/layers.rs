@@ -267,7 +267,7 @@ fn file_imports() -> BTreeMap<String, BTreeSet<String>> {
     let mut graph = BTreeMap::new();
     for (relative, text) in &files {
         let me = module_path(relative);
-        let code = &text[..text.find("#[cfg(test)]").unwrap_or(text.len())];
+        let code = &crate::common::source::production_code(text);
         let children: BTreeSet<String> = code
             .lines()
             .filter_map(|line| {

@@ -502,3 +502,60 @@ async fn a_task_that_cannot_be_handed_off_is_a_tool_error_that_says_what_to_set(
     assert!(text.contains("AWS_ENDPOINT_URL_LAMBDA"), "{text}");
     assert!(text.contains("lambda:InvokeFunction"), "{text}");
 }
+
+/// A call that runs until its control is cancelled, and says so.
+#[derive(Debug, Default)]
+struct UntilCancelled(tokio::sync::Notify);
+
+#[async_trait::async_trait]
+impl mcp_v8_lambda::tasks::Execute for UntilCancelled {
+    async fn execute(
+        &self,
+        _: &mcp_v8_lambda::tenant::Tenant,
+        _: &mcp_v8_lambda::tasks::TaskRequest,
+        control: Arc<mcp_v8_lambda::tools::RunControl>,
+        _: Option<std::time::SystemTime>,
+    ) -> mcp_v8_lambda::tasks::TaskOutcome {
+        while !control.is_cancelled() {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        self.0.notify_one();
+        mcp_v8_lambda::tasks::TaskOutcome::Result(json!({}))
+    }
+}
+
+/// A cancel made in the process running the task stops its run directly:
+/// here the store is read for cancels once an hour, so only the direct
+/// path can stop it. Prints how long after the cancel the run saw it.
+#[tokio::test]
+async fn a_cancel_in_this_process_stops_the_run_without_the_store() {
+    use mcp_v8_lambda::tasks::{Changed, TaskBook, TaskRequest, TaskSettings, Tasks};
+    let dir = tempfile::tempdir().unwrap();
+    let db =
+        mcp_v8_lambda::backends::embedded::open_database(&dir.path().join("tasks.redb")).unwrap();
+    let book = TaskBook::new(Arc::new(
+        mcp_v8_lambda::meta::RedbMetaStore::new(db).unwrap(),
+    ));
+    let executor = Arc::new(UntilCancelled::default());
+    let settings = TaskSettings {
+        cancel_poll: Duration::from_secs(3600),
+        heartbeat: Duration::from_secs(3600),
+        ..TaskSettings::default()
+    };
+    let tasks = Tasks::new(book, executor.clone(), None, settings);
+    let tenant = mcp_v8_lambda::tenant::Tenant::anonymous();
+    let request = TaskRequest {
+        tool: "run_js".into(),
+        arguments: None,
+        logical_session: None,
+        protocol_version: "2026-07-28".into(),
+    };
+    let record = tasks.start(&tenant, request, 60_000).await.unwrap();
+    let asked = Instant::now();
+    let changed = tasks.cancel(&tenant, record.task_id).await.unwrap();
+    assert!(matches!(changed, Changed::Applied(_)), "{changed:?}");
+    tokio::time::timeout(Duration::from_secs(10), executor.0.notified())
+        .await
+        .expect("the cancelled run went on: the cancel reached it only through the store");
+    println!("the run saw the cancel {:?} after it", asked.elapsed());
+}

@@ -11,7 +11,7 @@ fn src() -> PathBuf {
 }
 
 /// Every `.rs` file of `src/`, with its path relative to it and its code
-/// before its unit tests.
+/// but its unit tests (all of it, also what follows a test module).
 fn sources() -> Vec<(String, String)> {
     fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap().flatten() {
@@ -30,7 +30,7 @@ fn sources() -> Vec<(String, String)> {
         .into_iter()
         .map(|path| {
             let text = std::fs::read_to_string(&path).unwrap();
-            let code = text[..text.find("#[cfg(test)]").unwrap_or(text.len())].to_owned();
+            let code = crate::common::source::production_code(&text);
             let relative = path
                 .strip_prefix(src())
                 .unwrap()

@@ -123,7 +123,7 @@ fn runner(
         if let (Some(limits), Some(blob)) = (keep_ready, blob) {
             let limit_bytes = limits.heap_limit_mb(blob.0.len()) * 1024 * 1024;
             let restored = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                Ready::restore(blob.0, limit_bytes)
+                Ready::restore(blob.0, limit_bytes, limits.settle)
             }));
             ready = restored.ok();
             // A Lambda environment may be frozen once the server has this:

@@ -40,10 +40,7 @@ impl RedbMetaStore {
         T: Send + 'static,
         F: FnOnce(&redb::Database) -> Result<T, TaskStoreError> + Send + 'static,
     {
-        let db = self.db.clone();
-        tokio::task::spawn_blocking(move || work(&db))
-            .await
-            .map_err(backend)?
+        crate::backends::embedded::blocking(&self.db, work, backend).await
     }
 }
 

@@ -12,6 +12,7 @@ pub mod npm;
 pub mod process;
 pub mod runtime_api;
 pub mod sam;
+pub mod source;
 
 use std::sync::Arc;
 
