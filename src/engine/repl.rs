@@ -20,8 +20,9 @@
 
 use oxc::allocator::Allocator;
 use oxc::ast::ast::{
-    BindingPattern, Class, ForStatementInit, ForStatementLeft, Function, ImportDeclaration,
-    ImportDeclarationSpecifier, Program, Statement, VariableDeclaration, VariableDeclarationKind,
+    ArrowFunctionExpression, AwaitExpression, BindingPattern, Class, ForOfStatement,
+    ForStatementInit, ForStatementLeft, Function, ImportDeclaration, ImportDeclarationSpecifier,
+    Program, Statement, VariableDeclaration, VariableDeclarationKind,
 };
 use oxc::parser::Parser;
 use oxc::span::{GetSpan, SourceType};
@@ -101,6 +102,42 @@ pub(crate) fn wrap(js: &str, asynchronous: bool) -> Result<Wrapped, NotARun> {
     }
     rewrite.program(&parsed.program, js);
     Ok(rewrite.finish(js))
+}
+
+/// Whether `js`, read as a module body (where `await` is the operator at
+/// top level, as in Node's REPL), awaits outside any function. A classic
+/// script reads `String(await (p))` as a call of a function named `await`
+/// and fails at run time with "await is not defined"; such code is run
+/// as top-level `await` instead. Code that is no module body (a function
+/// or variable named `await`, sloppy-mode syntax) stays a script.
+pub(crate) fn awaits_at_top_level(js: &str) -> bool {
+    use oxc::ast_visit::{Visit, walk};
+    use oxc::syntax::scope::ScopeFlags;
+
+    #[derive(Default)]
+    struct TopLevelAwait(bool);
+
+    impl<'a> Visit<'a> for TopLevelAwait {
+        fn visit_await_expression(&mut self, _: &AwaitExpression<'a>) {
+            self.0 = true;
+        }
+        fn visit_for_of_statement(&mut self, it: &ForOfStatement<'a>) {
+            self.0 |= it.r#await;
+            walk::walk_for_of_statement(self, it);
+        }
+        // What a function awaits is its own.
+        fn visit_function(&mut self, _: &Function<'a>, _: ScopeFlags) {}
+        fn visit_arrow_function_expression(&mut self, _: &ArrowFunctionExpression<'a>) {}
+    }
+
+    let allocator = Allocator::default();
+    let parsed = Parser::new(&allocator, js, SourceType::mjs()).parse();
+    if parsed.panicked || !parsed.diagnostics.is_empty() {
+        return false;
+    }
+    let mut found = TopLevelAwait::default();
+    found.visit_program(&parsed.program);
+    found.0
 }
 
 /// The edits to make, in source order, and the names to declare.
@@ -504,6 +541,28 @@ mod tests {
         let err = wrap("const a = 1;\n  export const b = 2;", false).unwrap_err();
         assert_eq!((err.line, err.column), (2, 3));
         assert!(err.message.contains("not a module"), "{}", err.message);
+    }
+
+    #[test]
+    fn an_await_before_a_parenthesis_at_top_level_is_the_operator() {
+        assert!(super::awaits_at_top_level("String(await (p))"));
+        assert!(super::awaits_at_top_level(
+            "JSON.stringify({ v: await (f()) })"
+        ));
+        assert!(super::awaits_at_top_level("for await (const x of xs) {}"));
+        assert!(super::awaits_at_top_level("await 1"));
+        // Awaits inside functions are theirs; a function named `await` is
+        // no module body.
+        assert!(!super::awaits_at_top_level(
+            "async function f() { await (g()) }"
+        ));
+        assert!(!super::awaits_at_top_level(
+            "const f = async () => await (g())"
+        ));
+        assert!(!super::awaits_at_top_level(
+            "function await(x) { return x } await(1)"
+        ));
+        assert!(!super::awaits_at_top_level("1 + 1"));
     }
 
     #[test]

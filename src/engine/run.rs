@@ -445,7 +445,12 @@ fn evaluate<'s>(
 ) -> Ended {
     v8::tc_scope!(let tc, scope);
     let mut refused = None;
-    let Some(script) = compile(tc, code).or_else(|| {
+    // `String(await (p))` compiles as a script calling a function named
+    // `await`; where the code awaits at top level read as a module, it is
+    // run as top-level await, as Node's REPL does.
+    let awaits = code.contains("await") && repl::awaits_at_top_level(code);
+    let script = if awaits { None } else { compile(tc, code) };
+    let Some(script) = script.or_else(|| {
         // In a classic script `await` is an identifier and `import` a
         // syntax error, and top-level await fails in several ways ("await
         // is only valid…", "missing ) after argument list" for

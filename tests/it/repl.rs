@@ -46,6 +46,14 @@ pub const COMPLETIONS: &[(&str, &str, &str)] = &[
         "do { 'once' } while (false)",
         "\"once\"",
     ),
+    // Every `await` followed by a parenthesis: a classic script reads a
+    // call of a function named `await` (Node's REPL awaits).
+    ("String(await (Promise.resolve(3)))", "String(3)", "\"3\""),
+    (
+        "const r = await (Promise.resolve(2).then((x) => x * 2)); r",
+        "const r = 4; r",
+        "4",
+    ),
 ];
 
 /// A run that declares every kind of top-level name and awaits, and a
