@@ -447,9 +447,10 @@ fn evaluate<'s>(
     let mut refused = None;
     // `String(await (p))` compiles as a script calling a function named
     // `await`; where the code awaits at top level read as a module, it is
-    // run as top-level await, as Node's REPL does.
-    let awaits = code.contains("await") && repl::awaits_at_top_level(code);
-    let script = if awaits { None } else { compile(tc, code) };
+    // run as top-level await, as Node's REPL does. Only code that compiled
+    // is parsed for that: code that did not goes to the rewrite anyway.
+    let script =
+        compile(tc, code).filter(|_| !(code.contains("await") && repl::awaits_at_top_level(code)));
     let Some(script) = script.or_else(|| {
         // In a classic script `await` is an identifier and `import` a
         // syntax error, and top-level await fails in several ways ("await

@@ -96,15 +96,11 @@ async fn serve_honours_mcp_v8_stateless() {
 #[test]
 fn ready_heaps_are_settled_only_where_the_environment_freezes() {
     let config = |pairs: &[(&str, &str)]| {
-        let pairs: Vec<(String, String)> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        mcp_v8_lambda::config::Config::from_lookup(move |name| {
+        mcp_v8_lambda::config::Config::from_lookup(|name| {
             pairs
                 .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
         })
         .unwrap()
     };
