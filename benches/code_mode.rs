@@ -64,7 +64,10 @@ fn main() {
     let engine_with = |warm_isolates: usize| {
         Engine::new(
             EngineConfig {
-                mcp: mcp.clone(),
+                capabilities: mcp_v8_lambda::engine::CapabilitySettings {
+                    mcp: mcp.clone(),
+                    ..Default::default()
+                },
                 warm_isolates,
                 ..EngineConfig::default()
             },

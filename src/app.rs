@@ -10,7 +10,10 @@ use crate::BoxError;
 use crate::backends::aws::{Clients, SESSIONS};
 use crate::backends::embedded::open_database_with_cache;
 use crate::config::Config;
-use crate::engine::{Engine, EngineConfig, FileLimits, FilePrelude, HostClients, PreludeSource};
+use crate::engine::{
+    CapabilitySettings, Engine, EngineConfig, FileLimits, FilePrelude, HostClients, ModuleSettings,
+    PreludeSource, ProcessSettings,
+};
 use crate::files::{DirFileStore, FileStore, S3FileStore};
 use crate::heap::{
     FileHeapStore, HeapStore, MemoryCacheHeapStore, S3HeapStore, WriteThroughCacheHeapStore,
@@ -324,13 +327,20 @@ pub fn engine_config(config: &Config) -> EngineConfig {
         tenant_runs: config.engine.tenant_runs,
         queue_wait: std::time::Duration::from_millis(config.engine.queue_wait_ms),
         fetch: config.fetch.clone(),
-        mcp: config.mcp.clone(),
-        max_module_bytes: config.packages.max_run_modules_mb * 1024 * 1024,
-        process_env: Arc::new(config.engine.process_env.clone()),
-        file_limits: FileLimits {
-            max_file_bytes: config.files.max_file_mb * 1024 * 1024,
-            max_tree_bytes: config.files.max_work_mb * 1024 * 1024,
-            max_files: config.files.max_files,
+        capabilities: CapabilitySettings {
+            mcp: config.mcp.clone(),
+            modules: ModuleSettings {
+                max_module_bytes: config.packages.max_run_modules_mb * 1024 * 1024,
+            },
+            process: ProcessSettings {
+                env: Arc::new(config.engine.process_env.clone()),
+            },
+            files: FileLimits {
+                max_file_bytes: config.files.max_file_mb * 1024 * 1024,
+                max_tree_bytes: config.files.max_work_mb * 1024 * 1024,
+                max_files: config.files.max_files,
+            },
+            ..defaults.capabilities
         },
         ..defaults
     }

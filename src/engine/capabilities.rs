@@ -1,12 +1,14 @@
 //! The registered capabilities (the trait: [`super::capability`]): one line
-//! each below, which gives a run's [`Asks`] and [`Reports`] a field, the
-//! layer the capability's family, and the run core a call of each step.
+//! each below, which gives the engine's [`CapabilitySettings`] and a run's
+//! [`Asks`] and [`Reports`] a field, `run_js` the capability's argument,
+//! the layer its family, and the run core a call of each step.
 
 use serde::{Deserialize, Serialize};
 
-use super::capability::{Capability, RunScope};
+use super::capability::{Argument, Call, Capability, RunScope};
 use super::layer::registry::{Family, Loader};
 use super::outcome::RunError;
+use super::outcome::RunReport;
 use super::positions::Positions;
 
 /// Registers the capabilities: the run's [`Asks`] and [`Reports`] get a
@@ -14,6 +16,40 @@ use super::positions::Positions;
 /// run core calls each in turn.
 macro_rules! capabilities {
     ($($(#[$attr:meta])* $field:ident: $cap:ty,)*) => {
+        /// The operator's settings of each capability, part of the
+        /// engine's configuration.
+        // Each field's type is the capability's public settings type,
+        // named through the crate's own trait.
+        #[allow(private_interfaces)]
+        #[derive(Debug, Clone, Default)]
+        pub struct CapabilitySettings {
+            $(
+                $(#[$attr])*
+                #[doc = concat!("The settings of `", stringify!($field), "`.")]
+                pub $field: <$cap as Capability>::Settings,
+            )*
+        }
+
+        /// The run's asks, each from its capability's settings and the call;
+        /// `Err` says what is wrong with an argument, or names the ones no
+        /// capability takes.
+        pub(super) fn asks(settings: &CapabilitySettings, mut call: Call<'_>) -> Result<Asks, String> {
+            let asks = Asks {
+                $($(#[$attr])* $field: <$cap as Capability>::ask(&settings.$field, &mut call)?,)*
+            };
+            match call.arguments.keys().next() {
+                None => Ok(asks),
+                Some(name) => Err(format!(
+                    "run_js has no argument {name:?}; it takes {}",
+                    arguments().map(|a| a.name).collect::<Vec<_>>().join(", ")
+                )),
+            }
+        }
+
+        const ARGUMENTS: &[Option<Argument>] = &[
+            $($(#[$attr])* <$cap as Capability>::ARGUMENT,)*
+        ];
+
         /// Each capability's part of a run's request.
         #[derive(Default, Serialize, Deserialize)]
         pub(crate) struct Asks {
@@ -71,8 +107,18 @@ macro_rules! capabilities {
             pub(super) fn remap(&mut self, positions: &Positions) {
                 $($(#[$attr])* <$cap as Capability>::remap(&mut self.$field, positions);)*
             }
+
+            /// Shows every capability's report in `shown`.
+            pub(super) fn show(&mut self, shown: &mut RunReport) {
+                $($(#[$attr])* <$cap as Capability>::show(&mut self.$field, shown);)*
+            }
         }
     };
+}
+
+/// The `run_js` arguments capabilities take, in registration order.
+pub(crate) fn arguments() -> impl Iterator<Item = Argument> {
+    ARGUMENTS.iter().filter_map(|argument| *argument)
 }
 
 /// The families capabilities declare, in registration order.

@@ -1,10 +1,19 @@
 //! A run's capabilities (console, timers, fetch, `mcp`, modules, `/work`,
-//! `display()`, …): each declares its own part of a run's request and of
-//! its report, sets itself up in its own isolate slot and takes itself
-//! down. `capabilities.rs` registers them, one line each; a new capability
-//! touches its own files and that line.
+//! `display()`, …): each declares its own settings, the call argument it
+//! takes, its part of a run's request and of its report, and how that
+//! report shows in the run's outcome; it sets itself up in its own isolate
+//! slot and takes itself down. `capabilities.rs` registers them, one line
+//! each; a new capability touches its own files and that line.
 //!
 //! # Contract
+//! - [`Capability::ask`] is the whole of what the capability takes from the
+//!   operator (its [`Capability::Settings`], part of the engine's
+//!   configuration) and from the call (its [`Capability::ARGUMENT`], the
+//!   deployment's packages); an error there refuses the call before
+//!   anything runs, in words the caller can act on.
+//! - [`Capability::show`] puts what the run's report says into the run's
+//!   outcome, in the caller's process; what it leaves in the report (the
+//!   bytes of `/work` files) is the engine's to store.
 //! - [`Capability::begin`] puts the capability's state for one run in slots
 //!   of the isolate; [`Capability::end`] takes all of it out again (a plain
 //!   isolate serves many runs, and a snapshot must hold no host handle) and
@@ -31,6 +40,7 @@ use super::host::services::HostServices;
 use super::host::work::WorkSink;
 use super::layer::registry::{Family, Loader};
 use super::outcome::RunError;
+use super::outcome::RunReport;
 use super::positions::Positions;
 use crate::egress::FetchConfig;
 
@@ -40,11 +50,29 @@ pub(crate) trait Capability {
     /// its own; appended to the layer's in registration order.
     const FAMILY: Option<&'static Family> = None;
 
+    /// The argument of `run_js` it takes, if any (the engine passes it in
+    /// [`Call`], the tool lists it in its input schema).
+    const ARGUMENT: Option<Argument> = None;
+
+    /// The operator's settings for it: its field of the engine's
+    /// configuration (`EngineConfig::capabilities`).
+    type Settings: Clone + Debug + Default + Send + Sync;
+
     /// What a run asks of it (the operator's settings for it, the call's
     /// inputs); crosses the worker pipe.
     type Ask: Serialize + DeserializeOwned + Default + Send;
     /// What it says when the run ends; crosses the worker pipe back.
     type Report: Serialize + DeserializeOwned + Default + Debug + Send;
+
+    /// Its ask for one run, from its settings and the call; `Err` says what
+    /// is wrong with its argument.
+    fn ask(_settings: &Self::Settings, _call: &mut Call<'_>) -> Result<Self::Ask, String> {
+        Ok(Self::Ask::default())
+    }
+
+    /// Shows its report in the run's report (in the caller's process),
+    /// taking what it shows out of it.
+    fn show(_report: &mut Self::Report, _shown: &mut RunReport) {}
 
     /// Sets up its state for one run in `isolate`'s slots.
     fn begin(isolate: &mut v8::Isolate, ask: &Self::Ask, run: &RunScope<'_>);
@@ -81,6 +109,7 @@ pub(crate) trait Capability {
 macro_rules! slot_capability {
     ($state:ty) => {
         impl $crate::engine::capability::Capability for $state {
+            type Settings = ();
             type Ask = ();
             type Report = ();
 
@@ -110,7 +139,39 @@ pub(crate) struct RunScope<'a> {
     pub host: &'a HostServices,
     /// Where host work the capability starts reports back to the run.
     pub work: WorkSink,
-    /// The run's egress policy, which other capabilities reach the network
-    /// under too (modules by URL).
-    pub fetch: Option<&'a Arc<FetchConfig>>,
+    /// The run's egress policy (`fetch`'s), which other capabilities reach
+    /// the network under too (modules by URL).
+    pub egress: Option<&'a Arc<FetchConfig>>,
+}
+
+/// A `run_js` argument a capability takes.
+#[derive(Clone, Copy)]
+pub(crate) struct Argument {
+    /// Its name in the call's arguments.
+    pub name: &'static str,
+    /// Its JSON Schema (with its description), from the generator of
+    /// `run_js`'s input schema.
+    pub schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+}
+
+/// What the call brings the capabilities of its run.
+#[derive(Default)]
+pub(crate) struct Call<'a> {
+    /// The capabilities' arguments of the call, by name; each takes its own.
+    pub arguments: serde_json::Map<String, serde_json::Value>,
+    /// The deployment's packages as the run sees them, when it has a
+    /// package store.
+    pub packages: Option<&'a Arc<crate::packages::PackageView>>,
+}
+
+impl Call<'_> {
+    /// Takes the argument `name` as a `T`; `None` when the call has none.
+    pub(crate) fn take<T: DeserializeOwned>(&mut self, name: &str) -> Result<Option<T>, String> {
+        match self.arguments.remove(name) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(value) => serde_json::from_value(value)
+                .map(Some)
+                .map_err(|e| format!("the {name} argument is not valid: {e}")),
+        }
+    }
 }

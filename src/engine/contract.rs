@@ -119,6 +119,9 @@ pub(crate) struct Job {
     /// ending the process.
     #[serde(skip)]
     pub control: Option<Arc<RunControl>>,
+    /// What the run may reach on the network (`fetch`, modules by URL);
+    /// `None`: nothing.
+    pub egress: Option<Arc<crate::egress::FetchConfig>>,
     /// Each capability's part of the run.
     pub asks: Asks,
 }
@@ -140,6 +143,7 @@ impl Job {
             max_result_bytes: 1024 * 1024,
             code_handling: CodeHandling::Keep,
             control: None,
+            egress: None,
             asks: Asks::default(),
         }
     }

@@ -31,8 +31,8 @@ impl LoadCheck for Engine {
         let code = import_code(&package.name, &package.installed.entries);
         let prepared = typescript::prepare(&code, Language::Javascript)
             .map_err(|e| format!("the check's own code: {e}"))?;
-        let mut job = self.job(prepared.js);
-        job.asks.modules.packages = Some(Arc::new(view));
+        let asks = self.own_asks(Some(&Arc::new(view)))?;
+        let job = self.job(prepared.js, asks);
         let result = self
             .execute(job, &Tenant::default(), None, None)
             .await

@@ -89,6 +89,10 @@ pub struct RunOutcome {
     /// when it made none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_calls: Option<crate::upstream::McpCount>,
+    /// What further capabilities of the run report, each under its own
+    /// name beside the fields above.
+    #[serde(flatten)]
+    pub reports: serde_json::Map<String, serde_json::Value>,
 }
 
 /// An outcome plus what was really executed (JavaScript after type stripping),
@@ -128,6 +132,7 @@ impl RunReport {
                 duration_ms: 0,
                 fetches: None,
                 mcp_calls: None,
+                reports: serde_json::Map::new(),
             },
             executed_code: code.to_owned(),
             repl: None,
@@ -180,6 +185,10 @@ pub enum EngineError {
         /// The tenant's runs going, when its share was what it waited for.
         tenant_runs: Option<usize>,
     },
+    /// An argument a capability takes is not valid (the message says
+    /// which and why).
+    #[error("{0}")]
+    Argument(String),
     /// The isolate thread died (a bug, reported rather than hidden).
     #[error("the engine thread failed: {0}")]
     Internal(String),

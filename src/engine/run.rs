@@ -190,7 +190,7 @@ pub(super) fn start(
             control: job.control.as_ref(),
             host: services,
             work: sink.clone(),
-            fetch: job.asks.fetch.as_ref(),
+            egress: job.egress.as_ref(),
         },
     );
     if let Some(control) = &job.control {

@@ -1,9 +1,6 @@
 //! `run_js`: run JavaScript or TypeScript, optionally from a saved heap.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
-
-use bytes::Bytes;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -112,42 +109,26 @@ pub(super) struct Args {
     /// Default auto: TypeScript syntax is detected and its types stripped (no type checking).
     #[serde(default)]
     language: Language,
-    /// Files to write under /work before the code runs, by path (relative to /work, or absolute under it): text as a string, bytes as {"base64": "..."}. A stateful run keeps them with its heap.
-    #[serde(default)]
-    files: Option<BTreeMap<String, FileInput>>,
 }
 
-/// One file of the `files` argument.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(untagged)]
-enum FileInput {
-    /// Its text (UTF-8).
-    Text(String),
-    /// Its bytes.
-    Bytes {
-        /// The bytes, base64 (standard alphabet, padding optional).
-        base64: String,
-    },
+/// The arguments of a `run_js` call: its own, and those its run's
+/// capabilities take (`files`), which the engine checks.
+#[derive(Debug)]
+pub(super) struct Call {
+    args: Args,
+    capabilities: serde_json::Map<String, serde_json::Value>,
 }
 
-/// The `files` argument as path and bytes; `Err` names the bad entry.
-fn input_files(files: Option<BTreeMap<String, FileInput>>) -> Result<Vec<(String, Bytes)>, String> {
-    use base64::Engine as _;
-    let mut out = Vec::new();
-    for (path, input) in files.unwrap_or_default() {
-        let bytes = match input {
-            FileInput::Text(text) => Bytes::from(text),
-            FileInput::Bytes { base64 } => {
-                let compact: String = base64.split_whitespace().collect();
-                base64::engine::general_purpose::STANDARD_NO_PAD
-                    .decode(compact.trim_end_matches('='))
-                    .map(Bytes::from)
-                    .map_err(|e| format!("files[{path:?}].base64 is not base64: {e}"))?
-            }
-        };
-        out.push((path, bytes));
+impl<'de> Deserialize<'de> for Call {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let mut all = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;
+        let capabilities = crate::engine::call_arguments()
+            .filter_map(|argument| all.remove_entry(argument.name))
+            .collect();
+        let args = Args::deserialize(serde_json::Value::Object(all)).map_err(D::Error::custom)?;
+        Ok(Self { args, capabilities })
     }
-    Ok(out)
 }
 
 /// How long before an invocation's deadline a run must end, to leave time
@@ -181,7 +162,7 @@ pub(super) fn describe(
     if let Some(deadline) = deadline {
         max_timeout = max_timeout.min(time_before(deadline, limits.default_heap_limit_mb));
     }
-    let mut input_schema = schema::input::<Args>();
+    let mut input_schema = schema::input_with::<Args>(crate::engine::call_arguments());
     schema::describe_property(
         &mut input_schema,
         "execution_timeout_secs",
@@ -254,7 +235,7 @@ anything else rejects with a TypeError naming the egress policy); ES modules fro
     let code_mode = match code_mode {
         Some(paragraph) => format!(
             "{paragraph} At most {} calls per run, each within {} ms and the run's timeout; the outcome's mcp_calls counts them. ",
-            limits.mcp.max_calls, limits.mcp.call_timeout_ms
+            limits.capabilities.mcp.max_calls, limits.capabilities.mcp.call_timeout_ms
         ),
         None => String::new(),
     };
@@ -266,11 +247,11 @@ and as much again for ArrayBuffer data; console output kept up to {} and the res
         max_timeout.as_secs(),
         limits.default_heap_limit_mb,
         limits.max_heap_limit_mb,
-        bytes(limits.max_output_bytes),
+        bytes(limits.capabilities.console.max_output_bytes),
         bytes(limits.max_result_bytes),
-        bytes(limits.file_limits.max_file_bytes),
-        bytes(limits.file_limits.max_tree_bytes),
-        limits.file_limits.max_files,
+        bytes(limits.capabilities.files.max_file_bytes),
+        bytes(limits.capabilities.files.max_tree_bytes),
+        limits.capabilities.files.max_files,
     );
     Tool {
         name: NAME,
@@ -286,7 +267,7 @@ and as much again for ArrayBuffer data; console output kept up to {} and the res
             destructive_hint: false,
             idempotent_hint: false,
             // With an allow list or upstreams, code reaches the outside world.
-            open_world_hint: limits.fetch.enabled() || limits.mcp.enabled(),
+            open_world_hint: limits.fetch.enabled() || limits.capabilities.mcp.enabled(),
         },
     }
 }
@@ -337,7 +318,8 @@ const MIN_RUN_TIME: Duration = Duration::from_millis(100);
 pub(super) const LATEST: &str = "latest";
 
 /// Checks the arguments; `Err` is the tool error the model reads.
-fn plan(toolbox: &Toolbox, context: CallContext<'_>, args: Args) -> Result<Planned, String> {
+fn plan(toolbox: &Toolbox, context: CallContext<'_>, call: Call) -> Result<Planned, String> {
+    let Call { args, capabilities } = call;
     let heap_omitted = args.heap.is_none();
     let mut latest = args.heap.as_deref() == Some(LATEST);
     let heap = match args.heap.as_deref() {
@@ -422,7 +404,7 @@ fn plan(toolbox: &Toolbox, context: CallContext<'_>, args: Args) -> Result<Plann
             timeout,
             heap_limit_mb: args.heap_memory_max_mb,
             control: context.control.cloned(),
-            files: input_files(args.files)?,
+            arguments: capabilities,
         },
         logical_session,
         latest,
@@ -530,10 +512,10 @@ async fn fresh_start_warning(
 pub(super) async fn call(
     toolbox: &Toolbox,
     context: CallContext<'_>,
-    args: Args,
+    call: Call,
     structured: bool,
 ) -> CallToolResult {
-    let mut planned = match plan(toolbox, context, args) {
+    let mut planned = match plan(toolbox, context, call) {
         Ok(planned) => planned,
         Err(message) => return CallToolResult::error(message),
     };
@@ -917,7 +899,107 @@ struct Recorded {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use serde_json::{Value, json};
+
     use super::rfc3339;
+    use crate::engine::{Engine, EngineConfig};
+    use crate::meta::RedbMetaStore;
+    use crate::protocol::mcp::CallToolParams;
+    use crate::tenant::Tenant;
+    use crate::tools::{CallContext, Toolbox};
+
+    fn toolbox(config: EngineConfig, dir: &tempfile::TempDir) -> Toolbox {
+        let db = Arc::new(redb::Database::create(dir.path().join("meta.redb")).unwrap());
+        Toolbox {
+            engine: Arc::new(Engine::new(config, None)),
+            meta: Arc::new(RedbMetaStore::new(db).unwrap()),
+            packages: None,
+            files: None,
+            mcp: None,
+            clients: Arc::default(),
+            stateless: true,
+            execution_ttl_secs: 3600,
+            continue_sessions: false,
+            answer_before_save_bytes: None,
+            saves: Arc::default(),
+        }
+    }
+
+    async fn run(toolbox: &Toolbox, arguments: Value) -> (bool, Value, String) {
+        let tenant = Tenant::anonymous();
+        let context = CallContext {
+            protocol_version: "2025-06-18",
+            tenant: &tenant,
+            logical_session: None,
+            deadline: None,
+            control: None,
+            tasks_extension: false,
+        };
+        let params = CallToolParams {
+            name: super::NAME.into(),
+            arguments: Some(serde_json::value::to_raw_value(&arguments).unwrap()),
+            task: None,
+        };
+        let result = toolbox.call(context, params).await.unwrap();
+        let text = serde_json::to_value(&result.content).unwrap()[0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        (
+            result.is_error,
+            result.structured_content.unwrap_or_default(),
+            text,
+        )
+    }
+
+    /// The test-only toy capability (engine/host/toy.rs) is registered by
+    /// one line, yet its setting comes from the engine's configuration, a
+    /// call argument overrides it, `run_js` lists that argument, and its
+    /// report shows in the tool's result.
+    #[tokio::test]
+    async fn a_capability_takes_its_setting_and_argument_and_shows_its_report_in_run_js() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = EngineConfig::default();
+        config.capabilities.toy.factor = 10.0;
+        let toolbox = toolbox(config, &dir);
+
+        let code = "await toy.double(2) + await toy.double(3)";
+        let (failed, outcome, _) = run(&toolbox, json!({ "code": code })).await;
+        assert!(!failed, "{outcome}");
+        assert_eq!(outcome["result"], "50", "the operator's factor: {outcome}");
+        assert_eq!(outcome["toy_calls"], 2, "{outcome}");
+
+        let (failed, outcome, _) = run(&toolbox, json!({ "code": code, "toy_factor": 3 })).await;
+        assert!(!failed, "{outcome}");
+        assert_eq!(outcome["result"], "15", "the call's factor: {outcome}");
+
+        let (failed, _, text) = run(&toolbox, json!({ "code": code, "toy_factor": "x" })).await;
+        assert!(failed);
+        assert!(text.contains("toy_factor"), "{text}");
+        let (failed, _, text) = run(&toolbox, json!({ "code": code, "no_such": 1 })).await;
+        assert!(failed);
+        assert!(text.contains("no_such"), "{text}");
+
+        let tenant = Tenant::anonymous();
+        let listed = toolbox
+            .list(CallContext {
+                protocol_version: "2025-06-18",
+                tenant: &tenant,
+                logical_session: None,
+                deadline: None,
+                control: None,
+                tasks_extension: false,
+            })
+            .await;
+        let schema = &listed.tools[0].input_schema;
+        assert_eq!(
+            schema["properties"]["toy_factor"]["type"], "number",
+            "{schema}"
+        );
+        assert_eq!(schema["properties"]["files"]["type"], "object", "{schema}");
+    }
 
     #[test]
     fn timestamps_have_three_fractional_digits_and_sort_as_strings() {

@@ -18,6 +18,28 @@ pub(super) fn input<T: JsonSchema>() -> Value {
     schema
 }
 
+/// The schema of the arguments `T` deserializes from, with `extra`'s
+/// (arguments others take from the same call) beside them.
+pub(super) fn input_with<T: JsonSchema>(
+    extra: impl Iterator<Item = crate::engine::CallArgument>,
+) -> Value {
+    let mut generator = tidy(SchemaSettings::draft2020_12().for_deserialize()).into_generator();
+    let extra: Vec<(&str, Value)> = extra
+        .map(|argument| (argument.name, (argument.schema)(&mut generator).to_value()))
+        .collect();
+    let mut schema = generator.into_root_schema_for::<T>().to_value();
+    if let Some(properties) = schema["properties"].as_object_mut() {
+        properties.extend(
+            extra
+                .into_iter()
+                .map(|(name, value)| (name.to_owned(), value)),
+        );
+    }
+    let mut schema = strip_root(schema);
+    omit_nulls(&mut schema);
+    schema
+}
+
 /// The schema of the result `T` serializes to.
 pub(super) fn output<T: JsonSchema>() -> Value {
     let generator = tidy(SchemaSettings::draft2020_12().for_serialize()).into_generator();

@@ -560,6 +560,7 @@ async fn fields_too_large_for_an_item_go_to_s3_and_come_back_whole() {
             duration_ms: 1,
             fetches: None,
             mcp_calls: None,
+            reports: Default::default(),
         },
         "a",
         "b",

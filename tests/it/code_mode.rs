@@ -11,7 +11,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcp_v8_lambda::engine::{Engine, EngineConfig, RunControl, RunOutcome, RunRequest, RunStatus};
+use mcp_v8_lambda::engine::{
+    CapabilitySettings, Engine, EngineConfig, RunControl, RunOutcome, RunRequest, RunStatus,
+};
 use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore};
 use mcp_v8_lambda::tenant::Tenant;
 use mcp_v8_lambda::upstream::{McpCount, UpstreamConfig};
@@ -133,7 +135,10 @@ fn upstream_config(upstreams: &[(&str, &Upstream)]) -> UpstreamConfig {
 fn engine(mcp: UpstreamConfig, heaps: Option<Arc<dyn HeapStore>>) -> Engine {
     Engine::new(
         EngineConfig {
-            mcp,
+            capabilities: CapabilitySettings {
+                mcp,
+                ..Default::default()
+            },
             ..EngineConfig::default()
         },
         heaps,
@@ -483,7 +488,10 @@ async fn credentials_stay_on_the_host_and_mcp_works_in_restored_heaps() {
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mcp-v8-lambda"), &program).unwrap();
     let pooled = Engine::new(
         EngineConfig {
-            mcp: upstream_config(&[("modern", &modern)]),
+            capabilities: CapabilitySettings {
+                mcp: upstream_config(&[("modern", &modern)]),
+                ..Default::default()
+            },
             engine_workers: 1,
             worker_program: Some(program),
             ..EngineConfig::default()
@@ -625,7 +633,10 @@ async fn upstream_urls_follow_the_egress_rules_and_open_nothing_to_fetch() {
     config.servers.insert("named".into(), named);
     let engine = Engine::new(
         EngineConfig {
-            mcp: config,
+            capabilities: CapabilitySettings {
+                mcp: config,
+                ..Default::default()
+            },
             fetch: mcp_v8_lambda::egress::FetchConfig {
                 allow: vec!["https://api.example.com".into()],
                 ..mcp_v8_lambda::egress::FetchConfig::off()

@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_v8_lambda::engine::{
-    Engine, EngineConfig, EngineError, Language, RunOutcome, RunRequest, RunStatus,
-    snapshot_checksum_calls,
+    CapabilitySettings, ConsoleSettings, Engine, EngineConfig, EngineError, Language, RunOutcome,
+    RunRequest, RunStatus, snapshot_checksum_calls,
 };
 use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore};
 use mcp_v8_lambda::tenant::Tenant;
@@ -244,7 +244,12 @@ async fn console_renders_values_readably() {
 async fn output_is_capped_with_a_visible_marker() {
     let dir = tempfile::tempdir().unwrap();
     let config = EngineConfig {
-        max_output_bytes: 1000,
+        capabilities: CapabilitySettings {
+            console: ConsoleSettings {
+                max_output_bytes: 1000,
+            },
+            ..Default::default()
+        },
         ..Default::default()
     };
     let engine = Engine::new(
@@ -881,7 +886,12 @@ async fn a_heap_stored_with_read_only_promotion_still_restores() {
 async fn the_output_marker_is_the_one_docs_tools_md_shows() {
     let engine = Engine::new(
         EngineConfig {
-            max_output_bytes: 1000,
+            capabilities: CapabilitySettings {
+                console: ConsoleSettings {
+                    max_output_bytes: 1000,
+                },
+                ..Default::default()
+            },
             ..EngineConfig::default()
         },
         None,

@@ -9,10 +9,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use mcp_v8_lambda::backends::content::ContentKey;
-use mcp_v8_lambda::engine::{Engine, EngineConfig, FileLimits, RunOutcome, RunRequest, RunStatus};
+use mcp_v8_lambda::engine::{
+    CapabilitySettings, Engine, EngineConfig, FileLimits, RunOutcome, RunRequest, RunStatus,
+};
 use mcp_v8_lambda::files::{DirFileStore, FileStore, FileStoreError};
 use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore};
 use mcp_v8_lambda::tenant::Tenant;
+use serde_json::{Value, json};
 
 use crate::common::engine::{error_text, run_code, worker_program};
 
@@ -265,10 +268,13 @@ async fn files_are_capped_with_errors_naming_the_setting() {
         &stores,
         false,
         EngineConfig {
-            file_limits: FileLimits {
-                max_file_bytes: 1024,
-                max_tree_bytes: 2048,
-                max_files: 3,
+            capabilities: CapabilitySettings {
+                files: FileLimits {
+                    max_file_bytes: 1024,
+                    max_tree_bytes: 2048,
+                    max_files: 3,
+                },
+                ..Default::default()
             },
             ..EngineConfig::default()
         },
@@ -363,10 +369,10 @@ async fn the_calls_files_are_in_work_before_the_code_runs() {
             .run(RunRequest {
                 code: code.into(),
                 stateful: engine.heaps().is_some(),
-                files: vec![
-                    ("in/data.csv".into(), Bytes::from_static(b"a,b\n1,2\n")),
-                    ("/work/img.bin".into(), Bytes::from_static(&[0, 1, 255])),
-                ],
+                arguments: files_argument(json!({
+                    "in/data.csv": "a,b\n1,2\n",
+                    "/work/img.bin": { "base64": "AAH/" },
+                })),
                 ..Default::default()
             })
             .await
@@ -392,7 +398,7 @@ async fn the_calls_files_are_in_work_before_the_code_runs() {
             .run(RunRequest {
                 code: "globalThis.ran = true".into(),
                 stateful: engine.heaps().is_some(),
-                files: vec![("../etc/passwd".into(), Bytes::from_static(b"x"))],
+                arguments: files_argument(json!({ "../etc/passwd": "x" })),
                 ..Default::default()
             })
             .await
@@ -444,4 +450,9 @@ async fn run_js_takes_files_and_describes_work() {
     assert_eq!(result["isError"], true, "{result:#}");
     let text = result["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("x.bin") && text.contains("base64"), "{text}");
+}
+
+/// The `files` argument of a run, as a call gives it.
+fn files_argument(files: Value) -> serde_json::Map<String, Value> {
+    serde_json::Map::from_iter([("files".to_owned(), files)])
 }

@@ -86,6 +86,7 @@ mod execution_records {
                 duration_ms: 0,
                 fetches: None,
                 mcp_calls: None,
+                reports: Default::default(),
             },
             "2026-11-22T12:00:00Z",
             "2026-11-22T12:00:00Z",

@@ -6,7 +6,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_v8_lambda::engine::{Engine, EngineConfig, Language, RunOutcome, RunRequest, RunStatus};
+use mcp_v8_lambda::engine::{
+    CapabilitySettings, Engine, EngineConfig, Language, ModuleSettings, RunOutcome, RunRequest,
+    RunStatus,
+};
 use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore};
 use mcp_v8_lambda::packages::{
     self, DirPackageStore, InstallOptions, PackageStore, PackageStoreError, Packages,
@@ -459,7 +462,12 @@ async fn a_runs_module_graph_is_capped() {
     let installed = install().await;
     let engine = Engine::new(
         EngineConfig {
-            max_module_bytes: 100 * 1024,
+            capabilities: CapabilitySettings {
+                modules: ModuleSettings {
+                    max_module_bytes: 100 * 1024,
+                },
+                ..Default::default()
+            },
             ..EngineConfig::default()
         },
         None,

@@ -11,6 +11,7 @@ use crate::engine::capability::{Capability, RunScope};
 use crate::engine::layer::bytes::bytes_of;
 use crate::engine::layer::registry::Family;
 use crate::engine::layer::registry::{Natives, throw_error_with_code};
+use crate::engine::outcome::RunReport;
 
 pub(crate) fn natives() -> Natives {
     vec![("show", show.map_fn_to())]
@@ -58,10 +59,15 @@ impl Capability for Displays {
         natives,
         globals: &["display"],
     });
+    type Settings = ();
     type Ask = ();
     /// The run's blocks, in call order; those whose bytes a file of the
     /// output heap's `/work` holds link to it.
     type Report = Vec<Displayed>;
+
+    fn show(shown_blocks: &mut Vec<Displayed>, shown: &mut RunReport) {
+        shown.displays = std::mem::take(shown_blocks);
+    }
 
     fn begin(isolate: &mut v8::Isolate, _: &(), _: &RunScope<'_>) {
         isolate.set_slot(Self::default());

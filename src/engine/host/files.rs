@@ -3,7 +3,7 @@
 //! until the run ends (then stored by the engine before the heap), older
 //! ones read from the store when a run opens them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use ::bytes::Bytes;
@@ -13,7 +13,7 @@ use v8::MapFnTo;
 use super::services::{FileRead, FileSource};
 use super::work::{HostWork, Interrupted};
 use crate::backends::content::ContentKey;
-use crate::engine::capability::{Capability, RunScope};
+use crate::engine::capability::{Argument, Call, Capability, RunScope};
 use crate::engine::layer::bytes::{bytes_of, string, uint8_array};
 use crate::engine::layer::registry::{Family, Loader, registry_key};
 use crate::engine::layer::registry::{Natives, throw_error_with_code, throw_type_error};
@@ -81,6 +81,46 @@ impl Drop for FilesRun {
     }
 }
 
+/// The `files` argument of `run_js`: text or base64 bytes by path.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[schemars(
+    description = "Files to write under /work before the code runs, by path (relative to /work, or absolute under it): text as a string, bytes as {\"base64\": \"...\"}. A stateful run keeps them with its heap."
+)]
+struct FilesArgument(BTreeMap<String, FileInput>);
+
+/// One file of the `files` argument.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+enum FileInput {
+    /// Its text (UTF-8).
+    Text(String),
+    /// Its bytes.
+    Bytes {
+        /// The bytes, base64 (standard alphabet, padding optional).
+        base64: String,
+    },
+}
+
+/// The `files` argument as path and bytes; `Err` names the bad entry.
+fn input_files(files: FilesArgument) -> Result<Vec<(String, Section)>, String> {
+    use base64::Engine as _;
+    let mut out = Vec::with_capacity(files.0.len());
+    for (path, input) in files.0 {
+        let bytes = match input {
+            FileInput::Text(text) => Bytes::from(text),
+            FileInput::Bytes { base64 } => {
+                let compact: String = base64.split_whitespace().collect();
+                base64::engine::general_purpose::STANDARD_NO_PAD
+                    .decode(compact.trim_end_matches('='))
+                    .map(Bytes::from)
+                    .map_err(|e| format!("files[{path:?}].base64 is not base64: {e}"))?
+            }
+        };
+        out.push((path, Section(bytes)));
+    }
+    Ok(out)
+}
+
 impl Capability for FilesRun {
     const FAMILY: Option<&'static Family> = Some(&Family {
         name: "fs",
@@ -88,10 +128,26 @@ impl Capability for FilesRun {
         natives,
         globals: &[],
     });
+    const ARGUMENT: Option<Argument> = Some(Argument {
+        name: "files",
+        schema: |generator| generator.subschema_for::<FilesArgument>(),
+    });
+    type Settings = FileLimits;
     type Ask = FilesAsk;
     /// Bytes of the files a completed stateful run wrote and left in
     /// `/work`, by key: stored before its heap.
     type Report = Vec<(ContentKey, Section)>;
+
+    fn ask(limits: &FileLimits, call: &mut Call<'_>) -> Result<FilesAsk, String> {
+        let inputs = match call.take::<FilesArgument>("files")? {
+            Some(files) => input_files(files)?,
+            None => Vec::new(),
+        };
+        Ok(FilesAsk {
+            limits: *limits,
+            inputs,
+        })
+    }
 
     fn begin(isolate: &mut v8::Isolate, ask: &FilesAsk, run: &RunScope<'_>) {
         isolate.remove_slot::<KeptFiles>();

@@ -12,10 +12,11 @@ use serde_json::{Value, json};
 use v8::MapFnTo;
 
 use super::work::{HostWork, WorkSink};
-use crate::engine::capability::{Capability, RunScope};
+use crate::engine::capability::{Call, Capability, RunScope};
 use crate::engine::layer::bytes::{string, string_array};
 use crate::engine::layer::registry::Family;
 use crate::engine::layer::registry::Natives;
+use crate::engine::outcome::RunReport;
 use crate::upstream::{CallError, McpCount, UpstreamConfig, Upstreams};
 
 pub(crate) fn natives() -> Natives {
@@ -51,10 +52,20 @@ impl Capability for McpRun {
         natives,
         globals: &["mcp"],
     });
+    /// The upstream MCP servers `mcp` calls (none by default).
+    type Settings = UpstreamConfig;
     /// The upstream MCP servers `mcp` calls; `None`: none.
     type Ask = Option<Arc<UpstreamConfig>>;
     /// What the run called upstream, when it called anything.
     type Report = Option<McpCount>;
+
+    fn ask(settings: &UpstreamConfig, _: &mut Call<'_>) -> Result<Self::Ask, String> {
+        Ok(settings.enabled().then(|| Arc::new(settings.clone())))
+    }
+
+    fn show(report: &mut Option<McpCount>, shown: &mut RunReport) {
+        shown.outcome.mcp_calls = report.take();
+    }
 
     fn begin(isolate: &mut v8::Isolate, ask: &Self::Ask, run: &RunScope<'_>) {
         let Some(config) = ask.as_deref().filter(|c| c.enabled()) else {

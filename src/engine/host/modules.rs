@@ -13,7 +13,7 @@ use v8::MapFnTo;
 use super::services::HostServices;
 use super::work::{HostWork, Interrupted};
 use crate::egress::FetchConfig;
-use crate::engine::capability::{Capability, RunScope};
+use crate::engine::capability::{Call, Capability, RunScope};
 use crate::engine::layer::registry::Family;
 use crate::engine::layer::registry::{Natives, throw_error_with_code, throw_type_error};
 use crate::packages::{Bundle, Fetching, PackageView, Stopped, UrlFetch, is_url};
@@ -25,6 +25,22 @@ pub(crate) fn natives() -> Natives {
         ("compile", compile.map_fn_to()),
         ("nodeModules", node_modules.map_fn_to()),
     ]
+}
+
+/// The operator's settings of modules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModuleSettings {
+    /// Most module source one run may load (its module graph), in bytes
+    /// (`MCP_V8_MAX_RUN_MODULES_MB`).
+    pub max_module_bytes: usize,
+}
+
+impl Default for ModuleSettings {
+    fn default() -> Self {
+        Self {
+            max_module_bytes: ModulesAsk::default().max_module_bytes,
+        }
+    }
 }
 
 /// What a run may load.
@@ -68,12 +84,20 @@ impl Capability for ModuleRun {
         // become (engine/repl.rs).
         globals: &["require", "$__mcpv8_import"],
     });
+    type Settings = ModuleSettings;
     type Ask = ModulesAsk;
     type Report = ();
 
+    fn ask(settings: &ModuleSettings, call: &mut Call<'_>) -> Result<ModulesAsk, String> {
+        Ok(ModulesAsk {
+            packages: call.packages.cloned(),
+            max_module_bytes: settings.max_module_bytes,
+        })
+    }
+
     fn begin(isolate: &mut v8::Isolate, ask: &ModulesAsk, run: &RunScope<'_>) {
         let fetch = run
-            .fetch
+            .egress
             .filter(|config| config.enabled())
             .map(|config| (config.clone(), run.host.clone()));
         isolate.set_slot(Self {

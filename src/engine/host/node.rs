@@ -18,6 +18,7 @@ impl Capability for NodeLib {
         natives,
         globals: &["Buffer"],
     });
+    type Settings = ();
     type Ask = ();
     type Report = ();
 

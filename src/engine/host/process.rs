@@ -9,13 +9,13 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use v8::MapFnTo;
 
-use crate::engine::capability::{Capability, RunScope};
+use crate::engine::capability::{Call, Capability, RunScope};
 use crate::engine::layer::bytes::{string, string_array};
 use crate::engine::layer::registry::{Family, Natives};
 
-/// What a run asks of `process`.
+/// What a run asks of `process`: the operator's settings of it.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub(crate) struct ProcessAsk {
+pub struct ProcessSettings {
     /// `process.env` as the operator set it.
     pub env: Arc<BTreeMap<String, String>>,
 }
@@ -32,10 +32,15 @@ impl Capability for ProcessRun {
         natives,
         globals: &["process", "global"],
     });
-    type Ask = ProcessAsk;
+    type Settings = ProcessSettings;
+    type Ask = ProcessSettings;
     type Report = ();
 
-    fn begin(isolate: &mut v8::Isolate, ask: &ProcessAsk, _: &RunScope<'_>) {
+    fn ask(settings: &ProcessSettings, _: &mut Call<'_>) -> Result<ProcessSettings, String> {
+        Ok(settings.clone())
+    }
+
+    fn begin(isolate: &mut v8::Isolate, ask: &ProcessSettings, _: &RunScope<'_>) {
         isolate.set_slot(Self {
             env: ask.env.clone(),
         });

@@ -1,8 +1,9 @@
 //! A capability that exists only in the library's tests: a global with a
-//! host call and a section of the report, registered by one line in
+//! host call, a setting (the operator's, which a call argument overrides)
+//! and a report that shows in the run's outcome, registered by one line in
 //! `capabilities!`. It shows, and keeps showing, that a capability needs
 //! nothing outside its own files: its family, its natives, its state, its
-//! part of the request and of the report.
+//! settings, its argument, its part of the request and of the report.
 
 use std::collections::HashMap;
 
@@ -10,9 +11,10 @@ use serde::{Deserialize, Serialize};
 use v8::MapFnTo;
 
 use super::work::WorkSink;
-use crate::engine::capability::{Capability, RunScope};
+use crate::engine::capability::{Argument, Call, Capability, RunScope};
 use crate::engine::layer::registry::Family;
 use crate::engine::layer::registry::{Natives, throw_type_error};
+use crate::engine::outcome::RunReport;
 
 /// The run's toy state (an isolate slot).
 pub(crate) struct Toy {
@@ -44,9 +46,32 @@ impl Capability for Toy {
         natives,
         globals: &["toy"],
     });
+    const ARGUMENT: Option<Argument> = Some(Argument {
+        name: "toy_factor",
+        schema: |generator| generator.subschema_for::<f64>(),
+    });
+    /// The operator's factor, when the call names none.
+    type Settings = ToyAsk;
     type Ask = ToyAsk;
     /// Calls the run made.
     type Report = u32;
+
+    fn ask(settings: &ToyAsk, call: &mut Call<'_>) -> Result<ToyAsk, String> {
+        match call.take::<f64>("toy_factor")? {
+            Some(factor) if factor.is_finite() => Ok(ToyAsk { factor }),
+            Some(_) => Err("toy_factor must be a finite number".into()),
+            None => Ok(*settings),
+        }
+    }
+
+    fn show(calls: &mut u32, shown: &mut RunReport) {
+        if *calls > 0 {
+            shown
+                .outcome
+                .reports
+                .insert("toy_calls".into(), (*calls).into());
+        }
+    }
 
     fn begin(isolate: &mut v8::Isolate, ask: &ToyAsk, run: &RunScope<'_>) {
         isolate.set_slot(Self {

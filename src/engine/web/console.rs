@@ -9,10 +9,11 @@ use serde::{Deserialize, Serialize};
 use v8::MapFnTo;
 
 use super::inspect::inspect;
-use crate::engine::capability::{Capability, RunScope};
+use crate::engine::capability::{Call, Capability, RunScope};
 use crate::engine::control::RunControl;
 use crate::engine::layer::bytes::string;
 use crate::engine::layer::registry::{Natives, define};
+use crate::engine::outcome::RunReport;
 use crate::engine::positions::Positions;
 
 /// The console of one run, kept in an isolate slot.
@@ -24,14 +25,14 @@ pub(crate) struct Console {
     control: Option<Arc<RunControl>>,
 }
 
-/// What a run asks of its console.
+/// What a run asks of its console: the operator's settings of it.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-pub(crate) struct ConsoleAsk {
+pub struct ConsoleSettings {
     /// Output kept, in bytes (both ends past it).
     pub max_output_bytes: usize,
 }
 
-impl Default for ConsoleAsk {
+impl Default for ConsoleSettings {
     fn default() -> Self {
         Self {
             max_output_bytes: 1024 * 1024,
@@ -40,11 +41,20 @@ impl Default for ConsoleAsk {
 }
 
 impl Capability for Console {
-    type Ask = ConsoleAsk;
+    type Settings = ConsoleSettings;
+    type Ask = ConsoleSettings;
     /// What the run printed.
     type Report = String;
 
-    fn begin(isolate: &mut v8::Isolate, ask: &ConsoleAsk, run: &RunScope<'_>) {
+    fn ask(settings: &ConsoleSettings, _: &mut Call<'_>) -> Result<ConsoleSettings, String> {
+        Ok(*settings)
+    }
+
+    fn show(output: &mut String, shown: &mut RunReport) {
+        shown.outcome.output = std::mem::take(output);
+    }
+
+    fn begin(isolate: &mut v8::Isolate, ask: &ConsoleSettings, run: &RunScope<'_>) {
         isolate.set_slot(Console {
             output: Output::new(ask.max_output_bytes),
             group_depth: 0,

@@ -8,11 +8,12 @@ use std::sync::Arc;
 
 use v8::MapFnTo;
 
-use crate::egress::{Completion, Egress, FetchConfig, FetchCount, RedirectMode, RequestParts};
+use crate::egress::{Completion, Egress, FetchCount, RedirectMode, RequestParts};
 use crate::engine::capability::{Capability, RunScope};
 use crate::engine::layer::bytes::{bytes_of, flat_pairs, string, uint8_array};
 use crate::engine::layer::registry::Natives;
 use crate::engine::layer::registry::throw_type_error;
+use crate::engine::outcome::RunReport;
 
 pub(crate) fn natives() -> Natives {
     vec![("start", start.map_fn_to()), ("abort", abort.map_fn_to())]
@@ -88,13 +89,27 @@ impl FetchRun {
 }
 
 impl Capability for FetchRun {
-    /// What `fetch` may reach; `None` (or an empty allow list): nothing.
-    type Ask = Option<Arc<FetchConfig>>;
+    // What `fetch` may reach is the run's egress policy, which modules by
+    // URL share: the engine's, not this capability's.
+    type Settings = ();
+    type Ask = ();
     type Report = FetchReport;
 
-    fn begin(isolate: &mut v8::Isolate, ask: &Self::Ask, run: &RunScope<'_>) {
+    fn show(report: &mut FetchReport, shown: &mut RunReport) {
+        let outcome = &mut shown.outcome;
+        outcome.fetches = report.count;
+        outcome.warnings.append(&mut report.refused);
+        if report.more_refused > 0 {
+            outcome.warnings.push(format!(
+                "{} more fetches were refused by the egress policy",
+                report.more_refused
+            ));
+        }
+    }
+
+    fn begin(isolate: &mut v8::Isolate, _: &(), run: &RunScope<'_>) {
         // Off, the slot still notes what the run tried to fetch.
-        let egress = match ask.as_deref().filter(|c| c.enabled()) {
+        let egress = match run.egress.map(Arc::as_ref).filter(|c| c.enabled()) {
             None => Err(OFF.to_owned()),
             Some(config) => {
                 let host = run.host;

@@ -85,6 +85,7 @@ pub(crate) struct RunStart {
 }
 
 impl Capability for RunStart {
+    type Settings = ();
     type Ask = ();
     type Report = ();
 

@@ -1,0 +1,223 @@
+//! Planning a run: the request checked against the engine's limits, the
+//! capabilities' asks from their settings and the call, the heap it starts
+//! from (kept ready, stored, or the prelude's), and the job that runs it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::capability::Call;
+use super::outcome::{EngineError, RunError, RunReport, RunStatus};
+use super::{Engine, MIB, Planned, RunRequest, Setup, capabilities, contract, finish, section};
+use super::{restore_needs_mb, typescript};
+use crate::packages::PackageView;
+
+/// The smallest heap limit a run may ask for, in MiB.
+const MIN_HEAP_LIMIT_MB: usize = 8;
+
+impl Engine {
+    /// Checks and prepares `request` up to the job that runs it, or the
+    /// report of a run that ended before it started.
+    pub(super) async fn setup(&self, mut request: RunRequest) -> Result<Setup, EngineError> {
+        let started = Instant::now();
+        let mut limits = self.check(&request)?;
+        let packages = match &self.packages {
+            Some(packages) => Some(packages.view().await),
+            None => None,
+        };
+        // The capabilities' arguments are checked before a heap is read.
+        let call = Call {
+            arguments: std::mem::take(&mut request.arguments),
+            packages: packages.as_ref(),
+        };
+        let asks =
+            capabilities::asks(&self.config.capabilities, call).map_err(EngineError::Argument)?;
+        let mut report = RunReport::new(&request.code, request.heap.clone());
+        let finish = |report: RunReport| Ok(Setup::Done(Box::new(finish(report, started))));
+
+        let mut prepared = match typescript::prepare(&request.code, request.language) {
+            Ok(prepared) => prepared,
+            Err(syntax) => {
+                report.outcome.error = Some(RunError {
+                    name: "SyntaxError".into(),
+                    stack: Some(format!(
+                        "SyntaxError: {syntax}\n    at run_js.ts:{}:{}",
+                        syntax.line, syntax.column
+                    )),
+                    message: syntax.to_string(),
+                });
+                return finish(report);
+            }
+        };
+        report.executed_code = prepared.js.clone();
+        report.outcome.warnings.append(&mut prepared.warnings);
+
+        // A heap an engine worker keeps ready is neither read nor restored.
+        let claim = match &request.heap {
+            Some(key) if self.heaps.is_some() => self.claim(&request.tenant, key, &limits),
+            _ => None,
+        };
+        if let Some(claim) = &claim {
+            limits.heap_limit_mb = claim.heap_limit_bytes() / MIB;
+            tracing::debug!(
+                heap_limit_mb = limits.heap_limit_mb,
+                "the heap is ready in an engine worker"
+            );
+        }
+        let restore = match (&request.heap, &self.heaps, &claim) {
+            (_, _, Some(_)) => None,
+            (Some(key), Some(heaps), None) => match self
+                .load(heaps.as_ref(), &request.tenant, key, &mut limits)
+                .await
+            {
+                Ok(Some(payload)) => Some(payload),
+                Ok(None) => {
+                    report.outcome.warnings.push(format!(
+                        "heap {key} was not found in storage; the run started from a fresh isolate"
+                    ));
+                    None
+                }
+                Err((status, error)) => {
+                    report.outcome.status = status;
+                    report.outcome.error = Some(error);
+                    return finish(report);
+                }
+            },
+            _ => None,
+        };
+
+        let from_prelude = restore.is_none() && claim.is_none() && self.prelude.is_some();
+        let restore = match (restore, &self.prelude) {
+            (None, Some(prelude)) if from_prelude => {
+                match self.base(prelude, packages.clone()).await {
+                    Ok(base) if restore_needs_mb(base.len()) > limits.heap_limit_mb => {
+                        report.outcome.status = RunStatus::OutOfMemory;
+                        report.outcome.error = Some(RunError::new(
+                            "OutOfMemoryError",
+                            format!(
+                                "the prelude's heap needs about {} MiB, over this run's {} MiB heap limit; ask for a larger heap_memory_max_mb",
+                                restore_needs_mb(base.len()),
+                                limits.heap_limit_mb
+                            ),
+                        ));
+                        return finish(report);
+                    }
+                    Ok(base) => Some(base),
+                    Err(why) => {
+                        report.outcome.warnings.push(format!(
+                            "the operator's prelude failed, so this run started without it: {why}"
+                        ));
+                        None
+                    }
+                }
+            }
+            (restore, _) => restore,
+        };
+        let keeps_ready = self.workers.as_ref().is_some_and(|w| w.keeps_ready());
+        let job = contract::Job {
+            plain_restore: from_prelude && restore.is_some(),
+            restore: restore.map(section::Section),
+            from_ready: claim.is_some(),
+            // Kept ready with the limit this call asked for, if it named
+            // one: agents that name a limit name it on every call.
+            keep_ready: (request.stateful && keeps_ready).then(|| contract::ReadyLimits {
+                asked_mb: limits.asked.then_some(limits.heap_limit_mb),
+                ..self.ready_limits()
+            }),
+            stateful: request.stateful,
+            timeout: limits.timeout,
+            heap_limit_bytes: limits.heap_limit_mb * MIB,
+            control: request.control.clone(),
+            ..self.job(std::mem::take(&mut prepared.js), asks)
+        };
+        Ok(Setup::Planned(Box::new(Planned {
+            job,
+            report,
+            positions: prepared.positions.take(),
+            tenant: request.tenant,
+            control: request.control,
+            claim,
+            started,
+        })))
+    }
+
+    /// A job running `code` fresh, statelessly, with this engine's
+    /// defaults and `asks`.
+    pub(super) fn job(&self, code: String, asks: capabilities::Asks) -> contract::Job {
+        contract::Job {
+            task: contract::Task::Run { code },
+            restore: None,
+            plain_restore: false,
+            from_ready: false,
+            keep_ready: None,
+            answer_first: false,
+            stateful: false,
+            timeout: self.config.default_timeout,
+            heap_limit_bytes: self.config.default_heap_limit_mb * MIB,
+            max_result_bytes: self.config.max_result_bytes,
+            code_handling: self.config.code_handling,
+            control: None,
+            egress: self.fetch.clone(),
+            asks,
+        }
+    }
+
+    /// The capabilities' asks of a run the engine starts itself (no call's
+    /// arguments), with `packages`.
+    pub(super) fn own_asks(
+        &self,
+        packages: Option<&Arc<PackageView>>,
+    ) -> Result<capabilities::Asks, String> {
+        capabilities::asks(
+            &self.config.capabilities,
+            Call {
+                arguments: serde_json::Map::new(),
+                packages,
+            },
+        )
+    }
+
+    pub(super) fn check(&self, request: &RunRequest) -> Result<Limits, EngineError> {
+        let config = &self.config;
+        if request.code.len() > config.max_code_bytes {
+            return Err(EngineError::CodeTooLarge {
+                len: request.code.len(),
+                max: config.max_code_bytes,
+            });
+        }
+        let timeout = request.timeout.unwrap_or(config.default_timeout);
+        if timeout.is_zero() || timeout > config.max_timeout {
+            return Err(EngineError::TimeoutOutOfRange {
+                max_secs: config.max_timeout.as_secs(),
+            });
+        }
+        let heap_limit_mb = request
+            .heap_limit_mb
+            .unwrap_or(config.default_heap_limit_mb);
+        if !(MIN_HEAP_LIMIT_MB..=config.max_heap_limit_mb).contains(&heap_limit_mb) {
+            return Err(EngineError::HeapLimitOutOfRange {
+                asked: heap_limit_mb,
+                max_mb: config.max_heap_limit_mb,
+            });
+        }
+        if !request.stateful && request.heap.is_some() {
+            return Err(EngineError::HeapInStatelessRun);
+        }
+        if request.stateful && self.heaps.is_none() {
+            return Err(EngineError::NoHeapStore);
+        }
+        Ok(Limits {
+            timeout,
+            heap_limit_mb,
+            asked: request.heap_limit_mb.is_some(),
+        })
+    }
+}
+
+/// A run's time and heap limits.
+pub(super) struct Limits {
+    pub timeout: Duration,
+    pub heap_limit_mb: usize,
+    /// The caller gave the heap limit (`heap_memory_max_mb`), so a heap
+    /// that needs more is refused rather than given more.
+    pub asked: bool,
+}
