@@ -7,9 +7,11 @@ use serde::{Deserialize, Serialize};
 
 use super::capability::{Argument, Call, Capability, RunScope};
 use super::layer::registry::{Family, Loader};
+use super::layer::registry::{FirstGlobals, Table};
 use super::outcome::RunError;
 use super::outcome::RunReport;
 use super::positions::Positions;
+use super::web::{console, guard, timers};
 
 /// Registers the capabilities: the run's [`Asks`] and [`Reports`] get a
 /// field of each, the layer gets the family of each that has one, and the
@@ -121,26 +123,203 @@ pub(crate) fn arguments() -> impl Iterator<Item = Argument> {
     ARGUMENTS.iter().filter_map(|argument| *argument)
 }
 
-/// The families capabilities declare, in registration order.
-pub(super) fn families() -> impl Iterator<Item = &'static Family> {
-    FAMILIES.iter().filter_map(|family| *family)
-}
+/// The layer's table: the first release's globals, every family in
+/// registration order, `console`'s lazy methods and the built-ins the guard
+/// wraps. Handed to the layer with each isolate (`layer::arm`).
+pub(super) static LAYER: Table = Table {
+    first: &[
+        FirstGlobals {
+            name: "console",
+            natives: console::globals,
+            install: console::install,
+        },
+        FirstGlobals {
+            name: "timers",
+            natives: timers::globals,
+            install: timers::install,
+        },
+    ],
+    families: FAMILIES,
+    console: ("console", console::METHODS),
+    guarded: guard::GUARDED,
+};
 
-// One line per capability. Those with a family of their own come last, in
-// the order their families joined the layer (stored heaps find natives by
-// index): a new one is appended.
+// One line per capability and per family of the JavaScript layer, which
+// registers both the same way. A line's family takes the next entries of
+// the table of natives, which stored heaps index: a new line goes at the
+// end (the pinned order is `tests::the_reference_table_only_grows_at_the_end`).
+// Capabilities run their steps in this order too; `files` ends before
+// `display`, which links to the files it kept.
 capabilities! {
-    console: super::web::console::Console,
     timers: super::web::Timers,
+    events: super::web::timers::Events,
+    encoding: super::web::encoding::Encoding,
+    url: super::web::url::WebUrl,
+    clone: super::web::clone::StructuredClone,
+    crypto: super::web::crypto::WebCrypto,
     clock: super::web::performance::RunStart,
-    guard: super::web::guard::Unsnapshottable,
+    blob: super::web::Blob,
+    http: super::web::Http,
+    console: super::web::console::Console,
     fetch: super::web::FetchRun,
-    modules: super::host::modules::ModuleRun,
+    guard: super::web::guard::Unsnapshottable,
+    intl: super::web::guard::Intl,
+    modules: super::node::modules::ModuleRun,
     files: super::host::files::FilesRun,
     display: super::host::display::Displays,
     mcp: super::host::mcp::McpRun,
-    process: super::host::process::ProcessRun,
-    node: super::host::node::NodeLib,
+    process: super::node::process::ProcessRun,
+    node: super::node::builtins::NodeLib,
     #[cfg(test)]
     toy: super::host::toy::Toy,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Stored heaps find their natives by index: a native added anywhere
+    /// but at the end, or one removed, would point old heaps' functions at
+    /// the wrong code. Extend this list at its end only.
+    #[test]
+    fn the_reference_table_only_grows_at_the_end() {
+        let registry = crate::engine::layer::registry(&LAYER);
+        let pinned = [
+            "console.log",
+            "console.info",
+            "console.warn",
+            "console.error",
+            "console.debug",
+            "timers.setTimeout",
+            "timers.setInterval",
+            "timers.clearTimeout",
+            "timers.queueMicrotask",
+            "web.lazyValue",
+            "web.load",
+            "events.setTimeout",
+            "events.clearTimeout",
+            "encoding.encode",
+            "encoding.encodeInto",
+            "encoding.label",
+            "encoding.decode",
+            "encoding.atob",
+            "encoding.btoa",
+            "url.parse",
+            "url.set",
+            "url.formParse",
+            "url.formSerialize",
+            "clone.clone",
+            "crypto.randomFill",
+            "crypto.randomUUID",
+            "crypto.digest",
+            "crypto.hmacSign",
+            "crypto.hmacVerify",
+            "host.now",
+            "host.timeOrigin",
+            "host.version",
+            "host.report",
+            "console.print",
+            "console.indent",
+            "console.inspect",
+            "console.now",
+            "fetch.start",
+            "fetch.abort",
+            "guard.reserve",
+            "guard.track",
+            "intl.track",
+            "modules.resolve",
+            "modules.compile",
+            "modules.nodeModules",
+            "fs.put",
+            "fs.get",
+            "fs.limits",
+            "display.show",
+            "mcp.servers",
+            "mcp.start",
+            "process.env",
+            "process.envKeys",
+            "process.v8Version",
+            "process.memoryUsage",
+        ];
+        // The test-only capability's family comes after every real one.
+        let pinned: Vec<&str> = pinned.into_iter().chain(["toy.double"]).collect();
+        assert_eq!(registry.names(), pinned);
+        assert_eq!(
+            crate::engine::layer::external_references(&LAYER).len(),
+            pinned.len()
+        );
+    }
+
+    /// Each family's globals and version, as heaps made by this layer hold
+    /// them. A family that gains a global must take a version above every
+    /// other (so heaps of the layer before get the name on restore): change
+    /// this table, and the version, together.
+    #[test]
+    fn every_family_declares_its_globals_and_the_version_they_came_with() {
+        let declared: Vec<(&str, i32, Vec<&str>)> = LAYER
+            .families()
+            .map(|f| (f.name, f.version, f.globals.to_vec()))
+            .collect();
+        let pinned: Vec<(&str, i32, Vec<&str>)> = vec![
+            (
+                "events",
+                1,
+                vec![
+                    "DOMException",
+                    "Event",
+                    "EventTarget",
+                    "CustomEvent",
+                    "AbortController",
+                    "AbortSignal",
+                ],
+            ),
+            (
+                "encoding",
+                1,
+                vec!["TextEncoder", "TextDecoder", "atob", "btoa"],
+            ),
+            ("url", 1, vec!["URL", "URLSearchParams"]),
+            ("clone", 1, vec!["structuredClone"]),
+            (
+                "crypto",
+                1,
+                vec!["crypto", "Crypto", "CryptoKey", "SubtleCrypto"],
+            ),
+            (
+                "host",
+                1,
+                vec![
+                    "performance",
+                    "Performance",
+                    "navigator",
+                    "Navigator",
+                    "reportError",
+                ],
+            ),
+            ("blob", 1, vec!["Blob", "File", "FormData"]),
+            ("http", 1, vec!["Headers", "Request", "Response"]),
+            ("console", 1, vec![]),
+            ("fetch", 1, vec!["fetch"]),
+            ("guard", 2, vec!["ArrayBuffer", "FinalizationRegistry"]),
+            ("intl", 2, vec!["Intl"]),
+            ("modules", 3, vec!["require", "$__mcpv8_import"]),
+            ("fs", 3, vec![]),
+            ("display", 4, vec!["display"]),
+            ("mcp", 5, vec!["mcp"]),
+            ("process", 6, vec!["process", "global"]),
+            ("node", 7, vec!["Buffer"]),
+            ("toy", 8, vec!["toy"]),
+        ];
+        assert_eq!(declared, pinned);
+        // The version heaps of the release before this table carry (1 +
+        // the host families then, 7), so they are not reinstalled needlessly.
+        assert_eq!(LAYER.version(), 8, "7 without the test-only family");
+        for name in LAYER.guarded {
+            assert!(LAYER.family_of(name).is_some(), "{name} has no family");
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for name in LAYER.families().flat_map(|f| f.globals) {
+            assert!(seen.insert(name), "two families export {name}");
+        }
+    }
 }

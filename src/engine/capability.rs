@@ -20,7 +20,7 @@
 //!   returns the report. Every begun run ends, whatever way it ended.
 //! - [`Capability::pending`] is true while host work the capability started
 //!   is still to arrive through the run's host work
-//!   ([`super::host::work`]); the event loop waits
+//!   ([`super::services::work`]); the event loop waits
 //!   for it as it waits for timers.
 //! - A report is small in JSON; bytes travel as
 //!   [`Section`](super::section::Section)s.
@@ -36,12 +36,12 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::control::RunControl;
-use super::host::services::HostServices;
-use super::host::work::WorkSink;
 use super::layer::registry::{Family, Loader};
 use super::outcome::RunError;
 use super::outcome::RunReport;
 use super::positions::Positions;
+use super::services::HostServices;
+use super::services::work::WorkSink;
 use crate::egress::FetchConfig;
 
 /// One capability of a run.
@@ -108,7 +108,11 @@ pub(crate) trait Capability {
 /// at the end drops the handles it holds, which a snapshot must not.
 macro_rules! slot_capability {
     ($state:ty) => {
+        $crate::engine::capability::slot_capability!($state, None);
+    };
+    ($state:ty, $family:expr) => {
         impl $crate::engine::capability::Capability for $state {
+            const FAMILY: Option<&'static $crate::engine::layer::registry::Family> = $family;
             type Settings = ();
             type Ask = ();
             type Report = ();
@@ -128,6 +132,33 @@ macro_rules! slot_capability {
     };
 }
 pub(crate) use slot_capability;
+
+/// A family with no state of its own in a run: registered like every
+/// capability, it only brings its globals (`$family`).
+macro_rules! family_capability {
+    ($(#[$attr:meta])* $name:ident, $family:expr) => {
+        $(#[$attr])*
+        pub(crate) struct $name;
+
+        impl $crate::engine::capability::Capability for $name {
+            const FAMILY: Option<&'static $crate::engine::layer::registry::Family> =
+                Some(&$family);
+            type Settings = ();
+            type Ask = ();
+            type Report = ();
+
+            fn begin(
+                _: &mut v8::Isolate,
+                _: &(),
+                _: &$crate::engine::capability::RunScope<'_>,
+            ) {
+            }
+
+            fn end(_: &mut v8::Isolate) {}
+        }
+    };
+}
+pub(crate) use family_capability;
 
 /// What a capability gets for one run besides its own ask.
 pub(crate) struct RunScope<'a> {

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use super::host::work::WorkSink;
+use super::services::work::WorkSink;
 
 /// A run's control, shared between the caller and the thread running it.
 #[derive(Debug, Default)]

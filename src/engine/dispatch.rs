@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use tokio::sync::oneshot;
 
-use super::host::services::HostServices;
 use super::outcome::EngineError;
+use super::services::HostServices;
 use super::{Engine, FileSource, contract, files, isolate, plain, run, worker};
 use crate::tenant::Tenant;
 

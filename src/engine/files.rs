@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use super::host::services::{FileRead, FileSource};
 use super::outcome::RunError;
 use super::section::Section;
+use super::services::{FileRead, FileSource};
 use crate::backends::content::ContentKey;
 use crate::files::FileStore;
 use crate::tenant::Tenant;

@@ -3,9 +3,9 @@
 
 use super::contract::{Job, JobResult};
 use super::host::files::files_kept;
-use super::host::services::HostServices;
 use super::layer;
 use super::ready::Ready;
+use super::services::HostServices;
 
 use super::contract::CodeHandling;
 use super::outcome::{RunError, RunStatus};

@@ -176,6 +176,57 @@ unsafe extern "C" fn drop_budget(budget: *const Budget) {
     drop(unsafe { Arc::from_raw(budget) });
 }
 
+/// Whether the run's budget has room for a buffer of `len` bytes that a
+/// native is about to make, after collecting garbage if it must; when it
+/// has not, a `RangeError` is thrown as V8 throws one for a refused buffer.
+pub(crate) fn room_for(scope: &mut v8::PinScope<'_, '_>, len: usize) -> bool {
+    let Some(budget) = scope.get_slot::<Arc<Budget>>().cloned() else {
+        return true;
+    };
+    if budget.has_room(len) {
+        return true;
+    }
+    scope.low_memory_notification();
+    if budget.has_room(len) {
+        return true;
+    }
+    budget.refuse();
+    let message = v8::String::new(scope, "Array buffer allocation failed").expect("short message");
+    let exception = v8::Exception::range_error(scope, message);
+    scope.throw_exception(exception);
+    false
+}
+
+/// `len` bytes the host holds for the run while a native works or a timer
+/// waits, from the run's budget; when they do not fit (after collecting
+/// garbage), a `RangeError` saying `what` and naming the limit is thrown.
+pub(crate) fn hold(
+    scope: &mut v8::PinScope<'_, '_>,
+    len: usize,
+    what: &str,
+) -> Option<Option<Held>> {
+    let Some(budget) = scope.get_slot::<Arc<Budget>>().cloned() else {
+        return Some(None);
+    };
+    if let Some(held) = budget.hold(len) {
+        return Some(Some(held));
+    }
+    scope.low_memory_notification();
+    if let Some(held) = budget.hold(len) {
+        return Some(Some(held));
+    }
+    budget.refuse();
+    let text = format!(
+        "{what}: the run's memory outside the JavaScript heap is limited to {} MiB \
+         (heap_memory_max_mb), and this would pass it; work on smaller pieces",
+        budget.limit() / (1024 * 1024)
+    );
+    let message = v8::String::new(scope, &text).unwrap_or_else(|| v8::String::empty(scope));
+    let exception = v8::Exception::range_error(scope, message);
+    scope.throw_exception(exception);
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

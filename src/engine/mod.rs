@@ -17,6 +17,7 @@ mod isolate;
 mod layer;
 mod load_check;
 mod memory;
+mod node;
 mod outcome;
 mod plain;
 mod plan;
@@ -28,6 +29,7 @@ mod rejections;
 mod repl;
 mod run;
 mod section;
+mod services;
 mod thrown;
 mod typescript;
 mod watchdog;
@@ -52,16 +54,14 @@ pub use checksum::calls as snapshot_checksum_calls;
 pub use config::{EngineConfig, RunRequest};
 pub use contract::{CodeHandling, restore_needs_mb};
 pub use control::RunControl;
-pub use host::modules::ModuleSettings;
-pub use host::process::ProcessSettings;
-pub use host::services::Clients as HostClients;
-pub use host::{
-    Displayed, FileLimits, FileRead, FileSource, MAX_DISPLAY_BYTES, MAX_DISPLAYS, TreeEntry,
-};
+pub use host::{FileLimits, FileRead, FileSource, MAX_DISPLAY_BYTES, MAX_DISPLAYS, TreeEntry};
+pub use node::modules::ModuleSettings;
+pub use node::process::ProcessSettings;
 pub use outcome::{
-    EngineError, RunError, RunOutcome, RunReport, RunStatus, cap_text, cap_text_ends,
+    Displayed, EngineError, RunError, RunOutcome, RunReport, RunStatus, cap_text, cap_text_ends,
 };
 pub use prelude::{FilePrelude, PreludeSource};
+pub use services::Clients as HostClients;
 pub use typescript::Language;
 pub use web::console::ConsoleSettings;
 pub use worker::{WORKER_ARG, serve_worker};
@@ -83,7 +83,7 @@ pub struct Engine {
     /// Where the bytes of `/work` files live, per tenant.
     files: Option<Arc<dyn FileStore>>,
     /// The `fetch` client and upstream connections of runs in this process.
-    clients: Arc<host::services::Clients>,
+    clients: Arc<services::Clients>,
 }
 
 impl Engine {

@@ -3,6 +3,9 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use bytes::Bytes;
+
+use crate::backends::content::ContentKey;
 use crate::heap::HeapKey;
 
 /// How a run ended.
@@ -108,7 +111,7 @@ pub struct RunReport {
     /// completed. `outcome.result` keeps the original server's form.
     pub repl: Option<String>,
     /// The run's `display()` blocks, in call order.
-    pub displays: Vec<super::host::Displayed>,
+    pub displays: Vec<Displayed>,
     /// V8's used heap when a stateful run's code ended, in bytes (0 when
     /// unknown).
     pub heap_used_bytes: u64,
@@ -140,6 +143,26 @@ impl RunReport {
             heap_used_bytes: 0,
         }
     }
+}
+
+/// One `display()` call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Displayed {
+    /// The media type given, or the one the bytes were recognised as.
+    pub mime_type: String,
+    /// The name given, if any.
+    pub name: Option<String>,
+    /// SHA-256 of the bytes (as `/work` keys files).
+    pub key: ContentKey,
+    /// Length of the bytes.
+    pub size: usize,
+    /// The bytes, unless the run's blocks had already used
+    /// `MAX_DISPLAY_BYTES`. A section of a worker's frame.
+    #[serde(with = "crate::engine::section::section_opt")]
+    pub bytes: Option<Bytes>,
+    /// A path under `/work` whose file holds the same bytes in the run's
+    /// output heap (completed stateful runs), for a link.
+    pub path: Option<String>,
 }
 
 /// A request the engine refuses before running anything.

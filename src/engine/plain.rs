@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use tokio::sync::oneshot;
 
 use super::contract::{Job, JobResult};
-use super::host::services::HostServices;
 use super::layer;
 use super::run::{self, HeapGuard, READ_ONLY_HEAP, thread_builder};
+use super::services::HostServices;
 use super::watchdog::Watchdog;
 
 /// A plain isolate on V8's built-in snapshot that serves stateless runs one

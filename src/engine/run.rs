@@ -15,14 +15,14 @@ use super::capability::RunScope;
 use super::contract::{Job, JobResult, Task};
 use super::control::{RunControl, Target};
 use super::host::files::{self, TreeEntry};
-use super::host::services::HostServices;
-use super::host::work::HostWork;
 use super::layer;
 use super::memory::Budget;
 use super::outcome::{RunError, RunStatus, cap_text};
 use super::positions::{Positions, SCRIPT_NAME};
 use super::rejections;
 use super::repl;
+use super::services::HostServices;
+use super::services::work::HostWork;
 use super::thrown::error_from;
 use super::watchdog::Watchdog;
 use super::web::{Rendered, Timers, render_result};
@@ -55,7 +55,8 @@ pub(super) fn snapshot_isolate(
     restore: Option<bytes::Bytes>,
     params: v8::CreateParams,
 ) -> v8::OwnedIsolate {
-    let refs: Cow<'static, [v8::ExternalReference]> = Cow::Owned(layer::external_references());
+    let refs: Cow<'static, [v8::ExternalReference]> =
+        Cow::Owned(layer::external_references(&capabilities::LAYER));
     match (creator, restore) {
         (true, Some(payload)) => v8::Isolate::snapshot_creator_from_existing_snapshot(
             Vec::from(payload).into(),
@@ -130,7 +131,7 @@ impl HeapGuard {
         isolate
             .add_near_heap_limit_callback(near_heap_limit, self as *const HeapGuard as *mut c_void);
         isolate.set_microtasks_policy(v8::MicrotasksPolicy::Explicit);
-        layer::arm_modules(isolate);
+        layer::arm(isolate, &capabilities::LAYER);
     }
 
     pub(super) fn hit(&self) -> bool {

@@ -546,7 +546,7 @@ fn left_to_the_run(specifier: &str, importer: Option<&str>) -> bool {
     !importer.is_some_and(|importer| sees_package(Path::new(importer), base))
 }
 
-/// The `node:` modules runs have (`engine/host/modules.js`, `builtins`).
+/// The `node:` modules runs have (`engine/node/modules.js`, `builtins`).
 pub const ENGINE_BUILTINS: &[&str] = &[
     "console",
     "crypto",

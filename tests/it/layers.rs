@@ -343,7 +343,7 @@ fn no_two_files_of_src_import_each_other() {
     assert_eq!(find_cycle(&graph), None, "an import cycle between files");
 }
 
-/// The families (the Web platform's and the host's capabilities) sit below
+/// The families (the Web platform's, Node's and the host's capabilities) sit below
 /// the run core: they may use each other, the layer's table and helpers,
 /// the capability trait, the run's control and memory, the egress and
 /// upstream clients, and the host's services, never what runs them: the
@@ -365,7 +365,11 @@ fn no_family_imports_what_runs_it() {
     let graph = file_imports();
     let families: Vec<&String> = graph
         .keys()
-        .filter(|f| f.starts_with("engine/web/") || f.starts_with("engine/host/"))
+        .filter(|f| {
+            ["engine/web/", "engine/host/", "engine/node/"]
+                .iter()
+                .any(|d| f.starts_with(d))
+        })
         .collect();
     assert!(
         families.len() >= 15,
@@ -380,6 +384,45 @@ fn no_family_imports_what_runs_it() {
         }
     }
     assert!(violations.is_empty(), "{violations:#?}");
+}
+
+/// Inside `engine/`, the modules (a file or a folder: `layer`, `web`,
+/// `node`, `host`, `worker`, `run`, …) form no cycle: the layer is handed
+/// its families and imports none, the families import the layer, the
+/// registration imports both. The facade, `engine/mod.rs`, is the engine
+/// itself and is left out.
+#[test]
+fn inside_the_engine_no_module_imports_one_that_depends_on_it() {
+    fn module(file: &str) -> Option<String> {
+        let rest = file.strip_prefix("engine/")?;
+        if rest == "mod.rs" {
+            return None;
+        }
+        Some(match rest.split_once('/') {
+            Some((folder, _)) => folder.to_owned(),
+            None => rest.trim_end_matches(".rs").to_owned(),
+        })
+    }
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (file, imports) in file_imports() {
+        let Some(from) = module(&file) else { continue };
+        let node = graph.entry(from.clone()).or_default();
+        for to in imports.iter().filter_map(|i| module(i)) {
+            if to != from {
+                node.insert(to);
+            }
+        }
+    }
+    assert!(
+        graph["capabilities"].contains("layer") && graph["web"].contains("layer"),
+        "the reader must see the registration and the families use the layer: {graph:?}"
+    );
+    assert!(graph.contains_key("node"), "{graph:?}");
+    assert_eq!(
+        find_cycle(&graph),
+        None,
+        "a cycle between the engine's modules"
+    );
 }
 
 #[test]

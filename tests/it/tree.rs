@@ -74,7 +74,7 @@ fn host_work_is_waited_for_in_one_place_without_polling() {
     let mut found = Vec::new();
     for (file, code) in sources() {
         for line in code_lines(&code) {
-            if line.contains("recv_timeout(") && file != "engine/host/work.rs" {
+            if line.contains("recv_timeout(") && file != "engine/services/work.rs" {
                 found.push(format!("{file}: {line}"));
             }
             if line.contains("from_millis(1)") {

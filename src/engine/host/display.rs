@@ -2,7 +2,6 @@
 //! result, kept outside the heap until the run ends.
 
 use ::bytes::Bytes;
-use serde::{Deserialize, Serialize};
 use v8::MapFnTo;
 
 use super::files::KeptFiles;
@@ -11,7 +10,7 @@ use crate::engine::capability::{Capability, RunScope};
 use crate::engine::layer::bytes::bytes_of;
 use crate::engine::layer::registry::Family;
 use crate::engine::layer::registry::{Natives, throw_error_with_code};
-use crate::engine::outcome::RunReport;
+use crate::engine::outcome::{Displayed, RunReport};
 
 pub(crate) fn natives() -> Natives {
     vec![("show", show.map_fn_to())]
@@ -24,26 +23,6 @@ pub const MAX_DISPLAYS: usize = 100;
 /// (`tools::MAX_RESULT_JSON_BYTES`). A block past it is kept without its
 /// bytes, which can still become a link to a file holding them.
 pub const MAX_DISPLAY_BYTES: usize = 5 * 1024 * 1024;
-
-/// One `display()` call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Displayed {
-    /// The media type given, or the one the bytes were recognised as.
-    pub mime_type: String,
-    /// The name given, if any.
-    pub name: Option<String>,
-    /// SHA-256 of the bytes (as `/work` keys files).
-    pub key: ContentKey,
-    /// Length of the bytes.
-    pub size: usize,
-    /// The bytes, unless the run's blocks had already used
-    /// [`MAX_DISPLAY_BYTES`]. A section of a worker's frame.
-    #[serde(with = "crate::engine::section::section_opt")]
-    pub bytes: Option<Bytes>,
-    /// A path under `/work` whose file holds the same bytes in the run's
-    /// output heap (completed stateful runs), for a link.
-    pub path: Option<String>,
-}
 
 /// A run's blocks (an isolate slot).
 #[derive(Default)]
@@ -58,6 +37,7 @@ impl Capability for Displays {
         source: include_str!("display.js"),
         natives,
         globals: &["display"],
+        version: 4,
     });
     type Settings = ();
     type Ask = ();

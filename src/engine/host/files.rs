@@ -10,8 +10,6 @@ use ::bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use v8::MapFnTo;
 
-use super::services::{FileRead, FileSource};
-use super::work::{HostWork, Interrupted};
 use crate::backends::content::ContentKey;
 use crate::engine::capability::{Argument, Call, Capability, RunScope};
 use crate::engine::layer::bytes::{bytes_of, string, uint8_array};
@@ -20,6 +18,8 @@ use crate::engine::layer::registry::{Natives, throw_error_with_code, throw_type_
 use crate::engine::memory::Budget;
 use crate::engine::outcome::RunError;
 use crate::engine::section::Section;
+use crate::engine::services::work::{HostWork, Interrupted};
+use crate::engine::services::{FileRead, FileSource};
 use crate::engine::thrown::error_from;
 
 pub(crate) fn natives() -> Natives {
@@ -127,6 +127,7 @@ impl Capability for FilesRun {
         source: include_str!("files.js"),
         natives,
         globals: &[],
+        version: 3,
     });
     const ARGUMENT: Option<Argument> = Some(Argument {
         name: "files",

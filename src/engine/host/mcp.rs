@@ -11,12 +11,12 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use v8::MapFnTo;
 
-use super::work::{HostWork, WorkSink};
 use crate::engine::capability::{Call, Capability, RunScope};
 use crate::engine::layer::bytes::{string, string_array};
 use crate::engine::layer::registry::Family;
 use crate::engine::layer::registry::Natives;
 use crate::engine::outcome::RunReport;
+use crate::engine::services::work::{HostWork, WorkSink};
 use crate::upstream::{CallError, McpCount, UpstreamConfig, Upstreams};
 
 pub(crate) fn natives() -> Natives {
@@ -51,6 +51,7 @@ impl Capability for McpRun {
         source: include_str!("mcp.js"),
         natives,
         globals: &["mcp"],
+        version: 5,
     });
     /// The upstream MCP servers `mcp` calls (none by default).
     type Settings = UpstreamConfig;

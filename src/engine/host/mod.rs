@@ -1,21 +1,13 @@
-//! The host's capabilities beyond the Web platform — `/work` files,
-//! packages and modules, `display()`, `mcp` — and the services a run uses
-//! (a runtime, the file store, the `fetch` and upstream clients), which
-//! whoever runs the engine passes in: the server through
-//! [`crate::engine::Engine`] from the composition root, an engine worker
-//! from its own main.
+//! The host's capabilities beyond the Web platform and Node: `/work` files
+//! (`node:fs`), `display()` and `mcp`. The services they use (a runtime,
+//! the file store, the clients) are lent to each run (`super::services`).
 
 pub(crate) mod display;
 pub(crate) mod files;
 pub(crate) mod mcp;
-pub(crate) mod modules;
-pub(crate) mod node;
-pub(crate) mod process;
-pub(crate) mod services;
 #[cfg(test)]
 pub(crate) mod toy;
-pub(crate) mod work;
 
-pub use display::{Displayed, MAX_DISPLAY_BYTES, MAX_DISPLAYS};
+pub use crate::engine::services::{FileRead, FileSource};
+pub use display::{MAX_DISPLAY_BYTES, MAX_DISPLAYS};
 pub use files::{FileLimits, TreeEntry};
-pub use services::{FileRead, FileSource};

@@ -10,11 +10,11 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use v8::MapFnTo;
 
-use super::work::WorkSink;
 use crate::engine::capability::{Argument, Call, Capability, RunScope};
 use crate::engine::layer::registry::Family;
 use crate::engine::layer::registry::{Natives, throw_type_error};
 use crate::engine::outcome::RunReport;
+use crate::engine::services::work::WorkSink;
 
 /// The run's toy state (an isolate slot).
 pub(crate) struct Toy {
@@ -45,6 +45,7 @@ impl Capability for Toy {
         source: include_str!("toy.js"),
         natives,
         globals: &["toy"],
+        version: 8,
     });
     const ARGUMENT: Option<Argument> = Some(Argument {
         name: "toy_factor",
@@ -141,9 +142,9 @@ mod tests {
     use std::sync::Arc;
 
     use crate::engine::contract::{Job, Task};
-    use crate::engine::host::services::HostServices;
     use crate::engine::isolate;
     use crate::engine::plain::PlainIsolate;
+    use crate::engine::services::HostServices;
 
     fn services(runtime: &tokio::runtime::Runtime) -> HostServices {
         HostServices {

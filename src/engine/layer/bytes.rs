@@ -31,7 +31,7 @@ pub(crate) fn array_buffer<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     bytes: &[u8],
 ) -> Option<v8::Local<'s, v8::ArrayBuffer>> {
-    if !crate::engine::web::guard::room_for(scope, bytes.len()) {
+    if !crate::engine::memory::room_for(scope, bytes.len()) {
         return None;
     }
     let buffer = v8::ArrayBuffer::new(scope, bytes.len());
@@ -101,11 +101,8 @@ pub(crate) fn utf16_held(
     what: &str,
 ) -> Option<(Vec<u16>, Option<Held>)> {
     let string = value.to_string(scope)?;
-    let held = crate::engine::web::guard::hold(
-        scope,
-        string.length().saturating_mul(HELD_PER_UNIT),
-        what,
-    )?;
+    let held =
+        crate::engine::memory::hold(scope, string.length().saturating_mul(HELD_PER_UNIT), what)?;
     Some((utf16(scope, string.into()), held))
 }
 

@@ -1,6 +1,8 @@
-//! The JavaScript layer of every context: the Web platform
-//! ([`super::web`]) and the host's capabilities beyond it ([`super::host`]),
-//! as families of lazy globals (docs/engine.md lists them all).
+//! The JavaScript layer of every context: the Web platform and the host's
+//! capabilities beyond it, as families of lazy globals (docs/engine.md
+//! lists them all). The families come in a [`registry::Table`] the engine's
+//! registration hands over with each isolate ([`arm`]); the layer names
+//! none of them.
 //!
 //! Each family is a JavaScript file beside the Rust natives it calls. A
 //! context gets only lazy data properties for the families' globals; the
@@ -20,174 +22,22 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 use v8::MapFnTo;
 
-use self::registry::{Family, Natives, Registry, registry_key};
-use super::web::{clone, console, crypto, encoding, fetch, guard, performance, timers, url};
+use self::registry::{Family, Registry, Table, registry_key};
 
-/// Every family: the Web platform's, then those capabilities declare
-/// ([`super::capability`]), in registration order. Stored heaps find
-/// natives by index, so families are only ever appended.
-fn families() -> impl Iterator<Item = &'static Family> {
-    WEB_FAMILIES.iter().chain(super::capabilities::families())
+/// The table an isolate was armed with ([`arm`]), in one of its slots so
+/// that V8's callbacks find it.
+#[derive(Clone, Copy)]
+struct Armed(&'static Table);
+
+/// The table of `scope`'s isolate. Every isolate is armed before any
+/// context of it runs code.
+fn table(scope: &v8::Isolate) -> &'static Table {
+    scope
+        .get_slot::<Armed>()
+        .expect("every isolate is armed with the layer's table")
+        .0
 }
 
-/// The family that exports global `name`.
-fn family_of(name: &str) -> Option<&'static str> {
-    GLOBALS
-        .iter()
-        .find(|(global, _)| *global == name)
-        .map(|(_, family)| *family)
-        .or_else(|| {
-            super::capabilities::families()
-                .find(|family| family.globals.contains(&name))
-                .map(|family| family.name)
-        })
-}
-
-fn none() -> Natives {
-    Vec::new()
-}
-
-const WEB_FAMILIES: &[Family] = &[
-    Family {
-        name: "events",
-        source: include_str!("../web/events.js"),
-        natives: timers::events_natives,
-        globals: &[],
-    },
-    Family {
-        name: "encoding",
-        source: include_str!("../web/encoding.js"),
-        natives: encoding::natives,
-        globals: &[],
-    },
-    Family {
-        name: "url",
-        source: include_str!("../web/url.js"),
-        natives: url::natives,
-        globals: &[],
-    },
-    Family {
-        name: "clone",
-        source: include_str!("../web/clone.js"),
-        natives: clone::natives,
-        globals: &[],
-    },
-    Family {
-        name: "crypto",
-        source: include_str!("../web/crypto.js"),
-        natives: crypto::natives,
-        globals: &[],
-    },
-    Family {
-        name: "host",
-        source: include_str!("../web/performance.js"),
-        natives: performance::natives,
-        globals: &[],
-    },
-    Family {
-        name: "blob",
-        source: include_str!("../web/blob.js"),
-        natives: none,
-        globals: &[],
-    },
-    Family {
-        name: "http",
-        source: include_str!("../web/http.js"),
-        natives: none,
-        globals: &[],
-    },
-    Family {
-        name: "console",
-        source: include_str!("../web/console.js"),
-        natives: console::natives,
-        globals: &[],
-    },
-    Family {
-        name: "fetch",
-        source: include_str!("../web/fetch.js"),
-        natives: fetch::natives,
-        globals: &[],
-    },
-    Family {
-        name: "guard",
-        source: include_str!("../web/guard.js"),
-        natives: guard::natives,
-        globals: &[],
-    },
-    Family {
-        name: "intl",
-        source: include_str!("../web/intl.js"),
-        natives: guard::intl_natives,
-        globals: &[],
-    },
-];
-
-/// Globals and the family that exports each (under the same name).
-const GLOBALS: &[(&str, &str)] = &[
-    ("DOMException", "events"),
-    ("Event", "events"),
-    ("EventTarget", "events"),
-    ("CustomEvent", "events"),
-    ("AbortController", "events"),
-    ("AbortSignal", "events"),
-    ("TextEncoder", "encoding"),
-    ("TextDecoder", "encoding"),
-    ("atob", "encoding"),
-    ("btoa", "encoding"),
-    ("URL", "url"),
-    ("URLSearchParams", "url"),
-    ("structuredClone", "clone"),
-    ("crypto", "crypto"),
-    ("Crypto", "crypto"),
-    ("CryptoKey", "crypto"),
-    ("SubtleCrypto", "crypto"),
-    ("performance", "host"),
-    ("Performance", "host"),
-    ("navigator", "host"),
-    ("Navigator", "host"),
-    ("reportError", "host"),
-    ("Blob", "blob"),
-    ("File", "blob"),
-    ("FormData", "blob"),
-    ("Headers", "http"),
-    ("Request", "http"),
-    ("Response", "http"),
-    ("fetch", "fetch"),
-    ("ArrayBuffer", "guard"),
-    ("Intl", "intl"),
-    ("FinalizationRegistry", "guard"),
-];
-
-/// The built-ins the guard family wraps: on a context the layer is first
-/// installed in, each is kept under the layer's registry ("intrinsics") for
-/// the family to wrap, and replaced by a lazy property like the Web globals.
-const GUARDED: &[&str] = &["ArrayBuffer", "Intl", "FinalizationRegistry"];
-
-/// Methods added to `console`, from the console family.
-const CONSOLE: &[&str] = &[
-    "table",
-    "dir",
-    "trace",
-    "assert",
-    "count",
-    "countReset",
-    "time",
-    "timeLog",
-    "timeEnd",
-    "group",
-    "groupCollapsed",
-    "groupEnd",
-];
-
-/// The layer's version in a heap, under its own private symbol. Bump it
-/// when `GLOBALS` or `CONSOLE` gain a name, so heaps made by an earlier
-/// layer gain the name on their next restore (1: the layer with `fetch`;
-/// 2: the guarded `ArrayBuffer`, `Intl` and `FinalizationRegistry`; 3:
-/// `require` and the loader of static `import`; 4: `display`; 5: `mcp`; 6: `process`; 7: `Buffer` and
-/// Node's modules).
-fn layer_version() -> i32 {
-    1 + super::capabilities::families().count() as i32
-}
 const VERSION: &str = "mcp-v8-lambda.web.version";
 
 /// Puts the host functions on a fresh context's global object (`console`,
@@ -197,13 +47,14 @@ pub(crate) fn install_host<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     global: v8::Local<'s, v8::Object>,
 ) {
-    console::install(scope, global);
-    timers::install(scope, global);
+    for first in table(scope).first {
+        (first.install)(scope, global);
+    }
 }
 
 /// Makes the Web platform available in `global`'s context: on a fresh
 /// context, and on a restored one whose heap predates it (or lacks some
-/// global, per [`layer_version`]). Names the heap already has are left
+/// global, per the table's version). Names the heap already has are left
 /// alone, so a restored heap keeps its own `URL` if code defined one. Cheap
 /// when the heap has it all: one private lookup.
 pub(crate) fn install<'s>(scope: &mut v8::PinScope<'s, '_>, global: v8::Local<'s, v8::Object>) {
@@ -212,7 +63,8 @@ pub(crate) fn install<'s>(scope: &mut v8::PinScope<'s, '_>, global: v8::Local<'s
     let installed = global
         .get_private(scope, version_key)
         .and_then(|v| v.int32_value(scope));
-    if installed == Some(layer_version()) {
+    let table = table(scope);
+    if installed == Some(table.version()) {
         return;
     }
     let key = registry_key(scope);
@@ -225,8 +77,8 @@ pub(crate) fn install<'s>(scope: &mut v8::PinScope<'s, '_>, global: v8::Local<'s
         global.set_private(scope, key, registry.into());
         registry
     });
-    guard_intrinsics(scope, global, registry);
-    let version = v8::Integer::new(scope, layer_version());
+    guard_intrinsics(scope, global, registry, table.guarded);
+    let version = v8::Integer::new(scope, table.version());
     global.set_private(scope, version_key, version.into());
     define_self(scope, global);
     // Snapshotting isolates have no WebAssembly; a run must not see it
@@ -234,10 +86,7 @@ pub(crate) fn install<'s>(scope: &mut v8::PinScope<'s, '_>, global: v8::Local<'s
     let wasm = v8::String::new(scope, "WebAssembly").expect("short name");
     global.delete(scope, wasm.into());
     stack_trace_limit(scope, global);
-    for (name, _) in GLOBALS {
-        define_lazy(scope, global, name);
-    }
-    for family in super::capabilities::families() {
+    for family in table.families() {
         for name in family.globals {
             define_lazy(scope, global, name);
         }
@@ -247,13 +96,13 @@ pub(crate) fn install<'s>(scope: &mut v8::PinScope<'s, '_>, global: v8::Local<'s
         .get(scope, console_key.into())
         .and_then(|c| v8::Local::<v8::Object>::try_from(c).ok())
     {
-        for name in CONSOLE {
+        for name in table.console.1 {
             define_lazy(scope, console, name);
         }
     }
 }
 
-/// Moves the built-ins of [`GUARDED`] under the registry and leaves lazy
+/// Moves the built-ins `guarded` under the registry and leaves lazy
 /// properties in their place, on the global object and, for `ArrayBuffer`,
 /// on its prototype's `constructor`, the other way code reaches it. Done
 /// once per context: a context whose registry has them is left alone.
@@ -261,13 +110,14 @@ fn guard_intrinsics<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     global: v8::Local<'s, v8::Object>,
     registry: v8::Local<'s, v8::Object>,
+    guarded: &[&str],
 ) {
     let key = v8::String::new(scope, "intrinsics").expect("short name");
     if registry.has_own_property(scope, key.into()) == Some(true) {
         return;
     }
     let intrinsics = v8::Object::new(scope);
-    for name in GUARDED {
+    for name in guarded {
         let name = v8::String::new(scope, name).expect("short name");
         if let Some(original) = global.get(scope, name.into()) {
             intrinsics.set(scope, name.into(), original);
@@ -410,13 +260,8 @@ fn lazy_value<'s>(
     if name == "constructor" {
         name = "ArrayBuffer".to_owned();
     }
-    let family = if CONSOLE.contains(&name.as_str()) {
-        "console"
-    } else {
-        match family_of(&name) {
-            Some(family) => family,
-            None => return,
-        }
+    let Some(family) = table(scope).family_of(&name) else {
+        return;
     };
     let Some(exports) = load(scope, family) else {
         return;
@@ -451,7 +296,7 @@ pub(crate) fn load<'s>(
     {
         return Some(loaded);
     }
-    let family = families().find(|f| f.name == name)?;
+    let family = table(scope).families().find(|f| f.name == name)?;
     let factory = compile(scope, family)?.run(scope)?;
     let factory = v8::Local::<v8::Function>::try_from(factory).ok()?;
     let natives = v8::Object::new(scope);
@@ -468,9 +313,11 @@ pub(crate) fn load<'s>(
     Some(exports)
 }
 
-/// The dynamic `import()` of every isolate: the loader's namespace, as a
-/// promise. Set on each isolate, since V8 keeps it outside the heap.
-pub(crate) fn arm_modules(isolate: &mut v8::Isolate) {
+/// Arms an isolate with the layer's `table` (which its contexts'
+/// globals come from) and the dynamic `import()` every isolate has, the
+/// loader's namespace as a promise (V8 keeps that outside the heap).
+pub(crate) fn arm(isolate: &mut v8::Isolate, table: &'static Table) {
+    isolate.set_slot(Armed(table));
     isolate.set_host_import_module_dynamically_callback(dynamic_import);
 }
 
@@ -560,21 +407,23 @@ fn load_native<'s>(
 /// The native table, in the order stored heaps rely on: the host functions
 /// of the first release (console, timers), then the layer's own accessor
 /// and loader, then each family's natives.
-fn registry() -> Registry {
+pub(crate) fn registry(table: &Table) -> Registry {
     let mut registry = Registry::default();
-    registry.functions("console", console::globals());
-    registry.functions("timers", timers::globals());
+    for first in table.first {
+        registry.functions(first.name, (first.natives)());
+    }
     registry.pointer("web.lazyValue", lazy_value_ref());
     registry.functions("web", vec![("load", load_native.map_fn_to())]);
-    for family in families() {
+    for family in table.families() {
         registry.functions(family.name, (family.natives)());
     }
     registry
 }
 
-/// Every native callback, for isolates that create or restore snapshots.
-pub(crate) fn external_references() -> Vec<v8::ExternalReference> {
-    registry().into_references()
+/// Every native callback of `table`, for isolates that create or restore
+/// snapshots.
+pub(crate) fn external_references(table: &Table) -> Vec<v8::ExternalReference> {
+    registry(table).into_references()
 }
 
 fn lazy_value_ref() -> *mut std::ffi::c_void {
@@ -587,85 +436,3 @@ fn lazy_value_ref() -> *mut std::ffi::c_void {
 /// restored isolate that used one would put every function's bytecode in
 /// its heap. Set once, when a plain isolate is created.
 pub(crate) struct MakesCodeCaches;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Stored heaps find their natives by index: a native added anywhere
-    /// but at the end, or one removed, would point old heaps' functions at
-    /// the wrong code. Extend this list at its end only.
-    #[test]
-    fn the_reference_table_only_grows_at_the_end() {
-        let registry = registry();
-        let pinned = [
-            "console.log",
-            "console.info",
-            "console.warn",
-            "console.error",
-            "console.debug",
-            "timers.setTimeout",
-            "timers.setInterval",
-            "timers.clearTimeout",
-            "timers.queueMicrotask",
-            "web.lazyValue",
-            "web.load",
-            "events.setTimeout",
-            "events.clearTimeout",
-            "encoding.encode",
-            "encoding.encodeInto",
-            "encoding.label",
-            "encoding.decode",
-            "encoding.atob",
-            "encoding.btoa",
-            "url.parse",
-            "url.set",
-            "url.formParse",
-            "url.formSerialize",
-            "clone.clone",
-            "crypto.randomFill",
-            "crypto.randomUUID",
-            "crypto.digest",
-            "crypto.hmacSign",
-            "crypto.hmacVerify",
-            "host.now",
-            "host.timeOrigin",
-            "host.version",
-            "host.report",
-            "console.print",
-            "console.indent",
-            "console.inspect",
-            "console.now",
-            "fetch.start",
-            "fetch.abort",
-            "guard.reserve",
-            "guard.track",
-            "intl.track",
-            "modules.resolve",
-            "modules.compile",
-            "modules.nodeModules",
-            "fs.put",
-            "fs.get",
-            "fs.limits",
-            "display.show",
-            "mcp.servers",
-            "mcp.start",
-            "process.env",
-            "process.envKeys",
-            "process.v8Version",
-            "process.memoryUsage",
-        ];
-        // The test-only capability's family comes after every real one.
-        let pinned: Vec<&str> = pinned.into_iter().chain(["toy.double"]).collect();
-        assert_eq!(registry.names(), pinned);
-        assert_eq!(external_references().len(), pinned.len());
-    }
-
-    #[test]
-    fn every_global_and_console_method_has_a_family() {
-        for (name, family) in GLOBALS {
-            assert!(families().any(|f| f.name == *family), "{name}");
-        }
-        assert!(families().any(|f| f.name == "console"));
-    }
-}

@@ -111,9 +111,63 @@ pub(crate) struct Family {
     pub source: &'static str,
     /// The host functions the file is handed as its first argument.
     pub natives: fn() -> Natives,
-    /// The globals it exports (under the same names), for a family a
-    /// capability declares; the Web families' are in [`GLOBALS`].
+    /// The globals it exports (under the same names), each a lazy property
+    /// of every context until first read.
     pub globals: &'static [&'static str],
+    /// The layer version at which its globals last changed: a heap made by
+    /// an older layer gets the new names on its next restore. A family that
+    /// gains a global takes the highest version of all, plus one.
+    pub version: i32,
+}
+
+/// Globals of the first release, put on every fresh context as plain
+/// functions (not lazily); their natives lead the table.
+pub(crate) struct FirstGlobals {
+    pub name: &'static str,
+    pub natives: fn() -> Natives,
+    pub install: for<'s, 'i> fn(&mut v8::PinScope<'s, 'i>, v8::Local<'s, v8::Object>),
+}
+
+/// All the layer installs, handed to it by the engine's registration
+/// (`engine/capabilities.rs`) when an isolate is made: the layer itself
+/// names no family.
+pub(crate) struct Table {
+    /// The first release's globals, ahead of the layer's own entries.
+    pub first: &'static [FirstGlobals],
+    /// Every family, in the order stored heaps rely on (`None`: a
+    /// registered capability without a family).
+    pub families: &'static [Option<&'static Family>],
+    /// The family whose methods `console` gets lazily, and their names.
+    pub console: (&'static str, &'static [&'static str]),
+    /// V8 built-ins a family wraps: on a context the layer is first
+    /// installed in, each is kept for that family under the registry
+    /// ("intrinsics") and replaced by a lazy property like the others.
+    pub guarded: &'static [&'static str],
+}
+
+impl Table {
+    /// Every family, in table order.
+    pub(crate) fn families(&self) -> impl Iterator<Item = &'static Family> {
+        self.families.iter().filter_map(|family| *family)
+    }
+
+    /// The layer's version: heaps that carry it have every global.
+    pub(crate) fn version(&self) -> i32 {
+        self.families()
+            .map(|family| family.version)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The family that exports global `name`.
+    pub(crate) fn family_of(&self, name: &str) -> Option<&'static str> {
+        if self.console.1.contains(&name) {
+            return Some(self.console.0);
+        }
+        self.families()
+            .find(|family| family.globals.contains(&name))
+            .map(|family| family.name)
+    }
 }
 
 /// Where loaded families live: a private property of the global object, so

@@ -2,8 +2,21 @@
 
 use v8::{MapFnTo, ValueDeserializerHelper as _, ValueSerializerHelper as _};
 
+use crate::engine::capability::family_capability;
 use crate::engine::layer::bytes::{array_buffer, bytes_of};
-use crate::engine::layer::registry::Natives;
+use crate::engine::layer::registry::{Family, Natives};
+
+family_capability!(
+    /// `structuredClone` (`clone.js`).
+    StructuredClone,
+    Family {
+        name: "clone",
+        source: include_str!("clone.js"),
+        natives,
+        globals: &["structuredClone"],
+        version: 1,
+    }
+);
 
 pub(crate) fn natives() -> Natives {
     vec![("clone", clone.map_fn_to())]

@@ -12,7 +12,7 @@ use super::inspect::inspect;
 use crate::engine::capability::{Call, Capability, RunScope};
 use crate::engine::control::RunControl;
 use crate::engine::layer::bytes::string;
-use crate::engine::layer::registry::{Natives, define};
+use crate::engine::layer::registry::{Family, Natives, define};
 use crate::engine::outcome::RunReport;
 use crate::engine::positions::Positions;
 
@@ -40,7 +40,30 @@ impl Default for ConsoleSettings {
     }
 }
 
+/// Methods `console` gets from the console family, lazily.
+pub(crate) const METHODS: &[&str] = &[
+    "table",
+    "dir",
+    "trace",
+    "assert",
+    "count",
+    "countReset",
+    "time",
+    "timeLog",
+    "timeEnd",
+    "group",
+    "groupCollapsed",
+    "groupEnd",
+];
+
 impl Capability for Console {
+    const FAMILY: Option<&'static Family> = Some(&Family {
+        name: "console",
+        source: include_str!("console.js"),
+        natives,
+        globals: &[],
+        version: 1,
+    });
     type Settings = ConsoleSettings;
     type Ask = ConsoleSettings;
     /// What the run printed.

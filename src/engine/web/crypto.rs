@@ -6,9 +6,22 @@ use rand::RngCore as _;
 use sha2::Digest as _;
 use v8::MapFnTo;
 
+use crate::engine::capability::family_capability;
 use crate::engine::layer::bytes::{array_buffer, bytes_of, string, write_into_view};
-use crate::engine::layer::registry::Natives;
 use crate::engine::layer::registry::throw_type_error;
+use crate::engine::layer::registry::{Family, Natives};
+
+family_capability!(
+    /// `crypto` and its interfaces (`crypto.js`).
+    WebCrypto,
+    Family {
+        name: "crypto",
+        source: include_str!("crypto.js"),
+        natives,
+        globals: &["crypto", "Crypto", "CryptoKey", "SubtleCrypto"],
+        version: 1,
+    }
+);
 
 pub(crate) fn natives() -> Natives {
     vec![

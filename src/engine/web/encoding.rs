@@ -3,11 +3,24 @@
 use base64::Engine as _;
 use v8::MapFnTo;
 
+use crate::engine::capability::family_capability;
 use crate::engine::layer::bytes::{
     bytes_of, string, uint8_array, utf16_held, utf16_prefix, write_into_view,
 };
-use crate::engine::layer::registry::Natives;
 use crate::engine::layer::registry::throw_type_error;
+use crate::engine::layer::registry::{Family, Natives};
+
+family_capability!(
+    /// `TextEncoder`, `TextDecoder`, `atob` and `btoa` (`encoding.js`).
+    Encoding,
+    Family {
+        name: "encoding",
+        source: include_str!("encoding.js"),
+        natives,
+        globals: &["TextEncoder", "TextDecoder", "atob", "btoa"],
+        version: 1,
+    }
+);
 
 pub(crate) fn natives() -> Natives {
     vec![
@@ -33,7 +46,7 @@ fn encode<'s>(
     // no flattening; its UTF-8 length would, which for such a rope is a
     // fatal out-of-memory inside V8.
     if let Ok(string) = v8::Local::<v8::String>::try_from(args.get(0))
-        && !super::guard::room_for(scope, string.length())
+        && !crate::engine::memory::room_for(scope, string.length())
     {
         return;
     }

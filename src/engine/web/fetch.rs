@@ -11,8 +11,8 @@ use v8::MapFnTo;
 use crate::egress::{Completion, Egress, FetchCount, RedirectMode, RequestParts};
 use crate::engine::capability::{Capability, RunScope};
 use crate::engine::layer::bytes::{bytes_of, flat_pairs, string, uint8_array};
-use crate::engine::layer::registry::Natives;
 use crate::engine::layer::registry::throw_type_error;
+use crate::engine::layer::registry::{Family, Natives};
 use crate::engine::outcome::RunReport;
 
 pub(crate) fn natives() -> Natives {
@@ -89,6 +89,13 @@ impl FetchRun {
 }
 
 impl Capability for FetchRun {
+    const FAMILY: Option<&'static Family> = Some(&Family {
+        name: "fetch",
+        source: include_str!("fetch.js"),
+        natives,
+        globals: &["fetch"],
+        version: 1,
+    });
     // What `fetch` may reach is the run's egress policy, which modules by
     // URL share: the engine's, not this capability's.
     type Settings = ();

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use v8::MapFnTo;
 
-use crate::engine::capability::slot_capability;
-use crate::engine::layer::registry::Natives;
-use crate::engine::memory::{Budget, Held};
+use crate::engine::capability::{family_capability, slot_capability};
+use crate::engine::layer::registry::{Family, Natives};
+use crate::engine::memory::Budget;
 
 pub(crate) fn natives() -> Natives {
     vec![
@@ -30,7 +30,32 @@ pub(crate) struct Unsnapshottable {
     objects: Vec<(v8::Weak<v8::Object>, String)>,
 }
 
-slot_capability!(Unsnapshottable);
+slot_capability!(
+    Unsnapshottable,
+    Some(&Family {
+        name: "guard",
+        source: include_str!("guard.js"),
+        natives,
+        globals: &["ArrayBuffer", "FinalizationRegistry"],
+        version: 2,
+    })
+);
+
+family_capability!(
+    /// `Intl`, wrapped so that a run knows the objects V8 cannot snapshot
+    /// (`intl.js`).
+    Intl,
+    Family {
+        name: "intl",
+        source: include_str!("intl.js"),
+        natives: intl_natives,
+        globals: &["Intl"],
+        version: 2,
+    }
+);
+
+/// The V8 built-ins the guard and Intl families wrap.
+pub(crate) const GUARDED: &[&str] = &["ArrayBuffer", "Intl", "FinalizationRegistry"];
 
 /// What the heap of `scope`'s isolate still holds that V8 cannot snapshot,
 /// described for the caller; `None` when nothing. Collects garbage first
@@ -49,57 +74,6 @@ pub(crate) fn unsnapshottable(scope: &mut v8::PinScope<'_, '_>) -> Option<String
         .iter()
         .find(|(object, _)| !object.is_empty())
         .map(|(_, kind)| kind.clone())
-}
-
-/// Whether the run's budget has room for a buffer of `len` bytes that a
-/// native is about to make, after collecting garbage if it must; when it
-/// has not, a `RangeError` is thrown as V8 throws one for a refused buffer.
-pub(crate) fn room_for(scope: &mut v8::PinScope<'_, '_>, len: usize) -> bool {
-    let Some(budget) = scope.get_slot::<Arc<Budget>>().cloned() else {
-        return true;
-    };
-    if budget.has_room(len) {
-        return true;
-    }
-    scope.low_memory_notification();
-    if budget.has_room(len) {
-        return true;
-    }
-    budget.refuse();
-    let message = v8::String::new(scope, "Array buffer allocation failed").expect("short message");
-    let exception = v8::Exception::range_error(scope, message);
-    scope.throw_exception(exception);
-    false
-}
-
-/// `len` bytes the host holds for the run while a native works or a timer
-/// waits, from the run's budget; when they do not fit (after collecting
-/// garbage), a `RangeError` saying `what` and naming the limit is thrown.
-pub(crate) fn hold(
-    scope: &mut v8::PinScope<'_, '_>,
-    len: usize,
-    what: &str,
-) -> Option<Option<Held>> {
-    let Some(budget) = scope.get_slot::<Arc<Budget>>().cloned() else {
-        return Some(None);
-    };
-    if let Some(held) = budget.hold(len) {
-        return Some(Some(held));
-    }
-    scope.low_memory_notification();
-    if let Some(held) = budget.hold(len) {
-        return Some(Some(held));
-    }
-    budget.refuse();
-    let text = format!(
-        "{what}: the run's memory outside the JavaScript heap is limited to {} MiB \
-         (heap_memory_max_mb), and this would pass it; work on smaller pieces",
-        budget.limit() / (1024 * 1024)
-    );
-    let message = v8::String::new(scope, &text).unwrap_or_else(|| v8::String::empty(scope));
-    let exception = v8::Exception::range_error(scope, message);
-    scope.throw_exception(exception);
-    None
 }
 
 /// `reserve(maxByteLength)`: a resizable buffer may commit up to its

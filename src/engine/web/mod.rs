@@ -19,3 +19,34 @@ pub(crate) use fetch::FetchRun;
 pub(crate) use guard::unsnapshottable;
 pub(crate) use inspect::{Rendered, inspect, render_result};
 pub(crate) use timers::Timers;
+
+use crate::engine::capability::family_capability;
+use crate::engine::layer::registry::{Family, Natives};
+
+fn no_natives() -> Natives {
+    Vec::new()
+}
+
+family_capability!(
+    /// `Blob`, `File` and `FormData` (`blob.js`).
+    Blob,
+    Family {
+        name: "blob",
+        source: include_str!("blob.js"),
+        natives: no_natives,
+        globals: &["Blob", "File", "FormData"],
+        version: 1,
+    }
+);
+
+family_capability!(
+    /// `Headers`, `Request` and `Response` (`http.js`).
+    Http,
+    Family {
+        name: "http",
+        source: include_str!("http.js"),
+        natives: no_natives,
+        globals: &["Headers", "Request", "Response"],
+        version: 1,
+    }
+);

@@ -8,7 +8,7 @@ use super::console;
 use super::inspect::inspect;
 use crate::clock::unix_millis;
 use crate::engine::capability::{Capability, RunScope};
-use crate::engine::layer::registry::Natives;
+use crate::engine::layer::registry::{Family, Natives};
 
 pub(crate) fn natives() -> Natives {
     vec![
@@ -85,6 +85,19 @@ pub(crate) struct RunStart {
 }
 
 impl Capability for RunStart {
+    const FAMILY: Option<&'static Family> = Some(&Family {
+        name: "host",
+        source: include_str!("performance.js"),
+        natives,
+        globals: &[
+            "performance",
+            "Performance",
+            "navigator",
+            "Navigator",
+            "reportError",
+        ],
+        version: 1,
+    });
     type Settings = ();
     type Ask = ();
     type Report = ();

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use v8::MapFnTo;
 
-use crate::engine::capability::slot_capability;
-use crate::engine::layer::registry::{Natives, define, throw_type_error};
+use crate::engine::capability::{family_capability, slot_capability};
+use crate::engine::layer::registry::{Family, Natives, define, throw_type_error};
 use crate::engine::memory::Held;
 
 /// A callback waiting in the timer queue.
@@ -49,6 +49,18 @@ pub(crate) struct Timers {
 
 // Timer callbacks are handles: they go with the run.
 slot_capability!(Timers);
+
+family_capability!(
+    /// `EventTarget`, `AbortController` and their kin (`events.js`).
+    Events,
+    Family {
+        name: "events",
+        source: include_str!("events.js"),
+        natives: events_natives,
+        globals: &["DOMException", "Event", "EventTarget", "CustomEvent", "AbortController", "AbortSignal"],
+        version: 1,
+    }
+);
 
 impl Timers {
     fn schedule(&mut self, timer: Timer, due: Instant) {
@@ -213,7 +225,7 @@ fn schedule<'s>(
     let name = if repeat { "setInterval" } else { "setTimeout" };
     let bytes = TIMER_BYTES + TIMER_ARGUMENT_BYTES * args.length().saturating_sub(2) as usize;
     let what = format!("{name}: the run already has {pending} timers pending");
-    let Some(held) = super::guard::hold(scope, bytes, &what) else {
+    let Some(held) = crate::engine::memory::hold(scope, bytes, &what) else {
         return;
     };
     let callback = v8::Global::new(scope, callback);

@@ -4,9 +4,22 @@
 use url::{Url, quirks};
 use v8::MapFnTo;
 
+use crate::engine::capability::family_capability;
 use crate::engine::layer::bytes::{flat_pairs, string, utf16_held};
-use crate::engine::layer::registry::Natives;
+use crate::engine::layer::registry::{Family, Natives};
 use crate::engine::memory::Held;
+
+family_capability!(
+    /// `URL` and `URLSearchParams` (`url.js`).
+    WebUrl,
+    Family {
+        name: "url",
+        source: include_str!("url.js"),
+        natives,
+        globals: &["URL", "URLSearchParams"],
+        version: 1,
+    }
+);
 
 pub(crate) fn natives() -> Natives {
     vec![

@@ -13,12 +13,12 @@ use super::wire::{self, FileReply, WorkerFrame};
 use crate::backends::content::ContentKey;
 use crate::engine::contract::{Job, JobResult};
 use crate::engine::control::RunControl;
-use crate::engine::host::services::{Clients, FileRead, FileSource, HostServices};
 use crate::engine::isolate;
 use crate::engine::outcome::RunError;
 use crate::engine::plain::PlainIsolate;
 use crate::engine::ready::Ready;
 use crate::engine::run;
+use crate::engine::services::{Clients, FileRead, FileSource, HostServices};
 use crate::engine::{platform, watchdog};
 
 /// How often a worker reports a running job's console lines, when they

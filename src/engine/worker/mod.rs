@@ -29,10 +29,10 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use super::contract::{Job, JobResult};
 use super::control::Target;
-use super::host::services::FileRead;
-use super::host::services::HostServices;
 use super::outcome::{EngineError, RunError, RunStatus};
 use super::section::Section;
+use super::services::FileRead;
+use super::services::HostServices;
 use super::watchdog::{STUCK_AFTER, STUCK_WORDS};
 use crate::backends::content::ContentKey;
 use crate::heap::HeapKey;

@@ -1,7 +1,10 @@
 //! The services the host lends a run: a runtime for host work, the file
 //! store, the `fetch` client and the upstream MCP connections. Whoever runs
 //! the engine passes them in: the server through the engine, which the
-//! composition root builds; an engine worker from its own main.
+//! composition root builds; an engine worker from its own main. `work` is
+//! the one event source through which host work reports back to its run.
+
+pub(crate) mod work;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -10,12 +10,12 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use v8::MapFnTo;
 
-use super::services::HostServices;
-use super::work::{HostWork, Interrupted};
 use crate::egress::FetchConfig;
 use crate::engine::capability::{Call, Capability, RunScope};
 use crate::engine::layer::registry::Family;
 use crate::engine::layer::registry::{Natives, throw_error_with_code, throw_type_error};
+use crate::engine::services::HostServices;
+use crate::engine::services::work::{HostWork, Interrupted};
 use crate::packages::{Bundle, Fetching, PackageView, Stopped, UrlFetch, is_url};
 
 /// The family's natives, in the order stored heaps rely on.
@@ -83,6 +83,7 @@ impl Capability for ModuleRun {
         // `$__mcpv8_import` is what a run's static `import` declarations
         // become (engine/repl.rs).
         globals: &["require", "$__mcpv8_import"],
+        version: 3,
     });
     type Settings = ModuleSettings;
     type Ask = ModulesAsk;

@@ -31,6 +31,7 @@ impl Capability for ProcessRun {
         source: include_str!("process.js"),
         natives,
         globals: &["process", "global"],
+        version: 6,
     });
     type Settings = ProcessSettings;
     type Ask = ProcessSettings;

@@ -5,27 +5,20 @@
 //! without natives or run state; loaded on first use, then part of the heap
 //! like any package.
 
-use crate::engine::capability::{Capability, RunScope};
+use crate::engine::capability::family_capability;
 use crate::engine::layer::registry::{Family, Natives};
 
-/// The family's registration (no run state).
-pub(crate) struct NodeLib;
-
-impl Capability for NodeLib {
-    const FAMILY: Option<&'static Family> = Some(&Family {
+family_capability!(
+    /// The family's registration (no run state).
+    NodeLib,
+    Family {
         name: "node",
         source: include_str!("node_lib.js"),
         natives,
         globals: &["Buffer"],
-    });
-    type Settings = ();
-    type Ask = ();
-    type Report = ();
-
-    fn begin(_: &mut v8::Isolate, _: &(), _: &RunScope<'_>) {}
-
-    fn end(_: &mut v8::Isolate) {}
-}
+        version: 7,
+    }
+);
 
 fn natives() -> Natives {
     Vec::new()
