@@ -53,3 +53,20 @@ where
         .await
         .map_err(joined)?
 }
+
+/// Writes `json` under `key` of `table` in a transaction of its own,
+/// committed: the one write-a-record path of the stores keyed by name.
+pub(crate) fn put_json(
+    db: &Database,
+    table: redb::TableDefinition<&str, &[u8]>,
+    key: &str,
+    json: &[u8],
+) -> Result<(), Box<redb::Error>> {
+    let boxed = |e: redb::Error| Box::new(e);
+    let tx = db.begin_write().map_err(|e| boxed(e.into()))?;
+    tx.open_table(table)
+        .map_err(|e| boxed(e.into()))?
+        .insert(key, json)
+        .map_err(|e| boxed(e.into()))?;
+    tx.commit().map_err(|e| boxed(e.into()))
+}

@@ -9,6 +9,7 @@ use uuid::Uuid;
 mod tasks;
 
 use super::{ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, PendingSave, Tags};
+use crate::backends::embedded;
 use crate::heap::HeapKey;
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
@@ -77,7 +78,7 @@ impl RedbMetaStore {
         T: Send + 'static,
         F: FnOnce(&Database) -> Result<T, MetaStoreError> + Send + 'static,
     {
-        crate::backends::embedded::blocking(&self.db, work, backend).await
+        embedded::blocking(&self.db, work, backend).await
     }
 }
 
@@ -168,12 +169,7 @@ impl MetaStore for RedbMetaStore {
         let session = tenant.scoped(session.as_str()).into_owned();
         let json = serde_json::to_vec(save).map_err(backend)?;
         self.blocking(move |db| {
-            let tx = db.begin_write().map_err(backend)?;
-            tx.open_table(PENDING_SAVES)
-                .map_err(backend)?
-                .insert(session.as_str(), json.as_slice())
-                .map_err(backend)?;
-            tx.commit().map_err(backend)
+            embedded::put_json(db, PENDING_SAVES, session.as_str(), &json).map_err(backend)
         })
         .await
     }

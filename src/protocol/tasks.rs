@@ -111,38 +111,33 @@ pub struct ExtensionTask {
     pub error: Option<Value>,
 }
 
-/// A task as 2025-11-25 sends it: `ttl` and `pollInterval`.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ExperimentalTask {
-    /// The task.
-    pub task_id: String,
-    /// Its status.
-    pub status: &'static str,
-    /// Progress, or why it ended as it did.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status_message: Option<String>,
-    /// ISO 8601.
-    pub created_at: String,
-    /// ISO 8601.
-    pub last_updated_at: String,
-    /// Lifetime from creation, in milliseconds.
-    pub ttl: u64,
-    /// How often to poll, in milliseconds.
-    pub poll_interval: u64,
-}
+/// A task as 2025-11-25 sends it: the same state, with `ttl` and
+/// `pollInterval` for the extension's `ttlMs` and `pollIntervalMs`.
+#[derive(Debug, Clone)]
+pub struct ExperimentalTask(pub TaskState);
 
 impl From<TaskState> for ExperimentalTask {
     fn from(state: TaskState) -> Self {
-        Self {
-            task_id: state.task_id,
-            status: state.status,
-            status_message: state.status_message,
-            created_at: state.created_at,
-            last_updated_at: state.last_updated_at,
-            ttl: state.ttl_ms,
-            poll_interval: state.poll_interval_ms,
+        Self(state)
+    }
+}
+
+impl Serialize for ExperimentalTask {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let state = &self.0;
+        let mut task = serializer.serialize_struct("Task", 7)?;
+        task.serialize_field("taskId", &state.task_id)?;
+        task.serialize_field("status", state.status)?;
+        match &state.status_message {
+            Some(message) => task.serialize_field("statusMessage", message)?,
+            None => task.skip_field("statusMessage")?,
         }
+        task.serialize_field("createdAt", &state.created_at)?;
+        task.serialize_field("lastUpdatedAt", &state.last_updated_at)?;
+        task.serialize_field("ttl", &state.ttl_ms)?;
+        task.serialize_field("pollInterval", &state.poll_interval_ms)?;
+        task.end()
     }
 }
 
@@ -187,4 +182,48 @@ pub fn declares_extension(capabilities: Option<&serde_json::Map<String, Value>>)
 /// `error.data` of -32021 when a request needs the extension.
 pub fn required_extension() -> Value {
     serde_json::json!({ "requiredCapabilities": { "extensions": { EXTENSION: {} } } })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn both_eras_carry_one_state_under_their_own_names() {
+        let state = TaskState {
+            task_id: "t".into(),
+            status: "working",
+            status_message: None,
+            created_at: "2026-11-27T10:00:00.000Z".into(),
+            last_updated_at: "2026-11-27T10:00:01.000Z".into(),
+            ttl_ms: 60_000,
+            poll_interval_ms: 500,
+        };
+        let common = json!({
+            "taskId": "t",
+            "status": "working",
+            "createdAt": "2026-11-27T10:00:00.000Z",
+            "lastUpdatedAt": "2026-11-27T10:00:01.000Z",
+        });
+        let mut extension = common.clone();
+        extension["ttlMs"] = json!(60_000);
+        extension["pollIntervalMs"] = json!(500);
+        assert_eq!(serde_json::to_value(&state).unwrap(), extension);
+        let mut experimental = common;
+        experimental["ttl"] = json!(60_000);
+        experimental["pollInterval"] = json!(500);
+        let mut with_message = state.clone();
+        assert_eq!(
+            serde_json::to_value(ExperimentalTask::from(state)).unwrap(),
+            experimental
+        );
+        with_message.status_message = Some("half way".into());
+        experimental["statusMessage"] = json!("half way");
+        assert_eq!(
+            serde_json::to_value(ExperimentalTask::from(with_message)).unwrap(),
+            experimental
+        );
+    }
 }

@@ -1,7 +1,7 @@
 //! This server's resource URIs (`mcp-v8://…`), built and taken apart in
 //! this one place.
 
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 
 /// What a name may keep unescaped in a URI path segment: RFC 3986's
 /// unreserved characters; everything else (`/`, `%`, spaces, non-ASCII) is
@@ -70,4 +70,113 @@ pub fn file_uri(heap: &str, path: &str) -> String {
         .map(segment)
         .collect();
     format!("{HEAPS}{heap}{FILES}{}", encoded.join("/"))
+}
+
+/// What one of this server's resource URIs names, taken apart and
+/// decoded; the names in it are not yet checked (a heap key's form, a
+/// session name's rules), which their own types do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resource {
+    /// `/work` file (or directory) `path`, absolute under `/work`, of heap
+    /// `heap`.
+    HeapFile {
+        /// The heap's key as the URI spells it.
+        heap: String,
+        /// `/work` or a path under it; never `.`, `..` or an empty segment.
+        path: String,
+    },
+    /// The log of the session of this (decoded) name.
+    SessionLog(String),
+    /// An execution record.
+    Execution(uuid::Uuid),
+    /// An upstream server's declarations.
+    Declarations(String),
+}
+
+/// What `uri` names, when it is one of this server's resource URIs.
+pub fn parse(uri: &str) -> Option<Resource> {
+    if let Some(rest) = uri.strip_prefix(HEAPS) {
+        let (heap, path) = rest.split_once(FILES).or_else(|| {
+            // `…/files` names /work itself.
+            rest.strip_suffix("/files").map(|heap| (heap, ""))
+        })?;
+        let mut absolute = String::from("/work");
+        for segment in path.split('/').filter(|s| !s.is_empty()) {
+            let segment = percent_decode_str(segment).decode_utf8().ok()?;
+            if segment == "." || segment == ".." || segment.contains(['/', '\0']) {
+                return None;
+            }
+            absolute.push('/');
+            absolute.push_str(&segment);
+        }
+        return Some(Resource::HeapFile {
+            heap: heap.to_owned(),
+            path: absolute,
+        });
+    }
+    if let Some(server) = server_of_declarations_uri(uri) {
+        return Some(Resource::Declarations(server.to_owned()));
+    }
+    if let Some(rest) = uri.strip_prefix(SESSIONS) {
+        let encoded = rest.strip_suffix(LOG)?;
+        if encoded.contains('/') {
+            return None;
+        }
+        let name = percent_decode_str(encoded).decode_utf8().ok()?;
+        return Some(Resource::SessionLog(name.into_owned()));
+    }
+    let id = uri.strip_prefix(EXECUTIONS)?;
+    id.parse().ok().map(Resource::Execution)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heap_file_uris_name_a_path_under_work_and_round_trip() {
+        let key = "ab".repeat(32);
+        let at = |path: &str| parse(&format!("{HEAPS}{key}/files/{path}"));
+        let file = |path: &str| {
+            Some(Resource::HeapFile {
+                heap: key.clone(),
+                path: path.into(),
+            })
+        };
+        assert_eq!(at("data.csv"), file("/work/data.csv"));
+        assert_eq!(at("out/chart%201.png"), file("/work/out/chart 1.png"));
+        assert_eq!(at(""), file("/work"));
+        assert_eq!(parse(&format!("{HEAPS}{key}/files")), file("/work"));
+        for bad in ["../etc/passwd", "a/../../x", "%2E%2E/x", "a%2Fb", "%00"] {
+            assert_eq!(at(bad), None, "{bad}");
+        }
+        assert_eq!(
+            file_uri(&key, "/work/out/chart 1.png"),
+            format!("{HEAPS}{key}/files/out/chart%201.png")
+        );
+        assert_eq!(
+            parse(&file_uri(&key, "/work/ü n/%.txt")),
+            file("/work/ü n/%.txt")
+        );
+    }
+
+    #[test]
+    fn logs_executions_and_declarations_are_told_apart() {
+        assert_eq!(
+            parse(&session_log_uri("a/b c")),
+            Some(Resource::SessionLog("a/b c".into()))
+        );
+        assert_eq!(parse("mcp-v8://sessions/a/b/log"), None);
+        let id = uuid::Uuid::new_v4();
+        assert_eq!(
+            parse(&format!("{EXECUTIONS}{id}")),
+            Some(Resource::Execution(id))
+        );
+        assert_eq!(parse(&format!("{EXECUTIONS}not-a-uuid")), None);
+        assert_eq!(
+            parse(&declarations_uri("gh")),
+            Some(Resource::Declarations("gh".into()))
+        );
+        assert_eq!(parse("https://example.com/"), None);
+    }
 }

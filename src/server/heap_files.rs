@@ -5,36 +5,14 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use percent_encoding::percent_decode_str;
 use serde_json::json;
 
 use super::answer::MethodError;
 use crate::engine::TreeEntry;
 use crate::heap::HeapKey;
 use crate::protocol::mcp::{ReadResourceResult, ResourceContents};
-use crate::protocol::uri::{FILES, HEAPS, file_uri};
+use crate::protocol::uri::file_uri;
 use crate::tools::{CallContext, MAX_READ_FILE_BYTES, Toolbox};
-
-/// A heap and an absolute path under `/work`, from a URI of
-/// [`crate::protocol::uri::HEAP_FILES_TEMPLATE`].
-pub(super) fn parse(uri: &str) -> Option<(HeapKey, String)> {
-    let rest = uri.strip_prefix(HEAPS)?;
-    let (heap, path) = rest.split_once(FILES).or_else(|| {
-        // `…/files` names /work itself.
-        rest.strip_suffix("/files").map(|heap| (heap, ""))
-    })?;
-    let heap = HeapKey::parse(heap).ok()?;
-    let mut absolute = String::from("/work");
-    for segment in path.split('/').filter(|s| !s.is_empty()) {
-        let segment = percent_decode_str(segment).decode_utf8().ok()?;
-        if segment == "." || segment == ".." || segment.contains('/') || segment.contains('\0') {
-            return None;
-        }
-        absolute.push('/');
-        absolute.push_str(&segment);
-    }
-    Some((heap, absolute))
-}
 
 /// The media type a file is served as, by its name.
 fn media_type(path: &str) -> String {
@@ -153,39 +131,4 @@ async fn file(
         text,
         blob,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn uris_name_a_heap_and_a_path_under_work() {
-        let key = "ab".repeat(32);
-        let heap = HeapKey::parse(&key).unwrap();
-        let at = |path: &str| parse(&format!("{HEAPS}{key}/files/{path}"));
-        assert_eq!(
-            at("data.csv"),
-            Some((heap.clone(), "/work/data.csv".into()))
-        );
-        assert_eq!(
-            at("out/chart%201.png"),
-            Some((heap.clone(), "/work/out/chart 1.png".into()))
-        );
-        assert_eq!(at(""), Some((heap.clone(), "/work".into())));
-        assert_eq!(
-            parse(&format!("{HEAPS}{key}/files")),
-            Some((heap.clone(), "/work".into()))
-        );
-        for bad in ["../etc/passwd", "a/../../x", "%2E%2E/x", "a%2Fb", "%00"] {
-            assert_eq!(at(bad), None, "{bad}");
-        }
-        assert_eq!(parse(&format!("{HEAPS}nothex/files/a")), None);
-        assert_eq!(
-            file_uri(heap.as_str(), "/work/out/chart 1.png"),
-            format!("{HEAPS}{key}/files/out/chart%201.png")
-        );
-        let (back, path) = parse(&file_uri(heap.as_str(), "/work/ü n/%.txt")).unwrap();
-        assert_eq!((back, path.as_str()), (heap, "/work/ü n/%.txt"));
-    }
 }

@@ -2,7 +2,6 @@
 //! session of the caller, read by URI, scoped by tenant exactly as the
 //! tools are.
 
-use percent_encoding::percent_decode_str;
 use serde_json::json;
 use uuid::Uuid;
 
@@ -130,23 +129,16 @@ enum Named {
     Declarations(String),
 }
 
+/// What `uri` names, its names checked by their own types.
 fn parse(uri: &str) -> Option<Named> {
-    if let Some((heap, path)) = super::heap_files::parse(uri) {
-        return Some(Named::HeapFile(heap, path));
-    }
-    if let Some(server) = catalog::server_of_uri(uri) {
-        return Some(Named::Declarations(server.to_owned()));
-    }
-    if let Some(rest) = uri.strip_prefix(uri::SESSIONS) {
-        let encoded = rest.strip_suffix(uri::LOG)?;
-        if encoded.contains('/') {
-            return None;
+    Some(match uri::parse(uri)? {
+        uri::Resource::HeapFile { heap, path } => {
+            Named::HeapFile(HeapKey::parse(&heap).ok()?, path)
         }
-        let name = percent_decode_str(encoded).decode_utf8().ok()?;
-        return LogicalSession::parse(&name).ok().map(Named::Log);
-    }
-    let id = uri.strip_prefix(uri::EXECUTIONS)?;
-    id.parse().ok().map(Named::Execution)
+        uri::Resource::SessionLog(name) => Named::Log(LogicalSession::parse(&name).ok()?),
+        uri::Resource::Execution(id) => Named::Execution(id),
+        uri::Resource::Declarations(server) => Named::Declarations(server),
+    })
 }
 
 /// The error of a URI that names nothing the caller has (SEP-2164): the
@@ -275,6 +267,7 @@ mod tests {
             "mcp-v8://sessions/a",
             "mcp-v8://sessions/%FF/log",
             "mcp-v8://executions/not-a-uuid",
+            "mcp-v8://heaps/nothex/files/a",
             "test://nonexistent",
             "",
         ] {

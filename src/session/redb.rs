@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use redb::{Database, ReadableTable, TableDefinition};
 
 use super::{InitState, SessionId, SessionStore, SessionStoreError};
+use crate::backends::embedded;
 
 /// Session id → JSON of the [`InitState`].
 const SESSIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("sessions");
@@ -23,7 +24,7 @@ pub struct RedbSessionStore {
 impl RedbSessionStore {
     /// Opens (or creates) a database of its own at `path`.
     pub fn open(path: &Path) -> Result<Self, SessionStoreError> {
-        Self::new(crate::backends::embedded::open_database(path).map_err(backend)?)
+        Self::new(embedded::open_database(path).map_err(backend)?)
     }
 
     /// A store over an open database (shared with the metadata store: redb
@@ -42,7 +43,7 @@ impl RedbSessionStore {
         T: Send + 'static,
         F: FnOnce(&Database) -> Result<T, SessionStoreError> + Send + 'static,
     {
-        crate::backends::embedded::blocking(&self.db, work, backend).await
+        embedded::blocking(&self.db, work, backend).await
     }
 }
 
@@ -80,12 +81,7 @@ impl SessionStore for RedbSessionStore {
         let bytes = serde_json::to_vec(state).map_err(backend)?;
         let id = state.session_id.clone();
         self.blocking(move |db| {
-            let tx = db.begin_write().map_err(backend)?;
-            tx.open_table(SESSIONS)
-                .map_err(backend)?
-                .insert(id.as_str(), bytes.as_slice())
-                .map_err(backend)?;
-            tx.commit().map_err(backend)
+            embedded::put_json(db, SESSIONS, id.as_str(), &bytes).map_err(backend)
         })
         .await
     }

@@ -421,22 +421,148 @@ async fn a_task_whose_invocation_dies_ends_failed_saying_so() {
     assert_eq!(failed["result"]["error"]["code"], -32603, "{failed}");
 }
 
-/// A 2026-07-28 `tools/call` of `run_js` declaring the tasks extension.
-fn extension_call(url: &str, arguments: Value) -> reqwest::RequestBuilder {
+/// A 2026-07-28 request (`name`: its `Mcp-Name`) of a client declaring
+/// the tasks extension.
+fn extension_request(
+    url: &str,
+    method: &str,
+    name: &str,
+    mut params: Value,
+) -> reqwest::RequestBuilder {
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}}});
     reqwest::Client::new()
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "run_js")
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "name": "run_js", "arguments": arguments,
-            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                      "io.modelcontextprotocol/clientCapabilities": {
-                          "extensions": {"io.modelcontextprotocol/tasks": {}}}}}}),
-        )
+        .header("mcp-method", method)
+        .header("mcp-name", name)
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+}
+
+/// A 2026-07-28 `tools/call` of `run_js` declaring the tasks extension.
+fn extension_call(url: &str, arguments: Value) -> reqwest::RequestBuilder {
+    extension_request(
+        url,
+        "tools/call",
+        "run_js",
+        json!({"name": "run_js", "arguments": arguments}),
+    )
+}
+
+/// The JSON-RPC answer to `request`.
+async fn answer(request: reqwest::RequestBuilder) -> Value {
+    request.send().await.unwrap().json().await.unwrap()
+}
+
+/// `serve` with one engine worker, whose runs become tasks after 300 ms.
+fn serve_with_tasks(dir: &std::path::Path) -> Serve {
+    Serve::start_with(
+        dir,
+        common::net::free_port(),
+        vec![
+            ("MCP_V8_ENGINE_WORKERS".into(), "1".into()),
+            ("MCP_V8_TASK_AFTER_MS".into(), "300".into()),
+            ("MCP_V8_QUEUE_WAIT_MS".into(), "5000".into()),
+        ],
+    )
+}
+
+/// A `run_js` the server answers directly, to a client that declared the
+/// extension, is a complete result (one of the three checks the conformance
+/// suite's `tasks-result-type-complete-on-non-task-responses` holds, which
+/// expected-failures-tasks.yaml masks).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_answered_directly_under_the_extension_is_a_complete_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = serve_with_tasks(dir.path());
+    let direct = answer(extension_call(&serve.url(), json!({"code": "6 * 7"}))).await;
+    assert_eq!(direct["result"]["resultType"], "complete", "{direct}");
+    assert_eq!(
+        direct["result"]["structuredContent"]["result"], "42",
+        "{direct}"
+    );
+}
+
+/// Starts a run that outlasts `MCP_V8_TASK_AFTER_MS` under `serve`; its
+/// task's id.
+async fn started_task(url: &str, code: &str) -> String {
+    let created = answer(extension_call(
+        url,
+        json!({"code": code, "execution_timeout_secs": 90}),
+    ))
+    .await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    created["result"]["taskId"].as_str().unwrap().to_owned()
+}
+
+/// `tasks/get` is a complete result whatever the task's state (the second
+/// masked check).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_get_is_a_complete_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = serve_with_tasks(dir.path());
+    let url = serve.url();
+    let id = started_task(&url, "await new Promise(r => setTimeout(r, 1500)); 6 * 7").await;
+    let get = || {
+        answer(extension_request(
+            &url,
+            "tasks/get",
+            &id,
+            json!({"taskId": id}),
+        ))
+    };
+    let working = get().await;
+    assert_eq!(working["result"]["resultType"], "complete", "{working}");
+    assert_eq!(working["result"]["status"], "working", "{working}");
+    let started = Instant::now();
+    let done = loop {
+        let got = get().await;
+        if got["result"]["status"] != "working" {
+            break got;
+        }
+        assert!(started.elapsed() < LIMIT, "{got}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(done["result"]["resultType"], "complete", "{done}");
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+}
+
+/// Under `serve`, a run that outlasts `MCP_V8_TASK_AFTER_MS` becomes a
+/// task; `tasks/cancel` is acknowledged with a complete result (the third
+/// masked check), and stops the run and frees its worker, not only its
+/// status: with one worker, another client's run answers at once, where a
+/// run left going would hold the worker for its 60 s and the other would be
+/// refused as busy after its 5 s wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_cancel_under_serve_stops_the_run_and_frees_its_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = serve_with_tasks(dir.path());
+    let url = serve.url();
+    let id = started_task(&url, "await new Promise(r => setTimeout(r, 60000)); 1").await;
+    let ack = answer(extension_request(
+        &url,
+        "tasks/cancel",
+        &id,
+        json!({"taskId": id}),
+    ))
+    .await;
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    let next = answer(extension_call(&url, json!({"code": "6 * 7"}))).await;
+    assert_eq!(
+        next["result"]["structuredContent"]["result"], "42",
+        "the cancelled run still held the one worker: {next}"
+    );
+    let got = answer(extension_request(
+        &url,
+        "tasks/get",
+        &id,
+        json!({"taskId": id}),
+    ))
+    .await;
+    assert_eq!(got["result"]["status"], "cancelled", "{got}");
 }
 
 /// With the extension, a run is the server's to make a task of only once
