@@ -927,16 +927,21 @@ mod tests {
         }
     }
 
-    async fn run(toolbox: &Toolbox, arguments: Value) -> (bool, Value, String) {
-        let tenant = Tenant::anonymous();
-        let context = CallContext {
+    /// A 2025-06-18 call of `tenant`, outside any session.
+    fn context(tenant: &Tenant) -> CallContext<'_> {
+        CallContext {
             protocol_version: "2025-06-18",
-            tenant: &tenant,
+            tenant,
             logical_session: None,
             deadline: None,
             control: None,
             tasks_extension: false,
-        };
+        }
+    }
+
+    async fn run(toolbox: &Toolbox, arguments: Value) -> (bool, Value, String) {
+        let tenant = Tenant::anonymous();
+        let context = context(&tenant);
         let params = CallToolParams {
             name: super::NAME.into(),
             arguments: Some(serde_json::value::to_raw_value(&arguments).unwrap()),
@@ -983,16 +988,7 @@ mod tests {
         assert!(text.contains("no_such"), "{text}");
 
         let tenant = Tenant::anonymous();
-        let listed = toolbox
-            .list(CallContext {
-                protocol_version: "2025-06-18",
-                tenant: &tenant,
-                logical_session: None,
-                deadline: None,
-                control: None,
-                tasks_extension: false,
-            })
-            .await;
+        let listed = toolbox.list(context(&tenant)).await;
         let schema = &listed.tools[0].input_schema;
         assert_eq!(
             schema["properties"]["toy_factor"]["type"], "number",
