@@ -348,7 +348,13 @@ pub fn engine_config(config: &Config) -> EngineConfig {
 
 /// The app `config` describes, on `stores`.
 pub fn with_stores(config: &Config, stores: Stores) -> App {
-    let engine_config = engine_config(config);
+    with_engine(config, engine_config(config), stores)
+}
+
+/// The app `config` describes, on `stores`, with an engine configured as
+/// `engine_config` says rather than as `config` does (tests name the worker
+/// program, which a server finds as its own executable).
+pub fn with_engine(config: &Config, engine_config: EngineConfig, stores: Stores) -> App {
     // The host's clients (fetch, upstream connections) are one value, shared
     // by the engine's runs and the tools that list upstream servers.
     let clients = Arc::new(HostClients::default());

@@ -287,6 +287,12 @@ async fn ready_heaps_are_dropped_past_their_memory_bound() {
         resident_mib <= BOUND_MIB * 6 / 5,
         "{resident_mib} MiB resident"
     );
+    // And the heaps within the bound were kept: two of ~110 MiB fit it,
+    // where workers without a ready heap hold a few tens of MiB.
+    assert!(
+        resident_mib >= BOUND_MIB / 2,
+        "{resident_mib} MiB resident: no heap was kept ready within the bound"
+    );
     // Every session continues, from a ready heap or from the store.
     for session in &sessions {
         let next = serve
@@ -370,4 +376,49 @@ async fn a_call_that_names_its_heap_limit_continues_from_the_ready_heap() {
         gets + 1,
         "a call naming another limit must restore with that limit, from the store"
     );
+}
+
+/// Under `serve`'s configuration, the worker that ran a session's call
+/// keeps its heap ready: the next `latest` call continues from it and reads
+/// no heap from the store. With ready heaps off (`MCP_V8_READY_HEAPS_MB=0`)
+/// the same call reads the heap, which shows the count can see a read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_latest_call_continues_from_the_ready_heap_and_reads_nothing_from_the_store() {
+    for ready in [true, false] {
+        let plan = FaultPlan::new();
+        let mut config = test_config(3600, false);
+        if !ready {
+            config.engine.ready_heaps_mb_set = Some(0);
+        }
+        let s = common::server_with_workers(config, 1, |stores| Stores {
+            heaps: stores
+                .heaps
+                .map(|heaps| Arc::new(Faulty::<dyn HeapStore>::new(heaps, plan.clone())) as _),
+            ..stores
+        });
+        let sid = s.initialize().await;
+        let first = run(
+            &s,
+            &sid,
+            json!({"code": "globalThis.n = 41; n", "session": "ready", "heap": "latest"}),
+        )
+        .await;
+        assert_eq!(outcome(&first)["status"], "completed", "{first}");
+        let made = outcome(&first)["heap"].clone();
+        let gets = plan.calls("heap.get");
+        let next = run(
+            &s,
+            &sid,
+            json!({"code": "n + 1", "session": "ready", "heap": "latest"}),
+        )
+        .await;
+        assert_eq!(outcome(&next)["result"], "42", "{next}");
+        assert_eq!(outcome(&next)["input_heap"], made, "{next}");
+        let read = plan.calls("heap.get") - gets;
+        if ready {
+            assert_eq!(read, 0, "latest read its heap from the store: {next}");
+        } else {
+            assert_eq!(read, 1, "without ready heaps latest reads its heap once");
+        }
+    }
 }

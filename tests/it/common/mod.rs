@@ -71,13 +71,29 @@ pub fn server_wrapped(ttl: i64, stateless: bool, wrap: impl FnOnce(Stores) -> St
 /// A server built from `config` over stores in a temp dir, as `wrap`
 /// leaves them.
 pub fn server_configured(config: Config, wrap: impl FnOnce(Stores) -> Stores) -> Server {
+    server_with_workers(config, 0, wrap)
+}
+
+/// A server built from `config` over stores as `wrap` leaves them, whose
+/// runs go to `workers` engine workers (this test binary's server program,
+/// as `serve` runs them); 0 keeps what `config` says.
+pub fn server_with_workers(
+    config: Config,
+    workers: usize,
+    wrap: impl FnOnce(Stores) -> Stores,
+) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let stores = wrap(Stores::from_config(&config, dir.path(), None).unwrap());
+    let mut engine = app::engine_config(&config);
+    if workers > 0 {
+        engine.engine_workers = workers;
+        engine.worker_program = Some(engine::worker_program(dir.path(), "server-worker"));
+    }
     Server {
         sessions: stores.sessions.clone(),
         meta: stores.meta.clone(),
         heaps: stores.heaps.clone(),
-        app: app::with_stores(&config, stores),
+        app: app::with_engine(&config, engine, stores),
         _dir: dir,
     }
 }
