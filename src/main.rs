@@ -210,8 +210,12 @@ async fn packages(
                 config.packages.max_package_mb * 1024 * 1024,
             )?;
             // Each package is imported in a fresh isolate of an engine
-            // configured as the server's, before anything is stored.
-            let engine = mcp_v8_lambda::engine::Engine::new(app::engine_config(config), None);
+            // configured as the server's, before anything is stored; in an
+            // engine worker, as every run, so that a package whose top level
+            // ends V8's process is refused with the reason.
+            let mut engine_config = app::engine_config(config);
+            engine_config.engine_workers = engine_config.engine_workers.max(1);
+            let engine = mcp_v8_lambda::engine::Engine::new(engine_config, None);
             let added = packages::add(store.as_ref(), &specs, &options, &engine)
                 .await
                 .map_err(|e| anyhow::anyhow!(e))

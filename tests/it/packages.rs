@@ -655,3 +655,68 @@ async fn every_fresh_run_starts_from_the_prelude() {
         "{outcome:#?}"
     );
 }
+
+/// `packages add` imports a package in an engine worker, as every run
+/// executes (docs/reliability.md): a package whose top level ends V8's
+/// process (an array past what any heap limit holds) is refused with the
+/// reason, by a CLI that lives to say it, and nothing is stored.
+#[test]
+fn the_load_check_imports_a_package_in_an_engine_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let tarball = dir.path().join("ends-v8-1.0.0.tgz");
+    let mut archive = tar::Builder::new(flate2::write::GzEncoder::new(
+        std::fs::File::create(&tarball).unwrap(),
+        flate2::Compression::default(),
+    ));
+    for (path, text) in [
+        (
+            "package/package.json",
+            r#"{"name": "ends-v8", "version": "1.0.0", "main": "index.js"}"#,
+        ),
+        (
+            "package/index.js",
+            "module.exports = new Array(2 ** 25).fill(1.5).length;\n",
+        ),
+    ] {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(text.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        archive
+            .append_data(&mut header, path, text.as_bytes())
+            .unwrap();
+    }
+    archive.into_inner().unwrap().finish().unwrap();
+    let data = dir.path().join("data");
+    let added = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
+        .args(["packages", "add"])
+        .arg(&tarball)
+        .arg("--data-dir")
+        .arg(&data)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&added.stderr);
+    assert_eq!(
+        added.status.code(),
+        Some(1),
+        "the CLI said why rather than dying with V8: {said}"
+    );
+    for part in [
+        "ends-v8@1.0.0",
+        "does not load",
+        "heap_memory_max_mb",
+        "nothing was installed",
+    ] {
+        assert!(said.contains(part), "{part}: {said}");
+    }
+    let listed = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
+        .args(["packages", "list", "--data-dir"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("no packages installed"),
+        "{listed:?}"
+    );
+}
