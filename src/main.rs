@@ -481,6 +481,21 @@ async fn serve_main() -> anyhow::Result<()> {
             // Bound to loopback, only loopback names may be asked for: a web
             // page cannot reach this server by rebinding its own name to 127.0.0.1.
             let saves = app.saves();
+            let tasks = app.server().tasks().cloned();
+            let shutdown = async move {
+                shutdown_signal().await;
+                // Tasks running here end now and say why, rather than read
+                // `working` until their runner's silence shows.
+                if let Some(tasks) = tasks {
+                    let stopped = tasks.stop_running().await;
+                    if stopped > 0 {
+                        tracing::info!(
+                            stopped,
+                            "tasks running in this server were ended: it stopped"
+                        );
+                    }
+                }
+            };
             let service = if host.is_loopback() {
                 loopback_only(router(app))
             } else {
@@ -500,7 +515,7 @@ async fn serve_main() -> anyhow::Result<()> {
                     .unwrap_or(max_connections.div_ceil(2)),
             };
             tracing::debug!(?limits, "connection limits");
-            serve_http(listener, service, limits, shutdown_signal())
+            serve_http(listener, service, limits, shutdown)
                 .await
                 .context("serving")?;
             saves.drain().await;

@@ -209,12 +209,26 @@ fn interruption(record: &TaskRecord, now: i64, heartbeat_ms: i64) -> Option<Stri
     }
     let silent_for = now - record.heartbeat_at.unwrap_or(0);
     match &record.runner {
-        Some(_) if silent_for > SILENT_BEATS * heartbeat_ms => Some(format!(
-            "the run was interrupted: the instance running it stopped answering {} s ago \
-             (it ended, or hit the function's timeout); the run's effects up to then may be \
-             in the session log; start it again",
-            silent_for / 1000
-        )),
+        Some(runner) if silent_for > SILENT_BEATS * heartbeat_ms => {
+            // A process runs its own tasks under serve and stdio; a Lambda
+            // invocation runs one handed to it.
+            let seconds = silent_for / 1000;
+            let what = if runner.starts_with(super::record::PROCESS_RUNNER) {
+                format!(
+                    "the server process running it stopped answering {seconds} s ago (it was \
+                     killed or crashed before it could say so)"
+                )
+            } else {
+                format!(
+                    "the invocation running it stopped answering {seconds} s ago (it hit the \
+                     function's timeout, or its environment ended)"
+                )
+            };
+            Some(format!(
+                "the run was interrupted: {what}; {}",
+                super::record::NOTHING_KEPT
+            ))
+        }
         None if silent_for > UNCLAIMED_BEATS * heartbeat_ms => Some(format!(
             "the run never started: no instance took it within {} s; start it again",
             UNCLAIMED_BEATS * heartbeat_ms / 1000
@@ -282,6 +296,14 @@ mod tests {
         );
         let silent = interruption(&record(Some("a"), now - silence - 1), now, beat).unwrap();
         assert!(silent.contains("interrupted"), "{silent}");
+        assert!(silent.contains("function's timeout"), "{silent}");
+        assert!(silent.contains("nothing of the run was stored"), "{silent}");
+        let served = format!("{}1234", super::super::record::PROCESS_RUNNER);
+        let stopped = interruption(&record(Some(&served), now - silence - 1), now, beat).unwrap();
+        assert!(
+            stopped.contains("server process") && !stopped.contains("function's timeout"),
+            "a serve process is not a function: {stopped}"
+        );
         assert_eq!(
             interruption(&record(None, now - silence - 1), now, beat),
             None

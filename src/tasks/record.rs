@@ -152,3 +152,14 @@ impl TaskChange {
         }
     }
 }
+
+/// How the runner id of a process that runs its own tasks (`serve`,
+/// `stdio`) begins; a Lambda invocation's is its request id.
+pub(crate) const PROCESS_RUNNER: &str = "process-";
+
+/// What becomes of a run that did not end, for a task's message: where its
+/// effects are.
+pub(crate) const NOTHING_KEPT: &str = "nothing of the run was stored (no heap, no /work files, \
+    no entry in the session log): the session goes on from the heap it had before this call; \
+    what the run did outside (fetch requests, upstream MCP calls) may have happened. Start it \
+    again";

@@ -11,7 +11,9 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::book::{Changed, TaskBook};
-use super::record::{TaskChange, TaskOutcome, TaskRecord, TaskRequest, TaskStatus};
+use super::record::{
+    NOTHING_KEPT, PROCESS_RUNNER, TaskChange, TaskOutcome, TaskRecord, TaskRequest, TaskStatus,
+};
 use super::store::TaskStoreError;
 use crate::BoxError;
 use crate::clock::unix_now_millis;
@@ -123,12 +125,14 @@ pub struct Tasks {
     running: Arc<Running>,
 }
 
-/// Task ids to the controls of their runs in this process.
+/// Task ids to their tenants and the controls of their runs in this process.
 #[derive(Debug, Default)]
-struct Running(std::sync::Mutex<std::collections::HashMap<Uuid, Arc<RunControl>>>);
+struct Running(std::sync::Mutex<std::collections::HashMap<Uuid, (Tenant, Arc<RunControl>)>>);
 
 impl Running {
-    fn map(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<Uuid, Arc<RunControl>>> {
+    fn map(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<Uuid, (Tenant, Arc<RunControl>)>> {
         // Every use leaves the map whole.
         self.0
             .lock()
@@ -158,7 +162,7 @@ impl Tasks {
             book: book.with_heartbeat(settings.heartbeat),
             executor,
             handoff,
-            owner: format!("process-{}", Uuid::new_v4().simple()),
+            owner: format!("{PROCESS_RUNNER}{}", Uuid::new_v4().simple()),
             settings,
             running: Arc::default(),
         }
@@ -310,7 +314,9 @@ impl Tasks {
         // the store (a run stalled mid-request could hold up the very store
         // the loop is reading).
         let mut run = tokio::spawn(run);
-        self.running.map().insert(id, control.clone());
+        self.running
+            .map()
+            .insert(id, (tenant.clone(), control.clone()));
         let _registered = Registered(&self.running, id);
         let mut poll = tokio::time::interval(self.settings.cancel_poll);
         let mut last_beat = Instant::now();
@@ -419,12 +425,36 @@ impl Tasks {
             .change(tenant, id, &TaskChange::Cancel { message })
             .await?;
         if matches!(changed, Changed::Applied(_)) {
-            let here = self.running.map().get(&id).cloned();
+            let here = self
+                .running
+                .map()
+                .get(&id)
+                .map(|(_, control)| control.clone());
             if let Some(control) = here {
                 control.cancel();
             }
         }
         Ok(changed)
+    }
+
+    /// Ends every task running in this process `failed`, saying that the
+    /// server stopped, and stops their runs; returns how many. For a
+    /// process about to exit (`serve` on SIGTERM), whose tasks would
+    /// otherwise read `working` until their runner's silence showed.
+    pub async fn stop_running(&self) -> usize {
+        let running: Vec<_> = self
+            .running
+            .map()
+            .iter()
+            .map(|(id, (tenant, control))| (*id, tenant.clone(), control.clone()))
+            .collect();
+        for (id, tenant, control) in &running {
+            // Failed first, so the run's own end (cancelled) is dropped.
+            let message = format!("{SERVER_STOPPED}; {NOTHING_KEPT}");
+            self.finish_failed(tenant, *id, message).await;
+            control.cancel();
+        }
+        running.len()
     }
 
     /// Task `id` once it has ended, polled until then or until `until`
@@ -464,6 +494,10 @@ impl Drop for CancelOnDrop {
 
 /// The first status message of a task that runs here.
 const STARTED: &str = "The run is in progress.";
+
+/// Why a task running in a server that was told to stop failed.
+const SERVER_STOPPED: &str = "the server stopped (it was told to end, by SIGTERM or Ctrl-C) \
+    while the run was going, and the run was ended with it";
 
 async fn sleep_until(at: Option<tokio::time::Instant>) {
     match at {

@@ -53,6 +53,10 @@ impl Serve {
         format!("http://127.0.0.1:{}/mcp", self.port)
     }
 
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Kills the process outright (no graceful shutdown) and starts a new one
     /// on the same port and data directory: a new instance, same store.
     fn restart(&mut self) {
@@ -66,6 +70,30 @@ impl Serve {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+        *self = Serve::start_with(&self.data_dir.clone(), self.port, self.env.clone());
+    }
+
+    /// Stops the process as a service manager does (SIGTERM), asserts it
+    /// exits cleanly within `within`, and starts a new one on the same port
+    /// and data directory.
+    pub(crate) fn stop_and_restart(&mut self, within: Duration) {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                started.elapsed() < within,
+                "serve still running {within:?} after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.success(), "serve ended {status} on SIGTERM");
         *self = Serve::start_with(&self.data_dir.clone(), self.port, self.env.clone());
     }
 }

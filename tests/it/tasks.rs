@@ -269,6 +269,20 @@ fn task_get(id: &str) -> String {
 
 const LIMIT: Duration = Duration::from_secs(120);
 
+/// Waits, asking through `api`, until task `id`'s runner has taken it: its
+/// status no longer says it waits for an instance.
+async fn taken_by_its_runner(api: &mut RuntimeApi, id: &str) {
+    let started = Instant::now();
+    loop {
+        let got = ask(api, task_get(id)).await;
+        if got["result"]["statusMessage"] != "The run is waiting for an instance to take it." {
+            return;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{got}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// Gives `event` to `api` and returns the JSON-RPC answer.
 async fn ask(api: &mut RuntimeApi, event: String) -> Value {
     api.give(event);
@@ -351,16 +365,7 @@ async fn a_cancel_through_another_instance_stops_a_handed_run() {
     let id = created["result"]["taskId"].as_str().unwrap().to_owned();
     first.give(deployment.invoked().await);
     first.all_taken(LIMIT).await;
-    // Running: the runner has taken it.
-    let started = Instant::now();
-    loop {
-        let got = ask(&mut second, task_get(&id)).await;
-        if got["result"]["statusMessage"] != "The run is waiting for an instance to take it." {
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(30), "{got}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    taken_by_its_runner(&mut second, &id).await;
     let ack = ask(
         &mut second,
         with_extension("tasks/cancel", Some(&id), json!({"taskId": id})),
@@ -401,7 +406,7 @@ async fn a_task_whose_invocation_dies_ends_failed_saying_so() {
     let id = created["result"]["taskId"].as_str().unwrap().to_owned();
     first.give(deployment.invoked().await);
     first.all_taken(LIMIT).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    taken_by_its_runner(&mut second, &id).await;
     drop(one);
     let started = Instant::now();
     let failed = loop {
@@ -585,6 +590,64 @@ async fn tasks_cancel_under_serve_stops_the_run_and_frees_its_worker() {
     assert_eq!(got["result"]["status"], "cancelled", "{got}");
 }
 
+/// A server stopped with SIGTERM while a task runs ends the task at once:
+/// after the restart it reads `failed`, saying the server stopped and that
+/// nothing of the run was stored, and the session goes on from the heap it
+/// had before the call, as the message says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_running_when_serve_is_stopped_fails_saying_the_server_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut serve = serve_with_tasks(dir.path());
+    let url = serve.url();
+    let before = answer(extension_call(
+        &url,
+        json!({"code": "globalThis.kept = 1; kept", "session": "stopped"}),
+    ))
+    .await;
+    assert_eq!(
+        before["result"]["structuredContent"]["result"], "1",
+        "{before}"
+    );
+    let created = answer(extension_call(
+        &url,
+        json!({"code": "kept = 2; await new Promise(r => setTimeout(r, 60000)); kept",
+               "session": "stopped", "heap": "latest", "execution_timeout_secs": 90}),
+    ))
+    .await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    serve.stop_and_restart(Duration::from_secs(20));
+    let got = answer(extension_request(
+        &url,
+        "tasks/get",
+        &id,
+        json!({"taskId": id}),
+    ))
+    .await;
+    assert_eq!(
+        got["result"]["status"], "failed",
+        "at once, not after its silence: {got}"
+    );
+    let message = got["result"]["statusMessage"].as_str().unwrap();
+    for part in [
+        "the server stopped",
+        "nothing of the run was stored",
+        "before this call",
+    ] {
+        assert!(message.contains(part), "{part}: {message}");
+    }
+    assert!(!message.contains("function"), "{message}");
+    let after = answer(extension_call(
+        &url,
+        json!({"code": "kept", "session": "stopped", "heap": "latest"}),
+    ))
+    .await;
+    assert_eq!(
+        after["result"]["structuredContent"]["result"], "1",
+        "the session went on from the heap before the stopped call: {after}"
+    );
+}
+
 /// With the extension, a run is the server's to make a task of only once
 /// it has waited `MCP_V8_TASK_AFTER_MS`; a client that goes away before
 /// then cancels it, as without tasks. With one engine worker, a run of
@@ -607,11 +670,12 @@ async fn a_client_gone_before_its_run_became_a_task_cancels_the_run() {
     let gone = tokio::spawn(
         extension_call(
             &url,
-            json!({"code": "await new Promise(r => setTimeout(r, 60000)); 1", "execution_timeout_secs": 90}),
+            json!({"code": "const t = Date.now(); while (Date.now() - t < 60000) {} 1", "execution_timeout_secs": 90}),
         )
         .send(),
     );
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Gone once its run loops in the worker.
+    common::process::wait_spinning(serve.pid(), 1).await;
     gone.abort();
     let answer: Value = extension_call(&url, json!({"code": "6 * 7"}))
         .send()

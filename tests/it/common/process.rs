@@ -108,3 +108,41 @@ pub fn children(parent: u32) -> Vec<u32> {
         })
         .collect()
 }
+
+/// CPU time `pid` has used (user and system, in clock ticks); `None` once
+/// it is gone.
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command's closing parenthesis: state is field 3, utime 14.
+    let mut fields = stat.rsplit_once(") ")?.1.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some(user + system)
+}
+
+/// Waits until `count` of `parent`'s children (its engine workers) run code
+/// that keeps a core busy (most of 200 ms each): a looping run has started
+/// in them. For tests whose order needs it, instead of a sleep.
+pub async fn wait_spinning(parent: u32, count: usize) {
+    const WINDOW: Duration = Duration::from_millis(200);
+    let started = std::time::Instant::now();
+    loop {
+        let before: Vec<_> = children(parent)
+            .into_iter()
+            .filter_map(|pid| Some((pid, cpu_ticks(pid)?)))
+            .collect();
+        tokio::time::sleep(WINDOW).await;
+        // Clock ticks are 10 ms: at least 100 of the window's 200 ms.
+        let busy = before
+            .iter()
+            .filter(|(pid, ticks)| cpu_ticks(*pid).is_some_and(|now| now >= ticks + 10))
+            .count();
+        if busy >= count {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{busy} of {parent}'s workers spin, not {count}"
+        );
+    }
+}
