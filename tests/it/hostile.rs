@@ -15,7 +15,7 @@ use mcp_v8_lambda::tenant::Tenant;
 use serde_json::{Value, json};
 
 use crate::common;
-use crate::common::process::{Serve, children, proc_kib};
+use crate::common::process::{Serve, children, proc_kib, wait_spinning};
 
 /// Code whose one value passes what V8 can hold, which ends V8's process
 /// with a fatal error no callback can turn into an exception; the status
@@ -317,7 +317,7 @@ async fn a_short_run_is_not_held_behind_two_long_ones() {
             async { (looping("a").await, Instant::now()) },
             async { (looping("b").await, Instant::now()) },
             async {
-                tokio::time::sleep(Duration::from_millis(500)).await;
+                wait_spinning(server.pid(), 2).await;
                 (call("6 * 7", "c", 5).await, Instant::now())
             },
         );
@@ -344,7 +344,7 @@ async fn a_run_that_finds_no_runner_in_time_is_refused_naming_the_bounds() {
     let (looped, refused) = tokio::join!(
         server.run_js(json!({"code": "for (;;) {}", "execution_timeout_secs": 3})),
         async {
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            wait_spinning(server.pid(), 1).await;
             server.run_js(json!({"code": "globalThis.ran = 1"})).await
         }
     );
@@ -375,23 +375,31 @@ async fn a_tenant_past_its_share_waits_while_another_tenant_runs() {
         },
         None,
     );
-    let run = |principal: &str, code: &str| {
+    let looping = Arc::new(mcp_v8_lambda::engine::RunControl::default());
+    let run = |principal: &str, code: &str, control: Option<Arc<_>>| {
         engine.run(RunRequest {
             code: code.into(),
             tenant: Tenant::of_principal(principal),
             timeout: Some(Duration::from_secs(2)),
+            control,
             ..Default::default()
         })
     };
-    let (looped, again, other) = tokio::join!(
-        run("jwt:a", "for (;;) {}"),
+    // The others come once the loop runs: it says so first.
+    let started = async {
+        while looping.console_lines() == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    let (looped, (again, other)) = tokio::join!(
+        run(
+            "jwt:a",
+            "console.log('looping'); for (;;) {}",
+            Some(looping.clone())
+        ),
         async {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            run("jwt:a", "1").await
-        },
-        async {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            run("jwt:b", "6 * 7").await
+            started.await;
+            tokio::join!(run("jwt:a", "1", None), run("jwt:b", "6 * 7", None))
         },
     );
     assert_eq!(looped.unwrap().outcome.status, RunStatus::TimedOut);

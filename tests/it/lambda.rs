@@ -327,7 +327,7 @@ async fn with_max_concurrency_a_looping_run_holds_up_no_other_invocation() {
     let mut api = common::runtime_api::RuntimeApi::start().await;
     env.extend(api.function_env());
     env.push(("AWS_LAMBDA_MAX_CONCURRENCY".into(), "3".into()));
-    let _function = start_function(env);
+    let function = start_function(env);
 
     let run_js = |code: &str, session: &str, timeout: f64| {
         run_js_event(serde_json::json!({
@@ -337,10 +337,9 @@ async fn with_max_concurrency_a_looping_run_holds_up_no_other_invocation() {
     let looping = api.give(run_js("for (;;) {}", "looping", 10.0));
     // The loop must be running before the others arrive, or a quick run
     // could take the process's one snapshot slot first and pass without
-    // workers. Taken, then a second to start: a slower start could only
-    // make the test pass wrongly, never fail wrongly.
+    // workers: the others come once a worker of the function spins.
     api.all_taken(limit).await;
-    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    common::process::wait_spinning(function.0.id(), 1).await;
     let listing = api.give(event_2026("tools/list", None, serde_json::json!({})));
     let quick = api.give(run_js("globalThis.n = 41; n + 1", "quick", 5.0));
 

@@ -77,6 +77,19 @@ fn worker_pids(program: &Path) -> Vec<u32> {
     pids
 }
 
+/// Waits until the run `control` watches has written its first console
+/// line: its code is running in a worker.
+async fn spinning_started(control: &mcp_v8_lambda::engine::RunControl) {
+    let started = Instant::now();
+    while control.console_lines() == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the run never started"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 #[tokio::test]
 async fn chains_from_different_heaps_run_at_once_in_workers() {
     let f = fixture(2);
@@ -166,25 +179,24 @@ async fn a_killed_worker_fails_its_run_only_and_the_next_run_starts_a_new_one() 
         .heap
         .unwrap();
     let engine = Arc::new(f.engine);
+    let control = Arc::new(mcp_v8_lambda::engine::RunControl::default());
     let spinning = {
         let engine = engine.clone();
-        let heap = heap.clone();
-        tokio::spawn(async move { stateful(&engine, "while (true) {}", Some(&heap)).await })
+        let request = RunRequest {
+            code: "console.log('spinning'); while (true) {}".into(),
+            heap: Some(heap.clone()),
+            stateful: true,
+            timeout: Some(Duration::from_secs(20)),
+            control: Some(control.clone()),
+            ..Default::default()
+        };
+        tokio::spawn(async move { engine.run(request).await.expect("accepted").outcome })
     };
-    // The worker exists once the run was handed to it; give it time to start
-    // spinning, then kill it the way the OOM killer would.
-    let started = Instant::now();
-    let pid = loop {
-        if let [pid] = worker_pids(&f.program)[..] {
-            break pid;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "no worker started"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    // Once the run says it spins, kill its worker the way the OOM killer would.
+    spinning_started(&control).await;
+    let [pid] = worker_pids(&f.program)[..] else {
+        panic!("one worker: {:?}", worker_pids(&f.program));
     };
-    tokio::time::sleep(Duration::from_millis(500)).await;
     let killed = std::process::Command::new("kill")
         .args(["-KILL", &pid.to_string()])
         .status()
@@ -244,7 +256,7 @@ async fn a_cancelled_run_stops_its_worker_and_the_next_run_gets_a_new_one() {
     let control = std::sync::Arc::new(mcp_v8_lambda::engine::RunControl::default());
     let run = {
         let request = RunRequest {
-            code: "for (;;) {}".into(),
+            code: "console.log('spinning'); for (;;) {}".into(),
             stateful: true,
             timeout: Some(std::time::Duration::from_secs(120)),
             control: Some(control.clone()),
@@ -258,19 +270,11 @@ async fn a_cancelled_run_stops_its_worker_and_the_next_run_gets_a_new_one() {
         )
     };
     let (engine, running) = run;
-    // The worker running the loop, once it is there.
-    let started = std::time::Instant::now();
-    let cancelled_pid = loop {
-        if let [pid] = worker_pids(&f.program)[..] {
-            break pid;
-        }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "no worker started"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    // The worker running the loop, once the run says it spins.
+    spinning_started(&control).await;
+    let [cancelled_pid] = worker_pids(&f.program)[..] else {
+        panic!("one worker: {:?}", worker_pids(&f.program));
     };
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     control.cancel();
     let report = tokio::time::timeout(std::time::Duration::from_secs(60), running)
         .await
@@ -330,4 +334,68 @@ async fn a_run_in_a_worker_reports_its_console_lines_while_it_executes() {
     let outcome = report.expect("request accepted").outcome;
     assert_eq!(outcome.status, RunStatus::Completed, "{outcome:#?}");
     assert_eq!(seen, 3, "the lines were counted before the run ended");
+}
+
+/// A run inside a built-in that no termination reaches (the default sort
+/// of eight million numbers, which compares them as strings, takes seconds)
+/// is ended past its deadline by the worker's watchdog ending its own
+/// process: the run says so, and the next run gets a new worker.
+#[tokio::test]
+async fn a_run_stuck_in_a_built_in_past_its_deadline_ends_its_worker() {
+    let f = fixture(1);
+    let request = |code: &str, heap: Option<&HeapKey>, timeout: Duration| RunRequest {
+        code: code.into(),
+        heap: heap.cloned(),
+        stateful: true,
+        heap_limit_mb: Some(512),
+        timeout: Some(timeout),
+        ..Default::default()
+    };
+    let made = f
+        .engine
+        .run(request(
+            "globalThis.numbers = Array.from({length: 8e6}, (_, i) => (i * 7919) % 1000003); \
+             numbers.length",
+            None,
+            Duration::from_secs(60),
+        ))
+        .await
+        .unwrap()
+        .outcome;
+    assert_eq!(made.status, RunStatus::Completed, "{made:#?}");
+    let heap = made.heap.expect("stored");
+    let [stuck_pid] = worker_pids(&f.program)[..] else {
+        panic!("one worker: {:?}", worker_pids(&f.program));
+    };
+    let stuck = f
+        .engine
+        .run(request(
+            "numbers.sort(); 'sorted'",
+            Some(&heap),
+            Duration::from_secs(1),
+        ))
+        .await
+        .unwrap()
+        .outcome;
+    assert_eq!(stuck.status, RunStatus::TimedOut, "{stuck:#?}");
+    let error = stuck.error.expect("an error");
+    assert!(
+        error.message.contains("inside a built-in function") && error.message.contains("ended"),
+        "the watchdog ended the worker, not the sort's own end: {error:?}"
+    );
+    assert!(
+        !worker_pids(&f.program).contains(&stuck_pid),
+        "the stuck run's worker {stuck_pid} is gone"
+    );
+    let next = f
+        .engine
+        .run(request(
+            "numbers.length",
+            Some(&heap),
+            Duration::from_secs(60),
+        ))
+        .await
+        .unwrap()
+        .outcome;
+    assert_eq!(next.result.as_deref(), Some("8000000"), "{next:#?}");
 }
