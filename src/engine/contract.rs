@@ -127,27 +127,6 @@ pub(crate) struct Job {
 }
 
 impl Job {
-    /// A stateless run of `code` with the library's default limits.
-    #[cfg(test)]
-    pub(crate) fn fresh(code: String) -> Job {
-        Job {
-            task: Task::Run { code },
-            restore: None,
-            plain_restore: false,
-            from_ready: false,
-            keep_ready: None,
-            answer_first: false,
-            stateful: false,
-            timeout: Duration::from_secs(30),
-            heap_limit_bytes: 64 * 1024 * 1024,
-            max_result_bytes: 1024 * 1024,
-            code_handling: CodeHandling::Keep,
-            control: None,
-            egress: None,
-            asks: Asks::default(),
-        }
-    }
-
     /// Whether the run creates or restores a snapshot, which decides where
     /// it may run (see [`super::run::READ_ONLY_HEAP`]); the others run on a
     /// plain isolate.

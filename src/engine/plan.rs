@@ -143,22 +143,7 @@ impl Engine {
     /// A job running `code` fresh, statelessly, with this engine's
     /// defaults and `asks`.
     pub(super) fn job(&self, code: String, asks: capabilities::Asks) -> contract::Job {
-        contract::Job {
-            task: contract::Task::Run { code },
-            restore: None,
-            plain_restore: false,
-            from_ready: false,
-            keep_ready: None,
-            answer_first: false,
-            stateful: false,
-            timeout: self.config.default_timeout,
-            heap_limit_bytes: self.config.default_heap_limit_mb * MIB,
-            max_result_bytes: self.config.max_result_bytes,
-            code_handling: self.config.code_handling,
-            control: None,
-            egress: self.fetch.clone(),
-            asks,
-        }
+        job_within(&self.config, self.fetch.clone(), code, asks)
     }
 
     /// The capabilities' asks of a run the engine starts itself (no call's
@@ -220,4 +205,41 @@ pub(super) struct Limits {
     /// The caller gave the heap limit (`heap_memory_max_mb`), so a heap
     /// that needs more is refused rather than given more.
     pub asked: bool,
+}
+
+/// A stateless run of `code` within `config`'s defaults, with `egress` and
+/// the capabilities' `asks`: what every run is planned from.
+fn job_within(
+    config: &super::EngineConfig,
+    egress: Option<Arc<crate::egress::FetchConfig>>,
+    code: String,
+    asks: capabilities::Asks,
+) -> contract::Job {
+    contract::Job {
+        task: contract::Task::Run { code },
+        restore: None,
+        plain_restore: false,
+        from_ready: false,
+        keep_ready: None,
+        answer_first: false,
+        stateful: false,
+        timeout: config.default_timeout,
+        heap_limit_bytes: config.default_heap_limit_mb * MIB,
+        max_result_bytes: config.max_result_bytes,
+        code_handling: config.code_handling,
+        control: None,
+        egress,
+        asks,
+    }
+}
+
+/// A stateless run of `code` within the library's defaults, for tests.
+#[cfg(test)]
+pub(super) fn fresh_job(code: String) -> contract::Job {
+    job_within(
+        &super::EngineConfig::default(),
+        None,
+        code,
+        capabilities::Asks::default(),
+    )
 }

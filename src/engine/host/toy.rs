@@ -141,7 +141,7 @@ fn double<'s>(
 mod tests {
     use std::sync::Arc;
 
-    use crate::engine::contract::{Job, Task};
+    use crate::engine::contract::Task;
     use crate::engine::isolate;
     use crate::engine::plain::PlainIsolate;
     use crate::engine::services::HostServices;
@@ -158,18 +158,20 @@ mod tests {
     fn a_capability_of_one_registration_line_takes_its_ask_and_gives_its_report() {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let services = services(&runtime);
-        let mut job = Job::fresh("await toy.double(7) + await toy.double(1)".into());
+        let mut job =
+            crate::engine::plan::fresh_job("await toy.double(7) + await toy.double(1)".into());
         job.asks.toy.factor = 3.0;
         let result = PlainIsolate::new(job.heap_limit_bytes).run(&job, &services);
         assert_eq!(result.result.as_deref(), Some("24"), "{result:?}");
         assert_eq!(result.reports.toy, 2);
 
         // Its global and natives are in heaps like every family's.
-        let mut job = Job::fresh("globalThis.kept = await toy.double(5)".into());
+        let mut job =
+            crate::engine::plan::fresh_job("globalThis.kept = await toy.double(5)".into());
         job.stateful = true;
         let made = isolate::execute(job, &services, &mut None, &mut |_| {});
         let blob = made.blob.expect("a heap");
-        let mut job = Job::fresh(String::new());
+        let mut job = crate::engine::plan::fresh_job(String::new());
         job.task = Task::Run {
             code: "kept + await toy.double(1)".into(),
         };

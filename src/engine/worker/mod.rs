@@ -722,7 +722,7 @@ mod tests {
     fn job() -> Job {
         Job {
             heap_limit_bytes: 64 * 1024 * 1024,
-            ..Job::fresh(String::new())
+            ..crate::engine::plan::fresh_job(String::new())
         }
     }
 

@@ -256,7 +256,7 @@ mod tests {
 
     #[test]
     fn a_job_crosses_as_it_is_with_its_sections() {
-        let mut job = Job::fresh("6*7".into());
+        let mut job = crate::engine::plan::fresh_job("6*7".into());
         job.restore = Some(Section::from(vec![9; 1000]));
         job.asks.files.inputs = vec![("/work/a".into(), Section::from(b"abc".to_vec()))];
         job.asks.console.max_output_bytes = 77;
