@@ -13,6 +13,7 @@
 #![deny(unsafe_code)]
 
 pub mod app;
+pub mod apps;
 pub mod backends;
 pub mod clock;
 pub mod config;

@@ -516,6 +516,9 @@ pub struct CallToolResult {
     pub structured_content: Option<Value>,
     /// True when the tool failed (the JavaScript, or the arguments).
     pub is_error: bool,
+    /// What a host's View reads and the model does not (MCP Apps).
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
 }
 
 impl CallToolResult {
@@ -525,6 +528,7 @@ impl CallToolResult {
             content: vec![Content::text(message)],
             structured_content: None,
             is_error: true,
+            meta: None,
         }
     }
 }
@@ -558,6 +562,10 @@ pub struct Tool {
     /// What calling it does to the world, for clients deciding whether to
     /// ask first.
     pub annotations: ToolAnnotations,
+    /// `ui.resourceUri`: the View a host that declared MCP Apps renders
+    /// its results in.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
 }
 
 /// Hints about a tool's effects (since 2025-03-26). Clients auto-approve

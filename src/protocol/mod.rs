@@ -1,5 +1,6 @@
 //! The wire: JSON-RPC envelopes and MCP messages.
 
+pub mod apps;
 pub mod jsonrpc;
 pub mod mcp;
 pub mod tasks;

@@ -61,6 +61,7 @@ impl Execute for ToolExecutor {
             deadline,
             control: Some(&control),
             tasks_extension: false,
+            ui_extension: false,
         };
         let arguments = request
             .arguments

@@ -9,6 +9,7 @@ use uuid::Uuid;
 use super::toolbox::MAX_READ_FILE_BYTES;
 use crate::engine::Displayed;
 use crate::heap::HeapKey;
+use crate::protocol::apps::DisplayEntry;
 use crate::protocol::mcp::{Content, ResourceContents};
 
 /// Image types MCP clients show to models.
@@ -42,6 +43,9 @@ pub(super) struct Shown {
     pub content: Vec<Content>,
     /// Blocks that did not fit, and what became of them.
     pub warnings: Vec<String>,
+    /// Every block, in call order, with its index in `content` when it is
+    /// there: what an MCP Apps View reads.
+    pub entries: Vec<DisplayEntry>,
 }
 
 /// Where a run's blocks go.
@@ -65,10 +69,18 @@ pub(super) fn blocks(displays: Vec<Displayed>, target: &Target<'_>) -> Shown {
     let mut shown = Shown {
         content: Vec::with_capacity(displays.len()),
         warnings: Vec::new(),
+        entries: Vec::with_capacity(displays.len()),
     };
     let mut room = target.room;
     for (index, displayed) in displays.into_iter().enumerate() {
         let label = describe(index, &displayed);
+        shown.entries.push(DisplayEntry {
+            content: None,
+            mime_type: displayed.mime_type.clone(),
+            name: displayed.name.clone(),
+            size: displayed.size,
+        });
+        let at = shown.content.len();
         let block = displayed
             .bytes
             .as_ref()
@@ -77,6 +89,7 @@ pub(super) fn blocks(displays: Vec<Displayed>, target: &Target<'_>) -> Shown {
         match (block, cost) {
             (Some(block), Some(cost)) if cost <= room => {
                 room -= cost;
+                shown.entries[index].content = Some(at);
                 shown.content.push(block);
             }
             _ => {
@@ -103,6 +116,7 @@ pub(super) fn blocks(displays: Vec<Displayed>, target: &Target<'_>) -> Shown {
                             Content::text(format!("{description}: {uri}"))
                         };
                         room = room.saturating_sub(json_cost(&block));
+                        shown.entries[index].content = Some(at);
                         shown.content.push(block);
                         shown.warnings.push(format!(
                             "{label} is over what one answer carries (5 MiB), so it is a link to {uri}, the file in /work that holds the same bytes"

@@ -20,6 +20,7 @@ pub(super) fn describe() -> Tool {
         description: "Get the recorded outcome of one of your earlier run_js calls by its execution_id, with when it started and completed.".into(),
         input_schema: schema::input::<ExecutionArgs>(),
         execution: None,
+        meta: None,
         output_schema: Some(schema::output::<ExecutionView>()),
         annotations: ToolAnnotations::READ_ONLY,
     }

@@ -54,6 +54,7 @@ fn tool(name: &'static str, description: &'static str, input: serde_json::Value)
         input_schema: input,
         output_schema: None,
         execution: None,
+        meta: None,
         annotations: ToolAnnotations {
             read_only_hint: true,
             destructive_hint: false,
@@ -127,6 +128,7 @@ async fn run(
         content: vec![Content::text(printed.unwrap_or_default())],
         structured_content: None,
         is_error: false,
+        meta: None,
     }
 }
 

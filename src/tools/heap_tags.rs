@@ -22,6 +22,7 @@ pub(super) fn describe() -> Vec<Tool> {
             description: "Get the tags you set on a heap ({} when you set none). Tags, like heaps, sessions and executions, belong to the caller you authenticated as.".into(),
             input_schema: schema::input::<HeapArgs>(),
             execution: None,
+            meta: None,
             output_schema: Some(schema::output::<TagsResult>()),
             annotations: ToolAnnotations::READ_ONLY,
         },
@@ -31,6 +32,7 @@ pub(super) fn describe() -> Vec<Tool> {
             description: "Replace all your tags of a heap with the given map (an empty map clears them).".into(),
             input_schema: schema::input::<SetArgs>(),
             execution: None,
+            meta: None,
             output_schema: Some(schema::output::<Ack>()),
             annotations: ToolAnnotations {
                 read_only_hint: false,
@@ -45,6 +47,7 @@ pub(super) fn describe() -> Vec<Tool> {
             description: "Remove the named tags of one of your heaps, or all of its tags when keys is omitted.".into(),
             input_schema: schema::input::<DeleteArgs>(),
             execution: None,
+            meta: None,
             output_schema: Some(schema::output::<Ack>()),
             annotations: ToolAnnotations {
                 read_only_hint: false,
@@ -59,6 +62,7 @@ pub(super) fn describe() -> Vec<Tool> {
             description: "Find your heaps whose tags contain every given key-value pair (heaps without tags are never returned).".into(),
             input_schema: schema::input::<QueryArgs>(),
             execution: None,
+            meta: None,
             output_schema: Some(schema::output::<QueryResult>()),
             annotations: ToolAnnotations::READ_ONLY,
         },

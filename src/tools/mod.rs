@@ -66,6 +66,15 @@ impl Toolbox {
                 tool.output_schema = None;
             }
         }
+        // A host that declared MCP Apps renders run_js results in its View;
+        // another sees the tool as it always was.
+        if context.ui_extension
+            && let Some(run) = tools.iter_mut().find(|tool| tool.name == run_js::NAME)
+        {
+            run.meta = Some(crate::protocol::apps::tool_meta(
+                crate::protocol::apps::RUN_VIEW_URI,
+            ));
+        }
         // Experimental tasks exist in 2025-11-25 only; the extension has no
         // per-tool field.
         if context.protocol_version == crate::protocol::mcp::TASKS_VERSION {

@@ -259,6 +259,7 @@ and as much again for ArrayBuffer data; console output kept up to {} and the res
         description: description.into(),
         input_schema,
         execution: None,
+        meta: None,
         output_schema: Some(schema::run_outcome()),
         // It only adds: a new heap, a log entry, an execution record; the
         // `tags` it sets are those of the heap it produced.
@@ -610,7 +611,8 @@ pub(super) async fn call(
         );
         let warning = fresh_start_warning(toolbox, context, &planned, None).await;
         outcome.warnings.extend(warning);
-        return with_displays(outcome, repl, displays, false, structured);
+        let view = context.ui_extension;
+        return with_displays(outcome, repl, displays, false, structured, view);
     }
     // A stateless server keeps nothing: no tool could read a record. A
     // cancelled run leaves nothing either: no log entry, no record.
@@ -635,7 +637,14 @@ pub(super) async fn call(
         }
     }
     let is_error = outcome.status != RunStatus::Completed || metadata_failed;
-    with_displays(outcome, repl, displays, is_error, structured)
+    with_displays(
+        outcome,
+        repl,
+        displays,
+        is_error,
+        structured,
+        context.ui_extension,
+    )
 }
 
 /// What storing a heap answered for first needs: the run as answered, and
@@ -727,16 +736,22 @@ impl AfterAnswer {
 const DISPLAY_WARNINGS_ROOM: usize = 64 * 1024;
 
 /// The tool result of `outcome` followed by its `display()` blocks, as
-/// many as fit one response after the run's own text (docs/tools.md).
+/// many as fit one response after the run's own text (docs/tools.md); for
+/// a host with an MCP Apps `view`, `_meta` says what each block is.
 fn with_displays(
     mut outcome: RunOutcome,
     repl: Option<String>,
     displays: Vec<crate::engine::Displayed>,
     is_error: bool,
     structured: bool,
+    view: bool,
 ) -> CallToolResult {
     if displays.is_empty() {
-        return fitted(outcome, repl, is_error, structured);
+        let mut result = fitted(outcome, repl, is_error, structured);
+        if view {
+            result.meta = Some(serde_json::json!({ crate::protocol::apps::DISPLAYS_META: [] }));
+        }
+        return result;
     }
     let text = fitted(outcome.clone(), repl.clone(), is_error, structured);
     let room = MAX_RESULT_JSON_BYTES
@@ -759,6 +774,19 @@ fn with_displays(
         outcome.warnings.extend(shown.warnings);
         fitted(outcome, repl, is_error, structured)
     };
+    if view {
+        // The blocks follow the run's own text in `content`.
+        let first = result.content.len();
+        let entries: Vec<_> = shown
+            .entries
+            .into_iter()
+            .map(|mut entry| {
+                entry.content = entry.content.map(|index| index + first);
+                entry
+            })
+            .collect();
+        result.meta = Some(serde_json::json!({ crate::protocol::apps::DISPLAYS_META: entries }));
+    }
     result.content.extend(shown.content);
     result
 }
@@ -936,6 +964,7 @@ mod tests {
             deadline: None,
             control: None,
             tasks_extension: false,
+            ui_extension: false,
         }
     }
 

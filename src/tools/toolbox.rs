@@ -86,6 +86,10 @@ pub struct CallContext<'a> {
     /// A 2026-07-28 request whose client declared the tasks extension: its
     /// call may be answered with a task.
     pub tasks_extension: bool,
+    /// The client declared MCP Apps (`initialize`'s capabilities, or a
+    /// 2026-07-28 request's): `run_js` names its View, and its results
+    /// carry what the View reads in `_meta`.
+    pub ui_extension: bool,
 }
 
 impl<'a> CallContext<'a> {
@@ -102,6 +106,7 @@ impl<'a> CallContext<'a> {
             deadline,
             control: None,
             tasks_extension: false,
+            ui_extension: crate::protocol::apps::declares(Some(&state.client_capabilities)),
         }
     }
 }
@@ -152,5 +157,6 @@ pub(super) fn json_result(
         content: vec![Content::text(text)],
         structured_content: structured.then_some(json),
         is_error,
+        meta: None,
     }
 }

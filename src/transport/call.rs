@@ -47,6 +47,8 @@ pub(super) struct RequestContext {
     pub may_stream: bool,
     /// A 2026-07-28 request declaring the tasks extension.
     pub tasks_extension: bool,
+    /// The client declared MCP Apps.
+    pub ui_extension: bool,
 }
 
 impl RequestContext {
@@ -58,6 +60,7 @@ impl RequestContext {
             deadline: self.deadline,
             control,
             tasks_extension: self.tasks_extension,
+            ui_extension: self.ui_extension,
         }
     }
 }

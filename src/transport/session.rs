@@ -152,6 +152,7 @@ pub(super) async fn post(
                     session: Some((state.session_id.clone(), sessions.store.clone())),
                     may_stream: !batch && calls.streaming,
                     tasks_extension: false,
+                    ui_extension: crate::protocol::apps::declares(Some(&state.client_capabilities)),
                 };
                 match call::call(
                     request,

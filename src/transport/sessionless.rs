@@ -108,6 +108,8 @@ pub(super) enum Decoded {
         params: Option<Box<RawValue>>,
         /// The client declared the tasks extension in this request.
         tasks_extension: bool,
+        /// The client declared MCP Apps in this request.
+        ui_extension: bool,
     },
 }
 
@@ -145,7 +147,7 @@ pub(super) fn decode(headers: &HeaderMap, body: &[u8]) -> Result<Decoded, HttpEr
         }
         return Ok(Decoded::Notification);
     };
-    let (version, tasks_extension) =
+    let (version, tasks_extension, ui_extension) =
         check_envelope(headers, &id, &method, incoming.params.as_deref())?;
     if version != STATELESS_VERSION {
         return Err(unsupported(Some(&id), &version));
@@ -155,6 +157,7 @@ pub(super) fn decode(headers: &HeaderMap, body: &[u8]) -> Result<Decoded, HttpEr
         method,
         params: incoming.params,
         tasks_extension,
+        ui_extension,
     })
 }
 
@@ -164,15 +167,17 @@ pub(super) async fn post(
     calls: &Calls,
     post: Post<'_>,
 ) -> Result<Response, HttpError> {
-    let (id, rpc_method, params, tasks_extension) = match decode(post.headers, post.body)? {
-        Decoded::Notification => return Ok(StatusCode::ACCEPTED.into_response()),
-        Decoded::Request {
-            id,
-            method,
-            params,
-            tasks_extension,
-        } => (id, method, params, tasks_extension),
-    };
+    let (id, rpc_method, params, tasks_extension, ui_extension) =
+        match decode(post.headers, post.body)? {
+            Decoded::Notification => return Ok(StatusCode::ACCEPTED.into_response()),
+            Decoded::Request {
+                id,
+                method,
+                params,
+                tasks_extension,
+                ui_extension,
+            } => (id, method, params, tasks_extension, ui_extension),
+        };
     // The log follows the `session` argument, else this request's own
     // X-MCP-Session-Id header: there is no session to replay.
     let logical_session = if rpc_method == method::TOOLS_CALL {
@@ -192,6 +197,7 @@ pub(super) async fn post(
         session: None,
         may_stream: calls.streaming,
         tasks_extension,
+        ui_extension,
     };
     let answer = call::call(
         request,
@@ -256,13 +262,13 @@ fn unsupported(id: Option<&RequestId>, requested: &str) -> HttpError {
 /// Checks `params._meta` and the standard headers against the body, in the
 /// order the revision gives: a malformed envelope, then a client that
 /// disagrees with itself, before its version is judged. Returns the version
-/// and whether the client declared the tasks extension.
+/// and whether the client declared the tasks extension and MCP Apps.
 fn check_envelope(
     headers: &HeaderMap,
     id: &RequestId,
     rpc_method: &str,
     params: Option<&RawValue>,
-) -> Result<(String, bool), HttpError> {
+) -> Result<(String, bool, bool), HttpError> {
     let invalid = |message: String| error(id, code::INVALID_PARAMS, message);
     let envelope: Envelope = match params {
         None => {
@@ -345,5 +351,6 @@ fn check_envelope(
     };
     let tasks_extension =
         crate::protocol::tasks::declares_extension(meta.client_capabilities.as_ref());
-    Ok((version, tasks_extension))
+    let ui_extension = crate::protocol::apps::declares(meta.client_capabilities.as_ref());
+    Ok((version, tasks_extension, ui_extension))
 }

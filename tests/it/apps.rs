@@ -1,0 +1,207 @@
+//! MCP Apps (`io.modelcontextprotocol/ui`): a host that declares the
+//! extension, in either era, sees `run_js` name its View and reads the
+//! View's document; one that does not sees today's tool and results; a
+//! run's result for the model is the same for both, apart from `_meta`.
+
+use crate::common;
+
+use axum::body::Body;
+use common::{Server, post};
+use mcp_v8_lambda::protocol::apps::{DISPLAYS_META, EXTENSION, MIME_TYPE, RUN_VIEW_URI};
+use serde_json::{Value, json};
+
+fn ui_capabilities() -> Value {
+    json!({"extensions": {EXTENSION: {"mimeTypes": [MIME_TYPE]}}})
+}
+
+/// A session-era session whose client declared `capabilities`.
+async fn session(s: &Server, capabilities: Value) -> String {
+    let reply = s
+        .rpc(
+            None,
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": capabilities,
+                "clientInfo": {"name": "apps-test", "version": "1"}}}),
+        )
+        .await;
+    reply.session_id().expect("a session")
+}
+
+/// A 2026-07-28 request of `method` whose client declared `capabilities`.
+async fn sessionless(
+    s: &Server,
+    method: &str,
+    name: Option<&str>,
+    mut params: Value,
+    capabilities: Value,
+) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "apps-test", "version": "1"}
+    });
+    let mut builder = post()
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = name {
+        builder = builder.header("mcp-name", name);
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    s.send(builder.body(Body::from(body.to_string())).unwrap())
+        .await
+        .body
+}
+
+fn run_js(tools: &Value) -> Value {
+    tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["name"] == "run_js")
+        .cloned()
+        .expect("run_js is listed")
+}
+
+/// `tool` without its `_meta`.
+fn without_meta(mut value: Value) -> Value {
+    value.as_object_mut().unwrap().remove("_meta");
+    value
+}
+
+#[tokio::test]
+async fn a_host_that_declares_the_extension_sees_run_js_name_its_view_in_either_era() {
+    let s = common::server();
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let declared = session(&s, ui_capabilities()).await;
+    let plain = session(&s, json!({})).await;
+    let with_view = run_js(&s.rpc(Some(&declared), list.clone()).await.body);
+    let without = run_js(&s.rpc(Some(&plain), list).await.body);
+    assert_eq!(
+        with_view["_meta"]["ui"]["resourceUri"], RUN_VIEW_URI,
+        "{with_view}"
+    );
+    assert!(without.get("_meta").is_none(), "{without}");
+    assert_eq!(without_meta(with_view), without, "only _meta differs");
+
+    let with_view =
+        run_js(&sessionless(&s, "tools/list", None, json!({}), ui_capabilities()).await);
+    let without = run_js(&sessionless(&s, "tools/list", None, json!({}), json!({})).await);
+    assert_eq!(
+        with_view["_meta"]["ui"]["resourceUri"], RUN_VIEW_URI,
+        "{with_view}"
+    );
+    assert!(without.get("_meta").is_none(), "{without}");
+    assert_eq!(without_meta(with_view), without, "only _meta differs");
+    // Another media type than the View's is no declaration.
+    let other = json!({"extensions": {EXTENSION: {"mimeTypes": ["text/uri-list"]}}});
+    let listed = run_js(&sessionless(&s, "tools/list", None, json!({}), other).await);
+    assert!(listed.get("_meta").is_none(), "{listed}");
+}
+
+#[tokio::test]
+async fn the_view_is_one_self_contained_document_under_400_kb() {
+    let s = common::server();
+    let sid = session(&s, ui_capabilities()).await;
+    let read = s
+        .rpc(
+            Some(&sid),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": RUN_VIEW_URI}}),
+        )
+        .await
+        .body;
+    let contents = &read["result"]["contents"][0];
+    assert_eq!(contents["uri"], RUN_VIEW_URI, "{read}");
+    assert_eq!(contents["mimeType"], MIME_TYPE);
+    let html = contents["text"].as_str().unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"), "an HTML5 document");
+    assert!(html.len() < 400 * 1024, "{} bytes", html.len());
+    // Nothing from elsewhere: the spec's default CSP holds.
+    for outside in ["http://", "https://", "src=\"//", "@import"] {
+        assert!(!html.contains(outside), "the View names {outside}");
+    }
+    assert!(
+        contents.get("_meta").is_none(),
+        "the default CSP suffices: {contents}"
+    );
+    // In the 2026-07-28 era too, and an unknown ui:// resource is not found.
+    let read = sessionless(
+        &s,
+        "resources/read",
+        Some(RUN_VIEW_URI),
+        json!({"uri": RUN_VIEW_URI}),
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        read["result"]["contents"][0]["mimeType"], MIME_TYPE,
+        "{read}"
+    );
+    let missing = s
+        .rpc(
+            Some(&sid),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": "ui://mcp-v8-lambda/nope.html"}}),
+        )
+        .await
+        .body;
+    assert!(missing["error"].is_object(), "{missing}");
+}
+
+/// The model reads the same result whether its host has the View or not;
+/// the View gets each display block's type in `_meta`.
+#[tokio::test]
+async fn a_runs_result_differs_for_a_view_only_in_meta() {
+    let s = common::server();
+    let code = "display('<b>bold</b>', 'text/html'); \
+                display([{a: 1, b: 'x'}, {a: 2, b: 'y'}]); \
+                display('<svg xmlns=\"http://www.w3.org/2000/svg\"/>', 'image/svg+xml'); 6 * 7";
+    let mut answers = Vec::new();
+    for capabilities in [ui_capabilities(), json!({})] {
+        let sid = session(&s, capabilities).await;
+        answers.push(s.call(&sid, json!({"code": code})).await);
+    }
+    let [with_view, without] = [answers[0].clone(), answers[1].clone()];
+    assert!(without.get("_meta").is_none(), "{without}");
+    let entries = with_view["_meta"][DISPLAYS_META]
+        .as_array()
+        .expect("the displays")
+        .clone();
+    let types: Vec<_> = entries
+        .iter()
+        .map(|e| e["mimeType"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(types[0], "text/html", "{entries:?}");
+    assert!(types[1].starts_with("application/json"), "{entries:?}");
+    assert_eq!(types[2], "image/svg+xml", "{entries:?}");
+    for entry in &entries {
+        let at = entry["content"].as_u64().expect("in the answer") as usize;
+        assert_eq!(with_view["content"][at]["type"], "text", "{with_view}");
+    }
+    assert!(
+        with_view["content"][entries[0]["content"].as_u64().unwrap() as usize]["text"]
+            .as_str()
+            .unwrap()
+            .contains("<b>bold</b>")
+    );
+    // Apart from `_meta` and the run's own id, time and heap, the same.
+    let normalize = |mut answer: Value| {
+        answer.as_object_mut().unwrap().remove("_meta");
+        let text = answer.to_string();
+        let id = answer["structuredContent"]["execution_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let ms = answer["structuredContent"]["duration_ms"].to_string();
+        let heap = answer["structuredContent"]["heap"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        text.replace(&id, "ID")
+            .replace(&heap, "HEAP")
+            .replace(&format!("\"duration_ms\":{ms}"), "\"duration_ms\":0")
+            .replace(
+                &format!("\\\"duration_ms\\\":{ms}"),
+                "\\\"duration_ms\\\":0",
+            )
+    };
+    assert_eq!(normalize(with_view), normalize(without));
+}
