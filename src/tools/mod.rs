@@ -66,9 +66,11 @@ impl Toolbox {
                 tool.output_schema = None;
             }
         }
-        // A host that declared MCP Apps renders run_js results in its View;
+        // A host that declared MCP Apps renders run_js results in its View
+        // (read as a resource, which a stateless server has none of);
         // another sees the tool as it always was.
         if context.ui_extension
+            && !self.stateless
             && let Some(run) = tools.iter_mut().find(|tool| tool.name == run_js::NAME)
         {
             run.meta = Some(crate::protocol::apps::tool_meta(

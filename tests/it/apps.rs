@@ -96,6 +96,11 @@ async fn a_host_that_declares_the_extension_sees_run_js_name_its_view_in_either_
     let other = json!({"extensions": {EXTENSION: {"mimeTypes": ["text/uri-list"]}}});
     let listed = run_js(&sessionless(&s, "tools/list", None, json!({}), other).await);
     assert!(listed.get("_meta").is_none(), "{listed}");
+    // A stateless server has no resources, so no View to name.
+    let stateless = common::server_with(3600, true, None);
+    let listed =
+        run_js(&sessionless(&stateless, "tools/list", None, json!({}), ui_capabilities()).await);
+    assert!(listed.get("_meta").is_none(), "{listed}");
 }
 
 #[tokio::test]
