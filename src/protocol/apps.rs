@@ -23,11 +23,7 @@ pub const DISPLAYS_META: &str = "mcp-v8-lambda/displays";
 /// `mimeTypes`; a declaration without it is taken as HTML, the only type
 /// there is.
 pub fn declares(capabilities: Option<&Map<String, Value>>) -> bool {
-    let Some(ui) = capabilities
-        .and_then(|c| c.get("extensions"))
-        .and_then(Value::as_object)
-        .and_then(|extensions| extensions.get(EXTENSION))
-        .and_then(Value::as_object)
+    let Some(ui) = super::declared_extension(capabilities, EXTENSION).and_then(Value::as_object)
     else {
         return false;
     };
@@ -35,6 +31,11 @@ pub fn declares(capabilities: Option<&Map<String, Value>>) -> bool {
         Some(types) => types.iter().any(|t| t.as_str() == Some(MIME_TYPE)),
         None => true,
     }
+}
+
+/// A `run_js` result's `_meta` for the View: its blocks, in call order.
+pub fn displays_meta(entries: &[DisplayEntry]) -> Value {
+    serde_json::json!({ DISPLAYS_META: entries })
 }
 
 /// A tool's `_meta` naming the View that renders its results.
@@ -47,8 +48,8 @@ pub fn tool_meta(resource_uri: &str) -> Value {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DisplayEntry {
-    /// Index of the block in the result's `content`; absent when it did
-    /// not fit the answer (then `uri`, if any, reads it).
+    /// Index of the block in the result's `content` (a `resource_link`
+    /// for one too large for the answer); absent when it was left out.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<usize>,
     /// As the run gave it.

@@ -5,3 +5,12 @@ pub mod jsonrpc;
 pub mod mcp;
 pub mod tasks;
 pub mod uri;
+
+/// The settings client `capabilities` (`initialize`'s, or a 2026-07-28
+/// request's `_meta`) give extension `id`, when they declare it.
+pub fn declared_extension<'a>(
+    capabilities: Option<&'a serde_json::Map<String, serde_json::Value>>,
+    id: &str,
+) -> Option<&'a serde_json::Value> {
+    capabilities?.get("extensions")?.as_object()?.get(id)
+}

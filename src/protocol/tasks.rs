@@ -173,10 +173,7 @@ pub struct ListTasksResult {
 /// Whether `_meta` client capabilities of a 2026-07-28 request declare the
 /// tasks extension.
 pub fn declares_extension(capabilities: Option<&serde_json::Map<String, Value>>) -> bool {
-    capabilities
-        .and_then(|c| c.get("extensions"))
-        .and_then(Value::as_object)
-        .is_some_and(|extensions| extensions.contains_key(EXTENSION))
+    super::declared_extension(capabilities, EXTENSION).is_some()
 }
 
 /// `error.data` of -32021 when a request needs the extension.

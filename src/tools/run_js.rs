@@ -749,7 +749,7 @@ fn with_displays(
     if displays.is_empty() {
         let mut result = fitted(outcome, repl, is_error, structured);
         if view {
-            result.meta = Some(serde_json::json!({ crate::protocol::apps::DISPLAYS_META: [] }));
+            result.meta = Some(crate::protocol::apps::displays_meta(&[]));
         }
         return result;
     }
@@ -785,7 +785,7 @@ fn with_displays(
                 entry
             })
             .collect();
-        result.meta = Some(serde_json::json!({ crate::protocol::apps::DISPLAYS_META: entries }));
+        result.meta = Some(crate::protocol::apps::displays_meta(&entries));
     }
     result.content.extend(shown.content);
     result
