@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs what the end-to-end tests drive: the official TypeScript SDK
-# (npm, pinned by tests/e2e/package-lock.json), the MCP conformance suite
+# Installs what the end-to-end tests drive: the official TypeScript SDK and
+# the MCP Apps host of the View test (npm, pinned by
+# tests/e2e/package-lock.json), Debian's Chromium that test renders in, the
+# View's bundler (src/apps/view/package-lock.json), the MCP conformance suite
 # (tests/conformance/package-lock.json) and the Python `mcp` clients (venvs
 # at .venv and .venv-mcp2, pinned by tests/e2e/requirements*.txt).
 # With --bench, also the HTTP benchmark's reference server (benches/reference/).
@@ -29,8 +31,20 @@ venv_deps() {
     fi
 }
 
-# The TypeScript SDK client.
+# The TypeScript SDK client, and the ext-apps AppBridge, playwright-core and
+# rolldown of the View test.
 npm_deps tests/e2e
+# The View's bundler and Chart.js (tests/it/apps.rs checks that
+# src/apps/run.html is what they build).
+npm_deps src/apps/view
+# Debian's Chromium, which the View test drives (never a browser a library
+# downloads).
+if ! command -v chromium >/dev/null; then
+    sudo=()
+    [ "$(id -u)" = 0 ] || sudo=(sudo)
+    "${sudo[@]}" apt-get update -qq
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
 # The MCP conformance suite, and the Node 22 it needs (npm package node@22).
 npm_deps tests/conformance
 # The Python mcp 1.x client, moto, cfn-lint and cargo-lambda.

@@ -43,6 +43,12 @@ pub fn tool_meta(resource_uri: &str) -> Value {
     serde_json::json!({ "ui": { "resourceUri": resource_uri } })
 }
 
+/// A tool's `_meta` making it the View's alone: hosts neither list it to
+/// the model nor let the model call it.
+pub fn app_only_meta() -> Value {
+    serde_json::json!({ "ui": { "visibility": ["app"] } })
+}
+
 /// One `display()` block of a run, for the View: where its bytes are in
 /// the result's `content`, when they are there.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -103,24 +103,10 @@ async fn file(
             ),
         ));
     }
-    let bytes = match &entry.key {
-        None => bytes::Bytes::new(),
-        Some(key) => {
-            let store = tools.files.as_ref().ok_or_else(|| {
-                MethodError::internal("this server keeps no file bytes (no file store)".into())
-            })?;
-            store
-                .get(context.tenant, key)
-                .await
-                .map_err(|e| MethodError::internal(format!("could not read {}: {e}", entry.path)))?
-                .ok_or_else(|| {
-                    MethodError::internal(format!(
-                        "the bytes of {} are missing from the file store",
-                        entry.path
-                    ))
-                })?
-        }
-    };
+    let bytes = tools
+        .file_bytes(context.tenant, entry)
+        .await
+        .map_err(MethodError::internal)?;
     let (text, blob) = match std::str::from_utf8(&bytes) {
         Ok(text) if is_text(&mime_type) => (Some(text.to_owned()), None),
         _ => (None, Some(STANDARD.encode(&bytes))),

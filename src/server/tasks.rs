@@ -61,7 +61,7 @@ impl Execute for ToolExecutor {
             deadline,
             control: Some(&control),
             tasks_extension: false,
-            ui_extension: false,
+            ui_extension: request.ui_extension,
         };
         let arguments = request
             .arguments
@@ -231,6 +231,7 @@ pub(super) async fn route_call(
             .and_then(|raw| serde_json::from_str(raw.get()).ok()),
         logical_session: context.logical_session.map(|s| s.as_str().to_owned()),
         protocol_version: context.protocol_version.to_owned(),
+        ui_extension: context.ui_extension,
     };
     let name = &params.name;
     match decision {

@@ -279,6 +279,7 @@ mod tests {
                 arguments: None,
                 logical_session: None,
                 protocol_version: "2025-11-25".into(),
+                ui_extension: false,
             },
             outcome: None,
             runner: runner.map(str::to_owned),

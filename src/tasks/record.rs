@@ -56,6 +56,10 @@ pub struct TaskRequest {
     pub logical_session: Option<String>,
     /// The protocol version the call came in, which shapes its result.
     pub protocol_version: String,
+    /// The caller declared MCP Apps: the result carries what the View
+    /// reads in `_meta`, as a direct call's does.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ui_extension: bool,
 }
 
 /// How a task's call ended.

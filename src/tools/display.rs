@@ -94,14 +94,21 @@ pub(super) fn blocks(displays: Vec<Displayed>, target: &Target<'_>) -> Shown {
             }
             _ => {
                 let file = displayed.path.as_deref().zip(target.heap);
-                let link = file
-                    .filter(|_| displayed.size <= MAX_READ_FILE_BYTES)
-                    .map(|(path, heap)| file_uri(heap, path));
-                match link {
-                    Some(uri) => {
-                        let description = format!(
-                            "{label} did not fit one answer; read it with resources/read"
-                        );
+                match file {
+                    Some((path, heap)) => {
+                        let uri = file_uri(heap, path);
+                        // Past what resources/read answers with, the link
+                        // still names the file: a run reads it, and an
+                        // MCP Apps View pages a table from it.
+                        let read = if displayed.size <= MAX_READ_FILE_BYTES {
+                            "read it with resources/read".to_owned()
+                        } else {
+                            format!(
+                                "read it in a run_js call on this heap (fs.readFileSync({path:?})); \
+                                 resources/read answers with files of at most {MAX_READ_FILE_BYTES} bytes"
+                            )
+                        };
+                        let description = format!("{label} did not fit one answer; {read}");
                         let block = if target.links {
                             Content::ResourceLink {
                                 name: displayed.name.clone().unwrap_or_else(|| {
@@ -122,16 +129,10 @@ pub(super) fn blocks(displays: Vec<Displayed>, target: &Target<'_>) -> Shown {
                             "{label} is over what one answer carries (5 MiB), so it is a link to {uri}, the file in /work that holds the same bytes"
                         ));
                     }
-                    None => shown.warnings.push(match file {
-                        Some((path, _)) => format!(
-                            "{label} was left out: it is over what one answer carries (5 MiB), and {path} in this \
-                             heap's /work, which holds it, is too large for resources/read too; make it smaller"
-                        ),
-                        None => format!(
-                            "{label} was left out: it is over what one answer carries (5 MiB). Make it smaller, or \
-                             write it to /work in a stateful run and display the same bytes: the answer then links to the file"
-                        ),
-                    }),
+                    None => shown.warnings.push(format!(
+                        "{label} was left out: it is over what one answer carries (5 MiB). Make it smaller, or \
+                         write it to /work in a stateful run and display the same bytes: the answer then links to the file"
+                    )),
                 }
             }
         }
@@ -283,5 +284,26 @@ mod tests {
         let json = serde_json::to_value(&shown.content).unwrap();
         assert_eq!(json[0]["type"], "text");
         assert!(json[0]["text"].as_str().unwrap().contains("/files/a.png"));
+    }
+
+    #[test]
+    fn a_block_past_what_resources_read_answers_is_still_a_link_to_its_file() {
+        let heap = HeapKey::parse(&"cd".repeat(32)).unwrap();
+        let mut table = displayed("application/json", b"[]", Some("/work/rows.json"));
+        table.size = MAX_READ_FILE_BYTES + 1;
+        table.bytes = None;
+        let shown = blocks(vec![table], &target(Some(&heap), 1 << 20, true));
+        let json = serde_json::to_value(&shown.content).unwrap();
+        assert_eq!(json[0]["type"], "resource_link", "{json}");
+        assert_eq!(
+            json[0]["uri"],
+            format!("mcp-v8://heaps/{}/files/rows.json", heap.as_str())
+        );
+        let description = json[0]["description"].as_str().unwrap();
+        assert!(
+            description.contains("fs.readFileSync(\"/work/rows.json\")"),
+            "{description}"
+        );
+        assert_eq!(shown.entries[0].content, Some(0));
     }
 }

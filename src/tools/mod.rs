@@ -4,6 +4,7 @@
 mod args;
 mod calls;
 mod display;
+mod display_page;
 mod executions;
 #[cfg(feature = "conformance-fixtures")]
 mod fixtures;
@@ -76,6 +77,12 @@ impl Toolbox {
             run.meta = Some(crate::protocol::apps::tool_meta(
                 crate::protocol::apps::RUN_VIEW_URI,
             ));
+            // The View's own tool, which only such a host has a use for.
+            let mut page = display_page::describe();
+            if !structured {
+                page.output_schema = None;
+            }
+            tools.push(page);
         }
         // Experimental tasks exist in 2025-11-25 only; the extension has no
         // per-tool field.
@@ -142,6 +149,10 @@ impl Toolbox {
             }
             executions::GET_EXECUTION => {
                 with_args!(|a| executions::get(self, context, a, structured))
+            }
+            // Only a host that renders the View has it listed.
+            display_page::NAME if context.ui_extension => {
+                with_args!(|a| display_page::call(self, context, a, structured))
             }
             #[cfg(feature = "conformance-fixtures")]
             other if fixtures::enabled() && fixtures::is_fixture(other) => {

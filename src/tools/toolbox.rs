@@ -63,6 +63,34 @@ impl Toolbox {
     }
 }
 
+impl Toolbox {
+    /// The bytes of the `/work` file `entry` of one of `tenant`'s heaps
+    /// (an empty file has none stored), or a message saying why not.
+    pub async fn file_bytes(
+        &self,
+        tenant: &Tenant,
+        entry: &crate::engine::TreeEntry,
+    ) -> Result<bytes::Bytes, String> {
+        let Some(key) = &entry.key else {
+            return Ok(bytes::Bytes::new());
+        };
+        let store = self
+            .files
+            .as_ref()
+            .ok_or("this server keeps no file bytes (no file store)")?;
+        store
+            .get(tenant, key)
+            .await
+            .map_err(|e| format!("could not read {}: {e}", entry.path))?
+            .ok_or_else(|| {
+                format!(
+                    "the bytes of {} are missing from the file store",
+                    entry.path
+                )
+            })
+    }
+}
+
 /// What a tool call knows of its caller: the protocol version (which shapes
 /// results), whose data it may see, the logical session named by the
 /// transport, if any, and when the host must have answered. Built from a

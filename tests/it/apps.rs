@@ -8,6 +8,9 @@ use crate::common;
 use axum::body::Body;
 use common::{Server, post};
 use mcp_v8_lambda::protocol::apps::{DISPLAYS_META, EXTENSION, MIME_TYPE, RUN_VIEW_URI};
+
+/// The View's page tool.
+const PAGE_TOOL: &str = "read_display_page";
 use serde_json::{Value, json};
 
 fn ui_capabilities() -> Value {
@@ -120,8 +123,15 @@ async fn the_view_is_one_self_contained_document_under_400_kb() {
     let html = contents["text"].as_str().unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"), "an HTML5 document");
     assert!(html.len() < 400 * 1024, "{} bytes", html.len());
-    // Nothing from elsewhere: the spec's default CSP holds.
-    for outside in ["http://", "https://", "src=\"//", "@import"] {
+    // Nothing loaded from elsewhere (names of URLs in its text are no
+    // requests; the Chromium test sees that none is made).
+    for outside in [
+        "src=\"http",
+        "src=\"//",
+        "href=\"http",
+        "@import",
+        "url(http",
+    ] {
         assert!(!html.contains(outside), "the View names {outside}");
     }
     assert!(
@@ -209,4 +219,182 @@ async fn a_runs_result_differs_for_a_view_only_in_meta() {
             )
     };
     assert_eq!(normalize(with_view), normalize(without));
+}
+
+/// The View's page tool is listed to a host that declares the extension
+/// alone, as the app's and never the model's; another host cannot call it.
+#[tokio::test]
+async fn the_page_tool_is_the_views_alone() {
+    let s = common::server();
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let declared = session(&s, ui_capabilities()).await;
+    let plain = session(&s, json!({})).await;
+    let listed = s.rpc(Some(&declared), list.clone()).await.body;
+    let page = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["name"] == PAGE_TOOL)
+        .cloned()
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(page["_meta"]["ui"]["visibility"], json!(["app"]), "{page}");
+    assert_eq!(page["annotations"]["readOnlyHint"], true);
+    let names = |body: &Value| -> Vec<String> {
+        body["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let without = s.rpc(Some(&plain), list).await.body;
+    assert!(
+        !names(&without).contains(&PAGE_TOOL.to_owned()),
+        "{without}"
+    );
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": PAGE_TOOL, "arguments": {"uri": "mcp-v8://heaps/x/files/a.json"}}});
+    let refused = s.rpc(Some(&plain), call).await.body;
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(PAGE_TOOL),
+        "{refused}"
+    );
+    // Nor in the 2026-07-28 era.
+    let listed = sessionless(&s, "tools/list", None, json!({}), json!({})).await;
+    assert!(!names(&listed).contains(&PAGE_TOOL.to_owned()), "{listed}");
+    let listed = sessionless(&s, "tools/list", None, json!({}), ui_capabilities()).await;
+    assert!(names(&listed).contains(&PAGE_TOOL.to_owned()), "{listed}");
+}
+
+/// A table kept in `/work` reads back a page at a time, sorted on request;
+/// what is not a table, not a file or past the bounds says so.
+#[tokio::test]
+async fn the_page_tool_pages_and_sorts_a_table_in_work() {
+    let s = common::server();
+    let sid = session(&s, ui_capabilities()).await;
+    let code = "const rows = Array.from({length: 1000}, (_, i) => ({ n: i, even: i % 2 === 0, name: 'r' + i })); \
+                rows[3].extra = 'only here'; \
+                require('fs').writeFileSync('rows.json', JSON.stringify(rows)); \
+                require('fs').writeFileSync('note.txt', 'not json'); 1";
+    let run = s.call(&sid, json!({"code": code})).await;
+    assert_eq!(run["isError"], false, "{run}");
+    let heap = run["structuredContent"]["heap"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let uri = format!("mcp-v8://heaps/{heap}/files/rows.json");
+    let page = |arguments: Value| {
+        let s = &s;
+        let sid = sid.clone();
+        async move { s.tool(&sid, PAGE_TOOL, arguments).await }
+    };
+    let first = page(json!({"uri": uri})).await;
+    assert_eq!(first["isError"], false, "{first}");
+    let shown = &first["structuredContent"];
+    assert_eq!(shown["total"], 1000);
+    assert_eq!(shown["offset"], 0);
+    assert_eq!(shown["columns"], json!(["n", "even", "name", "extra"]));
+    assert_eq!(shown["rows"].as_array().unwrap().len(), 25);
+    let later = page(json!({"uri": uri, "offset": 990, "limit": 25})).await;
+    let rows = later["structuredContent"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 10);
+    assert_eq!(rows[0]["n"], 990);
+    // Sorted as numbers, not as text ("999" before "99" descending).
+    let sorted = page(json!({"uri": uri, "limit": 3, "sort_by": "n", "descending": true})).await;
+    let ns: Vec<_> = sorted["structuredContent"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["n"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ns, [999, 998, 997], "{sorted}");
+    for (arguments, says) in [
+        (
+            json!({"uri": uri, "limit": 0}),
+            "a page holds 1 to 500 rows",
+        ),
+        (
+            json!({"uri": uri, "limit": 501}),
+            "a page holds 1 to 500 rows",
+        ),
+        (
+            json!({"uri": uri, "sort_by": "nope"}),
+            "sort_by \"nope\" is not a column of /work/rows.json (n, even, name, extra)",
+        ),
+        (
+            json!({"uri": format!("mcp-v8://heaps/{heap}/files/note.txt")}),
+            "/work/note.txt is not a table",
+        ),
+        (
+            json!({"uri": format!("mcp-v8://heaps/{heap}/files/gone.json")}),
+            "names no file of yours",
+        ),
+        (
+            json!({"uri": "ui://mcp-v8-lambda/run.html"}),
+            "names no file of yours",
+        ),
+        (json!({"uri": uri, "offset": -1}), "invalid arguments"),
+    ] {
+        let refused = page(arguments.clone()).await;
+        assert_eq!(refused["isError"], true, "{arguments}: {refused}");
+        let text = refused["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains(says), "{arguments}: {text}");
+    }
+}
+
+/// The committed View is what its sources build to: the test fails when
+/// src/apps/view changed without `node src/apps/view/build.mjs`.
+#[test]
+fn the_view_is_what_its_sources_build() {
+    let view = project().join("src/apps/view");
+    assert!(
+        view.join("node_modules/rolldown").exists(),
+        "the View's bundler is not installed: run scripts/install-test-deps.sh (npm ci in src/apps/view)"
+    );
+    let output = std::process::Command::new("node")
+        .arg(view.join("build.mjs"))
+        .arg("--check")
+        .output()
+        .expect("node runs");
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The View rendered by a host, in headless Chromium, after a real run_js
+/// through `serve`: tests/e2e/view/view_in_chromium.mjs checks what a person
+/// sees (HTML rendered, the SVG drawn, a 50-row table, a chart, a 100k-row
+/// table paged through the page tool) and that nothing was refused.
+/// `MCP_V8_VIEW_SCREENSHOT=path.png` keeps a screenshot (docs/tools.md's).
+#[test]
+fn a_host_renders_a_run_in_chromium() {
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(
+        std::path::Path::new(&chromium).exists(),
+        "Chromium is not installed at {chromium}: run scripts/install-test-deps.sh (Debian's chromium package)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let serve = crate::e2e::Serve::start(dir.path(), common::net::free_port());
+    let mut command = crate::e2e::node_script("view/view_in_chromium.mjs");
+    command.arg(serve.url());
+    if let Some(path) = std::env::var_os("MCP_V8_VIEW_SCREENSHOT") {
+        command.arg(path);
+    }
+    let output = command.output().expect("node runs");
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn project() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

@@ -176,6 +176,77 @@ async fn bad_display_calls_are_errors_that_say_what_to_pass() {
     assert!(report.displays[0].bytes.is_none());
 }
 
+/// `display.chart` keeps the x and y columns of the rows as compact JSON of
+/// the chart type (what the model reads and the View draws); each mistake
+/// says what the rows have.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn display_chart_makes_a_chart_block_and_says_what_is_wrong() {
+    let engine = Engine::new(EngineConfig::default(), None);
+    let code = "const rows = [{ month: 'Jan', sales: 3, cost: 1, note: 'x' }, { month: 'Feb', sales: 5, cost: null, note: 'y' }]; \
+                display.chart({ type: 'bar', data: rows, x: 'month', y: ['sales', 'cost'], title: 'Sales', name: 's.json' }); \
+                display.chart({ data: rows, x: 'month' }); 1";
+    let report = run_report(&engine, code, None).await;
+    assert_eq!(
+        report.outcome.status,
+        RunStatus::Completed,
+        "{:?}",
+        report.outcome
+    );
+    let chart = "application/vnd.mcp-v8-lambda.chart+json";
+    assert_eq!(kinds(&report.displays)[0].0, chart);
+    assert_eq!(kinds(&report.displays)[0].1, Some("s.json"));
+    let body = |i: usize| -> Value {
+        serde_json::from_slice(report.displays[i].bytes.as_ref().unwrap()).unwrap()
+    };
+    assert_eq!(
+        body(0),
+        json!({"chart": "bar", "title": "Sales", "x": "month", "y": ["sales", "cost"],
+            "data": [{"month": "Jan", "sales": 3, "cost": 1}, {"month": "Feb", "sales": 5, "cost": null}]})
+    );
+    // By default a line of every numeric column.
+    assert_eq!(body(1)["chart"], "line");
+    assert_eq!(body(1)["y"], json!(["sales", "cost"]));
+    for (code, expected) in [
+        ("display.chart()", "pass one object"),
+        (
+            "display.chart({ type: 'pie', data: [{a: 1}], x: 'a' })",
+            "type must be \"line\", \"bar\" or \"scatter\", not \"pie\"",
+        ),
+        (
+            "display.chart({ data: [], x: 'a' })",
+            "data must be a non-empty array of rows",
+        ),
+        (
+            "display.chart({ data: [{a: 1}, 2], x: 'a' })",
+            "data[1] is not an object",
+        ),
+        (
+            "display.chart({ data: [{a: 1, b: 2}], x: 'c' })",
+            "x must name a column of the rows (a, b), not \"c\"",
+        ),
+        (
+            "display.chart({ data: [{a: 1, b: 2}], x: 'a', y: 'cost' })",
+            "y names \"cost\", which is not a column of the rows (a, b)",
+        ),
+        (
+            "display.chart({ data: [{a: 1, b: 2}, {a: 2, b: 'n/a'}], x: 'a', y: 'b' })",
+            "data[1].b is \"n/a\"; convert it (Number(v)) first",
+        ),
+        (
+            "display.chart({ data: [{a: 'x', b: 'y'}], x: 'a' })",
+            "y must name one column of numbers",
+        ),
+        (
+            "display.chart({ data: Array.from({length: 10001}, (_, i) => ({i})), x: 'i', y: 'i' })",
+            "10001 rows is more than a chart shows (10000)",
+        ),
+    ] {
+        let report = run_report(&engine, code, None).await;
+        let error = error_text(code, &report.outcome);
+        assert!(error.contains(expected), "{code}: {error}");
+    }
+}
+
 /// `resources/read` of `uri` on `server`'s session.
 async fn read(server: &crate::common::Server, session: &str, uri: &str) -> Value {
     server

@@ -121,6 +121,17 @@ pub(crate) fn node() -> Command {
     client_command("node", &["ts_client.mjs"])
 }
 
+/// `node tests/e2e/{script}`, with the e2e packages installed.
+pub(crate) fn node_script(script: &str) -> Command {
+    assert!(
+        project()
+            .join("tests/e2e/node_modules/playwright-core")
+            .exists(),
+        "the e2e packages are not installed: run scripts/test.sh (it runs npm ci in tests/e2e)"
+    );
+    client_command("node", &[script])
+}
+
 pub(crate) fn python() -> Command {
     let venv = project().join(".venv/bin/python");
     assert!(

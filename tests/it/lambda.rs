@@ -721,3 +721,68 @@ async fn files_display_and_file_resources_under_the_lambda_entry() {
         "{read}"
     );
 }
+
+/// MCP Apps under the Lambda entry: a 2026-07-28 request whose client
+/// declares the extension sees run_js name its View and the page tool, and
+/// reads the View; one that does not sees neither.
+#[tokio::test]
+async fn an_mcp_apps_host_sees_the_view_under_the_lambda_entry() {
+    use mcp_v8_lambda::protocol::apps::{EXTENSION, MIME_TYPE, RUN_VIEW_URI};
+    let dir = tempfile::tempdir().unwrap();
+    let app = local_app(dir.path());
+    // `event_2026`'s event, its client's capabilities replaced.
+    let declaring = |event: String, capabilities: Value| {
+        let mut event: Value = serde_json::from_str(&event).unwrap();
+        let mut body: Value = serde_json::from_str(event["body"].as_str().unwrap()).unwrap();
+        body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities;
+        event["body"] = body.to_string().into();
+        event.to_string()
+    };
+    for declared in [true, false] {
+        let capabilities = if declared {
+            serde_json::json!({"extensions": {EXTENSION: {"mimeTypes": [MIME_TYPE]}}})
+        } else {
+            serde_json::json!({})
+        };
+        let list = declaring(
+            event_2026("tools/list", None, serde_json::json!({})),
+            capabilities.clone(),
+        );
+        let (status, _, listed) = invoke(&app, &list).await;
+        assert_eq!(status, StatusCode::OK, "{listed}");
+        let tools = listed["result"]["tools"].as_array().unwrap();
+        let run_js = tools.iter().find(|t| t["name"] == "run_js").unwrap();
+        let page = tools.iter().find(|t| t["name"] == "read_display_page");
+        if declared {
+            assert_eq!(
+                run_js["_meta"]["ui"]["resourceUri"], RUN_VIEW_URI,
+                "{run_js}"
+            );
+            assert_eq!(
+                page.expect("the page tool")["_meta"]["ui"]["visibility"],
+                serde_json::json!(["app"])
+            );
+        } else {
+            assert!(run_js.get("_meta").is_none(), "{run_js}");
+            assert!(page.is_none(), "{listed}");
+        }
+        let read = declaring(
+            event_2026(
+                "resources/read",
+                Some(RUN_VIEW_URI),
+                serde_json::json!({"uri": RUN_VIEW_URI}),
+            ),
+            capabilities,
+        );
+        let (status, _, read) = invoke(&app, &read).await;
+        assert_eq!(status, StatusCode::OK, "{read}");
+        let contents = &read["result"]["contents"][0];
+        assert_eq!(contents["mimeType"], MIME_TYPE, "{read}");
+        assert!(
+            contents["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("<!DOCTYPE html>")
+        );
+    }
+}

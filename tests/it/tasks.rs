@@ -15,6 +15,7 @@ use crate::common;
 use crate::common::runtime_api::RuntimeApi;
 use crate::e2e::Serve;
 use crate::lambda::{Function, event_2026, rpc_body, start_function};
+use mcp_v8_lambda::protocol::apps::DISPLAYS_META;
 
 /// A 2025-11-25 session over plain HTTP: `initialize`, then requests.
 struct Session {
@@ -432,11 +433,25 @@ fn extension_request(
     url: &str,
     method: &str,
     name: &str,
-    mut params: Value,
+    params: Value,
 ) -> reqwest::RequestBuilder {
+    declaring_request(url, method, name, params, &[])
+}
+
+/// [`extension_request`] of a client declaring `more` extensions too.
+fn declaring_request(
+    url: &str,
+    method: &str,
+    name: &str,
+    mut params: Value,
+    more: &[&str],
+) -> reqwest::RequestBuilder {
+    let mut extensions = json!({"io.modelcontextprotocol/tasks": {}});
+    for extension in more {
+        extensions[*extension] = json!({});
+    }
     params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {
-            "extensions": {"io.modelcontextprotocol/tasks": {}}}});
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": extensions}});
     reqwest::Client::new()
         .post(url)
         .header("content-type", "application/json")
@@ -520,6 +535,34 @@ async fn ended(url: &str, id: &str) -> Value {
         assert!(started.elapsed() < LIMIT, "{got}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// A run that became a task for an MCP Apps host ends with what a direct
+/// call gives it: the View's `_meta` beside the same content; for another
+/// host, no `_meta`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_for_an_mcp_apps_host_ends_with_the_views_meta() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = serve_with_tasks(dir.path());
+    let url = serve.url();
+    let code = "await new Promise(r => setTimeout(r, 1000)); display([{a: 1}, {a: 2}]); 1";
+    let mut results = Vec::new();
+    for more in [&["io.modelcontextprotocol/ui"][..], &[]] {
+        let call =
+            json!({"name": "run_js", "arguments": {"code": code, "execution_timeout_secs": 90}});
+        let created = answer(declaring_request(&url, "tools/call", "run_js", call, more)).await;
+        assert_eq!(created["result"]["resultType"], "task", "{created}");
+        let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+        let done = ended(&url, &id).await;
+        assert_eq!(done["result"]["status"], "completed", "{done}");
+        results.push(done["result"]["result"].clone());
+    }
+    let [with_view, without] = [&results[0], &results[1]];
+    let entries = &with_view["_meta"][DISPLAYS_META];
+    assert_eq!(entries[0]["mimeType"], "application/json", "{with_view}");
+    assert_eq!(entries[0]["content"], 1, "{with_view}");
+    assert!(without.get("_meta").is_none(), "{without}");
+    assert_eq!(with_view["content"][1], without["content"][1]);
 }
 
 /// `tasks/get` is a complete result whatever the task's state (the second
@@ -759,6 +802,7 @@ async fn a_cancel_in_this_process_stops_the_run_without_the_store() {
         arguments: None,
         logical_session: None,
         protocol_version: "2026-07-28".into(),
+        ui_extension: false,
     };
     let record = tasks.start(&tenant, request, 60_000).await.unwrap();
     let asked = Instant::now();

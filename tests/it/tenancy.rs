@@ -99,7 +99,9 @@ struct Agent {
 impl Agent {
     async fn start(host: &Host, who: &Who, logical: &str) -> Self {
         let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-            "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"tenant-test","version":"1"}}});
+            "protocolVersion":"2025-11-25","clientInfo":{"name":"tenant-test","version":"1"},
+            // MCP Apps hosts, so that the View's own tool is theirs too.
+            "capabilities":{"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}}}}});
         let reply = host
             .post(who, &[("x-mcp-session-id", logical)], &init)
             .await;
@@ -227,6 +229,24 @@ async fn second_caller_sees_nothing_of_the_first(host: Host, alice: Who, bob: Wh
     assert_eq!(hers["error"]["code"], -32602, "{hers}");
     assert_eq!(hers["error"]["message"], unknown["error"]["message"]);
     assert!(!hers.to_string().contains("alice-file"));
+    // ... and through the View's page tool: she reaches her file (not a
+    // table), he does not, and hears what a heap that does not exist says.
+    let page = |uri: &str| json!({"uri": uri, "offset": 0, "limit": 10});
+    let (hers, failed) = a.tool("read_display_page", page(&file_uri)).await;
+    assert!(
+        failed && hers["text"].as_str().unwrap().contains("is not a table"),
+        "{hers}"
+    );
+    let (his, failed) = b.tool("read_display_page", page(&file_uri)).await;
+    let nowhere = format!("mcp-v8://heaps/{NOWHERE}/files/secret.txt");
+    let (unknown, _) = b.tool("read_display_page", page(&nowhere)).await;
+    assert!(failed, "{his}");
+    assert_eq!(
+        his["text"].as_str().unwrap().replace(&heap, NOWHERE),
+        unknown["text"],
+        "{his}"
+    );
+    assert!(!his.to_string().contains("alice-file"));
     let prompt = b
         .rpc(
             "prompts/get",

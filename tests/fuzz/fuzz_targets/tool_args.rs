@@ -79,6 +79,7 @@ fuzz_target!(|data: &[u8]| {
         deadline: None,
         control: None,
         tasks_extension: false,
+        ui_extension: false,
     };
     let result = runtime
         .block_on(toolbox.call(context, params))

@@ -18,6 +18,8 @@ fn request() -> TaskRequest {
         arguments: Some(json!({"code": "1 + 1"})),
         logical_session: Some("conformance".into()),
         protocol_version: "2025-11-25".into(),
+        // Kept and read back like every other field.
+        ui_extension: true,
     }
 }
 

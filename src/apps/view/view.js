@@ -1,0 +1,324 @@
+// The View of a run_js result (MCP Apps, io.modelcontextprotocol/ui). It
+// speaks the View's side of the protocol over postMessage itself: the
+// SDK's App class brings the MCP SDK and zod (500 KB) for the three
+// messages used here. build.mjs bundles this file into ../run.html.
+import {
+  BarController,
+  BarElement,
+  CategoryScale,
+  Chart,
+  Colors,
+  Legend,
+  LinearScale,
+  LineController,
+  LineElement,
+  PointElement,
+  ScatterController,
+  Title,
+  Tooltip,
+} from "chart.js";
+
+Chart.register(
+  BarController,
+  BarElement,
+  CategoryScale,
+  Colors,
+  Legend,
+  LinearScale,
+  LineController,
+  LineElement,
+  PointElement,
+  ScatterController,
+  Title,
+  Tooltip,
+);
+
+const PAGE = 25;
+const DISPLAYS_META = "mcp-v8-lambda/displays";
+const CHART_MIME = "application/vnd.mcp-v8-lambda.chart+json";
+// The app-only tool that reads one page of a table kept in a heap's /work.
+const PAGE_TOOL = "read_display_page";
+const root = document.getElementById("run");
+let nextId = 1;
+const pending = new Map();
+
+const send = (message) => window.parent.postMessage({ jsonrpc: "2.0", ...message }, "*");
+const request = (method, params) => {
+  const id = nextId++;
+  send({ id, method, params });
+  return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
+};
+const notify = (method, params) => send({ method, params });
+
+const el = (tag, attrs = {}, ...children) => {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (name === "text") node.textContent = value;
+    else node.setAttribute(name, value);
+  }
+  for (const child of children) node.append(child);
+  return node;
+};
+const section = (title, ...children) => el("section", {}, el("h2", { text: title }), ...children);
+
+function applyContext(context) {
+  if (!context) return;
+  if (context.theme) document.documentElement.style.colorScheme = context.theme;
+  const variables = context.styles && context.styles.variables;
+  if (variables) {
+    for (const [name, value] of Object.entries(variables)) {
+      if (value) document.documentElement.style.setProperty(name, value);
+    }
+  }
+  Chart.defaults.color = getComputedStyle(document.documentElement).getPropertyValue("--color-text-secondary").trim() || Chart.defaults.color;
+}
+
+const isRow = (row) => row !== null && typeof row === "object" && !Array.isArray(row);
+
+// The rows of a table the View holds: sorted and sliced here.
+function localRows(rows) {
+  const columns = [];
+  for (const row of rows) for (const key of Object.keys(row)) if (!columns.includes(key)) columns.push(key);
+  return async (offset, limit, sortBy, descending) => {
+    let order = rows;
+    if (sortBy !== null) {
+      order = rows.slice().sort((a, b) => {
+        const x = a[sortBy], y = b[sortBy];
+        const c = typeof x === "number" && typeof y === "number" ? x - y : String(x ?? "").localeCompare(String(y ?? ""));
+        return descending ? -c : c;
+      });
+    }
+    return { total: rows.length, columns, rows: order.slice(offset, offset + limit) };
+  };
+}
+
+// The rows of a table kept in /work: each page read by the app-only tool,
+// through the host, with the caller's own rights.
+function remoteRows(uri) {
+  return async (offset, limit, sortBy, descending) => {
+    const args = { uri, offset, limit };
+    if (sortBy !== null) Object.assign(args, { sort_by: sortBy, descending });
+    const result = await request("tools/call", { name: PAGE_TOOL, arguments: args });
+    if (!result || result.isError || !result.structuredContent) {
+      const text = result && (result.content || []).find((c) => c.type === "text");
+      throw new Error(text ? text.text : "the page could not be read");
+    }
+    return result.structuredContent;
+  };
+}
+
+// A table with column headers that sort it, a row count and pages of PAGE
+// rows; `read(offset, limit, sortBy, descending)` gives a page.
+function table(read) {
+  let page = 0;
+  let sortedBy = null;
+  let descending = false;
+  let columns = null;
+  let drawn = 0;
+  const header = el("tr");
+  const body = el("tbody");
+  const count = el("span", { class: "count", text: "loading…" });
+  const previous = el("button", { type: "button", text: "‹ previous" });
+  const next = el("button", { type: "button", text: "next ›" });
+  const cell = (value) => {
+    const text = value === null || value === undefined ? "" : typeof value === "object" ? JSON.stringify(value) : String(value);
+    return el("td", typeof value === "number" ? { class: "num", text } : { text });
+  };
+  const heads = () => {
+    header.replaceChildren(...columns.map((column) => {
+      const mark = sortedBy === column ? (descending ? " ▾" : " ▴") : "";
+      const th = el("th", { text: column + mark, scope: "col" });
+      th.addEventListener("click", () => {
+        descending = sortedBy === column ? !descending : false;
+        sortedBy = column;
+        page = 0;
+        draw();
+      });
+      return th;
+    }));
+  };
+  const draw = async () => {
+    const ticket = ++drawn;
+    previous.disabled = next.disabled = true;
+    let shown;
+    try {
+      shown = await read(page * PAGE, PAGE, sortedBy, descending);
+    } catch (error) {
+      if (ticket === drawn) count.textContent = `the rows could not be read: ${error.message}`;
+      return;
+    }
+    if (ticket !== drawn) return;
+    if (columns === null || shown.columns.join("\u0000") !== columns.join("\u0000")) columns = shown.columns;
+    heads();
+    body.replaceChildren(...shown.rows.map((row) => el("tr", {}, ...columns.map((c) => cell(row[c])))));
+    const pages = Math.max(1, Math.ceil(shown.total / PAGE));
+    count.textContent = `${shown.total} rows · page ${page + 1} of ${pages}`;
+    previous.disabled = page === 0;
+    next.disabled = page >= pages - 1;
+  };
+  previous.addEventListener("click", () => { page -= 1; draw(); });
+  next.addEventListener("click", () => { page += 1; draw(); });
+  draw();
+  return el("div", { class: "table" }, el("table", {}, el("thead", {}, header), body), el("div", { class: "pager" }, count, previous, next));
+}
+
+function tree(value, label) {
+  if (value === null || typeof value !== "object") {
+    return el("div", {}, el("span", { class: "key", text: label === undefined ? "" : `${label}: ` }), JSON.stringify(value));
+  }
+  const entries = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
+  const summary = el("summary", { text: `${label === undefined ? "" : `${label}: `}${Array.isArray(value) ? `Array(${value.length})` : `{${entries.length} keys}`}` });
+  const details = el("details", {}, summary, ...entries.map(([k, v]) => tree(v, k)));
+  if (label === undefined) details.open = true;
+  return details;
+}
+
+function html(markup) {
+  // Markup from a run goes in a frame of its own, without scripts or the
+  // View's origin: it cannot reach the View or the host.
+  const frame = el("iframe", { class: "html", sandbox: "", title: "HTML display" });
+  frame.srcdoc = markup;
+  frame.style.height = "240px";
+  return frame;
+}
+
+// Charts are drawn once their canvas is in the document, where Chart.js
+// can measure it.
+let charts = [];
+
+function chart(spec) {
+  const canvas = el("canvas", { role: "img", "aria-label": spec.title || `${spec.chart} chart of ${spec.y.join(", ")} by ${spec.x}` });
+  const xs = spec.data.map((row) => row[spec.x]);
+  // Numbers on x are a linear axis, except for bars, which stand on
+  // categories.
+  const linear = spec.chart !== "bar" && xs.every((v) => typeof v === "number");
+  const datasets = spec.y.map((column) => ({
+    label: column,
+    data: linear ? spec.data.map((row) => ({ x: row[spec.x], y: row[column] })) : spec.data.map((row) => row[column]),
+    pointRadius: spec.chart === "scatter" ? 3 : spec.data.length > 200 ? 0 : 2,
+  }));
+  charts.push(() => {
+    const drawn = new Chart(canvas, {
+      type: spec.chart,
+      data: linear ? { datasets } : { labels: xs.map(String), datasets },
+      options: {
+        animation: false,
+        responsive: true,
+        maintainAspectRatio: false,
+        scales: {
+          x: { type: linear ? "linear" : "category", title: { display: true, text: spec.x } },
+          y: { title: { display: spec.y.length === 1, text: spec.y[0] } },
+        },
+        plugins: {
+          title: { display: Boolean(spec.title), text: spec.title },
+          legend: { display: spec.y.length > 1 },
+        },
+      },
+    });
+    canvas.dataset.drawn = String(drawn.data.datasets.reduce((n, d) => n + d.data.length, 0));
+  });
+  return el("div", { class: "chart" }, canvas);
+}
+
+const isChart = (value) =>
+  isRow(value) && ["line", "bar", "scatter"].includes(value.chart) && typeof value.x === "string" &&
+  Array.isArray(value.y) && Array.isArray(value.data) && value.data.every(isRow);
+
+function display(entry, content) {
+  const mime = (entry.mimeType || "").split(";")[0].trim().toLowerCase();
+  const kind = mime === CHART_MIME ? "chart" : mime;
+  const titled = (node) => section(entry.name ? `${entry.name} · ${kind}` : kind, el("div", { class: "block", "data-mime": mime }, node));
+  if (!content) return titled(el("p", { text: "not in this answer (see the warnings)" }));
+  if (content.type === "image") {
+    return titled(el("img", { src: `data:${content.mimeType};base64,${content.data}`, alt: entry.name || "image" }));
+  }
+  if (content.type === "resource_link") {
+    // A JSON table too large for the answer is paged from its /work file.
+    if (mime === "application/json") return titled(table(remoteRows(content.uri)));
+    return titled(el("p", { class: "link", text: `${content.description || ""} (${content.uri})` }));
+  }
+  const text = content.type === "text" ? content.text : content.resource && content.resource.text;
+  if (typeof text !== "string") return titled(el("p", { text: `${mime}, ${entry.size} bytes` }));
+  if (mime === "text/html") return titled(html(text));
+  if (mime === "image/svg+xml") {
+    return titled(el("img", { src: `data:image/svg+xml;charset=utf-8,${encodeURIComponent(text)}`, alt: entry.name || "SVG" }));
+  }
+  if (mime === "application/json" || mime.endsWith("+json")) {
+    try {
+      const value = JSON.parse(text);
+      if (mime === CHART_MIME && isChart(value)) return titled(chart(value));
+      if (Array.isArray(value) && value.length > 0 && value.every(isRow)) return titled(table(localRows(value)));
+      if (value && typeof value === "object") return titled(tree(value));
+    } catch (_) { /* shown as text below */ }
+  }
+  return titled(el("pre", { text }));
+}
+
+function render(result) {
+  const outcome = result.structuredContent || {};
+  const shown = [];
+  charts = [];
+  const status = outcome.status || (result.isError ? "failed" : "completed");
+  shown.push(el("p", { class: `status ${status}`, text: `${status}${outcome.duration_ms !== undefined ? ` in ${outcome.duration_ms} ms` : ""}` }));
+  if (outcome.result !== undefined && outcome.result !== null) shown.push(section("Result", el("pre", { class: "result", text: outcome.result })));
+  if (outcome.output) shown.push(section("Console", el("pre", { class: "console", text: outcome.output })));
+  if (outcome.error) {
+    const error = outcome.error;
+    shown.push(el("section", { class: "error" }, el("h2", { text: "Error" }), el("pre", { text: error.stack || `${error.name}: ${error.message}` })));
+  } else if (result.isError && !result.structuredContent) {
+    const first = (result.content || []).find((c) => c.type === "text");
+    shown.push(el("section", { class: "error" }, el("h2", { text: "Error" }), el("pre", { text: first ? first.text : "the call failed" })));
+  }
+  if (Array.isArray(outcome.warnings) && outcome.warnings.length) {
+    shown.push(section("Warnings", el("ul", { class: "warnings" }, ...outcome.warnings.map((w) => el("li", { text: w })))));
+  }
+  // Without the server's list (a result read back from a task), the
+  // blocks after the run's own text are shown by their content type.
+  const displays = (result._meta && result._meta[DISPLAYS_META]) ||
+    (result.content || []).slice(1).map((c, i) => ({
+      content: i + 1,
+      mimeType: c.type === "image" ? c.mimeType : c.type === "resource" ? c.resource.mimeType : c.mimeType || "text/plain",
+    }));
+  for (const entry of displays) {
+    const content = entry.content === undefined || entry.content === null ? null : (result.content || [])[entry.content];
+    shown.push(display(entry, content));
+  }
+  root.replaceChildren(...shown);
+  for (const draw of charts) draw();
+}
+
+window.addEventListener("message", (event) => {
+  if (event.source !== window.parent) return;
+  const message = event.data;
+  if (!message || message.jsonrpc !== "2.0") return;
+  if (message.method === undefined && pending.has(message.id)) {
+    const { resolve, reject } = pending.get(message.id);
+    pending.delete(message.id);
+    if (message.error) reject(new Error(message.error.message)); else resolve(message.result);
+    return;
+  }
+  switch (message.method) {
+    case "ui/notifications/tool-result": render(message.params || {}); break;
+    case "ui/notifications/tool-cancelled": root.replaceChildren(el("p", { class: "status cancelled", text: `cancelled${message.params && message.params.reason ? `: ${message.params.reason}` : ""}` })); break;
+    case "ui/notifications/host-context-changed": applyContext(message.params); break;
+    case "ui/resource-teardown": case "ping": send({ id: message.id, result: {} }); break;
+    default: if (message.id !== undefined && message.method) send({ id: message.id, error: { code: -32601, message: `Method not found: ${message.method}` } });
+  }
+});
+
+let lastSize = "";
+new ResizeObserver(() => {
+  const width = Math.ceil(document.documentElement.scrollWidth);
+  const height = Math.ceil(document.documentElement.scrollHeight);
+  const size = `${width}x${height}`;
+  if (size !== lastSize) { lastSize = size; notify("ui/notifications/size-changed", { width, height }); }
+}).observe(document.documentElement);
+
+request("ui/initialize", {
+  appInfo: { name: "mcp-v8-lambda run view", version: "1" },
+  appCapabilities: { availableDisplayModes: ["inline"] },
+  protocolVersion: "2026-01-26",
+}).then((result) => {
+  applyContext(result && result.hostContext);
+  notify("ui/notifications/initialized", {});
+}, () => notify("ui/notifications/initialized", {}));
