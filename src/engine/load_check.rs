@@ -46,8 +46,9 @@ impl LoadCheck for Engine {
     }
 }
 
-/// Code importing the package's main entry, or each entry when it has
-/// none (a package of subpaths only); a failure names the specifier.
+/// Code importing and requiring the package's main entry, or each entry
+/// when it has none (a package of subpaths only): a dual package's
+/// `require` loads its other build. A failure names the call.
 fn import_code(name: &str, entries: &[String]) -> String {
     let specifiers: Vec<String> = if entries.iter().any(|e| e == ".") {
         vec![name.to_owned()]
@@ -60,10 +61,12 @@ fn import_code(name: &str, entries: &[String]) -> String {
     let specifiers = serde_json::to_string(&specifiers).expect("strings serialize");
     format!(
         "for (const specifier of {specifiers}) {{\n\
-         \x20 try {{ await import(specifier); }}\n\
-         \x20 catch (error) {{\n\
-         \x20   const what = error instanceof Error ? `${{error.name}}: ${{error.message}}` : String(error);\n\
-         \x20   throw new Error(`import('${{specifier}}') threw ${{what}}`);\n\
+         \x20 for (const [call, load] of [[\"import\", (s) => import(s)], [\"require\", (s) => require(s)]]) {{\n\
+         \x20   try {{ await load(specifier); }}\n\
+         \x20   catch (error) {{\n\
+         \x20     const what = error instanceof Error ? `${{error.name}}: ${{error.message}}` : String(error);\n\
+         \x20     throw new Error(`${{call}}('${{specifier}}') threw ${{what}}`);\n\
+         \x20   }}\n\
          \x20 }}\n\
          }}\n"
     )
@@ -79,5 +82,6 @@ mod tests {
         assert!(code.contains(r#"["lodash"]"#), "{code}");
         let code = import_code("@scope/x", &["./a".into(), "./b".into()]);
         assert!(code.contains(r#"["@scope/x/a","@scope/x/b"]"#), "{code}");
+        assert!(code.contains("require(s)"), "{code}");
     }
 }

@@ -20,6 +20,11 @@ pub struct Bundle {
     pub version: String,
     /// By subpath (`.`, `./fp`).
     pub entries: BTreeMap<String, Entry>,
+    /// The subpaths Node's `require` resolves to another module than
+    /// `import` does (a dual package's CommonJS build, by its `exports`
+    /// conditions): `require` takes these, `import` the entries above.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub require: BTreeMap<String, Entry>,
     /// CommonJS source by file name; entries and chunks `require` each
     /// other as `./file`.
     pub files: BTreeMap<String, String>,
@@ -62,6 +67,7 @@ impl Bundle {
             name: name.to_owned(),
             version: version.to_owned(),
             entries: BTreeMap::new(),
+            require: BTreeMap::new(),
             files: BTreeMap::new(),
         }
     }

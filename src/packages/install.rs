@@ -399,8 +399,11 @@ const MAX_GUESSED_SUBPATHS: usize = 2000;
 fn entry_points(dir: &Path) -> Result<Subpaths, InstallError> {
     let text = std::fs::read_to_string(dir.join("package.json"))?;
     let manifest: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    // Folder mappings (`"./es/": "./es/"`) are gone from Node since 17:
+    // nothing imports them, and they are no module to bundle.
     let code = |key: &str| {
         !key.contains('*')
+            && !key.ends_with('/')
             && key != "./package.json"
             && ![".json", ".css", ".d.ts", ".map", ".node", ".wasm"]
                 .iter()
@@ -594,18 +597,137 @@ fn sees_package(importer: &Path, name: &str) -> bool {
     })
 }
 
-/// Bundles `subpaths` of the package `name` unpacked under `root`.
+/// How a bundle's entries are resolved: as Node's `import` does, or as its
+/// `require` does (the `require` condition of `exports`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Loaded {
+    Imported,
+    Required,
+}
+
+impl Loaded {
+    /// The prefix of entry names (`e0.js`, `r0.js`): one bundle holds both.
+    fn prefix(self) -> char {
+        match self {
+            Self::Imported => 'e',
+            Self::Required => 'r',
+        }
+    }
+}
+
+/// Bundles `subpaths` of the package `name` unpacked under `root` as Node's
+/// `import` resolves them, and, for a package whose `exports` has
+/// conditions, again as its `require` does: the subpaths whose module then
+/// differs (a dual package's CommonJS build) get `require` entries.
 async fn bundle(
     root: &Path,
     name: &str,
     version: &str,
     subpaths: &[String],
 ) -> Result<Bundle, InstallError> {
+    let (mut bundle, imported) = bundle_as(root, name, version, subpaths, Loaded::Imported).await?;
+    if !has_conditions(&root.join("node_modules").join(name)) {
+        return Ok(bundle);
+    }
+    let subpaths: Vec<String> = bundle.entries.keys().cloned().collect();
+    let (required, modules) = bundle_as(root, name, version, &subpaths, Loaded::Required).await?;
+    let differ: Vec<(String, Entry)> = required
+        .entries
+        .into_iter()
+        .filter(|(subpath, _)| modules.get(subpath) != imported.get(subpath))
+        .collect();
+    if differ.is_empty() {
+        return Ok(bundle);
+    }
+    // Files of both passes share one namespace: entries are `e…`/`r…`, and
+    // chunks are named by their content's hash.
+    bundle.files.extend(required.files);
+    bundle.require.extend(differ);
+    Ok(bundle)
+}
+
+/// Whether the package in `dir` has conditional `exports` (an object with
+/// a key that is not a subpath), under which `import` and `require` may
+/// resolve to different modules.
+fn has_conditions(dir: &Path) -> bool {
+    fn conditional(value: &serde_json::Value) -> bool {
+        match value {
+            serde_json::Value::Object(map) => map
+                .iter()
+                .any(|(key, value)| !key.starts_with('.') || conditional(value)),
+            serde_json::Value::Array(items) => items.iter().any(conditional),
+            _ => false,
+        }
+    }
+    std::fs::read_to_string(dir.join("package.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .is_some_and(|manifest| manifest.get("exports").is_some_and(conditional))
+}
+
+/// One pass of [`bundle`]; with each subpath's module. Subpaths that name
+/// one module (`"."` and `"./index"` of a package whose main file is
+/// `index.js`) become one entry: given the same module twice, rolldown makes
+/// the second entry a facade of a shared chunk that exports nothing, so
+/// `require` of it was `{}` (readable-stream 3's `"."`).
+async fn bundle_as(
+    root: &Path,
+    name: &str,
+    version: &str,
+    subpaths: &[String],
+    loaded: Loaded,
+) -> Result<(Bundle, HashMap<String, String>), InstallError> {
+    let output = generate(root, name, subpaths, loaded).await?;
+    let mut modules: HashMap<String, String> = HashMap::new();
+    let mut first_of: HashMap<String, usize> = HashMap::new();
+    let mut same: Vec<(usize, usize)> = Vec::new();
+    for (index, chunk) in entry_chunks(&output.assets, loaded) {
+        let Some(module) = chunk.facade_module_id.as_ref() else {
+            continue;
+        };
+        modules.insert(subpaths[index].clone(), module.to_string());
+        match first_of.entry(module.to_string()) {
+            std::collections::hash_map::Entry::Occupied(first) => {
+                same.push((index, *first.get()));
+            }
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(index);
+            }
+        }
+    }
+    if same.is_empty() {
+        let bundle = assemble(name, version, subpaths, &output.assets, loaded)?;
+        return Ok((bundle, modules));
+    }
+    let unique: Vec<String> = subpaths
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| !same.iter().any(|(again, _)| again == index))
+        .map(|(_, subpath)| subpath.clone())
+        .collect();
+    let output = generate(root, name, &unique, loaded).await?;
+    let mut bundle = assemble(name, version, &unique, &output.assets, loaded)?;
+    for (again, first) in same {
+        if let Some(entry) = bundle.entries.get(&subpaths[first]).cloned() {
+            bundle.entries.insert(subpaths[again].clone(), entry);
+        }
+    }
+    Ok((bundle, modules))
+}
+
+/// Rolldown's output for `subpaths` of `name` as entries `e0`, `e1`, … (or
+/// `r0`, … resolved as `require` resolves them).
+async fn generate(
+    root: &Path,
+    name: &str,
+    subpaths: &[String],
+    loaded: Loaded,
+) -> Result<rolldown::BundleOutput, InstallError> {
     let input: Vec<InputItem> = subpaths
         .iter()
         .enumerate()
         .map(|(i, sub)| InputItem {
-            name: Some(format!("e{i}")),
+            name: Some(format!("{}{i}", loaded.prefix())),
             import: format!("{name}{}", sub.strip_prefix('.').unwrap_or(sub)),
         })
         .collect();
@@ -617,35 +739,101 @@ async fn bundle(
     )));
     let options = BundlerOptions {
         external: Some(external),
+        // `import` or `require` by how each module is reached, as Node
+        // takes them, beside `browser` and `default`: naming both (and
+        // `module`) for every import let whichever the package lists first
+        // win, so a dual package's `require` got its ES module build.
         resolve: Some(ResolveOptions {
-            condition_names: Some(
-                ["browser", "import", "require", "module", "default"]
-                    .map(str::to_owned)
-                    .to_vec(),
-            ),
+            condition_names: Some(vec!["default".to_owned()]),
             ..ResolveOptions::default()
         }),
         chunk_filenames: Some("c-[hash].js".to_owned().into()),
         ..super::bundler::options(input, root.to_owned())
     };
-    let failed = |reason: String| InstallError::Bundle {
+    let failed = |reason: String| bundle_failed(name, reason);
+    let mut bundler = match loaded {
+        Loaded::Imported => Bundler::new(options),
+        Loaded::Required => Bundler::with_plugins(options, vec![Arc::new(RequiredEntries)]),
+    }
+    .map_err(|e| failed(e.to_string()))?;
+    bundler.generate().await.map_err(|e| failed(e.to_string()))
+}
+
+/// Resolves a bundle's entries as `require("name/sub")` would: the
+/// `require` condition of `exports` in place of `import`.
+#[derive(Debug)]
+struct RequiredEntries;
+
+impl rolldown::plugin::Plugin for RequiredEntries {
+    fn name(&self) -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("mcp-v8-lambda:required-entries")
+    }
+
+    async fn resolve_id(
+        &self,
+        ctx: &rolldown::plugin::PluginContext,
+        args: &rolldown::plugin::HookResolveIdArgs<'_>,
+    ) -> rolldown::plugin::HookResolveIdReturn {
+        if !args.is_entry {
+            return Ok(None);
+        }
+        let options = rolldown::plugin::PluginContextResolveOptions {
+            import_kind: rolldown_common::ImportKind::Require,
+            is_entry: true,
+            ..Default::default()
+        };
+        match ctx
+            .resolve(args.specifier, args.importer, Some(options))
+            .await?
+        {
+            Ok(resolved) => Ok(Some(
+                rolldown::plugin::HookResolveIdOutput::from_resolved_id(resolved),
+            )),
+            Err(_) => Ok(None),
+        }
+    }
+
+    fn register_hook_usage(&self) -> rolldown::plugin::HookUsage {
+        rolldown::plugin::HookUsage::ResolveId
+    }
+}
+
+fn bundle_failed(name: &str, reason: String) -> InstallError {
+    InstallError::Bundle {
         name: name.to_owned(),
         reason,
-    };
-    let mut bundler = Bundler::new(options).map_err(|e| failed(e.to_string()))?;
-    let output = bundler
-        .generate()
-        .await
-        .map_err(|e| failed(e.to_string()))?;
-    let mut bundle = Bundle::new(name, version);
-    for chunk in super::bundler::add_chunks(&mut bundle, &output.assets) {
-        let Some(index) = chunk
-            .name
-            .strip_prefix('e')
-            .and_then(|i| i.parse::<usize>().ok())
-        else {
-            continue;
+    }
+}
+
+/// The entry chunks of `assets`, each with the index of its subpath.
+fn entry_chunks(
+    assets: &[rolldown_common::Output],
+    loaded: Loaded,
+) -> impl Iterator<Item = (usize, &rolldown_common::OutputChunk)> {
+    assets.iter().filter_map(move |asset| {
+        let rolldown_common::Output::Chunk(chunk) = asset else {
+            return None;
         };
+        let index = chunk
+            .name
+            .strip_prefix(loaded.prefix())?
+            .parse::<usize>()
+            .ok()?;
+        chunk.is_entry.then_some((index, &**chunk))
+    })
+}
+
+/// The bundle of `assets`, rolldown's output for `subpaths`.
+fn assemble(
+    name: &str,
+    version: &str,
+    subpaths: &[String],
+    assets: &[rolldown_common::Output],
+    loaded: Loaded,
+) -> Result<Bundle, InstallError> {
+    let mut bundle = Bundle::new(name, version);
+    super::bundler::add_chunks(&mut bundle, assets);
+    for (index, chunk) in entry_chunks(assets, loaded) {
         let esm = chunk
             .facade_module_id
             .as_ref()
@@ -661,7 +849,10 @@ async fn bundle(
         );
     }
     if bundle.entries.is_empty() {
-        return Err(failed("it has no entry point a run can import".into()));
+        return Err(bundle_failed(
+            name,
+            "it has no entry point a run can import".into(),
+        ));
     }
     Ok(bundle)
 }

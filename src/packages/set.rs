@@ -238,8 +238,15 @@ impl PackageView {
         installed_list(&self.packages)
     }
 
-    /// Resolves a bare specifier (`lodash`, `lodash/fp`, `@scope/x/sub`).
+    /// Resolves a bare specifier (`lodash`, `lodash/fp`, `@scope/x/sub`)
+    /// for `import`.
     pub fn resolve(&self, specifier: &str) -> Result<Resolved, ResolveError> {
+        self.resolve_for(specifier, false)
+    }
+
+    /// Resolves a bare specifier for `require` (`required`), which takes a
+    /// dual package's CommonJS build where it has one, or for `import`.
+    pub fn resolve_for(&self, specifier: &str, required: bool) -> Result<Resolved, ResolveError> {
         let (name, subpath) = split(specifier);
         let Some(installed) = self.packages.get(name) else {
             return Err(ResolveError::NotInstalled {
@@ -249,15 +256,19 @@ impl PackageView {
         };
         let id = format!("{name}@{}", installed.version);
         let bundle = self.bundle(&id, installed)?;
-        let entry = bundle
-            .entries
-            .get(&subpath)
+        let lookup = |subpath: &str| {
+            required
+                .then(|| bundle.require.get(subpath))
+                .flatten()
+                .or_else(|| bundle.entries.get(subpath))
+        };
+        let entry = lookup(&subpath)
             .or_else(|| {
                 // `lodash/fp.js` names the same module as `lodash/fp`.
                 let trimmed = subpath
                     .strip_suffix(".js")
                     .or_else(|| subpath.strip_suffix("/index.js"))?;
-                bundle.entries.get(trimmed)
+                lookup(trimmed)
             })
             .ok_or_else(|| {
                 // Public subpaths first: `./_internal` ones say little.

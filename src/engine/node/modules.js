@@ -8,13 +8,26 @@
   const namespaces = new Map(); // "name@version/file" -> namespace object
   // Specifier -> [id, file, esm, wrapped], so a heap imports again what it has
   // without the store (after `packages remove`, or on any instance).
+  // `require`'s are under "require " + specifier: a dual package's
+  // CommonJS build, as Node's require takes it.
   const resolved = new Map();
 
-  function resolve(specifier) {
-    let entry = resolved.get(specifier);
+  function resolve(specifier, required) {
+    const key = required ? "require " + specifier : specifier;
+    let entry = resolved.get(key);
     if (!entry) {
-      entry = natives.resolve(specifier);
-      resolved.set(specifier, entry);
+      entry = natives.resolve(specifier, required === true);
+      resolved.set(key, entry);
+      // The other way of loading it too, while the store has the package:
+      // a heap that imported it can require it after `packages remove`.
+      const other = required ? specifier : "require " + specifier;
+      if (!resolved.has(other)) {
+        try {
+          resolved.set(other, natives.resolve(specifier, !required));
+        } catch {
+          // Only the way asked for resolves; the other fails when used.
+        }
+      }
     }
     return entry;
   }
@@ -134,8 +147,33 @@
     check(specifier);
     const node = builtin(specifier);
     if (node !== undefined) return node;
-    const [id, file, , wrapped] = resolve(specifier);
-    return entryExports(id, file, wrapped);
+    const [id, file, esm, wrapped] = resolve(specifier, true);
+    const exports = entryExports(id, file, wrapped);
+    return esm ? requiredEsm(id + "/" + file, exports) : exports;
+  }
+
+  // Node 22's require() of an ES module: its exports, and, when it has a
+  // default export, an object of its own with `__esModule: true` beside
+  // them (names sorted, as a namespace's), which CommonJS that was once
+  // an ES module reads to find `default`.
+  const required = new Map();
+  function requiredEsm(key, exports) {
+    if (exports === null || typeof exports !== "object" || !("default" in exports)) return exports;
+    let marked = required.get(key);
+    if (marked) return marked;
+    marked = Object.create(null);
+    const names = [...new Set([...Object.keys(exports).filter((n) => n !== "__esModule"), "__esModule"])].sort();
+    for (const name of names) {
+      if (name === "__esModule") {
+        Object.defineProperty(marked, name, { value: true, enumerable: true, writable: true });
+      } else {
+        Object.defineProperty(marked, name, { enumerable: true, get: () => exports[name] });
+      }
+    }
+    Object.defineProperty(marked, Symbol.toStringTag, { value: "Module" });
+    Object.preventExtensions(marked);
+    required.set(key, marked);
+    return marked;
   }
 
   // An entry the bundler shares with other entries holds a CommonJS
@@ -199,7 +237,7 @@
   require.resolve = (specifier) => {
     check(specifier);
     if (builtin(specifier) !== undefined) return specifier;
-    const [id, file] = resolve(specifier);
+    const [id, file] = resolve(specifier, true);
     return "/node_modules/" + id + "/" + file;
   };
   Object.defineProperty(require, "cache", { get: () => Object.fromEntries(modules) });

@@ -190,7 +190,10 @@ fn resolve<'s>(
         view.resolve_url(&specifier, fetch)
             .map_err(|e| e.to_string())
     } else {
-        view.resolve(&specifier).map_err(|e| e.to_string())
+        // `resolve(specifier, true)` is `require`'s.
+        let required = args.get(1).is_true();
+        view.resolve_for(&specifier, required)
+            .map_err(|e| e.to_string())
     };
     let resolved = match resolved {
         Ok(resolved) => resolved,
