@@ -757,19 +757,7 @@ async fn subpaths_that_name_one_module_give_its_exports() {
             ),
         ],
     );
-    let store = Arc::new(DirPackageStore::new(dir.path().join("packages")));
-    let options = InstallOptions::new(None, 32 * 1024 * 1024).unwrap();
-    let added = packages::add(
-        store.as_ref(),
-        &[tarball.display().to_string()],
-        &options,
-        &checker(),
-    )
-    .await
-    .unwrap();
-    assert_eq!(added, ["two-names@1.0.0"]);
-    let packages = Arc::new(Packages::new(store.clone(), store.bundle_dir(), false));
-    let engine = Engine::new(EngineConfig::default(), None).with_packages(packages);
+    let engine = engine_with(dir.path(), &tarball).await;
     let code = "const a = require('two-names'), b = require('two-names/index'); \
                 import T from 'two-names/index'; \
                 [typeof a, a(), a.named, typeof b, b === a, T === a]";
@@ -892,18 +880,7 @@ fn last_line_returned(code: &str) -> String {
 async fn run_gives(name: &str, files: &[(&str, &str)], code: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let tarball = tarball(dir.path(), &format!("{name}-1.0.0.tgz"), files);
-    let store = Arc::new(DirPackageStore::new(dir.path().join("packages")));
-    let options = InstallOptions::new(None, 32 * 1024 * 1024).unwrap();
-    packages::add(
-        store.as_ref(),
-        &[tarball.display().to_string()],
-        &options,
-        &checker(),
-    )
-    .await
-    .unwrap();
-    let packages = Arc::new(Packages::new(store.clone(), store.bundle_dir(), false));
-    let engine = Engine::new(EngineConfig::default(), None).with_packages(packages);
+    let engine = engine_with(dir.path(), &tarball).await;
     let outcome = run(&engine, code, Language::Auto, None).await;
     serde_json::from_str::<String>(&completed(code, &outcome)).unwrap()
 }
@@ -947,4 +924,21 @@ async fn readable_stream_3_pipes_a_work_file() {
         completed(code, &outcome),
         "\"[\\\"function\\\",true,true,\\\"function\\\",\\\"HELLO\\\\nWORLD\\\\n\\\"]\""
     );
+}
+
+/// A stateless engine over a package store in `dir` where `packages add`
+/// added `tarball` (a package without dependencies).
+async fn engine_with(dir: &std::path::Path, tarball: &std::path::Path) -> Engine {
+    let store = Arc::new(DirPackageStore::new(dir.join("packages")));
+    let options = InstallOptions::new(None, 32 * 1024 * 1024).unwrap();
+    packages::add(
+        store.as_ref(),
+        &[tarball.display().to_string()],
+        &options,
+        &checker(),
+    )
+    .await
+    .unwrap();
+    let packages = Arc::new(Packages::new(store.clone(), store.bundle_dir(), false));
+    Engine::new(EngineConfig::default(), None).with_packages(packages)
 }
