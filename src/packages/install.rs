@@ -185,13 +185,28 @@ pub async fn prepare(
 
     let package_dir = root.join(&top);
     let subpaths = entry_points(&package_dir)?;
-    let bundle = match bundle(root, &name, &manifest.version, &subpaths.paths).await {
+    let bundle = match bundle(
+        root,
+        &name,
+        &manifest.version,
+        &subpaths.paths,
+        subpaths.conditional,
+    )
+    .await
+    {
         Ok(bundle) => bundle,
         // Subpaths guessed from the files of a package without `exports`
         // may include files that are not modules; its main entry alone
         // still makes it importable.
         Err(_) if subpaths.guessed && subpaths.paths.len() > 1 => {
-            bundle(root, &name, &manifest.version, &[".".to_owned()]).await?
+            bundle(
+                root,
+                &name,
+                &manifest.version,
+                &[".".to_owned()],
+                subpaths.conditional,
+            )
+            .await?
         }
         Err(e) => return Err(e),
     };
@@ -391,6 +406,10 @@ struct Subpaths {
     paths: Vec<String>,
     /// Guessed from its files, as it has no `exports`.
     guessed: bool,
+    /// Its `exports` has conditions (an object with a key that is not a
+    /// subpath), under which `import` and `require` may resolve to
+    /// different modules.
+    conditional: bool,
 }
 
 /// Most subpaths guessed from a package's files.
@@ -409,6 +428,7 @@ fn entry_points(dir: &Path) -> Result<Subpaths, InstallError> {
                 .iter()
                 .any(|ext| key.ends_with(ext))
     };
+    let conditional = manifest.get("exports").is_some_and(has_conditions);
     match manifest.get("exports") {
         Some(serde_json::Value::Object(map)) if map.keys().any(|k| k.starts_with('.')) => {
             let paths: Vec<String> = map
@@ -419,6 +439,7 @@ fn entry_points(dir: &Path) -> Result<Subpaths, InstallError> {
             Ok(Subpaths {
                 paths,
                 guessed: false,
+                conditional,
             })
         }
         Some(serde_json::Value::Null) | None => {
@@ -454,12 +475,14 @@ fn entry_points(dir: &Path) -> Result<Subpaths, InstallError> {
             Ok(Subpaths {
                 paths,
                 guessed: true,
+                conditional,
             })
         }
         // A string, an array or conditions: the package's main entry only.
         Some(_) => Ok(Subpaths {
             paths: vec![".".to_owned()],
             guessed: false,
+            conditional,
         }),
     }
 }
@@ -617,16 +640,18 @@ impl Loaded {
 
 /// Bundles `subpaths` of the package `name` unpacked under `root` as Node's
 /// `import` resolves them, and, for a package whose `exports` has
-/// conditions, again as its `require` does: the subpaths whose module then
-/// differs (a dual package's CommonJS build) get `require` entries.
+/// conditions (`conditional`), again as its `require` does: the subpaths
+/// whose module then differs (a dual package's CommonJS build) get
+/// `require` entries.
 async fn bundle(
     root: &Path,
     name: &str,
     version: &str,
     subpaths: &[String],
+    conditional: bool,
 ) -> Result<Bundle, InstallError> {
     let (mut bundle, imported) = bundle_as(root, name, version, subpaths, Loaded::Imported).await?;
-    if !has_conditions(&root.join("node_modules").join(name)) {
+    if !conditional {
         return Ok(bundle);
     }
     let subpaths: Vec<String> = bundle.entries.keys().cloned().collect();
@@ -646,23 +671,16 @@ async fn bundle(
     Ok(bundle)
 }
 
-/// Whether the package in `dir` has conditional `exports` (an object with
-/// a key that is not a subpath), under which `import` and `require` may
-/// resolve to different modules.
-fn has_conditions(dir: &Path) -> bool {
-    fn conditional(value: &serde_json::Value) -> bool {
-        match value {
-            serde_json::Value::Object(map) => map
-                .iter()
-                .any(|(key, value)| !key.starts_with('.') || conditional(value)),
-            serde_json::Value::Array(items) => items.iter().any(conditional),
-            _ => false,
-        }
+/// Whether an `exports` value has conditions (an object with a key that
+/// is not a subpath), at any depth.
+fn has_conditions(value: &serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::Object(map) => map
+            .iter()
+            .any(|(key, value)| !key.starts_with('.') || has_conditions(value)),
+        serde_json::Value::Array(items) => items.iter().any(has_conditions),
+        _ => false,
     }
-    std::fs::read_to_string(dir.join("package.json"))
-        .ok()
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-        .is_some_and(|manifest| manifest.get("exports").is_some_and(conditional))
 }
 
 /// One pass of [`bundle`]; with each subpath's module. Subpaths that name

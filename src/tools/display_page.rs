@@ -136,10 +136,13 @@ async fn page(toolbox: &Toolbox, context: CallContext<'_>, args: PageArgs) -> Re
             _ => Err(not_a_table()),
         })
         .collect::<Result<Vec<_>, _>>()?;
+    // A set beside the list: a wide table of 100k rows would otherwise
+    // compare every key of every row with every column found so far.
     let mut columns: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for row in &rows {
         for key in row.keys() {
-            if !columns.contains(key) {
+            if seen.insert(key.as_str()) {
                 columns.push(key.clone());
             }
         }

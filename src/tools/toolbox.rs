@@ -61,9 +61,7 @@ impl Toolbox {
             }
         }
     }
-}
 
-impl Toolbox {
     /// The bytes of the `/work` file `entry` of one of `tenant`'s heaps
     /// (an empty file has none stored), or a message saying why not.
     pub async fn file_bytes(

@@ -77,8 +77,9 @@ const isRow = (row) => row !== null && typeof row === "object" && !Array.isArray
 
 // The rows of a table the View holds: sorted and sliced here.
 function localRows(rows) {
-  const columns = [];
-  for (const row of rows) for (const key of Object.keys(row)) if (!columns.includes(key)) columns.push(key);
+  const seen = new Set();
+  for (const row of rows) for (const key of Object.keys(row)) seen.add(key);
+  const columns = [...seen];
   return async (offset, limit, sortBy, descending) => {
     let order = rows;
     if (sortBy !== null) {
