@@ -17,6 +17,40 @@ fn ui_capabilities() -> Value {
     json!({"extensions": {EXTENSION: {"mimeTypes": [MIME_TYPE]}}})
 }
 
+/// Client capabilities that declare MCP Apps, or declare nothing.
+pub(crate) fn capabilities(declared: bool) -> Value {
+    if declared {
+        ui_capabilities()
+    } else {
+        json!({})
+    }
+}
+
+/// Asserts that `listed`, a `tools/list` answer, is what a host that
+/// declared MCP Apps (`declared`) sees: run_js naming the View and the page
+/// tool listed as the app's; or, for another host, neither.
+pub(crate) fn assert_listed_for(listed: &Value, declared: bool) {
+    let tools = listed["result"]["tools"].as_array().expect("tools");
+    let run_js = tools
+        .iter()
+        .find(|t| t["name"] == "run_js")
+        .expect("run_js");
+    let page = tools.iter().find(|t| t["name"] == PAGE_TOOL);
+    if declared {
+        assert_eq!(
+            run_js["_meta"]["ui"]["resourceUri"], RUN_VIEW_URI,
+            "{run_js}"
+        );
+        assert_eq!(
+            page.expect("the page tool")["_meta"]["ui"]["visibility"],
+            json!(["app"])
+        );
+    } else {
+        assert!(run_js.get("_meta").is_none(), "{run_js}");
+        assert!(page.is_none(), "{listed}");
+    }
+}
+
 /// A session-era session whose client declared `capabilities`.
 async fn session(s: &Server, capabilities: Value) -> String {
     let reply = s

@@ -727,7 +727,7 @@ async fn files_display_and_file_resources_under_the_lambda_entry() {
 /// reads the View; one that does not sees neither.
 #[tokio::test]
 async fn an_mcp_apps_host_sees_the_view_under_the_lambda_entry() {
-    use mcp_v8_lambda::protocol::apps::{EXTENSION, MIME_TYPE, RUN_VIEW_URI};
+    use mcp_v8_lambda::protocol::apps::{MIME_TYPE, RUN_VIEW_URI};
     let dir = tempfile::tempdir().unwrap();
     let app = local_app(dir.path());
     // `event_2026`'s event, its client's capabilities replaced.
@@ -739,33 +739,14 @@ async fn an_mcp_apps_host_sees_the_view_under_the_lambda_entry() {
         event.to_string()
     };
     for declared in [true, false] {
-        let capabilities = if declared {
-            serde_json::json!({"extensions": {EXTENSION: {"mimeTypes": [MIME_TYPE]}}})
-        } else {
-            serde_json::json!({})
-        };
+        let capabilities = crate::apps::capabilities(declared);
         let list = declaring(
             event_2026("tools/list", None, serde_json::json!({})),
             capabilities.clone(),
         );
         let (status, _, listed) = invoke(&app, &list).await;
         assert_eq!(status, StatusCode::OK, "{listed}");
-        let tools = listed["result"]["tools"].as_array().unwrap();
-        let run_js = tools.iter().find(|t| t["name"] == "run_js").unwrap();
-        let page = tools.iter().find(|t| t["name"] == "read_display_page");
-        if declared {
-            assert_eq!(
-                run_js["_meta"]["ui"]["resourceUri"], RUN_VIEW_URI,
-                "{run_js}"
-            );
-            assert_eq!(
-                page.expect("the page tool")["_meta"]["ui"]["visibility"],
-                serde_json::json!(["app"])
-            );
-        } else {
-            assert!(run_js.get("_meta").is_none(), "{run_js}");
-            assert!(page.is_none(), "{listed}");
-        }
+        crate::apps::assert_listed_for(&listed, declared);
         let read = declaring(
             event_2026(
                 "resources/read",

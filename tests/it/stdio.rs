@@ -320,15 +320,11 @@ fn a_data_directory_in_use_is_refused_with_what_to_do() {
 /// not sees neither.
 #[test]
 fn an_mcp_apps_host_sees_the_view_over_stdio() {
-    use mcp_v8_lambda::protocol::apps::{EXTENSION, MIME_TYPE, RUN_VIEW_URI};
+    use mcp_v8_lambda::protocol::apps::{MIME_TYPE, RUN_VIEW_URI};
     let dir = tempfile::tempdir().unwrap();
     for declared in [true, false] {
         let mut process = Process::start(dir.path(), &[]);
-        let capabilities = if declared {
-            json!({"extensions": {EXTENSION: {"mimeTypes": [MIME_TYPE]}}})
-        } else {
-            json!({})
-        };
+        let capabilities = crate::apps::capabilities(declared);
         let init = process.request(
             json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": capabilities,
@@ -337,9 +333,7 @@ fn an_mcp_apps_host_sees_the_view_over_stdio() {
         assert!(init["result"].is_object(), "{init}");
         process.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
         let listed = process.request(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
-        let tools = listed["result"]["tools"].as_array().unwrap();
-        let run_js = tools.iter().find(|t| t["name"] == "run_js").unwrap();
-        let page = tools.iter().find(|t| t["name"] == "read_display_page");
+        crate::apps::assert_listed_for(&listed, declared);
         let read = process.request(
             json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read",
             "params": {"uri": RUN_VIEW_URI}}),
@@ -348,18 +342,5 @@ fn an_mcp_apps_host_sees_the_view_over_stdio() {
             read["result"]["contents"][0]["mimeType"], MIME_TYPE,
             "{read}"
         );
-        if declared {
-            assert_eq!(
-                run_js["_meta"]["ui"]["resourceUri"], RUN_VIEW_URI,
-                "{run_js}"
-            );
-            assert_eq!(
-                page.expect("the page tool")["_meta"]["ui"]["visibility"],
-                json!(["app"])
-            );
-        } else {
-            assert!(run_js.get("_meta").is_none(), "{run_js}");
-            assert!(page.is_none(), "{listed}");
-        }
     }
 }
