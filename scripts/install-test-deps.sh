@@ -3,7 +3,8 @@
 # the MCP Apps host of the View test (npm, pinned by
 # tests/e2e/package-lock.json), Debian's Chromium that test renders in, the
 # View's bundler (src/apps/view/package-lock.json), the MCP conformance suite
-# (tests/conformance/package-lock.json) and the Python `mcp` clients (venvs
+# (tests/conformance/package-lock.json), the package parity corpus
+# (tests/parity/package-lock.json) and the Python `mcp` clients (venvs
 # at .venv and .venv-mcp2, pinned by tests/e2e/requirements*.txt).
 # With --bench, also the HTTP benchmark's reference server (benches/reference/).
 # Re-running skips whatever is already installed at the pinned versions.
@@ -47,6 +48,9 @@ if ! command -v chromium >/dev/null; then
 fi
 # The MCP conformance suite, and the Node 22 it needs (npm package node@22).
 npm_deps tests/conformance
+# The package parity corpus (tests/it/parity.rs), for Node 22; the test
+# serves the same files to `packages add`.
+npm_deps tests/parity
 # The Python mcp 1.x client, moto, cfn-lint and cargo-lambda.
 venv_deps .venv tests/e2e/requirements.txt
 # The Python mcp 2.x client, which speaks 2026-07-28; 1.x and 2.x cannot share a venv.

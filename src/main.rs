@@ -234,8 +234,12 @@ async fn packages(
                 println!("no packages installed; add some with `mcp-v8-lambda packages add NAME`");
             }
             for (name, installed) in &index.packages {
+                let shape = installed
+                    .shape
+                    .as_ref()
+                    .map_or_else(|| "shape not recorded".to_owned(), ToString::to_string);
                 println!(
-                    "{name}@{}\t{} entry points\t{} KiB",
+                    "{name}@{}\t{shape}\t{} entry points\t{} KiB",
                     installed.version,
                     installed.entries.len(),
                     installed.bytes.div_ceil(1024)

@@ -1,10 +1,55 @@
 // What the "node" family exports: each module made on first use.
+
+// Node 22's additions to the buffer port (6.0.3): the `base64url`
+// encoding (its decoder already reads the URL alphabet), made once.
+let bufferReady = false;
+function buffer() {
+  const mod = require("buffer/");
+  if (bufferReady) return mod;
+  bufferReady = true;
+  const { Buffer } = mod;
+  const url = (encoding) => typeof encoding === "string" && encoding.toLowerCase() === "base64url";
+  const { from, byteLength, isEncoding } = Buffer;
+  const { toString, write } = Buffer.prototype;
+  Buffer.from = function (value, encoding, length) {
+    if (typeof value === "string" && url(encoding)) return from.call(Buffer, value, "base64");
+    return from.apply(Buffer, arguments);
+  };
+  Buffer.byteLength = function (value, encoding) {
+    return byteLength.call(Buffer, value, url(encoding) ? "base64" : encoding);
+  };
+  Buffer.isEncoding = (encoding) => url(encoding) || isEncoding.call(Buffer, encoding);
+  Buffer.prototype.toString = function (encoding, start, end) {
+    if (!url(encoding)) return toString.apply(this, arguments);
+    return toString.call(this, "base64", start, end).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  };
+  Buffer.prototype.write = function (string, offset, length, encoding) {
+    const args = Array.from(arguments).map((a) => (url(a) ? "base64" : a));
+    return write.apply(this, args);
+  };
+  return mod;
+}
+
+// Node 22's default high-water mark of byte streams is 64 KiB (the port's
+// is 16 KiB), set once.
+let streamReady = false;
+function stream() {
+  const mod = require("readable-stream");
+  if (!streamReady) {
+    streamReady = true;
+    mod.setDefaultHighWaterMark(false, 65536);
+  }
+  return mod;
+}
+
 module.exports = {
-  get Buffer() { return require("buffer/").Buffer; },
-  get buffer() { return require("buffer/"); },
+  get Buffer() { return buffer().Buffer; },
+  get buffer() { return buffer(); },
   get events() { return require("events/"); },
   get util() { return require("util/"); },
-  get stream() { return require("readable-stream"); },
+  // Node's deep equality (util.isDeepStrictEqual), from the assert port.
+  get comparisons() { return require("assert/build/internal/util/comparisons"); },
+  get stream() { return stream(); },
   get string_decoder() { return require("string_decoder/"); },
   get assert() { return require("assert/"); },
 };

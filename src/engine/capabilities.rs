@@ -170,6 +170,7 @@ capabilities! {
     mcp: super::host::mcp::McpRun,
     process: super::node::process::ProcessRun,
     node: super::node::builtins::NodeLib,
+    node_inspect: super::node::builtins::NodeInspect,
     #[cfg(test)]
     toy: super::host::toy::Toy,
 }
@@ -308,6 +309,7 @@ mod tests {
             ("mcp", 5, vec!["mcp"]),
             ("process", 6, vec!["process", "global"]),
             ("node", 7, vec!["Buffer"]),
+            ("node_inspect", 1, vec![]),
             ("toy", 8, vec!["toy"]),
         ];
         assert_eq!(declared, pinned);

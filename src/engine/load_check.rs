@@ -13,7 +13,7 @@ use crate::tenant::Tenant;
 
 #[async_trait]
 impl LoadCheck for Engine {
-    async fn loads(&self, package: &Prepared) -> Result<(), String> {
+    async fn loads(&self, package: &Prepared) -> Result<Vec<String>, String> {
         let scratch = Scratch::named("mcp-v8-load-check");
         std::fs::create_dir_all(&scratch.0)
             .and_then(|()| {
@@ -39,7 +39,16 @@ impl LoadCheck for Engine {
             .map(|(result, _)| result)
             .map_err(|e| format!("the engine could not run the check: {e}"))?;
         match (result.status, result.error) {
-            (RunStatus::Completed, _) => Ok(()),
+            (RunStatus::Completed, _) => {
+                let mut names: Vec<String> = result
+                    .result
+                    .as_deref()
+                    .and_then(|json| serde_json::from_str::<String>(json).ok())
+                    .and_then(|text| serde_json::from_str(&text).ok())
+                    .unwrap_or_default();
+                names.sort();
+                Ok(names)
+            }
             (_, Some(error)) => Err(format!("{}: {}", error.name, error.message)),
             (status, None) => Err(format!("importing it ended {status:?}")),
         }
@@ -48,9 +57,13 @@ impl LoadCheck for Engine {
 
 /// Code importing and requiring the package's main entry, or each entry
 /// when it has none (a package of subpaths only): a dual package's
-/// `require` loads its other build. A failure names the call.
+/// `require` loads its other build. A failure names the call. Its value is
+/// the JSON of the names the main entry gives (see [`LoadCheck`]).
+///
+/// [`LoadCheck`]: crate::packages::LoadCheck
 fn import_code(name: &str, entries: &[String]) -> String {
-    let specifiers: Vec<String> = if entries.iter().any(|e| e == ".") {
+    let main = entries.iter().any(|e| e == ".");
+    let specifiers: Vec<String> = if main {
         vec![name.to_owned()]
     } else {
         entries
@@ -59,6 +72,20 @@ fn import_code(name: &str, entries: &[String]) -> String {
             .collect()
     };
     let specifiers = serde_json::to_string(&specifiers).expect("strings serialize");
+    let given = if main {
+        let name = serde_json::to_string(name).expect("strings serialize");
+        format!(
+            "const required = require({name});\n\
+             const names = new Set(Object.keys(await import({name})));\n\
+             if (required !== null && (typeof required === \"object\" || typeof required === \"function\")) {{\n\
+             \x20 for (const key of Object.keys(required)) names.add(key);\n\
+             }}\n\
+             names.delete(\"default\");\n\
+             JSON.stringify([...names]);\n"
+        )
+    } else {
+        "JSON.stringify([]);\n".to_owned()
+    };
     format!(
         "for (const specifier of {specifiers}) {{\n\
          \x20 for (const [call, load] of [[\"import\", (s) => import(s)], [\"require\", (s) => require(s)]]) {{\n\
@@ -68,7 +95,8 @@ fn import_code(name: &str, entries: &[String]) -> String {
          \x20     throw new Error(`${{call}}('${{specifier}}') threw ${{what}}`);\n\
          \x20   }}\n\
          \x20 }}\n\
-         }}\n"
+         }}\n\
+         {given}"
     )
 }
 

@@ -23,7 +23,7 @@ use super::rejections;
 use super::repl;
 use super::services::HostServices;
 use super::services::work::HostWork;
-use super::thrown::error_from;
+use super::thrown::{add_package_hint, error_from};
 use super::watchdog::Watchdog;
 use super::web::{Rendered, Timers, render_result};
 
@@ -510,7 +510,9 @@ fn evaluate<'s>(
             v8::PromiseState::Fulfilled => promise.result(tc),
             v8::PromiseState::Rejected => {
                 let reason = promise.result(tc);
-                return Ended::Threw(error_from(tc, reason, None));
+                let mut error = error_from(tc, reason, None);
+                add_package_hint(tc, &mut error);
+                return Ended::Threw(error);
             }
             v8::PromiseState::Pending => {
                 warnings.push("the completion value is a promise that never settled".to_owned());
@@ -622,7 +624,9 @@ fn caught<'s>(tc: &mut v8::PinnedRef<'s, v8::TryCatch<'_, '_, v8::HandleScope<'_
     match tc.exception() {
         Some(exception) => {
             let message = tc.message();
-            Ended::Threw(error_from(tc, exception, message))
+            let mut error = error_from(tc, exception, message);
+            add_package_hint(tc, &mut error);
+            Ended::Threw(error)
         }
         None => Ended::Threw(RunError::new(
             "Error",

@@ -14,6 +14,7 @@ use nodejs_semver::{Range, Version};
 use rolldown::{Bundler, BundlerOptions, InputItem, IsExternal, ResolveOptions};
 
 use super::bundle::{Bundle, Entry};
+pub use super::bundler::Build;
 use super::registry::{Manifest, Packument, Registry};
 use super::spec::{PackageSpec, valid_name};
 use super::{InstallError, Installed};
@@ -63,6 +64,43 @@ pub struct Prepared {
     pub installed: Installed,
     /// The bundle's bytes (their SHA-256 is `installed.bundle`).
     pub bundle: Bytes,
+    /// What its main entry's source says it exports, for the load check to
+    /// compare with what a run gets; `None` for a package without a main
+    /// entry.
+    pub declared: Option<Declared>,
+}
+
+/// The export names a package's main entry declares in its source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Declared {
+    /// The entry file, relative to the package.
+    pub file: String,
+    /// Whether it is an ES module (else CommonJS).
+    pub esm: bool,
+    /// Its names: an ES module's as the bundler found them, a CommonJS
+    /// module's as a lexer finds them ([`super::lexer`]); `default` left out.
+    pub names: Vec<String>,
+}
+
+/// A package and its dependencies unpacked as npm lays them out, to be
+/// bundled for Node or, failing that, for the browser.
+pub struct Unpacked {
+    scratch: Scratch,
+    name: String,
+    version: String,
+    subpaths: Subpaths,
+}
+
+impl Unpacked {
+    /// The package's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The exact version unpacked.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
 }
 
 /// A scratch directory removed when dropped.
@@ -82,10 +120,7 @@ impl Drop for Scratch {
 }
 
 /// Resolves, downloads, verifies and bundles `spec`.
-pub async fn prepare(
-    spec: &PackageSpec,
-    options: &InstallOptions,
-) -> Result<Prepared, InstallError> {
+pub async fn fetch(spec: &PackageSpec, options: &InstallOptions) -> Result<Unpacked, InstallError> {
     let registry = Registry {
         base: options.registry.clone(),
         client: reqwest::Client::builder()
@@ -183,54 +218,75 @@ pub async fn prepare(
         }
     }
 
-    let package_dir = root.join(&top);
-    let subpaths = entry_points(&package_dir)?;
-    let bundle = match bundle(
-        root,
-        &name,
-        &manifest.version,
-        &subpaths.paths,
-        subpaths.conditional,
-    )
-    .await
-    {
-        Ok(bundle) => bundle,
-        // Subpaths guessed from the files of a package without `exports`
-        // may include files that are not modules; its main entry alone
-        // still makes it importable.
-        Err(_) if subpaths.guessed && subpaths.paths.len() > 1 => {
-            bundle(
-                root,
-                &name,
-                &manifest.version,
-                &[".".to_owned()],
-                subpaths.conditional,
-            )
-            .await?
-        }
-        Err(e) => return Err(e),
-    };
-    let bytes = Bytes::from(bundle.to_bytes());
-    if bytes.len() > options.max_bundle_bytes {
-        return Err(InstallError::TooLarge {
-            what: format!(
-                "{name}@{}'s bundle ({} bytes; MCP_V8_MAX_PACKAGE_MB)",
-                manifest.version,
-                bytes.len()
-            ),
-            max: options.max_bundle_bytes,
-        });
-    }
-    Ok(Prepared {
-        installed: Installed {
-            version: manifest.version.clone(),
-            bundle: ContentKey::of(&bytes),
-            bytes: bytes.len() as u64,
-            entries: bundle.entries.keys().cloned().collect(),
-        },
+    let subpaths = entry_points(&root.join(&top))?;
+    Ok(Unpacked {
+        scratch,
         name,
-        bundle: bytes,
+        version: manifest.version,
+        subpaths,
     })
+}
+
+impl Unpacked {
+    /// The package bundled as `build` takes it, with its index entry.
+    pub async fn bundle(
+        &self,
+        build: Build,
+        options: &InstallOptions,
+    ) -> Result<Prepared, InstallError> {
+        let (root, name, version) = (&self.scratch.0, &self.name, &self.version);
+        let subpaths = &self.subpaths;
+        let bundled = match bundle(
+            root,
+            name,
+            version,
+            &subpaths.paths,
+            subpaths.conditional,
+            build,
+        )
+        .await
+        {
+            Ok(bundled) => bundled,
+            // Subpaths guessed from the files of a package without `exports`
+            // may include files that are not modules; its main entry alone
+            // still makes it importable.
+            Err(_) if subpaths.guessed && subpaths.paths.len() > 1 => {
+                bundle(
+                    root,
+                    name,
+                    version,
+                    &[".".to_owned()],
+                    subpaths.conditional,
+                    build,
+                )
+                .await?
+            }
+            Err(e) => return Err(e),
+        };
+        let (bundle, declared) = bundled;
+        let bytes = Bytes::from(bundle.to_bytes());
+        if bytes.len() > options.max_bundle_bytes {
+            return Err(InstallError::TooLarge {
+                what: format!(
+                    "{name}@{version}'s bundle ({} bytes; MCP_V8_MAX_PACKAGE_MB)",
+                    bytes.len()
+                ),
+                max: options.max_bundle_bytes,
+            });
+        }
+        Ok(Prepared {
+            installed: Installed {
+                version: version.clone(),
+                bundle: ContentKey::of(&bytes),
+                bytes: bytes.len() as u64,
+                entries: bundle.entries.keys().cloned().collect(),
+                shape: None,
+            },
+            name: name.clone(),
+            bundle: bytes,
+            declared,
+        })
+    }
 }
 
 /// Where a dependency of the package at `parent` may already be, nearest
@@ -649,26 +705,39 @@ async fn bundle(
     version: &str,
     subpaths: &[String],
     conditional: bool,
-) -> Result<Bundle, InstallError> {
-    let (mut bundle, imported) = bundle_as(root, name, version, subpaths, Loaded::Imported).await?;
+    build: Build,
+) -> Result<(Bundle, Option<Declared>), InstallError> {
+    let (mut bundle, imported) =
+        bundle_as(root, name, version, subpaths, Loaded::Imported, build).await?;
+    let declared = imported.get(".").and_then(|module| {
+        let path = Path::new(module);
+        let (esm, names) = super::lexer::declared_exports(path)?;
+        let file = path
+            .strip_prefix(root.join("node_modules").join(name))
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        Some(Declared { file, esm, names })
+    });
     if !conditional {
-        return Ok(bundle);
+        return Ok((bundle, declared));
     }
     let subpaths: Vec<String> = bundle.entries.keys().cloned().collect();
-    let (required, modules) = bundle_as(root, name, version, &subpaths, Loaded::Required).await?;
+    let (required, modules) =
+        bundle_as(root, name, version, &subpaths, Loaded::Required, build).await?;
     let differ: Vec<(String, Entry)> = required
         .entries
         .into_iter()
         .filter(|(subpath, _)| modules.get(subpath) != imported.get(subpath))
         .collect();
     if differ.is_empty() {
-        return Ok(bundle);
+        return Ok((bundle, declared));
     }
     // Files of both passes share one namespace: entries are `e…`/`r…`, and
     // chunks are named by their content's hash.
     bundle.files.extend(required.files);
     bundle.require.extend(differ);
-    Ok(bundle)
+    Ok((bundle, declared))
 }
 
 /// Whether an `exports` value has conditions (an object with a key that
@@ -694,8 +763,9 @@ async fn bundle_as(
     version: &str,
     subpaths: &[String],
     loaded: Loaded,
+    build: Build,
 ) -> Result<(Bundle, HashMap<String, String>), InstallError> {
-    let output = generate(root, name, subpaths, loaded).await?;
+    let output = generate(root, name, subpaths, loaded, build).await?;
     let mut modules: HashMap<String, String> = HashMap::new();
     let mut first_of: HashMap<String, usize> = HashMap::new();
     let mut same: Vec<(usize, usize)> = Vec::new();
@@ -723,7 +793,7 @@ async fn bundle_as(
         .filter(|(index, _)| !same.iter().any(|(again, _)| again == index))
         .map(|(_, subpath)| subpath.clone())
         .collect();
-    let output = generate(root, name, &unique, loaded).await?;
+    let output = generate(root, name, &unique, loaded, build).await?;
     let mut bundle = assemble(name, version, &unique, &output.assets, loaded)?;
     for (again, first) in same {
         if let Some(entry) = bundle.entries.get(&subpaths[first]).cloned() {
@@ -740,6 +810,7 @@ async fn generate(
     name: &str,
     subpaths: &[String],
     loaded: Loaded,
+    build: Build,
 ) -> Result<rolldown::BundleOutput, InstallError> {
     let input: Vec<InputItem> = subpaths
         .iter()
@@ -758,7 +829,7 @@ async fn generate(
     let options = BundlerOptions {
         external: Some(external),
         // `import` or `require` by how each module is reached, as Node
-        // takes them, beside `browser` and `default`: naming both (and
+        // takes them, beside `node` (or `browser`) and `default`: naming both (and
         // `module`) for every import let whichever the package lists first
         // win, so a dual package's `require` got its ES module build.
         resolve: Some(ResolveOptions {
@@ -766,7 +837,7 @@ async fn generate(
             ..ResolveOptions::default()
         }),
         chunk_filenames: Some("c-[hash].js".to_owned().into()),
-        ..super::bundler::options(input, root.to_owned())
+        ..super::bundler::options(input, root.to_owned(), build)
     };
     let failed = |reason: String| bundle_failed(name, reason);
     let mut bundler = match loaded {

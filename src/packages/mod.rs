@@ -10,6 +10,7 @@ mod bundle;
 mod bundler;
 mod fs;
 mod install;
+mod lexer;
 mod registry;
 mod s3;
 mod set;
@@ -27,7 +28,8 @@ pub use bundle::{Bundle, BundleError, Entry};
 pub use fs::DirPackageStore;
 pub(crate) use install::Scratch;
 pub use install::{
-    DEFAULT_REGISTRY, ENGINE_BUILTINS, InstallOptions, NODE_BUILTINS, Prepared, prepare,
+    Build, DEFAULT_REGISTRY, Declared, ENGINE_BUILTINS, InstallOptions, NODE_BUILTINS, Prepared,
+    Unpacked, fetch,
 };
 pub use s3::S3PackageStore;
 pub use set::{PackageView, Packages, REFRESH, ResolveError, Resolved};
@@ -60,6 +62,33 @@ pub struct Installed {
     pub bytes: u64,
     /// The subpaths it can be imported by (`.`, `./fp`, …).
     pub entries: Vec<String>,
+    /// What the load check found it to be; `None` in indexes written
+    /// before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Shape>,
+}
+
+/// What a package is, as `packages list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shape {
+    /// The build installed: Node's, or the browser's when Node's does not
+    /// load in a run.
+    pub build: Build,
+    /// Whether its main entry is an ES module (else CommonJS).
+    pub esm: bool,
+    /// How many names its main entry gives a run.
+    pub exports: usize,
+}
+
+impl std::fmt::Display for Shape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let module = if self.esm { "ES module" } else { "CommonJS" };
+        let build = match self.build {
+            Build::Node => "Node build",
+            Build::Browser => "browser build",
+        };
+        write!(f, "{module}, {} exports, {build}", self.exports)
+    }
 }
 
 impl PackageIndex {
@@ -146,15 +175,19 @@ pub enum InstallError {
 /// Proves a prepared package loads before it is installed.
 ///
 /// # Contract
-/// - `loads` imports the package as a run would (`import(name)` of its main
-///   entry, or of each entry when it has no main one), in a fresh isolate
+/// - `loads` imports and requires the package as a run would (its main
+///   entry, or each entry when it has no main one), in a fresh isolate
 ///   that sees only this package, and is `Err` with what the import threw
 ///   (the module it could not find, the global it lacked) when it fails.
+/// - `Ok` holds the names the main entry gives a run, sorted: the keys of
+///   what `require` returns (when an object or a function) and of the
+///   namespace `import` gives, `default` left out; empty for a package
+///   without a main entry.
 /// - It stores nothing and changes no installed package.
 #[async_trait]
 pub trait LoadCheck: Send + Sync {
-    /// `Ok` when `package` loads.
-    async fn loads(&self, package: &Prepared) -> Result<(), String>;
+    /// The names `package`'s main entry gives a run, when it loads.
+    async fn loads(&self, package: &Prepared) -> Result<Vec<String>, String>;
 }
 
 /// The index's revision as the store last saw it, for a conditional update.
@@ -249,16 +282,8 @@ pub async fn add(
     let mut prepared = Vec::new();
     for spec in specs {
         let spec = PackageSpec::parse(spec)?;
-        let package = prepare(&spec, options).await?;
-        if let Err(reason) = check.loads(&package).await {
-            return Err(InstallError::DoesNotLoad {
-                name: package.name,
-                version: package.installed.version,
-                reason,
-            }
-            .into());
-        }
-        prepared.push(package);
+        let unpacked = fetch(&spec, options).await?;
+        prepared.push(checked(&unpacked, options, check).await?);
     }
     let mut added = Vec::new();
     for package in &prepared {
@@ -276,6 +301,91 @@ pub async fn add(
     })
     .await?;
     Ok(added)
+}
+
+/// `unpacked` bundled as Node loads it when that loads in a run and gives
+/// what its source declares, else as a browser bundler takes it (a Node
+/// build needing `node:http`); refused with both reasons when neither does.
+async fn checked(
+    unpacked: &Unpacked,
+    options: &InstallOptions,
+    check: &dyn LoadCheck,
+) -> Result<Prepared, InstallError> {
+    let refused = |reason: String| InstallError::DoesNotLoad {
+        name: unpacked.name().to_owned(),
+        version: unpacked.version().to_owned(),
+        reason,
+    };
+    let node = unpacked.bundle(Build::Node, options).await?;
+    let node_failure = match loads_whole(&node, check).await {
+        Ok(shape) => return Ok(with_shape(node, shape)),
+        Err(reason) => reason,
+    };
+    let browser = unpacked.bundle(Build::Browser, options).await?;
+    if browser.installed.bundle == node.installed.bundle {
+        return Err(refused(node_failure));
+    }
+    match loads_whole(&browser, check).await {
+        Ok(mut shape) => {
+            shape.build = Build::Browser;
+            Ok(with_shape(browser, shape))
+        }
+        Err(reason) => Err(refused(format!(
+            "{node_failure}; its browser build fails too: {reason}"
+        ))),
+    }
+}
+
+fn with_shape(mut package: Prepared, shape: Shape) -> Prepared {
+    package.installed.shape = Some(shape);
+    package
+}
+
+/// The package's shape when it loads and a run gets what its main entry's
+/// source declares: refused when it gives none of those names (an empty
+/// module) or lacks most of them.
+async fn loads_whole(package: &Prepared, check: &dyn LoadCheck) -> Result<Shape, String> {
+    let given = check.loads(package).await?;
+    let shape = Shape {
+        build: Build::Node,
+        esm: package.declared.as_ref().is_some_and(|d| d.esm),
+        exports: given.len(),
+    };
+    let Some(declared) = &package.declared else {
+        return Ok(shape);
+    };
+    let missing: Vec<&String> = declared
+        .names
+        .iter()
+        .filter(|name| given.binary_search(name).is_err())
+        .collect();
+    let found = declared.names.len() - missing.len();
+    if declared.names.is_empty() || (found > 0 && missing.len() * 2 <= declared.names.len()) {
+        return Ok(shape);
+    }
+    const SHOWN: usize = 12;
+    let list = |names: &mut dyn Iterator<Item = &String>, total: usize| {
+        let mut text = names.take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+        if total > SHOWN {
+            text.push_str(&format!(", … ({total} in all)"));
+        }
+        text
+    };
+    Err(format!(
+        "a run gets {} from it, but its entry {} declares {}; missing: {}",
+        if given.is_empty() {
+            "no exports".to_owned()
+        } else {
+            format!(
+                "{} names ({})",
+                given.len(),
+                list(&mut given.iter(), given.len())
+            )
+        },
+        declared.file,
+        list(&mut declared.names.iter(), declared.names.len()),
+        list(&mut missing.into_iter(), declared.names.len() - found),
+    ))
 }
 
 /// Removes `names` from the index (their bundles stay: heaps do not need

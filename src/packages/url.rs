@@ -242,7 +242,7 @@ async fn bundle(getter: Arc<Getter>, url: Url) -> Result<Bundle, String> {
     let options = BundlerOptions {
         // One file: a later run needs nothing more from this instance.
         code_splitting: Some(CodeSplittingMode::Bool(false)),
-        ..super::bundler::options(input, empty)
+        ..super::bundler::options(input, empty, super::bundler::Build::Browser)
     };
     let plugin = Arc::new(UrlPlugin {
         getter,

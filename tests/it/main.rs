@@ -35,6 +35,7 @@ mod memory;
 mod meta_store;
 mod newcomer;
 mod packages;
+mod parity;
 mod post_response;
 mod progress;
 mod properties;

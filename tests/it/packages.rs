@@ -942,3 +942,100 @@ async fn engine_with(dir: &std::path::Path, tarball: &std::path::Path) -> Engine
     let packages = Arc::new(Packages::new(store.clone(), store.bundle_dir(), false));
     Engine::new(EngineConfig::default(), None).with_packages(packages)
 }
+
+/// A package whose main entry declares exports a run does not get (here:
+/// only under a Node internal runs lack) is refused, naming what it
+/// declares and what is missing: it would load as `{}` and fail later in
+/// an agent's code. One that declares nothing checkable installs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_package_that_loads_empty_is_refused_naming_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = tarball(
+        dir.path(),
+        "loads-empty-1.0.0.tgz",
+        &[
+            (
+                "package.json",
+                r#"{"name":"loads-empty","version":"1.0.0","main":"index.js"}"#,
+            ),
+            (
+                "index.js",
+                "if (typeof process.binding === 'function') {\n\
+                 \x20 exports.parse = function parse() {};\n\
+                 \x20 exports.stringify = function stringify() {};\n\
+                 }\n",
+            ),
+        ],
+    );
+    let store = DirPackageStore::new(dir.path().join("packages"));
+    let options = InstallOptions::new(None, 32 * 1024 * 1024).unwrap();
+    let error = packages::add(&store, &[empty.display().to_string()], &options, &checker())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("loads-empty@1.0.0")
+            && error.contains("a run gets no exports from it")
+            && error.contains("its entry index.js declares parse, stringify")
+            && error.contains("missing: parse, stringify"),
+        "{error}"
+    );
+    assert!(store.index().await.unwrap().is_none(), "nothing installed");
+
+    let plain = tarball(
+        dir.path(),
+        "plain-1.0.0.tgz",
+        &[
+            (
+                "package.json",
+                r#"{"name":"plain","version":"1.0.0","main":"index.js"}"#,
+            ),
+            ("index.js", "exports.parse = () => 1;\nexports.more = 2;\n"),
+        ],
+    );
+    let added = packages::add(&store, &[plain.display().to_string()], &options, &checker())
+        .await
+        .unwrap();
+    assert_eq!(added, ["plain@1.0.0"]);
+    let (index, _) = store.index().await.unwrap().unwrap();
+    assert_eq!(
+        index.packages["plain"].shape.as_ref().unwrap().to_string(),
+        "CommonJS, 2 exports, Node build"
+    );
+}
+
+/// Calling a member a package's export lacks names the package, what it
+/// has, and where the member is when its default export has it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calling_what_a_package_lacks_names_the_package() {
+    let dir = tempfile::tempdir().unwrap();
+    let tarball = tarball(
+        dir.path(),
+        "streamy-1.0.0.tgz",
+        &[
+            (
+                "package.json",
+                r#"{"name":"streamy","version":"1.0.0","main":"index.js"}"#,
+            ),
+            (
+                "index.js",
+                "exports.default = { Readable: class Readable {} };\nexports.other = 1;\n",
+            ),
+        ],
+    );
+    let engine = engine_with(dir.path(), &tarball).await;
+    let code = "const R = require('streamy');\nnew R.Readable();";
+    let outcome = run(&engine, code, Language::Auto, None).await;
+    let error = outcome.error.expect("it throws");
+    assert_eq!(error.name, "TypeError");
+    assert_eq!(
+        error.message,
+        "R.Readable is not a constructor (the package streamy has no 'Readable' here; what \
+         it gave has default, other; its default export has it: use .default.Readable, or \
+         import { Readable } from \"streamy\")"
+    );
+    // A value no package gave keeps V8's message, packages loaded or not.
+    let code = "const R = require('streamy');\nconst plain = {};\nplain.f();";
+    let outcome = run(&engine, code, Language::Auto, None).await;
+    assert_eq!(outcome.error.unwrap().message, "plain.f is not a function");
+}

@@ -162,17 +162,6 @@
     return binary;
   }
 
-  // What `readFile` gives without an encoding: bytes whose `toString()`
-  // is their text, as a Node Buffer's is (`JSON.parse(readFileSync(p))`).
-  class FileBuffer extends Uint8Array {
-    toString(encoding = "utf8", start = 0, end = this.length) {
-      return decode(this.subarray(start, end), encoding);
-    }
-    toJSON() {
-      return { type: "Buffer", data: Array.from(this) };
-    }
-  }
-
   function store(path, bytes, syscall, shown) {
     const [maxFile, maxTree] = natives.limits();
     const old = tree.get(path);
@@ -216,7 +205,9 @@
     const bytes = e.size === 0 ? new Uint8Array(0) : natives.get(e.key);
     const encoding = encodingOf(options);
     if (encoding) return decode(bytes, encoding);
-    return new FileBuffer(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    // A Node Buffer, as Node's readFile gives (`Buffer.isBuffer`, `equals`,
+    // `readUInt16LE`, `toString(encoding)`).
+    return load("node").Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
 
   function writeFile(path, data, options) {

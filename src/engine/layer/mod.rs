@@ -274,6 +274,19 @@ fn lazy_value<'s>(
     }
 }
 
+/// The family's exports in the current context when a run already loaded
+/// it; `None` (and nothing evaluated) when none did.
+pub(crate) fn loaded<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    name: &str,
+) -> Option<v8::Local<'s, v8::Object>> {
+    let global = scope.get_current_context().global(scope);
+    let key = registry_key(scope);
+    let registry = v8::Local::<v8::Object>::try_from(global.get_private(scope, key)?).ok()?;
+    let family_key = v8::String::new(scope, name)?;
+    v8::Local::<v8::Object>::try_from(registry.get(scope, family_key.into())?).ok()
+}
+
 /// The family's exports in the current context, evaluating its file on the
 /// first call. `None` with an exception pending when evaluation threw.
 pub(crate) fn load<'s>(

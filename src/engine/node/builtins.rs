@@ -1,9 +1,10 @@
 //! Node's everyday modules for runs: `Buffer` and `node:buffer`,
 //! `node:events`, `node:util`, `node:stream`, `node:string_decoder` and
 //! `node:assert`, from their well-kept npm ports bundled by
-//! `scripts/node-builtins.sh` into `node_lib.js` (committed). A family
-//! without natives or run state; loaded on first use, then part of the heap
-//! like any package.
+//! `scripts/node-builtins.sh` into `node_lib.js` (committed), and Node's own
+//! `util.inspect` into `node_inspect.js`, a family of its own so a run that
+//! only touches `Buffer` does not parse it. Families without natives or run
+//! state; loaded on first use, then part of the heap like any package.
 
 use crate::engine::capability::family_capability;
 use crate::engine::layer::registry::{Family, Natives};
@@ -17,6 +18,19 @@ family_capability!(
         natives,
         globals: &["Buffer"],
         version: 7,
+    }
+);
+
+family_capability!(
+    /// Node's `util.inspect`, `util.format` and `util.formatWithOptions`
+    /// (node-inspect-extracted), loaded by `node:util`.
+    NodeInspect,
+    Family {
+        name: "node_inspect",
+        source: include_str!("node_inspect.js"),
+        natives,
+        globals: &[],
+        version: 1,
     }
 );
 

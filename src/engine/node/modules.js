@@ -40,6 +40,25 @@
       subtle: globalThis.crypto.subtle,
       getRandomValues: (array) => globalThis.crypto.getRandomValues(array),
       randomUUID: () => globalThis.crypto.randomUUID(),
+      randomFillSync,
+      createHash: (algorithm) => new Hash(algorithm),
+      createHmac: (algorithm, key) => new Hash(algorithm, key === undefined ? null : key),
+      getHashes: () => Object.keys(HASHES),
+      timingSafeEqual(a, b) {
+        if (a.byteLength !== b.byteLength) {
+          throw new RangeError("Input buffers must have the same byte length");
+        }
+        const x = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+        const y = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+        let differ = 0;
+        for (let i = 0; i < x.length; i++) differ |= x[i] ^ y[i];
+        return differ === 0;
+      },
+      randomBytes(size, callback) {
+        const bytes = randomFillSync(load("node").Buffer.alloc(size));
+        if (typeof callback !== "function") return bytes;
+        queueMicrotask(() => callback(null, bytes));
+      },
     }),
     perf_hooks: () => ({ performance: globalThis.performance }),
     timers: () => ({
@@ -50,15 +69,37 @@
       queueMicrotask: globalThis.queueMicrotask,
     }),
     url: () => ({ URL: globalThis.URL, URLSearchParams: globalThis.URLSearchParams }),
-    util: () => ({
-      ...load("node").util,
-      TextEncoder: globalThis.TextEncoder,
-      TextDecoder: globalThis.TextDecoder,
-    }),
+    util: () => {
+      const node = load("node");
+      const { inspect, format, formatWithOptions, stripVTControlCharacters } = load("node_inspect");
+      return {
+        ...node.util,
+        inspect,
+        format,
+        formatWithOptions,
+        stripVTControlCharacters,
+        isDeepStrictEqual: node.comparisons.isDeepStrictEqual,
+        inherits,
+        TextEncoder: globalThis.TextEncoder,
+        TextDecoder: globalThis.TextDecoder,
+      };
+    },
     // Node's everyday modules, from their npm ports (node_lib.js).
-    buffer: () => load("node").buffer,
+    buffer: () => {
+      const buffer = load("node").buffer;
+      return {
+        ...buffer,
+        Blob: globalThis.Blob,
+        File: globalThis.File,
+        atob: globalThis.atob,
+        btoa: globalThis.btoa,
+        constants: { MAX_LENGTH: buffer.kMaxLength, MAX_STRING_LENGTH: buffer.kStringMaxLength ?? 0x1fffffe8 },
+      };
+    },
     events: () => load("node").events,
-    stream: () => load("node").stream,
+    // As Node's lib/stream.js: the module is the legacy Stream, with the
+    // classes and `promises` on it (the port's own stream.js).
+    stream: () => load("node").stream.Stream,
     "stream/promises": () => load("node").stream.promises,
     string_decoder: () => load("node").string_decoder,
     assert: () => load("node").assert,
@@ -70,6 +111,87 @@
     path: () => load("fs").path,
   };
   const builtinCache = new Map();
+
+  // Node's crypto.randomFillSync over getRandomValues, which fills at most
+  // 64 KiB a call.
+  function randomFillSync(buffer, offset = 0, size) {
+    const view = ArrayBuffer.isView(buffer)
+      ? new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength)
+      : new Uint8Array(buffer);
+    const end = size === undefined ? view.length : offset + size;
+    if (!(offset >= 0 && end <= view.length && offset <= end)) {
+      throw new RangeError(`randomFillSync: offset ${offset} and size ${size} do not fit a buffer of ${view.length} bytes`);
+    }
+    for (let at = offset; at < end; at += 65536) {
+      globalThis.crypto.getRandomValues(view.subarray(at, Math.min(end, at + 65536)));
+    }
+    return buffer;
+  }
+
+  // node:crypto's hashes, by Node's names; the host hashes at once.
+  const HASHES = { md5: "MD5", sha1: "SHA-1", sha256: "SHA-256", sha384: "SHA-384", sha512: "SHA-512" };
+  const HMACS = new Set(["sha1", "sha256", "sha384", "sha512"]);
+
+  // Node's Hash and Hmac: update() any number of times, then digest().
+  class Hash {
+    #name;
+    #key;
+    #chunks = [];
+    #done = false;
+    constructor(algorithm, key) {
+      const wanted = String(algorithm).toLowerCase().replace(/^rsa-/, "");
+      const name = HASHES[wanted];
+      if (name === undefined || (key !== undefined && !HMACS.has(wanted))) {
+        const offered = key === undefined ? Object.keys(HASHES) : [...HMACS];
+        throw new Error(`Digest method not supported: ${algorithm}; runs offer ${offered.join(", ")}`);
+      }
+      this.#name = name;
+      if (key !== undefined) {
+        if (key === null) throw new TypeError('The "key" argument must be a string or a Buffer');
+        this.#key = bytesOf(key);
+      }
+    }
+    update(data, encoding) {
+      if (this.#done) throw new Error("Digest already called");
+      this.#chunks.push(bytesOf(data, encoding));
+      return this;
+    }
+    digest(encoding) {
+      if (this.#done) throw new Error("Digest already called");
+      this.#done = true;
+      const { Buffer } = load("node");
+      const data = Buffer.concat(this.#chunks);
+      const { sync } = load("crypto");
+      const out = Buffer.from(this.#key === undefined
+        ? sync.digest(this.#name, data)
+        : sync.hmac(this.#name, this.#key, data));
+      return encoding === undefined || encoding === "buffer" ? out : out.toString(encoding);
+    }
+  }
+
+  function bytesOf(data, encoding) {
+    const { Buffer } = load("node");
+    if (typeof data === "string") return Buffer.from(data, encoding);
+    if (ArrayBuffer.isView(data)) return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    if (data instanceof ArrayBuffer) return Buffer.from(data);
+    throw new TypeError('The "data" argument must be of type string or an instance of Buffer, TypedArray, or DataView');
+  }
+
+  // Node's util.inherits: `super_` is not enumerable (the npm port's is, so
+  // `Object.keys(Readable)` listed it).
+  function inherits(ctor, superCtor) {
+    if (typeof ctor !== "function") {
+      throw new TypeError('The "ctor" argument must be of type function');
+    }
+    if (typeof superCtor !== "function") {
+      throw new TypeError('The "superCtor" argument must be of type function');
+    }
+    if (superCtor.prototype === undefined) {
+      throw new TypeError('The "superCtor.prototype" property must be of type object');
+    }
+    Object.defineProperty(ctor, "super_", { value: superCtor, writable: true, configurable: true });
+    Object.setPrototypeOf(ctor.prototype, superCtor.prototype);
+  }
 
   function installed(specifier) {
     try {
@@ -242,8 +364,29 @@
   };
   Object.defineProperty(require, "cache", { get: () => Object.fromEntries(modules) });
 
+  // For an error naming `value.member` (thrown.rs): which package gave
+  // `value` and what it has, or undefined when no package did.
+  function packageOf(value, member) {
+    if (value === null || (typeof value !== "object" && typeof value !== "function")) return undefined;
+    for (const [key, module] of modules) {
+      if (module.exports !== value && namespaces.get(key) !== value) continue;
+      const name = key.slice(0, key.indexOf("@", 1));
+      const keys = Object.keys(value);
+      const shown = keys.length === 0 ? "no names at all"
+        : keys.slice(0, 20).join(", ") + (keys.length > 20 ? `, … (${keys.length} in all)` : "");
+      let hint = `the package ${name} has no '${member}' here; what it gave has ${shown}`;
+      const inner = value.default;
+      if (inner !== null && (typeof inner === "object" || typeof inner === "function") && member in inner) {
+        hint += `; its default export has it: use .default.${member}, or import { ${member} } from "${name}"`;
+      }
+      return hint;
+    }
+    return undefined;
+  }
+
   return {
     require,
+    packageOf,
     $__mcpv8_import: importStatic,
     import: (specifier) => new Promise((resolve) => resolve(namespace(String(specifier)))),
   };

@@ -147,5 +147,11 @@
     get [Symbol.toStringTag]() { return "Crypto"; }
   }
 
-  return { crypto: new Crypto(create), Crypto, CryptoKey, SubtleCrypto };
+  // node:crypto's createHash and createHmac (modules.js) hash at once,
+  // where subtle's promise would not do.
+  const sync = {
+    digest: (name, data) => natives.digest(name, data),
+    hmac: (name, key, data) => natives.hmacSign(name, key, data),
+  };
+  return { crypto: new Crypto(create), Crypto, CryptoKey, SubtleCrypto, sync };
 })

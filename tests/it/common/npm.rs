@@ -1,6 +1,8 @@
 //! An npm registry on loopback, serving the tarballs in
 //! `tests/fixtures/npm` with the documents and integrity the public
 //! registry publishes for them: the packages tests never touch the network.
+//! [`serve_installed`] serves what `npm ci` put in a `node_modules` instead,
+//! so `packages add` gets the very files Node loads.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -134,5 +136,105 @@ async fn tarball(State(served): State<Arc<Served>>, Path(file): Path<String>) ->
     match served.tarballs.get(&file) {
         Some(bytes) => bytes.clone().into_response(),
         None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// Serves every package `npm ci` installed under `node_modules` (scoped
+/// and nested ones too), each version packed again as npm packs it: the
+/// files under `package/`.
+pub async fn serve_installed(node_modules: &std::path::Path) -> Registry {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let mut served = Served {
+        documents: HashMap::new(),
+        tarballs: HashMap::new(),
+    };
+    let mut dirs = Vec::new();
+    installed_dirs(node_modules, &mut dirs);
+    for dir in dirs {
+        let manifest: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("package.json")).unwrap()).unwrap();
+        let name = manifest["name"].as_str().unwrap().to_owned();
+        let version = manifest["version"].as_str().unwrap().to_owned();
+        let bytes = pack(&dir);
+        let integrity = format!(
+            "sha512-{}",
+            base64::engine::general_purpose::STANDARD.encode(sha2::Sha512::digest(&bytes))
+        );
+        let file = format!("{}-{version}.tgz", name.replace('/', "-"));
+        let mut entry = json!({
+            "name": name,
+            "version": version,
+            "dist": { "tarball": format!("{url}-/{file}"), "integrity": integrity },
+        });
+        for field in ["dependencies", "peerDependencies"] {
+            if let Some(deps) = manifest.get(field) {
+                entry[field] = deps.clone();
+            }
+        }
+        let document = served.documents.entry(name.clone()).or_insert_with(
+            || json!({ "name": name, "dist-tags": { "latest": version }, "versions": {} }),
+        );
+        document["versions"][&version] = entry;
+        served.tarballs.insert(file, bytes);
+    }
+    let router = axum::Router::new()
+        .route("/-/{file}", axum::routing::get(tarball))
+        .route("/{*name}", axum::routing::get(document))
+        .with_state(Arc::new(served));
+    let task = tokio::spawn(async move {
+        axum::serve(listener, router).await.unwrap();
+    });
+    Registry { url, _task: task }
+}
+
+/// The package directories under `node_modules`, nested ones included.
+fn installed_dirs(node_modules: &std::path::Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(node_modules) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || !path.is_dir() {
+            continue;
+        }
+        if name.starts_with('@') {
+            installed_dirs(&path, out);
+        } else if path.join("package.json").is_file() {
+            installed_dirs(&path.join("node_modules"), out);
+            out.push(path);
+        }
+    }
+}
+
+/// `dir` as an npm tarball, its nested `node_modules` left out.
+fn pack(dir: &std::path::Path) -> Vec<u8> {
+    let encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let mut archive = tar::Builder::new(encoder);
+    let mut files = Vec::new();
+    walk(dir, dir, &mut files);
+    files.sort();
+    for relative in files {
+        archive
+            .append_path_with_name(
+                dir.join(&relative),
+                PathBuf::from("package").join(&relative),
+            )
+            .unwrap();
+    }
+    archive.into_inner().unwrap().finish().unwrap()
+}
+
+fn walk(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().filter_map(Result::ok) {
+        let path = entry.path();
+        if path.is_dir() {
+            if entry.file_name() != "node_modules" {
+                walk(root, &path, out);
+            }
+        } else {
+            out.push(path.strip_prefix(root).unwrap().to_owned());
+        }
     }
 }

@@ -13,6 +13,7 @@ fn installed(version: &str) -> Installed {
         bundle: ContentKey::of(version.as_bytes()),
         bytes: 1,
         entries: vec![".".into()],
+        shape: None,
     }
 }
 
