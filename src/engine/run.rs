@@ -225,14 +225,20 @@ impl Started {
         if let Err(error) = capabilities::before_code(scope, &job.asks, layer::load) {
             return Ended::Threw(error);
         }
-        evaluate(
+        // While the code runs, a timeout's interrupt can find where it is.
+        let context = scope.get_current_context();
+        let run_context = super::watchdog::RunContext(v8::Global::new(scope, context));
+        scope.set_slot(run_context);
+        let ended = evaluate(
             scope,
             code,
             self.deadline,
             job.control.as_deref(),
             queue,
             job.max_result_bytes,
-        )
+        );
+        drop(scope.remove_slot::<super::watchdog::RunContext>());
+        ended
     }
 }
 
@@ -247,6 +253,7 @@ pub(super) fn settle(
     guard: &HeapGuard,
 ) -> (Classified, bool) {
     let fired = watchdog.disarm();
+    let stopped_at = watchdog.position();
     if let Some(control) = &job.control {
         control.detach();
     }
@@ -254,7 +261,13 @@ pub(super) fn settle(
     let mut classified = if cancelled {
         Classified::Cancelled
     } else {
-        classify(ended, guard.hit(), fired, job.timeout, job.heap_limit_bytes)
+        classify(
+            ended,
+            guard.hit(),
+            fired,
+            (job.timeout, stopped_at),
+            job.heap_limit_bytes,
+        )
     };
     if guard.budget.take_refused() {
         classified.name_buffer_limit(guard.budget.limit());
@@ -401,7 +414,7 @@ fn classify(
     ended: Ended,
     out_of_memory: bool,
     fired: bool,
-    timeout: Duration,
+    timeout: (Duration, Option<(usize, usize)>),
     heap_limit_bytes: usize,
 ) -> Classified {
     match ended {
@@ -423,17 +436,28 @@ fn classify(
     }
 }
 
-fn timed_out(timeout: Duration) -> Classified {
-    Classified::Ended(
-        RunStatus::TimedOut,
-        RunError::new(
-            "TimeoutError",
-            format!(
-                "execution did not finish within {} ms and was terminated",
-                timeout.as_millis()
-            ),
+/// A timeout's error, naming where the code was (`stopped_at`, in the
+/// script as run; the run's positions map it back to the code as sent).
+fn timed_out((timeout, stopped_at): (Duration, Option<(usize, usize)>)) -> Classified {
+    let mut error = RunError::new(
+        "TimeoutError",
+        format!(
+            "execution did not finish within {} ms and was terminated",
+            timeout.as_millis()
         ),
-    )
+    );
+    if let Some((line, column)) = stopped_at {
+        error.message = format!(
+            "{} while running (line {line}, column {column})",
+            error.message
+        );
+        error.stack = Some(format!(
+            "TimeoutError: {}\n    at {}:{line}:{column}",
+            error.message,
+            super::positions::SCRIPT_NAME
+        ));
+    }
+    Classified::Ended(RunStatus::TimedOut, error)
 }
 
 fn evaluate<'s>(
@@ -515,7 +539,12 @@ fn evaluate<'s>(
                 return Ended::Threw(error);
             }
             v8::PromiseState::Pending => {
-                warnings.push("the completion value is a promise that never settled".to_owned());
+                warnings.push(
+                    "the completion value is a promise that never settled: was an `await` missing? \
+                     (`await p` gives the value once it settles; a promise waiting for an event that \
+                     never comes never settles)"
+                        .to_owned(),
+                );
                 value
             }
         },

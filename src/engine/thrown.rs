@@ -25,11 +25,40 @@ pub(super) fn error_from<'s>(
                 stack: text(scope, "stack"),
             }
         }
-        _ => RunError {
-            name: "Uncaught".to_owned(),
-            message: inspect(scope, exception),
-            stack: None,
-        },
+        _ => {
+            // A thrown string or object has no stack; V8's message still
+            // knows where the `throw` was.
+            let value = inspect(scope, exception);
+            let at = message
+                .filter(|message| {
+                    message
+                        .get_script_resource_name(scope)
+                        .is_some_and(|name| name.to_rust_string_lossy(scope) == SCRIPT_NAME)
+                })
+                .and_then(|message| {
+                    Some((
+                        message.get_line_number(scope)?,
+                        message.get_start_column() + 1,
+                    ))
+                });
+            match at {
+                Some((line, column)) => RunError {
+                    name: "Uncaught".to_owned(),
+                    message: format!(
+                        "{value} (line {line}, column {column}): the code threw a value that is \
+                         not an Error; throw new Error(…) to get a stack"
+                    ),
+                    stack: Some(format!(
+                        "Uncaught {value}\n    at {SCRIPT_NAME}:{line}:{column}"
+                    )),
+                },
+                None => RunError {
+                    name: "Uncaught".to_owned(),
+                    message: value,
+                    stack: None,
+                },
+            }
+        }
     };
     // Compile errors carry their position only on the message object; one
     // thrown elsewhere (a package, the module loader) has it in its stack.

@@ -11,6 +11,14 @@ use std::time::{Duration, Instant};
 /// How often a run past its deadline is terminated again.
 const REFIRE: Duration = Duration::from_millis(5);
 
+/// How long a run past its deadline is given to say where it is (an
+/// interrupt runs at the code's next stack check) before it is terminated.
+const LOCATE: Duration = Duration::from_millis(20);
+
+/// Where a run's code was when its deadline passed: line and column of the
+/// frame nearest the top in the run's own script.
+type Position = Arc<Mutex<Option<(usize, usize)>>>;
+
 /// How long past its deadline a run may stay inside native code that no
 /// termination reaches before an engine worker ends its own process.
 pub(crate) const STUCK_AFTER: Duration = Duration::from_secs(1);
@@ -56,6 +64,7 @@ fn end_stuck_process() -> ! {
 /// run. Arming and disarming only take a lock; neither waits for the thread.
 pub(super) struct Watchdog {
     shared: Arc<(Mutex<Countdown>, Condvar)>,
+    position: Position,
     thread: Option<thread::JoinHandle<()>>,
 }
 
@@ -65,6 +74,8 @@ struct Countdown {
     /// When the thread will look again on its own (`None`: only when woken).
     wakes_at: Option<Instant>,
     fired: bool,
+    /// The run was asked where it is (once per deadline).
+    located: bool,
     closed: bool,
 }
 
@@ -72,6 +83,8 @@ impl Watchdog {
     pub(super) fn new(handle: v8::IsolateHandle) -> Self {
         let shared = Arc::new((Mutex::new(Countdown::default()), Condvar::new()));
         let watched = shared.clone();
+        let position: Position = Arc::default();
+        let located = position.clone();
         let thread = thread::Builder::new()
             .name("v8-watchdog".into())
             .spawn(move || {
@@ -87,6 +100,25 @@ impl Watchdog {
                             countdown.wakes_at = Some(deadline);
                             let left = deadline.saturating_duration_since(Instant::now());
                             wake.wait_timeout(countdown, left)
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .0
+                        }
+                        Some(_) if !countdown.located => {
+                            // First where the code is, for the message.
+                            countdown.located = true;
+                            let data = Arc::into_raw(located.clone()).cast_mut().cast();
+                            if !handle.request_interrupt(locate, data) {
+                                // SAFETY: the isolate is gone and will not
+                                // call `locate`; the pointer is ours again.
+                                #[allow(unsafe_code)]
+                                drop(unsafe {
+                                    Arc::from_raw(
+                                        data.cast_const().cast::<Mutex<Option<(usize, usize)>>>(),
+                                    )
+                                });
+                            }
+                            countdown.wakes_at = Some(Instant::now() + LOCATE);
+                            wake.wait_timeout(countdown, LOCATE)
                                 .unwrap_or_else(PoisonError::into_inner)
                                 .0
                         }
@@ -111,8 +143,14 @@ impl Watchdog {
             .expect("spawning the watchdog thread");
         Self {
             shared,
+            position,
             thread: Some(thread),
         }
+    }
+
+    /// Where the run was when its deadline passed, if it said in time.
+    pub(super) fn position(&self) -> Option<(usize, usize)> {
+        *self.position.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn countdown(&self) -> std::sync::MutexGuard<'_, Countdown> {
@@ -121,9 +159,11 @@ impl Watchdog {
 
     pub(super) fn arm(&mut self, timeout: Duration) {
         let deadline = Instant::now() + timeout;
+        *self.position.lock().unwrap_or_else(PoisonError::into_inner) = None;
         let mut countdown = self.countdown();
         countdown.deadline = Some(deadline);
         countdown.fired = false;
+        countdown.located = false;
         // Runs with the same timeout arm later deadlines than the one the
         // thread sleeps towards: it finds the new one when it wakes, and the
         // run costs it no wake-up.
@@ -149,6 +189,45 @@ impl Drop for Watchdog {
         self.shared.1.notify_one();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
+        }
+    }
+}
+
+/// The context of the run going, an isolate slot while its code runs, for
+/// [`locate`] (an interrupt has the isolate only). Removed before the run
+/// ends: a snapshot must hold no handle.
+pub(super) struct RunContext(pub(super) v8::Global<v8::Context>);
+
+/// The interrupt a run past its deadline gets: writes where its code is
+/// into the [`Position`] `data` holds (an `Arc` handed over by the
+/// watchdog).
+#[allow(unsafe_code)]
+unsafe extern "C" fn locate(mut isolate: v8::UnsafeRawIsolatePtr, data: *mut std::ffi::c_void) {
+    // SAFETY: `data` is the `Arc::into_raw` of the watchdog's request.
+    let position: Position =
+        unsafe { Arc::from_raw(data.cast_const().cast::<Mutex<Option<(usize, usize)>>>()) };
+    // SAFETY: V8 calls interrupts on the isolate's own thread, inside it.
+    let isolate = unsafe { v8::Isolate::ref_from_raw_isolate_ptr_mut(&mut isolate) };
+    let Some(context) = isolate.get_slot::<RunContext>().map(|run| run.0.clone()) else {
+        return;
+    };
+    v8::scope!(let scope, isolate);
+    let context = v8::Local::new(scope, &context);
+    let scope = &mut v8::ContextScope::new(scope, context);
+    let Some(trace) = v8::StackTrace::current_stack_trace(scope, 16) else {
+        return;
+    };
+    for index in 0..trace.get_frame_count() {
+        let Some(frame) = trace.get_frame(scope, index) else {
+            continue;
+        };
+        let ours = frame
+            .get_script_name(scope)
+            .is_some_and(|name| name.to_rust_string_lossy(scope) == super::positions::SCRIPT_NAME);
+        if ours {
+            *position.lock().unwrap_or_else(PoisonError::into_inner) =
+                Some((frame.get_line_number(), frame.get_column()));
+            return;
         }
     }
 }

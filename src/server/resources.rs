@@ -47,7 +47,8 @@ entries or about 1 MiB; list_session_snapshots pages further). {name} is the ses
                 name: "heap-file",
                 title: "File of a heap's /work",
                 description: "A file or directory of /work as one of your heaps holds it (the heap key run_js \
-returned, the path under /work; segments percent-encoded). A text file reads as text, other files as a base64 blob, \
+returned, or the run's execution_id, which waits for a heap still being stored; the path under /work; \
+segments percent-encoded). A text file reads as text, other files as a base64 blob, \
 a directory as JSON listing its entries with their URIs. Files up to about 3.7 MiB fit one answer.",
                 mime_type: "application/octet-stream",
             },
@@ -126,15 +127,19 @@ enum Named {
     Log(LogicalSession),
     Execution(Uuid),
     HeapFile(HeapKey, String),
+    /// A file of the heap a run left, named by the run's execution id:
+    /// readable as soon as the answer (which has the id, not always the key).
+    RunFile(Uuid, String),
     Declarations(String),
 }
 
 /// What `uri` names, its names checked by their own types.
 fn parse(uri: &str) -> Option<Named> {
     Some(match uri::parse(uri)? {
-        uri::Resource::HeapFile { heap, path } => {
-            Named::HeapFile(HeapKey::parse(&heap).ok()?, path)
-        }
+        uri::Resource::HeapFile { heap, path } => match HeapKey::parse(&heap) {
+            Ok(key) => Named::HeapFile(key, path),
+            Err(_) => Named::RunFile(heap.parse().ok()?, path),
+        },
         uri::Resource::SessionLog(name) => Named::Log(LogicalSession::parse(&name).ok()?),
         uri::Resource::Execution(id) => Named::Execution(id),
         uri::Resource::Declarations(server) => Named::Declarations(server),
@@ -188,6 +193,17 @@ pub(super) async fn read(
             let view = serde_json::to_value(ExecutionView::from(record))
                 .expect("execution views serialize");
             (view, Freshness::Stable)
+        }
+        Some(Named::RunFile(id, path)) => {
+            let heap = match tools.heap_of_run(context.tenant, id).await {
+                Ok(Some(heap)) => heap,
+                Ok(None) => return Err(not_found(&uri)),
+                Err(why) => return Err(MethodError::internal(why)),
+            };
+            return match super::heap_files::read(tools, context, &uri, &heap, &path).await? {
+                Some(result) => Ok((result, Freshness::Stable)),
+                None => Err(not_found(&uri)),
+            };
         }
         Some(Named::HeapFile(heap, path)) => {
             // A heap is immutable, so its files are.

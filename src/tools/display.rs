@@ -8,7 +8,6 @@ use uuid::Uuid;
 
 use super::toolbox::MAX_READ_FILE_BYTES;
 use crate::engine::Displayed;
-use crate::heap::HeapKey;
 use crate::protocol::apps::DisplayEntry;
 use crate::protocol::mcp::{Content, ResourceContents};
 
@@ -50,8 +49,10 @@ pub(super) struct Shown {
 
 /// Where a run's blocks go.
 pub(super) struct Target<'a> {
-    /// The run's output heap, whose `/work` files links name.
-    pub heap: Option<&'a HeapKey>,
+    /// The run's output heap, whose `/work` files links name: its key, or
+    /// the run's execution id while the heap is being stored (the
+    /// resources accept either).
+    pub heap: Option<&'a str>,
     pub execution_id: Uuid,
     /// Bytes of JSON the blocks may take in the answer.
     pub room: usize,
@@ -59,9 +60,9 @@ pub(super) struct Target<'a> {
     pub links: bool,
 }
 
-/// The URI of `/work` file `path` of `heap`.
-fn file_uri(heap: &HeapKey, path: &str) -> String {
-    crate::protocol::uri::file_uri(heap.as_str(), path)
+/// The URI of `/work` file `path` of `heap` (a key or an execution id).
+fn file_uri(heap: &str, path: &str) -> String {
+    crate::protocol::uri::file_uri(heap, path)
 }
 
 /// The blocks of `displays`, in call order, within `target.room`.
@@ -194,6 +195,7 @@ fn json_cost(block: &Content) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::heap::HeapKey;
 
     fn displayed(mime: &str, bytes: &[u8], path: Option<&str>) -> Displayed {
         Displayed {
@@ -208,7 +210,7 @@ mod tests {
 
     fn target(heap: Option<&HeapKey>, room: usize, links: bool) -> Target<'_> {
         Target {
-            heap,
+            heap: heap.map(HeapKey::as_str),
             execution_id: Uuid::nil(),
             room,
             links,

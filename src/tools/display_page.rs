@@ -12,7 +12,6 @@ use serde_json::{Map, Value};
 
 use super::schema;
 use super::toolbox::{CallContext, Toolbox, structured_result};
-use crate::heap::HeapKey;
 use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
 use crate::protocol::uri;
 
@@ -108,7 +107,10 @@ async fn page(toolbox: &Toolbox, context: CallContext<'_>, args: PageArgs) -> Re
     let Some(uri::Resource::HeapFile { heap, path }) = uri::parse(&args.uri) else {
         return Err(not_found());
     };
-    let heap = HeapKey::parse(&heap).map_err(|_| not_found())?;
+    let heap = toolbox
+        .heap_named(context.tenant, &heap)
+        .await?
+        .ok_or_else(not_found)?;
     let tree = toolbox
         .engine
         .files_of(context.tenant, &heap)

@@ -70,6 +70,13 @@ pub(super) async fn get(
     let Ok(id) = a.execution_id.trim().parse::<Uuid>() else {
         return CallToolResult::error(format!("execution_id {:?} is not a UUID", a.execution_id));
     };
+    // A run answered before its heap was stored is recorded once it is:
+    // wait for that, as heap "latest" does.
+    if let Some(Err(why)) = toolbox.saves.wait_for_run(context.tenant, id).await {
+        return CallToolResult::error(format!(
+            "execution {id} ran, but its heap was not stored, so it has no record: {why}"
+        ));
+    }
     match toolbox
         .meta
         .get_execution(context.tenant, id, unix_now())

@@ -1,6 +1,7 @@
 //! The MCP tools: their descriptions for `tools/list` and their execution
 //! for `tools/call`.
 
+mod advice;
 mod args;
 mod calls;
 mod display;
@@ -94,6 +95,14 @@ impl Toolbox {
                     TaskSupport::Required => "required",
                 };
                 tool.execution = Some(serde_json::json!({ "taskSupport": support }));
+            }
+        }
+        // Some clients cannot read a `type` that is an array (`["string",
+        // "null"]`); every schema says the same with `anyOf`.
+        for tool in &mut tools {
+            schema::without_type_unions(&mut tool.input_schema);
+            if let Some(output) = &mut tool.output_schema {
+                schema::without_type_unions(output);
             }
         }
         ListToolsResult { tools }
@@ -221,10 +230,44 @@ impl Toolbox {
     }
 }
 
-/// Decodes tool arguments, with a message the model can act on.
+/// Decodes tool arguments, with a message the model can act on: which
+/// argument, and what was wrong with it.
 fn arguments<T: DeserializeOwned>(raw: Option<&RawValue>) -> Result<T, String> {
     let text = raw.map_or("{}", RawValue::get);
-    serde_json::from_str(text).map_err(|e| format!("invalid arguments: {e}"))
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+        let path = e.path().to_string();
+        let what = plain_serde_message(e.inner());
+        if path == "." || path.is_empty() {
+            format!("invalid arguments: {what}")
+        } else {
+            format!("invalid arguments: `{path}`: {what}")
+        }
+    })
+}
+
+/// serde's message without its position (the arguments are one line a
+/// client wrote, not a file) and with JSON's words for Rust's number types.
+fn plain_serde_message(error: &serde_json::Error) -> String {
+    let mut text = error.to_string();
+    let position = format!(" at line {} column {}", error.line(), error.column());
+    if let Some(stripped) = text.strip_suffix(&position) {
+        text = stripped.to_owned();
+    }
+    for (rust, json) in [
+        ("usize", "a non-negative integer"),
+        ("u64", "a non-negative integer"),
+        ("u32", "a non-negative integer"),
+        ("u16", "a non-negative integer"),
+        ("u8", "a non-negative integer"),
+        ("i64", "an integer"),
+        ("i32", "an integer"),
+        ("f64", "a number"),
+        ("f32", "a number"),
+    ] {
+        text = text.replace(&format!("expected {rust}"), &format!("expected {json}"));
+    }
+    text
 }
 
 /// `result`, unless its JSON is over [`MAX_RESULT_JSON_BYTES`]: then a tool

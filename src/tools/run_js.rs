@@ -128,7 +128,15 @@ impl<'de> Deserialize<'de> for Call {
         let capabilities = crate::engine::call_arguments()
             .filter_map(|argument| all.remove_entry(argument.name))
             .collect();
-        let args = Args::deserialize(serde_json::Value::Object(all)).map_err(D::Error::custom)?;
+        // The argument a mistake is in, for the message (a Value loses it).
+        let args =
+            serde_path_to_error::deserialize(serde_json::Value::Object(all)).map_err(|e| {
+                let path = e.path().to_string();
+                match path.as_str() {
+                    "." | "" => D::Error::custom(e.into_inner()),
+                    _ => D::Error::custom(format!("`{path}`: {}", e.into_inner())),
+                }
+            })?;
         Ok(Self { args, capabilities })
     }
 }
@@ -534,6 +542,11 @@ pub(super) async fn call(
         span.record("logical_session", name.as_str());
     }
     let started = crate::clock::unix_now_millis();
+    let asked = super::advice::Asked {
+        timeout: planned.request.timeout,
+        heap_limit_mb: planned.request.heap_limit_mb,
+        code: planned.request.code.clone(),
+    };
     let request = std::mem::take(&mut planned.request);
     let Ran { report, save } = match toolbox.engine.run_then_save(request).await {
         Ok(ran) => ran,
@@ -541,6 +554,7 @@ pub(super) async fn call(
     };
     let completed_at = crate::clock::unix_now_millis();
     let mut outcome = report.outcome;
+    super::advice::advise(&mut outcome, toolbox.engine.config(), &asked);
     let repl = report.repl;
     let displays = report.displays;
     outcome.warnings.append(&mut planned.warnings);
@@ -589,9 +603,11 @@ pub(super) async fn call(
         outcome.heap_saving = Some(format!(
             "the heap is being stored after this answer (it holds {} MiB); continue with heap: \"latest\" \
              in session {:?}, which waits for it. Its key will be the next run's input_heap and is listed by \
-             list_session_snapshots",
+             list_session_snapshots; its files are readable now as mcp-v8://heaps/{}/files/PATH (this \
+             run's execution_id in place of the key), and get_execution waits for its record",
             report.heap_used_bytes.div_ceil(1024 * 1024),
-            session.as_str()
+            session.as_str(),
+            outcome.execution_id
         ));
         let after = AfterAnswer {
             toolbox: toolbox.clone(),
@@ -759,11 +775,16 @@ fn with_displays(
     let room = MAX_RESULT_JSON_BYTES
         .saturating_sub(result_json_len(&text))
         .saturating_sub(DISPLAY_WARNINGS_ROOM);
-    let heap = outcome.heap.clone();
+    // While the heap is being stored, links name it by the run's id.
+    let heap = match (&outcome.heap, &outcome.heap_saving) {
+        (Some(key), _) => Some(key.as_str().to_owned()),
+        (None, Some(_)) => Some(outcome.execution_id.to_string()),
+        (None, None) => None,
+    };
     let shown = super::display::blocks(
         displays,
         &super::display::Target {
-            heap: heap.as_ref(),
+            heap: heap.as_deref(),
             execution_id: outcome.execution_id,
             room,
             // resource_link came with structured output (2025-06-18).

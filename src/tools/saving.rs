@@ -150,6 +150,32 @@ impl Saves {
         failed
     }
 
+    /// Waits for the save of run `execution_id`'s heap when this process
+    /// has it going (or had it, among the ones not yet forgotten): `None`
+    /// when it has none, else how it ended (`Err` says why the heap was not
+    /// stored).
+    pub(super) async fn wait_for_run(
+        &self,
+        tenant: &Tenant,
+        execution_id: Uuid,
+    ) -> Option<Result<(), String>> {
+        let save = self
+            .going()
+            .iter()
+            .filter(|((owner, _), _)| owner == tenant)
+            .flat_map(|(_, saves)| saves)
+            .find(|save| save.id == execution_id)
+            .cloned()?;
+        let GoingSave { mut ended, .. } = save;
+        Some(
+            match ended.wait_for(Option::is_some).await.map(|e| e.clone()) {
+                Ok(Some(ended)) => ended,
+                Ok(None) => Ok(()),
+                Err(_) => Err("the task storing it ended".to_owned()),
+            },
+        )
+    }
+
     /// Waits for every save going in this process (before it exits).
     pub async fn drain(&self) {
         let all: Vec<_> = self.going().values().flatten().cloned().collect();

@@ -126,6 +126,51 @@ fn tidy_keywords(schema: &mut Value) {
     }
 }
 
+/// Writes every `"type": [A, B, …]` as `"anyOf": [{"type": A, …}, …]`: the
+/// keywords that constrain a value (`properties`, `items`, `pattern`, …) go
+/// into each branch but `null`'s, while `description` and `default` stay
+/// where they were.
+pub(super) fn without_type_unions(schema: &mut Value) {
+    const ANNOTATIONS: [&str; 7] = [
+        "description",
+        "title",
+        "default",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+    ];
+    match schema {
+        Value::Object(map) => {
+            map.values_mut().for_each(without_type_unions);
+            let Some(Value::Array(types)) = map.get("type").cloned() else {
+                return;
+            };
+            map.remove("type");
+            let constraints: serde_json::Map<String, Value> = map
+                .iter()
+                .filter(|(key, _)| !ANNOTATIONS.contains(&key.as_str()))
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect();
+            map.retain(|key, _| ANNOTATIONS.contains(&key.as_str()));
+            let branches = types
+                .into_iter()
+                .map(|kind| {
+                    let mut branch = serde_json::Map::new();
+                    if kind != "null" {
+                        branch.extend(constraints.clone());
+                    }
+                    branch.insert("type".to_owned(), kind);
+                    Value::Object(branch)
+                })
+                .collect();
+            map.insert("anyOf".to_owned(), Value::Array(branches));
+        }
+        Value::Array(items) => items.iter_mut().for_each(without_type_unions),
+        _ => {}
+    }
+}
+
 /// Sets `description` (and `maximum`, when given) of property `name` of an
 /// object schema, for the limits only known at run time.
 pub(super) fn describe_property(
@@ -168,6 +213,30 @@ mod tests {
     #[allow(dead_code)]
     struct Inner {
         ratio: f64,
+    }
+
+    #[test]
+    fn a_type_union_becomes_any_of_with_its_constraints_in_each_branch() {
+        let mut schema = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "key": { "type": ["string", "null"], "pattern": "^x$", "description": "d" },
+                "list": { "type": "array", "items": { "type": ["integer", "null"] } },
+            },
+        });
+        without_type_unions(&mut schema);
+        assert_eq!(
+            schema["properties"]["key"],
+            serde_json::json!({
+                "description": "d",
+                "anyOf": [{ "type": "string", "pattern": "^x$" }, { "type": "null" }],
+            })
+        );
+        assert_eq!(
+            schema["properties"]["list"]["items"],
+            serde_json::json!({ "anyOf": [{ "type": "integer" }, { "type": "null" }] })
+        );
+        assert_eq!(schema["type"], "object");
     }
 
     #[test]

@@ -62,6 +62,46 @@ impl Toolbox {
         }
     }
 
+    /// The output heap of `tenant`'s run `execution_id`, waiting for its
+    /// save when this process is storing it (an answer that carried
+    /// `heap_saving`): `Ok(None)` for a run with no heap or no record, `Err`
+    /// with why when its heap was not stored.
+    pub async fn heap_of_run(
+        &self,
+        tenant: &Tenant,
+        execution_id: uuid::Uuid,
+    ) -> Result<Option<crate::heap::HeapKey>, String> {
+        if let Some(Err(why)) = self.saves.wait_for_run(tenant, execution_id).await {
+            return Err(format!(
+                "the heap of execution {execution_id} was not stored: {why}"
+            ));
+        }
+        let record = self
+            .meta
+            .get_execution(tenant, execution_id, crate::clock::unix_now())
+            .await
+            .map_err(|e| format!("could not read the execution registry: {e}"))?;
+        Ok(record
+            .and_then(|record| record.outcome.get("heap")?.as_str().map(str::to_owned))
+            .and_then(|key| crate::heap::HeapKey::parse(&key).ok()))
+    }
+
+    /// The heap a resource URI's heap segment names: a heap key, or the
+    /// execution id of the run that left it ([`Self::heap_of_run`]).
+    pub async fn heap_named(
+        &self,
+        tenant: &Tenant,
+        segment: &str,
+    ) -> Result<Option<crate::heap::HeapKey>, String> {
+        if let Ok(key) = crate::heap::HeapKey::parse(segment) {
+            return Ok(Some(key));
+        }
+        match segment.parse::<uuid::Uuid>() {
+            Ok(id) => self.heap_of_run(tenant, id).await,
+            Err(_) => Ok(None),
+        }
+    }
+
     /// The bytes of the `/work` file `entry` of one of `tenant`'s heaps
     /// (an empty file has none stored), or a message saying why not.
     pub async fn file_bytes(

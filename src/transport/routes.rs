@@ -194,6 +194,13 @@ async fn handle(
         duration_ms = field::Empty,
     );
     let started = Instant::now();
+    // A client that gives up (its timeout) drops this future: the guard
+    // writes the request's line then, so no call goes unlogged.
+    let mut line = RequestLine {
+        span: span.clone(),
+        started,
+        written: false,
+    };
     let principal = principal.map(|p| p.0);
     let tenant = app
         .inner
@@ -217,7 +224,28 @@ async fn handle(
     span.record("http.status", response.status().as_u16());
     span.record("duration_ms", started.elapsed().as_millis() as u64);
     span.in_scope(|| tracing::info!("request"));
+    line.written = true;
     response
+}
+
+/// Writes a request's line when its handler is dropped unanswered.
+struct RequestLine {
+    span: tracing::Span,
+    started: Instant,
+    written: bool,
+}
+
+impl Drop for RequestLine {
+    fn drop(&mut self) {
+        if self.written {
+            return;
+        }
+        self.span
+            .record("duration_ms", self.started.elapsed().as_millis() as u64);
+        self.span.in_scope(|| {
+            tracing::warn!("request abandoned: the client closed the connection before the answer")
+        });
+    }
 }
 
 async fn dispatch(

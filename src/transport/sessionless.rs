@@ -312,14 +312,16 @@ fn check_envelope(
     let version_header = single_header(headers, mcp::header::PROTOCOL_VERSION, id)?;
     if version_header.is_none_or(|h| version.as_str() != Some(h)) {
         return Err(mismatch(format!(
-            "the MCP-Protocol-Version header {version_header:?} does not match {} {version}",
+            "the MCP-Protocol-Version header {} does not match {} {version}",
+            shown(version_header),
             mcp::meta::PROTOCOL_VERSION
         )));
     }
     let method_header = single_header(headers, mcp::header::METHOD, id)?;
     if method_header != Some(rpc_method) {
         return Err(mismatch(format!(
-            "the Mcp-Method header {method_header:?} does not match the method {rpc_method:?}"
+            "the Mcp-Method header {} does not match the method \"{rpc_method}\"",
+            shown(method_header)
         )));
     }
     // SEP-2663: a task method names its task in Mcp-Name, for routing.
@@ -329,7 +331,8 @@ fn check_envelope(
         let name_header = single_header(headers, mcp::header::NAME, id)?;
         if name_header.is_some_and(|h| h != task_id) {
             return Err(mismatch(format!(
-                "the Mcp-Name header {name_header:?} does not match the task {task_id:?}"
+                "the Mcp-Name header {} does not match the task \"{task_id}\"",
+                shown(name_header)
             )));
         }
     }
@@ -339,7 +342,8 @@ fn check_envelope(
         let name_header = single_header(headers, mcp::header::NAME, id)?;
         if name_header != Some(name.as_str()) {
             return Err(mismatch(format!(
-                "the Mcp-Name header {name_header:?} does not match the tool {name:?}"
+                "the Mcp-Name header {} does not match the tool \"{name}\"",
+                shown(name_header)
             )));
         }
     }
@@ -353,4 +357,10 @@ fn check_envelope(
         crate::protocol::tasks::declares_extension(meta.client_capabilities.as_ref());
     let ui_extension = crate::protocol::apps::declares(meta.client_capabilities.as_ref());
     Ok((version, tasks_extension, ui_extension))
+}
+
+/// A header's value as a message shows it: quoted, or that it is absent
+/// (never Rust's `Some(..)`/`None`).
+fn shown(header: Option<&str>) -> String {
+    header.map_or_else(|| "(absent)".to_owned(), |value| format!("\"{value}\""))
 }

@@ -52,7 +52,7 @@ pub(crate) fn assert_listed_for(listed: &Value, declared: bool) {
 }
 
 /// A session-era session whose client declared `capabilities`.
-async fn session(s: &Server, capabilities: Value) -> String {
+pub(crate) async fn session(s: &Server, capabilities: Value) -> String {
     let reply = s
         .rpc(
             None,

@@ -203,7 +203,19 @@ async fn thrown_errors_fail_with_name_message_and_stack() {
     assert!(error.stack.unwrap().contains("boom"));
     let out = f.stateless("throw { code: 7 }").await;
     assert_eq!(out.status, RunStatus::Failed);
-    assert_eq!(out.error.unwrap().message, "{ code: 7 }");
+    // Not an Error: the value, and where it was thrown.
+    let error = out.error.unwrap();
+    assert_eq!(error.name, "Uncaught");
+    assert!(
+        error.message.starts_with(
+            "{ code: 7 } (line 1, column 1): the code threw a value that is not an Error"
+        ),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.stack.as_deref(),
+        Some("Uncaught { code: 7 }\n    at run_js.js:1:1")
+    );
 }
 
 #[tokio::test]

@@ -125,3 +125,80 @@ async fn a_streamed_answer_ends_with_a_line_that_has_the_runs_fields() {
     assert!(line["execution_id"].is_string(), "{line}");
     assert!(line["stream_ms"].is_u64(), "{line}");
 }
+
+/// A 2026-07-28 `tools/call` has the same request line as the session
+/// era's: the tool, the run's execution id and status.
+#[tokio::test]
+async fn a_sessionless_call_logs_the_same_fields() {
+    use http_body_util::BodyExt;
+
+    let (buffer, _default) = capture();
+    let s = common::server();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+    "name": "run_js", "arguments": {"code": "6 * 7"},
+    "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "logs-test", "version": "1"}
+    }}});
+    let request = common::post()
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "run_js")
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    let response = mcp_v8_lambda::transport::router(s.app.clone())
+        .oneshot(request)
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.into_body().collect().await.unwrap();
+
+    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    let line: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["message"] == "request")
+        .unwrap_or_else(|| panic!("no request line in {text}"));
+    assert_eq!(line["rpc.method"], "tools/call", "{line}");
+    assert_eq!(line["tool"], "run_js", "{line}");
+    assert_eq!(line["status"], "completed", "{line}");
+    assert!(line["execution_id"].is_string(), "{line}");
+}
+
+/// A call whose client gives up before the answer (its own timeout)
+/// still leaves its request line, saying so.
+#[tokio::test]
+async fn a_call_the_client_abandons_leaves_a_line() {
+    let (buffer, _default) = capture();
+    let s = common::server();
+    let sid = s.initialize_as("2025-11-25", &[]).await;
+    let body = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+        "name": "run_js", "arguments": {"code": "await new Promise((r) => setTimeout(r, 3000)); 1"}}});
+    let request = common::post()
+        .header("mcp-session-id", &sid)
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    let call = mcp_v8_lambda::transport::router(s.app.clone()).oneshot(request);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), call)
+            .await
+            .is_err(),
+        "the run takes 3 s"
+    );
+
+    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    let line: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| {
+            l["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("request abandoned"))
+        })
+        .unwrap_or_else(|| panic!("no line for the abandoned call in {text}"));
+    assert_eq!(line["tool"], "run_js", "{line}");
+    assert_eq!(line["rpc.method"], "tools/call", "{line}");
+    assert!(line["duration_ms"].is_u64(), "{line}");
+    assert_eq!(line["level"], "WARN", "{line}");
+}

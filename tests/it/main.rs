@@ -33,6 +33,7 @@ mod limits;
 mod logs;
 mod memory;
 mod meta_store;
+mod mistakes;
 mod newcomer;
 mod packages;
 mod parity;

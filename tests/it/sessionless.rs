@@ -274,6 +274,15 @@ async fn headers_that_disagree_with_the_body_are_400_header_mismatch() {
     ] {
         let reply = send(&s, &body, &with(name, value)).await;
         assert_error(&reply, StatusCode::BAD_REQUEST, -32020);
+        // The message quotes the header as sent, or says it is absent: no
+        // Rust `Some(..)`/`None`.
+        let message = reply.body["error"]["message"].as_str().unwrap_or_default();
+        let shown = value.map_or_else(|| "(absent)".to_owned(), |v| format!("\"{v}\""));
+        assert!(message.contains(&shown), "{message}");
+        assert!(
+            !message.contains("Some(") && !message.contains("None"),
+            "{message}"
+        );
     }
     // Surrounding whitespace is not part of a header value.
     let reply = send(&s, &body, &with("mcp-name", Some("  run_js  "))).await;

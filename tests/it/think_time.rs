@@ -40,6 +40,70 @@ async fn run(s: &Server, sid: &str, arguments: Value) -> Value {
         .expect("the call was answered")
 }
 
+/// A run answered before its heap is stored is reachable by the execution
+/// id its answer has: its files as `mcp-v8://heaps/{execution_id}/files/…`
+/// and its record by get_execution, each waiting for the save (before,
+/// the URI needed the key, which the answer did not have).
+#[tokio::test]
+async fn a_runs_files_and_record_are_read_by_its_execution_id_before_its_key_exists() {
+    let plan = FaultPlan::new();
+    let s = answering_first(&plan);
+    let sid = s.initialize().await;
+    plan.hold("heap.put");
+    let first = run(
+        &s,
+        &sid,
+        json!({"code": "require('fs').writeFileSync('/work/a.txt', 'kept'); 1", "session": "byid", "heap": "latest"}),
+    )
+    .await;
+    let answered = outcome(&first);
+    assert!(answered["heap"].is_null(), "{first}");
+    let id = answered["execution_id"].as_str().unwrap().to_owned();
+    let uri = format!("mcp-v8://heaps/{id}/files/a.txt");
+    assert!(
+        answered["heap_saving"]
+            .as_str()
+            .is_some_and(|text| text.contains(&format!("mcp-v8://heaps/{id}/files/"))),
+        "{first}"
+    );
+    let read = s.rpc(
+        Some(&sid),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "resources/read", "params": {"uri": uri}}),
+    );
+    tokio::pin!(read);
+    tokio::select! {
+        early = &mut read => panic!("the read did not wait for the save: {:?}", early.body),
+        () = tokio::time::sleep(Duration::from_millis(500)) => {}
+    }
+    plan.release("heap.put");
+    let read = read.await.body;
+    assert_eq!(read["result"]["contents"][0]["text"], "kept", "{read}");
+    assert_eq!(read["result"]["contents"][0]["uri"], uri.as_str());
+    let record = s
+        .tool(&sid, "get_execution", json!({"execution_id": id}))
+        .await;
+    let stored = s
+        .meta
+        .last_log_entry(&Default::default(), &common::logical("byid"))
+        .await
+        .unwrap()
+        .expect("the run's entry");
+    assert!(
+        record.to_string().contains(stored.output_heap.as_str()),
+        "{record}"
+    );
+    // An id no run of this caller has names nothing, at once.
+    let unknown = format!("mcp-v8://heaps/{}/files/a.txt", uuid::Uuid::new_v4());
+    let read = s
+        .rpc(
+            Some(&sid),
+            json!({"jsonrpc": "2.0", "id": 8, "method": "resources/read", "params": {"uri": unknown}}),
+        )
+        .await
+        .body;
+    assert_eq!(read["error"]["message"], "Resource not found", "{read}");
+}
+
 #[tokio::test]
 async fn a_run_is_answered_before_its_save_ends_and_latest_waits_for_it() {
     let plan = FaultPlan::new();

@@ -57,6 +57,55 @@ async fn the_heap_pattern_accepts_what_the_description_offers() {
     }
 }
 
+/// No schema in `tools/list` has a `type` that is an array (`["string",
+/// "null"]`), which some clients cannot read and the Inspector's `--strict`
+/// warns about: nullable values are `anyOf` (both eras, with the MCP Apps
+/// tool too).
+#[tokio::test]
+async fn no_listed_schema_has_a_union_type_array() {
+    fn unions(value: &Value, at: String, found: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                if map.get("type").is_some_and(Value::is_array) {
+                    found.push(at.clone());
+                }
+                for (key, inner) in map {
+                    unions(inner, format!("{at}/{key}"), found);
+                }
+            }
+            Value::Array(items) => {
+                for (i, inner) in items.iter().enumerate() {
+                    unions(inner, format!("{at}/{i}"), found);
+                }
+            }
+            _ => {}
+        }
+    }
+    let s = server();
+    let mut found = Vec::new();
+    for (version, apps) in [
+        ("2025-11-25", false),
+        ("2025-06-18", false),
+        ("2025-11-25", true),
+    ] {
+        let sid = if apps {
+            crate::apps::session(&s, crate::apps::capabilities(true)).await
+        } else {
+            s.initialize_as(version, &[]).await
+        };
+        let tools = s.tools_list(&sid).await["tools"].clone();
+        assert!(tools.as_array().unwrap().len() >= 8);
+        for tool in tools.as_array().unwrap() {
+            let name = tool["name"].as_str().unwrap();
+            if version == "2025-11-25" {
+                assert!(tool["outputSchema"].is_object(), "{name}");
+            }
+            unions(tool, format!("{version} {name}"), &mut found);
+        }
+    }
+    assert!(found.is_empty(), "union type arrays at {found:#?}");
+}
+
 #[tokio::test]
 async fn every_tool_is_listed_when_stateful_and_only_run_js_when_stateless() {
     let s = server();
@@ -760,6 +809,47 @@ async fn the_text_the_model_reads_shows_values_as_a_repl_does() {
                     "{code}: {reply}"
                 );
             }
+        }
+    }
+}
+
+/// A wrong argument is named, in JSON's words: no serde position (`at line
+/// 1 column 18`, of a line the model never wrote) and no Rust type
+/// (`expected usize`).
+#[tokio::test]
+async fn argument_errors_name_the_argument_in_plain_words() {
+    let s = server();
+    let sid = s.initialize().await;
+    for (tool, arguments, expected) in [
+        (
+            "run_js",
+            json!({"code": 5}),
+            ["`code`", "expected a string"],
+        ),
+        (
+            "get_execution",
+            json!({"execution_id": 3}),
+            ["`execution_id`", "expected a string"],
+        ),
+        (
+            "list_session_snapshots",
+            json!({"session": "s", "limit": "x"}),
+            ["`limit`", "expected a non-negative integer"],
+        ),
+        (
+            "run_js",
+            json!({"code": "1", "timeout_secs": 5}),
+            ["unknown field `timeout_secs`", "execution_timeout_secs"],
+        ),
+    ] {
+        let result = s.tool(&sid, tool, arguments.clone()).await;
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        assert_eq!(result["isError"], true, "{tool} {arguments}: {result}");
+        for part in expected {
+            assert!(text.contains(part), "{part:?} in {text:?}");
+        }
+        for rust in ["Some(", "None", "at line 1 column", "usize", "u64", "i64"] {
+            assert!(!text.contains(rust), "{rust:?} in {text:?}");
         }
     }
 }
