@@ -84,17 +84,25 @@ pub async fn start(tampered: &[&str]) -> Registry {
         let name = name.as_str();
         let bytes = std::fs::read(fixture(name)).unwrap();
         let manifest = manifest(&bytes);
+        let hashed = tampered.contains(&name).then_some(&b"other bytes"[..]);
+        served.publish(&url, &manifest, bytes, hashed);
+    }
+    serve(listener, url, served)
+}
+
+impl Served {
+    /// Serves the tarball `bytes` of `manifest`'s package and version, its
+    /// integrity that of `hashed` when given (a tampered package), else of
+    /// the bytes.
+    fn publish(&mut self, url: &str, manifest: &Value, bytes: Vec<u8>, hashed: Option<&[u8]>) {
+        let name = manifest["name"].as_str().unwrap().to_owned();
         let version = manifest["version"].as_str().unwrap().to_owned();
-        let hashed: &[u8] = if tampered.contains(&name) {
-            b"other bytes"
-        } else {
-            &bytes
-        };
         let integrity = format!(
             "sha512-{}",
-            base64::engine::general_purpose::STANDARD.encode(sha2::Sha512::digest(hashed))
+            base64::engine::general_purpose::STANDARD
+                .encode(sha2::Sha512::digest(hashed.unwrap_or(&bytes)))
         );
-        let file = format!("{name}-{version}.tgz");
+        let file = format!("{}-{version}.tgz", name.replace('/', "-"));
         let mut entry = json!({
             "name": name,
             "version": version,
@@ -105,19 +113,19 @@ pub async fn start(tampered: &[&str]) -> Registry {
                 entry[field] = deps.clone();
             }
         }
-        served.documents.insert(
-            name.to_owned(),
-            json!({
-                "name": name,
-                "dist-tags": { "latest": version },
-                "versions": { version.clone(): entry },
-            }),
+        let document = self.documents.entry(name.clone()).or_insert_with(
+            || json!({ "name": name, "dist-tags": { "latest": version }, "versions": {} }),
         );
-        served.tarballs.insert(file, bytes);
+        document["versions"][&version] = entry;
+        self.tarballs.insert(file, bytes);
     }
+}
+
+/// Answers registry requests for `served` on `listener`.
+fn serve(listener: tokio::net::TcpListener, url: String, served: Served) -> Registry {
     let router = axum::Router::new()
         .route("/-/{file}", axum::routing::get(tarball))
-        .route("/{name}", axum::routing::get(document))
+        .route("/{*name}", axum::routing::get(document))
         .with_state(Arc::new(served));
     let task = tokio::spawn(async move {
         axum::serve(listener, router).await.unwrap();
@@ -154,38 +162,9 @@ pub async fn serve_installed(node_modules: &std::path::Path) -> Registry {
     for dir in dirs {
         let manifest: Value =
             serde_json::from_slice(&std::fs::read(dir.join("package.json")).unwrap()).unwrap();
-        let name = manifest["name"].as_str().unwrap().to_owned();
-        let version = manifest["version"].as_str().unwrap().to_owned();
-        let bytes = pack(&dir);
-        let integrity = format!(
-            "sha512-{}",
-            base64::engine::general_purpose::STANDARD.encode(sha2::Sha512::digest(&bytes))
-        );
-        let file = format!("{}-{version}.tgz", name.replace('/', "-"));
-        let mut entry = json!({
-            "name": name,
-            "version": version,
-            "dist": { "tarball": format!("{url}-/{file}"), "integrity": integrity },
-        });
-        for field in ["dependencies", "peerDependencies"] {
-            if let Some(deps) = manifest.get(field) {
-                entry[field] = deps.clone();
-            }
-        }
-        let document = served.documents.entry(name.clone()).or_insert_with(
-            || json!({ "name": name, "dist-tags": { "latest": version }, "versions": {} }),
-        );
-        document["versions"][&version] = entry;
-        served.tarballs.insert(file, bytes);
+        served.publish(&url, &manifest, pack(&dir), None);
     }
-    let router = axum::Router::new()
-        .route("/-/{file}", axum::routing::get(tarball))
-        .route("/{*name}", axum::routing::get(document))
-        .with_state(Arc::new(served));
-    let task = tokio::spawn(async move {
-        axum::serve(listener, router).await.unwrap();
-    });
-    Registry { url, _task: task }
+    serve(listener, url, served)
 }
 
 /// The package directories under `node_modules`, nested ones included.
