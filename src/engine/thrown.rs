@@ -29,18 +29,7 @@ pub(super) fn error_from<'s>(
             // A thrown string or object has no stack; V8's message still
             // knows where the `throw` was.
             let value = inspect(scope, exception);
-            let at = message
-                .filter(|message| {
-                    message
-                        .get_script_resource_name(scope)
-                        .is_some_and(|name| name.to_rust_string_lossy(scope) == SCRIPT_NAME)
-                })
-                .and_then(|message| {
-                    Some((
-                        message.get_line_number(scope)?,
-                        message.get_start_column() + 1,
-                    ))
-                });
+            let at = message.and_then(|message| in_run_script(scope, message));
             match at {
                 Some((line, column)) => RunError {
                     name: "Uncaught".to_owned(),
@@ -63,13 +52,8 @@ pub(super) fn error_from<'s>(
     // Compile errors carry their position only on the message object; one
     // thrown elsewhere (a package, the module loader) has it in its stack.
     if error.name == "SyntaxError"
-        && let Some(message) = message
-        && message
-            .get_script_resource_name(scope)
-            .is_some_and(|name| name.to_rust_string_lossy(scope) == SCRIPT_NAME)
-        && let Some(line) = message.get_line_number(scope)
+        && let Some((line, column)) = message.and_then(|message| in_run_script(scope, message))
     {
-        let column = message.get_start_column() + 1;
         error.message = format!("{} (line {line}, column {column})", error.message);
         error.stack = Some(format!(
             "SyntaxError: {}\n    at {SCRIPT_NAME}:{line}:{column}",
@@ -77,6 +61,22 @@ pub(super) fn error_from<'s>(
         ));
     }
     error
+}
+
+/// Line and column (from 1) that `message` points at, when that is in the
+/// run's own script (not a package's, not the module loader's).
+fn in_run_script<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    message: v8::Local<'s, v8::Message>,
+) -> Option<(usize, usize)> {
+    let name = message.get_script_resource_name(scope)?;
+    if name.to_rust_string_lossy(scope) != SCRIPT_NAME {
+        return None;
+    }
+    Some((
+        message.get_line_number(scope)?,
+        message.get_start_column() + 1,
+    ))
 }
 
 /// For `X.y is not a function` (or `a constructor`) where `X` is what a

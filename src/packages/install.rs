@@ -77,8 +77,9 @@ pub struct Declared {
     pub file: String,
     /// Whether it is an ES module (else CommonJS).
     pub esm: bool,
-    /// Its names: an ES module's as the bundler found them, a CommonJS
-    /// module's as a lexer finds them ([`super::lexer`]); `default` left out.
+    /// Its names, as [`super::lexer`] finds them in the source: an ES
+    /// module's `export`s, a CommonJS module's as Node's cjs-module-lexer
+    /// would; `default` left out.
     pub names: Vec<String>,
 }
 
@@ -236,7 +237,7 @@ impl Unpacked {
     ) -> Result<Prepared, InstallError> {
         let (root, name, version) = (&self.scratch.0, &self.name, &self.version);
         let subpaths = &self.subpaths;
-        let bundled = match bundle(
+        let (bundle, declared) = match bundle(
             root,
             name,
             version,
@@ -246,7 +247,7 @@ impl Unpacked {
         )
         .await
         {
-            Ok(bundled) => bundled,
+            Ok(done) => done,
             // Subpaths guessed from the files of a package without `exports`
             // may include files that are not modules; its main entry alone
             // still makes it importable.
@@ -263,7 +264,6 @@ impl Unpacked {
             }
             Err(e) => return Err(e),
         };
-        let (bundle, declared) = bundled;
         let bytes = Bytes::from(bundle.to_bytes());
         if bytes.len() > options.max_bundle_bytes {
             return Err(InstallError::TooLarge {
@@ -926,7 +926,7 @@ fn assemble(
         let esm = chunk
             .facade_module_id
             .as_ref()
-            .is_some_and(|id| is_esm(Path::new(id.as_str())));
+            .is_some_and(|id| super::lexer::is_esm(Path::new(id.as_str())));
         let wrapped = !esm && chunk.exports.len() == 1 && chunk.exports[0] == "default";
         bundle.entries.insert(
             subpaths[index].clone(),
@@ -944,40 +944,6 @@ fn assemble(
         ));
     }
     Ok(bundle)
-}
-
-/// Whether the module at `path` is an ES module, by Node's rules: the
-/// extension, else the nearest `package.json`'s `type`, else its syntax.
-fn is_esm(path: &Path) -> bool {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("mjs" | "mts") => return true,
-        Some("cjs" | "cts") => return false,
-        _ => {}
-    }
-    let mut dir = path.parent();
-    while let Some(d) = dir {
-        if let Ok(text) = std::fs::read_to_string(d.join("package.json")) {
-            let manifest: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-            if manifest.get("type").and_then(|t| t.as_str()) == Some("module") {
-                return true;
-            }
-            if manifest.get("name").is_some() {
-                break;
-            }
-        }
-        dir = d.parent();
-    }
-    let Ok(source) = std::fs::read_to_string(path) else {
-        return false;
-    };
-    let allocator = oxc::allocator::Allocator::default();
-    let parsed =
-        oxc::parser::Parser::new(&allocator, &source, oxc::span::SourceType::mjs()).parse();
-    parsed
-        .program
-        .body
-        .iter()
-        .any(|s| s.is_module_declaration())
 }
 
 #[cfg(test)]

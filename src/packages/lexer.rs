@@ -21,17 +21,56 @@ use oxc::span::SourceType;
 /// Re-exports followed this deep (`module.exports = require("./lib")`).
 const MAX_REEXPORTS: usize = 4;
 
-/// Whether the module at `path` is an ES module, and the names it declares
-/// (`default` and `__esModule` left out); `None` when it cannot be read.
+/// Whether the module at `path` is an ES module, by Node's rules: the
+/// extension, else the nearest `package.json`'s `type`, else its syntax.
+pub(super) fn is_esm(path: &Path) -> bool {
+    esm_by_name(path).unwrap_or_else(|| {
+        std::fs::read_to_string(path).is_ok_and(|source| {
+            let allocator = Allocator::default();
+            has_module_syntax(
+                &Parser::new(&allocator, &source, SourceType::mjs())
+                    .parse()
+                    .program,
+            )
+        })
+    })
+}
+
+/// What the extension or the nearest `package.json` says, if they do.
+fn esm_by_name(path: &Path) -> Option<bool> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("mjs" | "mts") => return Some(true),
+        Some("cjs" | "cts") => return Some(false),
+        _ => {}
+    }
+    let mut dir = path.parent();
+    while let Some(d) = dir {
+        if let Ok(text) = std::fs::read_to_string(d.join("package.json")) {
+            let manifest: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+            if manifest.get("type").and_then(|t| t.as_str()) == Some("module") {
+                return Some(true);
+            }
+            if manifest.get("name").is_some() {
+                break;
+            }
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+fn has_module_syntax(program: &oxc::ast::ast::Program<'_>) -> bool {
+    program.body.iter().any(|s| s.is_module_declaration())
+}
+
+/// Whether the module at `path` is an ES module ([`is_esm`]), and the names
+/// it declares (`default` and `__esModule` left out); `None` when it cannot
+/// be read.
 pub(super) fn declared_exports(path: &Path) -> Option<(bool, Vec<String>)> {
     let source = std::fs::read_to_string(path).ok()?;
     let allocator = Allocator::default();
     let parsed = Parser::new(&allocator, &source, SourceType::mjs()).parse();
-    let esm = parsed
-        .program
-        .body
-        .iter()
-        .any(|s| s.is_module_declaration());
+    let esm = esm_by_name(path).unwrap_or_else(|| has_module_syntax(&parsed.program));
     let mut names = BTreeSet::new();
     if esm {
         for statement in &parsed.program.body {

@@ -317,7 +317,7 @@ async fn checked(
         reason,
     };
     let node = unpacked.bundle(Build::Node, options).await?;
-    let node_failure = match loads_whole(&node, check).await {
+    let node_failure = match loads_whole(&node, Build::Node, check).await {
         Ok(shape) => return Ok(with_shape(node, shape)),
         Err(reason) => reason,
     };
@@ -325,11 +325,8 @@ async fn checked(
     if browser.installed.bundle == node.installed.bundle {
         return Err(refused(node_failure));
     }
-    match loads_whole(&browser, check).await {
-        Ok(mut shape) => {
-            shape.build = Build::Browser;
-            Ok(with_shape(browser, shape))
-        }
+    match loads_whole(&browser, Build::Browser, check).await {
+        Ok(shape) => Ok(with_shape(browser, shape)),
         Err(reason) => Err(refused(format!(
             "{node_failure}; its browser build fails too: {reason}"
         ))),
@@ -341,13 +338,17 @@ fn with_shape(mut package: Prepared, shape: Shape) -> Prepared {
     package
 }
 
-/// The package's shape when it loads and a run gets what its main entry's
+/// The shape of `package` (bundled as `build`) when it loads and a run gets what its main entry's
 /// source declares: refused when it gives none of those names (an empty
 /// module) or lacks most of them.
-async fn loads_whole(package: &Prepared, check: &dyn LoadCheck) -> Result<Shape, String> {
+async fn loads_whole(
+    package: &Prepared,
+    build: Build,
+    check: &dyn LoadCheck,
+) -> Result<Shape, String> {
     let given = check.loads(package).await?;
     let shape = Shape {
-        build: Build::Node,
+        build,
         esm: package.declared.as_ref().is_some_and(|d| d.esm),
         exports: given.len(),
     };

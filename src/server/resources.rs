@@ -7,7 +7,6 @@ use uuid::Uuid;
 
 use super::answer::{Freshness, MethodError};
 use crate::clock::unix_now;
-use crate::heap::HeapKey;
 use crate::meta::page::{self, PageStart};
 use crate::protocol::jsonrpc::code;
 use crate::protocol::mcp::{
@@ -16,7 +15,7 @@ use crate::protocol::mcp::{
 };
 use crate::protocol::uri;
 use crate::session::LogicalSession;
-use crate::tools::{CallContext, ExecutionView, Toolbox};
+use crate::tools::{CallContext, ExecutionView, HeapName, Toolbox};
 use crate::upstream::catalog;
 
 const JSON: &str = "application/json";
@@ -126,20 +125,17 @@ and `mcp.callTool(\"{server}\", tool, args)` take and return in run_js."
 enum Named {
     Log(LogicalSession),
     Execution(Uuid),
-    HeapFile(HeapKey, String),
-    /// A file of the heap a run left, named by the run's execution id:
-    /// readable as soon as the answer (which has the id, not always the key).
-    RunFile(Uuid, String),
+    /// A `/work` path of a heap named by its key or by the execution id of
+    /// the run that left it (readable as soon as the answer, which has the
+    /// id and not always the key): [`Toolbox::heap_named`].
+    HeapFile(HeapName, String),
     Declarations(String),
 }
 
 /// What `uri` names, its names checked by their own types.
 fn parse(uri: &str) -> Option<Named> {
     Some(match uri::parse(uri)? {
-        uri::Resource::HeapFile { heap, path } => match HeapKey::parse(&heap) {
-            Ok(key) => Named::HeapFile(key, path),
-            Err(_) => Named::RunFile(heap.parse().ok()?, path),
-        },
+        uri::Resource::HeapFile { heap, path } => Named::HeapFile(HeapName::parse(&heap)?, path),
         uri::Resource::SessionLog(name) => Named::Log(LogicalSession::parse(&name).ok()?),
         uri::Resource::Execution(id) => Named::Execution(id),
         uri::Resource::Declarations(server) => Named::Declarations(server),
@@ -194,18 +190,12 @@ pub(super) async fn read(
                 .expect("execution views serialize");
             (view, Freshness::Stable)
         }
-        Some(Named::RunFile(id, path)) => {
-            let heap = match tools.heap_of_run(context.tenant, id).await {
+        Some(Named::HeapFile(heap, path)) => {
+            let heap = match tools.heap_named(context.tenant, &heap).await {
                 Ok(Some(heap)) => heap,
                 Ok(None) => return Err(not_found(&uri)),
                 Err(why) => return Err(MethodError::internal(why)),
             };
-            return match super::heap_files::read(tools, context, &uri, &heap, &path).await? {
-                Some(result) => Ok((result, Freshness::Stable)),
-                None => Err(not_found(&uri)),
-            };
-        }
-        Some(Named::HeapFile(heap, path)) => {
             // A heap is immutable, so its files are.
             return match super::heap_files::read(tools, context, &uri, &heap, &path).await? {
                 Some(result) => Ok((result, Freshness::Stable)),

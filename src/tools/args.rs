@@ -62,6 +62,42 @@ pub(crate) fn list(text: &str) -> Vec<&str> {
         .collect()
 }
 
+/// `what` went wrong at `path` of a tool's arguments, naming the argument
+/// unless it is the arguments object itself.
+pub(crate) fn at_argument(
+    path: &serde_path_to_error::Path,
+    what: impl std::fmt::Display,
+) -> String {
+    match path.to_string().as_str() {
+        "." | "" => what.to_string(),
+        path => format!("`{path}`: {what}"),
+    }
+}
+
+/// serde's message without its position (the arguments are one line a
+/// client wrote, not a file) and with JSON's words for Rust's number types.
+pub(crate) fn plain_serde_message(error: &serde_json::Error) -> String {
+    let mut text = error.to_string();
+    let position = format!(" at line {} column {}", error.line(), error.column());
+    if let Some(stripped) = text.strip_suffix(&position) {
+        text = stripped.to_owned();
+    }
+    for (rust, json) in [
+        ("usize", "a non-negative integer"),
+        ("u64", "a non-negative integer"),
+        ("u32", "a non-negative integer"),
+        ("u16", "a non-negative integer"),
+        ("u8", "a non-negative integer"),
+        ("i64", "an integer"),
+        ("i32", "an integer"),
+        ("f64", "a number"),
+        ("f32", "a number"),
+    ] {
+        text = text.replace(&format!("expected {rust}"), &format!("expected {json}"));
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

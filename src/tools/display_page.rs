@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::schema;
-use super::toolbox::{CallContext, Toolbox, structured_result};
+use super::toolbox::{CallContext, HeapName, Toolbox, structured_result};
 use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
 use crate::protocol::uri;
 
@@ -107,6 +107,7 @@ async fn page(toolbox: &Toolbox, context: CallContext<'_>, args: PageArgs) -> Re
     let Some(uri::Resource::HeapFile { heap, path }) = uri::parse(&args.uri) else {
         return Err(not_found());
     };
+    let heap = HeapName::parse(&heap).ok_or_else(not_found)?;
     let heap = toolbox
         .heap_named(context.tenant, &heap)
         .await?

@@ -30,7 +30,7 @@ pub use calls::{TaskSupport, ToolCallError};
 pub use executions::ExecutionView;
 pub use run_js::ANSWERED_DIRECTLY_IF;
 pub use saving::Saves;
-pub use toolbox::{CallContext, MAX_READ_FILE_BYTES, MAX_RESULT_JSON_BYTES, Toolbox};
+pub use toolbox::{CallContext, HeapName, MAX_READ_FILE_BYTES, MAX_RESULT_JSON_BYTES, Toolbox};
 use toolbox::{fits_one_response, result_json_len};
 
 impl Toolbox {
@@ -236,38 +236,11 @@ fn arguments<T: DeserializeOwned>(raw: Option<&RawValue>) -> Result<T, String> {
     let text = raw.map_or("{}", RawValue::get);
     let mut deserializer = serde_json::Deserializer::from_str(text);
     serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
-        let path = e.path().to_string();
-        let what = plain_serde_message(e.inner());
-        if path == "." || path.is_empty() {
-            format!("invalid arguments: {what}")
-        } else {
-            format!("invalid arguments: `{path}`: {what}")
-        }
+        format!(
+            "invalid arguments: {}",
+            args::at_argument(e.path(), args::plain_serde_message(e.inner()))
+        )
     })
-}
-
-/// serde's message without its position (the arguments are one line a
-/// client wrote, not a file) and with JSON's words for Rust's number types.
-fn plain_serde_message(error: &serde_json::Error) -> String {
-    let mut text = error.to_string();
-    let position = format!(" at line {} column {}", error.line(), error.column());
-    if let Some(stripped) = text.strip_suffix(&position) {
-        text = stripped.to_owned();
-    }
-    for (rust, json) in [
-        ("usize", "a non-negative integer"),
-        ("u64", "a non-negative integer"),
-        ("u32", "a non-negative integer"),
-        ("u16", "a non-negative integer"),
-        ("u8", "a non-negative integer"),
-        ("i64", "an integer"),
-        ("i32", "an integer"),
-        ("f64", "a number"),
-        ("f32", "a number"),
-    ] {
-        text = text.replace(&format!("expected {rust}"), &format!("expected {json}"));
-    }
-    text
 }
 
 /// `result`, unless its JSON is over [`MAX_RESULT_JSON_BYTES`]: then a tool

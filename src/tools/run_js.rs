@@ -129,14 +129,8 @@ impl<'de> Deserialize<'de> for Call {
             .filter_map(|argument| all.remove_entry(argument.name))
             .collect();
         // The argument a mistake is in, for the message (a Value loses it).
-        let args =
-            serde_path_to_error::deserialize(serde_json::Value::Object(all)).map_err(|e| {
-                let path = e.path().to_string();
-                match path.as_str() {
-                    "." | "" => D::Error::custom(e.into_inner()),
-                    _ => D::Error::custom(format!("`{path}`: {}", e.into_inner())),
-                }
-            })?;
+        let args = serde_path_to_error::deserialize(serde_json::Value::Object(all))
+            .map_err(|e| D::Error::custom(super::args::at_argument(e.path(), e.inner())))?;
         Ok(Self { args, capabilities })
     }
 }

@@ -38,6 +38,16 @@ struct GoingSave {
 /// The saves going, by tenant and session name.
 type Going = HashMap<(Tenant, String), Vec<GoingSave>>;
 
+/// How a save ended, once it has: `Err` says why its heap was not stored.
+async fn ended_as(mut ended: watch::Receiver<Ended>) -> Result<(), String> {
+    match ended.wait_for(Option::is_some).await.map(|e| e.clone()) {
+        Ok(Some(ended)) => ended,
+        Ok(None) => Ok(()),
+        // The save's task ended without a word (a panic).
+        Err(_) => Err("the task storing it ended".to_owned()),
+    }
+}
+
 /// The saves this process has going, by tenant and session.
 #[derive(Debug)]
 pub struct Saves {
@@ -138,13 +148,9 @@ impl Saves {
             .cloned()
             .unwrap_or_default();
         let mut failed = Vec::new();
-        for GoingSave { id, mut ended, .. } in waiting {
-            let outcome = ended.wait_for(Option::is_some).await.map(|e| e.clone());
-            match outcome {
-                Ok(Some(Err(why))) => failed.push((id, why)),
-                Ok(_) => {}
-                // The save's task ended without a word (a panic).
-                Err(_) => failed.push((id, "the task storing it ended".to_owned())),
+        for GoingSave { id, ended, .. } in waiting {
+            if let Err(why) = ended_as(ended).await {
+                failed.push((id, why));
             }
         }
         failed
@@ -166,14 +172,7 @@ impl Saves {
             .flat_map(|(_, saves)| saves)
             .find(|save| save.id == execution_id)
             .cloned()?;
-        let GoingSave { mut ended, .. } = save;
-        Some(
-            match ended.wait_for(Option::is_some).await.map(|e| e.clone()) {
-                Ok(Some(ended)) => ended,
-                Ok(None) => Ok(()),
-                Err(_) => Err("the task storing it ended".to_owned()),
-            },
-        )
+        Some(ended_as(save.ended).await)
     }
 
     /// Waits for every save going in this process (before it exits).

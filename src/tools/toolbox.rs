@@ -46,6 +46,26 @@ pub struct Toolbox {
     pub saves: Arc<super::saving::Saves>,
 }
 
+/// How a resource URI names a heap: by its key, or by the execution id of
+/// the run that left it (which every answer has, before the key exists).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeapName {
+    /// The heap's key.
+    Key(crate::heap::HeapKey),
+    /// The execution id of the run whose output heap it is.
+    Run(uuid::Uuid),
+}
+
+impl HeapName {
+    /// The name a URI's heap segment is, if it is one.
+    pub fn parse(segment: &str) -> Option<Self> {
+        match crate::heap::HeapKey::parse(segment) {
+            Ok(key) => Some(Self::Key(key)),
+            Err(_) => segment.parse().ok().map(Self::Run),
+        }
+    }
+}
+
 impl Toolbox {
     /// The upstream MCP servers of code mode, connected on the calling
     /// runtime (the one the engine's runs share); `None` when none is
@@ -86,19 +106,16 @@ impl Toolbox {
             .and_then(|key| crate::heap::HeapKey::parse(&key).ok()))
     }
 
-    /// The heap a resource URI's heap segment names: a heap key, or the
-    /// execution id of the run that left it ([`Self::heap_of_run`]).
+    /// The heap `name` names: the key itself, or the output heap of the run
+    /// ([`Self::heap_of_run`]).
     pub async fn heap_named(
         &self,
         tenant: &Tenant,
-        segment: &str,
+        name: &HeapName,
     ) -> Result<Option<crate::heap::HeapKey>, String> {
-        if let Ok(key) = crate::heap::HeapKey::parse(segment) {
-            return Ok(Some(key));
-        }
-        match segment.parse::<uuid::Uuid>() {
-            Ok(id) => self.heap_of_run(tenant, id).await,
-            Err(_) => Ok(None),
+        match name {
+            HeapName::Key(key) => Ok(Some(key.clone())),
+            HeapName::Run(id) => self.heap_of_run(tenant, *id).await,
         }
     }
 

@@ -40,6 +40,15 @@ fn capture() -> (Buffer, tracing::subscriber::DefaultGuard) {
     (buffer, tracing::subscriber::set_default(subscriber))
 }
 
+/// The first line `buffer` holds whose message `is`, failing with all it holds.
+fn line_where(buffer: &Buffer, is: impl Fn(&str) -> bool) -> Value {
+    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("every line is JSON"))
+        .find(|l| l["message"].as_str().is_some_and(&is))
+        .unwrap_or_else(|| panic!("no such line in {text}"))
+}
+
 #[tokio::test]
 async fn the_request_line_has_its_fields_at_the_top_level() {
     let (buffer, _default) = capture();
@@ -65,12 +74,7 @@ async fn the_request_line_has_its_fields_at_the_top_level() {
         .unwrap();
     assert_eq!(response.status(), 200);
 
-    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
-    let line: Value = text
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).expect("every line is JSON"))
-        .find(|l| l["message"] == "request")
-        .unwrap_or_else(|| panic!("no request line in {text}"));
+    let line = line_where(&buffer, |m| m == "request");
     assert_eq!(line["request_id"], "request-7", "{line}");
     assert!(line["cold_start"].is_boolean(), "{line}");
     assert_eq!(line["tool"], "run_js", "{line}");
@@ -81,6 +85,7 @@ async fn the_request_line_has_its_fields_at_the_top_level() {
         "arn:aws:iam::123456789012:user/agent-operator",
     );
     assert_eq!(line["tenant"], tenant.id().unwrap(), "{line}");
+    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
     assert!(!text.contains("agent-operator"), "{text}");
     assert_eq!(line["heap"].as_str().map(str::len), Some(64), "{line}");
     assert!(line["execution_id"].is_string(), "{line}");
@@ -114,12 +119,7 @@ async fn a_streamed_answer_ends_with_a_line_that_has_the_runs_fields() {
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     response.into_body().collect().await.unwrap();
 
-    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
-    let line: Value = text
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|l| l["message"] == "streamed answer ended")
-        .unwrap_or_else(|| panic!("no end line in {text}"));
+    let line = line_where(&buffer, |m| m == "streamed answer ended");
     assert_eq!(line["tool"], "run_js", "{line}");
     assert_eq!(line["status"], "completed", "{line}");
     assert!(line["execution_id"].is_string(), "{line}");
@@ -154,12 +154,7 @@ async fn a_sessionless_call_logs_the_same_fields() {
     assert_eq!(response.status(), 200);
     response.into_body().collect().await.unwrap();
 
-    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
-    let line: Value = text
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|l| l["message"] == "request")
-        .unwrap_or_else(|| panic!("no request line in {text}"));
+    let line = line_where(&buffer, |m| m == "request");
     assert_eq!(line["rpc.method"], "tools/call", "{line}");
     assert_eq!(line["tool"], "run_js", "{line}");
     assert_eq!(line["status"], "completed", "{line}");
@@ -187,16 +182,7 @@ async fn a_call_the_client_abandons_leaves_a_line() {
         "the run takes 3 s"
     );
 
-    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
-    let line: Value = text
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|l| {
-            l["message"]
-                .as_str()
-                .is_some_and(|m| m.starts_with("request abandoned"))
-        })
-        .unwrap_or_else(|| panic!("no line for the abandoned call in {text}"));
+    let line = line_where(&buffer, |m| m.starts_with("request abandoned"));
     assert_eq!(line["tool"], "run_js", "{line}");
     assert_eq!(line["rpc.method"], "tools/call", "{line}");
     assert!(line["duration_ms"].is_u64(), "{line}");
