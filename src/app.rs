@@ -390,6 +390,7 @@ pub fn with_engine(config: &Config, engine_config: EngineConfig, stores: Stores)
             .answer_before_save_mb
             .map(|mb| mb as u64 * 1024 * 1024),
         saves: Default::default(),
+        answer_budget_bytes: config.engine.answer_budget_kb * 1024,
     };
     let transport = TransportConfig {
         session_ttl_secs: config.transport.session_ttl_secs,

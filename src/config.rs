@@ -129,6 +129,10 @@ pub struct EngineSettings {
     /// `MCP_V8_MAX_RESULT_BYTES`: longest `result` a run returns; longer ones
     /// are cut with a marker.
     pub max_result_bytes: usize,
+    /// `MCP_V8_ANSWER_BUDGET_KB`: most KiB of JSON a run's answer gives its
+    /// text, and again its `structuredContent`; the rest is kept with the
+    /// run and linked.
+    pub answer_budget_kb: usize,
     /// `MCP_V8_READY_HEAPS_MB` as set: most memory of heaps engine workers
     /// keep restored for the next call ([`Self::ready_heaps_mb`]).
     pub ready_heaps_mb_set: Option<usize>,
@@ -298,6 +302,21 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
                 reason: "expected true or false".into(),
             }),
         }
+    }
+
+    /// `MCP_V8_ANSWER_BUDGET_KB`: 32 by default; at least 4 (the outcome's
+    /// own fields and the notes of what was cut need that), at most 1024
+    /// (text and `structuredContent`, escaped, must fit one response).
+    fn answer_budget_kb(&self) -> Result<usize, ConfigError> {
+        let kb = self.number("MCP_V8_ANSWER_BUDGET_KB", 32usize, Least::One)?;
+        if (4..=1024).contains(&kb) {
+            return Ok(kb);
+        }
+        Err(ConfigError {
+            name: "MCP_V8_ANSWER_BUDGET_KB",
+            value: kb.to_string(),
+            reason: "expected KiB from 4 to 1024".into(),
+        })
     }
 
     /// `MCP_V8_INVOKE_MODE`: whether responses may stream. A local server
@@ -617,6 +636,7 @@ impl EngineSettings {
             },
             lambda_max_concurrency,
             max_result_bytes: vars.number("MCP_V8_MAX_RESULT_BYTES", 1024 * 1024, Least::One)?,
+            answer_budget_kb: vars.answer_budget_kb()?,
             ready_heaps_mb_set: vars
                 .get("MCP_V8_READY_HEAPS_MB")
                 .is_some()

@@ -58,7 +58,8 @@ pub use host::{FileLimits, FileRead, FileSource, MAX_DISPLAY_BYTES, MAX_DISPLAYS
 pub use node::modules::ModuleSettings;
 pub use node::process::ProcessSettings;
 pub use outcome::{
-    Displayed, EngineError, RunError, RunOutcome, RunReport, RunStatus, cap_text, cap_text_ends,
+    Displayed, EngineError, RunError, RunOutcome, RunReport, RunStatus, StandIn, cap_text,
+    cap_text_ends,
 };
 pub use prelude::{FilePrelude, PreludeSource};
 pub use services::Clients as HostClients;

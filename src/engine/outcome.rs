@@ -67,7 +67,8 @@ pub struct RunOutcome {
     pub execution_id: Uuid,
     /// How it ended.
     pub status: RunStatus,
-    /// Completion value: JSON when it has a JSON form, readable text otherwise, null for undefined.
+    /// Completion value: JSON when it has a JSON form, readable text otherwise, null for undefined. In an answer, a value over the answer budget is an object instead: a stand-in with its type, size, a preview and the URI of the whole.
+    #[schemars(with = "Option<ResultField>")]
     pub result: Option<String>,
     /// Captured console output.
     pub output: String,
@@ -96,6 +97,37 @@ pub struct RunOutcome {
     /// name beside the fields above.
     #[serde(flatten)]
     pub reports: serde_json::Map<String, serde_json::Value>,
+}
+
+/// What `result` holds in an answer: the value's text, or a stand-in for
+/// a value over the answer budget (only the output schema names it).
+#[derive(schemars::JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum ResultField {
+    /// The value as JSON, or readable text.
+    Text(String),
+    /// In place of a value the answer had no room for.
+    StandIn(StandIn),
+}
+
+/// In an answer, the stand-in for a completion value over its budget:
+/// what it is, a preview, and where the whole is kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StandIn {
+    /// `array`, `object`, `string`, `number`, ... or `text` when the value has no JSON form.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Length of the value's text (its JSON) in bytes.
+    pub bytes: usize,
+    /// Elements of an array, keys of an object, characters of a string.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub length: Option<usize>,
+    /// The start of the value's text.
+    pub preview: String,
+    /// Where the whole text is kept (resources/read), when the run is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uri: Option<String>,
 }
 
 /// An outcome plus what was really executed (JavaScript after type stripping),

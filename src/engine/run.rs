@@ -282,6 +282,11 @@ pub(super) fn finish(
     job: &Job,
     mut classified: Classified,
 ) -> JobResult {
+    if let Classified::Ended(RunStatus::OutOfMemory, error) = &mut classified
+        && let Some(held) = what_held(isolate)
+    {
+        error.message = format!("{}; {held}", error.message);
+    }
     if let Classified::Ended(RunStatus::TimedOut, error) = &mut classified
         && let Some(pending) = isolate
             .get_slot::<super::web::Timers>()
@@ -406,6 +411,45 @@ impl Classified {
             _ => {}
         }
     }
+}
+
+/// What held a heap that reached its limit, as far as V8 can say: it
+/// counts bytes by space, not by type, and its large-object spaces hold
+/// each value over about 128 KiB (a big array's backing store, a long
+/// string), which tells one huge value from very many small ones.
+fn what_held(isolate: &mut v8::Isolate) -> Option<String> {
+    let mut large = 0usize;
+    let mut other = 0usize;
+    for index in 0..isolate.number_of_heap_spaces() {
+        let Some(space) = isolate.get_heap_space_statistics(index) else {
+            continue;
+        };
+        let name = space.space_name().to_string_lossy();
+        if name.contains("lo_space") || name.contains("large_object") {
+            large += space.space_used_size();
+        } else {
+            other += space.space_used_size();
+        }
+    }
+    let mib = |bytes: usize| bytes.div_ceil(1024 * 1024);
+    if large + other == 0 {
+        return None;
+    }
+    Some(if large >= other {
+        format!(
+            "most of it, {} MiB, was large values (each over about 128 KiB: a long array, string \
+             or Map), {} MiB many smaller objects",
+            mib(large),
+            mib(other)
+        )
+    } else {
+        format!(
+            "most of it, {} MiB, was many small objects (rows, records, closures), {} MiB large \
+             values (each over about 128 KiB)",
+            mib(other),
+            mib(large)
+        )
+    })
 }
 
 /// `fired`: the deadline passed before the run was taken down, so whatever

@@ -40,6 +40,35 @@ pub mod code {
 /// that skip values without a recursion limit, away from pathological input.
 pub const MAX_NESTING: usize = 64;
 
+/// serde's message in plain words, for a person: JSON's names for Rust's
+/// number types, and the position only where it helps (a body that is not
+/// JSON) as `(line L, column C)`, not serde's `at line L column C`; a
+/// value of the wrong shape is named by its field instead.
+pub fn plain_json_error(error: &serde_json::Error) -> String {
+    let mut text = error.to_string();
+    let position = format!(" at line {} column {}", error.line(), error.column());
+    if let Some(stripped) = text.strip_suffix(&position) {
+        text = stripped.to_owned();
+        if error.is_syntax() || error.is_eof() {
+            text = format!("{text} (line {}, column {})", error.line(), error.column());
+        }
+    }
+    for (rust, json) in [
+        ("usize", "a non-negative integer"),
+        ("u64", "a non-negative integer"),
+        ("u32", "a non-negative integer"),
+        ("u16", "a non-negative integer"),
+        ("u8", "a non-negative integer"),
+        ("i64", "an integer"),
+        ("i32", "an integer"),
+        ("f64", "a number"),
+        ("f32", "a number"),
+    ] {
+        text = text.replace(&format!("expected {rust}"), &format!("expected {json}"));
+    }
+    text
+}
+
 /// Whether `body` nests arrays and objects deeper than `max`, scanning the
 /// bytes once (brackets inside strings do not count). Malformed JSON is left
 /// for the parser to report.

@@ -31,6 +31,9 @@ pub const SESSION_LOG_TEMPLATE: &str = "mcp-v8://sessions/{name}/log";
 pub const EXECUTIONS: &str = "mcp-v8://executions/";
 /// The template of an execution record.
 pub const EXECUTION_TEMPLATE: &str = "mcp-v8://executions/{id}";
+/// A run's whole output or result, kept with its record (`?page=N` reads a
+/// page of the answer budget's size).
+pub const RUN_TEXT_TEMPLATE: &str = "mcp-v8://executions/{id}/{part}{?page}";
 /// The prefix of an upstream server's declarations.
 const MCP_SERVERS: &str = "mcp-v8://mcp-servers/";
 const TOOLS_D_TS: &str = "/tools.d.ts";
@@ -38,6 +41,33 @@ const TOOLS_D_TS: &str = "/tools.d.ts";
 /// The URI of the log of session `name`.
 pub fn session_log_uri(name: &str) -> String {
     format!("{SESSIONS}{}{LOG}", segment(name))
+}
+
+/// Which text of a run a URI names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunText {
+    /// The console output.
+    Output,
+    /// The completion value's text.
+    Result,
+}
+
+impl RunText {
+    /// The segment that names it, which is also its field in the record.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Output => "output",
+            Self::Result => "result",
+        }
+    }
+}
+
+/// The URI of run `id`'s `part`, or of one page of it.
+pub fn run_text_uri(id: uuid::Uuid, part: RunText, page: Option<usize>) -> String {
+    match page {
+        Some(page) => format!("{EXECUTIONS}{id}/{}?page={page}", part.as_str()),
+        None => format!("{EXECUTIONS}{id}/{}", part.as_str()),
+    }
 }
 
 /// The name of `display()` block `index` (from 1) of an execution: not
@@ -89,6 +119,16 @@ pub enum Resource {
     SessionLog(String),
     /// An execution record.
     Execution(uuid::Uuid),
+    /// A run's output or result, whole (`page` `None`) or one page; a page
+    /// that is not a positive number is `Some(0)`, which no text has.
+    RunText {
+        /// The run's execution id.
+        id: uuid::Uuid,
+        /// Which text.
+        part: RunText,
+        /// `?page=N`.
+        page: Option<usize>,
+    },
     /// An upstream server's declarations.
     Declarations(String),
 }
@@ -125,8 +165,25 @@ pub fn parse(uri: &str) -> Option<Resource> {
         let name = percent_decode_str(encoded).decode_utf8().ok()?;
         return Some(Resource::SessionLog(name.into_owned()));
     }
-    let id = uri.strip_prefix(EXECUTIONS)?;
-    id.parse().ok().map(Resource::Execution)
+    let rest = uri.strip_prefix(EXECUTIONS)?;
+    if let Some((id, rest)) = rest.split_once('/') {
+        let (part, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let part = match part {
+            "output" => RunText::Output,
+            "result" => RunText::Result,
+            _ => return None,
+        };
+        let page = match query {
+            "" => None,
+            query => Some(query.strip_prefix("page=")?.parse().unwrap_or(0)),
+        };
+        return Some(Resource::RunText {
+            id: id.parse().ok()?,
+            part,
+            page,
+        });
+    }
+    rest.parse().ok().map(Resource::Execution)
 }
 
 #[cfg(test)]
@@ -178,5 +235,29 @@ mod tests {
             Some(Resource::Declarations("gh".into()))
         );
         assert_eq!(parse("https://example.com/"), None);
+    }
+
+    #[test]
+    fn a_runs_text_is_named_whole_or_by_page() {
+        let id = uuid::Uuid::new_v4();
+        for (part, page) in [(RunText::Output, None), (RunText::Result, Some(3))] {
+            let uri = run_text_uri(id, part, page);
+            assert_eq!(
+                parse(&uri),
+                Some(Resource::RunText { id, part, page }),
+                "{uri}"
+            );
+        }
+        let page = |query: &str| parse(&format!("{EXECUTIONS}{id}/output?{query}"));
+        assert_eq!(
+            page("page=x"),
+            Some(Resource::RunText {
+                id,
+                part: RunText::Output,
+                page: Some(0)
+            })
+        );
+        assert_eq!(page("offset=1"), None);
+        assert_eq!(parse(&format!("{EXECUTIONS}{id}/displays/1")), None);
     }
 }

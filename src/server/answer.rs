@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
-use crate::protocol::jsonrpc::code;
+use crate::protocol::jsonrpc::{code, plain_json_error};
 use crate::protocol::mcp::{
     CacheHints, CallToolResult, DiscoverResult, EmptyResult, GetPromptResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, ReadResourceResult,
@@ -179,6 +179,10 @@ impl From<ToolCallError> for MethodError {
 
 /// A method's params, or -32602 saying what is wrong with them.
 pub(super) fn params_of<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, MethodError> {
-    serde_json::from_str(params.map_or("null", RawValue::get))
-        .map_err(|e| MethodError::new(code::INVALID_PARAMS, format!("Invalid params: {e}")))
+    serde_json::from_str(params.map_or("null", RawValue::get)).map_err(|e| {
+        MethodError::new(
+            code::INVALID_PARAMS,
+            format!("Invalid params: {}", plain_json_error(&e)),
+        )
+    })
 }

@@ -59,6 +59,15 @@ a directory as JSON listing its entries with their URIs. Files up to about 3.7 M
 expires from the registry.",
                 mime_type: JSON,
             },
+            ResourceTemplate {
+                uri_template: uri::RUN_TEXT_TEMPLATE,
+                name: "run-text",
+                title: "A run's whole output or result",
+                description: "The console output ({part} output) or the result's text ({part} result) of one of \
+your run_js calls, as its record keeps it, when its answer had no room for all of it (the answer names this URI). \
+Without ?page the whole; ?page=N reads page N (from 1) in pages of the answer budget's size.",
+                mime_type: "text/plain",
+            },
         ],
     }
 }
@@ -129,6 +138,7 @@ enum Named {
     /// the run that left it (readable as soon as the answer, which has the
     /// id and not always the key): [`Toolbox::heap_named`].
     HeapFile(HeapName, String),
+    RunText(Uuid, uri::RunText, Option<usize>),
     Declarations(String),
 }
 
@@ -138,6 +148,7 @@ fn parse(uri: &str) -> Option<Named> {
         uri::Resource::HeapFile { heap, path } => Named::HeapFile(HeapName::parse(&heap)?, path),
         uri::Resource::SessionLog(name) => Named::Log(LogicalSession::parse(&name).ok()?),
         uri::Resource::Execution(id) => Named::Execution(id),
+        uri::Resource::RunText { id, part, page } => Named::RunText(id, part, page),
         uri::Resource::Declarations(server) => Named::Declarations(server),
     })
 }
@@ -146,6 +157,27 @@ fn parse(uri: &str) -> Option<Named> {
 /// same for a malformed URI, an unknown one and another tenant's.
 fn not_found(uri: &str) -> MethodError {
     MethodError::new(code::INVALID_PARAMS, "Resource not found").with_data(json!({ "uri": uri }))
+}
+
+/// The execution record `id` of the caller, once a save its run answered
+/// before has ended (the record is written then).
+async fn execution(
+    tools: &Toolbox,
+    context: CallContext<'_>,
+    id: Uuid,
+    uri: &str,
+) -> Result<crate::meta::ExecutionRecord, MethodError> {
+    if let Some(Err(why)) = tools.saves.wait_for_run(context.tenant, id).await {
+        return Err(MethodError::internal(format!(
+            "execution {id} ran, but its heap was not stored, so it has no record: {why}"
+        )));
+    }
+    tools
+        .meta
+        .get_execution(context.tenant, id, unix_now())
+        .await
+        .map_err(|e| MethodError::internal(format!("could not read the execution registry: {e}")))?
+        .ok_or_else(|| not_found(uri))
 }
 
 /// Reads a session log (the first page) or an execution record.
@@ -178,17 +210,48 @@ pub(super) async fn read(
             (log, Freshness::Changing)
         }
         Some(Named::Execution(id)) => {
-            let record = tools
-                .meta
-                .get_execution(context.tenant, id, unix_now())
-                .await
-                .map_err(|e| {
-                    MethodError::internal(format!("could not read the execution registry: {e}"))
-                })?
-                .ok_or_else(|| not_found(&uri))?;
+            let record = execution(tools, context, id, &uri).await?;
             let view = serde_json::to_value(ExecutionView::from(record))
                 .expect("execution views serialize");
             (view, Freshness::Stable)
+        }
+        Some(Named::RunText(id, part, page)) => {
+            let record = execution(tools, context, id, &uri).await?;
+            let text = match record.outcome.get(part.as_str()) {
+                Some(serde_json::Value::String(text)) => text.as_str(),
+                _ => return Err(not_found(&uri)),
+            };
+            let size = tools.answer_budget_bytes;
+            let text = match page {
+                None => text,
+                Some(n) => crate::tools::page(text, n, size).ok_or_else(|| {
+                    let pages = crate::tools::pages(text.len(), size);
+                    MethodError::new(
+                        code::INVALID_PARAMS,
+                        format!(
+                            "{uri} names no page: the {} of execution {id} has {pages} pages of {size} \
+                             bytes, ?page=1 to ?page={pages}",
+                            part.as_str()
+                        ),
+                    )
+                    .with_data(json!({ "uri": uri }))
+                })?,
+            };
+            let mime_type = match part {
+                uri::RunText::Result if serde_json::from_str::<serde_json::Value>(text).is_ok() => {
+                    JSON
+                }
+                _ => "text/plain",
+            };
+            let result = ReadResourceResult {
+                contents: vec![ResourceContents {
+                    uri,
+                    mime_type: mime_type.into(),
+                    text: Some(text.to_owned()),
+                    blob: None,
+                }],
+            };
+            return Ok((result, Freshness::Stable));
         }
         Some(Named::HeapFile(heap, path)) => {
             let heap = match tools.heap_named(context.tenant, &heap).await {

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::engine::{EngineConfig, RunOutcome, RunStatus};
+use crate::engine::{EngineConfig, EngineError, RunError, RunOutcome, RunStatus};
 
 /// What a run asked for: its limits (else the defaults) and its code.
 pub(super) struct Asked {
@@ -55,25 +55,159 @@ pub(super) fn advise(outcome: &mut RunOutcome, limits: &EngineConfig, asked: &As
                 )
             });
         }
-        RunStatus::Failed if continued && error.name == "SyntaxError" => {
+        RunStatus::Failed if error.name == "SyntaxError" => {
             if let Some(name) = redeclared(&error.message)
+                && continued
                 && declarations_of(&asked.code, name) < 2
             {
-                let advice = format!(
-                    ": an earlier run of this heap declared `{name}`, and declarations stay. Assign \
-                     it without let/const (`{name} = …`) to replace its value, use another name, or \
-                     start from heap \"\" to begin fresh"
+                add(
+                    error,
+                    &format!(
+                        ": an earlier run of this heap declared `{name}`, and declarations stay. \
+                         Assign it without let/const (`{name} = …`) to replace its value, use another \
+                         name, or start from heap \"\" to begin fresh"
+                    ),
                 );
-                error.message.push_str(&advice);
-                if let Some(stack) = error.stack.as_mut()
-                    && let Some((first, rest)) = stack.split_once('\n')
-                {
-                    *stack = format!("{first}{advice}\n{rest}");
+            } else if error
+                .message
+                .starts_with("`await` is only allowed within async functions")
+            {
+                add(
+                    error,
+                    ": mark the function that holds it async (`async function f()`, `async () =>`) \
+                     and await its calls; at the top level of a run, `await` works as it is",
+                );
+            } else if error.message.starts_with("Illegal return statement") {
+                add(
+                    error,
+                    ": a run's result is the value of its last expression, so leave `return` out \
+                     (`return x` becomes `x`); to stop early, put the code in a function: \
+                     `const main = async () => { … }; await main()`",
+                );
+            }
+        }
+        RunStatus::Failed
+            if error.name == "TypeError"
+                && error.message.starts_with("Assignment to constant variable") =>
+        {
+            add(
+                error,
+                &if continued {
+                    " A const binding keeps its first value, and one an earlier run of this heap \
+                     declared stays const: keep the new value under another name, or start from \
+                     heap \"\" and declare it with let"
+                        .to_owned()
+                } else {
+                    " A const binding keeps its first value: declare it with let to assign it again"
+                        .to_owned()
+                },
+            );
+        }
+        RunStatus::Failed if error.name == "ReferenceError" => {
+            if let Some(name) = undefined_name(&error.message) {
+                let advice = not_defined(name, continued);
+                if let Some(advice) = advice {
+                    add(error, &advice);
                 }
             }
         }
         _ => {}
     }
+}
+
+/// Appends `advice` to `error`'s message and to the first line of its
+/// stack, which repeats the message.
+fn add(error: &mut RunError, advice: &str) {
+    error.message.push_str(advice);
+    if let Some(stack) = error.stack.as_mut()
+        && let Some((first, rest)) = stack.split_once('\n')
+    {
+        *stack = format!("{first}{advice}\n{rest}");
+    }
+}
+
+/// The message of a request the engine refused before running it, in the
+/// terms of `run_js`'s arguments.
+pub(super) fn refused(error: &EngineError) -> String {
+    match error {
+        EngineError::CodeTooLarge { len, max } => format!(
+            "code is {len} bytes, over the {max}-byte limit: pass data as `files` (written to /work \
+             before the code runs, read with fs.readFileSync) or fetch it, instead of inlining it in \
+             the code"
+        ),
+        EngineError::TimeoutOutOfRange { max_secs } => format!(
+            "execution_timeout_secs is at most {max_secs} s here: do the work in parts over several \
+             runs (the heap keeps what each leaves)"
+        ),
+        EngineError::HeapLimitOutOfRange { asked, max_mb } => format!(
+            "heap_memory_max_mb must be from 8 to {max_mb} (MiB) here, got {asked}: keep less in \
+             memory at once (write large data to /work files and read it in parts)"
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// `x` of V8's `x is not defined`.
+fn undefined_name(message: &str) -> Option<&str> {
+    let name = message.strip_suffix(" is not defined")?;
+    (!name.is_empty() && !name.contains(' ')).then_some(name)
+}
+
+/// Node's core modules a run offers, which Node's REPL has as globals.
+const CORE_MODULES: &[&str] = &[
+    "fs",
+    "path",
+    "util",
+    "events",
+    "assert",
+    "stream",
+    "string_decoder",
+    "url",
+    "timers",
+    "perf_hooks",
+    "buffer",
+];
+
+/// Browser globals a run does not have.
+const BROWSER_ONLY: &[&str] = &[
+    "document",
+    "window",
+    "localStorage",
+    "sessionStorage",
+    "XMLHttpRequest",
+    "alert",
+    "HTMLElement",
+    "DOMParser",
+    "indexedDB",
+];
+
+/// What to do about `name is not defined`; `continued`: the run started
+/// from a heap.
+fn not_defined(name: &str, continued: bool) -> Option<String> {
+    if CORE_MODULES.contains(&name) {
+        return Some(format!(
+            ": Node's REPL has core modules as globals, a run does not: add \
+             `const {name} = require('node:{name}')` (or `import {name} from 'node:{name}'`)"
+        ));
+    }
+    if BROWSER_ONLY.contains(&name) {
+        return Some(
+            ": a run is not a browser, it has no DOM and no storage: build HTML as a string and \
+             show it with display(html, { mimeType: \"text/html\" }); keep data in variables (heap: \"latest\") or /work files"
+                .to_owned(),
+        );
+    }
+    if name == "print" {
+        return Some(": use console.log (print is Python's)".to_owned());
+    }
+    // Only a name the code could have meant from before: a fresh isolate
+    // has nothing of earlier runs.
+    (!continued).then(|| {
+        format!(
+            ": this run started from a fresh isolate. If an earlier run defined `{name}`, continue \
+             its heap: pass heap: \"latest\" (with a logical session) or that run's heap key"
+        )
+    })
 }
 
 /// `sales` of `Identifier 'sales' has already been declared (line 1, …)`.

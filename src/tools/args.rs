@@ -74,30 +74,6 @@ pub(crate) fn at_argument(
     }
 }
 
-/// serde's message without its position (the arguments are one line a
-/// client wrote, not a file) and with JSON's words for Rust's number types.
-pub(crate) fn plain_serde_message(error: &serde_json::Error) -> String {
-    let mut text = error.to_string();
-    let position = format!(" at line {} column {}", error.line(), error.column());
-    if let Some(stripped) = text.strip_suffix(&position) {
-        text = stripped.to_owned();
-    }
-    for (rust, json) in [
-        ("usize", "a non-negative integer"),
-        ("u64", "a non-negative integer"),
-        ("u32", "a non-negative integer"),
-        ("u16", "a non-negative integer"),
-        ("u8", "a non-negative integer"),
-        ("i64", "an integer"),
-        ("i32", "an integer"),
-        ("f64", "a number"),
-        ("f32", "a number"),
-    ] {
-        text = text.replace(&format!("expected {rust}"), &format!("expected {json}"));
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,6 +56,13 @@ pub(super) struct Target<'a> {
     pub execution_id: Uuid,
     /// Bytes of JSON the blocks may take in the answer.
     pub room: usize,
+    /// Bytes of JSON text blocks may take: what the answer budget leaves
+    /// after the run's own text. A text block over it is a link to its
+    /// /work file when there is one (images cost a model the same at any
+    /// size, and a block no file holds would be lost).
+    pub text_room: usize,
+    /// The answer budget, for the warning.
+    pub budget: usize,
     /// The client's protocol has `resource_link` (2025-06-18 on).
     pub links: bool,
 }
@@ -73,6 +80,7 @@ pub(super) fn blocks(displays: Vec<Displayed>, target: &Target<'_>) -> Shown {
         entries: Vec::with_capacity(displays.len()),
     };
     let mut room = target.room;
+    let mut text_room = target.text_room;
     for (index, displayed) in displays.into_iter().enumerate() {
         let label = describe(index, &displayed);
         shown.entries.push(DisplayEntry {
@@ -87,9 +95,15 @@ pub(super) fn blocks(displays: Vec<Displayed>, target: &Target<'_>) -> Shown {
             .as_ref()
             .map(|bytes| block_of(&displayed, bytes, index, target));
         let cost = block.as_ref().map(json_cost);
+        let is_text = matches!(block, Some(Content::Text { .. } | Content::Resource { .. }));
+        let linked = displayed.path.is_some() && target.heap.is_some();
+        let over_budget = is_text && linked && cost.is_some_and(|cost| cost > text_room);
         match (block, cost) {
-            (Some(block), Some(cost)) if cost <= room => {
+            (Some(block), Some(cost)) if cost <= room && !over_budget => {
                 room -= cost;
+                if is_text {
+                    text_room = text_room.saturating_sub(cost);
+                }
                 shown.entries[index].content = Some(at);
                 shown.content.push(block);
             }
@@ -109,7 +123,12 @@ pub(super) fn blocks(displays: Vec<Displayed>, target: &Target<'_>) -> Shown {
                                  resources/read answers with files of at most {MAX_READ_FILE_BYTES} bytes"
                             )
                         };
-                        let description = format!("{label} did not fit one answer; {read}");
+                        let over = if over_budget {
+                            format!("the answer budget of {} bytes (MCP_V8_ANSWER_BUDGET_KB)", target.budget)
+                        } else {
+                            "what one answer carries (5 MiB)".to_owned()
+                        };
+                        let description = format!("{label} is over {over}; {read}");
                         let block = if target.links {
                             Content::ResourceLink {
                                 name: displayed.name.clone().unwrap_or_else(|| {
@@ -127,7 +146,7 @@ pub(super) fn blocks(displays: Vec<Displayed>, target: &Target<'_>) -> Shown {
                         shown.entries[index].content = Some(at);
                         shown.content.push(block);
                         shown.warnings.push(format!(
-                            "{label} is over what one answer carries (5 MiB), so it is a link to {uri}, the file in /work that holds the same bytes"
+                            "{label} is over {over}, so it is a link to {uri}, the file in /work that holds the same bytes"
                         ));
                     }
                     None => shown.warnings.push(format!(
@@ -213,6 +232,8 @@ mod tests {
             heap: heap.map(HeapKey::as_str),
             execution_id: Uuid::nil(),
             room,
+            text_room: room,
+            budget: room,
             links,
         }
     }
@@ -286,6 +307,41 @@ mod tests {
         let json = serde_json::to_value(&shown.content).unwrap();
         assert_eq!(json[0]["type"], "text");
         assert!(json[0]["text"].as_str().unwrap().contains("/files/a.png"));
+    }
+
+    #[test]
+    fn text_past_the_answer_budget_is_a_link_while_images_and_unkept_text_stay() {
+        let heap = HeapKey::parse(&"cd".repeat(32)).unwrap();
+        let html = "<p>row</p>".repeat(500);
+        let png = vec![7u8; 8192];
+        let mut target = target(Some(&heap), 1 << 20, true);
+        target.text_room = 1024;
+        target.budget = 4096;
+        let shown = blocks(
+            vec![
+                displayed("text/html", html.as_bytes(), Some("/work/report.html")),
+                displayed("image/png", &png, Some("/work/chart.png")),
+                displayed("text/plain", html.as_bytes(), None),
+                displayed("text/plain", b"small", Some("/work/small.txt")),
+            ],
+            &target,
+        );
+        let json = serde_json::to_value(&shown.content).unwrap();
+        assert_eq!(json[0]["type"], "resource_link", "{json}");
+        assert!(
+            json[0]["description"]
+                .as_str()
+                .unwrap()
+                .contains("over the answer budget of 4096 bytes (MCP_V8_ANSWER_BUDGET_KB)"),
+            "{json}"
+        );
+        assert_eq!(json[1]["type"], "image");
+        assert_eq!(
+            json[2]["type"], "text",
+            "no file holds it: carried, not lost"
+        );
+        assert_eq!(json[3]["text"], "small");
+        assert_eq!(shown.warnings.len(), 1, "{:?}", shown.warnings);
     }
 
     #[test]

@@ -5,8 +5,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::budget::{self, Kept, ResultForm};
 use super::schema;
-use super::toolbox::{CallContext, Toolbox, structured_result};
+use super::toolbox::{CallContext, Toolbox, json_result};
 use crate::clock::unix_now;
 use crate::meta::ExecutionRecord;
 use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
@@ -82,7 +83,17 @@ pub(super) async fn get(
         .get_execution(context.tenant, id, unix_now())
         .await
     {
-        Ok(Some(record)) => structured_result(&ExecutionView::from(record), false, structured),
+        Ok(Some(record)) => {
+            // The same budget as the run's own answer, and the same links.
+            let json = serde_json::to_value(ExecutionView::from(record))
+                .expect("execution views serialize");
+            let (budget, kept) = (toolbox.answer_budget_bytes, Kept::Record(id));
+            let mut text = json.clone();
+            budget::fit(&mut text, budget, kept, ResultForm::Text);
+            let mut json = json;
+            budget::fit(&mut json, budget, kept, ResultForm::StandIn);
+            json_result(text.to_string(), json, false, structured)
+        }
         Ok(None) => CallToolResult::error(format!(
             "no execution {id} (unknown, or expired from the registry)"
         )),

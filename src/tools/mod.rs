@@ -3,6 +3,7 @@
 
 mod advice;
 mod args;
+mod budget;
 mod calls;
 mod display;
 mod display_page;
@@ -26,6 +27,7 @@ use crate::protocol::mcp::{
 };
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
+pub use budget::{page, pages};
 pub use calls::{TaskSupport, ToolCallError};
 pub use executions::ExecutionView;
 pub use run_js::ANSWERED_DIRECTLY_IF;
@@ -238,7 +240,10 @@ fn arguments<T: DeserializeOwned>(raw: Option<&RawValue>) -> Result<T, String> {
     serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
         format!(
             "invalid arguments: {}",
-            args::at_argument(e.path(), args::plain_serde_message(e.inner()))
+            args::at_argument(
+                e.path(),
+                crate::protocol::jsonrpc::plain_json_error(e.inner())
+            )
         )
     })
 }

@@ -6,20 +6,17 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::budget::{self, Kept, ResultForm};
 use super::schema;
-use super::toolbox::{
-    CallContext, MAX_RESULT_JSON_BYTES, Toolbox, fits_one_response, json_result, result_json_len,
-};
+use super::toolbox::{CallContext, MAX_RESULT_JSON_BYTES, Toolbox, json_result, result_json_len};
 use crate::clock::{rfc3339_millis as rfc3339, unix_now};
 use tracing::Instrument;
 
 use super::saving;
-use crate::engine::{
-    Language, Ran, RunOutcome, RunRequest, RunStatus, Saving, cap_text, cap_text_ends, stored_in,
-};
+use crate::engine::{Language, Ran, RunOutcome, RunRequest, RunStatus, Saving, stored_in};
 use crate::heap::HeapKey;
 use crate::meta::{ExecutionRecord, NewLogEntry, PendingSave, Tags};
-use crate::protocol::mcp::{CallToolResult, STATELESS_VERSION, Tool, ToolAnnotations};
+use crate::protocol::mcp::{CallToolResult, Content, STATELESS_VERSION, Tool, ToolAnnotations};
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
 
@@ -246,7 +243,10 @@ anything else rejects with a TypeError naming the egress policy); ES modules fro
     let description = format!(
         "{base} {GLOBALS_DESCRIPTION} {packages} {fetch} {code_mode}Limits here: timeout {} s by default, at most {} s; heap {} MiB by default, at most {} MiB, \
 and as much again for ArrayBuffer data; console output kept up to {} and the result up to {} (longer text is cut, with a marker); \
-/work files up to {} each, {} and {} files in all.",
+/work files up to {} each, {} and {} files in all. \
+An answer's text stays within {} (and so does structuredContent): longer output keeps its first and last lines, a longer \
+result is cut (in structuredContent it becomes a stand-in object with its type, size and a preview), and the answer names \
+where the whole is kept with the run, mcp-v8://executions/ID/output or /result, readable with resources/read{}.",
         limits.default_timeout.as_secs(),
         max_timeout.as_secs(),
         limits.default_heap_limit_mb,
@@ -256,6 +256,12 @@ and as much again for ArrayBuffer data; console output kept up to {} and the res
         bytes(limits.capabilities.files.max_file_bytes),
         bytes(limits.capabilities.files.max_tree_bytes),
         limits.capabilities.files.max_files,
+        bytes(toolbox.answer_budget_bytes),
+        if stateless {
+            " (not on this stateless server, which keeps nothing)"
+        } else {
+            " whole or in pages (?page=N)"
+        },
     );
     Tool {
         name: NAME,
@@ -364,6 +370,13 @@ fn plan(toolbox: &Toolbox, context: CallContext<'_>, call: Call) -> Result<Plann
         None => None,
         Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => {
             Some(Duration::from_secs_f64(secs))
+        }
+        Some(secs) if secs.is_finite() && secs > 0.0 => {
+            let max = toolbox.engine.config().max_timeout.as_secs();
+            return Err(format!(
+                "execution_timeout_secs is at most {max} s here, got {secs}: do the work in parts \
+                 over several runs (the heap keeps what each leaves)"
+            ));
         }
         Some(secs) => {
             return Err(format!(
@@ -544,7 +557,7 @@ pub(super) async fn call(
     let request = std::mem::take(&mut planned.request);
     let Ran { report, save } = match toolbox.engine.run_then_save(request).await {
         Ok(ran) => ran,
-        Err(e) => return CallToolResult::error(e.to_string()),
+        Err(e) => return CallToolResult::error(super::advice::refused(&e)),
     };
     let completed_at = crate::clock::unix_now_millis();
     let mut outcome = report.outcome;
@@ -623,8 +636,8 @@ pub(super) async fn call(
         );
         let warning = fresh_start_warning(toolbox, context, &planned, None).await;
         outcome.warnings.extend(warning);
-        let view = context.ui_extension;
-        return with_displays(outcome, repl, displays, false, structured, view);
+        let shape = Shape::new(toolbox, &outcome, false, structured, context.ui_extension);
+        return with_displays(outcome, repl, displays, shape);
     }
     // A stateless server keeps nothing: no tool could read a record. A
     // cancelled run leaves nothing either: no log entry, no record.
@@ -649,14 +662,14 @@ pub(super) async fn call(
         }
     }
     let is_error = outcome.status != RunStatus::Completed || metadata_failed;
-    with_displays(
-        outcome,
-        repl,
-        displays,
+    let shape = Shape::new(
+        toolbox,
+        &outcome,
         is_error,
         structured,
         context.ui_extension,
-    )
+    );
+    with_displays(outcome, repl, displays, shape)
 }
 
 /// What storing a heap answered for first needs: the run as answered, and
@@ -747,28 +760,67 @@ impl AfterAnswer {
 /// Room kept for the warnings that blocks which do not fit add to the text.
 const DISPLAY_WARNINGS_ROOM: usize = 64 * 1024;
 
-/// The tool result of `outcome` followed by its `display()` blocks, as
-/// many as fit one response after the run's own text (docs/tools.md); for
-/// a host with an MCP Apps `view`, `_meta` says what each block is.
+/// How a run is answered: the budget its text and `structuredContent`
+/// each keep within, and where what does not fit is kept.
+#[derive(Clone, Copy)]
+struct Shape {
+    is_error: bool,
+    /// The client's protocol has `structuredContent` (2025-06-18 on).
+    structured: bool,
+    /// The host renders the run in an MCP Apps View.
+    view: bool,
+    budget: usize,
+    kept: Kept,
+}
+
+impl Shape {
+    fn new(
+        toolbox: &Toolbox,
+        outcome: &RunOutcome,
+        is_error: bool,
+        structured: bool,
+        view: bool,
+    ) -> Self {
+        let keeps = if toolbox.stateless {
+            Err("a stateless server keeps no runs")
+        } else if outcome.status == RunStatus::Cancelled {
+            Err("a cancelled run keeps nothing")
+        } else {
+            Ok(())
+        };
+        Self {
+            is_error,
+            structured,
+            view,
+            budget: toolbox.answer_budget_bytes,
+            kept: Kept::for_run(outcome.execution_id, keeps),
+        }
+    }
+}
+
+/// The tool result of `outcome` followed by its `display()` blocks: text
+/// blocks as many as fit the answer budget after the run's own text (the
+/// rest are links to their /work files), images as many as fit one
+/// response (docs/tools.md); for a host with an MCP Apps `view`, `_meta`
+/// says what each block is.
 fn with_displays(
     mut outcome: RunOutcome,
     repl: Option<String>,
     displays: Vec<crate::engine::Displayed>,
-    is_error: bool,
-    structured: bool,
-    view: bool,
+    shape: Shape,
 ) -> CallToolResult {
     if displays.is_empty() {
-        let mut result = fitted(outcome, repl, is_error, structured);
-        if view {
+        let mut result = fitted(&outcome, repl.as_deref(), shape);
+        if shape.view {
             result.meta = Some(crate::protocol::apps::displays_meta(&[]));
         }
         return result;
     }
-    let text = fitted(outcome.clone(), repl.clone(), is_error, structured);
+    let text = fitted(&outcome, repl.as_deref(), shape);
     let room = MAX_RESULT_JSON_BYTES
         .saturating_sub(result_json_len(&text))
         .saturating_sub(DISPLAY_WARNINGS_ROOM);
+    let text_len = text.content.first().map_or(0, Content::payload_len);
     // While the heap is being stored, links name it by the run's id.
     let heap = match (&outcome.heap, &outcome.heap_saving) {
         (Some(key), _) => Some(key.as_str().to_owned()),
@@ -781,17 +833,19 @@ fn with_displays(
             heap: heap.as_deref(),
             execution_id: outcome.execution_id,
             room,
+            text_room: shape.budget.saturating_sub(text_len),
+            budget: shape.budget,
             // resource_link came with structured output (2025-06-18).
-            links: structured,
+            links: shape.structured,
         },
     );
     let mut result = if shown.warnings.is_empty() {
         text
     } else {
         outcome.warnings.extend(shown.warnings);
-        fitted(outcome, repl, is_error, structured)
+        fitted(&outcome, repl.as_deref(), shape)
     };
-    if view {
+    if shape.view {
         // The blocks follow the run's own text in `content`.
         let first = result.content.len();
         let entries: Vec<_> = shown
@@ -808,74 +862,32 @@ fn with_displays(
     result
 }
 
-/// The tool result of `outcome`: `structuredContent` as it is, and for the
-/// text the model reads the same JSON with `result` as a REPL displays the
+/// The tool result of `outcome` within the answer budget: the text the
+/// model reads is the outcome's JSON with `result` as a REPL displays the
 /// value (`[ NaN, Infinity, -0 ]`, `10n`, `Map(1) {…}`, `undefined`), which
-/// JSON cannot tell apart. docs/tools.md says what each holds.
-fn shaped(
-    outcome: &RunOutcome,
-    repl: Option<&str>,
-    is_error: bool,
-    structured: bool,
-) -> CallToolResult {
+/// JSON cannot tell apart; `structuredContent` is the outcome as it is.
+/// Each is fitted to the budget on its own ([`budget::fit`]); the
+/// execution record keeps them whole. docs/tools.md says what each holds.
+fn fitted(outcome: &RunOutcome, repl: Option<&str>, shape: Shape) -> CallToolResult {
     let json = serde_json::to_value(outcome).expect("outcomes serialize");
-    let text = match repl {
-        Some(repl) if outcome.status == RunStatus::Completed => {
-            let mut shown = json.clone();
-            shown["result"] = repl.into();
-            shown.to_string()
-        }
-        _ => json.to_string(),
-    };
-    json_result(text, json, is_error, structured)
-}
-
-/// The tool result of `outcome`, with `output` and `result` cut, the longer
-/// first, until it fits one response ([`MAX_RESULT_JSON_BYTES`]):
-/// each is capped already, but JSON escaping can make text six times
-/// longer, and a structured result carries it twice. The execution record
-/// keeps them as they were.
-fn fitted(
-    mut outcome: RunOutcome,
-    mut repl: Option<String>,
-    is_error: bool,
-    structured: bool,
-) -> CallToolResult {
-    let mut cut = false;
-    loop {
-        let result = shaped(&outcome, repl.as_deref(), is_error, structured);
-        if fits_one_response(&result) {
-            return result;
-        }
-        let output_len = outcome.output.len();
-        let result_len = outcome
-            .result
-            .as_ref()
-            .map_or(0, String::len)
-            .max(repl.as_ref().map_or(0, String::len));
-        if output_len.max(result_len) < 1024 {
-            // Nothing left to cut: the generic limit answers.
-            return result;
-        }
-        if !cut {
-            outcome.warnings.push(format!(
-                "output and result were cut to fit one response of {} bytes",
-                MAX_RESULT_JSON_BYTES
-            ));
-            cut = true;
-        }
-        if output_len >= result_len {
-            outcome.output = cap_text_ends(
-                std::mem::take(&mut outcome.output),
-                output_len / 2,
-                "output",
-            );
-        } else {
-            let half = |text: String| cap_text(text, result_len / 2, "result");
-            outcome.result = outcome.result.take().map(half);
-            repl = repl.take().map(half);
-        }
+    let mut shown = json.clone();
+    if let Some(repl) = repl
+        && outcome.status == RunStatus::Completed
+    {
+        shown["result"] = repl.into();
     }
+    budget::fit(&mut shown, shape.budget, shape.kept, ResultForm::Text);
+    let structured = shape.structured.then(|| {
+        let mut json = json;
+        budget::fit(&mut json, shape.budget, shape.kept, ResultForm::StandIn);
+        json
+    });
+    json_result(
+        shown.to_string(),
+        structured.unwrap_or_default(),
+        shape.is_error,
+        shape.structured,
+    )
 }
 
 /// Writes what a stateful run leaves behind: the log entry (with a logical
@@ -969,6 +981,7 @@ mod tests {
             continue_sessions: false,
             answer_before_save_bytes: None,
             saves: Arc::default(),
+            answer_budget_bytes: 32 * 1024,
         }
     }
 

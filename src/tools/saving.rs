@@ -160,7 +160,7 @@ impl Saves {
     /// has it going (or had it, among the ones not yet forgotten): `None`
     /// when it has none, else how it ended (`Err` says why the heap was not
     /// stored).
-    pub(super) async fn wait_for_run(
+    pub async fn wait_for_run(
         &self,
         tenant: &Tenant,
         execution_id: Uuid,

@@ -44,6 +44,10 @@ pub struct Toolbox {
     /// The saves of heaps answered for before they were stored, going in
     /// this process.
     pub saves: Arc<super::saving::Saves>,
+    /// Most bytes of JSON a run's answer gives its text, and again its
+    /// `structuredContent` (`MCP_V8_ANSWER_BUDGET_KB`): what is over it is
+    /// kept with the run and linked (docs/tools.md, "The answer budget").
+    pub answer_budget_bytes: usize,
 }
 
 /// How a resource URI names a heap: by its key, or by the execution id of

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::protocol::jsonrpc::{self, RequestId, code};
+use crate::protocol::jsonrpc::{self, RequestId, code, plain_json_error};
 use crate::server::MethodError;
 
 /// A response with a JSON body.
@@ -87,7 +87,7 @@ impl HttpError {
         Self::new(
             StatusCode::BAD_REQUEST,
             code::PARSE_ERROR,
-            format!("Parse error: {error}"),
+            format!("Parse error: {}", plain_json_error(error)),
         )
     }
 

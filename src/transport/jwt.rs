@@ -117,8 +117,15 @@ impl JwtVerifier {
         validation.set_issuer(&[&self.settings.issuer]);
         validation.set_audience(&[&self.settings.audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        let data = jsonwebtoken::decode::<Claims>(token, &key, &validation)
-            .map_err(|e| JwtError::Invalid(e.to_string()))?;
+        let data = jsonwebtoken::decode::<Claims>(token, &key, &validation).map_err(|e| {
+            JwtError::Invalid(match e.kind() {
+                jsonwebtoken::errors::ErrorKind::Json(json) => format!(
+                    "its claims: {}",
+                    crate::protocol::jsonrpc::plain_json_error(json)
+                ),
+                _ => e.to_string(),
+            })
+        })?;
         Ok(format!("jwt:{}#{}", self.settings.issuer, data.claims.sub))
     }
 

@@ -13,7 +13,7 @@ use super::envelope::{HttpError, check_nesting, json, raw};
 use super::headers::{self, Principal};
 use super::stream::{self, Calls};
 use crate::clock::unix_now;
-use crate::protocol::jsonrpc::{self, Incoming, Message, RequestId, code};
+use crate::protocol::jsonrpc::{self, Incoming, Message, RequestId, code, plain_json_error};
 use crate::protocol::mcp::{self, BATCHING_VERSION, InitializeParams, method};
 use crate::server::McpServer;
 use crate::server::MethodResult;
@@ -89,8 +89,9 @@ pub(super) fn parse_body(body: &[u8]) -> Result<(Vec<Message>, bool), HttpError>
     let messages = items
         .iter()
         .map(|item| {
-            let incoming: Incoming = serde_json::from_str(item.get())
-                .map_err(|e| HttpError::bad_request(format!("Invalid Request: {e}")))?;
+            let incoming: Incoming = serde_json::from_str(item.get()).map_err(|e| {
+                HttpError::bad_request(format!("Invalid Request: {}", plain_json_error(&e)))
+            })?;
             Message::try_from(incoming)
                 .map_err(|e| HttpError::bad_request(format!("Invalid Request: {e}")))
         })
@@ -211,7 +212,7 @@ async fn initialize(
             with_id(HttpError::new(
                 StatusCode::BAD_REQUEST,
                 code::INVALID_PARAMS,
-                format!("Invalid initialize params: {e}"),
+                format!("Invalid initialize params: {}", plain_json_error(&e)),
             ))
         })?;
     let version = mcp::negotiate(&params.protocol_version);

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use super::call::{self, Answer, Post, RequestContext};
 use super::envelope::{HttpError, check_nesting, json, raw};
 use super::stream::Calls;
-use crate::protocol::jsonrpc::{self, Incoming, RequestId, code};
+use crate::protocol::jsonrpc::{self, Incoming, RequestId, code, plain_json_error};
 use crate::protocol::mcp::{
     self, ALL_VERSIONS, ClientInfo, STATELESS_VERSION, StatelessResult, UnsupportedVersionData,
     method,
@@ -124,8 +124,9 @@ pub(super) fn decode(headers: &HeaderMap, body: &[u8]) -> Result<Decoded, HttpEr
             "protocol {STATELESS_VERSION} takes one JSON-RPC message per request, not a batch"
         )));
     }
-    let incoming: Incoming = serde_json::from_str(whole.get())
-        .map_err(|e| HttpError::bad_request(format!("Invalid Request: {e}")))?;
+    let incoming: Incoming = serde_json::from_str(whole.get()).map_err(|e| {
+        HttpError::bad_request(format!("Invalid Request: {}", plain_json_error(&e)))
+    })?;
     if incoming.jsonrpc != "2.0" || incoming.result.is_some() || incoming.error.is_some() {
         return Err(HttpError::bad_request(
             "Invalid Request: the body must be one JSON-RPC 2.0 request or notification",
@@ -276,9 +277,8 @@ fn check_envelope(
                 "params._meta is required in protocol {STATELESS_VERSION}"
             )));
         }
-        Some(raw) => {
-            serde_json::from_str(raw.get()).map_err(|e| invalid(format!("Invalid params: {e}")))?
-        }
+        Some(raw) => serde_json::from_str(raw.get())
+            .map_err(|e| invalid(format!("Invalid params: {}", plain_json_error(&e))))?,
     };
     let Some(meta) = envelope.meta else {
         return Err(invalid(format!(

@@ -25,6 +25,10 @@
 //   node ts_client.mjs URL tasks     2025-11-25 experimental tasks: run_js listed with taskSupport, a run
 //                                    as a task through callToolStream (created, status, result with its heap),
 //                                    tasks/get, tasks/list and tasks/result, then a long run cancelled as a task
+//   node ts_client.mjs URL budget    three answers over the answer budget (3 MB of output, a 2 MB string,
+//                                    200k rows): each within it, structuredContent valid against run_js's
+//                                    output schema (the SDK checks), the link in the answer read back whole
+//                                    and by page with readResource
 // Prints one JSON line per event; exits non-zero on any failed expectation.
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -437,7 +441,49 @@ async function tasks() {
 }
 
 // `task` is the first half of `tasks`: a run made a task, followed to its result.
-const modes = { calls, tasks, task: async () => { const { transport } = await task(); await transport.close(); }, replay, tools, counter, surface, continue: continueSessions, stdio, packages, files, codemode };
+// Answers over the answer budget (32 KiB here) link the rest.
+async function budget() {
+  const BUDGET = 32 * 1024;
+  const { client, transport } = await connect("ts-budget");
+  await client.listTools(); // the SDK validates structuredContent against the listed schema
+  const cases = {
+    output: "for (let i = 0; i < 300000; i++) console.log(`line ${i}`); 'logged'",
+    string: "'ab'.repeat(1 << 20)",
+    rows: "Array.from({ length: 200000 }, (_, i) => ({ id: i, name: `row ${i}`, value: i * 2 }))",
+  };
+  const seen = {};
+  for (const [name, code] of Object.entries(cases)) {
+    const answer = await client.callTool({ name: "run_js", arguments: { code } });
+    assert.equal(answer.isError, false, name);
+    const text = answer.content[0].text;
+    const outcome = answer.structuredContent;
+    assert.ok(text.length <= BUDGET, `${name}: text of ${text.length}`);
+    assert.ok(JSON.stringify(outcome).length <= BUDGET, `${name}: structuredContent of ${JSON.stringify(outcome).length}`);
+    JSON.parse(text);
+    const note = outcome.warnings.find((w) => w.includes("mcp-v8://executions/"));
+    assert.ok(note, `${name}: ${JSON.stringify(outcome.warnings)}`);
+    const uri = note.match(/mcp-v8:\/\/executions\/[0-9a-f-]+\/(output|result)/)[0];
+    const whole = (await client.readResource({ uri })).contents[0].text;
+    assert.ok(whole.length > BUDGET, `${name}: the whole is ${whole.length}`);
+    const first = (await client.readResource({ uri: `${uri}?page=1` })).contents[0].text;
+    assert.ok(first.length <= BUDGET && whole.startsWith(first), `${name}: page 1`);
+    if (name === "output") {
+      assert.ok(whole.trimEnd().endsWith("line 299999"), whole.slice(-100));
+      assert.ok(outcome.output.trimEnd().endsWith("line 299999"), outcome.output.slice(-100));
+      assert.equal(outcome.result, '"logged"');
+    } else {
+      assert.equal(typeof outcome.result, "object", `${name}: ${JSON.stringify(outcome.result).slice(0, 200)}`);
+      assert.equal(outcome.result.uri, uri);
+      assert.equal(outcome.result.type, name === "string" ? "string" : "array");
+      assert.ok(whole.startsWith(outcome.result.preview), name);
+    }
+    seen[name] = { text: text.length, structured: JSON.stringify(outcome).length, whole: whole.length };
+  }
+  await transport.close();
+  say({ event: "done", ...seen });
+}
+
+const modes = { budget, calls, tasks, task: async () => { const { transport } = await task(); await transport.close(); }, replay, tools, counter, surface, continue: continueSessions, stdio, packages, files, codemode };
 if (!Object.hasOwn(modes, mode)) {
   // A removed or misspelt mode must fail its test, not run another flow.
   console.error(`ts_client.mjs: unknown mode ${JSON.stringify(mode)}; the modes are: ${Object.keys(modes).join(", ")}`);

@@ -279,6 +279,23 @@ fn typescript_sdk_client_uses_progress_cancellation_latest_and_resources() {
     assert!(String::from_utf8_lossy(&output.stdout).contains("\"cancelled\""));
 }
 
+/// The answer budget through the official TypeScript SDK: 3 MB of output,
+/// a 2 MB string and 200k rows each answer within 32 KiB, with
+/// structuredContent the SDK validates against run_js's output schema, and
+/// a link it reads back whole and by page.
+#[test]
+fn typescript_sdk_reads_large_answers_within_the_budget_and_follows_their_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(dir.path(), common::net::free_port());
+    let mut command = node();
+    command.args([&serve.url(), "budget"]);
+    let done = finish(command);
+    assert_eq!(done["event"], "done", "{done}");
+    for case in ["output", "string", "rows"] {
+        assert!(done[case]["whole"].as_u64().unwrap() > 32 * 1024, "{done}");
+    }
+}
+
 /// Files in and out through both official clients: a CSV uploaded with
 /// `files`, a PNG chart made in the run and shown with `display()` as image
 /// content, the run's /work files read back through the resource template.

@@ -92,17 +92,12 @@ async fn code_that_ends_v8s_process_ends_only_its_worker_under_serve() {
         for code in ["'x'.repeat(3e8)", "'y'.repeat(2e8) + 'z'"] {
             let outcome = server.run_js(arguments(code)).await;
             assert_eq!(status(&outcome), "completed", "{code}: {outcome}");
-            let result = outcome["result"].as_str().unwrap();
-            assert!(
-                result.len() <= 1024 * 1024,
-                "{code}: {} bytes",
-                result.len()
-            );
-            assert!(
-                result.ends_with("characters, the first 1048448 shown]"),
-                "{code}: the marker says how long it was: {}",
-                &result[result.len() - 100..]
-            );
+            // Over the answer budget, the result is its stand-in: what the
+            // engine kept of it is at most its cap.
+            let stand_in = &outcome["result"];
+            assert_eq!(stand_in["type"], "string", "{code}: {stand_in}");
+            let kept = stand_in["bytes"].as_u64().unwrap();
+            assert!(kept <= 1024 * 1024 + 100, "{code}: {kept} bytes");
         }
         let peak = proc_kib(server.pid(), "VmHWM:") / 1024;
         assert!(

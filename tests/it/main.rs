@@ -7,6 +7,7 @@
 mod common;
 
 mod allocator;
+mod answers;
 mod apps;
 mod auth;
 mod aws_backends;

@@ -80,6 +80,7 @@ async fn each_mistake_is_answered_with_its_cause_its_fix_and_its_line() {
             arguments: json!({"code": "const rows = [];\nwhile (true) rows.push(new Array(1e6).fill(1));"}),
             says: &[
                 "reached its 64 MiB limit",
+                "was large values (each over about 128 KiB",
                 "raise heap_memory_max_mb (this run had 64 MiB; at most",
                 "/work files",
             ],
@@ -144,8 +145,133 @@ async fn each_mistake_is_answered_with_its_cause_its_fix_and_its_line() {
             says: &["unknown field `timeout`", "execution_timeout_secs"],
             not: &["at line 1 column"],
         },
+        Mistake {
+            what: "a top-level return",
+            before: &[],
+            arguments: json!({"code": "const total = 1 + 2;\nreturn total;"}),
+            says: &[
+                "Illegal return statement (line 2",
+                "leave `return` out",
+                "`return x` becomes `x`",
+            ],
+            not: &[],
+        },
+        Mistake {
+            what: "Python's print",
+            before: &[],
+            arguments: json!({"code": "print('hi')"}),
+            says: &["print is not defined", "use console.log"],
+            not: &["fresh isolate"],
+        },
+        Mistake {
+            what: "a browser's document",
+            before: &[],
+            arguments: json!({"code": "document.title = 'report';"}),
+            says: &[
+                "document is not defined",
+                "not a browser",
+                "display(html, { mimeType: \"text/html\" })",
+            ],
+            not: &[],
+        },
+        Mistake {
+            what: "a browser's localStorage",
+            before: &[],
+            arguments: json!({"code": "localStorage.setItem('k', '1');"}),
+            says: &["localStorage is not defined", "no storage", "/work files"],
+            not: &[],
+        },
+        Mistake {
+            what: "a core module as Node's REPL has it, without require",
+            before: &[],
+            arguments: json!({"code": "const text = fs.readFileSync('/work/a.txt', 'utf8');"}),
+            says: &["fs is not defined", "`const fs = require('node:fs')`"],
+            not: &[],
+        },
+        Mistake {
+            what: "a name of an earlier run, in a fresh isolate",
+            before: &[],
+            arguments: json!({"code": "sales.length"}),
+            says: &[
+                "sales is not defined",
+                "started from a fresh isolate",
+                "heap: \"latest\"",
+            ],
+            not: &[],
+        },
+        Mistake {
+            what: "a const of an earlier run assigned again",
+            before: &["const rate = 0.1;"],
+            arguments: json!({"code": "rate = 0.2;"}),
+            says: &[
+                "Assignment to constant variable.",
+                "an earlier run of this heap declared stays const",
+                "another name",
+            ],
+            not: &[],
+        },
+        Mistake {
+            what: "await in a function that is not async",
+            before: &[],
+            arguments: json!({"code": "function load() {\n  return await Promise.resolve(1);\n}"}),
+            says: &["(line 2", "mark the function that holds it async"],
+            not: &[],
+        },
+        Mistake {
+            what: "a timeout past the maximum",
+            before: &[],
+            arguments: json!({"code": "1", "execution_timeout_secs": 100000}),
+            says: &[
+                "execution_timeout_secs is at most",
+                "in parts over several runs",
+            ],
+            not: &["positive number"],
+        },
+        Mistake {
+            what: "a heap limit past the maximum",
+            before: &[],
+            arguments: json!({"code": "1", "heap_memory_max_mb": 100000}),
+            says: &[
+                "heap_memory_max_mb must be from 8 to",
+                "got 100000",
+                "/work files",
+            ],
+            not: &[],
+        },
+        Mistake {
+            what: "data inlined in code past its limit",
+            before: &[],
+            arguments: json!({"code": format!("const data = {:?};", "x".repeat(1_100_000))}),
+            says: &["over the 1048576-byte limit", "pass data as `files`"],
+            not: &[],
+        },
+        Mistake {
+            what: "a log of megabytes",
+            before: &[],
+            arguments: json!({"code": "for (let i = 0; i < 200000; i++) console.log(`row ${i}`);"}),
+            says: &[
+                "over this answer's budget of 32768 bytes (MCP_V8_ANSWER_BUDGET_KB)",
+                "its first and last",
+                "/output",
+            ],
+            not: &[],
+        },
+        Mistake {
+            what: "a result of 100k rows",
+            before: &[],
+            arguments: json!({"code": "Array.from({ length: 100000 }, (_, i) => ({ i, name: `n${i}` }))"}),
+            says: &[
+                "over this answer's budget",
+                "keep it in a variable",
+                "/result",
+            ],
+            not: &[],
+        },
     ];
-    let s = common::server();
+    // The body limit lets the row with 1 MB of code reach the engine.
+    let mut config = common::test_config(3600, false);
+    config.transport.max_body_bytes = 4 << 20;
+    let s = common::server_configured(config, |stores| stores);
     let sid = s.initialize().await;
     let mut failures = Vec::new();
     for (i, mistake) in mistakes.iter().enumerate() {

@@ -129,7 +129,8 @@ async fn session_logs_and_executions_are_listed_and_read() {
         [
             "mcp-v8://sessions/{name}/log",
             "mcp-v8://heaps/{heap}/files/{+path}",
-            "mcp-v8://executions/{id}"
+            "mcp-v8://executions/{id}",
+            "mcp-v8://executions/{id}/{part}{?page}"
         ]
     );
 

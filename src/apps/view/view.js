@@ -236,7 +236,17 @@ function display(entry, content) {
   if (content.type === "resource_link") {
     // A JSON table too large for the answer is paged from its /work file.
     if (mime === "application/json") return titled(table(remoteRows(content.uri)));
-    return titled(el("p", { class: "link", text: `${content.description || ""} (${content.uri})` }));
+    // Other blocks over the answer budget are read from their file (hosts
+    // pass resources/read on from MCP Apps 1.2); until then, the link.
+    const holder = el("div", {}, el("p", { class: "link", text: `${content.description || ""} (${content.uri})` }));
+    request("resources/read", { uri: content.uri }).then((read) => {
+      const file = read && (read.contents || [])[0];
+      if (!file || typeof file.text !== "string") return;
+      const drawn = charts.length;
+      holder.replaceChildren(display(entry, { type: "text", text: file.text }));
+      for (const draw of charts.splice(drawn)) draw();
+    }, () => {});
+    return titled(holder);
   }
   const text = content.type === "text" ? content.text : content.resource && content.resource.text;
   if (typeof text !== "string") return titled(el("p", { text: `${mime}, ${entry.size} bytes` }));
@@ -261,7 +271,12 @@ function render(result) {
   charts = [];
   const status = outcome.status || (result.isError ? "failed" : "completed");
   shown.push(el("p", { class: `status ${status}`, text: `${status}${outcome.duration_ms !== undefined ? ` in ${outcome.duration_ms} ms` : ""}` }));
-  if (outcome.result !== undefined && outcome.result !== null) shown.push(section("Result", el("pre", { class: "result", text: outcome.result })));
+  const value = outcome.result;
+  if (value && typeof value === "object") {
+    // A result over the answer budget: its stand-in.
+    const size = `${value.type}${value.length !== undefined ? ` of ${value.length}` : ""}, ${value.bytes} bytes`;
+    shown.push(section("Result", el("pre", { class: "result", text: `${value.preview}…` }), el("p", { class: "link", text: `${size}; the whole: ${value.uri || "not kept"}` })));
+  } else if (value !== undefined && value !== null) shown.push(section("Result", el("pre", { class: "result", text: value })));
   if (outcome.output) shown.push(section("Console", el("pre", { class: "console", text: outcome.output })));
   if (outcome.error) {
     const error = outcome.error;

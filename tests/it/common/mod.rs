@@ -131,11 +131,78 @@ pub async fn reply(response: axum::response::Response) -> Reply {
     } else {
         serde_json::from_slice(&bytes).unwrap()
     };
+    no_rust_syntax(&body);
     Reply {
         status,
         headers,
         body,
     }
+}
+
+/// What Rust or serde, not a person, writes: `Some("x")`, `None)`,
+/// `at line 1 column 9`.
+fn rust_syntax(text: &str) -> Option<&'static str> {
+    let column = text.find("at line ").is_some_and(|at| {
+        let rest = &text[at + "at line ".len()..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        digits > 0 && rest[digits..].starts_with(" column ")
+    });
+    if column {
+        return Some("at line N column M");
+    }
+    ["Some(", "(None", "None)", "None,", "= None"]
+        .into_iter()
+        .find(|pattern| text.contains(pattern))
+}
+
+/// Every error text an answer carries (a JSON-RPC error, a tool error, a
+/// run's error and warnings) is checked for [`rust_syntax`]: the suite's
+/// every in-process reply passes through here, so no message with it
+/// goes unnoticed.
+pub fn no_rust_syntax(body: &Value) {
+    let mut texts: Vec<&str> = Vec::new();
+    texts.extend(body["error"]["message"].as_str());
+    let result = &body["result"];
+    let outcome = &result["structuredContent"];
+    if result["isError"] == true && outcome.is_null() {
+        let content = result["content"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        texts.extend(content.iter().filter_map(|c| c["text"].as_str()));
+    }
+    texts.extend(outcome["error"]["message"].as_str());
+    if let Some(warnings) = outcome["warnings"].as_array() {
+        texts.extend(warnings.iter().filter_map(Value::as_str));
+    }
+    for text in texts {
+        if let Some(found) = rust_syntax(text) {
+            panic!("a message shows Rust syntax ({found}): {text}");
+        }
+    }
+}
+
+#[test]
+fn rust_syntax_in_a_message_is_caught() {
+    for text in [
+        "the Mcp-Name header Some(\"x\") does not match",
+        "expected a string at line 1 column 9",
+        "got None, expected a key",
+    ] {
+        assert!(rust_syntax(text).is_some(), "{text}");
+    }
+    for text in [
+        "None of the runs matched",
+        "ReferenceError: None is not defined",
+    ] {
+        assert_eq!(rust_syntax(text), None, "{text}");
+    }
+    let caught = std::panic::catch_unwind(|| {
+        no_rust_syntax(
+            &json!({"result": {"isError": true, "content": [{"type": "text", "text": "Some(1)"}]}}),
+        )
+    });
+    assert!(caught.is_err());
 }
 
 impl Reply {
@@ -269,12 +336,14 @@ pub async fn post_2026(
     if let Some(name) = name {
         request = request.header("mcp-name", name);
     }
-    request
+    let answer: Value = request
         .body(body.to_string())
         .send()
         .await
         .unwrap()
         .json()
         .await
-        .unwrap()
+        .unwrap();
+    no_rust_syntax(&answer);
+    answer
 }

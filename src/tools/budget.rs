@@ -1,0 +1,412 @@
+//! The answer budget: what a model reads of a run stays within a size it
+//! can afford. A run's outcome is spent in a fixed order (its status and
+//! error, the result, the ends of the output, the warnings) until the
+//! budget is used; what does not fit stays in the run's execution record,
+//! readable whole or in pages by the URIs the answer names, and a result
+//! that does not fit `structuredContent` becomes a typed stand-in, never
+//! JSON cut in the middle (docs/tools.md, "The answer budget").
+
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use crate::engine::{StandIn, cap_text, cap_text_ends};
+use crate::protocol::uri::{self, RunText};
+
+/// Room kept for the lines that say what was cut and where it is.
+const NOTES_ROOM: usize = 1200;
+/// Longest preview of a stand-in, in bytes.
+const PREVIEW_BYTES: usize = 1024;
+/// The markers `cap_text` and `cap_text_ends` add.
+const MARKER_ROOM: usize = 200;
+
+/// Where what does not fit an answer is kept.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Kept {
+    /// In the execution record of this run.
+    Record(Uuid),
+    /// Nowhere; the reason, for the note.
+    Nowhere(&'static str),
+}
+
+impl Kept {
+    /// Where an answer of `id` that `keeps` a record leaves what it cut.
+    pub(super) fn for_run(id: Uuid, keeps: Result<(), &'static str>) -> Self {
+        match keeps {
+            Ok(()) => Self::Record(id),
+            Err(why) => Self::Nowhere(why),
+        }
+    }
+
+    fn uri(self, part: RunText) -> Option<String> {
+        match self {
+            Self::Record(id) => Some(uri::run_text_uri(id, part, None)),
+            Self::Nowhere(_) => None,
+        }
+    }
+
+    /// Where `part`, `len` bytes long, is, for a note.
+    fn place(self, part: RunText, len: usize, budget: usize) -> String {
+        match self {
+            Self::Record(id) => {
+                let pages = pages(len, budget);
+                let whole = uri::run_text_uri(id, part, None);
+                if pages > 1 {
+                    format!(
+                        "the whole is kept with the run: resources/read {whole} (or in {pages} pages of \
+                         {budget} bytes: {whole}?page=1 to ?page={pages})"
+                    )
+                } else {
+                    format!("the whole is kept with the run: resources/read {whole}")
+                }
+            }
+            Self::Nowhere(why) => format!("the rest is not kept ({why})"),
+        }
+    }
+}
+
+/// Pages of `budget` bytes that `len` bytes take.
+pub fn pages(len: usize, budget: usize) -> usize {
+    len.div_ceil(budget.max(1)).max(1)
+}
+
+/// How a `result` that does not fit is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ResultForm {
+    /// The text the model reads: the value's text cut, with a marker.
+    Text,
+    /// `structuredContent`: a [`StandIn`] in the value's place.
+    StandIn,
+}
+
+/// Length of `value`'s JSON.
+pub(super) fn json_len(value: &(impl serde::Serialize + ?Sized)) -> usize {
+    serde_json::to_string(value).map_or(usize::MAX, |json| json.len())
+}
+
+/// Makes `view`, the JSON object of a run's outcome, at most `budget`
+/// bytes of JSON: unchanged when it fits; else the result, the output and
+/// the warnings are given room in that order (the output and the warnings
+/// keep some room, so that the ends of a log are never crowded out), each
+/// cut or replaced as it must be, with a note (first among the warnings)
+/// saying what was cut and where the whole is.
+pub(super) fn fit(view: &mut Value, budget: usize, kept: Kept, form: ResultForm) {
+    if json_len(view) <= budget {
+        return;
+    }
+    let Some(fields) = view.as_object_mut() else {
+        return;
+    };
+    let parts = Parts {
+        result: match fields.remove("result") {
+            Some(Value::String(text)) => Some(text),
+            _ => None,
+        },
+        output: match fields.remove("output") {
+            Some(Value::String(text)) => text,
+            _ => String::new(),
+        },
+        warnings: match fields.remove("warnings") {
+            Some(Value::Array(warnings)) => warnings
+                .into_iter()
+                .filter_map(|w| w.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        },
+    };
+    cap_error(fields, budget / 4);
+    let base = json_len(fields) + r#","result":null,"output":"","warnings":[]"#.len();
+    let mut avail = budget.saturating_sub(base + NOTES_ROOM);
+    // Escaping is estimated from each part's ratio; a few rounds settle it.
+    for _ in 0..8 {
+        let mut shaped = fields.clone();
+        parts.spend(&mut shaped, avail, budget, kept, form);
+        let shaped = Value::Object(shaped);
+        let len = json_len(&shaped);
+        if len <= budget || avail == 0 {
+            *view = shaped;
+            return;
+        }
+        avail = avail.saturating_sub(len - budget + 64);
+    }
+}
+
+/// Error texts longer than `max` bytes are cut: the outcome's own fields
+/// come first, but a message of megabytes is not one of them.
+fn cap_error(fields: &mut Map<String, Value>, max: usize) {
+    let Some(Value::Object(error)) = fields.get_mut("error") else {
+        return;
+    };
+    for (name, what) in [("message", "message"), ("stack", "stack")] {
+        if let Some(Value::String(text)) = error.get_mut(name)
+            && text.len() > max
+        {
+            *text = cap_text_ends(std::mem::take(text), max / 2, what);
+        }
+    }
+}
+
+/// The parts of an outcome that an answer may cut.
+struct Parts {
+    result: Option<String>,
+    output: String,
+    warnings: Vec<String>,
+}
+
+impl Parts {
+    /// Writes the parts into `fields` within `avail` bytes of JSON.
+    fn spend(
+        &self,
+        fields: &mut Map<String, Value>,
+        avail: usize,
+        budget: usize,
+        kept: Kept,
+        form: ResultForm,
+    ) {
+        let mut notes = Vec::new();
+        let output_need = json_len(&self.output);
+        let warnings_need: usize = self.warnings.iter().map(|w| json_len(w) + 1).sum();
+        let hold_output = output_need.min(avail / 4);
+        let hold_warnings = warnings_need.min(avail / 8);
+        let result_room = avail.saturating_sub(hold_output + hold_warnings);
+        let result = match &self.result {
+            None => Value::Null,
+            Some(text) if json_len(text) <= result_room => Value::String(text.clone()),
+            Some(text) => {
+                let (value, shown) = cut_result(text, result_room, kept, form);
+                notes.push(format!(
+                    "result: {} bytes, over this answer's budget of {budget} bytes \
+                     (MCP_V8_ANSWER_BUDGET_KB); {shown}; {}. To work with it, keep it in a variable \
+                     (heap: \"latest\") or write it to a /work file, and return a summary",
+                    text.len(),
+                    kept.place(RunText::Result, text.len(), budget)
+                ));
+                value
+            }
+        };
+        let result_used = json_len(&result);
+        let output_room = avail.saturating_sub(result_used + hold_warnings);
+        let output = if output_need <= output_room {
+            self.output.clone()
+        } else {
+            let raw = raw_room(&self.output, output_room).saturating_sub(MARKER_ROOM);
+            let cut = cap_text_ends(self.output.clone(), raw, "output");
+            notes.push(format!(
+                "output: {} bytes, over this answer's budget of {budget} bytes \
+                 (MCP_V8_ANSWER_BUDGET_KB); its first and last {} bytes are shown; {}",
+                self.output.len(),
+                raw / 2,
+                kept.place(RunText::Output, self.output.len(), budget)
+            ));
+            cut
+        };
+        let mut warnings_room = avail.saturating_sub(result_used + json_len(&output));
+        let mut warnings: Vec<Value> = Vec::new();
+        let mut left_out = 0;
+        for warning in &self.warnings {
+            let cost = json_len(warning) + 1;
+            if left_out == 0 && cost <= warnings_room {
+                warnings_room -= cost;
+                warnings.push(Value::String(warning.clone()));
+            } else {
+                left_out += 1;
+            }
+        }
+        if left_out > 0 {
+            notes.push(match kept {
+                Kept::Record(id) => format!(
+                    "{left_out} more warnings did not fit this answer: get_execution {id} lists them"
+                ),
+                Kept::Nowhere(why) => {
+                    format!("{left_out} more warnings did not fit this answer ({why})")
+                }
+            });
+        }
+        let notes = notes.into_iter().map(Value::String);
+        fields.insert("result".into(), result);
+        fields.insert("output".into(), Value::String(output));
+        fields.insert(
+            "warnings".into(),
+            Value::Array(notes.chain(warnings).collect()),
+        );
+    }
+}
+
+/// Bytes of `text` whose JSON takes about `room` bytes.
+fn raw_room(text: &str, room: usize) -> usize {
+    let escaped = json_len(text).max(1);
+    (room as u128 * text.len() as u128 / escaped as u128) as usize
+}
+
+/// `text`, a result over its `room`: cut with a marker for the model,
+/// or a stand-in; and what the answer shows of it, for the note.
+fn cut_result(text: &str, room: usize, kept: Kept, form: ResultForm) -> (Value, String) {
+    match form {
+        ResultForm::Text => {
+            let raw = raw_room(text, room).saturating_sub(MARKER_ROOM);
+            let shown = format!("its first {raw} bytes are shown");
+            (
+                Value::String(cap_text(text.to_owned(), raw, "result")),
+                shown,
+            )
+        }
+        ResultForm::StandIn => {
+            let preview_room = raw_room(text, room.saturating_sub(400)).min(PREVIEW_BYTES);
+            let end = text.floor_char_boundary(preview_room);
+            let stand_in = stand_in(text, &text[..end], kept.uri(RunText::Result));
+            let shown = format!("it is a stand-in here (its type, size and first {end} bytes)");
+            (
+                serde_json::to_value(stand_in).expect("stand-ins serialize"),
+                shown,
+            )
+        }
+    }
+}
+
+/// The stand-in of the value whose text is `text`.
+fn stand_in(text: &str, preview: &str, uri: Option<String>) -> StandIn {
+    let (kind, length) = match serde_json::from_str::<Value>(text) {
+        Ok(Value::Array(items)) => ("array", Some(items.len())),
+        Ok(Value::Object(keys)) => ("object", Some(keys.len())),
+        Ok(Value::String(s)) => ("string", Some(s.chars().count())),
+        Ok(Value::Number(_)) => ("number", None),
+        Ok(Value::Bool(_)) => ("boolean", None),
+        Ok(Value::Null) => ("null", None),
+        // JSON the engine cut at its own limit, or text without a JSON form.
+        Err(_) => match text.as_bytes().first() {
+            Some(b'[') => ("array", None),
+            Some(b'{') => ("object", None),
+            Some(b'"') => ("string", None),
+            _ => ("text", None),
+        },
+    };
+    StandIn {
+        kind: kind.to_owned(),
+        bytes: text.len(),
+        length,
+        preview: preview.to_owned(),
+        uri,
+    }
+}
+
+/// Page `page` (from 1) of `text` in pages of `size` bytes, cut at
+/// character boundaries; `None` past the last page.
+pub fn page(text: &str, page: usize, size: usize) -> Option<&str> {
+    let size = size.max(4);
+    let start = (page.checked_sub(1)?).checked_mul(size)?;
+    if page > pages(text.len(), size) {
+        return None;
+    }
+    let from = text.floor_char_boundary(start.min(text.len()));
+    let to = text.floor_char_boundary((start + size).min(text.len()));
+    Some(&text[from..to])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn outcome(result: Option<String>, output: String, warnings: Vec<String>) -> Value {
+        json!({
+            "execution_id": Uuid::nil(),
+            "status": "completed",
+            "result": result,
+            "output": output,
+            "heap": null,
+            "input_heap": null,
+            "error": null,
+            "warnings": warnings,
+            "duration_ms": 3,
+        })
+    }
+
+    #[test]
+    fn an_outcome_that_fits_is_unchanged() {
+        let mut view = outcome(Some("42".into()), "hi\n".into(), vec!["w".into()]);
+        let before = view.clone();
+        fit(
+            &mut view,
+            4096,
+            Kept::Record(Uuid::nil()),
+            ResultForm::StandIn,
+        );
+        assert_eq!(view, before);
+    }
+
+    #[test]
+    fn a_large_result_becomes_a_stand_in_with_its_type_and_link() {
+        let rows: Vec<Value> = (0..20_000).map(|i| json!({"i": i, "name": "x"})).collect();
+        let text = serde_json::to_string(&rows).unwrap();
+        let mut view = outcome(Some(text.clone()), "done\n".into(), vec![]);
+        let id = Uuid::new_v4();
+        fit(&mut view, 16 * 1024, Kept::Record(id), ResultForm::StandIn);
+        assert!(json_len(&view) <= 16 * 1024, "{}", json_len(&view));
+        let stand_in: StandIn = serde_json::from_value(view["result"].clone()).unwrap();
+        assert_eq!(stand_in.kind, "array");
+        assert_eq!(stand_in.length, Some(20_000));
+        assert_eq!(stand_in.bytes, text.len());
+        assert!(text.starts_with(&stand_in.preview));
+        assert_eq!(
+            stand_in.uri.as_deref(),
+            Some(format!("mcp-v8://executions/{id}/result").as_str())
+        );
+        assert_eq!(view["output"], "done\n");
+        let note = view["warnings"][0].as_str().unwrap();
+        assert!(note.contains("MCP_V8_ANSWER_BUDGET_KB"), "{note}");
+        assert!(note.contains("?page="), "{note}");
+    }
+
+    #[test]
+    fn output_keeps_both_ends_and_the_result_comes_first() {
+        let output = format!("first line\n{}last line\n", "é\"\n".repeat(400_000));
+        let mut view = outcome(
+            Some("\"the answer\"".into()),
+            output,
+            vec!["a warning".into()],
+        );
+        fit(
+            &mut view,
+            8 * 1024,
+            Kept::Nowhere("a stateless server keeps nothing"),
+            ResultForm::Text,
+        );
+        assert!(json_len(&view) <= 8 * 1024, "{}", json_len(&view));
+        assert_eq!(view["result"], "\"the answer\"");
+        let output = view["output"].as_str().unwrap();
+        assert!(output.starts_with("first line"), "{output}");
+        assert!(output.ends_with("last line\n"), "{output}");
+        let warnings = view["warnings"].as_array().unwrap();
+        assert!(
+            warnings[0]
+                .as_str()
+                .unwrap()
+                .contains("not kept (a stateless server")
+        );
+        assert_eq!(warnings[1], "a warning");
+    }
+
+    #[test]
+    fn a_huge_error_message_is_cut_too() {
+        let mut view = outcome(None, String::new(), vec![]);
+        view["status"] = "failed".into();
+        view["error"] = json!({"name": "Error", "message": "m".repeat(1 << 20), "stack": null});
+        fit(
+            &mut view,
+            8 * 1024,
+            Kept::Record(Uuid::nil()),
+            ResultForm::Text,
+        );
+        assert!(json_len(&view) <= 8 * 1024, "{}", json_len(&view));
+    }
+
+    #[test]
+    fn pages_cover_the_text_at_character_boundaries() {
+        let text = "aé".repeat(10);
+        let all: String = (1..=pages(text.len(), 4))
+            .map(|n| page(&text, n, 4).unwrap())
+            .collect();
+        assert_eq!(all, text);
+        assert_eq!(page(&text, 0, 4), None);
+        assert_eq!(page(&text, pages(text.len(), 4) + 1, 4), None);
+    }
+}
