@@ -243,15 +243,10 @@ pub(super) async fn read(
                 }
                 _ => "text/plain",
             };
-            let result = ReadResourceResult {
-                contents: vec![ResourceContents {
-                    uri,
-                    mime_type: mime_type.into(),
-                    text: Some(text.to_owned()),
-                    blob: None,
-                }],
-            };
-            return Ok((result, Freshness::Stable));
+            return Ok((
+                text_read(uri, mime_type, text.to_owned()),
+                Freshness::Stable,
+            ));
         }
         Some(Named::HeapFile(heap, path)) => {
             let heap = match tools.heap_named(context.tenant, &heap).await {
@@ -282,27 +277,24 @@ pub(super) async fn read(
                 Ok(Err(error)) => return Err(MethodError::internal(error.to_string())),
                 Err(error) => return Err(MethodError::internal(error.to_string())),
             };
-            let result = ReadResourceResult {
-                contents: vec![ResourceContents {
-                    uri,
-                    mime_type: TYPESCRIPT.into(),
-                    text: Some(catalog::declarations(&server, &tools)),
-                    blob: None,
-                }],
-            };
-            return Ok((result, Freshness::Changing));
+            let text = catalog::declarations(&server, &tools);
+            return Ok((text_read(uri, TYPESCRIPT, text), Freshness::Changing));
         }
         None => return Err(not_found(&uri)),
     };
-    let result = ReadResourceResult {
+    Ok((text_read(uri, JSON, json.to_string()), freshness))
+}
+
+/// A read whose one content is `text`.
+fn text_read(uri: String, mime_type: &str, text: String) -> ReadResourceResult {
+    ReadResourceResult {
         contents: vec![ResourceContents {
             uri,
-            mime_type: JSON.into(),
-            text: Some(json.to_string()),
+            mime_type: mime_type.into(),
+            text: Some(text),
             blob: None,
         }],
-    };
-    Ok((result, freshness))
+    }
 }
 
 #[cfg(test)]

@@ -162,12 +162,7 @@ async fn the_budget_is_configured_stated_and_honest_on_a_stateless_server() {
     let s = common::server_configured(config, |stores| stores);
     let sid = s.initialize().await;
     let tools = s.tools_list(&sid).await;
-    let description = tools["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "run_js")
-        .unwrap()["description"]
+    let description = common::listed_tool(&tools, "run_js")["description"]
         .as_str()
         .unwrap()
         .to_owned();

@@ -31,10 +31,7 @@ pub(crate) fn capabilities(declared: bool) -> Value {
 /// tool listed as the app's; or, for another host, neither.
 pub(crate) fn assert_listed_for(listed: &Value, declared: bool) {
     let tools = listed["result"]["tools"].as_array().expect("tools");
-    let run_js = tools
-        .iter()
-        .find(|t| t["name"] == "run_js")
-        .expect("run_js");
+    let run_js = crate::common::listed_tool(&listed["result"], "run_js");
     let page = tools.iter().find(|t| t["name"] == PAGE_TOOL);
     if declared {
         assert_eq!(

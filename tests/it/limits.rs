@@ -245,12 +245,7 @@ async fn tools_list_advertises_the_time_the_invocation_has_left() {
         .unwrap()
         .with_lambda_context(context(millis));
     let body = invoke(&s.app, request).await;
-    let run_js = body["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "run_js")
-        .unwrap();
+    let run_js = common::listed_tool(&body["result"], "run_js");
     let maximum = run_js["inputSchema"]["properties"]["execution_timeout_secs"]["maximum"]
         .as_f64()
         .unwrap();
@@ -267,12 +262,7 @@ async fn the_function_memory_bounds_the_heap_limit_runs_may_ask_for() {
     let s = common::server_configured(config, |stores| stores);
     let sid = s.initialize().await;
     let tools = s.tools_list(&sid).await;
-    let run_js = tools["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "run_js")
-        .unwrap();
+    let run_js = common::listed_tool(&tools, "run_js");
     assert_eq!(
         run_js["inputSchema"]["properties"]["heap_memory_max_mb"]["maximum"],
         52

@@ -36,12 +36,7 @@ async fn the_heap_pattern_accepts_what_the_description_offers() {
     let s = server();
     let sid = s.initialize().await;
     let tools = s.tools_list(&sid).await;
-    let run_js = tools["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "run_js")
-        .unwrap();
+    let run_js = common::listed_tool(&tools, "run_js");
     let heap = &run_js["inputSchema"]["properties"]["heap"];
     let description = heap["description"].as_str().unwrap();
     assert!(

@@ -307,6 +307,16 @@ impl Server {
     }
 }
 
+/// The tool `name` of a `tools/list` result.
+pub fn listed_tool<'a>(listed: &'a Value, name: &str) -> &'a Value {
+    listed["tools"]
+        .as_array()
+        .expect("a tools/list result")
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("{name} is not listed"))
+}
+
 /// A logical session name the test knows is valid.
 pub fn logical(name: &str) -> mcp_v8_lambda::session::LogicalSession {
     mcp_v8_lambda::session::LogicalSession::parse(name).expect("a valid logical session name")
