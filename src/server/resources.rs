@@ -138,6 +138,7 @@ enum Named {
     /// the run that left it (readable as soon as the answer, which has the
     /// id and not always the key): [`Toolbox::heap_named`].
     HeapFile(HeapName, String),
+    /// A run's output or result as its record keeps it, whole or a page.
     RunText(Uuid, uri::RunText, Option<usize>),
     Declarations(String),
 }

@@ -188,8 +188,9 @@ impl Parts {
         let output = if output_need <= output_room {
             self.output.clone()
         } else {
-            let raw = raw_room(&self.output, output_room).saturating_sub(MARKER_ROOM);
-            let cut = cap_text_ends(self.output.clone(), raw, "output");
+            let (cut, raw) = within(&self.output, output_room, |raw| {
+                cap_text_ends(self.output.clone(), raw, "output")
+            });
             notes.push(format!(
                 "output: {} bytes, over this answer's budget of {budget} bytes \
                  (MCP_V8_ANSWER_BUDGET_KB); its first and last {} bytes are shown; {}",
@@ -214,7 +215,8 @@ impl Parts {
         if left_out > 0 {
             notes.push(match kept {
                 Kept::Record(id) => format!(
-                    "{left_out} more warnings did not fit this answer: get_execution {id} lists them"
+                    "{left_out} more warnings did not fit this answer: the run's whole record has \
+                     them (resources/read mcp-v8://executions/{id})"
                 ),
                 Kept::Nowhere(why) => {
                     format!("{left_out} more warnings did not fit this answer ({why})")
@@ -231,6 +233,24 @@ impl Parts {
     }
 }
 
+/// `cut(raw)` of `text` with the largest `raw` whose JSON is at most
+/// `room` bytes, and that `raw`: escaping is estimated from the whole
+/// text's ratio, then corrected, since the ends of a text escape
+/// differently from its middle.
+fn within(text: &str, room: usize, cut: impl Fn(usize) -> String) -> (String, usize) {
+    let mut raw = raw_room(text, room).saturating_sub(MARKER_ROOM);
+    let mut shown = cut(raw);
+    for _ in 0..6 {
+        let len = json_len(&shown);
+        if len <= room || raw == 0 {
+            break;
+        }
+        raw = raw.saturating_sub(len - room + 16);
+        shown = cut(raw);
+    }
+    (shown, raw)
+}
+
 /// Bytes of `text` whose JSON takes about `room` bytes.
 fn raw_room(text: &str, room: usize) -> usize {
     let escaped = json_len(text).max(1);
@@ -242,11 +262,10 @@ fn raw_room(text: &str, room: usize) -> usize {
 fn cut_result(text: &str, room: usize, kept: Kept, form: ResultForm) -> (Value, String) {
     match form {
         ResultForm::Text => {
-            let raw = raw_room(text, room).saturating_sub(MARKER_ROOM);
-            let shown = format!("its first {raw} bytes are shown");
+            let (cut, raw) = within(text, room, |raw| cap_text(text.to_owned(), raw, "result"));
             (
-                Value::String(cap_text(text.to_owned(), raw, "result")),
-                shown,
+                Value::String(cut),
+                format!("its first {raw} bytes are shown"),
             )
         }
         ResultForm::StandIn => {
@@ -383,6 +402,26 @@ mod tests {
                 .contains("not kept (a stateless server")
         );
         assert_eq!(warnings[1], "a warning");
+    }
+
+    #[test]
+    fn a_warning_keeps_its_room_when_the_ends_of_a_log_escape_more_than_its_middle() {
+        let output: String = (0..100_000).map(|i| format!("line {i}\n")).collect();
+        let warning = format!("this run started from a fresh isolate {}", "x".repeat(400));
+        let mut view = outcome(None, output, vec![warning.clone()]);
+        fit(
+            &mut view,
+            32 * 1024,
+            Kept::Record(Uuid::nil()),
+            ResultForm::StandIn,
+        );
+        assert!(json_len(&view) <= 32 * 1024, "{}", json_len(&view));
+        assert_eq!(
+            view["warnings"][1],
+            warning.as_str(),
+            "{}",
+            view["warnings"]
+        );
     }
 
     #[test]

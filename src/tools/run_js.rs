@@ -662,13 +662,17 @@ pub(super) async fn call(
         }
     }
     let is_error = outcome.status != RunStatus::Completed || metadata_failed;
-    let shape = Shape::new(
+    let mut shape = Shape::new(
         toolbox,
         &outcome,
         is_error,
         structured,
         context.ui_extension,
     );
+    if metadata_failed {
+        // A link to a record that was not written would only fail.
+        shape.kept = Kept::Nowhere("the run's record was not written");
+    }
     with_displays(outcome, repl, displays, shape)
 }
 

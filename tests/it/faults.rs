@@ -166,6 +166,21 @@ async fn a_failed_metadata_write_is_reported_the_heap_stays_and_nothing_is_half_
             .call(&sid, json!({"code": "x + 1", "heap": key.as_str()}))
             .await;
         assert_eq!(result["structuredContent"]["result"], "42", "{result}");
+
+        // An answer over its budget links no record that was not written.
+        // The third record of this plan: the first failed, the second
+        // recorded the run above.
+        plan.fail_nth("meta.record_run", 3, fault);
+        let code = "for (let i = 0; i < 100000; i++) console.log(`line ${i}`)";
+        let result = s.call(&sid, json!({ "code": code })).await;
+        let warnings = result["structuredContent"]["warnings"].to_string();
+        assert!(
+            warnings.contains("the rest is not kept (the run's record was not written)")
+                && warnings.contains("execution record were not written")
+                && !warnings.contains("mcp-v8://executions/"),
+            "{fault:?}: {warnings} {}",
+            result["content"][0]["text"].as_str().unwrap().len()
+        );
     }
 }
 
