@@ -9,7 +9,9 @@
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
+use super::toolbox::json_result;
 use crate::engine::{StandIn, cap_text, cap_text_ends};
+use crate::protocol::mcp::CallToolResult;
 use crate::protocol::uri::{self, RunText};
 
 /// Room kept for the lines that say what was cut and where it is.
@@ -67,6 +69,36 @@ impl Kept {
 /// Pages of `budget` bytes that `len` bytes take.
 pub fn pages(len: usize, budget: usize) -> usize {
     len.div_ceil(budget.max(1)).max(1)
+}
+
+/// The tool result of a run outcome's JSON `json` within `budget`: its
+/// text is the same JSON with `result` as `shown_result` (the REPL's view
+/// of the value) when given, and `structuredContent`, where the protocol
+/// has it, the JSON itself; each is fitted on its own ([`fit`]).
+pub(super) fn answer(
+    json: Value,
+    shown_result: Option<&str>,
+    budget: usize,
+    kept: Kept,
+    is_error: bool,
+    structured: bool,
+) -> CallToolResult {
+    let mut text = json.clone();
+    if let Some(shown) = shown_result {
+        text["result"] = shown.into();
+    }
+    fit(&mut text, budget, kept, ResultForm::Text);
+    let json = structured.then(|| {
+        let mut json = json;
+        fit(&mut json, budget, kept, ResultForm::StandIn);
+        json
+    });
+    json_result(
+        text.to_string(),
+        json.unwrap_or_default(),
+        is_error,
+        structured,
+    )
 }
 
 /// How a `result` that does not fit is shown.

@@ -5,9 +5,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::budget::{self, Kept, ResultForm};
+use super::budget::{self, Kept};
 use super::schema;
-use super::toolbox::{CallContext, Toolbox, json_result};
+use super::toolbox::{CallContext, Toolbox};
 use crate::clock::unix_now;
 use crate::meta::ExecutionRecord;
 use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
@@ -88,11 +88,7 @@ pub(super) async fn get(
             let json = serde_json::to_value(ExecutionView::from(record))
                 .expect("execution views serialize");
             let (budget, kept) = (toolbox.answer_budget_bytes, Kept::Record(id));
-            let mut text = json.clone();
-            budget::fit(&mut text, budget, kept, ResultForm::Text);
-            let mut json = json;
-            budget::fit(&mut json, budget, kept, ResultForm::StandIn);
-            json_result(text.to_string(), json, false, structured)
+            budget::answer(json, None, budget, kept, false, structured)
         }
         Ok(None) => CallToolResult::error(format!(
             "no execution {id} (unknown, or expired from the registry)"

@@ -6,9 +6,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::budget::{self, Kept, ResultForm};
+use super::budget::{self, Kept};
 use super::schema;
-use super::toolbox::{CallContext, MAX_RESULT_JSON_BYTES, Toolbox, json_result, result_json_len};
+use super::toolbox::{CallContext, MAX_RESULT_JSON_BYTES, Toolbox, result_json_len};
 use crate::clock::{rfc3339_millis as rfc3339, unix_now};
 use tracing::Instrument;
 
@@ -870,25 +870,16 @@ fn with_displays(
 /// model reads is the outcome's JSON with `result` as a REPL displays the
 /// value (`[ NaN, Infinity, -0 ]`, `10n`, `Map(1) {…}`, `undefined`), which
 /// JSON cannot tell apart; `structuredContent` is the outcome as it is.
-/// Each is fitted to the budget on its own ([`budget::fit`]); the
+/// Each is fitted to the budget on its own ([`budget::answer`]); the
 /// execution record keeps them whole. docs/tools.md says what each holds.
 fn fitted(outcome: &RunOutcome, repl: Option<&str>, shape: Shape) -> CallToolResult {
     let json = serde_json::to_value(outcome).expect("outcomes serialize");
-    let mut shown = json.clone();
-    if let Some(repl) = repl
-        && outcome.status == RunStatus::Completed
-    {
-        shown["result"] = repl.into();
-    }
-    budget::fit(&mut shown, shape.budget, shape.kept, ResultForm::Text);
-    let structured = shape.structured.then(|| {
-        let mut json = json;
-        budget::fit(&mut json, shape.budget, shape.kept, ResultForm::StandIn);
-        json
-    });
-    json_result(
-        shown.to_string(),
-        structured.unwrap_or_default(),
+    let shown = repl.filter(|_| outcome.status == RunStatus::Completed);
+    budget::answer(
+        json,
+        shown,
+        shape.budget,
+        shape.kept,
         shape.is_error,
         shape.structured,
     )
