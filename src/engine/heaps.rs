@@ -54,7 +54,7 @@ impl Engine {
         };
         let stored =
             match super::files::keep(self.files.as_ref(), tenant, &result.reports.files).await {
-                Ok(()) => self.store(heaps.as_ref(), tenant, blob).await,
+                Ok(()) => self.store(heaps.as_ref(), tenant, blob.0.clone()).await,
                 Err(error) => Err(error),
             };
         if let (Ok(key), Some(id), Some(workers), Some(limits)) =
@@ -168,12 +168,16 @@ impl Engine {
         &self,
         heaps: &dyn HeapStore,
         tenant: &Tenant,
-        blob: &[u8],
+        blob: bytes::Bytes,
     ) -> Result<HeapKey, RunError> {
         if blob.len() > self.config.max_snapshot_bytes {
             return Err(self.too_large("this run's heap", blob.len()));
         }
-        let snapshot = Snapshot::from_payload(blob)
+        // Hashing and cutting a large payload take tens of milliseconds of
+        // CPU: off the async workers.
+        let snapshot = tokio::task::spawn_blocking(move || Snapshot::from_payload_bytes(blob))
+            .await
+            .map_err(|err| RunError::new("SnapshotError", err.to_string()))?
             .map_err(|err| RunError::new("SnapshotError", err.to_string()))?;
         heaps
             .put(tenant, &snapshot)

@@ -132,10 +132,17 @@ fn snapshot(isolate: v8::OwnedIsolate, handling: CodeHandling, result: &mut JobR
         CodeHandling::Keep => v8::FunctionCodeHandling::Keep,
         CodeHandling::Clear => v8::FunctionCodeHandling::Clear,
     };
+    let started = std::time::Instant::now();
     let created = isolate.create_blob(handling);
     if result.status != RunStatus::Completed {
         return;
     }
+    // Where a save's time goes (docs/performance.md, "Where a save goes").
+    tracing::debug!(
+        create_blob_ms = started.elapsed().as_secs_f64() * 1000.0,
+        bytes = created.as_ref().map_or(0, |blob| blob.len()),
+        "V8 made the heap's snapshot"
+    );
     match created {
         Some(data) => result.blob = Some(data.to_vec().into()),
         None => {

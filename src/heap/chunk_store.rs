@@ -105,7 +105,7 @@ pub(crate) fn chunk_error(key: &HeapKey, source: ChunkError) -> HeapStoreError {
 
 /// A payload whose hash was just checked against `key`, framed, mapped to
 /// the seam's error.
-pub(crate) fn joined(key: &HeapKey, payload: &[u8]) -> Result<Snapshot, HeapStoreError> {
+pub(crate) fn joined(key: &HeapKey, payload: Vec<u8>) -> Result<Snapshot, HeapStoreError> {
     Snapshot::from_joined(key, payload).map_err(|source| HeapStoreError::Corrupt {
         key: key.clone(),
         source,
@@ -116,7 +116,7 @@ pub(crate) fn joined(key: &HeapKey, payload: &[u8]) -> Result<Snapshot, HeapStor
 /// verified against `key`.
 pub(crate) fn whole(key: &HeapKey, stored: Bytes) -> Result<Snapshot, HeapStoreError> {
     let payload = format::decode_whole(key, &stored).map_err(|e| chunk_error(key, e))?;
-    let snapshot = joined(key, &payload)?;
+    let snapshot = joined(key, payload)?;
     Ok(snapshot.with_whole(stored))
 }
 
@@ -176,7 +176,7 @@ where
         kept.insert(chunk.digest, stored);
     }
     let payload = manifest.join(&raw).map_err(|e| chunk_error(key, e))?;
-    let snapshot = joined(key, &payload)?;
+    let snapshot = joined(key, payload)?;
     // The stored chunks come along, so a cache keeping this heap writes
     // its manifest without compressing the payload again.
     let stored = manifest

@@ -23,13 +23,30 @@ pub const MANIFEST_MAGIC: &[u8; 10] = b"MCPV8CHNK\0";
 const FIXED_LEN: usize = MANIFEST_MAGIC.len() + 32 + 8 + 4 + 4;
 const ENTRY_LEN: usize = 32 + 4;
 
-/// FastCDC's bounds: chunks of 128 KiB–2 MiB, 512 KiB on average (about
-/// 100 KB compressed: each is a request, so fewer and larger chunks cost
-/// less per run than finer sharing saves; docs/performance.md has the
-/// figures). A one-record change in a 5 MB heap touches one or two.
-const MIN_CHUNK: u32 = 128 * 1024;
-const AVG_CHUNK: u32 = 512 * 1024;
+/// The payload's first bytes are a chunk of their own: V8 writes its
+/// roots and startup objects there, and they differ in every snapshot
+/// (measured: the first ~130 KB of two snapshots one record apart), so
+/// whatever content-defined chunk held them would be stored anew each time.
+const HEAD_CHUNK: usize = 256 * 1024;
+
+/// FastCDC's bounds after the head: an average chunk of a 32nd of the
+/// payload, a power of two from 64 KiB to 512 KiB, chunks a quarter to four
+/// times that. A one-record change touches the head and two or three
+/// chunks elsewhere (V8 rewrites a few scattered bytes), so a smaller heap
+/// needs smaller chunks for a change to store a small part of it; a larger
+/// one keeps them large, each a request (docs/performance.md, "Where a
+/// save goes"). Readers take any chunking: only [`MAX_CHUNK`] is checked.
+const MIN_AVG_CHUNK: usize = 64 * 1024;
+const MAX_AVG_CHUNK: usize = 512 * 1024;
 const MAX_CHUNK: u32 = 2048 * 1024;
+
+/// FastCDC's (min, average, max) chunk sizes for a payload of `len` bytes.
+fn chunk_bounds(len: usize) -> (usize, usize, usize) {
+    let average = (len / 32)
+        .next_power_of_two()
+        .clamp(MIN_AVG_CHUNK, MAX_AVG_CHUNK);
+    (average / 4, average, average * 4)
+}
 
 /// A payload under this is stored whole, compressed, in one object: a small
 /// heap's snapshot changes in most of its chunks from one run to the next
@@ -176,36 +193,71 @@ pub fn split(payload: &[u8]) -> (Manifest, Vec<StoredChunk>) {
 
 /// [`split`] of a payload whose key is known already.
 pub(crate) fn split_keyed(heap: HeapKey, payload: &[u8]) -> (Manifest, Vec<StoredChunk>) {
-    let mut chunks = Vec::new();
+    keyed(split_unkeyed(payload), &heap)
+}
+
+/// A split whose manifest does not name its heap yet ([`keyed`] does): so
+/// that cutting and hashing the chunks can go beside hashing the whole.
+pub(crate) struct Unkeyed {
+    payload_len: u64,
+    chunks: Vec<ChunkRef>,
+    stored: Vec<StoredChunk>,
+}
+
+/// Cuts `payload` into its chunks and hashes each, on as many cores as
+/// are free (rayon's pool).
+pub(crate) fn split_unkeyed(payload: &[u8]) -> Unkeyed {
+    use rayon::prelude::*;
+    let head = HEAD_CHUNK.min(payload.len());
+    let (min, average, max) = chunk_bounds(payload.len());
+    let mut cuts = vec![(0, head)];
+    cuts.extend(
+        fastcdc::v2020::FastCDC::new(&payload[head..], min, average, max)
+            .map(|cut| (head + cut.offset, cut.length)),
+    );
+    let chunks: Vec<ChunkRef> = cuts
+        .par_iter()
+        .map(|&(offset, length)| ChunkRef {
+            digest: digest(&payload[offset..offset + length]),
+            len: length as u32,
+        })
+        .collect();
     let mut stored: Vec<StoredChunk> = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    for cut in fastcdc::v2020::FastCDC::new(
-        payload,
-        MIN_CHUNK as usize,
-        AVG_CHUNK as usize,
-        MAX_CHUNK as usize,
-    ) {
-        let raw = &payload[cut.offset..cut.offset + cut.length];
-        let chunk = ChunkRef {
-            digest: digest(raw),
-            len: cut.length as u32,
-        };
+    for (chunk, &(offset, _)) in chunks.iter().zip(&cuts) {
         if seen.insert(chunk.digest) {
             stored.push(StoredChunk {
                 chunk: chunk.clone(),
-                offset: cut.offset,
+                offset,
                 compressed: Arc::default(),
             });
         }
-        chunks.push(chunk);
     }
-    let manifest = Manifest {
-        heap,
+    Unkeyed {
         payload_len: payload.len() as u64,
-        generation: 0,
         chunks,
+        stored,
+    }
+}
+
+/// The manifest of `heap` from its chunks.
+pub(crate) fn keyed(split: Unkeyed, heap: &HeapKey) -> (Manifest, Vec<StoredChunk>) {
+    let manifest = Manifest {
+        heap: heap.clone(),
+        payload_len: split.payload_len,
+        generation: 0,
+        chunks: split.chunks,
     };
-    (manifest, stored)
+    (manifest, split.stored)
+}
+
+/// Compresses `chunks` of `payload` that are not yet, in parallel: what a
+/// store writes next.
+pub fn compress_all(chunks: &[&StoredChunk], payload: &[u8]) {
+    use rayon::prelude::*;
+    chunks.par_iter().for_each(|chunk| {
+        chunk.compressed(payload);
+    });
 }
 
 impl Manifest {
@@ -516,6 +568,43 @@ mod tests {
             .sum();
         assert!(new <= 2 * u64::from(MAX_CHUNK), "{new} new bytes");
         assert_ne!(a.heap, b.heap);
+    }
+
+    /// V8 rewrites the first ~130 KB of every snapshot; they are a chunk
+    /// of their own, so a change there stores only that chunk again, not
+    /// whichever content-defined chunk (up to 2 MiB) held them.
+    #[test]
+    fn a_change_in_the_head_stores_only_the_head_chunk_again() {
+        let raw = payload(3_000_000, 13);
+        let mut changed = raw.clone();
+        changed[1000] ^= 1;
+        changed[120_000] ^= 1;
+        let (a, _) = split(&raw);
+        let (b, _) = split(&changed);
+        let old: std::collections::HashSet<_> = a.chunks.iter().map(|c| c.digest).collect();
+        let new: Vec<u32> = b
+            .chunks
+            .iter()
+            .filter(|c| !old.contains(&c.digest))
+            .map(|c| c.len)
+            .collect();
+        assert_eq!(new, [HEAD_CHUNK as u32], "new chunks: {new:?}");
+    }
+
+    #[test]
+    fn smaller_payloads_are_cut_into_smaller_chunks() {
+        assert_eq!(chunk_bounds(1_500_000).1, 64 * 1024);
+        assert_eq!(chunk_bounds(3_200_000).1, 128 * 1024);
+        assert_eq!(chunk_bounds(8_000_000).1, 256 * 1024);
+        assert_eq!(chunk_bounds(28_000_000).1, 512 * 1024);
+        assert_eq!(
+            chunk_bounds(200_000_000),
+            (128 * 1024, 512 * 1024, 2048 * 1024)
+        );
+        let raw = payload(3_200_000, 17);
+        let (manifest, _) = split(&raw);
+        assert!(manifest.chunks.len() >= 16, "{}", manifest.chunks.len());
+        assert!(manifest.chunks.iter().all(|c| c.len <= MAX_CHUNK));
     }
 
     #[test]

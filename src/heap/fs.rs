@@ -114,21 +114,30 @@ impl FileHeapStore {
                 .map_err(|e| Self::backend(key, e))?;
         }
         let (manifest, stored) = snapshot.split();
-        let mut wrote = false;
-        for chunk in stored {
-            let path = chunks.join(chunk.chunk.key());
-            // Same digest, same bytes: chunks are published whole (renamed
-            // into place), so a file under the name is the chunk. An empty
-            // one is what a crash before a cache's unsynced write reached
-            // the disk leaves, and is replaced; readers verify either way.
-            if std::fs::metadata(&path).is_ok_and(|m| m.len() > 0) {
-                continue;
-            }
-            self.publish(&chunks, &path, chunk.compressed(snapshot.payload()))
+        // Same digest, same bytes: chunks are published whole (renamed
+        // into place), so a file under the name is the chunk. An empty one
+        // is what a crash before a cache's unsynced write reached the disk
+        // leaves, and is replaced; readers verify either way.
+        let missing: Vec<_> = stored
+            .iter()
+            .filter(|chunk| {
+                !std::fs::metadata(chunks.join(chunk.chunk.key())).is_ok_and(|m| m.len() > 0)
+            })
+            .collect();
+        // Compressed and written (each synced) in parallel: a first save of
+        // a large heap writes all its chunks.
+        format::compress_all(&missing, snapshot.payload());
+        {
+            use rayon::prelude::*;
+            missing
+                .par_iter()
+                .try_for_each(|chunk| {
+                    let path = chunks.join(chunk.chunk.key());
+                    self.publish(&chunks, &path, chunk.compressed(snapshot.payload()))
+                })
                 .map_err(|e| Self::backend(key, e))?;
-            wrote = true;
         }
-        if wrote && self.durable {
+        if !missing.is_empty() && self.durable {
             sync_dir(&chunks).map_err(|e| Self::backend(key, e))?;
         }
         self.publish_heap(&folder, snapshot, &manifest.encode())
@@ -165,7 +174,7 @@ impl FileHeapStore {
         let Ok(meta) = std::fs::metadata(path) else {
             return false;
         };
-        let held = meta.len() == snapshot.framed().len() as u64
+        let held = meta.len() == snapshot.framed_len() as u64
             || (meta.len() == manifest.len() as u64
                 && std::fs::read(path).is_ok_and(|b| b == manifest));
         if held {
@@ -328,7 +337,7 @@ impl FileHeapStore {
         let payload = manifest
             .join(&raw)
             .map_err(|e| chunk_store::chunk_error(key, e))?;
-        let snapshot = chunk_store::joined(key, &payload)?;
+        let snapshot = chunk_store::joined(key, payload)?;
         Ok(Some((snapshot, Some(manifest))))
     }
 

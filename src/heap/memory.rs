@@ -27,7 +27,7 @@ pub struct MemoryCacheHeapStore {
 /// Keeps `snapshot` unless it alone exceeds `max_bytes`, evicting the least
 /// recently used others to make room.
 fn admit(entries: &mut ByteLru<Snapshot>, tenant: &Tenant, snapshot: &Snapshot, max_bytes: u64) {
-    let size = snapshot.framed().len() as u64;
+    let size = snapshot.framed_len() as u64;
     let slot: Slot = (tenant.clone(), snapshot.key().clone());
     if size > max_bytes || entries.get(&slot).is_some() {
         return;

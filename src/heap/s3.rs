@@ -10,7 +10,7 @@ use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt, stream};
 
 use super::chunk_store::{self, ChunkCache, KnownChunks, NoChunkCache, PARALLEL};
-use super::format::{self, ChunkRef, Manifest};
+use super::format::{self, ChunkRef, Manifest, StoredChunk};
 use super::{
     HeapKey, HeapStore, HeapStoreError, Snapshot, generation_at, system_clock, verify_read,
 };
@@ -97,11 +97,30 @@ impl HeapStore for S3HeapStore {
         }
         let generation = generation_at((self.clock)());
         let (manifest, stored) = snapshot.split();
-        let missing: Vec<(ChunkRef, Bytes)> = stored
+        let missing: Vec<StoredChunk> = stored
             .iter()
             .filter(|c| !self.known.contains(tenant, generation, &c.chunk))
-            .map(|c| (c.chunk.clone(), c.compressed(snapshot.payload()).clone()))
+            .cloned()
             .collect();
+        // Compressed in parallel, off the async workers.
+        let missing: Vec<(ChunkRef, Bytes)> = {
+            let owned = snapshot.clone();
+            tokio::task::spawn_blocking(move || {
+                let refs: Vec<&StoredChunk> = missing.iter().collect();
+                format::compress_all(&refs, owned.payload());
+                missing
+                    .iter()
+                    .map(|c| (c.chunk.clone(), c.compressed(owned.payload()).clone()))
+                    .collect()
+            })
+            .await
+            .map_err(|e| {
+                backend(
+                    key,
+                    format!("compressing the heap's chunks failed: {e}").into(),
+                )
+            })?
+        };
         let writes: Vec<_> = missing
             .into_iter()
             .map(|(chunk, bytes)| async move {

@@ -46,15 +46,19 @@ pub enum SnapshotError {
     },
 }
 
-/// A framed snapshot whose checksum is known to match its key.
+/// A snapshot whose payload is known to hash to its key.
 ///
 /// Constructed only by hashing a payload ([`Snapshot::from_payload`]) or by
 /// verifying stored bytes ([`Snapshot::verify`]), so holding one means the bytes
-/// are what the key says.
+/// are what the key says. The payload is held as it came (a run's blob, a
+/// stored file's bytes), and the framed `MCPV8SNAP` form is made only when
+/// asked for: a save never copies the payload to frame it.
 #[derive(Clone)]
 pub struct Snapshot {
     key: HeapKey,
-    framed: Bytes,
+    payload: Bytes,
+    /// The `MCPV8SNAP` form: set when read framed, else made on first use.
+    framed: Arc<OnceLock<Bytes>>,
     /// Its chunks, computed once however many stores (a cache and the store
     /// behind it) write them.
     split: Arc<OnceLock<Split>>,
@@ -66,32 +70,45 @@ pub struct Snapshot {
 pub(crate) type Split = (Manifest, Vec<StoredChunk>);
 
 impl Snapshot {
-    /// Frames a raw V8 payload and computes its key.
+    /// Computes a raw V8 payload's key (copying the payload once).
     pub fn from_payload(payload: &[u8]) -> Result<Self, SnapshotError> {
+        Self::from_payload_bytes(Bytes::copy_from_slice(payload))
+    }
+
+    /// Computes the key of a raw V8 payload held in `payload`, without a
+    /// copy. A payload large enough to be stored as chunks is also cut and
+    /// its chunks hashed, beside the whole payload's hash, on the cores a
+    /// run is not using (docs/storage.md, "Chunked heaps").
+    pub fn from_payload_bytes(payload: Bytes) -> Result<Self, SnapshotError> {
         if payload.len() < MIN_PAYLOAD_LEN {
             return Err(SnapshotError::PayloadTooSmall { len: payload.len() });
         }
-        let digest: [u8; 32] = digest(payload);
-        Ok(Self::framing(HeapKey::from_digest(&digest), payload))
+        if payload.len() < format::WHOLE_BELOW {
+            let key = HeapKey::from_digest(&digest(&payload));
+            return Ok(Self::of(key, payload));
+        }
+        let (key, split) = rayon::join(
+            || HeapKey::from_digest(&digest(&payload)),
+            || format::split_unkeyed(&payload),
+        );
+        let split = format::keyed(split, &key);
+        Ok(Self::of(key, payload).with_split(split))
     }
 
     /// A payload whose hash was just checked against `key` (chunks put back
-    /// together by [`Manifest::join`]), framed without hashing it again.
-    pub(crate) fn from_joined(key: &HeapKey, payload: &[u8]) -> Result<Self, SnapshotError> {
+    /// together by [`Manifest::join`]), kept without hashing it again.
+    pub(crate) fn from_joined(key: &HeapKey, payload: Vec<u8>) -> Result<Self, SnapshotError> {
         if payload.len() < MIN_PAYLOAD_LEN {
             return Err(SnapshotError::PayloadTooSmall { len: payload.len() });
         }
-        Ok(Self::framing(key.clone(), payload))
+        Ok(Self::of(key.clone(), payload.into()))
     }
 
-    fn framing(key: HeapKey, payload: &[u8]) -> Self {
-        let mut framed = Vec::with_capacity(HEADER_LEN + payload.len());
-        framed.extend_from_slice(MAGIC);
-        framed.extend_from_slice(&key.digest());
-        framed.extend_from_slice(payload);
+    fn of(key: HeapKey, payload: Bytes) -> Self {
         Self {
             key,
-            framed: framed.into(),
+            payload,
+            framed: Arc::default(),
             split: Arc::default(),
             whole: Arc::default(),
         }
@@ -107,12 +124,7 @@ impl Snapshot {
     /// The same snapshot without its stored forms: what a memory cache
     /// holds, so that its byte bound counts all it keeps.
     pub(crate) fn bare(&self) -> Self {
-        Self {
-            key: self.key.clone(),
-            framed: self.framed.clone(),
-            split: Arc::default(),
-            whole: Arc::default(),
-        }
+        Self::of(self.key.clone(), self.payload.clone())
     }
 
     /// The same snapshot with its whole stored form known already (read
@@ -166,12 +178,9 @@ impl Snapshot {
                 actual: HeapKey::from_digest(&actual),
             });
         }
-        Ok(Self {
-            key: expected.clone(),
-            framed,
-            split: Arc::default(),
-            whole: Arc::default(),
-        })
+        let snapshot = Self::of(expected.clone(), framed.slice(HEADER_LEN..));
+        let _ = snapshot.framed.set(framed);
+        Ok(snapshot)
     }
 
     /// The content address.
@@ -179,19 +188,31 @@ impl Snapshot {
         &self.key
     }
 
-    /// The whole stored form, header included.
+    /// The whole `MCPV8SNAP` form, header included (made on first use
+    /// unless the snapshot was read in that form).
     pub fn framed(&self) -> &Bytes {
-        &self.framed
+        self.framed.get_or_init(|| {
+            let mut framed = Vec::with_capacity(self.framed_len());
+            framed.extend_from_slice(MAGIC);
+            framed.extend_from_slice(&self.key.digest());
+            framed.extend_from_slice(&self.payload);
+            framed.into()
+        })
+    }
+
+    /// The length of [`Snapshot::framed`], without making it.
+    pub fn framed_len(&self) -> usize {
+        HEADER_LEN + self.payload.len()
     }
 
     /// The raw V8 payload.
     pub fn payload(&self) -> &[u8] {
-        &self.framed[HEADER_LEN..]
+        &self.payload
     }
 
     /// The raw V8 payload, sharing this snapshot's buffer.
     pub fn payload_bytes(&self) -> Bytes {
-        self.framed.slice(HEADER_LEN..)
+        self.payload.clone()
     }
 }
 
@@ -199,7 +220,7 @@ impl std::fmt::Debug for Snapshot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Snapshot")
             .field("key", &self.key)
-            .field("len", &self.framed.len())
+            .field("len", &self.framed_len())
             .finish()
     }
 }
