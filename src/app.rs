@@ -390,6 +390,10 @@ pub fn with_engine(config: &Config, engine_config: EngineConfig, stores: Stores)
             .answer_before_save_mb
             .map(|mb| mb as u64 * 1024 * 1024),
         saves: Default::default(),
+        unsaved: crate::tools::UnsavedBounds {
+            per_session: config.engine.unsaved_heaps,
+            process_bytes: config.engine.unsaved_heaps_mb as u64 * 1024 * 1024,
+        },
         answer_budget_bytes: config.engine.answer_budget_kb * 1024,
     };
     let transport = TransportConfig {

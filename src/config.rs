@@ -142,6 +142,13 @@ pub struct EngineSettings {
     /// post-response phase stores it); `None` (`off`): every answer waits
     /// for its save (docs/protocol.md, "Answer first, save after").
     pub answer_before_save_mb: Option<usize>,
+    /// `MCP_V8_UNSAVED_HEAPS`: most heaps of one logical session answered
+    /// for and still being stored; a `latest` call past it waits for the
+    /// oldest (4).
+    pub unsaved_heaps: usize,
+    /// `MCP_V8_UNSAVED_HEAPS_MB`: most MiB of V8 heap of every heap this
+    /// process is still storing; a `latest` call past it waits (1024).
+    pub unsaved_heaps_mb: usize,
     /// `MCP_V8_MAX_HEAP_SNAPSHOT_MB`: largest snapshot stored or restored.
     pub max_heap_snapshot_mb: usize,
     /// `MCP_V8_PROCESS_ENV`: `process.env` of runs, a JSON object of
@@ -653,6 +660,8 @@ impl EngineSettings {
                     Least::Zero,
                 )?),
             },
+            unsaved_heaps: vars.number("MCP_V8_UNSAVED_HEAPS", 4, Least::One)?,
+            unsaved_heaps_mb: vars.number("MCP_V8_UNSAVED_HEAPS_MB", 1024, Least::One)?,
             max_heap_snapshot_mb: vars.number("MCP_V8_MAX_HEAP_SNAPSHOT_MB", 256, Least::One)?,
             process_env: match vars.non_empty("MCP_V8_PROCESS_ENV") {
                 None => Default::default(),

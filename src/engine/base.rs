@@ -56,7 +56,7 @@ impl Engine {
         let result = self
             .execute(job, &Tenant::default(), None, None)
             .await
-            .map(|(result, _)| result)
+            .map(|executed| executed.result)
             .map_err(|e| e.to_string())?;
         if !result.reports.files.is_empty() {
             // The prelude's heap is kept in memory, not stored: bytes of its

@@ -105,6 +105,15 @@ pub struct RunRequest {
     pub code: String,
     /// Heap to restore first (stateful runs only).
     pub heap: Option<HeapKey>,
+    /// The run whose heap to continue while it is not stored yet: an
+    /// engine worker keeps it live ([`Engine::holds_live`]); `heap` is then
+    /// `None`. A run whose worker no longer keeps it is refused with
+    /// [`EngineError::NotLive`], and the caller continues it by key once
+    /// stored.
+    ///
+    /// [`Engine::holds_live`]: super::Engine::holds_live
+    /// [`EngineError::NotLive`]: super::EngineError::NotLive
+    pub continues: Option<uuid::Uuid>,
     /// Whose heaps `heap` names and the run's heap goes to.
     pub tenant: Tenant,
     /// Snapshot the heap afterwards and return its key.

@@ -105,6 +105,10 @@ pub(crate) struct Job {
     /// `Ran` frame); the result that follows then keeps only the heap.
     #[serde(default)]
     pub answer_first: bool,
+    /// Names the job to its engine worker's pool: a snapshot that follows
+    /// the job's result (`JobResult::snapshot_pending`) comes with it.
+    #[serde(default)]
+    pub seq: u64,
     /// Create the isolate as a snapshot creator and return a blob on success.
     pub stateful: bool,
     #[serde(with = "millis")]
@@ -158,6 +162,11 @@ pub(crate) struct JobResult {
     /// whether the answer may go before the save (docs/protocol.md).
     #[serde(default)]
     pub heap_used_bytes: u64,
+    /// A completed stateful run whose blob a forked copy of its engine
+    /// worker is writing: it follows the result, and the worker keeps the
+    /// heap live for the next call (`engine/ready.rs`).
+    #[serde(default)]
+    pub snapshot_pending: bool,
 }
 
 impl JobResult {
@@ -173,6 +182,7 @@ impl JobResult {
             listing: None,
             reports: Reports::default(),
             heap_used_bytes: 0,
+            snapshot_pending: false,
         }
     }
 
@@ -192,6 +202,7 @@ impl JobResult {
             listing: None,
             reports,
             heap_used_bytes: self.heap_used_bytes,
+            snapshot_pending: false,
         }
     }
 

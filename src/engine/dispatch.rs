@@ -40,7 +40,7 @@ impl Engine {
         tenant: &Tenant,
         ran: Option<oneshot::Sender<contract::JobResult>>,
         claim: Option<worker::Claim>,
-    ) -> Result<(contract::JobResult, Option<u64>), EngineError> {
+    ) -> Result<worker::Executed, EngineError> {
         let mut job = job;
         job.answer_first = ran.is_some() && job.stateful;
         let share = tenant.id().filter(|_| !tenant.is_anonymous());
@@ -53,7 +53,7 @@ impl Engine {
             return warm
                 .execute(job, services)
                 .await
-                .map(|result| (result, None))
+                .map(worker::Executed::here)
                 .ok_or_else(|| EngineError::Internal("the isolate thread panicked".into()));
         }
         let (done, result) = oneshot::channel();
@@ -66,7 +66,7 @@ impl Engine {
                             let _ = ran.send(answer);
                         }
                     };
-                    isolate::execute(job, &services, &mut None, &mut early)
+                    isolate::execute(job, &services, &mut None, &mut early, None)
                 } else {
                     plain::PlainIsolate::new(job.heap_limit_bytes).run(&job, &services)
                 };
@@ -75,7 +75,7 @@ impl Engine {
             .map_err(|e| EngineError::Internal(format!("spawning the isolate thread: {e}")))?;
         result
             .await
-            .map(|result| (result, None))
+            .map(worker::Executed::here)
             .map_err(|_| EngineError::Internal("the isolate thread panicked".into()))
     }
 

@@ -23,56 +23,142 @@ impl Engine {
         }
     }
 
-    /// The worker keeping `tenant`'s heap `key` ready for a run with
-    /// `limits`, when there is one.
+    /// The worker keeping `tenant`'s heap ready for a run with `limits`
+    /// (by key, or live by the run that made it), when there is one.
     pub(super) fn claim(
         &self,
         tenant: &Tenant,
-        key: &HeapKey,
+        wanted: worker::Wanted<'_>,
         limits: &Limits,
     ) -> Option<worker::Claim> {
         let workers = self.workers.as_ref().filter(|w| w.keeps_ready())?;
         workers.claim(
             tenant,
-            key,
+            wanted,
             limits.asked.then_some(limits.heap_limit_mb * MIB),
         )
     }
 
+    /// Whether an engine worker keeps `tenant`'s run `run`'s heap live, so
+    /// that a run may continue it before it is stored
+    /// ([`RunRequest::continues`](super::RunRequest::continues)).
+    pub fn holds_live(&self, tenant: &Tenant, run: uuid::Uuid) -> bool {
+        self.workers
+            .as_ref()
+            .is_some_and(|workers| workers.holds_run(tenant, run))
+    }
+
     /// Stores the heap a run made (its `/work` files first: a stored heap
-    /// never names bytes the store lacks); `None` when it made none. Names
-    /// the heap to the worker restoring it, once stored.
+    /// never names bytes the store lacks); `None` when it made none. A
+    /// heap its worker keeps live is ready for the next call at once, by
+    /// the run's id, and named by its key once stored; a blob sent is
+    /// named to the worker restoring it, once stored.
     pub(super) async fn keep(
         &self,
         tenant: &Tenant,
-        result: &contract::JobResult,
-        preparing: Option<u64>,
-        ready: Option<contract::ReadyLimits>,
-    ) -> Option<Result<HeapKey, RunError>> {
-        let (Some(blob), Some(heaps)) = (&result.blob, &self.heaps) else {
-            return None;
+        executed: worker::Executed,
+        kept: Kept,
+        live: Option<&tokio::sync::watch::Sender<Option<bool>>>,
+    ) -> (contract::JobResult, Option<Result<HeapKey, RunError>>) {
+        let say_live = |kept_live: bool| {
+            if let Some(live) = live {
+                live.send_replace(Some(kept_live));
+            }
         };
-        let stored =
-            match super::files::keep(self.files.as_ref(), tenant, &result.reports.files).await {
-                Ok(()) => self.store(heaps.as_ref(), tenant, blob.0.clone()).await,
-                Err(error) => Err(error),
+        let Some(heaps) = &self.heaps else {
+            say_live(false);
+            return (executed.result, None);
+        };
+        let named = executed.preparing.zip(self.workers.as_ref());
+        // A run cancelled once answered keeps nothing.
+        if executed.snapshot.is_some() && executed.result.status == RunStatus::Completed {
+            // The files first: the next run may read them from the live
+            // heap before its snapshot is stored.
+            if let Err(error) =
+                super::files::keep(self.files.as_ref(), tenant, &executed.result.reports.files)
+                    .await
+            {
+                say_live(false);
+                return (executed.result, Some(Err(error)));
+            }
+            say_live(self.ready_live(tenant, &executed, &kept));
+            let worker::Executed {
+                result, snapshot, ..
+            } = executed;
+            let stored = match snapshot.expect("checked above").await {
+                Ok(Ok(blob)) => self.store(heaps.as_ref(), tenant, blob).await,
+                Ok(Err(why)) => Err(RunError::new("SnapshotError", why)),
+                Err(_) => Err(RunError::new(
+                    "SnapshotError",
+                    "the heap's snapshot never came from its engine process",
+                )),
             };
-        if let (Ok(key), Some(id), Some(workers), Some(limits)) =
-            (&stored, preparing, &self.workers, ready)
-        {
-            let limit_mb = limits.heap_limit_mb(blob.0.len());
+            if let Some((id, workers)) = named {
+                workers.name_ready(id, kept.run, stored.as_ref().ok().cloned());
+            }
+            return (result, Some(stored));
+        }
+        say_live(false);
+        let result = executed.result;
+        let Some(blob) = result.blob.as_ref().map(|blob| blob.0.clone()) else {
+            return (result, None);
+        };
+        let stored = self
+            .store_with_files(heaps.as_ref(), tenant, &result, blob.clone())
+            .await;
+        if let (Ok(key), Some((id, workers)), Some(limits)) = (&stored, named, kept.ready) {
+            let limit_mb = limits.heap_limit_mb(blob.len());
             workers.mark_ready(
                 id,
                 worker::ReadyHeap {
                     tenant: tenant.clone(),
-                    key: key.clone(),
+                    key: Some(key.clone()),
+                    run: Some(kept.run),
                     heap_limit_bytes: limit_mb * MIB,
-                    cost_bytes: restore_needs_mb(blob.0.len()) * MIB,
+                    cost_bytes: restore_needs_mb(blob.len()) * MIB,
                     made: Instant::now(),
                 },
             );
         }
-        Some(stored)
+        (result, Some(stored))
+    }
+
+    /// Makes the heap an engine worker keeps live after `executed` ready
+    /// for the next call, by the run's id, before its snapshot comes;
+    /// whether there is one.
+    fn ready_live(&self, tenant: &Tenant, executed: &worker::Executed, kept: &Kept) -> bool {
+        let (Some(_), Some(id), Some(workers)) =
+            (&executed.snapshot, executed.preparing, &self.workers)
+        else {
+            return false;
+        };
+        if executed.result.status != RunStatus::Completed {
+            return false;
+        }
+        workers.mark_ready(
+            id,
+            worker::ReadyHeap {
+                tenant: tenant.clone(),
+                key: None,
+                run: Some(kept.run),
+                heap_limit_bytes: kept.heap_limit_bytes,
+                cost_bytes: (executed.result.heap_used_bytes as usize).saturating_mul(2) + 8 * MIB,
+                made: Instant::now(),
+            },
+        );
+        true
+    }
+
+    /// Stores `result`'s `/work` files, then its heap `blob`.
+    async fn store_with_files(
+        &self,
+        heaps: &dyn HeapStore,
+        tenant: &Tenant,
+        result: &contract::JobResult,
+        blob: bytes::Bytes,
+    ) -> Result<HeapKey, RunError> {
+        super::files::keep(self.files.as_ref(), tenant, &result.reports.files).await?;
+        self.store(heaps, tenant, blob).await
     }
 
     /// The `/work` tree of `tenant`'s heap `key`, read by restoring it;
@@ -103,10 +189,11 @@ impl Engine {
             restore: Some(Section(payload)),
             ..self.job(String::new(), self.own_asks(None)?)
         };
-        let (result, _) = self
+        let result = self
             .execute(job, tenant, None, None)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| e.to_string())?
+            .result;
         match (result.status, result.listing) {
             (RunStatus::Completed, Some(tree)) => Ok(Some(tree)),
             _ => Err(result.error.map_or_else(
@@ -197,6 +284,27 @@ impl Engine {
                 self.config.max_snapshot_bytes / MIB
             ),
         )
+    }
+}
+
+/// What [`Engine::keep`] needs of the job besides its result: how a heap
+/// restored for the next call is limited, the limit a live heap has, the
+/// run that made it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Kept {
+    pub ready: Option<contract::ReadyLimits>,
+    pub heap_limit_bytes: usize,
+    pub run: uuid::Uuid,
+}
+
+impl Engine {
+    /// What [`Engine::keep`] needs of `job`, run `run`.
+    pub(super) fn kept(job: &contract::Job, run: uuid::Uuid) -> Kept {
+        Kept {
+            ready: job.keep_ready,
+            heap_limit_bytes: job.heap_limit_bytes,
+            run,
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 use super::contract::{Job, JobResult};
 use super::host::files::files_kept;
 use super::layer;
-use super::ready::Ready;
+use super::ready::{Parts, Ready};
 use super::services::HostServices;
 
 use super::contract::CodeHandling;
@@ -18,11 +18,16 @@ use super::web;
 /// dropped first), else restored or made fresh. When the job asks for its
 /// answer first, `ran` gets a completed stateful run's answer before its
 /// heap is snapshotted, and the returned result keeps only the heap.
+/// A job that keeps its heap ready (`keep_ready`), given `keep_live`,
+/// keeps the isolate itself when `keep_live` has a forked copy write the
+/// blob: `ready` then holds the isolate live, and the returned result has
+/// no blob (`snapshot_pending`).
 pub(crate) fn execute(
     mut job: Job,
     services: &HostServices,
     ready: &mut Option<Ready>,
     ran: &mut dyn FnMut(JobResult),
+    keep_live: Option<KeepLive<'_>>,
 ) -> JobResult {
     super::platform::init();
     let taken = ready
@@ -40,7 +45,8 @@ pub(crate) fn execute(
     // other than the prelude's are restored by a snapshot creator, whose
     // blob a stateless run makes and drops.
     let creator = job.stateful || (!fresh && !job.plain_restore);
-    let (_exclusive, guard, mut isolate, made_context) = match taken {
+    let live = job.stateful && creator && job.keep_ready.is_some() && keep_live.is_some();
+    let (exclusive, guard, mut isolate, made_context) = match taken {
         Some(ready) => {
             let parts = ready.take();
             (
@@ -62,6 +68,8 @@ pub(crate) fn execute(
     };
     let mut watchdog = Watchdog::new(isolate.thread_safe_handle());
     let started = run::start(&mut isolate, &job, services, &mut watchdog, &guard);
+    // The context a live heap keeps for the next run.
+    let mut kept_context = None;
     let classified = {
         v8::scope!(let scope, &mut isolate);
         let context = match made_context {
@@ -88,8 +96,13 @@ pub(crate) fn execute(
         if creator {
             if classified.completed() && job.stateful {
                 files_kept(scope);
-                layer::before_snapshot(scope, global);
-                scope.set_default_context(context);
+                if live {
+                    // The forked copy prepares its own heap for the blob.
+                    kept_context = Some(v8::Global::new(scope, context));
+                } else {
+                    layer::before_snapshot(scope, global);
+                    scope.set_default_context(context);
+                }
             } else {
                 // The blob of a failed run is thrown away, but V8 insists on
                 // one being made. A new copy of the input context keeps that
@@ -109,6 +122,30 @@ pub(crate) fn execute(
                 ran(result.answer());
             }
         }
+        if let Some(context) = kept_context {
+            let keep_live = keep_live.filter(|_| result.status == RunStatus::Completed);
+            if let Some(keep_live) = keep_live
+                && keep_live(&mut isolate, &context, handling(job.code_handling))
+            {
+                result.snapshot_pending = true;
+                let parts = Parts {
+                    context,
+                    isolate,
+                    guard,
+                    exclusive,
+                };
+                *ready = Some(Ready::live(parts, job.heap_limit_bytes));
+                return result;
+            }
+            // Snapshotted here after all: as a run that keeps no live heap.
+            v8::scope!(let scope, &mut isolate);
+            let local = v8::Local::new(scope, &context);
+            let scope = &mut v8::ContextScope::new(scope, local);
+            let global = local.global(scope);
+            layer::before_snapshot(scope, global);
+            scope.set_default_context(local);
+            drop(context);
+        }
         snapshot(isolate, job.code_handling, &mut result);
     } else if creator {
         drop(isolate.create_blob(v8::FunctionCodeHandling::Clear));
@@ -116,7 +153,23 @@ pub(crate) fn execute(
         drop(isolate);
     }
     drop(guard);
+    drop(exclusive);
     result
+}
+
+/// Has a forked copy of this process write the snapshot of the heap of an
+/// isolate with its default context: whether one does (`worker/fork.rs`).
+pub(crate) type KeepLive<'a> = &'a mut dyn FnMut(
+    &mut v8::OwnedIsolate,
+    &v8::Global<v8::Context>,
+    v8::FunctionCodeHandling,
+) -> bool;
+
+fn handling(handling: CodeHandling) -> v8::FunctionCodeHandling {
+    match handling {
+        CodeHandling::Keep => v8::FunctionCodeHandling::Keep,
+        CodeHandling::Clear => v8::FunctionCodeHandling::Clear,
+    }
 }
 
 /// Bytes of V8's heap in use now.
@@ -127,13 +180,9 @@ fn heap_used_bytes(isolate: &mut v8::Isolate) -> u64 {
 /// Consumes a snapshot creator: the blob of a completed run goes into
 /// `result`, or a failure when V8 could not make one. V8 makes a blob of a
 /// failed run too; it is dropped.
-fn snapshot(isolate: v8::OwnedIsolate, handling: CodeHandling, result: &mut JobResult) {
-    let handling = match handling {
-        CodeHandling::Keep => v8::FunctionCodeHandling::Keep,
-        CodeHandling::Clear => v8::FunctionCodeHandling::Clear,
-    };
+fn snapshot(isolate: v8::OwnedIsolate, code: CodeHandling, result: &mut JobResult) {
     let started = std::time::Instant::now();
-    let created = isolate.create_blob(handling);
+    let created = isolate.create_blob(handling(code));
     if result.status != RunStatus::Completed {
         return;
     }

@@ -36,7 +36,7 @@ impl LoadCheck for Engine {
         let result = self
             .execute(job, &Tenant::default(), None, None)
             .await
-            .map(|(result, _)| result)
+            .map(|executed| executed.result)
             .map_err(|e| format!("the engine could not run the check: {e}"))?;
         match (result.status, result.error) {
             (RunStatus::Completed, _) => {

@@ -40,7 +40,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use crate::files::FileStore;
 use crate::heap::{HeapKey, HeapStore};
@@ -220,12 +220,13 @@ impl Engine {
             claim,
             started,
         } = planned;
-        let ready = job.keep_ready;
-        let (result, preparing) = self.execute(job, &tenant, None, claim).await?;
-        let mut result = result.cancelled_by(control.as_deref());
+        let kept = Self::kept(&job, report.outcome.execution_id);
+        let mut executed = self.execute(job, &tenant, None, claim).await?;
+        executed.result = executed.result.cancelled_by(control.as_deref());
+        let (mut result, stored) = self.keep(&tenant, executed, kept, None).await;
         self.apply(&mut report, &mut result, positions.as_ref())
             .await;
-        if let Some(stored) = self.keep(&tenant, &result, preparing, ready).await {
+        if let Some(stored) = stored {
             stored_in(&mut report.outcome, stored);
         }
         Ok(finish(report, started))
@@ -264,16 +265,16 @@ impl Engine {
         } = planned;
         let (ran_tx, ran_rx) = oneshot::channel();
         let (done_tx, done_rx) = oneshot::channel();
+        let (live_tx, live) = watch::channel(None);
         let task = {
             let (engine, control) = (self.clone(), control.clone());
-            let ready = job.keep_ready;
+            let kept = Self::kept(&job, report.outcome.execution_id);
             tokio::spawn(async move {
                 let done = match engine.execute(job, &tenant, Some(ran_tx), claim).await {
-                    Ok((result, preparing)) => {
+                    Ok(mut executed) => {
                         // Once answered, the control ignores cancels.
-                        let result = result.cancelled_by(control.as_deref());
-                        let stored = engine.keep(&tenant, &result, preparing, ready).await;
-                        Ok((result, stored))
+                        executed.result = executed.result.cancelled_by(control.as_deref());
+                        Ok(engine.keep(&tenant, executed, kept, Some(&live_tx)).await)
                     }
                     Err(error) => Err(error),
                 };
@@ -289,7 +290,10 @@ impl Engine {
                 self.apply(&mut report, &mut early, positions.as_ref())
                     .await;
                 let report = finish(report, started);
-                let save = Saving { done: done_rx };
+                let save = Saving {
+                    done: done_rx,
+                    live,
+                };
                 Ok(Ran {
                     report,
                     save: Some(save),
@@ -365,6 +369,10 @@ pub struct Ran {
 #[derive(Debug)]
 pub struct Saving {
     done: oneshot::Receiver<Saved>,
+    /// Whether an engine worker keeps the heap live for the next call
+    /// (known a few milliseconds after the answer, when the run's engine
+    /// worker has forked the copy that writes its snapshot).
+    live: watch::Receiver<Option<bool>>,
 }
 
 /// How a run answered first ended: its final result (the heap, the files
@@ -372,6 +380,13 @@ pub struct Saving {
 type Saved = Result<(contract::JobResult, Option<Result<HeapKey, RunError>>), EngineError>;
 
 impl Saving {
+    /// Whether an engine worker keeps the heap live ([`RunRequest::continues`]
+    /// may then name the run): `None` until known, and a closed channel when
+    /// the run ended without saying.
+    pub fn live(&self) -> watch::Receiver<Option<bool>> {
+        self.live.clone()
+    }
+
     /// The stored heap's key, or why there is none (V8 could not snapshot
     /// the heap, the store failed, the engine process died).
     pub async fn wait(self) -> Result<HeapKey, RunError> {

@@ -85,6 +85,9 @@ pub struct RunOutcome {
     pub warnings: Vec<String>,
     /// Wall time of the whole run, loading and storing included.
     pub duration_ms: u64,
+    /// Time the call waited, before it ran, for earlier heaps of its session to be stored: present only when too many were still being stored (a warning says which bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub save_wait_ms: Option<u64>,
     /// Requests `fetch` made and the response bytes it read; absent when
     /// the run made none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -165,6 +168,7 @@ impl RunReport {
                 error: None,
                 warnings: Vec::new(),
                 duration_ms: 0,
+                save_wait_ms: None,
                 fetches: None,
                 mcp_calls: None,
                 reports: serde_json::Map::new(),
@@ -244,6 +248,12 @@ pub enum EngineError {
     /// which and why).
     #[error("{0}")]
     Argument(String),
+    /// The run was to continue a heap not yet stored
+    /// ([`RunRequest::continues`](super::RunRequest::continues)) that no
+    /// engine worker keeps live any more: the caller continues it by key
+    /// once it is stored.
+    #[error("the heap of run {0} is no longer kept live")]
+    NotLive(uuid::Uuid),
     /// The isolate thread died (a bug, reported rather than hidden).
     #[error("the engine thread failed: {0}")]
     Internal(String),

@@ -51,9 +51,19 @@ impl Engine {
         report.executed_code = prepared.js.clone();
         report.outcome.warnings.append(&mut prepared.warnings);
 
-        // A heap an engine worker keeps ready is neither read nor restored.
-        let claim = match &request.heap {
-            Some(key) if self.heaps.is_some() => self.claim(&request.tenant, key, &limits),
+        // A heap an engine worker keeps ready is neither read nor restored;
+        // one not stored yet is continued only there.
+        let claim = match (&request.heap, request.continues) {
+            (_, Some(run)) if self.heaps.is_some() => {
+                let claim = self.claim(&request.tenant, super::worker::Wanted::Run(run), &limits);
+                if claim.is_none() {
+                    return Err(EngineError::NotLive(run));
+                }
+                claim
+            }
+            (Some(key), None) if self.heaps.is_some() => {
+                self.claim(&request.tenant, super::worker::Wanted::Key(key), &limits)
+            }
             _ => None,
         };
         if let Some(claim) = &claim {
@@ -222,6 +232,7 @@ fn job_within(
         from_ready: false,
         keep_ready: None,
         answer_first: false,
+        seq: 0,
         stateful: false,
         timeout: config.default_timeout,
         heap_limit_bytes: config.default_heap_limit_mb * MIB,

@@ -1,9 +1,13 @@
-//! A heap kept restored for the next call: after an engine worker sends a
-//! run's snapshot, it restores that snapshot into a snapshot creator and
-//! makes its context, the two steps whose cost grows with the heap, while
-//! the agent thinks. A call that continues the heap then only runs. The
-//! pool decides which heaps stay ready and for how long
-//! (`worker/mod.rs`, bounded by `MCP_V8_READY_HEAPS_MB`).
+//! A heap kept for the next call. Where the process may fork (an engine
+//! worker on Linux), the run's isolate itself stays live: a forked copy of
+//! the worker writes the heap's blob while the worker waits for the call
+//! that continues it, which then only runs (no snapshot, no restore on its
+//! path). Elsewhere, after an engine worker sends a run's snapshot, it
+//! restores that snapshot into a snapshot creator and makes its context,
+//! the two steps whose cost grows with the heap, while the agent thinks.
+//! The pool decides which heaps stay ready and for how long
+//! (`worker/mod.rs`, bounded by `MCP_V8_READY_HEAPS_MB`; the fork in
+//! `worker/fork.rs`).
 
 use bytes::Bytes;
 
@@ -27,6 +31,15 @@ pub(super) struct Parts {
 }
 
 impl Ready {
+    /// The isolate a run just completed in, with its context, kept for the
+    /// run that continues it while a forked copy writes its blob.
+    pub(super) fn live(parts: Parts, heap_limit_bytes: usize) -> Ready {
+        Ready {
+            parts: Some(parts),
+            heap_limit_bytes,
+        }
+    }
+
     /// Restores `payload` with `heap_limit_bytes`, as a job restoring it
     /// would, up to its first context; `settle`: then collects garbage,
     /// which leaves V8 no background work on the heap.

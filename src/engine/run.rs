@@ -310,6 +310,7 @@ pub(super) fn finish(
         listing: None,
         reports,
         heap_used_bytes: 0,
+        snapshot_pending: false,
     };
     match classified {
         Classified::Ended(status, error) => {

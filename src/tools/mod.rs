@@ -31,7 +31,7 @@ pub use budget::{page, pages};
 pub use calls::{TaskSupport, ToolCallError};
 pub use executions::ExecutionView;
 pub use run_js::ANSWERED_DIRECTLY_IF;
-pub use saving::Saves;
+pub use saving::{Saves, UnsavedBounds};
 pub use toolbox::{CallContext, HeapName, MAX_READ_FILE_BYTES, MAX_RESULT_JSON_BYTES, Toolbox};
 use toolbox::{fits_one_response, result_json_len};
 

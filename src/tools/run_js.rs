@@ -201,7 +201,8 @@ pub(super) fn describe(
     let base = match toolbox.answer_before_save_bytes {
         Some(least) if !stateless => format!(
             "{base} A run with heap: \"latest\"{} is answered before its heap is \
-             stored: the answer then has `heap_saving` instead of `heap`, and the next heap: \"latest\" waits for the save.",
+             stored: the answer then has `heap_saving` instead of `heap`, and the next heap: \"latest\" continues it \
+             at once while it is stored.",
             if least == 0 {
                 String::new()
             } else {
@@ -320,6 +321,11 @@ struct Planned {
     tags: Option<Tags>,
     /// For the outcome: what the plan changed of what was asked.
     warnings: Vec<String>,
+    /// The save of the heap this run continues live, not yet stored
+    /// (`latest` while the session's last heap is being stored).
+    continued: Option<saving::GoingSave>,
+    /// How long the call waited for earlier heaps to be stored, and why.
+    save_wait: Option<(Duration, String)>,
 }
 
 /// The least time worth starting a run with.
@@ -416,6 +422,7 @@ fn plan(toolbox: &Toolbox, context: CallContext<'_>, call: Call) -> Result<Plann
         request: RunRequest {
             code: args.code,
             heap,
+            continues: None,
             tenant: context.tenant.clone(),
             stateful: !toolbox.stateless,
             language: args.language,
@@ -430,20 +437,44 @@ fn plan(toolbox: &Toolbox, context: CallContext<'_>, call: Call) -> Result<Plann
         heap_omitted,
         tags: args.tags,
         warnings,
+        continued: None,
+        save_wait: None,
     })
 }
 
-/// Resolves `heap: "latest"`: the output heap of the session's newest log
-/// entry, read as the run starts; a session without runs starts fresh,
-/// with a warning saying so.
+/// Resolves `heap: "latest"`: the session's newest heap. While this
+/// process is still storing it and an engine worker keeps it live, the run
+/// continues it there at once (`live`; its own save is logged after that
+/// one). Otherwise the output heap of the session's newest log entry, read
+/// as the run starts, once the saves this process has going are over; a
+/// session without runs starts fresh, with a warning saying so. A session
+/// with too many heaps being stored waits for the oldest first.
 async fn resolve_latest(
     toolbox: &Toolbox,
     context: CallContext<'_>,
     planned: &mut Planned,
+    live: bool,
 ) -> Result<(), String> {
     let Some(session) = &planned.logical_session else {
         return Ok(());
     };
+    if toolbox.answer_before_save_bytes.is_some() {
+        if planned.save_wait.is_none() {
+            planned.save_wait = toolbox
+                .saves
+                .within(context.tenant, session, toolbox.unsaved)
+                .await;
+        }
+        if let Some(going) = toolbox.saves.newest(context.tenant, session)
+            && live
+            && going.kept_live().await
+            && toolbox.engine.holds_live(context.tenant, going.id)
+        {
+            planned.request.continues = Some(going.id);
+            planned.continued = Some(going);
+            return Ok(());
+        }
+    }
     // A save this process answered for first is waited for.
     let failed = toolbox.saves.wait(context.tenant, session).await;
     let (lost, last) = if toolbox.answer_before_save_bytes.is_some() || !failed.is_empty() {
@@ -471,7 +502,8 @@ async fn resolve_latest(
         };
         return Err(format!(
             "heap \"latest\" of session {:?} is lost: run {} (its code ended at {}) was answered before \
-             its heap was stored, and {}. Nothing that run or later answered runs defined exists. {stored}.",
+             its heap was stored, and {}. Nothing that run, or any run of the session answered after the \
+             last heap stored, defined exists. {stored}.",
             session.as_str(),
             lost.execution_id,
             lost.completed_at,
@@ -538,7 +570,7 @@ pub(super) async fn call(
         Err(message) => return CallToolResult::error(message),
     };
     if planned.latest
-        && let Err(message) = resolve_latest(toolbox, context, &mut planned).await
+        && let Err(message) = resolve_latest(toolbox, context, &mut planned, true).await
     {
         return CallToolResult::error(message);
     }
@@ -554,8 +586,23 @@ pub(super) async fn call(
         heap_limit_mb: planned.request.heap_limit_mb,
         code: planned.request.code.clone(),
     };
+    // Kept to run again by key if the live heap went meanwhile.
+    let again = planned.continued.is_some().then(|| planned.request.clone());
     let request = std::mem::take(&mut planned.request);
-    let Ran { report, save } = match toolbox.engine.run_then_save(request).await {
+    let ran = match toolbox.engine.run_then_save(request).await {
+        Err(crate::engine::EngineError::NotLive(_)) if again.is_some() => {
+            planned.request = again.expect("kept above");
+            planned.request.continues = None;
+            planned.continued = None;
+            if let Err(message) = resolve_latest(toolbox, context, &mut planned, false).await {
+                return CallToolResult::error(message);
+            }
+            let request = std::mem::take(&mut planned.request);
+            toolbox.engine.run_then_save(request).await
+        }
+        ran => ran,
+    };
+    let Ran { report, save } = match ran {
         Ok(ran) => ran,
         Err(e) => return CallToolResult::error(super::advice::refused(&e)),
     };
@@ -565,14 +612,23 @@ pub(super) async fn call(
     let repl = report.repl;
     let displays = report.displays;
     outcome.warnings.append(&mut planned.warnings);
+    if let Some((waited, why)) = planned.save_wait.take() {
+        outcome.save_wait_ms = Some(waited.as_millis() as u64);
+        outcome.warnings.push(format!(
+            "this call waited {:.1} s before it ran, for earlier heaps to be stored: {why}",
+            waited.as_secs_f64()
+        ));
+    }
     let first = match (save, &planned.logical_session) {
         // A caller that continues `latest` continues with it; one that
         // passed a key (or none) gets a key back.
+        // A run that continued a heap still being stored is answered
+        // first as well: its save is logged after that one.
         (Some(save), Some(session))
             if planned.latest
-                && toolbox
-                    .answer_before_save_bytes
-                    .is_some_and(|least| report.heap_used_bytes >= least) =>
+                && toolbox.answer_before_save_bytes.is_some_and(|least| {
+                    report.heap_used_bytes >= least || planned.continued.is_some()
+                }) =>
         {
             let marker = saving::pending(
                 &toolbox.saves,
@@ -604,12 +660,15 @@ pub(super) async fn call(
     span.record("status", outcome.status.as_str());
     span.record("heap", outcome.heap.as_ref().map(HeapKey::as_str));
     if let Some((save, session, marker)) = first {
-        let ticket = toolbox
-            .saves
-            .begin(context.tenant, &session, outcome.execution_id);
+        let (ticket, previous) = toolbox.saves.begin(
+            context.tenant,
+            &session,
+            outcome.execution_id,
+            (report.heap_used_bytes, save.live()),
+        );
         outcome.heap_saving = Some(format!(
             "the heap is being stored after this answer (it holds {} MiB); continue with heap: \"latest\" \
-             in session {:?}, which waits for it. Its key will be the next run's input_heap and is listed by \
+             in session {:?}, which continues from it. Its key will be the next run's input_heap and is listed by \
              list_session_snapshots; its files are readable now as mcp-v8://heaps/{}/files/PATH (this \
              run's execution_id in place of the key), and get_execution waits for its record",
             report.heap_used_bytes.div_ceil(1024 * 1024),
@@ -625,6 +684,9 @@ pub(super) async fn call(
             session,
             tags: planned.tags.take(),
             marker,
+            previous,
+            continued: planned.continued.take().map(|save| save.id),
+            key: ticket.key_sender(),
         };
         tokio::spawn(
             async move {
@@ -687,6 +749,13 @@ struct AfterAnswer {
     session: LogicalSession,
     tags: Option<Tags>,
     marker: PendingSave,
+    /// The session's save going before this one: this one is logged after
+    /// it, so a save never becomes `latest` before the one it continues.
+    previous: Option<saving::GoingSave>,
+    /// The run whose heap, not yet stored, this run continued live.
+    continued: Option<uuid::Uuid>,
+    /// Where this save says its heap's key, once stored.
+    key: tokio::sync::watch::Sender<Option<HeapKey>>,
 }
 
 impl AfterAnswer {
@@ -725,6 +794,23 @@ impl AfterAnswer {
         let meta = self.toolbox.meta.clone();
         let stored = save.wait().await;
         self.outcome.heap_saving = None;
+        if let Ok(key) = &stored {
+            self.key.send_replace(Some(key.clone()));
+        }
+        if let Some(previous) = self.previous.take() {
+            let ended = previous.ended().await;
+            if self.continued == Some(previous.id) {
+                match (ended, previous.key()) {
+                    (Ok(()), Some(key)) => self.outcome.input_heap = Some(key),
+                    (ended, _) => self.outcome.warnings.push(format!(
+                        "this run continued the heap of run {} before it was stored, and that heap \
+                         was not stored ({}): this run's heap holds its state",
+                        previous.id,
+                        ended.err().unwrap_or_else(|| "no key".to_owned())
+                    )),
+                }
+            }
+        }
         match stored {
             Ok(key) => {
                 self.outcome.heap = Some(key);
@@ -976,6 +1062,7 @@ mod tests {
             continue_sessions: false,
             answer_before_save_bytes: None,
             saves: Arc::default(),
+            unsaved: Default::default(),
             answer_budget_bytes: 32 * 1024,
         }
     }

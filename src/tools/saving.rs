@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use crate::heap::HeapKey;
 use crate::meta::{LogEntry, MetaStore, PendingSave};
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
@@ -27,12 +28,65 @@ const LAST_POLL: Duration = Duration::from_millis(100);
 /// How a save ended: `Err` says why its heap was not stored.
 type Ended = Option<Result<(), String>>;
 
-/// A save going: its run's id, how it ended, and the word that gives it up.
+/// A save going: its run's id, how it ended, the word that gives it up,
+/// its heap's key once stored, and what the run's heap holds (for the
+/// process's bound on heaps being stored).
 #[derive(Debug, Clone)]
-struct GoingSave {
-    id: Uuid,
+pub(super) struct GoingSave {
+    pub(super) id: Uuid,
     ended: watch::Receiver<Ended>,
     abandon: Arc<watch::Sender<Option<String>>>,
+    key: watch::Receiver<Option<HeapKey>>,
+    bytes: u64,
+    /// Whether an engine worker keeps the run's heap live, once known.
+    live: watch::Receiver<Option<bool>>,
+}
+
+impl GoingSave {
+    /// Whether an engine worker keeps the run's heap live for the next
+    /// call: known a few milliseconds after the answer.
+    pub(super) async fn kept_live(&self) -> bool {
+        let mut live = self.live.clone();
+        match live.wait_for(Option::is_some).await {
+            Ok(known) => known.unwrap_or(false),
+            Err(_) => false,
+        }
+    }
+
+    /// How the save ended, once it has: `Err` says why its heap was not
+    /// stored.
+    pub(super) async fn ended(&self) -> Result<(), String> {
+        ended_as(self.ended.clone()).await
+    }
+
+    /// The key of the heap it stored, once stored.
+    pub(super) fn key(&self) -> Option<HeapKey> {
+        self.key.borrow().clone()
+    }
+
+    fn going(&self) -> bool {
+        self.ended.borrow().is_none()
+    }
+}
+
+/// How many heaps may wait to be stored: per logical session, and in bytes
+/// of V8 heap per process (`MCP_V8_UNSAVED_HEAPS`,
+/// `MCP_V8_UNSAVED_HEAPS_MB`). A call past either waits for the oldest.
+#[derive(Debug, Clone, Copy)]
+pub struct UnsavedBounds {
+    /// Heaps of one session answered for and not yet stored.
+    pub per_session: usize,
+    /// Bytes of V8 heap of every such heap of the process.
+    pub process_bytes: u64,
+}
+
+impl Default for UnsavedBounds {
+    fn default() -> Self {
+        Self {
+            per_session: 4,
+            process_bytes: 1024 * 1024 * 1024,
+        }
+    }
 }
 
 /// The saves going, by tenant and session name.
@@ -70,11 +124,17 @@ impl Default for Saves {
 pub(super) struct Ticket {
     sender: watch::Sender<Ended>,
     abandoned: watch::Receiver<Option<String>>,
+    key: watch::Sender<Option<HeapKey>>,
 }
 
 impl Ticket {
     pub(super) fn end(self, ended: Result<(), String>) {
         self.sender.send_replace(Some(ended));
+    }
+
+    /// Where the save says its heap's key, once stored.
+    pub(super) fn key_sender(&self) -> watch::Sender<Option<HeapKey>> {
+        self.key.clone()
     }
 
     /// Resolves with why, once the host gives the save up ([`Saves::abandon`]).
@@ -101,27 +161,106 @@ impl Saves {
         self.going.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Registers the save of `execution_id`'s heap in `session`.
+    /// Registers the save of `execution_id`'s heap in `session`, whose V8
+    /// heap holds `bytes`; also returns the save going before it in the
+    /// session, which it is logged after.
     pub(super) fn begin(
         &self,
         tenant: &Tenant,
         session: &LogicalSession,
         execution_id: Uuid,
-    ) -> Ticket {
+        (bytes, live): (u64, watch::Receiver<Option<bool>>),
+    ) -> (Ticket, Option<GoingSave>) {
         let (sender, receiver) = watch::channel(None);
         let (abandon, abandoned) = watch::channel(None);
+        let (key, keyed) = watch::channel(None);
         let mut going = self.going();
         let list = going
             .entry((tenant.clone(), session.as_str().to_owned()))
             .or_default();
         // Ended saves are forgotten as new ones begin.
-        list.retain(|save| save.ended.borrow().is_none());
+        list.retain(GoingSave::going);
+        let previous = list.last().cloned();
         list.push(GoingSave {
             id: execution_id,
             ended: receiver,
             abandon: Arc::new(abandon),
+            key: keyed,
+            bytes,
+            live,
         });
-        Ticket { sender, abandoned }
+        (
+            Ticket {
+                sender,
+                abandoned,
+                key,
+            },
+            previous,
+        )
+    }
+
+    /// The newest save of `session` still going in this process: the heap
+    /// a `latest` there continues.
+    pub(super) fn newest(&self, tenant: &Tenant, session: &LogicalSession) -> Option<GoingSave> {
+        self.going()
+            .get(&(tenant.clone(), session.as_str().to_owned()))?
+            .iter()
+            .rev()
+            .find(|save| save.going())
+            .cloned()
+    }
+
+    /// Waits while `session` has `bounds.per_session` heaps or more being
+    /// stored, or the process more than `bounds.process_bytes` of them, for
+    /// the oldest to be stored; how long it waited, and why, when it did.
+    pub(super) async fn within(
+        &self,
+        tenant: &Tenant,
+        session: &LogicalSession,
+        bounds: UnsavedBounds,
+    ) -> Option<(std::time::Duration, String)> {
+        let started = std::time::Instant::now();
+        let mut why = None;
+        loop {
+            let oldest = {
+                let going = self.going();
+                let key = (tenant.clone(), session.as_str().to_owned());
+                let mine: Vec<&GoingSave> = going
+                    .get(&key)
+                    .map(|list| list.iter().filter(|save| save.going()).collect())
+                    .unwrap_or_default();
+                let all: Vec<&GoingSave> = going
+                    .values()
+                    .flatten()
+                    .filter(|save| save.going())
+                    .collect();
+                let bytes: u64 = all.iter().map(|save| save.bytes).sum();
+                if mine.len() >= bounds.per_session.max(1) {
+                    why = Some(format!(
+                        "{} earlier heaps of session {:?} were still being stored, the most a session \
+                         may have waiting (MCP_V8_UNSAVED_HEAPS={})",
+                        mine.len(),
+                        session.as_str(),
+                        bounds.per_session
+                    ));
+                    mine.first().map(|save| (*save).clone())
+                } else if bytes > bounds.process_bytes && !all.is_empty() {
+                    why = Some(format!(
+                        "heaps of {} MiB in all were still being stored in this server process, over \
+                         MCP_V8_UNSAVED_HEAPS_MB={}",
+                        bytes.div_ceil(1024 * 1024),
+                        bounds.process_bytes / (1024 * 1024)
+                    ));
+                    all.first().map(|save| (*save).clone())
+                } else {
+                    None
+                }
+            };
+            let Some(oldest) = oldest else {
+                return why.map(|why| (started.elapsed(), why));
+            };
+            let _ = oldest.ended().await;
+        }
     }
 
     /// Gives up every save still going, saying `why`: each records itself
@@ -330,7 +469,8 @@ mod tests {
         let saves = Saves::default();
         let tenant = Tenant::anonymous();
         let session = LogicalSession::parse("s").unwrap();
-        let mut going = saves.begin(&tenant, &session, Uuid::new_v4());
+        let live = watch::channel(None).1;
+        let (mut going, _) = saves.begin(&tenant, &session, Uuid::new_v4(), (0, live));
         saves.abandon("the deadline");
         assert_eq!(going.abandoned().await, "the deadline");
     }

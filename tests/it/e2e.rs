@@ -491,7 +491,12 @@ fn sigkill_under_load_leaves_every_logged_heap_stored_and_verifiable() {
                             heap = outcome["heap"].as_str().map(str::to_owned);
                             last_n = outcome["result"].as_str().unwrap().parse().unwrap();
                             runs += 1;
-                            answered.fetch_add(1, Ordering::Relaxed);
+                            // A run threading keys is logged before its
+                            // answer; `latest` runs answer first, faster
+                            // than their heaps are stored.
+                            if !latest {
+                                answered.fetch_add(1, Ordering::Relaxed);
+                            }
                         }
                         // The kill cuts requests off mid-flight.
                         Err(_) => break,
@@ -501,9 +506,10 @@ fn sigkill_under_load_leaves_every_logged_heap_stored_and_verifiable() {
             })
         })
         .collect();
-    // Once the clients have had runs answered, kill the process outright.
+    // Once the clients threading keys have had runs logged, kill the
+    // process outright.
     let started = Instant::now();
-    while answered.load(Ordering::Relaxed) < 16 {
+    while answered.load(Ordering::Relaxed) < 8 {
         assert!(
             started.elapsed() < Duration::from_secs(120),
             "the load never got going: {} runs answered",

@@ -84,6 +84,7 @@ mod execution_records {
                 error: None,
                 warnings: vec![],
                 duration_ms: 0,
+                save_wait_ms: None,
                 fetches: None,
                 mcp_calls: None,
                 reports: Default::default(),

@@ -169,7 +169,7 @@ mod tests {
         let mut job =
             crate::engine::plan::fresh_job("globalThis.kept = await toy.double(5)".into());
         job.stateful = true;
-        let made = isolate::execute(job, &services, &mut None, &mut |_| {});
+        let made = isolate::execute(job, &services, &mut None, &mut |_| {}, None);
         let blob = made.blob.expect("a heap");
         let mut job = crate::engine::plan::fresh_job(String::new());
         job.task = Task::Run {
@@ -177,7 +177,7 @@ mod tests {
         };
         job.stateful = true;
         job.restore = Some(blob);
-        let result = isolate::execute(job, &services, &mut None, &mut |_| {});
+        let result = isolate::execute(job, &services, &mut None, &mut |_| {}, None);
         assert_eq!(result.result.as_deref(), Some("12"), "{result:?}");
         assert_eq!(result.reports.toy, 1);
     }

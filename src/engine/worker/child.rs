@@ -96,6 +96,23 @@ fn runner(
         let stateless = !job.touches_snapshots();
         let heap_limit_bytes = job.heap_limit_bytes;
         let keep_ready = job.keep_ready;
+        let seq = job.seq;
+        let mut forked = None;
+        let mut fork = |isolate: &mut v8::OwnedIsolate,
+                        context: &v8::Global<v8::Context>,
+                        handling: v8::FunctionCodeHandling| {
+            match super::fork::fork_snapshot(isolate, context, handling, seq) {
+                Ok(copy) => {
+                    forked = Some(copy);
+                    true
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "no forked copy could write the snapshot; writing it here");
+                    false
+                }
+            }
+        };
+        let keep_live: Option<isolate::KeepLive<'_>> = super::fork::forks().then_some(&mut fork);
         let mut early = |answer: JobResult| {
             // The answer goes out while the heap is snapshotted; a failed
             // write means the server is gone, which the result's write sees.
@@ -103,7 +120,7 @@ fn runner(
             let _ = wire::write_frame(&mut *lock(&pipes.output), &frame);
         };
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            execute(&mut warm, &mut ready, job, services, &mut early)
+            execute(&mut warm, &mut ready, job, services, &mut early, keep_live)
         }));
         lock(&pipes.current).take();
         let result = ran.unwrap_or_else(|_| {
@@ -117,6 +134,23 @@ fn runner(
         });
         let blob = result.blob.clone();
         wire::write_result(&mut *lock(&pipes.output), result)?;
+        // The heap stays live here; the forked copy writes its snapshot to
+        // the server. A copy that dies without writing it is told of here.
+        if let Some(forked) = forked.take() {
+            let pipes = pipes.clone();
+            std::thread::Builder::new()
+                .name("worker-snapshot".into())
+                .spawn(move || {
+                    if let Some(why) = forked.wait() {
+                        let frame = WorkerFrame::Snapshot {
+                            seq,
+                            blob: Err(why),
+                        };
+                        // A failed write means the server is gone.
+                        let _ = wire::write_frame(&mut *lock(&pipes.output), &frame);
+                    }
+                })?;
+        }
         // The heap just sent is restored for the call that continues it
         // while the server stores it and the agent reads the answer; the
         // next job on this pipe waits for it.
@@ -152,10 +186,11 @@ fn execute(
     job: Job,
     services: &HostServices,
     ran: &mut dyn FnMut(JobResult),
+    keep_live: Option<isolate::KeepLive<'_>>,
 ) -> JobResult {
     if job.touches_snapshots() {
         *warm = None;
-        return isolate::execute(job, services, ready, ran);
+        return isolate::execute(job, services, ready, ran, keep_live);
     }
     // A plain isolate shares the read-only heap a restored one holds alone.
     *ready = None;

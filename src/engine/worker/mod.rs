@@ -15,7 +15,11 @@
 //! (console lines so far) and asks for the bytes of `/work` files it opens.
 
 mod child;
+mod fork;
+mod frames;
 mod wire;
+
+pub(crate) use frames::Blob;
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -25,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStdin, Command};
 
 use super::contract::{Job, JobResult};
 use super::control::Target;
@@ -46,6 +50,11 @@ pub const WORKER_ARG: &str = "__engine-worker";
 /// isolate of the following heap limit (bytes) ready from its start.
 const WARM_ARG: &str = "--warm-heap-bytes";
 
+/// The argument after [`WORKER_ARG`] that has a worker keep a completed
+/// run's heap live for the next call, a forked copy of it writing the
+/// snapshot (`engine/ready.rs`).
+const LIVE_ARG: &str = "--live-heaps";
+
 /// How long after a run's deadline the server waits for a worker that has
 /// not answered before it ends the process: room for restoring and
 /// snapshotting the largest heap, which no termination interrupts. A run
@@ -63,6 +72,12 @@ pub fn serve_worker(args: impl Iterator<Item = String>) -> std::io::Result<()> {
     while let Some(arg) = args.next() {
         if arg == WARM_ARG {
             warm = args.next().and_then(|bytes| bytes.parse().ok());
+        } else if arg == LIVE_ARG {
+            // SAFETY: the pool spawns a worker with this argument only with
+            // the write end of its snapshot pipe as fd 3 (`Worker::spawn`).
+            #[allow(unsafe_code)]
+            let pipe = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(3) };
+            fork::allow_fork(pipe);
         }
     }
     child::serve_stdio(warm)
@@ -72,6 +87,10 @@ pub fn serve_worker(args: impl Iterator<Item = String>) -> std::io::Result<()> {
 /// each of which wakes the other process. Best effort: a pipe left at the
 /// default size still works.
 fn widen_pipe(pipe: &impl std::os::fd::AsRawFd) {
+    widen_fd(pipe);
+}
+
+fn widen_fd(pipe: &impl std::os::fd::AsRawFd) {
     #[cfg(target_os = "linux")]
     {
         const PIPE_BYTES: libc::c_int = 1024 * 1024;
@@ -93,7 +112,10 @@ struct Worker {
     child: Child,
     pid: u32,
     input: ChildStdin,
-    output: BufReader<ChildStdout>,
+    /// Its frames but snapshots, read as they come by a task of their own.
+    frames: tokio::sync::mpsc::UnboundedReceiver<std::io::Result<WorkerFrame>>,
+    /// The snapshots it owes, delivered as they come.
+    owed: Arc<frames::Owed>,
     last_words: LastWords,
     /// Ends when the worker's stderr does (the process is gone).
     stderr: tokio::task::JoinHandle<()>,
@@ -138,7 +160,7 @@ impl std::fmt::Debug for Worker {
 impl Worker {
     fn spawn(
         program: &Path,
-        warm_heap_bytes: Option<usize>,
+        (warm_heap_bytes, live_heaps): (Option<usize>, bool),
         id: u64,
         live: Live,
     ) -> std::io::Result<Worker> {
@@ -147,6 +169,29 @@ impl Worker {
         if let Some(bytes) = warm_heap_bytes {
             command.arg(WARM_ARG).arg(bytes.to_string());
         }
+        // The pipe the worker's forked copies write snapshots to (its fd
+        // 3): theirs, not the worker's stdout, so a snapshot outlives a
+        // worker that dies or is ended while a copy writes it.
+        let snapshots = if live_heaps {
+            command.arg(LIVE_ARG);
+            let (read, write) = snapshot_pipe()?;
+            let raw = std::os::fd::AsRawFd::as_raw_fd(&write);
+            // SAFETY: dup2(2) in the child between fork and exec, on a
+            // descriptor the parent keeps open until the spawn returns; the
+            // duplicate at fd 3 has close-on-exec cleared, as dup2 does.
+            #[allow(unsafe_code)]
+            unsafe {
+                command.pre_exec(move || {
+                    if libc::dup2(raw, 3) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+            Some((read, write))
+        } else {
+            None
+        };
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -176,11 +221,28 @@ impl Worker {
                 kept.push_back(line);
             }
         });
+        let (sender, frames) = tokio::sync::mpsc::unbounded_channel();
+        let owed = Arc::new(frames::Owed::default());
+        tokio::spawn(frames::read(output, sender, owed.clone(), false));
+        match snapshots {
+            // The write end goes with the worker: the pipe ends once the
+            // worker and every copy of it have.
+            Some((read, write)) => {
+                drop(write);
+                let pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(read)?;
+                let (unused, _) = tokio::sync::mpsc::unbounded_channel();
+                tokio::spawn(frames::read(pipe, unused, owed.clone(), true));
+            }
+            // Without a pipe of its own, a worker's stdout is where any
+            // snapshot it owes would come from.
+            None => owed.come_on_stdout(),
+        }
         Ok(Worker {
             child,
             pid,
             input,
-            output: BufReader::with_capacity(256 * 1024, output),
+            frames,
+            owed,
             last_words,
             stderr,
             jobs: 0,
@@ -211,14 +273,12 @@ impl Worker {
         self.write(&wire::encode(job)?).await?;
         let answered_by = tokio::time::Instant::from_std(deadline + UNANSWERED_AFTER);
         loop {
-            let frame = tokio::time::timeout_at(
-                answered_by,
-                wire::read_frame_async::<WorkerFrame>(&mut self.output),
-            )
-            .await
-            .map_err(|_| {
-                std::io::Error::new(std::io::ErrorKind::TimedOut, "the worker did not answer")
-            })??;
+            let frame = tokio::time::timeout_at(answered_by, self.frames.recv())
+                .await
+                .map_err(|_| {
+                    std::io::Error::new(std::io::ErrorKind::TimedOut, "the worker did not answer")
+                })?
+                .unwrap_or_else(|| Err(std::io::ErrorKind::UnexpectedEof.into()))?;
             match frame {
                 WorkerFrame::Progress { console_lines } => {
                     if let Some(control) = &job.control {
@@ -241,6 +301,8 @@ impl Worker {
                 // The restore before this job, which the worker finished
                 // before reading it.
                 WorkerFrame::Readied { .. } => self.restoring = false,
+                // Delivered by the reader, never here.
+                WorkerFrame::Snapshot { .. } => {}
             }
         }
     }
@@ -250,21 +312,11 @@ impl Worker {
     /// means the worker died or its pipe can no longer be read.
     async fn readied(&mut self, by: tokio::time::Instant) -> std::io::Result<Option<bool>> {
         loop {
-            // `fill_buf` keeps what it read buffered when the wait times
-            // out, so no frame is cut; the worker writes a frame at once.
-            let empty = match tokio::time::timeout_at(by, self.output.fill_buf()).await {
+            let frame = match tokio::time::timeout_at(by, self.frames.recv()).await {
                 Err(_) => return Ok(None),
-                Ok(filled) => filled?.is_empty(),
+                Ok(None) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                Ok(Some(frame)) => frame?,
             };
-            if empty {
-                return Err(std::io::ErrorKind::UnexpectedEof.into());
-            }
-            let frame = tokio::time::timeout_at(
-                by + Duration::from_secs(1),
-                wire::read_frame_async::<WorkerFrame>(&mut self.output),
-            )
-            .await
-            .map_err(|_| std::io::Error::other("a frame from the worker stopped halfway"))??;
             if let WorkerFrame::Readied { restored } = frame {
                 self.restoring = false;
                 return Ok(Some(restored));
@@ -315,6 +367,11 @@ pub(crate) struct WorkerPool {
     /// Most workers alive at once (the engine's runners): below it a run
     /// gets a new worker rather than one keeping a heap ready.
     max_workers: usize,
+    /// Workers keep a completed run's heap live, a forked copy writing its
+    /// snapshot (Linux, where the pool keeps ready heaps at all).
+    live_heaps: bool,
+    /// Names each job, for the snapshot that may follow its result.
+    next_seq: std::sync::atomic::AtomicU64,
 }
 
 /// Where a completed stateful run's result goes before its snapshot.
@@ -326,7 +383,11 @@ pub(crate) type Ran = tokio::sync::oneshot::Sender<JobResult>;
 #[derive(Debug, Clone)]
 pub(crate) struct ReadyHeap {
     pub tenant: Tenant,
-    pub key: HeapKey,
+    /// Its key, once its snapshot is stored.
+    pub key: Option<HeapKey>,
+    /// The run that made it (a live heap), claimable by the run's id
+    /// before its key is known.
+    pub run: Option<uuid::Uuid>,
     pub heap_limit_bytes: usize,
     pub cost_bytes: usize,
     pub made: Instant,
@@ -340,6 +401,35 @@ impl Claim {
     /// The heap limit the ready isolate was made with.
     pub(crate) fn heap_limit_bytes(&self) -> usize {
         self.0.ready.as_ref().map_or(0, |r| r.heap_limit_bytes)
+    }
+}
+
+/// Which heap a claim asks for: by its key, or by the run that made it
+/// (a live heap whose snapshot may still be on its way).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Wanted<'a> {
+    Key(&'a HeapKey),
+    Run(uuid::Uuid),
+}
+
+/// A job's result, and what follows it: the worker now keeping the
+/// job's heap (for [`WorkerPool::mark_ready`]) and, for a live heap, its
+/// snapshot on its way.
+#[derive(Debug)]
+pub(crate) struct Executed {
+    pub result: JobResult,
+    pub preparing: Option<u64>,
+    pub snapshot: Option<tokio::sync::oneshot::Receiver<Blob>>,
+}
+
+impl Executed {
+    /// A job run in this process: nothing follows its result.
+    pub(crate) fn here(result: JobResult) -> Self {
+        Self {
+            result,
+            preparing: None,
+            snapshot: None,
+        }
     }
 }
 
@@ -362,6 +452,38 @@ impl WorkerPool {
             next_id: std::sync::atomic::AtomicU64::new(0),
             live: Arc::default(),
             max_workers: max_workers.max(1),
+            live_heaps: ready_bytes > 0 && cfg!(target_os = "linux"),
+            next_seq: std::sync::atomic::AtomicU64::new(1),
+        }
+    }
+
+    /// Whether an idle worker keeps the heap of `tenant`'s run `run` live.
+    pub(crate) fn holds_run(&self, tenant: &Tenant, run: uuid::Uuid) -> bool {
+        self.idle().iter().any(|w| {
+            w.ready
+                .as_ref()
+                .is_some_and(|r| r.run == Some(run) && r.tenant == *tenant)
+        })
+    }
+
+    /// Names the key of the heap worker `id` keeps for run `run`, once
+    /// stored (`None`: it was not, and the heap is dropped from the ready
+    /// ones: nothing could continue it by key).
+    pub(crate) fn name_ready(&self, id: u64, run: uuid::Uuid, key: Option<HeapKey>) {
+        let mut idle = self.idle();
+        let Some(worker) = idle
+            .iter_mut()
+            .find(|w| w.id == id && w.ready.as_ref().is_some_and(|r| r.run == Some(run)))
+        else {
+            return;
+        };
+        match key {
+            Some(key) => {
+                if let Some(ready) = &mut worker.ready {
+                    ready.key = Some(key);
+                }
+            }
+            None => worker.ready = None,
         }
     }
 
@@ -375,14 +497,17 @@ impl WorkerPool {
     pub(crate) fn claim(
         &self,
         tenant: &Tenant,
-        key: &HeapKey,
+        wanted: Wanted<'_>,
         asked_limit_bytes: Option<usize>,
     ) -> Option<Claim> {
         let mut idle = self.idle();
         let at = idle.iter().position(|w| {
             w.ready.as_ref().is_some_and(|r| {
-                r.key == *key
-                    && r.tenant == *tenant
+                let same = match wanted {
+                    Wanted::Key(key) => r.key.as_ref() == Some(key),
+                    Wanted::Run(run) => r.run == Some(run),
+                };
+                same && r.tenant == *tenant
                     && asked_limit_bytes.is_none_or(|asked| asked == r.heap_limit_bytes)
             })
         })?;
@@ -400,7 +525,7 @@ impl WorkerPool {
                 tracing::debug!(id, "the worker restoring a heap was taken for another run");
                 return;
             };
-            tracing::debug!(id, key = %heap.key, "a heap is kept ready");
+            tracing::debug!(id, key = ?heap.key, run = ?heap.run, "a heap is kept ready");
             worker.preparing = false;
             worker.ready = Some(heap);
             let mut ended = Vec::new();
@@ -495,7 +620,8 @@ impl WorkerPool {
             .next_id
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let live = Live::new(&self.live);
-        Worker::spawn(&self.program, self.warm_heap_bytes, id, live).map_err(|e| {
+        let kinds = (self.warm_heap_bytes, self.live_heaps);
+        Worker::spawn(&self.program, kinds, id, live).map_err(|e| {
             EngineError::Internal(format!(
                 "starting an engine worker ({}): {e}",
                 self.program.display()
@@ -551,7 +677,11 @@ impl WorkerPool {
         services: &HostServices,
         ran: Option<Ran>,
         claim: Option<Claim>,
-    ) -> Result<(JobResult, Option<u64>), EngineError> {
+    ) -> Result<Executed, EngineError> {
+        let mut job = job;
+        job.seq = self
+            .next_seq
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let idle = match claim {
             Some(Claim(mut worker)) => {
                 worker.ready = None;
@@ -567,9 +697,16 @@ impl WorkerPool {
         if let Some(control) = &control {
             control.attach(Target::Worker(worker.pid));
         }
+        // Asked for before the job goes, so that it cannot come first.
+        let live = self.live_heaps && job.stateful && job.keep_ready.is_some();
+        let mut snapshot = live.then(|| worker.owed.expect(job.seq));
         // Dropping this future (the caller went away) drops the worker,
         // which kills it: nothing half-run is reused.
         let outcome = worker.run(&job, services, ran).await;
+        if !outcome.as_ref().is_ok_and(|result| result.snapshot_pending) {
+            worker.owed.forget(job.seq);
+            snapshot = None;
+        }
         if let Some(control) = &control {
             control.detach();
         }
@@ -584,14 +721,23 @@ impl WorkerPool {
                 if cancelled {
                     tokio::spawn(worker.end());
                 } else if worker.jobs < self.max_jobs {
-                    if job.keep_ready.is_some() && result.blob.is_some() {
+                    if job.keep_ready.is_some()
+                        && (result.blob.is_some() || result.snapshot_pending)
+                    {
                         worker.preparing = true;
-                        worker.restoring = true;
+                        // A blob sent is restored next; a live heap is ready.
+                        worker.restoring = result.blob.is_some();
                         preparing = Some(worker.id);
                     }
                     self.idle().push(worker);
                 }
-                Ok((result, preparing))
+                // A worker ended here leaves the snapshot its forked copy
+                // writes: the copy writes to the server itself.
+                Ok(Executed {
+                    result,
+                    preparing,
+                    snapshot,
+                })
             }
             Err(io) => {
                 let pid = worker.pid;
@@ -602,10 +748,36 @@ impl WorkerPool {
                 } else {
                     tracing::error!(pid, %ended, error = %io, "an engine worker died during a run");
                 }
-                Ok((died(&job, &ended, &words, io.kind()), None))
+                Ok(Executed {
+                    result: died(&job, &ended, &words, io.kind()),
+                    preparing: None,
+                    snapshot: None,
+                })
             }
         }
     }
+}
+
+/// A pipe whose two ends close on exec (the write end reaches the worker
+/// as its fd 3 only).
+fn snapshot_pipe() -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2(2) fills the two descriptors of a new pipe.
+    #[allow(unsafe_code)]
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: descriptors pipe2 just returned, owned from here on.
+    #[allow(unsafe_code)]
+    let ends = unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    };
+    widen_fd(&ends.1);
+    Ok(ends)
 }
 
 /// The memory process `pid` holds resident (Linux: `/proc/PID/statm`),

@@ -53,6 +53,13 @@ pub(super) enum WorkerFrame {
     Readied {
         restored: bool,
     },
+    /// The blob of job `seq`'s heap, which a forked copy of the worker
+    /// wrote after the job's `Result` (`snapshot_pending`), or why there is
+    /// none. It may come between the frames of a later job.
+    Snapshot {
+        seq: u64,
+        blob: Result<Section, String>,
+    },
 }
 
 /// The server's answer to [`WorkerFrame::NeedFile`].
@@ -97,7 +104,7 @@ pub(super) fn write_frame(out: &mut impl Write, header: &impl Serialize) -> io::
     write_encoded(out, &encode(header)?)
 }
 
-fn write_encoded(out: &mut impl Write, frame: &Frame) -> io::Result<()> {
+pub(super) fn write_encoded(out: &mut impl Write, frame: &Frame) -> io::Result<()> {
     out.write_all(&frame.start)?;
     for section in &frame.sections {
         out.write_all(section)?;

@@ -44,6 +44,7 @@ fn harness() -> &'static Harness {
             continue_sessions: false,
             answer_before_save_bytes: None,
             saves: Default::default(),
+            unsaved: Default::default(),
             answer_budget_bytes: 32 * 1024,
         };
         let runtime = tokio::runtime::Builder::new_current_thread()
