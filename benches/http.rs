@@ -877,38 +877,40 @@ async fn frozen_think_time(args: &Args, scenario: Scenario) {
         api.freeze(child.id());
     }
     let session = format!("frozen-{}", uuid::Uuid::new_v4().simple());
-    let mut call = async |code: &str, heap: Option<&str>| {
+    // Each event is given (the request) a pause after the answer before
+    // it, as an agent sends its next call; an environment still in its
+    // post-response phase takes it only once that phase is over, and the
+    // client's wait includes that.
+    let event = |code: &str, heap: Option<&str>| {
         let mut arguments = json!({"code": code, "session": session});
         if let Some(heap) = heap {
             arguments["heap"] = json!(heap);
         }
-        let id = api.give(frozen_event(arguments));
-        let given = Instant::now();
-        let answer = api.answer(Duration::from_secs(120)).await;
-        assert_eq!(answer.request_id, id);
-        let response: Value = serde_json::from_str(&answer.body).unwrap();
-        let body: Value = serde_json::from_str(response["body"].as_str().unwrap_or("{}")).unwrap();
-        let result = body["result"]["structuredContent"]["result"].clone();
-        let over = api.phase_over(&id, Duration::from_secs(120)).await;
-        (
-            answer.at - given,
-            over.saturating_duration_since(answer.at),
-            result,
-        )
+        frozen_event(arguments)
     };
     let load = format!(
         "globalThis.items = Array.from({{length: {objects}}}, (_, i) => ({{i, s: 'item' + i}})); globalThis.n = 0; n"
     );
-    call(&load, None).await;
+    let mut id = api.give(event(&load, None));
+    let mut answered = api.answer(Duration::from_secs(120)).await.at;
     let (mut waits, mut phases) = (Vec::new(), Vec::new());
     for i in 1..=(2 + args.think_calls) {
-        tokio::time::sleep(args.pause).await;
-        let (wait, phase, result) = call("n += 1; n", Some("latest")).await;
+        tokio::time::sleep_until((answered + args.pause).into()).await;
+        let next = api.give(event("n += 1; n", Some("latest")));
+        let given = Instant::now();
+        let answer = api.answer(Duration::from_secs(120)).await;
+        assert_eq!(answer.request_id, next);
+        let response: Value = serde_json::from_str(&answer.body).unwrap();
+        let body: Value = serde_json::from_str(response["body"].as_str().unwrap_or("{}")).unwrap();
+        let result = body["result"]["structuredContent"]["result"].clone();
         assert_eq!(result, json!(i.to_string()), "call {i} continued the state");
+        // The phase after the call before, over by now.
+        let over = api.phase_over(&id, Duration::from_secs(120)).await;
         if i > 2 {
-            waits.push(wait.as_secs_f64() * 1000.0);
-            phases.push(phase.as_secs_f64() * 1000.0);
+            waits.push((answer.at - given).as_secs_f64() * 1000.0);
+            phases.push(over.saturating_duration_since(answered).as_secs_f64() * 1000.0);
         }
+        (id, answered) = (next, answer.at);
     }
     println!(
         "| {} | Lambda, frozen between calls, +{} ms per AWS request | client waits p50 {:.1} ms (max {:.1}) | post-response p50 {:.1} ms (max {:.1}) | {} calls, {} s pauses, {} freezes |",

@@ -98,27 +98,38 @@ impl Engine {
             }
             return (result, Some(stored));
         }
-        say_live(false);
         let result = executed.result;
         let Some(blob) = result.blob.as_ref().map(|blob| blob.0.clone()) else {
+            say_live(false);
             return (result, None);
         };
-        let stored = self
-            .store_with_files(heaps.as_ref(), tenant, &result, blob.clone())
-            .await;
-        if let (Ok(key), Some((id, workers)), Some(limits)) = (&stored, named, kept.ready) {
-            let limit_mb = limits.heap_limit_mb(blob.len());
+        if let Err(error) =
+            super::files::keep(self.files.as_ref(), tenant, &result.reports.files).await
+        {
+            say_live(false);
+            return (result, Some(Err(error)));
+        }
+        // The worker restores the blob it made (a small heap's, made in
+        // process) for the next call: ready by the run's id before it is
+        // stored, as a heap kept live is.
+        let ready = named.zip(kept.ready).map(|((id, workers), limits)| {
             workers.mark_ready(
                 id,
                 worker::ReadyHeap {
                     tenant: tenant.clone(),
-                    key: Some(key.clone()),
+                    key: None,
                     run: Some(kept.run),
-                    heap_limit_bytes: limit_mb * MIB,
+                    heap_limit_bytes: limits.heap_limit_mb(blob.len()) * MIB,
                     cost_bytes: restore_needs_mb(blob.len()) * MIB,
                     made: Instant::now(),
                 },
             );
+            (id, workers)
+        });
+        say_live(ready.is_some());
+        let stored = self.store(heaps.as_ref(), tenant, blob).await;
+        if let Some((id, workers)) = ready {
+            workers.name_ready(id, kept.run, stored.as_ref().ok().cloned());
         }
         (result, Some(stored))
     }
@@ -147,18 +158,6 @@ impl Engine {
             },
         );
         true
-    }
-
-    /// Stores `result`'s `/work` files, then its heap `blob`.
-    async fn store_with_files(
-        &self,
-        heaps: &dyn HeapStore,
-        tenant: &Tenant,
-        result: &contract::JobResult,
-        blob: bytes::Bytes,
-    ) -> Result<HeapKey, RunError> {
-        super::files::keep(self.files.as_ref(), tenant, &result.reports.files).await?;
-        self.store(heaps, tenant, blob).await
     }
 
     /// The `/work` tree of `tenant`'s heap `key`, read by restoring it;

@@ -96,7 +96,10 @@ pub(crate) fn execute(
         if creator {
             if classified.completed() && job.stateful {
                 files_kept(scope);
-                if live {
+                // A small heap's snapshot costs less than a fork: it is made
+                // here and restored for the next call, as before.
+                let large = scope.get_heap_statistics().used_heap_size() >= LIVE_FROM_BYTES;
+                if live && large {
                     // The forked copy prepares its own heap for the blob.
                     kept_context = Some(v8::Global::new(scope, context));
                 } else {
@@ -156,6 +159,12 @@ pub(crate) fn execute(
     drop(exclusive);
     result
 }
+
+/// The V8 heap from which a completed run's isolate is kept live and its
+/// snapshot written by a forked copy (docs/performance.md, "A call at an
+/// agent's pace": below it, the fork and the copy's start cost more than
+/// the snapshot they take off the call's path).
+const LIVE_FROM_BYTES: usize = 4 * 1024 * 1024;
 
 /// Has a forked copy of this process write the snapshot of the heap of an
 /// isolate with its default context: whether one does (`worker/fork.rs`).

@@ -685,7 +685,7 @@ pub(super) async fn call(
             tags: planned.tags.take(),
             marker,
             previous,
-            continued: planned.continued.take().map(|save| save.id),
+            continued: planned.continued.take(),
             key: ticket.key_sender(),
         };
         tokio::spawn(
@@ -752,8 +752,11 @@ struct AfterAnswer {
     /// The session's save going before this one: this one is logged after
     /// it, so a save never becomes `latest` before the one it continues.
     previous: Option<saving::GoingSave>,
-    /// The run whose heap, not yet stored, this run continued live.
-    continued: Option<uuid::Uuid>,
+    /// The save of the heap this run continued live, not yet stored as
+    /// the run began: its key is this run's `input_heap`. Kept apart from
+    /// `previous`, which may have ended, and been forgotten, by the time
+    /// this run's save begins.
+    continued: Option<saving::GoingSave>,
     /// Where this save says its heap's key, once stored.
     key: tokio::sync::watch::Sender<Option<HeapKey>>,
 }
@@ -798,17 +801,17 @@ impl AfterAnswer {
             self.key.send_replace(Some(key.clone()));
         }
         if let Some(previous) = self.previous.take() {
-            let ended = previous.ended().await;
-            if self.continued == Some(previous.id) {
-                match (ended, previous.key()) {
-                    (Ok(()), Some(key)) => self.outcome.input_heap = Some(key),
-                    (ended, _) => self.outcome.warnings.push(format!(
-                        "this run continued the heap of run {} before it was stored, and that heap \
-                         was not stored ({}): this run's heap holds its state",
-                        previous.id,
-                        ended.err().unwrap_or_else(|| "no key".to_owned())
-                    )),
-                }
+            let _ = previous.ended().await;
+        }
+        if let Some(continued) = self.continued.take() {
+            match (continued.ended().await, continued.key()) {
+                (Ok(()), Some(key)) => self.outcome.input_heap = Some(key),
+                (ended, _) => self.outcome.warnings.push(format!(
+                    "this run continued the heap of run {} before it was stored, and that heap \
+                     was not stored ({}): this run's heap holds its state",
+                    continued.id,
+                    ended.err().unwrap_or_else(|| "no key".to_owned())
+                )),
             }
         }
         match stored {

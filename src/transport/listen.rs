@@ -41,8 +41,9 @@ pub struct HttpLimits {
 /// Descriptors kept for everything but client connections: the stores'
 /// files and sockets, upstream and fetch connections, logs.
 const RESERVED_DESCRIPTORS: usize = 128;
-/// Descriptors an engine worker takes: its three pipes.
-const DESCRIPTORS_PER_WORKER: usize = 3;
+/// Descriptors an engine worker takes: its four pipes (stdin, stdout,
+/// stderr and the snapshot pipe its forked copies write).
+const DESCRIPTORS_PER_WORKER: usize = 4;
 
 /// Connections `serve` may hold: `set` when the operator chose, else what
 /// the process's descriptor limit leaves after the reserve and the

@@ -254,16 +254,28 @@ async fn six_times_seven(port: u16) -> Option<String> {
             "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"}
         }
     }});
-    let answer: serde_json::Value = run_js_request(port, &body)
-        .send()
-        .await
-        .ok()?
-        .json()
-        .await
-        .ok()?;
-    answer["result"]["structuredContent"]["result"]
-        .as_str()
-        .map(str::to_owned)
+    let answered = async {
+        let response = run_js_request(port, &body)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = response.status();
+        let text = response.text().await.map_err(|e| e.to_string())?;
+        serde_json::from_str::<serde_json::Value>(&text).map_err(|_| format!("{status}: {text}"))
+    };
+    match answered.await {
+        Ok(answer) => {
+            let result = answer["result"]["structuredContent"]["result"].as_str();
+            if result.is_none() {
+                println!("answered without a result: {answer}");
+            }
+            result.map(str::to_owned)
+        }
+        Err(why) => {
+            println!("not answered: {why}");
+            None
+        }
+    }
 }
 
 /// A 2026-07-28 `tools/call` of `run_js` with `body`, over a new client

@@ -572,6 +572,49 @@ async fn a_latest_call_continues_the_live_heap_without_waiting_for_the_save_befo
     }
 }
 
+/// A run that continues a heap still being stored, and whose own save
+/// begins only once that save has ended (here released while the run is
+/// busy), still names that heap as its input: before, its entry named
+/// none, since the save it continued was no longer going when its own
+/// began.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_continuation_whose_save_before_ends_while_it_runs_names_its_input() {
+    let plan = FaultPlan::new();
+    let s = live_with_workers(&plan, |_| {});
+    let sid = s.initialize().await;
+    plan.hold("heap.put");
+    let call = |code: &str| json!({"code": code, "session": "overtaken", "heap": "latest"});
+    let first = run(&s, &sid, call("globalThis.n = 1; n")).await;
+    assert!(outcome(&first)["heap_saving"].is_string(), "{first}");
+    let busy = "const t = Date.now(); while (Date.now() - t < 1500) {} n += 1; n";
+    let second = s.call(&sid, call(busy));
+    tokio::pin!(second);
+    tokio::select! {
+        early = &mut second => panic!("answered before the store was released: {early}"),
+        () = tokio::time::sleep(Duration::from_millis(300)) => {}
+    }
+    plan.release("heap.put");
+    let second = tokio::time::timeout(Duration::from_secs(30), second)
+        .await
+        .expect("the busy run was answered");
+    assert_eq!(outcome(&second)["result"], "2", "{second}");
+    let (tenant, session) = (Default::default(), common::logical("overtaken"));
+    let mut entries = Vec::new();
+    for _ in 0..200 {
+        entries = s.meta.read_log(&tenant, &session, 0, 10).await.unwrap();
+        if entries.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(entries.len(), 2, "{entries:?}");
+    assert_eq!(
+        entries[1].input_heap.as_ref(),
+        Some(&entries[0].output_heap),
+        "the busy run's entry names the heap it continued: {entries:?}"
+    );
+}
+
 /// Past `MCP_V8_UNSAVED_HEAPS` heaps of a session still being stored, a
 /// `latest` call waits for the oldest before it runs, and says so in
 /// `save_wait_ms` and a warning naming the bound.

@@ -53,19 +53,39 @@ pub(crate) struct Forked {
 }
 
 impl Forked {
-    /// Waits for the copy to end: `None` when it wrote the snapshot, else
-    /// why it did not (it then wrote nothing, or a frame cut short).
+    /// Waits for the copy to end, ending it past [`SNAPSHOT_WITHIN`]: `None`
+    /// when it wrote the snapshot, else why it did not (it then wrote
+    /// nothing, or a frame cut short).
     pub(crate) fn wait(self) -> Option<String> {
+        let started = std::time::Instant::now();
         let mut status: libc::c_int = 0;
-        // SAFETY: waitpid(2) on the child this process forked and has not
-        // reaped; `status` is a valid place for its exit status.
-        #[allow(unsafe_code)]
-        let waited = unsafe { libc::waitpid(self.pid, &mut status, 0) };
-        if waited != self.pid {
-            return Some(format!(
-                "waiting for the process writing the heap's snapshot failed: {}",
-                std::io::Error::last_os_error()
-            ));
+        loop {
+            // SAFETY: waitpid(2) on the child this process forked and has
+            // not reaped; `status` is a valid place for its exit status.
+            #[allow(unsafe_code)]
+            let waited = unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) };
+            if waited == self.pid {
+                break;
+            }
+            if waited != 0 {
+                return Some(format!(
+                    "waiting for the process writing the heap's snapshot failed: {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+            if started.elapsed() > SNAPSHOT_WITHIN {
+                // SAFETY: kill(2) on the child this process forked and has
+                // not reaped.
+                #[allow(unsafe_code)]
+                unsafe {
+                    libc::kill(self.pid, libc::SIGKILL);
+                }
+                return Some(format!(
+                    "the process writing the heap's snapshot did not finish within {} s and was ended",
+                    SNAPSHOT_WITHIN.as_secs()
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
         if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
             return None;
@@ -83,6 +103,11 @@ impl Forked {
         })
     }
 }
+
+/// How long a forked copy may take to write a snapshot: room for the
+/// largest heap (V8 writes about 20 MB a second of heap on this project's
+/// 2-core machine), past which it is taken as stuck.
+const SNAPSHOT_WITHIN: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Forks a copy of this process that makes the blob of `isolate`'s heap
 /// with `context` as its default context, writes it as job `seq`'s
