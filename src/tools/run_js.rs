@@ -16,7 +16,7 @@ use super::saving;
 use crate::engine::{Language, Ran, RunOutcome, RunRequest, RunStatus, Saving, stored_in};
 use crate::heap::HeapKey;
 use crate::meta::{ExecutionRecord, NewLogEntry, PendingSave, Tags};
-use crate::protocol::mcp::{CallToolResult, Content, STATELESS_VERSION, Tool, ToolAnnotations};
+use crate::protocol::mcp::{CallToolResult, Content, Tool, ToolAnnotations};
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
 
@@ -356,14 +356,12 @@ fn plan(toolbox: &Toolbox, context: CallContext<'_>, call: Call) -> Result<Plann
         None => context.logical_session.cloned(),
     };
     if latest && logical_session.is_none() {
-        return Err(if context.protocol_version == STATELESS_VERSION {
-            "heap \"latest\" is the last heap of your logical session, and this call names \
-             none: pass the session argument (protocol 2026-07-28 has no session header)"
-        } else {
-            "heap \"latest\" is the last heap of your logical session, and this call names \
-             none: pass the session argument, or send the X-MCP-Session-Id header"
-        }
-        .into());
+        return Err(
+            "heap \"latest\" is the last heap of your logical session, and this call \
+             names none: pass the session argument (any name, the same on every call that \
+             continues it), or send the X-MCP-Session-Id header with every request"
+                .into(),
+        );
     }
     // Where the deployment continues sessions, leaving out `heap` in a
     // logical session asks for its last heap.

@@ -119,6 +119,13 @@ fn tidy_keywords(schema: &mut Value) {
             if let Some(Value::String(description)) = map.get_mut("description") {
                 *description = description.replace('\n', " ");
             }
+            // A flattened struct's required fields join the outer ones as
+            // they are, so one named in both is listed twice; JSON Schema
+            // wants the names unique, and the Python SDK refuses the tool.
+            if let Some(Value::Array(required)) = map.get_mut("required") {
+                let mut seen = std::collections::HashSet::new();
+                required.retain(|name| seen.insert(name.clone()));
+            }
             map.values_mut().for_each(tidy_keywords);
         }
         Value::Array(items) => items.iter_mut().for_each(tidy_keywords),
@@ -254,5 +261,21 @@ mod tests {
             "an optional argument is not offered as null"
         );
         assert!(schema["properties"]["nested"].get("default").is_none());
+    }
+
+    /// get_execution's result flattens the run outcome, which has an
+    /// `execution_id` of its own: the name is required once.
+    #[test]
+    fn a_flattened_outcome_lists_each_required_name_once() {
+        let schema = output::<super::super::executions::ExecutionView>();
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .expect("required names")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let unique: std::collections::HashSet<&str> = required.iter().copied().collect();
+        assert_eq!(required.len(), unique.len(), "{required:?}");
+        assert!(unique.contains("execution_id") && unique.contains("started_at"));
     }
 }

@@ -20,9 +20,10 @@ const FIELDS: [&str; 5] = ["index", "input_heap", "output_heap", "code", "timest
 const MAX_SESSIONS: usize = 1000;
 /// The original server's words, kept exactly: clients may match on them.
 const NO_SESSION: &str = "no session ID available (send X-MCP-Session-Id header)";
-/// Protocol 2026-07-28 has no session header: the argument is the only way.
-const NO_SESSION_STATELESS: &str = "no session ID available: protocol 2026-07-28 has no session header, so pass the session \
-     argument to name a logical session";
+/// Protocol 2026-07-28 has no MCP session: a logical session is named by
+/// the argument or by the X-MCP-Session-Id header, which works there too.
+const NO_SESSION_STATELESS: &str = "no session ID available: pass the session argument to name a logical session, \
+     or send the X-MCP-Session-Id header with every request";
 
 pub(super) fn describe() -> Vec<Tool> {
     vec![

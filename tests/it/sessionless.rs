@@ -415,8 +415,9 @@ async fn session_clients_are_unaffected_and_never_offered_2026_07_28() {
     );
 }
 
-/// Protocol 2026-07-28 has no session header: the answers that need a
-/// logical session say to pass the `session` argument, not to send one.
+/// Protocol 2026-07-28 has no MCP session: the answers that need a
+/// logical session say to pass the `session` argument or send the
+/// X-MCP-Session-Id header, and the header does name one there.
 #[tokio::test]
 async fn answers_that_need_a_session_name_the_session_argument() {
     let s = server();
@@ -430,11 +431,9 @@ async fn answers_that_need_a_session_name_the_session_argument() {
     let text = latest.body["result"]["content"][0]["text"]
         .as_str()
         .unwrap();
-    assert!(
-        text.contains("pass the session argument (protocol 2026-07-28"),
-        "{text}"
-    );
-    assert!(!text.contains("X-MCP-Session-Id"), "{text}");
+    assert!(text.contains("pass the session argument"), "{text}");
+    assert!(text.contains("X-MCP-Session-Id"), "{text}");
+    assert!(!text.contains("no session header"), "{text}");
     let log = call(
         &s,
         "tools/call",
@@ -444,5 +443,19 @@ async fn answers_that_need_a_session_name_the_session_argument() {
     let error = &log.body["result"]["structuredContent"]["entries"][0]["error"];
     let error = error.as_str().unwrap_or_else(|| panic!("{}", log.body));
     assert!(error.contains("pass the session argument"), "{error}");
-    assert!(!error.contains("X-MCP-Session-Id"), "{error}");
+    assert!(error.contains("X-MCP-Session-Id"), "{error}");
+    // What the messages say works: the header names the logical session.
+    for (code, expected) in [("globalThis.v = 41; v", "41"), ("v + 1", "42")] {
+        let (body, mut headers) = request(
+            "tools/call",
+            json!({"name": "run_js", "arguments": {"code": code, "heap": "latest"}}),
+        );
+        headers.push(("x-mcp-session-id", "by-header".to_owned()));
+        let reply = send(&s, &body, &headers).await;
+        assert_eq!(
+            reply.body["result"]["structuredContent"]["result"], expected,
+            "{}",
+            reply.body
+        );
+    }
 }
