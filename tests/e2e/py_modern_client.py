@@ -3,17 +3,34 @@ protocol 2026-07-28 through `server/discover` and sends no initialize.
 
     python py_modern_client.py URL SESSION [HEAP]
 
-Lists tools, then threads a counter through three heaps (starting from HEAP
-when given), naming the logical session with run_js's `session` argument, and
-reads the session log back with list_session_snapshots. Prints one JSON line
-at the end; raises (exit 1) on any failed expectation.
+Lists tools and checks each input and output schema against its JSON
+Schema meta-schema (uniqueness included, as the SDK's validator does), then
+threads a counter through three heaps (starting from HEAP when given),
+naming the logical session with run_js's `session` argument, reads the
+session log back with list_session_snapshots, and calls every other listed
+tool, so the SDK validates each answer against its output schema. Prints
+one JSON line at the end; raises (exit 1) on any failed expectation.
 """
 
 import asyncio
 import json
 import sys
 
+from jsonschema.validators import validator_for
 from mcp.client import Client
+
+
+def check_schemas(tools) -> None:
+    """Each schema must be valid under the meta-schema it names (2020-12 by
+    default), which is how the SDK decides whether it can use a tool."""
+    for tool in tools:
+        for kind, schema in (("input", tool.input_schema), ("output", tool.output_schema)):
+            if schema is None:
+                continue
+            try:
+                validator_for(schema).check_schema(schema)
+            except Exception as error:  # noqa: BLE001 - the reason is the point
+                raise AssertionError(f"{tool.name}'s {kind} schema: {error}") from error
 
 
 async def main(url: str, session: str, heap: str | None) -> None:
@@ -22,6 +39,8 @@ async def main(url: str, session: str, heap: str | None) -> None:
         tools = await client.list_tools()
         names = [t.name for t in tools.tools]
         assert "run_js" in names and "list_session_snapshots" in names, names
+        check_schemas(tools.tools)
+        called = {"run_js"}
         start = 0
         if heap:
             result = await client.call_tool("run_js", {"code": "counter", "heap": heap})
@@ -38,9 +57,27 @@ async def main(url: str, session: str, heap: str | None) -> None:
             assert outcome["status"] == "completed", outcome
             assert outcome["result"] == str(start + i), outcome
             heap = outcome["heap"]
+        execution_id = outcome["execution_id"]
         log = await client.call_tool("list_session_snapshots", {"session": session, "fields": "index,output_heap"})
         assert not log.is_error, log
+        called.add("list_session_snapshots")
         entries = log.structured_content["entries"]
+        # Every other tool, each answer validated by the SDK against the
+        # tool's output schema.
+        others = {
+            "get_execution": {"execution_id": execution_id},
+            "set_heap_tags": {"heap": heap, "tags": {"client": "py-modern"}},
+            "get_heap_tags": {"heap": heap},
+            "query_heaps_by_tags": {"tags": {"client": "py-modern"}},
+            "delete_heap_tags": {"heap": heap, "keys": "client"},
+            "list_sessions": {},
+        }
+        for name, arguments in others.items():
+            result = await client.call_tool(name, arguments)
+            assert not result.is_error, (name, result)
+            assert result.structured_content is not None, (name, result)
+            called.add(name)
+        assert called == set(names), f"tools listed but not called here: {set(names) - called}"
         print(
             json.dumps(
                 {

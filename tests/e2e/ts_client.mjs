@@ -1,7 +1,8 @@
 // Drives the server with the official TypeScript SDK client.
 //   node ts_client.mjs URL counter   initialize, list tools, thread a counter through three heaps, then keep an awaiting run's declarations
 //   node ts_client.mjs URL replay    the replay proof; the harness restarts the server when told
-//   node ts_client.mjs URL tools     tags, tag queries, the session log and get_execution across a restart
+//   node ts_client.mjs URL tools     tags, tag queries, the session log and get_execution across a restart: every
+//                                    listed tool called, its answer checked against its output schema
 //   node ts_client.mjs URL continue  against a deployment that continues sessions: calls without heap carry
 //                                    top-level declarations, a fresh start is asked for with heap "",
 //                                    and the text the model reads shows values as a REPL does
@@ -185,6 +186,15 @@ async function tools() {
   assert.ok(execution.started_at && execution.completed_at);
   const sessions = await structured(client, "list_sessions", {});
   assert.ok(sessions.sessions.includes("ts-tools"));
+  assert.deepEqual((await structured(client, "get_heap_tags", { heap: second.heap })).tags, { stage: "trained", v: "3" });
+  await structured(client, "delete_heap_tags", { heap: second.heap, keys: "v" });
+  assert.deepEqual((await structured(client, "get_heap_tags", { heap: second.heap })).tags, { stage: "trained" });
+  // Every listed tool was called here, each answer checked by the SDK
+  // against the tool's output schema.
+  const called = ["run_js", "set_heap_tags", "query_heaps_by_tags", "list_session_snapshots", "get_execution",
+    "list_sessions", "get_heap_tags", "delete_heap_tags"];
+  const { tools: listed } = await client.listTools();
+  assert.deepEqual(listed.map((t) => t.name).sort(), called.sort());
   say({ event: "done", session: transport.sessionId });
   await transport.close();
 }
