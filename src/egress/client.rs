@@ -510,6 +510,39 @@ fn redirect_status(status: u16) -> bool {
 
 /// An error and its causes in one line: reqwest's own message alone hides
 /// the policy's refusal that the resolver gave.
+/// The message of a request to an allowed origin that got no response:
+/// what happened in a person's words, what to check, then the client's
+/// own chain for the details.
+fn failed(url: &Url, error: &reqwest::Error) -> String {
+    let mut io = None;
+    let mut source: Option<&dyn std::error::Error> = Some(error);
+    while let Some(cause) = source {
+        if let Some(found) = cause.downcast_ref::<std::io::Error>() {
+            io = Some(found.kind());
+        }
+        source = cause.source();
+    }
+    let details = chain(error);
+    let origin = url.origin().ascii_serialization();
+    let what = match io {
+        Some(std::io::ErrorKind::ConnectionRefused) => {
+            "the connection was refused: nothing listens there"
+        }
+        Some(std::io::ErrorKind::TimedOut) => "connecting timed out",
+        Some(std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted) => {
+            "the connection was reset"
+        }
+        _ if details.contains("dns error") => "its host name did not resolve",
+        _ if error.is_timeout() => "the request timed out",
+        _ if error.is_connect() => "the connection failed",
+        _ => "the request failed before a response",
+    };
+    format!(
+        "fetch failed: {origin} is allowed, but {what}. Check the URL's host and port; if the \
+         service may be down, retry later or catch the error and go on without it ({details})"
+    )
+}
+
 pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
@@ -589,7 +622,7 @@ impl Request {
                         .fail_head("fetch: the run's time ran out before the response".into());
                 }
                 Ok(Err(error)) => {
-                    return self.fail_head(format!("fetch failed: {}", chain(&error)));
+                    return self.fail_head(failed(&url, &error));
                 }
                 Ok(Ok(response)) => response,
             };

@@ -83,8 +83,11 @@ pub struct RunOutcome {
     pub error: Option<RunError>,
     /// Things the caller should know that did not stop the run.
     pub warnings: Vec<String>,
-    /// Wall time of the whole run, loading and storing included.
+    /// Wall time from the call's start to its answer: loading the heap, running, and storing the heap when `heap` is given. With `heap_saving` the heap is stored after the answer, and its execution record gives that time as `saved_after_ms`.
     pub duration_ms: u64,
+    /// In the execution record of a run answered with `heap_saving`: how long storing its heap took after the answer (absent from answers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saved_after_ms: Option<u64>,
     /// Time the call waited, before it ran, for earlier heaps of its session to be stored: present only when too many were still being stored (a warning says which bound).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub save_wait_ms: Option<u64>,
@@ -100,6 +103,26 @@ pub struct RunOutcome {
     /// name beside the fields above.
     #[serde(flatten)]
     pub reports: serde_json::Map<String, serde_json::Value>,
+}
+
+impl RunOutcome {
+    /// Notes that the heap the run asked for is in no store, so it ran
+    /// from a fresh isolate.
+    pub(crate) fn note_missing_heap(&mut self, key: &HeapKey) {
+        self.warnings.push(missing_heap(key));
+    }
+
+    /// Whether the run asked for a heap the store did not have and so
+    /// started fresh: what it expected from before is not there.
+    pub fn started_without_its_heap(&self) -> bool {
+        self.input_heap
+            .as_ref()
+            .is_some_and(|key| self.warnings.contains(&missing_heap(key)))
+    }
+}
+
+fn missing_heap(key: &HeapKey) -> String {
+    format!("heap {key} was not found in storage; the run started from a fresh isolate")
 }
 
 /// What `result` holds in an answer: the value's text, or a stand-in for
@@ -150,6 +173,10 @@ pub struct RunReport {
     /// V8's used heap when a stateful run's code ended, in bytes (0 when
     /// unknown).
     pub heap_used_bytes: u64,
+    /// The heap limit the run had, in MiB: the one it asked for, or the
+    /// one a continued heap's size or a ready heap gave it (0 when it
+    /// never ran).
+    pub heap_limit_mb: usize,
 }
 
 impl RunReport {
@@ -169,6 +196,7 @@ impl RunReport {
                 warnings: Vec::new(),
                 duration_ms: 0,
                 save_wait_ms: None,
+                saved_after_ms: None,
                 fetches: None,
                 mcp_calls: None,
                 reports: serde_json::Map::new(),
@@ -177,6 +205,7 @@ impl RunReport {
             repl: None,
             displays: Vec::new(),
             heap_used_bytes: 0,
+            heap_limit_mb: 0,
         }
     }
 }

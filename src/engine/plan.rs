@@ -81,9 +81,7 @@ impl Engine {
             {
                 Ok(Some(payload)) => Some(payload),
                 Ok(None) => {
-                    report.outcome.warnings.push(format!(
-                        "heap {key} was not found in storage; the run started from a fresh isolate"
-                    ));
+                    report.outcome.note_missing_heap(key);
                     None
                 }
                 Err((status, error)) => {
@@ -139,6 +137,7 @@ impl Engine {
             control: request.control.clone(),
             ..self.job(std::mem::take(&mut prepared.js), asks)
         };
+        report.heap_limit_mb = limits.heap_limit_mb;
         Ok(Setup::Planned(Box::new(Planned {
             job,
             report,

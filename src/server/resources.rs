@@ -157,7 +157,17 @@ fn parse(uri: &str) -> Option<Named> {
 /// The error of a URI that names nothing the caller has (SEP-2164): the
 /// same for a malformed URI, an unknown one and another tenant's.
 fn not_found(uri: &str) -> MethodError {
-    MethodError::new(code::INVALID_PARAMS, "Resource not found").with_data(json!({ "uri": uri }))
+    // A template read as it is listed (its variables unfilled) names
+    // nothing; say what to put in their place.
+    let message = if uri.contains('{') && uri.contains('}') {
+        "Resource not found: this is a URI template from resources/templates/list, not a resource; \
+         replace each {…} with a value: {heap} with a heap key or the execution_id of the run_js \
+         answer that made it, {+path} with a /work path, {id} with an execution_id, {name} with a \
+         logical session name, {part} with output or result"
+    } else {
+        "Resource not found"
+    };
+    MethodError::new(code::INVALID_PARAMS, message).with_data(json!({ "uri": uri }))
 }
 
 /// The execution record `id` of the caller, once a save its run answered

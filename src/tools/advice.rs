@@ -11,12 +11,19 @@ use crate::engine::{EngineConfig, EngineError, RunError, RunOutcome, RunStatus};
 pub(super) struct Asked {
     pub timeout: Option<Duration>,
     pub heap_limit_mb: Option<usize>,
+    /// The heap limit the run had, once it ran: a continued heap's size
+    /// or a ready heap may have given it another than the one asked.
+    pub had_heap_limit_mb: Option<usize>,
     pub code: String,
 }
 
 /// Appends to `outcome`'s error what the model can change.
 pub(super) fn advise(outcome: &mut RunOutcome, limits: &EngineConfig, asked: &Asked) {
-    let continued = outcome.input_heap.is_some();
+    let missing = outcome
+        .started_without_its_heap()
+        .then(|| outcome.input_heap.clone())
+        .flatten();
+    let continued = outcome.input_heap.is_some() && missing.is_none();
     let status = outcome.status;
     let Some(error) = outcome.error.as_mut() else {
         return;
@@ -41,7 +48,10 @@ pub(super) fn advise(outcome: &mut RunOutcome, limits: &EngineConfig, asked: &As
             });
         }
         RunStatus::OutOfMemory => {
-            let had = asked.heap_limit_mb.unwrap_or(limits.default_heap_limit_mb);
+            let had = asked
+                .had_heap_limit_mb
+                .or(asked.heap_limit_mb)
+                .unwrap_or(limits.default_heap_limit_mb);
             let max = limits.max_heap_limit_mb;
             error.message.push_str(&if had < max {
                 format!(
@@ -105,7 +115,12 @@ pub(super) fn advise(outcome: &mut RunOutcome, limits: &EngineConfig, asked: &As
         }
         RunStatus::Failed if error.name == "ReferenceError" => {
             if let Some(name) = undefined_name(&error.message) {
-                let advice = not_defined(name, continued);
+                let advice = match &missing {
+                    // The common names still get their own advice; any
+                    // other was most likely meant from the missing heap.
+                    Some(key) => not_defined(name, true).or_else(|| Some(missing_heap(name, key))),
+                    None => not_defined(name, continued),
+                };
                 if let Some(advice) = advice {
                     add(error, &advice);
                 }
@@ -208,6 +223,18 @@ fn not_defined(name: &str, continued: bool) -> Option<String> {
              its heap: pass heap: \"latest\" (with a logical session) or that run's heap key"
         )
     })
+}
+
+/// What to do about `name is not defined` in a run that asked for heap
+/// `key`, which no store has (never made here, another tenant's, or
+/// expired), so it started fresh.
+fn missing_heap(name: &str, key: &crate::heap::HeapKey) -> String {
+    format!(
+        ": heap {key} was not found in storage (never stored here, or past its retention), so this \
+         run started from a fresh isolate without `{name}`. Pass heap: \"latest\" with the run's \
+         logical session, or a key from list_session_snapshots or get_execution, to continue what \
+         exists; or define `{name}` again here"
+    )
 }
 
 /// `sales` of `Identifier 'sales' has already been declared (line 1, …)`.

@@ -582,6 +582,7 @@ pub(super) async fn call(
     let asked = super::advice::Asked {
         timeout: planned.request.timeout,
         heap_limit_mb: planned.request.heap_limit_mb,
+        had_heap_limit_mb: None,
         code: planned.request.code.clone(),
     };
     // Kept to run again by key if the live heap went meanwhile.
@@ -606,6 +607,10 @@ pub(super) async fn call(
     };
     let completed_at = crate::clock::unix_now_millis();
     let mut outcome = report.outcome;
+    let asked = super::advice::Asked {
+        had_heap_limit_mb: (report.heap_limit_mb > 0).then_some(report.heap_limit_mb),
+        ..asked
+    };
     super::advice::advise(&mut outcome, toolbox.engine.config(), &asked);
     let repl = report.repl;
     let displays = report.displays;
@@ -685,6 +690,7 @@ pub(super) async fn call(
             previous,
             continued: planned.continued.take(),
             key: ticket.key_sender(),
+            answered: std::time::Instant::now(),
         };
         tokio::spawn(
             async move {
@@ -739,6 +745,8 @@ pub(super) async fn call(
 /// What storing a heap answered for first needs: the run as answered, and
 /// what its record and log entry carry.
 struct AfterAnswer {
+    /// When the answer left: the record says how long the save took after.
+    answered: std::time::Instant,
     toolbox: Toolbox,
     tenant: Tenant,
     outcome: RunOutcome,
@@ -815,6 +823,8 @@ impl AfterAnswer {
         match stored {
             Ok(key) => {
                 self.outcome.heap = Some(key);
+                self.outcome.saved_after_ms =
+                    Some(u64::try_from(self.answered.elapsed().as_millis()).unwrap_or(u64::MAX));
                 let recorded = record(
                     &self.toolbox,
                     &self.tenant,

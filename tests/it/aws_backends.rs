@@ -559,6 +559,7 @@ async fn fields_too_large_for_an_item_go_to_s3_and_come_back_whole() {
             warnings: vec![],
             duration_ms: 1,
             save_wait_ms: None,
+            saved_after_ms: None,
             fetches: None,
             mcp_calls: None,
             reports: Default::default(),

@@ -385,4 +385,19 @@ async fn run_js_answers_with_the_blocks_and_links_files_past_the_bound() {
             .contains("mcp-v8://heaps/{heap}/files/{+path}"),
         "{templates}"
     );
+    // Each template read as listed says it is one and what fills it.
+    for template in templates["result"]["resourceTemplates"]
+        .as_array()
+        .expect("templates")
+        .iter()
+        .filter_map(|t| t["uriTemplate"].as_str())
+    {
+        let answer = read(&server, &session, template).await;
+        assert_eq!(answer["error"]["code"], -32602, "{template}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("is a URI template") && message.contains("execution_id"),
+            "{template}: {answer}"
+        );
+    }
 }

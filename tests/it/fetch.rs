@@ -216,6 +216,26 @@ async fn fetch_is_off_by_default() {
     assert_eq!(out.fetches, None);
 }
 
+/// An allowed origin where nothing listens: the rejection says so in
+/// words, and what to check, before the HTTP client's chain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allowed_origin_that_is_down_is_named_with_what_to_check() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let engine = engine(config(std::slice::from_ref(&origin)));
+    let out = stateless(&engine, &refusal(&format!("{:?}", format!("{origin}/x")))).await;
+    let value = json_result(&out);
+    assert_eq!(value["type"], "TypeError", "{value}");
+    let message = value["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!(
+            "fetch failed: {origin} is allowed, but the connection was refused"
+        )) && message.contains("Check the URL's host and port"),
+        "{message}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_and_post_with_each_body_type() {
     let s = server().await;

@@ -85,6 +85,7 @@ mod execution_records {
                 warnings: vec![],
                 duration_ms: 0,
                 save_wait_ms: None,
+                saved_after_ms: None,
                 fetches: None,
                 mcp_calls: None,
                 reports: Default::default(),

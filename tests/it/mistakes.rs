@@ -200,6 +200,34 @@ async fn each_mistake_is_answered_with_its_cause_its_fix_and_its_line() {
             not: &[],
         },
         Mistake {
+            what: "a name of a heap that is in no store",
+            before: &[],
+            arguments: json!({
+                "code": "data.rows",
+                "heap": "0000000000000000000000000000000000000000000000000000000000000000"
+            }),
+            says: &[
+                "data is not defined",
+                "heap 0000000000000000000000000000000000000000000000000000000000000000 was not found in storage",
+                "list_session_snapshots",
+                "define `data` again",
+            ],
+            not: &[],
+        },
+        Mistake {
+            what: "a write stream into a directory that does not exist",
+            before: &[],
+            arguments: json!({"code": "const fs = require('node:fs');\nconst out = fs.createWriteStream('reports/out.csv');\nout.write('a,b\\n');\nawait new Promise((ok, fail) => { out.on('error', fail); out.on('finish', ok); out.end(); });"}),
+            says: &[
+                "ENOENT: no such file or directory, open 'reports/out.csv'",
+                "directory '/work/reports' does not exist",
+                "fs.mkdirSync('/work/reports', { recursive: true })",
+                "The stream was created at:",
+                "run_js.js:2:",
+            ],
+            not: &[],
+        },
+        Mistake {
             what: "a const of an earlier run assigned again",
             before: &["const rate = 0.1;"],
             arguments: json!({"code": "rate = 0.2;"}),
@@ -325,4 +353,34 @@ async fn await_before_a_parenthesis_awaits_fresh_and_continued() {
         continued["structuredContent"]["result"], "\"{\\\"v\\\":4}\"",
         "{continued}"
     );
+}
+
+/// An out-of-memory message names the limit the run had: a heap kept
+/// ready under the limit its call asked for keeps that limit for a call
+/// that names none, and the message says that one, not the default.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_memory_names_the_limit_the_run_had() {
+    let s = common::server_with_workers(common::test_config(3600, false), 2, |stores| stores);
+    let sid = s.initialize().await;
+    let first = s
+        .call(
+            &sid,
+            json!({"code": "globalThis.n = 1", "session": "lim", "heap": "latest", "heap_memory_max_mb": 48}),
+        )
+        .await;
+    assert_eq!(first["structuredContent"]["status"], "completed", "{first}");
+    let second = s
+        .call(
+            &sid,
+            json!({
+                "code": "const rows = [];\nwhile (true) rows.push(new Array(1e5).fill(1));",
+                "session": "lim",
+                "heap": "latest"
+            }),
+        )
+        .await;
+    let outcome = &second["structuredContent"];
+    assert_eq!(outcome["status"], "out_of_memory", "{second}");
+    let message = outcome["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("(this run had 48 MiB;"), "{message}");
 }

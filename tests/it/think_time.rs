@@ -92,6 +92,13 @@ async fn a_runs_files_and_record_are_read_by_its_execution_id_before_its_key_exi
         record.to_string().contains(stored.output_heap.as_str()),
         "{record}"
     );
+    // The answer's duration could not hold the save; the record says
+    // how long it took after.
+    assert!(answered["saved_after_ms"].is_null(), "{first}");
+    assert!(
+        record["structuredContent"]["saved_after_ms"].is_u64(),
+        "{record}"
+    );
     // An id no run of this caller has names nothing, at once.
     let unknown = format!("mcp-v8://heaps/{}/files/a.txt", uuid::Uuid::new_v4());
     let read = s

@@ -83,10 +83,26 @@
     return found;
   }
 
-  function parentDir(path, syscall) {
-    const parent = tree.get(parentOf(path));
-    if (!parent) throw fsError("ENOENT", syscall, path);
-    if (!parent.dir) throw fsError("ENOTDIR", syscall, path);
+  // `path` is resolved; the error names `shown` (and `dest`) as Node does,
+  // what the caller passed.
+  function parentDir(path, syscall, shown = path, dest = undefined) {
+    const dir = parentOf(path);
+    const parent = tree.get(dir);
+    if (!parent) {
+      throw fsError("ENOENT", syscall, shown,
+        `directory '${dir}' does not exist: create it first with fs.mkdirSync('${dir}', { recursive: true })`, dest);
+    }
+    if (!parent.dir) throw fsError("ENOTDIR", syscall, shown, `'${dir}' is a file, not a directory`, dest);
+  }
+
+  // A stream opens its file later, from node:stream's internals, so its
+  // error's stack has none of the run's lines: add the frames of the call
+  // that made the stream, as the place to fix.
+  function calledAt(error, site) {
+    if (!(error instanceof Error) || typeof site.stack !== "string") return error;
+    const frames = site.stack.split("\n").slice(2).join("\n");
+    if (frames) error.stack = `${error.stack}\nThe stream was created at:\n${frames}`;
+    return error;
   }
 
   function children(dir) {
@@ -212,7 +228,7 @@
 
   function writeFile(path, data, options) {
     const p = resolve(path, "open");
-    parentDir(p, "open");
+    parentDir(p, "open", path);
     const flag = options && typeof options === "object" ? options.flag : undefined;
     if (flag === "wx" && tree.has(p)) throw fsError("EEXIST", "open", path);
     if (flag === "a") return appendFile(path, data, options);
@@ -221,7 +237,7 @@
 
   function appendFile(path, data, options) {
     const p = resolve(path, "open");
-    parentDir(p, "open");
+    parentDir(p, "open", path);
     const added = toBytes(data, encodingOf(options));
     const old = tree.get(p);
     if (old && old.dir) throw fsError("EISDIR", "open", path);
@@ -280,7 +296,7 @@
     const recursive = options && typeof options === "object" && options.recursive;
     if (!recursive) {
       if (tree.has(p)) throw fsError("EEXIST", "mkdir", path);
-      parentDir(p, "mkdir");
+      parentDir(p, "mkdir", path);
       roomForOne("mkdir", path);
       tree.set(p, { dir: true, mtimeMs: now(), birthtimeMs: now() });
       touch(parentOf(p));
@@ -351,7 +367,7 @@
     const e = tree.get(a);
     if (!e) throw fsError("ENOENT", "rename", from, undefined, to);
     if (a === ROOT || b === ROOT) throw fsError("EBUSY", "rename", from, undefined, to);
-    parentDir(b, "rename");
+    parentDir(b, "rename", from, to);
     if (a === b) return;
     if (e.dir && b.startsWith(a + "/")) throw fsError("EINVAL", "rename", from, undefined, to);
     const target = tree.get(b);
@@ -372,7 +388,7 @@
     const e = tree.get(a);
     if (!e) throw fsError("ENOENT", "copyfile", from, undefined, to);
     if (e.dir) throw fsError("EISDIR", "copyfile", from, undefined, to);
-    parentDir(b, "copyfile");
+    parentDir(b, "copyfile", from, to);
     const target = tree.get(b);
     if (target && (mode & 1)) throw fsError("EEXIST", "copyfile", from, undefined, to);
     if (target && target.dir) throw fsError("EISDIR", "copyfile", from, undefined, to);
@@ -461,6 +477,7 @@
   // is written and stores it when it ends, so a file written in many chunks
   // is hashed and stored once.
   fs.createReadStream = (path, options) => {
+    const site = new Error();
     const { Readable } = load("node").stream;
     const { Buffer } = load("node").buffer;
     const opts = typeof options === "object" && options !== null ? options : {};
@@ -473,7 +490,7 @@
         try {
           bytes ??= readFile(path);
         } catch (error) {
-          this.destroy(error);
+          this.destroy(calledAt(error, site));
           return;
         }
         const stop = Math.min(opts.end === undefined ? bytes.length : opts.end + 1, bytes.length);
@@ -490,6 +507,7 @@
     return stream;
   };
   fs.createWriteStream = (path, options) => {
+    const site = new Error();
     const { Writable } = load("node").stream;
     const opts = typeof options === "string" ? { encoding: options } : options ?? {};
     const append = typeof opts.flags === "string" && opts.flags.startsWith("a");
@@ -504,7 +522,7 @@
           else writeFile(path, "");
           callback();
         } catch (error) {
-          callback(error);
+          callback(calledAt(error, site));
         }
       },
       write(data, _encoding, callback) {
@@ -525,7 +543,7 @@
           appendFile(path, joined);
           callback();
         } catch (error) {
-          callback(error);
+          callback(calledAt(error, site));
         }
       },
     });
