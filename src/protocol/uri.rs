@@ -76,6 +76,16 @@ pub fn display_uri(execution_id: &str, index: usize) -> String {
     format!("{EXECUTIONS}{execution_id}/displays/{index}")
 }
 
+/// The prefix of `display()` blocks kept apart from their answer, by the
+/// key of their bytes: `mcp-v8://displays/{key}?type={mime}`.
+pub const DISPLAYS: &str = "mcp-v8://displays/";
+
+/// The URI of a kept `display()` block: the key of its bytes (in the
+/// caller's file store) and its media type.
+pub fn kept_display_uri(key: &str, mime_type: &str) -> String {
+    format!("{DISPLAYS}{key}?type={}", segment(mime_type))
+}
+
 /// The resource URI of upstream `server`'s declarations.
 pub fn declarations_uri(server: &str) -> String {
     format!("{MCP_SERVERS}{server}{TOOLS_D_TS}")
@@ -131,6 +141,14 @@ pub enum Resource {
     },
     /// An upstream server's declarations.
     Declarations(String),
+    /// A `display()` block kept apart from its answer.
+    KeptDisplay {
+        /// The key of its bytes as the URI spells it.
+        key: String,
+        /// Its media type (`application/octet-stream` when the URI has
+        /// none).
+        mime_type: String,
+    },
 }
 
 /// What `uri` names, when it is one of this server's resource URIs.
@@ -152,6 +170,18 @@ pub fn parse(uri: &str) -> Option<Resource> {
         return Some(Resource::HeapFile {
             heap: heap.to_owned(),
             path: absolute,
+        });
+    }
+    if let Some(rest) = uri.strip_prefix(DISPLAYS) {
+        let (key, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let mime_type = match query.strip_prefix("type=") {
+            Some(mime) => percent_decode_str(mime).decode_utf8().ok()?.into_owned(),
+            None if query.is_empty() => "application/octet-stream".to_owned(),
+            None => return None,
+        };
+        return Some(Resource::KeptDisplay {
+            key: key.to_owned(),
+            mime_type,
         });
     }
     if let Some(server) = server_of_declarations_uri(uri) {
@@ -189,6 +219,24 @@ pub fn parse(uri: &str) -> Option<Resource> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kept_display_uris_round_trip_their_key_and_type() {
+        let key = "cd".repeat(32);
+        let uri = kept_display_uri(&key, "text/csv; charset=utf-8");
+        assert_eq!(
+            uri,
+            format!("{DISPLAYS}{key}?type=text%2Fcsv%3B%20charset%3Dutf-8")
+        );
+        assert_eq!(
+            parse(&uri),
+            Some(Resource::KeptDisplay {
+                key: key.clone(),
+                mime_type: "text/csv; charset=utf-8".into()
+            })
+        );
+        assert_eq!(parse(&format!("{DISPLAYS}{key}?page=2")), None);
+    }
 
     #[test]
     fn heap_file_uris_name_a_path_under_work_and_round_trip() {

@@ -22,7 +22,9 @@ fn media_type(path: &str) -> String {
         .to_owned()
 }
 
-fn is_text(mime_type: &str) -> bool {
+/// Whether bytes of `mime_type` (its essence) are served as text when
+/// they are UTF-8.
+pub(super) fn is_text(mime_type: &str) -> bool {
     mime_type.starts_with("text/")
         || matches!(
             mime_type,

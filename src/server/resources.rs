@@ -2,6 +2,8 @@
 //! session of the caller, read by URI, scoped by tenant exactly as the
 //! tools are.
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use serde_json::json;
 use uuid::Uuid;
 
@@ -141,6 +143,9 @@ enum Named {
     /// A run's output or result as its record keeps it, whole or a page.
     RunText(Uuid, uri::RunText, Option<usize>),
     Declarations(String),
+    /// A `display()` block kept apart from its answer: the key of its
+    /// bytes in the caller's file store, and its media type.
+    KeptDisplay(crate::files::ContentKey, String),
 }
 
 /// What `uri` names, its names checked by their own types.
@@ -151,6 +156,9 @@ fn parse(uri: &str) -> Option<Named> {
         uri::Resource::Execution(id) => Named::Execution(id),
         uri::Resource::RunText { id, part, page } => Named::RunText(id, part, page),
         uri::Resource::Declarations(server) => Named::Declarations(server),
+        uri::Resource::KeptDisplay { key, mime_type } => {
+            Named::KeptDisplay(crate::files::ContentKey::parse(&key)?, mime_type)
+        }
     })
 }
 
@@ -270,6 +278,47 @@ pub(super) async fn read(
                 Some(result) => Ok((result, Freshness::Stable)),
                 None => Err(not_found(&uri)),
             };
+        }
+        Some(Named::KeptDisplay(key, mime_type)) => {
+            // Only the caller's own file store has it: another tenant's
+            // key names nothing, as a key never stored.
+            let Some(store) = tools.files.as_ref() else {
+                return Err(not_found(&uri));
+            };
+            let bytes = match store.get(context.tenant, &key).await {
+                Ok(Some(bytes)) => bytes,
+                Ok(None) => return Err(not_found(&uri)),
+                Err(e) => {
+                    return Err(MethodError::internal(format!(
+                        "could not read the kept display: {e}"
+                    )));
+                }
+            };
+            let essence = mime_type
+                .split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase();
+            let (text, blob) = match std::str::from_utf8(&bytes) {
+                Ok(text) if super::heap_files::is_text(&essence) || essence.ends_with("+json") => {
+                    (Some(text.to_owned()), None)
+                }
+                _ => (None, Some(STANDARD.encode(&bytes))),
+            };
+            let contents = ResourceContents {
+                uri,
+                mime_type,
+                text,
+                blob,
+            };
+            // Named by the key of its bytes: it never changes.
+            return Ok((
+                ReadResourceResult {
+                    contents: vec![contents],
+                },
+                Freshness::Stable,
+            ));
         }
         Some(Named::Declarations(server)) => {
             let Some(upstreams) = tools.upstreams().filter(|u| u.names().contains(&server)) else {

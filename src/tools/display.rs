@@ -45,6 +45,10 @@ pub(super) struct Shown {
     /// Every block, in call order, with its index in `content` when it is
     /// there: what an MCP Apps View reads.
     pub entries: Vec<DisplayEntry>,
+    /// Blocks no `/work` file holds that are links to themselves, kept
+    /// apart: their bytes, which the caller's file store must have before
+    /// the answer leaves.
+    pub kept: Vec<bytes::Bytes>,
 }
 
 /// Where a run's blocks go.
@@ -65,6 +69,10 @@ pub(super) struct Target<'a> {
     pub budget: usize,
     /// The client's protocol has `resource_link` (2025-06-18 on).
     pub links: bool,
+    /// Blocks no `/work` file holds may be kept apart (in the caller's
+    /// file store, by the key of their bytes) and linked: the server keeps
+    /// files.
+    pub keep: bool,
 }
 
 /// The URI of `/work` file `path` of `heap` (a key or an execution id).
@@ -78,6 +86,7 @@ pub(super) fn blocks(displays: Vec<Displayed>, target: &Target<'_>) -> Shown {
         content: Vec::with_capacity(displays.len()),
         warnings: Vec::new(),
         entries: Vec::with_capacity(displays.len()),
+        kept: Vec::new(),
     };
     let mut room = target.room;
     let mut text_room = target.text_room;
@@ -96,7 +105,8 @@ pub(super) fn blocks(displays: Vec<Displayed>, target: &Target<'_>) -> Shown {
             .map(|bytes| block_of(&displayed, bytes, index, target));
         let cost = block.as_ref().map(json_cost);
         let is_text = matches!(block, Some(Content::Text { .. } | Content::Resource { .. }));
-        let linked = displayed.path.is_some() && target.heap.is_some();
+        let linked =
+            (displayed.path.is_some() && target.heap.is_some()) || keepable(&displayed, target);
         let over_budget = is_text && linked && cost.is_some_and(|cost| cost > text_room);
         match (block, cost) {
             (Some(block), Some(cost)) if cost <= room && !over_budget => {
@@ -109,19 +119,32 @@ pub(super) fn blocks(displays: Vec<Displayed>, target: &Target<'_>) -> Shown {
             }
             _ => {
                 let file = displayed.path.as_deref().zip(target.heap);
-                match file {
-                    Some((path, heap)) => {
-                        let uri = file_uri(heap, path);
+                let kept = file.is_none() && keepable(&displayed, target);
+                let at_uri = match file {
+                    Some((path, heap)) => Some((file_uri(heap, path), Some(path))),
+                    None if kept => Some((
+                        crate::protocol::uri::kept_display_uri(
+                            displayed.key.as_str(),
+                            &displayed.mime_type,
+                        ),
+                        None,
+                    )),
+                    None => None,
+                };
+                match at_uri {
+                    Some((uri, path)) => {
+                        if kept && let Some(bytes) = &displayed.bytes {
+                            shown.kept.push(bytes.clone());
+                        }
                         // Past what resources/read answers with, the link
                         // still names the file: a run reads it, and an
                         // MCP Apps View pages a table from it.
-                        let read = if displayed.size <= MAX_READ_FILE_BYTES {
-                            "read it with resources/read".to_owned()
-                        } else {
-                            format!(
+                        let read = match path {
+                            Some(path) if displayed.size > MAX_READ_FILE_BYTES => format!(
                                 "read it in a run_js call on this heap (fs.readFileSync({path:?})); \
                                  resources/read answers with files of at most {MAX_READ_FILE_BYTES} bytes"
-                            )
+                            ),
+                            _ => "read it with resources/read".to_owned(),
                         };
                         let over = if over_budget {
                             format!("the answer budget of {} bytes (MCP_V8_ANSWER_BUDGET_KB)", target.budget)
@@ -145,9 +168,13 @@ pub(super) fn blocks(displays: Vec<Displayed>, target: &Target<'_>) -> Shown {
                         room = room.saturating_sub(json_cost(&block));
                         shown.entries[index].content = Some(at);
                         shown.content.push(block);
-                        shown.warnings.push(format!(
-                            "{label} is over {over}, so it is a link to {uri}, the file in /work that holds the same bytes"
-                        ));
+                        shown.warnings.push(if kept {
+                            format!("{label} is over {over}, so it is a link to {uri}, which holds it whole")
+                        } else {
+                            format!(
+                                "{label} is over {over}, so it is a link to {uri}, the file in /work that holds the same bytes"
+                            )
+                        });
                     }
                     None => shown.warnings.push(format!(
                         "{label} was left out: it is over what one answer carries (5 MiB). Make it smaller, or \
@@ -158,6 +185,15 @@ pub(super) fn blocks(displays: Vec<Displayed>, target: &Target<'_>) -> Shown {
         }
     }
     shown
+}
+
+/// Whether `displayed`, which no `/work` file holds, may be kept apart and
+/// linked: the server keeps files, and a read can answer with it.
+fn keepable(displayed: &Displayed, target: &Target<'_>) -> bool {
+    target.keep
+        && displayed.path.is_none()
+        && displayed.bytes.is_some()
+        && displayed.size <= MAX_READ_FILE_BYTES
 }
 
 fn describe(index: usize, displayed: &Displayed) -> String {
@@ -235,6 +271,7 @@ mod tests {
             text_room: room,
             budget: room,
             links,
+            keep: false,
         }
     }
 

@@ -29,6 +29,10 @@ use crate::session::LogicalSession;
 use crate::tenant::Tenant;
 pub use budget::{page, pages};
 pub use calls::{TaskSupport, ToolCallError};
+/// How many times a displayed table's file was parsed in this process
+/// (tests count what the page tool's cache saves).
+#[doc(hidden)]
+pub use display_page::parses_of as display_table_parses;
 pub use executions::ExecutionView;
 pub use run_js::ANSWERED_DIRECTLY_IF;
 pub use saving::{Saves, UnsavedBounds};

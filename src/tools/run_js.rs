@@ -703,7 +703,7 @@ pub(super) async fn call(
         let warning = fresh_start_warning(toolbox, context, &planned, None).await;
         outcome.warnings.extend(warning);
         let shape = Shape::new(toolbox, &outcome, false, structured, context.ui_extension);
-        return with_displays(outcome, repl, displays, shape);
+        return with_displays(toolbox, context.tenant, outcome, repl, displays, shape).await;
     }
     // A stateless server keeps nothing: no tool could read a record. A
     // cancelled run leaves nothing either: no log entry, no record.
@@ -739,7 +739,7 @@ pub(super) async fn call(
         // A link to a record that was not written would only fail.
         shape.kept = Kept::Nowhere("the run's record was not written");
     }
-    with_displays(outcome, repl, displays, shape)
+    with_displays(toolbox, context.tenant, outcome, repl, displays, shape).await
 }
 
 /// What storing a heap answered for first needs: the run as answered, and
@@ -872,6 +872,9 @@ struct Shape {
     view: bool,
     budget: usize,
     kept: Kept,
+    /// `display()` blocks no `/work` file holds may be kept in the
+    /// caller's file store and linked.
+    keeps_displays: bool,
 }
 
 impl Shape {
@@ -894,6 +897,7 @@ impl Shape {
             structured,
             view,
             budget: toolbox.answer_budget_bytes,
+            keeps_displays: keeps.is_ok() && toolbox.files.is_some(),
             kept: Kept::for_run(outcome.execution_id, keeps),
         }
     }
@@ -904,7 +908,9 @@ impl Shape {
 /// rest are links to their /work files), images as many as fit one
 /// response (docs/tools.md); for a host with an MCP Apps `view`, `_meta`
 /// says what each block is.
-fn with_displays(
+async fn with_displays(
+    toolbox: &Toolbox,
+    tenant: &Tenant,
     mut outcome: RunOutcome,
     repl: Option<String>,
     displays: Vec<crate::engine::Displayed>,
@@ -938,8 +944,21 @@ fn with_displays(
             budget: shape.budget,
             // resource_link came with structured output (2025-06-18).
             links: shape.structured,
+            keep: shape.keeps_displays,
         },
     );
+    let mut shown = shown;
+    // A link leaves only once what it names is stored.
+    if let Some(store) = toolbox.files.as_ref() {
+        for bytes in std::mem::take(&mut shown.kept) {
+            if let Err(e) = store.put(tenant, &bytes).await {
+                shown.warnings.push(format!(
+                    "a display block linked above could not be kept ({e}): its link names nothing; \
+                     write the data to /work in a stateful run and display the same bytes instead"
+                ));
+            }
+        }
+    }
     let mut result = if shown.warnings.is_empty() {
         text
     } else {

@@ -342,6 +342,20 @@ async fn the_page_tool_pages_and_sorts_a_table_in_work() {
         .map(|r| r["n"].as_i64().unwrap())
         .collect();
     assert_eq!(ns, [999, 998, 997], "{sorted}");
+    let ascending = page(json!({"uri": uri, "offset": 2, "limit": 2, "sort_by": "name"})).await;
+    let names: Vec<_> = ascending["structuredContent"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, ["r10", "r100"], "{ascending}");
+    // A heap never changes: the table was parsed for the first page, and
+    // every later page and order was served from it.
+    assert_eq!(
+        mcp_v8_lambda::tools::display_table_parses(&heap, "/work/rows.json"),
+        1
+    );
     for (arguments, says) in [
         (
             json!({"uri": uri, "limit": 0}),

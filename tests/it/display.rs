@@ -284,8 +284,8 @@ async fn run_js_answers_with_the_blocks_and_links_files_past_the_bound() {
     assert_eq!(content[5]["resource"]["blob"], STANDARD.encode(b"%PDF"));
     assert_eq!(result["structuredContent"]["result"], "7");
 
-    // Two 3 MiB blocks: the first fits the answer, the second does not and
-    // becomes a link to the file holding it; 4 MiB that no file holds is
+    // Two 3 MiB blocks: the first, no file's, is kept apart and linked, the
+    // second becomes a link to the file holding it; 4 MiB that no file holds is
     // left out; each says so, and the small block after them still shows.
     let code = "const fs = require('fs'); const big = new Uint8Array(3 * 1024 * 1024); \
                 big.set([0x89, 0x50, 0x4e, 0x47]); fs.mkdirSync('charts'); \
@@ -303,7 +303,17 @@ async fn run_js_answers_with_the_blocks_and_links_files_past_the_bound() {
         .iter()
         .map(|c| c["type"].as_str().unwrap())
         .collect();
-    assert_eq!(types, ["text", "resource", "resource_link", "text"]);
+    // The first block no file holds is over the answer budget: kept apart
+    // and linked.
+    assert_eq!(types, ["text", "resource_link", "resource_link", "text"]);
+    assert!(
+        content[1]["uri"]
+            .as_str()
+            .unwrap()
+            .starts_with("mcp-v8://displays/"),
+        "{:?}",
+        content[1]
+    );
     let uri = format!("mcp-v8://heaps/{heap}/files/charts/big%20chart.png");
     assert_eq!(content[2]["uri"], uri);
     assert_eq!(content[2]["name"], "big chart.png");
@@ -399,5 +409,70 @@ async fn run_js_answers_with_the_blocks_and_links_files_past_the_bound() {
             message.contains("is a URI template") && message.contains("execution_id"),
             "{template}: {answer}"
         );
+    }
+}
+
+/// `display()` of what no `/work` file holds and the answer budget has no
+/// room for (100 KB of text, 3,000 objects, a 5,000-point chart): each
+/// answer stays within the budget, the block is a link kept apart with the
+/// caller's files, and the link reads back the whole block; another tenant
+/// reading it finds nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn display_past_the_budget_is_a_link_that_reads_back_whole() {
+    const BUDGET: usize = 32 * 1024;
+    let server = crate::common::server();
+    let session = server.initialize().await;
+    let cases = [
+        (
+            "display('line of text\\n'.repeat(100 * 1024 / 13))",
+            "text/plain",
+        ),
+        (
+            "display(Array.from({ length: 3000 }, (_, i) => ({ id: i, name: 'row ' + i, score: i % 97 })))",
+            "application/json",
+        ),
+        (
+            "display.chart({ type: 'line', data: Array.from({ length: 5000 }, (_, i) => ({ t: i, v: Math.round(Math.sin(i / 50) * 1000) })), x: 't', y: 'v' })",
+            "application/vnd.mcp-v8-lambda.chart+json",
+        ),
+    ];
+    for (code, mime_type) in cases {
+        let result = server
+            .call(&session, json!({"code": format!("{code}; 1")}))
+            .await;
+        assert_eq!(result["isError"], false, "{code}: {result:#}");
+        let content = result["content"].as_array().unwrap();
+        let size = serde_json::to_vec(content).unwrap().len();
+        assert!(size <= BUDGET, "{code}: {size} bytes of content");
+        let link = content
+            .iter()
+            .find(|c| c["type"] == "resource_link")
+            .unwrap_or_else(|| panic!("{code}: no link in {content:?}"));
+        assert_eq!(link["mimeType"], mime_type, "{link}");
+        let warnings = result["structuredContent"]["warnings"].to_string();
+        assert!(
+            warnings.contains("which holds it whole"),
+            "{code}: {warnings}"
+        );
+        let uri = link["uri"].as_str().unwrap();
+        let read = read(&server, &session, uri).await;
+        let contents = &read["result"]["contents"][0];
+        assert_eq!(contents["mimeType"], mime_type, "{read}");
+        let text = contents["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{read}"));
+        assert_eq!(text.len() as u64, link["size"].as_u64().unwrap(), "{code}");
+        match mime_type {
+            "text/plain" => assert!(text.starts_with("line of text\n") && text.len() > 100_000),
+            "application/json" => {
+                let rows: Value = serde_json::from_str(text).unwrap();
+                assert_eq!(rows.as_array().unwrap().len(), 3000);
+                assert_eq!(rows[2999]["name"], "row 2999");
+            }
+            _ => {
+                let chart: Value = serde_json::from_str(text).unwrap();
+                assert_eq!(chart["data"].as_array().unwrap().len(), 5000);
+            }
+        }
     }
 }

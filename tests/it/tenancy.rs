@@ -393,6 +393,40 @@ async fn second_caller_sees_nothing_of_the_first(host: Host, alice: Who, bob: Wh
     let again = Agent::start(&host, &alice, &project).await;
     assert_eq!(again.continuity["resumed"], true);
     assert_eq!(again.continuity["last_output_heap"], restored["heap"]);
+    // A display block kept apart from her answer: hers to read, his as a
+    // block never kept.
+    let shown = a
+        .rpc(
+            "tools/call",
+            json!({"name": "run_js", "arguments": {"code": "display('alice-display '.repeat(4000)); 1"}}),
+        )
+        .await;
+    let kept = shown["result"]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "resource_link")
+        .unwrap_or_else(|| panic!("{shown}"))["uri"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let hers = a.rpc("resources/read", json!({"uri": kept})).await;
+    assert!(
+        hers["result"]["contents"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("alice-display")),
+        "{hers}"
+    );
+    let his = b.rpc("resources/read", json!({"uri": kept})).await;
+    let never = b
+        .rpc(
+            "resources/read",
+            json!({"uri": format!("mcp-v8://displays/{NOWHERE}?type=text%2Fplain")}),
+        )
+        .await;
+    assert_eq!(his["error"]["code"], -32602, "{his}");
+    assert_eq!(his["error"]["message"], never["error"]["message"]);
+    assert!(!his.to_string().contains("alice-display"));
 }
 
 /// Under a shared namespace, what Alice wrote Bob sees and continues. A

@@ -4,6 +4,10 @@
 //! one page at a time, sorted as the person asked, with the rights of the
 //! caller, as `resources/read` would.
 
+mod tables;
+
+pub use tables::parses_of;
+
 use std::cmp::Ordering;
 
 use schemars::JsonSchema;
@@ -20,7 +24,7 @@ pub(super) const NAME: &str = "read_display_page";
 /// Rows one page holds at most.
 const MAX_LIMIT: usize = 500;
 
-/// Largest file paged: it is parsed whole for each page.
+/// Largest file paged: it is parsed whole, once (`tables`).
 const MAX_TABLE_BYTES: u64 = 64 * 1024 * 1024;
 
 pub(super) fn describe() -> Tool {
@@ -112,68 +116,61 @@ async fn page(toolbox: &Toolbox, context: CallContext<'_>, args: PageArgs) -> Re
         .heap_named(context.tenant, &heap)
         .await?
         .ok_or_else(not_found)?;
-    let tree = toolbox
-        .engine
-        .files_of(context.tenant, &heap)
-        .await
-        .map_err(|e| format!("could not read the heap's /work: {e}"))?
-        .ok_or_else(not_found)?;
-    let entry = tree
-        .into_iter()
-        .find(|e| e.path == path && !e.dir)
-        .ok_or_else(not_found)?;
-    if entry.size > MAX_TABLE_BYTES {
-        return Err(format!(
-            "{path} is {} bytes; tables of at most {MAX_TABLE_BYTES} bytes are paged",
-            entry.size
-        ));
-    }
-    let bytes = toolbox.file_bytes(context.tenant, &entry).await?;
-    let not_a_table =
-        || format!("{path} is not a table: a page is read from a JSON array of objects");
-    let rows: Vec<Value> = serde_json::from_slice(&bytes).map_err(|_| not_a_table())?;
-    let mut rows = rows
-        .into_iter()
-        .map(|row| match row {
-            Value::Object(row) => Ok(row),
-            _ => Err(not_a_table()),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    // A set beside the list: a wide table of 100k rows would otherwise
-    // compare every key of every row with every column found so far.
-    let mut columns: Vec<String> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for row in &rows {
-        for key in row.keys() {
-            if seen.insert(key.as_str()) {
-                columns.push(key.clone());
-            }
-        }
-    }
-    if let Some(column) = &args.sort_by {
-        if !columns.contains(column) {
+    let table = tables::table(context.tenant, &heap, &path, || async {
+        let tree = toolbox
+            .engine
+            .files_of(context.tenant, &heap)
+            .await
+            .map_err(|e| format!("could not read the heap's /work: {e}"))?
+            .ok_or_else(not_found)?;
+        let entry = tree
+            .into_iter()
+            .find(|e| e.path == path && !e.dir)
+            .ok_or_else(not_found)?;
+        if entry.size > MAX_TABLE_BYTES {
             return Err(format!(
-                "sort_by {column:?} is not a column of {path} ({})",
-                columns.join(", ")
+                "{path} is {} bytes; tables of at most {MAX_TABLE_BYTES} bytes are paged",
+                entry.size
             ));
         }
-        rows.sort_by(|a, b| {
-            let order = compare(a.get(column), b.get(column));
-            if args.descending {
-                order.reverse()
-            } else {
-                order
-            }
-        });
-    }
-    let total = rows.len();
+        let bytes = toolbox.file_bytes(context.tenant, &entry).await?;
+        let not_a_table =
+            || format!("{path} is not a table: a page is read from a JSON array of objects");
+        let rows: Vec<Value> = serde_json::from_slice(&bytes).map_err(|_| not_a_table())?;
+        let rows = rows
+            .into_iter()
+            .map(|row| match row {
+                Value::Object(row) => Ok(row),
+                _ => Err(not_a_table()),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((tables::Table::new(rows), entry.size))
+    })
+    .await?;
+    let total = table.rows.len();
     let offset = args.offset.min(total);
-    let rows = rows.into_iter().skip(offset).take(args.limit).collect();
+    let end = offset.saturating_add(args.limit).min(total);
+    let rows = match &args.sort_by {
+        Some(column) => {
+            if !table.columns.contains(column) {
+                return Err(format!(
+                    "sort_by {column:?} is not a column of {path} ({})",
+                    table.columns.join(", ")
+                ));
+            }
+            let order = table.sorted_by(column, args.descending, compare);
+            order[offset..end]
+                .iter()
+                .map(|&i| table.rows[i].clone())
+                .collect()
+        }
+        None => table.rows[offset..end].to_vec(),
+    };
     Ok(Page {
         uri: args.uri,
         total,
         offset,
-        columns,
+        columns: table.columns.clone(),
         rows,
     })
 }
