@@ -145,7 +145,7 @@ enum Named {
     Declarations(String),
     /// A `display()` block kept apart from its answer: the key of its
     /// bytes in the caller's file store, and its media type.
-    KeptDisplay(crate::files::ContentKey, String),
+    KeptDisplay(String, String),
 }
 
 /// What `uri` names, its names checked by their own types.
@@ -156,9 +156,7 @@ fn parse(uri: &str) -> Option<Named> {
         uri::Resource::Execution(id) => Named::Execution(id),
         uri::Resource::RunText { id, part, page } => Named::RunText(id, part, page),
         uri::Resource::Declarations(server) => Named::Declarations(server),
-        uri::Resource::KeptDisplay { key, mime_type } => {
-            Named::KeptDisplay(crate::files::ContentKey::parse(&key)?, mime_type)
-        }
+        uri::Resource::KeptDisplay { key, mime_type } => Named::KeptDisplay(key, mime_type),
     })
 }
 
@@ -282,17 +280,10 @@ pub(super) async fn read(
         Some(Named::KeptDisplay(key, mime_type)) => {
             // Only the caller's own file store has it: another tenant's
             // key names nothing, as a key never stored.
-            let Some(store) = tools.files.as_ref() else {
-                return Err(not_found(&uri));
-            };
-            let bytes = match store.get(context.tenant, &key).await {
+            let bytes = match tools.kept_display(context.tenant, &key).await {
                 Ok(Some(bytes)) => bytes,
                 Ok(None) => return Err(not_found(&uri)),
-                Err(e) => {
-                    return Err(MethodError::internal(format!(
-                        "could not read the kept display: {e}"
-                    )));
-                }
+                Err(why) => return Err(MethodError::internal(why)),
             };
             let essence = mime_type
                 .split(';')

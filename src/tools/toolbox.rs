@@ -126,6 +126,24 @@ impl Toolbox {
         }
     }
 
+    /// The bytes of a `display()` block kept apart from its answer, by the
+    /// key its link names; `None` when `tenant` has no such block (or the
+    /// key is not one).
+    pub async fn kept_display(
+        &self,
+        tenant: &Tenant,
+        key: &str,
+    ) -> Result<Option<bytes::Bytes>, String> {
+        let (Some(key), Some(store)) = (crate::files::ContentKey::parse(key), self.files.as_ref())
+        else {
+            return Ok(None);
+        };
+        store
+            .get(tenant, &key)
+            .await
+            .map_err(|e| format!("could not read the kept display: {e}"))
+    }
+
     /// The bytes of the `/work` file `entry` of one of `tenant`'s heaps
     /// (an empty file has none stored), or a message saying why not.
     pub async fn file_bytes(
