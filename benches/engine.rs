@@ -290,7 +290,7 @@ fn main() {
         });
         println!("| stateless `1+1` | {} |", percentiles(stateless));
 
-        // Top-level await goes through the REPL rewrite (src/engine/repl.rs):
+        // Top-level await goes through the REPL rewrite (src/engine/run/repl.rs):
         // its cost is the difference to the same code without `await`.
         let awaiting = time(n * 2, || {
             bench.run(AWAITING, None, false);

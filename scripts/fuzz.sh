@@ -18,5 +18,5 @@ for target in request snapshot tool_args kept_objects; do
 done
 # The proptest twin of kept_objects, as CI runs it but for longer.
 MCP_V8_FUZZ_CASES=${MCP_V8_FUZZ_CASES:-2000} \
-    cargo test --locked --test it -- properties::kept_object_graphs_snapshot_or_fail_cleanly
+    cargo test --locked --test it -- reliability::properties::kept_object_graphs_snapshot_or_fail_cleanly
 

@@ -35,7 +35,7 @@ venv_deps() {
 # The TypeScript SDK client, and the ext-apps AppBridge, playwright-core and
 # rolldown of the View test.
 npm_deps tests/e2e
-# The View's bundler and Chart.js (tests/it/apps.rs checks that
+# The View's bundler and Chart.js (tests/it/protocol/apps.rs checks that
 # src/apps/run.html is what they build).
 npm_deps src/apps/view
 # Debian's Chromium, which the View test drives (never a browser a library
@@ -48,7 +48,7 @@ if ! command -v chromium >/dev/null; then
 fi
 # The MCP conformance suite, and the Node 22 it needs (npm package node@22).
 npm_deps tests/conformance
-# The package parity corpus (tests/it/parity.rs), for Node 22; the test
+# The package parity corpus (tests/it/agents/parity.rs), for Node 22; the test
 # serves the same files to `packages add`.
 npm_deps tests/parity
 # The Python mcp 1.x client, moto, cfn-lint and cargo-lambda.

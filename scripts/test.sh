@@ -51,7 +51,7 @@ fi
 # MCP_V8_CONFORMANCE_FIXTURES=1) in every test build and in the benches;
 # never in the release artifact above.
 build=(--locked --release --features conformance-fixtures)
-# The library, the binary (what `cargo lambda watch` runs in tests/it/e2e.rs;
+# The library, the binary (what `cargo lambda watch` runs in tests/it/lambda/e2e.rs;
 # building it here keeps that compile out of any test's time), the tests and
 # the benches, linted as they build.
 cargo build "${build[@]}" --lib --bins --tests --benches

@@ -6,16 +6,16 @@
 //! `initialize`, `tools` runs calls, `engine` runs code, `heap` stores
 //! snapshots and `meta` keeps the session log, tags and execution registry.
 //! Every store is scoped by the caller's `tenant`.
-//! `app` wires them from a `config`; `backends` holds what the AWS and
+//! `compose` wires them from a `config`; `backends` holds what the AWS and
 //! embedded stores share; `lambda` hosts the app on AWS Lambda.
 //! docs/architecture.md draws the layers.
 #![warn(missing_docs, unreachable_pub)]
 #![deny(unsafe_code)]
 
-pub mod app;
 pub mod apps;
 pub mod backends;
 pub mod clock;
+pub mod compose;
 pub mod config;
 pub mod egress;
 #[allow(unsafe_code)]

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use mcp_v8_lambda::app::{self, aws_clients};
 use mcp_v8_lambda::backends::aws::Clients;
+use mcp_v8_lambda::compose::{self, aws_clients};
 use mcp_v8_lambda::config::{Config, LogFormat};
 use mcp_v8_lambda::engine::WORKER_ARG;
 use mcp_v8_lambda::logs::{JsonLines, SpanFields};
@@ -154,7 +154,7 @@ async fn heap(
     use mcp_v8_lambda::tenant::Tenant;
     let data_dir = data_dir.unwrap_or_else(|| PathBuf::from(".mcp-v8"));
     let aws = aws_clients(config).await;
-    let (store, _) = app::heap_store(config, &data_dir, || {
+    let (store, _) = compose::heap_store(config, &data_dir, || {
         aws.as_ref()
             .ok_or("an AWS store is configured but no AWS clients were built")
     })
@@ -198,7 +198,7 @@ async fn packages(
     use mcp_v8_lambda::packages;
     let data_dir = data_dir.unwrap_or_else(|| PathBuf::from(".mcp-v8"));
     let aws = aws_clients(config).await;
-    let (store, _, _) = app::package_store(config, &data_dir, &|| {
+    let (store, _, _) = compose::package_store(config, &data_dir, &|| {
         aws.as_ref()
             .ok_or("an AWS store is configured but no AWS clients were built")
     })
@@ -213,7 +213,7 @@ async fn packages(
             // configured as the server's, before anything is stored; in an
             // engine worker, as every run, so that a package whose top level
             // ends V8's process is refused with the reason.
-            let mut engine_config = app::engine_config(config);
+            let mut engine_config = compose::engine_config(config);
             engine_config.engine_workers = engine_config.engine_workers.max(1);
             let engine = mcp_v8_lambda::engine::Engine::new(engine_config, None);
             let added = packages::add(store.as_ref(), &specs, &options, &engine)
@@ -358,7 +358,7 @@ async fn open_local(
 ) -> anyhow::Result<mcp_v8_lambda::transport::App> {
     let started = std::time::Instant::now();
     loop {
-        match app::app(config, data_dir, aws) {
+        match compose::app(config, data_dir, aws) {
             Ok(app) => return Ok(app),
             Err(e)
                 if held_by_another_process(&*e) && started.elapsed() < Duration::from_secs(5) =>
@@ -421,7 +421,7 @@ async fn run_lambda(config: Config) -> anyhow::Result<()> {
         "serving Lambda invocations"
     );
     let aws = aws_clients(&config).await;
-    let app = app::app(&config, std::path::Path::new(LAMBDA_DATA_DIR), aws.as_ref())
+    let app = compose::app(&config, std::path::Path::new(LAMBDA_DATA_DIR), aws.as_ref())
         .map_err(|e| anyhow::anyhow!(e))
         .context("building the server from the configuration")?;
     // Lambda Managed Instances never freeze an environment: saves go on
@@ -474,7 +474,7 @@ async fn serve_main() -> anyhow::Result<()> {
             store.configure(&mut config);
             let data_dir = store.data_dir.unwrap_or_else(|| PathBuf::from(".mcp-v8"));
             let aws = aws_clients(&config).await;
-            let app = app::app(&config, &data_dir, aws.as_ref())
+            let app = compose::app(&config, &data_dir, aws.as_ref())
                 .map_err(|e| anyhow::anyhow!(e))
                 .context("building the server from the configuration")?;
             let address = SocketAddr::new(host, port);

@@ -137,12 +137,12 @@ fn reroutes(name: &str) -> bool {
 /// Building one loads the system's root certificates, too slow to do per
 /// run: the host keeps one for as long as its settings hold.
 pub(crate) struct Client {
-    policy: Arc<Policy>,
-    client: reqwest::Client,
-    headers: BTreeMap<String, BTreeMap<String, String>>,
-    max_requests: u32,
-    max_bytes: u64,
-    concurrency: u32,
+    pub(super) policy: Arc<Policy>,
+    pub(super) client: reqwest::Client,
+    pub(super) headers: BTreeMap<String, BTreeMap<String, String>>,
+    pub(super) max_requests: u32,
+    pub(super) max_bytes: u64,
+    pub(super) concurrency: u32,
 }
 
 impl std::fmt::Debug for Client {
@@ -379,127 +379,14 @@ impl Drop for Egress {
     }
 }
 
-/// GETs for the module loader (`import "https://…"`): the policy, the
-/// checking resolver, the injected headers and the limits of `fetch`, from
-/// async code rather than a run's event loop.
-pub(crate) struct Getter {
-    client: Arc<Client>,
-    started: std::sync::atomic::AtomicU32,
-    bytes: Arc<AtomicU64>,
-    slots: Arc<tokio::sync::Semaphore>,
-    deadline: Instant,
-}
-
-impl std::fmt::Debug for Getter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Getter")
-            .field("client", &self.client)
-            .finish_non_exhaustive()
-    }
-}
-
-/// What a [`Getter`] read.
-#[derive(Debug)]
-pub(crate) struct Got {
-    /// After redirects.
-    pub(crate) url: Url,
-    pub(crate) status: u16,
-    pub(crate) content_type: Option<String>,
-    pub(crate) body: Vec<u8>,
-}
-
-impl Getter {
-    /// `deadline`: when the run's time is up.
-    pub(crate) fn new(client: Arc<Client>, deadline: Instant) -> Self {
-        Self {
-            slots: Arc::new(tokio::sync::Semaphore::new(client.concurrency as usize)),
-            client,
-            started: std::sync::atomic::AtomicU32::new(0),
-            bytes: Arc::new(AtomicU64::new(0)),
-            deadline,
-        }
-    }
-
-    /// Whether the policy lets `url` be fetched at all.
-    pub(crate) fn check(&self, url: &Url) -> Result<(), PolicyError> {
-        self.client.policy.check_url(url)
-    }
-
-    /// GETs `url`, following redirects (each hop checked).
-    pub(crate) async fn get(&self, url: Url) -> Result<Got, Launch> {
-        self.check(&url)?;
-        let max_requests = self.client.max_requests;
-        if self.started.fetch_add(1, Ordering::Relaxed) >= max_requests {
-            return Err(Launch::TooMany(max_requests));
-        }
-        let steps = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let request = Request {
-            id: 0,
-            client: self.client.clone(),
-            slots: self.slots.clone(),
-            bytes: self.bytes.clone(),
-            deadline: tokio::time::Instant::from_std(self.deadline),
-            report: Arc::new({
-                let steps = steps.clone();
-                move |step| {
-                    steps
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .push(step);
-                }
-            }),
-        };
-        let parts = RequestParts {
-            method: "GET".into(),
-            url: url.to_string(),
-            headers: Vec::new(),
-            body: None,
-            redirect: RedirectMode::Follow,
-        };
-        // The exchange has sent every completion by the time it returns.
-        request.run(parts, url).await;
-        let mut head = None;
-        let steps = std::mem::take(
-            &mut *steps
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
-        for completion in steps {
-            match completion {
-                Completion::Head { result, .. } => head = Some(result.map_err(Launch::Invalid)?),
-                Completion::Body { result, .. } => {
-                    let head = head
-                        .take()
-                        .ok_or_else(|| Launch::Invalid("a body without a head".into()))?;
-                    let body = result.map_err(Launch::Invalid)?;
-                    let content_type = head
-                        .headers
-                        .iter()
-                        .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
-                        .map(|(_, v)| v.clone());
-                    return Ok(Got {
-                        url: Url::parse(&head.url).map_err(|e| Launch::Invalid(e.to_string()))?,
-                        status: head.status,
-                        content_type,
-                        body,
-                    });
-                }
-            }
-        }
-        Err(Launch::Invalid(
-            "the request ended without a response".into(),
-        ))
-    }
-}
-
 /// One request's task.
-struct Request {
-    id: u32,
-    client: Arc<Client>,
-    slots: Arc<tokio::sync::Semaphore>,
-    bytes: Arc<AtomicU64>,
-    deadline: tokio::time::Instant,
-    report: Report,
+pub(super) struct Request {
+    pub(super) id: u32,
+    pub(super) client: Arc<Client>,
+    pub(super) slots: Arc<tokio::sync::Semaphore>,
+    pub(super) bytes: Arc<AtomicU64>,
+    pub(super) deadline: tokio::time::Instant,
+    pub(super) report: Report,
 }
 
 const MAX_REDIRECTS: usize = 20;
@@ -558,7 +445,7 @@ pub(crate) fn chain(error: &dyn std::error::Error) -> String {
 }
 
 impl Request {
-    async fn run(self, parts: RequestParts, url: Url) {
+    pub(super) async fn run(self, parts: RequestParts, url: Url) {
         let started = std::time::Instant::now();
         let method = parts.method.clone();
         let origin = url.origin().ascii_serialization();

@@ -8,6 +8,7 @@
 //!   checked addresses, following redirects itself so each hop is checked.
 
 pub(crate) mod client;
+mod getter;
 pub mod policy;
 
 use std::collections::BTreeMap;
@@ -17,8 +18,9 @@ use serde::{Deserialize, Serialize};
 
 pub use client::FetchCount;
 pub(crate) use client::{
-    Client, Completion, Egress, Getter, RedirectMode, Report, RequestParts, chain, resolve_checked,
+    Client, Completion, Egress, RedirectMode, Report, RequestParts, chain, resolve_checked,
 };
+pub(crate) use getter::Getter;
 pub use policy::{Policy, PolicyError};
 
 /// What the operator configured, as the engine hands it to each run (and

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use super::outcome::EngineError;
+use super::capability::outcome::EngineError;
 
 /// How runs are admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,10 +4,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::capabilities::CapabilitySettings;
+use super::capability::control::RunControl;
 use super::contract::CodeHandling;
-use super::control::RunControl;
-use super::typescript::Language;
+use super::contract::registration::CapabilitySettings;
+use super::run::typescript::Language;
 use crate::heap::HeapKey;
 use crate::tenant::Tenant;
 
@@ -69,7 +69,7 @@ pub struct EngineConfig {
     /// background after a restore: where the host is frozen between calls
     /// (standard Lambda), that work would otherwise wait out the freeze and
     /// hold up the next call (about 14 ms on ~50 MB, docs/performance.md).
-    pub settle_ready_heaps: bool,
+    pub collect_ready_heaps: bool,
 }
 
 impl Default for EngineConfig {
@@ -93,7 +93,7 @@ impl Default for EngineConfig {
             fetch: crate::egress::FetchConfig::off(),
             capabilities: CapabilitySettings::default(),
             ready_heaps_bytes: 0,
-            settle_ready_heaps: false,
+            collect_ready_heaps: false,
         }
     }
 }

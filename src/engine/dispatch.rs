@@ -7,9 +7,11 @@ use std::time::Instant;
 
 use tokio::sync::oneshot;
 
-use super::outcome::EngineError;
+use super::capability::outcome::EngineError;
+use super::heaps::files;
+use super::run::{isolate, plain};
 use super::services::HostServices;
-use super::{Engine, FileSource, contract, files, isolate, plain, run, worker};
+use super::{Engine, FileSource, contract, run, worker};
 use crate::tenant::Tenant;
 
 impl Engine {
@@ -34,11 +36,11 @@ impl Engine {
     /// isolate when it touches no snapshot and there are some. `ran` gets a
     /// completed stateful run's answer before its heap is snapshotted. Also
     /// returns the worker now restoring the run's heap, if one is.
-    pub(super) async fn execute(
+    pub(super) async fn dispatch(
         &self,
         job: contract::Job,
         tenant: &Tenant,
-        ran: Option<oneshot::Sender<contract::JobResult>>,
+        ran: Option<worker::EarlyResult>,
         claim: Option<worker::Claim>,
     ) -> Result<worker::Executed, EngineError> {
         let mut job = job;
@@ -47,11 +49,11 @@ impl Engine {
         let _pass = self.admission.enter(share).await?;
         let services = self.services(tenant);
         if let Some(workers) = &self.workers {
-            return workers.execute(job, &services, ran, claim).await;
+            return workers.run(job, &services, ran, claim).await;
         }
         if let Some(warm) = self.warm.as_ref().filter(|_| !job.touches_snapshots()) {
             return warm
-                .execute(job, services)
+                .run(job, services)
                 .await
                 .map(worker::Executed::here)
                 .ok_or_else(|| EngineError::Internal("the isolate thread panicked".into()));
@@ -66,7 +68,7 @@ impl Engine {
                             let _ = ran.send(answer);
                         }
                     };
-                    isolate::execute(job, &services, &mut None, &mut early, None)
+                    isolate::run(job, &services, &mut None, &mut early, None)
                 } else {
                     plain::PlainIsolate::new(job.heap_limit_bytes).run(&job, &services)
                 };

@@ -1,38 +1,38 @@
 //! The JavaScript engine: one V8 isolate per run, fresh or restored from a
 //! content-addressed heap snapshot, snapshotted again when the run succeeds.
+//!
+//! Where to look, from the front to the families (each room imports only
+//! rooms below it; `tests/it/structure/layers.rs` checks it):
+//!
+//! | room | what it holds |
+//! |---|---|
+//! | `mod.rs` | the facade: [`Engine`], a run from request to report and the save after the answer |
+//! | `config.rs` | [`EngineConfig`], [`RunRequest`] |
+//! | `plan.rs` | a request checked against the limits, the capabilities' asks, the heap it starts from, the job |
+//! | `dispatch.rs`, `admission.rs` | which runner takes a job (an engine worker, a warm isolate, a thread), in arrival order and tenant shares |
+//! | `heaps/` | heaps loaded, stored (their `/work` bytes first, `files.rs`), kept ready and claimed |
+//! | `prelude/` | the operator's prelude and the heap it makes (`base.rs`) |
+//! | `worker/` | engine worker processes: the pool, the worker's side, the frames, the forked save |
+//! | `run/` | the run core: setup, evaluation, the event loop, how a run ended (`mod.rs`); the snapshot path (`isolate.rs`), plain and warm isolates (`plain.rs`), heaps kept ready (`ready.rs`), the watchdog, top-level `await` (`repl.rs`), TypeScript, unhandled rejections, V8's platform and checksum, a package's load check |
+//! | `contract/` | the run contract: `Job`, `JobResult`, `Task` as the worker pipe carries them (`mod.rs`); the capabilities' registration and the layer's table (`registration.rs`) |
+//! | `capability/` | the trait each capability implements (`mod.rs`) and what every capability works with: `control` (progress, cancel), `outcome` (status, errors, the report), `positions` (positions as sent), `section` (bytes beside a frame) |
+//! | `layer/` | the JavaScript layer of every context: lazy globals, loading a family, the one table of natives |
+//! | `web/`, `node/`, `host/` | the families: the Web platform (and `thrown.rs`, a thrown value read as text), Node's modules and `process`, the host's `/work`, `display()` and `mcp` |
+//! | `services/` | what the host lends a run: a runtime, the file store, the clients, the memory budget host-held bytes count against (`memory.rs`), the one source of host work (`work.rs`) |
 
 mod admission;
-mod base;
-mod capabilities;
 mod capability;
-mod checksum;
 mod config;
 mod contract;
-mod control;
 mod dispatch;
-mod files;
 mod heaps;
 mod host;
-mod isolate;
 mod layer;
-mod load_check;
-mod memory;
 mod node;
-mod outcome;
-mod plain;
 mod plan;
-mod platform;
-mod positions;
 mod prelude;
-mod ready;
-mod rejections;
-mod repl;
 mod run;
-mod section;
 mod services;
-mod thrown;
-mod typescript;
-mod watchdog;
 mod web;
 mod worker;
 
@@ -47,23 +47,23 @@ use crate::heap::{HeapKey, HeapStore};
 use crate::packages::Packages;
 use crate::tenant::Tenant;
 
-pub use capabilities::CapabilitySettings;
-pub(crate) use capabilities::arguments as call_arguments;
 pub(crate) use capability::Argument as CallArgument;
-pub use checksum::calls as snapshot_checksum_calls;
-pub use config::{EngineConfig, RunRequest};
-pub use contract::{CodeHandling, restore_needs_mb};
-pub use control::RunControl;
-pub use host::{FileLimits, FileRead, FileSource, MAX_DISPLAY_BYTES, MAX_DISPLAYS, TreeEntry};
-pub use node::modules::ModuleSettings;
-pub use node::process::ProcessSettings;
-pub use outcome::{
+pub use capability::control::RunControl;
+pub use capability::outcome::{
     Displayed, EngineError, RunError, RunOutcome, RunReport, RunStatus, StandIn, cap_text,
     cap_text_ends,
 };
+pub use config::{EngineConfig, RunRequest};
+pub use contract::registration::CapabilitySettings;
+pub(crate) use contract::registration::arguments as call_arguments;
+pub use contract::{CodeHandling, restore_needs_mb};
+pub use host::{FileLimits, FileRead, FileSource, MAX_DISPLAY_BYTES, MAX_DISPLAYS, TreeEntry};
+pub use node::modules::ModuleSettings;
+pub use node::process::ProcessSettings;
 pub use prelude::{FilePrelude, PreludeSource};
+pub use run::checksum::calls as snapshot_checksum_calls;
+pub use run::typescript::Language;
 pub use services::Clients as HostClients;
-pub use typescript::Language;
 pub use web::console::ConsoleSettings;
 pub use worker::{WORKER_ARG, serve_worker};
 
@@ -74,7 +74,7 @@ pub struct Engine {
     heaps: Option<Arc<dyn HeapStore>>,
     admission: admission::Admission,
     workers: Option<worker::WorkerPool>,
-    warm: Option<plain::WarmPool>,
+    warm: Option<run::plain::WarmPool>,
     /// `config.fetch`, shared with every job; `None` when fetch is off.
     fetch: Option<Arc<crate::egress::FetchConfig>>,
     /// The deployment's packages, when it has a package store.
@@ -118,7 +118,7 @@ impl Engine {
             Some(_) => config.engine_workers,
             None => {
                 // Only an engine that runs isolates itself needs V8 here.
-                platform::init();
+                run::platform::init();
                 config.max_concurrent_runs
             }
         };
@@ -129,7 +129,7 @@ impl Engine {
         });
         let snapshots_here = heaps.is_some() && workers.is_none();
         let warm = if config.warm_isolates > 0 && !snapshots_here && workers.is_none() {
-            match plain::WarmPool::new(config.warm_isolates, heap_limit_bytes) {
+            match run::plain::WarmPool::new(config.warm_isolates, heap_limit_bytes) {
                 Ok(pool) => Some(pool),
                 Err(err) => {
                     tracing::warn!(error = %err, "no warm isolates: starting their threads failed");
@@ -168,7 +168,7 @@ impl Engine {
         self.prelude = Some(prelude::Prelude::new(source));
         // Fresh runs restore the prelude's heap, so no run would use a warm
         // isolate, and an idle one holds the read-only heap those runs
-        // need alone (engine/run.rs, READ_ONLY_HEAP).
+        // need alone (engine/run/mod.rs, READ_ONLY_HEAP).
         self.warm = None;
         if let Some(workers) = &mut self.workers {
             workers.keep_no_warm_isolate();
@@ -221,7 +221,7 @@ impl Engine {
             started,
         } = planned;
         let kept = Self::kept(&job, report.outcome.execution_id);
-        let mut executed = self.execute(job, &tenant, None, claim).await?;
+        let mut executed = self.dispatch(job, &tenant, None, claim).await?;
         executed.result = executed.result.cancelled_by(control.as_deref());
         let (mut result, stored) = self.keep(&tenant, executed, kept, None).await;
         self.apply(&mut report, &mut result, positions.as_ref())
@@ -270,7 +270,7 @@ impl Engine {
             let (engine, control) = (self.clone(), control.clone());
             let kept = Self::kept(&job, report.outcome.execution_id);
             tokio::spawn(async move {
-                let done = match engine.execute(job, &tenant, Some(ran_tx), claim).await {
+                let done = match engine.dispatch(job, &tenant, Some(ran_tx), claim).await {
                     Ok(mut executed) => {
                         // Once answered, the control ignores cancels.
                         executed.result = executed.result.cancelled_by(control.as_deref());
@@ -325,7 +325,7 @@ impl Engine {
         &self,
         report: &mut RunReport,
         result: &mut contract::JobResult,
-        positions: Option<&positions::Positions>,
+        positions: Option<&capability::positions::Positions>,
     ) {
         // Modules the run fetched by URL go to the store before the answer
         // does: an instance may be frozen or retired right after it.
@@ -433,7 +433,7 @@ enum Setup {
 struct Planned {
     job: contract::Job,
     report: RunReport,
-    positions: Option<positions::Positions>,
+    positions: Option<capability::positions::Positions>,
     tenant: Tenant,
     control: Option<Arc<RunControl>>,
     claim: Option<worker::Claim>,

@@ -6,9 +6,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::capability::Call;
-use super::outcome::{EngineError, RunError, RunReport, RunStatus};
-use super::{Engine, MIB, Planned, RunRequest, Setup, capabilities, contract, finish, section};
-use super::{restore_needs_mb, typescript};
+use super::capability::outcome::{EngineError, RunError, RunReport, RunStatus};
+use super::capability::section;
+use super::contract::registration;
+use super::restore_needs_mb;
+use super::run::typescript;
+use super::{Engine, MIB, Planned, RunRequest, Setup, contract, finish};
 use crate::packages::PackageView;
 
 /// The smallest heap limit a run may ask for, in MiB.
@@ -30,7 +33,7 @@ impl Engine {
             packages: packages.as_ref(),
         };
         let asks =
-            capabilities::asks(&self.config.capabilities, call).map_err(EngineError::Argument)?;
+            registration::asks(&self.config.capabilities, call).map_err(EngineError::Argument)?;
         let mut report = RunReport::new(&request.code, request.heap.clone());
         let finish = |report: RunReport| Ok(Setup::Done(Box::new(finish(report, started))));
 
@@ -151,7 +154,7 @@ impl Engine {
 
     /// A job running `code` fresh, statelessly, with this engine's
     /// defaults and `asks`.
-    pub(super) fn job(&self, code: String, asks: capabilities::Asks) -> contract::Job {
+    pub(super) fn job(&self, code: String, asks: registration::Asks) -> contract::Job {
         job_within(&self.config, self.fetch.clone(), code, asks)
     }
 
@@ -160,8 +163,8 @@ impl Engine {
     pub(super) fn own_asks(
         &self,
         packages: Option<&Arc<PackageView>>,
-    ) -> Result<capabilities::Asks, String> {
-        capabilities::asks(
+    ) -> Result<registration::Asks, String> {
+        registration::asks(
             &self.config.capabilities,
             Call {
                 arguments: serde_json::Map::new(),
@@ -222,7 +225,7 @@ fn job_within(
     config: &super::EngineConfig,
     egress: Option<Arc<crate::egress::FetchConfig>>,
     code: String,
-    asks: capabilities::Asks,
+    asks: registration::Asks,
 ) -> contract::Job {
     contract::Job {
         task: contract::Task::Run { code },
@@ -250,6 +253,6 @@ pub(super) fn fresh_job(code: String) -> contract::Job {
         &super::EngineConfig::default(),
         None,
         code,
-        capabilities::Asks::default(),
+        registration::Asks::default(),
     )
 }

@@ -5,18 +5,20 @@
 //! rolldown, so a run loads one package without any resolution of its own.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::io::Read;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use nodejs_semver::{Range, Version};
+use nodejs_semver::Version;
 use rolldown::{Bundler, BundlerOptions, InputItem, IsExternal, ResolveOptions};
 
+use super::builtins::left_to_the_run;
 use super::bundle::{Bundle, Entry};
 pub use super::bundler::Build;
-use super::registry::{Manifest, Packument, Registry};
+use super::registry::{Packument, Registry};
 use super::spec::{PackageSpec, valid_name};
+use super::tarball::{manifest_in, unpack};
+use super::versions::{candidates, parse_range, parse_version, pick};
 use super::{InstallError, Installed};
 use crate::backends::content::ContentKey;
 
@@ -289,174 +291,6 @@ impl Unpacked {
     }
 }
 
-/// Where a dependency of the package at `parent` may already be, nearest
-/// first, as Node's resolution looks for it.
-fn candidates(parent: &str, dep: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut at = parent.to_owned();
-    loop {
-        out.push(format!("{at}/node_modules/{dep}"));
-        match at.rfind("node_modules/") {
-            Some(0) | None => break,
-            Some(i) => at = at[..i].trim_end_matches('/').to_owned(),
-        }
-    }
-    out.push(format!("node_modules/{dep}"));
-    out
-}
-
-fn parse_version(manifest: &Manifest) -> Result<Version, InstallError> {
-    Version::parse(&manifest.version).map_err(|e| {
-        InstallError::Registry(format!(
-            "{} has version {:?}: {e}",
-            manifest.name, manifest.version
-        ))
-    })
-}
-
-fn parse_range(name: &str, range: &str) -> Result<Range, InstallError> {
-    match range.trim() {
-        "" | "*" | "latest" | "x" => Ok(Range::any()),
-        range => Range::parse(range).map_err(|_| {
-            InstallError::Registry(format!(
-                "{name}@{range}: only registry versions and ranges are supported (not git, file or alias specs)"
-            ))
-        }),
-    }
-}
-
-/// The manifest of the version of `name` that `range` (a version, a range
-/// or a dist-tag; `None`: `latest`) picks.
-async fn pick(
-    registry: &Registry,
-    documents: &mut HashMap<String, Packument>,
-    name: &str,
-    range: Option<&str>,
-) -> Result<Manifest, InstallError> {
-    if !documents.contains_key(name) {
-        let document = registry.packument(name).await?;
-        documents.insert(name.to_owned(), document);
-    }
-    let document = &documents[name];
-    let latest = document
-        .dist_tags
-        .get("latest")
-        .cloned()
-        .unwrap_or_default();
-    let range = range.unwrap_or("latest");
-    let chosen = if let Some(tagged) = document.dist_tags.get(range) {
-        Some(tagged.clone())
-    } else {
-        let wanted = parse_range(name, range)?;
-        let mut versions: Vec<Version> = document
-            .versions
-            .keys()
-            .filter_map(|v| Version::parse(v).ok())
-            .filter(|v| wanted.satisfies(v))
-            .collect();
-        versions.sort();
-        // npm prefers `latest` when it satisfies the range.
-        match Version::parse(&latest) {
-            Ok(l) if wanted.satisfies(&l) => Some(latest.clone()),
-            _ => versions.last().map(ToString::to_string),
-        }
-    };
-    let manifest = chosen.and_then(|v| document.versions.get(&v).cloned());
-    let mut manifest = manifest.ok_or_else(|| InstallError::NoVersion {
-        name: name.to_owned(),
-        range: range.to_owned(),
-        latest,
-    })?;
-    if manifest.name.is_empty() {
-        manifest.name = name.to_owned();
-    }
-    Ok(manifest)
-}
-
-/// The `package.json` inside a tarball given by path.
-fn manifest_in(what: &str, tarball: &[u8]) -> Result<Manifest, InstallError> {
-    let bad = |reason: String| InstallError::Tarball {
-        what: what.to_owned(),
-        reason,
-    };
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(tarball));
-    for entry in archive.entries().map_err(|e| bad(e.to_string()))? {
-        let mut entry = entry.map_err(|e| bad(e.to_string()))?;
-        let path = entry.path().map_err(|e| bad(e.to_string()))?.into_owned();
-        if path.components().count() == 2 && path.ends_with("package.json") {
-            let mut text = String::new();
-            entry
-                .read_to_string(&mut text)
-                .map_err(|e| bad(e.to_string()))?;
-            let manifest: Manifest =
-                serde_json::from_str(&text).map_err(|e| bad(format!("package.json: {e}")))?;
-            if !valid_name(&manifest.name) {
-                return Err(bad(format!(
-                    "package.json names {:?}, not a package name",
-                    manifest.name
-                )));
-            }
-            return Ok(manifest);
-        }
-    }
-    Err(bad("no package.json at its top".into()))
-}
-
-/// Largest unpacked size of one package.
-const MAX_UNPACKED_BYTES: u64 = 256 * 1024 * 1024;
-
-/// Unpacks an npm tarball into `into`, dropping its top directory
-/// (`package/`). Only regular files are written, and only inside `into`:
-/// absolute paths, `..`, links and devices are refused or skipped.
-fn unpack(what: &str, tarball: &[u8], into: &Path) -> Result<(), InstallError> {
-    let bad = |reason: String| InstallError::Tarball {
-        what: what.to_owned(),
-        reason,
-    };
-    std::fs::create_dir_all(into)?;
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(tarball));
-    let mut total = 0u64;
-    for entry in archive.entries().map_err(|e| bad(e.to_string()))? {
-        let mut entry = entry.map_err(|e| bad(e.to_string()))?;
-        if !matches!(
-            entry.header().entry_type(),
-            tar::EntryType::Regular | tar::EntryType::Continuous
-        ) {
-            continue;
-        }
-        let path = entry.path().map_err(|e| bad(e.to_string()))?.into_owned();
-        let mut parts = Vec::new();
-        for component in path.components() {
-            match component {
-                Component::Normal(part) => parts.push(part.to_owned()),
-                Component::CurDir => {}
-                _ => return Err(bad(format!("refused path {}", path.display()))),
-            }
-        }
-        if parts.len() < 2 {
-            continue;
-        }
-        let relative: PathBuf = parts[1..].iter().collect();
-        total += entry.header().size().unwrap_or(0);
-        if total > MAX_UNPACKED_BYTES {
-            return Err(InstallError::TooLarge {
-                what: format!("{what} unpacked"),
-                max: MAX_UNPACKED_BYTES as usize,
-            });
-        }
-        let target = into.join(&relative);
-        if let Some(dir) = target.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let mut bytes = Vec::new();
-        entry
-            .read_to_end(&mut bytes)
-            .map_err(|e| bad(e.to_string()))?;
-        std::fs::write(&target, bytes)?;
-    }
-    Ok(())
-}
-
 /// The subpaths a package is imported by.
 struct Subpaths {
     paths: Vec<String>,
@@ -541,139 +375,6 @@ fn entry_points(dir: &Path) -> Result<Subpaths, InstallError> {
             conditional,
         }),
     }
-}
-
-/// Node's built-in modules by their bare names: a bundle leaves them as
-/// `require` calls for the engine to answer (only those it provides work).
-pub const NODE_BUILTINS: &[&str] = &[
-    "assert",
-    "async_hooks",
-    "buffer",
-    "child_process",
-    "cluster",
-    "console",
-    "constants",
-    "crypto",
-    "dgram",
-    "diagnostics_channel",
-    "dns",
-    "domain",
-    "events",
-    "fs",
-    "http",
-    "http2",
-    "https",
-    "inspector",
-    "module",
-    "net",
-    "os",
-    "path",
-    "perf_hooks",
-    "process",
-    "punycode",
-    "querystring",
-    "readline",
-    "repl",
-    "stream",
-    "string_decoder",
-    "sys",
-    "timers",
-    "tls",
-    "trace_events",
-    "tty",
-    "url",
-    "util",
-    "v8",
-    "vm",
-    "wasi",
-    "worker_threads",
-    "zlib",
-];
-
-pub(super) fn is_builtin(specifier: &str) -> bool {
-    if specifier.starts_with("node:") {
-        return true;
-    }
-    let base = specifier.split('/').next().unwrap_or(specifier);
-    NODE_BUILTINS.contains(&base)
-}
-
-/// Whether a package's bundle leaves `specifier`, imported by the file
-/// `importer`, to the run rather than resolving it among the unpacked
-/// packages. As Node reads specifiers: `node:x` and a built-in's exact
-/// name (`buffer`, `fs/promises`) are built-ins, while `buffer/` or
-/// `string_decoder/lib/x.js` name the npm package, bundled when the
-/// importer can see one (its own dependency) and else left to the run,
-/// which answers with its port of that module.
-fn left_to_the_run(specifier: &str, importer: Option<&str>) -> bool {
-    if specifier.starts_with("node:") {
-        return true;
-    }
-    let Some((base, _)) = specifier.split_once('/') else {
-        if !NODE_BUILTINS.contains(&specifier) {
-            return false;
-        }
-        // A core module runs do not have (`punycode`, `querystring`) is
-        // the npm package of that name when the importer has one, as
-        // bundlers for the browser take it; else the run says it is missing.
-        return ENGINE_BUILTINS.contains(&specifier)
-            || !importer.is_some_and(|importer| sees_package(Path::new(importer), specifier));
-    };
-    if !NODE_BUILTINS.contains(&base) {
-        return false;
-    }
-    if NODE_BUILTIN_SUBPATHS.contains(&specifier) {
-        return true;
-    }
-    !importer.is_some_and(|importer| sees_package(Path::new(importer), base))
-}
-
-/// The `node:` modules runs have (`engine/node/modules.js`, `builtins`).
-pub const ENGINE_BUILTINS: &[&str] = &[
-    "console",
-    "crypto",
-    "perf_hooks",
-    "timers",
-    "url",
-    "util",
-    "buffer",
-    "events",
-    "stream",
-    "stream/promises",
-    "string_decoder",
-    "assert",
-    "assert/strict",
-    "process",
-    "fs",
-    "fs/promises",
-    "path",
-];
-
-/// Node's built-in modules that are a subpath of another.
-const NODE_BUILTIN_SUBPATHS: &[&str] = &[
-    "assert/strict",
-    "dns/promises",
-    "fs/promises",
-    "inspector/promises",
-    "path/posix",
-    "path/win32",
-    "readline/promises",
-    "stream/consumers",
-    "stream/promises",
-    "stream/web",
-    "timers/promises",
-    "util/types",
-];
-
-/// Whether Node's lookup from the file `importer` finds a package `name` in
-/// a `node_modules` directory of an ancestor.
-fn sees_package(importer: &Path, name: &str) -> bool {
-    importer.ancestors().skip(1).any(|dir| {
-        dir.join("node_modules")
-            .join(name)
-            .join("package.json")
-            .is_file()
-    })
 }
 
 /// How a bundle's entries are resolved: as Node's `import` does, or as its

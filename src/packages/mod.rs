@@ -6,6 +6,7 @@
 //! see one set. A run that imported a package keeps it in its heap, so a
 //! restore never needs the store again.
 
+mod builtins;
 mod bundle;
 mod bundler;
 mod fs;
@@ -15,7 +16,9 @@ mod registry;
 mod s3;
 mod set;
 mod spec;
+mod tarball;
 mod url;
+mod versions;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -24,13 +27,11 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+pub use builtins::{ENGINE_BUILTINS, NODE_BUILTINS};
 pub use bundle::{Bundle, BundleError, Entry};
 pub use fs::DirPackageStore;
 pub(crate) use install::Scratch;
-pub use install::{
-    Build, DEFAULT_REGISTRY, Declared, ENGINE_BUILTINS, InstallOptions, NODE_BUILTINS, Prepared,
-    Unpacked, fetch,
-};
+pub use install::{Build, DEFAULT_REGISTRY, Declared, InstallOptions, Prepared, Unpacked, fetch};
 pub use s3::S3PackageStore;
 pub use set::{PackageView, Packages, REFRESH, ResolveError, Resolved};
 pub use spec::{PackageSpec, SpecError};

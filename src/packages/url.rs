@@ -20,8 +20,8 @@ use rolldown::{Bundler, BundlerOptions, InputItem};
 use rolldown_common::{CodeSplittingMode, ModuleType, ResolvedExternal};
 use url::Url;
 
+use super::builtins::is_builtin;
 use super::bundle::{Bundle, Entry};
-use super::install::is_builtin;
 use super::verified;
 use crate::backends::content::ContentKey;
 use crate::egress::{Client, Getter};

@@ -14,59 +14,69 @@ pub(super) const SET_HEAP_TAGS: &str = "set_heap_tags";
 pub(super) const DELETE_HEAP_TAGS: &str = "delete_heap_tags";
 pub(super) const QUERY_HEAPS_BY_TAGS: &str = "query_heaps_by_tags";
 
-pub(super) fn describe() -> Vec<Tool> {
-    vec![
-        Tool {
-            name: GET_HEAP_TAGS,
-            title: "Get heap tags",
-            description: "Get the tags you set on a heap ({} when you set none). Tags, like heaps, sessions and executions, belong to the caller you authenticated as.".into(),
-            input_schema: schema::input::<HeapArgs>(),
-            execution: None,
-            meta: None,
-            output_schema: Some(schema::output::<TagsResult>()),
-            annotations: ToolAnnotations::READ_ONLY,
+pub(super) fn describe_get() -> Tool {
+    Tool {
+        name: GET_HEAP_TAGS,
+        title: "Get heap tags",
+        description: "Get the tags you set on a heap ({} when you set none). Tags, like heaps, sessions and executions, belong to the caller you authenticated as.".into(),
+        input_schema: schema::input::<HeapArgs>(),
+        execution: None,
+        meta: None,
+        output_schema: Some(schema::output::<TagsResult>()),
+        annotations: ToolAnnotations::READ_ONLY,
+    }
+}
+
+pub(super) fn describe_set() -> Tool {
+    Tool {
+        name: SET_HEAP_TAGS,
+        title: "Set heap tags",
+        description:
+            "Replace all your tags of a heap with the given map (an empty map clears them).".into(),
+        input_schema: schema::input::<SetArgs>(),
+        execution: None,
+        meta: None,
+        output_schema: Some(schema::output::<Ack>()),
+        annotations: ToolAnnotations {
+            read_only_hint: false,
+            destructive_hint: true,
+            idempotent_hint: true,
+            open_world_hint: false,
         },
-        Tool {
-            name: SET_HEAP_TAGS,
-            title: "Set heap tags",
-            description: "Replace all your tags of a heap with the given map (an empty map clears them).".into(),
-            input_schema: schema::input::<SetArgs>(),
-            execution: None,
-            meta: None,
-            output_schema: Some(schema::output::<Ack>()),
-            annotations: ToolAnnotations {
-                read_only_hint: false,
-                destructive_hint: true,
-                idempotent_hint: true,
-                open_world_hint: false,
-            },
+    }
+}
+
+pub(super) fn describe_delete() -> Tool {
+    Tool {
+        name: DELETE_HEAP_TAGS,
+        title: "Delete heap tags",
+        description:
+            "Remove the named tags of one of your heaps, or all of its tags when keys is omitted."
+                .into(),
+        input_schema: schema::input::<DeleteArgs>(),
+        execution: None,
+        meta: None,
+        output_schema: Some(schema::output::<Ack>()),
+        annotations: ToolAnnotations {
+            read_only_hint: false,
+            destructive_hint: true,
+            idempotent_hint: true,
+            open_world_hint: false,
         },
-        Tool {
-            name: DELETE_HEAP_TAGS,
-            title: "Delete heap tags",
-            description: "Remove the named tags of one of your heaps, or all of its tags when keys is omitted.".into(),
-            input_schema: schema::input::<DeleteArgs>(),
-            execution: None,
-            meta: None,
-            output_schema: Some(schema::output::<Ack>()),
-            annotations: ToolAnnotations {
-                read_only_hint: false,
-                destructive_hint: true,
-                idempotent_hint: true,
-                open_world_hint: false,
-            },
-        },
-        Tool {
-            name: QUERY_HEAPS_BY_TAGS,
-            title: "Find heaps by tags",
-            description: "Find your heaps whose tags contain every given key-value pair (heaps without tags are never returned).".into(),
-            input_schema: schema::input::<QueryArgs>(),
-            execution: None,
-            meta: None,
-            output_schema: Some(schema::output::<QueryResult>()),
-            annotations: ToolAnnotations::READ_ONLY,
-        },
-    ]
+    }
+}
+
+pub(super) fn describe_query() -> Tool {
+    Tool {
+        name: QUERY_HEAPS_BY_TAGS,
+        title: "Find heaps by tags",
+        description: "Find your heaps whose tags contain every given key-value pair (heaps without tags are never returned).".into(),
+        input_schema: schema::input::<QueryArgs>(),
+        execution: None,
+        meta: None,
+        output_schema: Some(schema::output::<QueryResult>()),
+        annotations: ToolAnnotations::READ_ONLY,
+    }
 }
 
 /// What a tool that changes tags answers.

@@ -11,14 +11,12 @@ mod executions;
 #[cfg(feature = "conformance-fixtures")]
 mod fixtures;
 mod heap_tags;
+mod routes;
 mod run_js;
 mod saving;
 mod schema;
 mod session_log;
 mod toolbox;
-
-use serde::de::DeserializeOwned;
-use serde_json::value::RawValue;
 
 /// The handle a caller keeps on a run a tool call starts (progress, cancel).
 pub use crate::engine::RunControl;
@@ -54,20 +52,29 @@ impl Toolbox {
             None => None,
         };
         let structured = has_structured_output(context.protocol_version);
-        let mut tools = vec![run_js::describe(
-            self,
-            context.deadline,
-            packages.as_deref(),
-            code_mode.as_deref(),
-        )];
-        if !self.stateless {
-            tools.extend(session_log::describe());
-            tools.extend(heap_tags::describe());
-            tools.push(executions::describe());
-        }
+        let listing = routes::Listing {
+            toolbox: self,
+            deadline: context.deadline,
+            packages: packages.as_deref(),
+            code_mode: code_mode.as_deref(),
+        };
+        let mut tools: Vec<_> = routes::ROUTES
+            .iter()
+            .filter(|route| self.has(route, context))
+            .map(|route| {
+                let tool = (route.describe)(&listing);
+                debug_assert_eq!(tool.name, route.name);
+                tool
+            })
+            .collect();
+        // The suite's fixtures, before the View's own tool.
         #[cfg(feature = "conformance-fixtures")]
         if fixtures::enabled() {
-            tools.extend(fixtures::describe());
+            let at = tools
+                .iter()
+                .position(|tool| tool.name == display_page::NAME)
+                .unwrap_or(tools.len());
+            tools.splice(at..at, fixtures::describe());
         }
         if !structured {
             for tool in &mut tools {
@@ -84,12 +91,6 @@ impl Toolbox {
             run.meta = Some(crate::protocol::apps::tool_meta(
                 crate::protocol::apps::RUN_VIEW_URI,
             ));
-            // The View's own tool, which only such a host has a use for.
-            let mut page = display_page::describe();
-            if !structured {
-                page.output_schema = None;
-            }
-            tools.push(page);
         }
         // Experimental tasks exist in 2025-11-25 only; the extension has no
         // per-tool field.
@@ -125,56 +126,19 @@ impl Toolbox {
         let raw = params.arguments.as_deref();
         let name = params.name.as_str();
         tracing::Span::current().record("tool", name);
-        if self.stateless && name != run_js::NAME {
-            return Err(if Self::STATEFUL_TOOLS.contains(&name) {
-                ToolCallError::NotAvailable(name.to_owned())
-            } else {
-                ToolCallError::UnknownTool(name.to_owned())
-            });
-        }
-        // Each arm decodes the arguments into the tool's own type; a decoding
-        // failure is a tool error the model can correct.
-        macro_rules! with_args {
-            ($call:expr) => {
-                match arguments(raw) {
-                    Ok(args) => $call(args).await,
-                    Err(message) => CallToolResult::error(message),
-                }
-            };
-        }
-        let result = match name {
-            run_js::NAME => with_args!(|a| run_js::call(self, context, a, structured)),
-            session_log::LIST_SESSIONS => {
-                with_args!(|a| session_log::list_sessions(self, context, a, structured))
-            }
-            session_log::LIST_SESSION_SNAPSHOTS => {
-                with_args!(|a| session_log::list_session_snapshots(self, context, a, structured))
-            }
-            heap_tags::GET_HEAP_TAGS => {
-                with_args!(|a| heap_tags::get(self, context, a, structured))
-            }
-            heap_tags::SET_HEAP_TAGS => {
-                with_args!(|a| heap_tags::set(self, context, a, structured))
-            }
-            heap_tags::DELETE_HEAP_TAGS => {
-                with_args!(|a| heap_tags::delete(self, context, a, structured))
-            }
-            heap_tags::QUERY_HEAPS_BY_TAGS => {
-                with_args!(|a| heap_tags::query(self, context, a, structured))
-            }
-            executions::GET_EXECUTION => {
-                with_args!(|a| executions::get(self, context, a, structured))
-            }
-            // Only a host that renders the View has it listed.
-            display_page::NAME if context.ui_extension => {
-                with_args!(|a| display_page::call(self, context, a, structured))
-            }
+        let Some(route) = routes::route(name).filter(|route| self.has(route, context)) else {
             #[cfg(feature = "conformance-fixtures")]
-            other if fixtures::enabled() && fixtures::is_fixture(other) => {
-                return fixtures::call(self, context, other, raw).await;
+            if fixtures::enabled() && fixtures::is_fixture(name) {
+                return fixtures::call(self, context, name, raw).await;
             }
-            other => return Err(ToolCallError::UnknownTool(other.to_owned())),
+            return Err(match routes::route(name) {
+                Some(route) if route.shown == routes::Shown::Stateful => {
+                    ToolCallError::NotAvailable(name.to_owned())
+                }
+                _ => ToolCallError::UnknownTool(name.to_owned()),
+            });
         };
+        let result = (route.call)(self, context, raw, structured).await;
         Ok(within_response_limit(name, result))
     }
 
@@ -185,36 +149,26 @@ impl Toolbox {
         tool: &str,
         arguments: Option<&serde_json::value::RawValue>,
     ) -> Option<std::time::Duration> {
-        if tool == run_js::NAME {
-            run_js::asked_duration(arguments?)
-        } else {
-            None
-        }
+        (routes::route(tool)?.estimated_duration)(arguments?)
     }
 
-    /// Whether calls of `tool` may become tasks: `run_js` may (a run can
-    /// take minutes); the store tools answer at once.
+    /// Whether calls of `tool` may become tasks (its route says).
     pub fn task_support(&self, tool: &str) -> TaskSupport {
         #[cfg(feature = "conformance-fixtures")]
         if let Some(support) = fixtures::task_support(self, tool) {
             return support;
         }
-        if tool == run_js::NAME {
-            TaskSupport::Optional
-        } else {
-            TaskSupport::Forbidden
-        }
+        routes::route(tool).map_or(TaskSupport::Forbidden, |route| route.task_support)
     }
 
-    const STATEFUL_TOOLS: [&'static str; 7] = [
-        session_log::LIST_SESSIONS,
-        session_log::LIST_SESSION_SNAPSHOTS,
-        heap_tags::GET_HEAP_TAGS,
-        heap_tags::SET_HEAP_TAGS,
-        heap_tags::DELETE_HEAP_TAGS,
-        heap_tags::QUERY_HEAPS_BY_TAGS,
-        executions::GET_EXECUTION,
-    ];
+    /// Whether this server has `route` for a caller of `context`.
+    fn has(&self, route: &routes::Route, context: CallContext<'_>) -> bool {
+        match route.shown {
+            routes::Shown::Always => true,
+            routes::Shown::Stateful => !self.stateless,
+            routes::Shown::View => !self.stateless && context.ui_extension,
+        }
+    }
 
     /// Continuity for `initialize` of a logical session (`None` when the
     /// server is stateless and keeps no log).
@@ -234,22 +188,6 @@ impl Toolbox {
             last_output_heap: last.map(|e| e.output_heap.to_string()),
         }))
     }
-}
-
-/// Decodes tool arguments, with a message the model can act on: which
-/// argument, and what was wrong with it.
-fn arguments<T: DeserializeOwned>(raw: Option<&RawValue>) -> Result<T, String> {
-    let text = raw.map_or("{}", RawValue::get);
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
-        format!(
-            "invalid arguments: {}",
-            args::at_argument(
-                e.path(),
-                crate::protocol::jsonrpc::plain_json_error(e.inner())
-            )
-        )
-    })
 }
 
 /// `result`, unless its JSON is over [`MAX_RESULT_JSON_BYTES`]: then a tool

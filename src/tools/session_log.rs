@@ -25,36 +25,37 @@ const NO_SESSION: &str = "no session ID available (send X-MCP-Session-Id header)
 const NO_SESSION_STATELESS: &str = "no session ID available: pass the session argument to name a logical session, \
      or send the X-MCP-Session-Id header with every request";
 
-pub(super) fn describe() -> Vec<Tool> {
-    vec![
-        Tool {
-            name: LIST_SESSIONS,
-            title: "List sessions",
-            description: "List the names of your logical sessions that have at least one logged run, sorted. Only \
+pub(super) fn describe_list_sessions() -> Tool {
+    Tool {
+        name: LIST_SESSIONS,
+        title: "List sessions",
+        description: "List the names of your logical sessions that have at least one logged run, sorted. Only \
 sessions of the caller you authenticated as are listed. Returns at most 1000 names per call; pass next_cursor as cursor \
 for the next page."
-                .into(),
-            input_schema: schema::input::<SessionsArgs>(),
-            execution: None,
-            meta: None,
-            output_schema: Some(schema::output::<Sessions>()),
-            annotations: ToolAnnotations::READ_ONLY,
-        },
-        Tool {
-            name: LIST_SESSION_SNAPSHOTS,
-            title: "List a session's runs",
-            description: "List the logged runs of one of your logical sessions in order: each entry's input and output heap, the \
+            .into(),
+        input_schema: schema::input::<SessionsArgs>(),
+        execution: None,
+        meta: None,
+        output_schema: Some(schema::output::<Sessions>()),
+        annotations: ToolAnnotations::READ_ONLY,
+    }
+}
+
+pub(super) fn describe_list_session_snapshots() -> Tool {
+    Tool {
+        name: LIST_SESSION_SNAPSHOTS,
+        title: "List a session's runs",
+        description: "List the logged runs of one of your logical sessions in order: each entry's input and output heap, the \
 code run and when. The session is the session argument, else this connection's X-MCP-Session-Id header. Returns at most \
 1000 entries and about 1 MiB per call; page with offset and limit (next_offset says where the next page starts). \
 order: newest_first reads from the newest end."
-                .into(),
-            input_schema: schema::input::<SnapshotArgs>(),
-            execution: None,
-            meta: None,
-            output_schema: Some(entries_schema()),
-            annotations: ToolAnnotations::READ_ONLY,
-        },
-    ]
+            .into(),
+        input_schema: schema::input::<SnapshotArgs>(),
+        execution: None,
+        meta: None,
+        output_schema: Some(entries_schema()),
+        annotations: ToolAnnotations::READ_ONLY,
+    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::Cached;
-use super::client::{ToolInfo, Upstreams};
+use super::call::ToolInfo;
+use super::client::Upstreams;
 
 /// Longest the paragraph about the upstreams may be, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 6000;

@@ -17,6 +17,7 @@
 //!   addresses) and again on every connection (a name must resolve to
 //!   public addresses; private ones are reached by IP literal only).
 
+mod call;
 pub mod catalog;
 pub(crate) mod client;
 
@@ -25,7 +26,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-pub use client::{CallError, ToolInfo, Upstreams};
+pub use call::{CallError, ToolInfo};
+pub use client::Upstreams;
 
 /// `run_js`'s paragraph on the upstreams as last made ([`catalog`]), kept
 /// by [`Upstreams`].

@@ -6,11 +6,11 @@ use v8::MapFnTo;
 
 use super::files::KeptFiles;
 use crate::backends::content::ContentKey;
+use crate::engine::capability::outcome::{Displayed, RunReport};
 use crate::engine::capability::{Capability, RunScope};
 use crate::engine::layer::bytes::bytes_of;
 use crate::engine::layer::registry::Family;
 use crate::engine::layer::registry::{Natives, throw_error_with_code};
-use crate::engine::outcome::{Displayed, RunReport};
 
 pub(crate) fn natives() -> Natives {
     vec![("show", show.map_fn_to())]

@@ -11,16 +11,16 @@ use serde::{Deserialize, Serialize};
 use v8::MapFnTo;
 
 use crate::backends::content::ContentKey;
+use crate::engine::capability::outcome::RunError;
+use crate::engine::capability::section::Section;
 use crate::engine::capability::{Argument, Call, Capability, RunScope};
 use crate::engine::layer::bytes::{bytes_of, string, uint8_array};
 use crate::engine::layer::registry::{Family, Loader, registry_key};
 use crate::engine::layer::registry::{Natives, throw_error_with_code, throw_type_error};
-use crate::engine::memory::Budget;
-use crate::engine::outcome::RunError;
-use crate::engine::section::Section;
+use crate::engine::services::memory::Budget;
 use crate::engine::services::work::{HostWork, Interrupted};
 use crate::engine::services::{FileRead, FileSource};
-use crate::engine::thrown::error_from;
+use crate::engine::web::thrown::error_from;
 
 pub(crate) fn natives() -> Natives {
     vec![

@@ -11,11 +11,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use v8::MapFnTo;
 
+use crate::engine::capability::outcome::RunReport;
 use crate::engine::capability::{Call, Capability, RunScope};
 use crate::engine::layer::bytes::{string, string_array};
 use crate::engine::layer::registry::Family;
 use crate::engine::layer::registry::Natives;
-use crate::engine::outcome::RunReport;
 use crate::engine::services::work::{HostWork, WorkSink};
 use crate::upstream::{CallError, McpCount, UpstreamConfig, Upstreams};
 

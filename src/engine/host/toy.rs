@@ -10,10 +10,10 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use v8::MapFnTo;
 
+use crate::engine::capability::outcome::RunReport;
 use crate::engine::capability::{Argument, Call, Capability, RunScope};
 use crate::engine::layer::registry::Family;
 use crate::engine::layer::registry::{Natives, throw_type_error};
-use crate::engine::outcome::RunReport;
 use crate::engine::services::work::WorkSink;
 
 /// The run's toy state (an isolate slot).
@@ -142,8 +142,8 @@ mod tests {
     use std::sync::Arc;
 
     use crate::engine::contract::Task;
-    use crate::engine::isolate;
-    use crate::engine::plain::PlainIsolate;
+    use crate::engine::run::isolate;
+    use crate::engine::run::plain::PlainIsolate;
     use crate::engine::services::HostServices;
 
     fn services(runtime: &tokio::runtime::Runtime) -> HostServices {
@@ -169,7 +169,7 @@ mod tests {
         let mut job =
             crate::engine::plan::fresh_job("globalThis.kept = await toy.double(5)".into());
         job.stateful = true;
-        let made = isolate::execute(job, &services, &mut None, &mut |_| {}, None);
+        let made = isolate::run(job, &services, &mut None, &mut |_| {}, None);
         let blob = made.blob.expect("a heap");
         let mut job = crate::engine::plan::fresh_job(String::new());
         job.task = Task::Run {
@@ -177,7 +177,7 @@ mod tests {
         };
         job.stateful = true;
         job.restore = Some(blob);
-        let result = isolate::execute(job, &services, &mut None, &mut |_| {}, None);
+        let result = isolate::run(job, &services, &mut None, &mut |_| {}, None);
         assert_eq!(result.result.as_deref(), Some("12"), "{result:?}");
         assert_eq!(result.reports.toy, 1);
     }

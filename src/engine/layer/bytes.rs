@@ -1,6 +1,6 @@
 //! Moving bytes and strings between V8 values and Rust, for the natives.
 
-use crate::engine::memory::Held;
+use crate::engine::services::memory::Held;
 
 /// The bytes of an `ArrayBuffer` or any view of one (copied).
 pub(crate) fn bytes_of(value: v8::Local<'_, v8::Value>) -> Option<Vec<u8>> {
@@ -31,7 +31,7 @@ pub(crate) fn array_buffer<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     bytes: &[u8],
 ) -> Option<v8::Local<'s, v8::ArrayBuffer>> {
-    if !crate::engine::memory::room_for(scope, bytes.len()) {
+    if !crate::engine::services::memory::room_for(scope, bytes.len()) {
         return None;
     }
     let buffer = v8::ArrayBuffer::new(scope, bytes.len());
@@ -101,8 +101,11 @@ pub(crate) fn utf16_held(
     what: &str,
 ) -> Option<(Vec<u16>, Option<Held>)> {
     let string = value.to_string(scope)?;
-    let held =
-        crate::engine::memory::hold(scope, string.length().saturating_mul(HELD_PER_UNIT), what)?;
+    let held = crate::engine::services::memory::hold(
+        scope,
+        string.length().saturating_mul(HELD_PER_UNIT),
+        what,
+    )?;
     Some((utf16(scope, string.into()), held))
 }
 

@@ -129,7 +129,7 @@ pub(crate) struct FirstGlobals {
 }
 
 /// All the layer installs, handed to it by the engine's registration
-/// (`engine/capabilities.rs`) when an isolate is made: the layer itself
+/// (`engine/contract/registration.rs`) when an isolate is made: the layer itself
 /// names no family.
 pub(crate) struct Table {
     /// The first release's globals, ahead of the layer's own entries.

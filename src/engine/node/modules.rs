@@ -81,7 +81,7 @@ impl Capability for ModuleRun {
         source: include_str!("modules.js"),
         natives,
         // `$__mcpv8_import` is what a run's static `import` declarations
-        // become (engine/repl.rs).
+        // become (engine/run/repl.rs).
         globals: &["require", "$__mcpv8_import"],
         version: 3,
     });

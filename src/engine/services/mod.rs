@@ -4,6 +4,7 @@
 //! composition root builds; an engine worker from its own main. `work` is
 //! the one event source through which host work reports back to its run.
 
+pub(crate) mod memory;
 pub(crate) mod work;
 
 use std::future::Future;

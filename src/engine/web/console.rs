@@ -9,12 +9,12 @@ use serde::{Deserialize, Serialize};
 use v8::MapFnTo;
 
 use super::inspect::inspect;
+use crate::engine::capability::control::RunControl;
+use crate::engine::capability::outcome::RunReport;
+use crate::engine::capability::positions::Positions;
 use crate::engine::capability::{Call, Capability, RunScope};
-use crate::engine::control::RunControl;
 use crate::engine::layer::bytes::string;
 use crate::engine::layer::registry::{Family, Natives, define};
-use crate::engine::outcome::RunReport;
-use crate::engine::positions::Positions;
 
 /// The console of one run, kept in an isolate slot.
 pub(crate) struct Console {

@@ -46,7 +46,7 @@ fn encode<'s>(
     // no flattening; its UTF-8 length would, which for such a rope is a
     // fatal out-of-memory inside V8.
     if let Ok(string) = v8::Local::<v8::String>::try_from(args.get(0))
-        && !crate::engine::memory::room_for(scope, string.length())
+        && !crate::engine::services::memory::room_for(scope, string.length())
     {
         return;
     }

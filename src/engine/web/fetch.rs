@@ -9,11 +9,11 @@ use std::sync::Arc;
 use v8::MapFnTo;
 
 use crate::egress::{Completion, Egress, FetchCount, RedirectMode, RequestParts};
+use crate::engine::capability::outcome::RunReport;
 use crate::engine::capability::{Capability, RunScope};
 use crate::engine::layer::bytes::{bytes_of, flat_pairs, string, uint8_array};
 use crate::engine::layer::registry::throw_type_error;
 use crate::engine::layer::registry::{Family, Natives};
-use crate::engine::outcome::RunReport;
 
 pub(crate) fn natives() -> Natives {
     vec![("start", start.map_fn_to()), ("abort", abort.map_fn_to())]

@@ -9,7 +9,7 @@ use v8::MapFnTo;
 
 use crate::engine::capability::{family_capability, slot_capability};
 use crate::engine::layer::registry::{Family, Natives};
-use crate::engine::memory::Budget;
+use crate::engine::services::memory::Budget;
 
 pub(crate) fn natives() -> Natives {
     vec![

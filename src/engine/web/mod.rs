@@ -12,6 +12,7 @@ pub(crate) mod fetch;
 pub(crate) mod guard;
 pub(crate) mod inspect;
 pub(crate) mod performance;
+pub(crate) mod thrown;
 pub(crate) mod timers;
 pub(crate) mod url;
 

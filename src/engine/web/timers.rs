@@ -9,7 +9,7 @@ use v8::MapFnTo;
 
 use crate::engine::capability::{family_capability, slot_capability};
 use crate::engine::layer::registry::{Family, Natives, define, throw_type_error};
-use crate::engine::memory::Held;
+use crate::engine::services::memory::Held;
 
 /// A callback waiting in the timer queue.
 pub(crate) struct Timer {
@@ -225,7 +225,7 @@ fn schedule<'s>(
     let name = if repeat { "setInterval" } else { "setTimeout" };
     let bytes = TIMER_BYTES + TIMER_ARGUMENT_BYTES * args.length().saturating_sub(2) as usize;
     let what = format!("{name}: the run already has {pending} timers pending");
-    let Some(held) = crate::engine::memory::hold(scope, bytes, &what) else {
+    let Some(held) = crate::engine::services::memory::hold(scope, bytes, &what) else {
         return;
     };
     let callback = v8::Global::new(scope, callback);

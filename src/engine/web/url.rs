@@ -7,7 +7,7 @@ use v8::MapFnTo;
 use crate::engine::capability::family_capability;
 use crate::engine::layer::bytes::{flat_pairs, string, utf16_held};
 use crate::engine::layer::registry::{Family, Natives};
-use crate::engine::memory::Held;
+use crate::engine::services::memory::Held;
 
 family_capability!(
     /// `URL` and `URLSearchParams` (`url.js`).

@@ -11,15 +11,15 @@ use std::time::Duration;
 
 use super::wire::{self, FileReply, WorkerFrame};
 use crate::backends::content::ContentKey;
+use crate::engine::capability::control::RunControl;
+use crate::engine::capability::outcome::RunError;
 use crate::engine::contract::{Job, JobResult};
-use crate::engine::control::RunControl;
-use crate::engine::isolate;
-use crate::engine::outcome::RunError;
-use crate::engine::plain::PlainIsolate;
-use crate::engine::ready::Ready;
 use crate::engine::run;
+use crate::engine::run::isolate;
+use crate::engine::run::plain::PlainIsolate;
+use crate::engine::run::ready::Ready;
+use crate::engine::run::{platform, watchdog};
 use crate::engine::services::{Clients, FileRead, FileSource, HostServices};
-use crate::engine::{platform, watchdog};
 
 /// How often a worker reports a running job's console lines, when they
 /// changed.
@@ -42,7 +42,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The worker's main: until stdin closes (the server exited, or dropped
 /// this worker). `warm_heap_bytes`: keep a plain isolate of that heap limit
 /// ready from the start (a stateless server's workers).
-pub(super) fn serve_stdio(warm_heap_bytes: Option<usize>) -> io::Result<()> {
+pub(super) fn serve_pipe(warm_heap_bytes: Option<usize>) -> io::Result<()> {
     platform::init();
     watchdog::end_process_when_stuck();
     let pipes = Arc::new(Pipes {
@@ -120,7 +120,7 @@ fn runner(
             let _ = wire::write_frame(&mut *lock(&pipes.output), &frame);
         };
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            execute(&mut warm, &mut ready, job, services, &mut early, keep_live)
+            run_job(&mut warm, &mut ready, job, services, &mut early, keep_live)
         }));
         lock(&pipes.current).take();
         let result = ran.unwrap_or_else(|_| {
@@ -180,7 +180,7 @@ fn runner(
 }
 
 /// Runs `job` on the ready isolate when it fits, on a new one otherwise.
-fn execute(
+fn run_job(
     warm: &mut Option<PlainIsolate>,
     ready: &mut Option<Ready>,
     job: Job,
@@ -190,7 +190,7 @@ fn execute(
 ) -> JobResult {
     if job.touches_snapshots() {
         *warm = None;
-        return isolate::execute(job, services, ready, ran, keep_live);
+        return isolate::run(job, services, ready, ran, keep_live);
     }
     // A plain isolate shares the read-only heap a restored one holds alone.
     *ready = None;

@@ -1,11 +1,11 @@
 //! Snapshots written by a forked copy of an engine worker, so that the
 //! worker keeps a completed run's isolate live for the next call
-//! (`engine/ready.rs`): the copy makes the blob of the heap as it was when
+//! (`engine/run/ready.rs`): the copy makes the blob of the heap as it was when
 //! the run ended and writes it to the server itself, while the worker
 //! waits for the call that continues the heap, which then only runs.
 
 use super::wire::{self, WorkerFrame};
-use crate::engine::section::Section;
+use crate::engine::capability::section::Section;
 
 /// Where forked copies of this engine worker write snapshots: a pipe the
 /// server reads (the worker's fd 3, `worker/mod.rs`), and a lock that keeps

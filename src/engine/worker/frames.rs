@@ -1,7 +1,7 @@
 //! A worker's frames, read as they come by a task of their own: those of
 //! the job running to the run waiting for them, a heap's snapshot to the
 //! save waiting for it. A snapshot that a forked copy of the worker writes
-//! after a job's result (`engine/ready.rs`) may come while the worker is
+//! after a job's result (`engine/run/ready.rs`) may come while the worker is
 //! idle or between the frames of a later job, so nothing else may read the
 //! worker's stdout.
 

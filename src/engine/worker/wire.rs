@@ -2,7 +2,7 @@
 //! length and a JSON header of that length, a table of section lengths (a
 //! `u32` count, then a `u64` each), then the raw byte sections themselves
 //! (a heap's payload, files, `display()` bytes: the
-//! [`Section`](crate::engine::section::Section)s of the header). The
+//! [`Section`](crate::engine::capability::section::Section)s of the header). The
 //! headers are the run contract's own types; nothing mirrors them. The
 //! worker reads with blocking I/O on its runner thread; the server reads
 //! with Tokio, so a run costs it no thread while the worker works.
@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::backends::content::ContentKey;
+use crate::engine::capability::outcome::RunError;
+use crate::engine::capability::section::{Section, read_sections, write_sections};
 use crate::engine::contract::JobResult;
-use crate::engine::outcome::RunError;
-use crate::engine::section::{Section, read_sections, write_sections};
 
 /// The largest header either side reads. Every part of one is bounded far
 /// below it (code, console output and the result by their caps, which the
@@ -221,8 +221,8 @@ pub(super) async fn read_frame_async<T: DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::capability::outcome::RunStatus;
     use crate::engine::contract::{Job, Task};
-    use crate::engine::outcome::RunStatus;
 
     fn result(blob: Option<Vec<u8>>) -> JobResult {
         let mut result = JobResult::failed(RunError::new("E", "m"));

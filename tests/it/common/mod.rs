@@ -20,9 +20,9 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use faults::{Fault, FaultPlan, Faulty};
 use http_body_util::BodyExt;
-use mcp_v8_lambda::app;
-pub use mcp_v8_lambda::app::Stores;
 use mcp_v8_lambda::backends::embedded::open_database;
+use mcp_v8_lambda::compose;
+pub use mcp_v8_lambda::compose::Stores;
 use mcp_v8_lambda::config::Config;
 use mcp_v8_lambda::heap::HeapStore;
 use mcp_v8_lambda::meta::MetaStore;
@@ -84,7 +84,7 @@ pub fn server_with_workers(
 ) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let stores = wrap(Stores::from_config(&config, dir.path(), None).unwrap());
-    let mut engine = app::engine_config(&config);
+    let mut engine = compose::engine_config(&config);
     if workers > 0 {
         engine.engine_workers = workers;
         engine.worker_program = Some(engine::worker_program(dir.path(), "server-worker"));
@@ -93,7 +93,7 @@ pub fn server_with_workers(
         sessions: stores.sessions.clone(),
         meta: stores.meta.clone(),
         heaps: stores.heaps.clone(),
-        app: app::with_engine(&config, engine, stores),
+        app: compose::with_engine(&config, engine, stores),
         _dir: dir,
     }
 }

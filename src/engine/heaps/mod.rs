@@ -1,0 +1,317 @@
+//! Heaps: a stored heap loaded within the limits it needs, a run's heap
+//! stored (its `/work` files first), a heap kept ready in an engine
+//! worker claimed, and a heap's `/work` listed for `resources/read`.
+
+pub(super) mod files;
+
+use std::time::Instant;
+
+use super::capability::outcome::{RunError, RunStatus};
+use super::capability::section::Section;
+use super::host::TreeEntry;
+use super::plan::Limits;
+use super::{Engine, MIB, contract, restore_needs_mb, worker};
+use crate::heap::{HeapKey, HeapStore, HeapStoreError, Snapshot};
+use crate::tenant::Tenant;
+
+impl Engine {
+    /// The limits a heap is restored with when the call names none.
+    pub(super) fn ready_limits(&self) -> contract::ReadyLimits {
+        contract::ReadyLimits {
+            default_mb: self.config.default_heap_limit_mb,
+            max_mb: self.config.max_heap_limit_mb,
+            asked_mb: None,
+            settle: self.config.collect_ready_heaps,
+        }
+    }
+
+    /// The worker keeping `tenant`'s heap ready for a run with `limits`
+    /// (by key, or live by the run that made it), when there is one.
+    pub(super) fn claim(
+        &self,
+        tenant: &Tenant,
+        wanted: worker::Wanted<'_>,
+        limits: &Limits,
+    ) -> Option<worker::Claim> {
+        let workers = self.workers.as_ref().filter(|w| w.keeps_ready())?;
+        workers.claim(
+            tenant,
+            wanted,
+            limits.asked.then_some(limits.heap_limit_mb * MIB),
+        )
+    }
+
+    /// Whether an engine worker keeps `tenant`'s run `run`'s heap live, so
+    /// that a run may continue it before it is stored
+    /// ([`RunRequest::continues`](super::RunRequest::continues)).
+    pub fn holds_live(&self, tenant: &Tenant, run: uuid::Uuid) -> bool {
+        self.workers
+            .as_ref()
+            .is_some_and(|workers| workers.holds_run(tenant, run))
+    }
+
+    /// Stores the heap a run made (its `/work` files first: a stored heap
+    /// never names bytes the store lacks); `None` when it made none. A
+    /// heap its worker keeps live is ready for the next call at once, by
+    /// the run's id, and named by its key once stored; a blob sent is
+    /// named to the worker restoring it, once stored.
+    pub(super) async fn keep(
+        &self,
+        tenant: &Tenant,
+        executed: worker::Executed,
+        kept: Kept,
+        live: Option<&tokio::sync::watch::Sender<Option<bool>>>,
+    ) -> (contract::JobResult, Option<Result<HeapKey, RunError>>) {
+        let say_live = |kept_live: bool| {
+            if let Some(live) = live {
+                live.send_replace(Some(kept_live));
+            }
+        };
+        let Some(heaps) = &self.heaps else {
+            say_live(false);
+            return (executed.result, None);
+        };
+        let named = executed.preparing.zip(self.workers.as_ref());
+        // A run cancelled once answered keeps nothing.
+        if executed.snapshot.is_some() && executed.result.status == RunStatus::Completed {
+            // The files first: the next run may read them from the live
+            // heap before its snapshot is stored.
+            if let Err(error) =
+                self::files::keep(self.files.as_ref(), tenant, &executed.result.reports.files).await
+            {
+                say_live(false);
+                return (executed.result, Some(Err(error)));
+            }
+            say_live(self.ready_live(tenant, &executed, &kept));
+            let worker::Executed {
+                result, snapshot, ..
+            } = executed;
+            let stored = match snapshot.expect("checked above").await {
+                Ok(Ok(blob)) => self.store(heaps.as_ref(), tenant, blob).await,
+                Ok(Err(why)) => Err(RunError::new("SnapshotError", why)),
+                Err(_) => Err(RunError::new(
+                    "SnapshotError",
+                    "the heap's snapshot never came from its engine process",
+                )),
+            };
+            if let Some((id, workers)) = named {
+                workers.name_ready(id, kept.run, stored.as_ref().ok().cloned());
+            }
+            return (result, Some(stored));
+        }
+        let result = executed.result;
+        let Some(blob) = result.blob.as_ref().map(|blob| blob.0.clone()) else {
+            say_live(false);
+            return (result, None);
+        };
+        if let Err(error) =
+            self::files::keep(self.files.as_ref(), tenant, &result.reports.files).await
+        {
+            say_live(false);
+            return (result, Some(Err(error)));
+        }
+        // The worker restores the blob it made (a small heap's, made in
+        // process) for the next call: ready by the run's id before it is
+        // stored, as a heap kept live is.
+        let ready = named.zip(kept.ready).map(|((id, workers), limits)| {
+            workers.mark_ready(
+                id,
+                worker::ReadyHeap {
+                    tenant: tenant.clone(),
+                    key: None,
+                    run: Some(kept.run),
+                    heap_limit_bytes: limits.heap_limit_mb(blob.len()) * MIB,
+                    cost_bytes: restore_needs_mb(blob.len()) * MIB,
+                    made: Instant::now(),
+                },
+            );
+            (id, workers)
+        });
+        say_live(ready.is_some());
+        let stored = self.store(heaps.as_ref(), tenant, blob).await;
+        if let Some((id, workers)) = ready {
+            workers.name_ready(id, kept.run, stored.as_ref().ok().cloned());
+        }
+        (result, Some(stored))
+    }
+
+    /// Makes the heap an engine worker keeps live after `executed` ready
+    /// for the next call, by the run's id, before its snapshot comes;
+    /// whether there is one.
+    fn ready_live(&self, tenant: &Tenant, executed: &worker::Executed, kept: &Kept) -> bool {
+        let (Some(_), Some(id), Some(workers)) =
+            (&executed.snapshot, executed.preparing, &self.workers)
+        else {
+            return false;
+        };
+        if executed.result.status != RunStatus::Completed {
+            return false;
+        }
+        workers.mark_ready(
+            id,
+            worker::ReadyHeap {
+                tenant: tenant.clone(),
+                key: None,
+                run: Some(kept.run),
+                heap_limit_bytes: kept.heap_limit_bytes,
+                cost_bytes: (executed.result.heap_used_bytes as usize).saturating_mul(2) + 8 * MIB,
+                made: Instant::now(),
+            },
+        );
+        true
+    }
+
+    /// The `/work` tree of `tenant`'s heap `key`, read by restoring it;
+    /// `None` when the tenant has no such heap.
+    pub async fn files_of(
+        &self,
+        tenant: &Tenant,
+        key: &HeapKey,
+    ) -> Result<Option<Vec<TreeEntry>>, String> {
+        let Some(heaps) = &self.heaps else {
+            return Ok(None);
+        };
+        let mut limits = Limits {
+            timeout: self.config.default_timeout,
+            heap_limit_mb: self.config.max_heap_limit_mb,
+            asked: true,
+        };
+        let payload = match self.load(heaps.as_ref(), tenant, key, &mut limits).await {
+            Ok(Some(payload)) => payload,
+            Ok(None) => return Ok(None),
+            Err((_, error)) => return Err(error.message),
+        };
+        let job = contract::Job {
+            task: contract::Task::ListFiles,
+            heap_limit_bytes: restore_needs_mb(payload.len())
+                .max(self.config.default_heap_limit_mb)
+                * MIB,
+            restore: Some(Section(payload)),
+            ..self.job(String::new(), self.own_asks(None)?)
+        };
+        let result = self
+            .dispatch(job, tenant, None, None)
+            .await
+            .map_err(|e| e.to_string())?
+            .result;
+        match (result.status, result.listing) {
+            (RunStatus::Completed, Some(tree)) => Ok(Some(tree)),
+            _ => Err(result.error.map_or_else(
+                || format!("listing the heap's /work ended {:?}", result.status),
+                |e| e.message,
+            )),
+        }
+    }
+
+    /// The payload of heap `key`, `None` when it is not stored, or the
+    /// status and error that end the run before it starts.
+    pub(super) async fn load(
+        &self,
+        heaps: &dyn HeapStore,
+        tenant: &Tenant,
+        key: &HeapKey,
+        limits: &mut Limits,
+    ) -> Result<Option<bytes::Bytes>, (RunStatus, RunError)> {
+        let snapshot = match heaps.get(tenant, key).await {
+            Ok(Some(snapshot)) => snapshot,
+            Ok(None) => return Ok(None),
+            Err(err) => return Err((RunStatus::Failed, storage_error(&err))),
+        };
+        let len = snapshot.payload().len();
+        if len > self.config.max_snapshot_bytes {
+            return Err((
+                RunStatus::Failed,
+                self.too_large(&format!("heap {key}"), len),
+            ));
+        }
+        let needed_mb = restore_needs_mb(len);
+        // A heap grown under a larger limit than the default is restored
+        // without the caller repeating it: the limit its size needs, with
+        // the default's room to grow (docs/tools.md, heap_memory_max_mb).
+        // The same rule makes a worker's ready heap, so a call that names no
+        // limit finds it.
+        if !limits.asked {
+            limits.heap_limit_mb = self.ready_limits().heap_limit_mb(len);
+        }
+        if needed_mb > limits.heap_limit_mb {
+            return Err((
+                RunStatus::OutOfMemory,
+                RunError::new(
+                    "OutOfMemoryError",
+                    format!(
+                        "heap {key} needs about {needed_mb} MiB to restore, over the {} MiB heap limit; \
+                         ask for a larger heap_memory_max_mb (at most {})",
+                        limits.heap_limit_mb, self.config.max_heap_limit_mb
+                    ),
+                ),
+            ));
+        }
+        Ok(Some(snapshot.payload_bytes()))
+    }
+
+    /// Frames and stores the payload a run produced; its key, or the error
+    /// that fails the run.
+    async fn store(
+        &self,
+        heaps: &dyn HeapStore,
+        tenant: &Tenant,
+        blob: bytes::Bytes,
+    ) -> Result<HeapKey, RunError> {
+        if blob.len() > self.config.max_snapshot_bytes {
+            return Err(self.too_large("this run's heap", blob.len()));
+        }
+        // Hashing and cutting a large payload take tens of milliseconds of
+        // CPU: off the async workers.
+        let snapshot = tokio::task::spawn_blocking(move || Snapshot::from_payload_bytes(blob))
+            .await
+            .map_err(|err| RunError::new("SnapshotError", err.to_string()))?
+            .map_err(|err| RunError::new("SnapshotError", err.to_string()))?;
+        heaps
+            .put(tenant, &snapshot)
+            .await
+            .map_err(|err| storage_error(&err))?;
+        Ok(snapshot.key().clone())
+    }
+
+    /// Why a snapshot of `len` bytes is neither stored nor restored.
+    fn too_large(&self, what: &str, len: usize) -> RunError {
+        RunError::new(
+            "SnapshotTooLarge",
+            format!(
+                "{what} snapshot is {} MiB, over the {} MiB limit (MCP_V8_MAX_HEAP_SNAPSHOT_MB); \
+                 it was not stored or restored. Drop large globals before the run ends, or raise the limit",
+                len.div_ceil(MIB),
+                self.config.max_snapshot_bytes / MIB
+            ),
+        )
+    }
+}
+
+/// What [`Engine::keep`] needs of the job besides its result: how a heap
+/// restored for the next call is limited, the limit a live heap has, the
+/// run that made it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Kept {
+    pub ready: Option<contract::ReadyLimits>,
+    pub heap_limit_bytes: usize,
+    pub run: uuid::Uuid,
+}
+
+impl Engine {
+    /// What [`Engine::keep`] needs of `job`, run `run`.
+    pub(super) fn kept(job: &contract::Job, run: uuid::Uuid) -> Kept {
+        Kept {
+            ready: job.keep_ready,
+            heap_limit_bytes: job.heap_limit_bytes,
+            run,
+        }
+    }
+}
+
+fn storage_error(err: &HeapStoreError) -> RunError {
+    let name = match err {
+        HeapStoreError::Corrupt { .. } | HeapStoreError::Chunks { .. } => "HeapError",
+        _ => "StorageError",
+    };
+    RunError::new(name, err.to_string())
+}

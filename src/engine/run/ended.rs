@@ -1,0 +1,178 @@
+//! How a run ended: evaluation's end, its causes told apart (a timeout,
+//! the heap limit, a cancel, a throw), and what held a heap that reached
+//! its limit.
+
+use std::time::Duration;
+
+use crate::engine::capability::outcome::{RunError, RunStatus};
+use crate::engine::capability::positions::SCRIPT_NAME;
+use crate::engine::host::files::TreeEntry;
+use crate::engine::web::Rendered;
+
+/// How evaluation ended, before termination causes are told apart.
+pub(crate) enum Ended {
+    Value {
+        rendered: Rendered,
+        warnings: Vec<String>,
+    },
+    /// The `/work` tree of a [`Task::ListFiles`].
+    Listed(Vec<TreeEntry>),
+    Threw(RunError),
+    Terminated,
+    DeadlineBeforeTimer,
+}
+
+/// How a run ended, causes told apart.
+pub(crate) enum Classified {
+    Completed {
+        rendered: Rendered,
+        warnings: Vec<String>,
+    },
+    Listed(Vec<TreeEntry>),
+    /// Failed, timed out or out of memory, with the error saying which.
+    Ended(RunStatus, RunError),
+    Cancelled,
+}
+
+impl Classified {
+    pub(super) fn completed(&self) -> bool {
+        matches!(self, Self::Completed { .. })
+    }
+
+    /// A completed run whose heap cannot be snapshotted: failed, saying
+    /// what it keeps and what to do.
+    pub(super) fn unsnapshottable(kept: &str) -> Self {
+        Self::Ended(
+            RunStatus::Failed,
+            RunError::new(
+                "SnapshotError",
+                format!(
+                    "the run completed, but its heap keeps {kept}, which V8 cannot write into a \
+                     heap snapshot; nothing was stored and the input heap is unchanged. Make such \
+                     objects inside functions when they are needed, or drop them before the run \
+                     ends (delete the global, or set it to null)"
+                ),
+            ),
+        )
+    }
+
+    /// After the allocator refused a buffer: V8's bare "Array buffer
+    /// allocation failed" says nothing of why, so the error (or, when the
+    /// code caught it, a warning) names the limit and what counts.
+    pub(super) fn name_buffer_limit(&mut self, limit: usize) {
+        let why = format!(
+            "ArrayBuffer memory (typed arrays, Blob, TextEncoder output, structuredClone \
+             copies, fetch bodies) is limited to {} MiB per run, the run's heap_memory_max_mb; \
+             an allocation past it was refused",
+            limit / (1024 * 1024)
+        );
+        match self {
+            Self::Ended(RunStatus::Failed, error)
+                if error.message.contains("Array buffer allocation failed") =>
+            {
+                error.message = format!("{}: {why}", error.message);
+            }
+            // V8 may treat a refused buffer as the heap running out, which
+            // terminates the run (and cannot be caught).
+            Self::Ended(RunStatus::OutOfMemory, error) => {
+                error.message = format!("{why}, and the run was terminated");
+            }
+            // V8 retries a refused buffer after collecting garbage, so a
+            // run may complete past a refusal; or the code caught it.
+            Self::Completed { warnings, .. } => warnings.push(format!(
+                "{why} once (the code caught the RangeError, or V8 freed memory and retried)"
+            )),
+            _ => {}
+        }
+    }
+}
+
+/// What held a heap that reached its limit, as far as V8 can say: it
+/// counts bytes by space, not by type, and its large-object spaces hold
+/// each value over about 128 KiB (a big array's backing store, a long
+/// string), which tells one huge value from very many small ones.
+pub(super) fn what_held(isolate: &mut v8::Isolate) -> Option<String> {
+    let mut large = 0usize;
+    let mut other = 0usize;
+    for index in 0..isolate.number_of_heap_spaces() {
+        let Some(space) = isolate.get_heap_space_statistics(index) else {
+            continue;
+        };
+        let name = space.space_name().to_string_lossy();
+        if name.contains("lo_space") || name.contains("large_object") {
+            large += space.space_used_size();
+        } else {
+            other += space.space_used_size();
+        }
+    }
+    let mib = |bytes: usize| bytes.div_ceil(1024 * 1024);
+    if large + other == 0 {
+        return None;
+    }
+    Some(if large >= other {
+        format!(
+            "most of it, {} MiB, was large values (each over about 128 KiB: a long array, string \
+             or Map), {} MiB many smaller objects",
+            mib(large),
+            mib(other)
+        )
+    } else {
+        format!(
+            "most of it, {} MiB, was many small objects (rows, records, closures), {} MiB large \
+             values (each over about 128 KiB)",
+            mib(other),
+            mib(large)
+        )
+    })
+}
+
+/// `fired`: the deadline passed before the run was taken down, so whatever
+/// value it had is not its answer (a run past its deadline never completes).
+pub(super) fn classify(
+    ended: Ended,
+    out_of_memory: bool,
+    fired: bool,
+    timeout: (Duration, Option<(usize, usize)>),
+    heap_limit_bytes: usize,
+) -> Classified {
+    match ended {
+        _ if out_of_memory => Classified::Ended(
+            RunStatus::OutOfMemory,
+            RunError::new(
+                "OutOfMemoryError",
+                format!(
+                    "the JavaScript heap reached its {} MiB limit and the run was terminated",
+                    heap_limit_bytes / (1024 * 1024)
+                ),
+            ),
+        ),
+        Ended::Terminated | Ended::DeadlineBeforeTimer => timed_out(timeout),
+        Ended::Value { .. } | Ended::Listed(_) | Ended::Threw(_) if fired => timed_out(timeout),
+        Ended::Value { rendered, warnings } => Classified::Completed { rendered, warnings },
+        Ended::Listed(tree) => Classified::Listed(tree),
+        Ended::Threw(error) => Classified::Ended(RunStatus::Failed, error),
+    }
+}
+
+/// A timeout's error, naming where the code was (`stopped_at`, in the
+/// script as run; the run's positions map it back to the code as sent).
+pub(super) fn timed_out((timeout, stopped_at): (Duration, Option<(usize, usize)>)) -> Classified {
+    let mut error = RunError::new(
+        "TimeoutError",
+        format!(
+            "execution did not finish within {} ms and was terminated",
+            timeout.as_millis()
+        ),
+    );
+    if let Some((line, column)) = stopped_at {
+        error.message = format!(
+            "{} while running (line {line}, column {column})",
+            error.message
+        );
+        error.stack = Some(format!(
+            "TimeoutError: {}\n    at {}:{line}:{column}",
+            error.message, SCRIPT_NAME
+        ));
+    }
+    Classified::Ended(RunStatus::TimedOut, error)
+}

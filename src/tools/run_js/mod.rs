@@ -1,0 +1,448 @@
+//! `run_js`: run JavaScript or TypeScript, optionally from a saved heap.
+//! Its description (`description`), its arguments (`arguments`) and
+//! their plan (`plan`), the run then its save (here), and the answer and
+//! what it leaves behind (`answer`).
+
+mod answer;
+mod arguments;
+mod description;
+mod plan;
+
+use self::answer::{Shape, record, with_displays};
+use self::arguments::Call;
+pub(super) use self::arguments::asked_duration;
+pub(super) use self::description::describe;
+use self::plan::{fresh_start_warning, plan, resolve_latest};
+
+use super::budget::Kept;
+use super::toolbox::{CallContext, Toolbox};
+use crate::clock::rfc3339_millis as rfc3339;
+use tracing::Instrument;
+
+use super::saving;
+use crate::engine::{Ran, RunOutcome, RunStatus, Saving, stored_in};
+use crate::heap::HeapKey;
+use crate::meta::{PendingSave, Tags};
+use crate::protocol::mcp::CallToolResult;
+use crate::session::LogicalSession;
+use crate::tenant::Tenant;
+
+pub(super) const NAME: &str = "run_js";
+
+/// What a model is told to change for a run to be answered directly
+/// rather than as a task (where a task could not start).
+pub const ANSWERED_DIRECTLY_IF: &str = "a shorter execution_timeout_secs answers directly";
+
+pub(super) async fn call(
+    toolbox: &Toolbox,
+    context: CallContext<'_>,
+    call: Call,
+    structured: bool,
+) -> CallToolResult {
+    let mut planned = match plan(toolbox, context, call) {
+        Ok(planned) => planned,
+        Err(message) => return CallToolResult::error(message),
+    };
+    if planned.latest
+        && let Err(message) = resolve_latest(toolbox, context, &mut planned, true).await
+    {
+        return CallToolResult::error(message);
+    }
+    let heap = planned.request.heap.as_ref().map(HeapKey::as_str);
+    let span = tracing::Span::current();
+    span.record("input_heap", heap);
+    if let Some(name) = &planned.logical_session {
+        span.record("logical_session", name.as_str());
+    }
+    let started = crate::clock::unix_now_millis();
+    let asked = super::advice::Asked {
+        timeout: planned.request.timeout,
+        heap_limit_mb: planned.request.heap_limit_mb,
+        had_heap_limit_mb: None,
+        code: planned.request.code.clone(),
+    };
+    // Kept to run again by key if the live heap went meanwhile.
+    let again = planned.continued.is_some().then(|| planned.request.clone());
+    let request = std::mem::take(&mut planned.request);
+    let ran = match toolbox.engine.run_then_save(request).await {
+        Err(crate::engine::EngineError::NotLive(_)) if again.is_some() => {
+            planned.request = again.expect("kept above");
+            planned.request.continues = None;
+            planned.continued = None;
+            if let Err(message) = resolve_latest(toolbox, context, &mut planned, false).await {
+                return CallToolResult::error(message);
+            }
+            let request = std::mem::take(&mut planned.request);
+            toolbox.engine.run_then_save(request).await
+        }
+        ran => ran,
+    };
+    let Ran { report, save } = match ran {
+        Ok(ran) => ran,
+        Err(e) => return CallToolResult::error(super::advice::refused(&e)),
+    };
+    let completed_at = crate::clock::unix_now_millis();
+    let mut outcome = report.outcome;
+    let asked = super::advice::Asked {
+        had_heap_limit_mb: (report.heap_limit_mb > 0).then_some(report.heap_limit_mb),
+        ..asked
+    };
+    super::advice::advise(&mut outcome, toolbox.engine.config(), &asked);
+    let repl = report.repl;
+    let displays = report.displays;
+    outcome.warnings.append(&mut planned.warnings);
+    if let Some((waited, why)) = planned.save_wait.take() {
+        outcome.save_wait_ms = Some(waited.as_millis() as u64);
+        outcome.warnings.push(format!(
+            "this call waited {:.1} s before it ran, for earlier heaps to be stored: {why}",
+            waited.as_secs_f64()
+        ));
+    }
+    let first = match (save, &planned.logical_session) {
+        // A caller that continues `latest` continues with it; one that
+        // passed a key (or none) gets a key back.
+        // A run that continued a heap still being stored is answered
+        // first as well: its save is logged after that one.
+        (Some(save), Some(session))
+            if planned.latest
+                && toolbox.answer_before_save_bytes.is_some_and(|least| {
+                    report.heap_used_bytes >= least || planned.continued.is_some()
+                }) =>
+        {
+            let marker = saving::pending(
+                &toolbox.saves,
+                outcome.execution_id,
+                rfc3339(completed_at),
+                context.deadline,
+            );
+            match toolbox
+                .meta
+                .put_pending_save(context.tenant, session, &marker)
+                .await
+            {
+                Ok(()) => Some((save, session.clone(), marker)),
+                Err(e) => {
+                    // Without the marker a lost save could go unnoticed: wait.
+                    tracing::warn!(error = %e, "the pending save was not written; the answer waits for the save");
+                    stored_in(&mut outcome, save.wait().await);
+                    None
+                }
+            }
+        }
+        (Some(save), _) => {
+            stored_in(&mut outcome, save.wait().await);
+            None
+        }
+        (None, _) => None,
+    };
+    span.record("execution_id", outcome.execution_id.to_string());
+    span.record("status", outcome.status.as_str());
+    span.record("heap", outcome.heap.as_ref().map(HeapKey::as_str));
+    if let Some((save, session, marker)) = first {
+        let (ticket, previous) = toolbox.saves.begin(
+            context.tenant,
+            &session,
+            outcome.execution_id,
+            (report.heap_used_bytes, save.live()),
+        );
+        outcome.heap_saving = Some(format!(
+            "the heap is being stored after this answer (it holds {} MiB); continue with heap: \"latest\" \
+             in session {:?}, which continues from it. Its key will be the next run's input_heap and is listed by \
+             list_session_snapshots; its files are readable now as mcp-v8://heaps/{}/files/PATH (this \
+             run's execution_id in place of the key), and get_execution waits for its record",
+            report.heap_used_bytes.div_ceil(1024 * 1024),
+            session.as_str(),
+            outcome.execution_id
+        ));
+        let after = AfterAnswer {
+            toolbox: toolbox.clone(),
+            tenant: context.tenant.clone(),
+            outcome: outcome.clone(),
+            times: (started, completed_at),
+            code: report.executed_code,
+            session,
+            tags: planned.tags.take(),
+            marker,
+            previous,
+            continued: planned.continued.take(),
+            key: ticket.key_sender(),
+            answered: std::time::Instant::now(),
+        };
+        tokio::spawn(
+            async move {
+                let mut ticket = ticket;
+                let ended = after.save(save, ticket.abandoned()).await;
+                ticket.end(ended);
+            }
+            .instrument(span.clone()),
+        );
+        let warning = fresh_start_warning(toolbox, context, &planned, None).await;
+        outcome.warnings.extend(warning);
+        let shape = Shape::new(toolbox, &outcome, false, structured, context.ui_extension);
+        return with_displays(toolbox, context.tenant, outcome, repl, displays, shape).await;
+    }
+    // A stateless server keeps nothing: no tool could read a record. A
+    // cancelled run leaves nothing either: no log entry, no record.
+    let mut metadata_failed = false;
+    if !toolbox.stateless && outcome.status != RunStatus::Cancelled {
+        let recorded = record(
+            toolbox,
+            context.tenant,
+            &mut outcome,
+            (started, completed_at),
+            report.executed_code,
+            planned.logical_session.as_ref(),
+            planned.tags.as_ref(),
+        )
+        .await;
+        metadata_failed = !recorded.written;
+        // After the record: the warning needs the index the log gave the
+        // run. The execution record keeps the run's own warnings.
+        let warning = fresh_start_warning(toolbox, context, &planned, recorded.logged_at).await;
+        if let Some(warning) = warning {
+            outcome.warnings.push(warning);
+        }
+    }
+    let is_error = outcome.status != RunStatus::Completed || metadata_failed;
+    let mut shape = Shape::new(
+        toolbox,
+        &outcome,
+        is_error,
+        structured,
+        context.ui_extension,
+    );
+    if metadata_failed {
+        // A link to a record that was not written would only fail.
+        shape.kept = Kept::Nowhere("the run's record was not written");
+    }
+    with_displays(toolbox, context.tenant, outcome, repl, displays, shape).await
+}
+
+/// What storing a heap answered for first needs: the run as answered, and
+/// what its record and log entry carry.
+struct AfterAnswer {
+    /// When the answer left: the record says how long the save took after.
+    pub(super) answered: std::time::Instant,
+    pub(super) toolbox: Toolbox,
+    pub(super) tenant: Tenant,
+    pub(super) outcome: RunOutcome,
+    pub(super) times: (i128, i128),
+    pub(super) code: String,
+    pub(super) session: LogicalSession,
+    pub(super) tags: Option<Tags>,
+    pub(super) marker: PendingSave,
+    /// The session's save going before this one: this one is logged after
+    /// it, so a save never becomes `latest` before the one it continues.
+    pub(super) previous: Option<saving::GoingSave>,
+    /// The save of the heap this run continued live, not yet stored as
+    /// the run began: its key is this run's `input_heap`. Kept apart from
+    /// `previous`, which may have ended, and been forgotten, by the time
+    /// this run's save begins.
+    pub(super) continued: Option<saving::GoingSave>,
+    /// Where this save says its heap's key, once stored.
+    pub(super) key: tokio::sync::watch::Sender<Option<HeapKey>>,
+}
+
+impl AfterAnswer {
+    /// Waits for the heap to be stored, then writes what the run leaves
+    /// behind; a save that failed, or that the host gave up (`abandoned`
+    /// resolves with why), is written into the session's pending save, so
+    /// that the next `latest` says so. `Err` says why the heap was not
+    /// stored.
+    async fn save(
+        mut self,
+        save: Saving,
+        abandoned: impl std::future::Future<Output = String>,
+    ) -> Result<(), String> {
+        let why = tokio::select! {
+            why = self.store(save) => why,
+            why = abandoned => Some(why),
+        };
+        let Some(why) = why else {
+            return Ok(());
+        };
+        tracing::error!(why, "a heap answered for before its save was not stored");
+        self.marker.failed = Some(why.clone());
+        if let Err(e) = self
+            .toolbox
+            .meta
+            .put_pending_save(&self.tenant, &self.session, &self.marker)
+            .await
+        {
+            tracing::error!(error = %e, "a failed save could not be recorded in the session");
+        }
+        Err(why)
+    }
+
+    /// Stores the heap and its records; `Some` says why it was not stored.
+    async fn store(&mut self, save: Saving) -> Option<String> {
+        let meta = self.toolbox.meta.clone();
+        let stored = save.wait().await;
+        self.outcome.heap_saving = None;
+        if let Ok(key) = &stored {
+            self.key.send_replace(Some(key.clone()));
+        }
+        if let Some(previous) = self.previous.take() {
+            let _ = previous.ended().await;
+        }
+        if let Some(continued) = self.continued.take() {
+            match (continued.ended().await, continued.key()) {
+                (Ok(()), Some(key)) => self.outcome.input_heap = Some(key),
+                (ended, _) => self.outcome.warnings.push(format!(
+                    "this run continued the heap of run {} before it was stored, and that heap \
+                     was not stored ({}): this run's heap holds its state",
+                    continued.id,
+                    ended.err().unwrap_or_else(|| "no key".to_owned())
+                )),
+            }
+        }
+        match stored {
+            Ok(key) => {
+                self.outcome.heap = Some(key);
+                self.outcome.saved_after_ms =
+                    Some(u64::try_from(self.answered.elapsed().as_millis()).unwrap_or(u64::MAX));
+                let recorded = record(
+                    &self.toolbox,
+                    &self.tenant,
+                    &mut self.outcome,
+                    self.times,
+                    std::mem::take(&mut self.code),
+                    Some(&self.session),
+                    self.tags.as_ref(),
+                )
+                .await;
+                if recorded.logged_at.is_some() {
+                    if let Err(e) = meta
+                        .clear_pending_save(&self.tenant, &self.session, self.outcome.execution_id)
+                        .await
+                    {
+                        // Its log entry is newer than it: `latest` reads past it.
+                        tracing::warn!(error = %e, "a stored heap's pending save was not cleared");
+                    }
+                    return None;
+                }
+                Some(format!(
+                    "its log entry was not written ({})",
+                    self.outcome.warnings.last().map_or("", String::as_str)
+                ))
+            }
+            Err(error) => Some(format!(
+                "storing it failed ({}: {})",
+                error.name, error.message
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::{Value, json};
+
+    use super::rfc3339;
+    use crate::engine::{Engine, EngineConfig};
+    use crate::meta::RedbMetaStore;
+    use crate::protocol::mcp::CallToolParams;
+    use crate::tenant::Tenant;
+    use crate::tools::{CallContext, Toolbox};
+
+    fn toolbox(config: EngineConfig, dir: &tempfile::TempDir) -> Toolbox {
+        let db = Arc::new(redb::Database::create(dir.path().join("meta.redb")).unwrap());
+        Toolbox {
+            engine: Arc::new(Engine::new(config, None)),
+            meta: Arc::new(RedbMetaStore::new(db).unwrap()),
+            packages: None,
+            files: None,
+            mcp: None,
+            clients: Arc::default(),
+            stateless: true,
+            execution_ttl_secs: 3600,
+            continue_sessions: false,
+            answer_before_save_bytes: None,
+            saves: Arc::default(),
+            unsaved: Default::default(),
+            answer_budget_bytes: 32 * 1024,
+        }
+    }
+
+    /// A 2025-06-18 call of `tenant`, outside any session.
+    fn context(tenant: &Tenant) -> CallContext<'_> {
+        CallContext {
+            protocol_version: "2025-06-18",
+            tenant,
+            logical_session: None,
+            deadline: None,
+            control: None,
+            tasks_extension: false,
+            ui_extension: false,
+        }
+    }
+
+    async fn run(toolbox: &Toolbox, arguments: Value) -> (bool, Value, String) {
+        let tenant = Tenant::anonymous();
+        let context = context(&tenant);
+        let params = CallToolParams {
+            name: super::NAME.into(),
+            arguments: Some(serde_json::value::to_raw_value(&arguments).unwrap()),
+            task: None,
+        };
+        let result = toolbox.call(context, params).await.unwrap();
+        let text = serde_json::to_value(&result.content).unwrap()[0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        (
+            result.is_error,
+            result.structured_content.unwrap_or_default(),
+            text,
+        )
+    }
+
+    /// The test-only toy capability (engine/host/toy.rs) is registered by
+    /// one line, yet its setting comes from the engine's configuration, a
+    /// call argument overrides it, `run_js` lists that argument, and its
+    /// report shows in the tool's result.
+    #[tokio::test]
+    async fn a_capability_takes_its_setting_and_argument_and_shows_its_report_in_run_js() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = EngineConfig::default();
+        config.capabilities.toy.factor = 10.0;
+        let toolbox = toolbox(config, &dir);
+
+        let code = "await toy.double(2) + await toy.double(3)";
+        let (failed, outcome, _) = run(&toolbox, json!({ "code": code })).await;
+        assert!(!failed, "{outcome}");
+        assert_eq!(outcome["result"], "50", "the operator's factor: {outcome}");
+        assert_eq!(outcome["toy_calls"], 2, "{outcome}");
+
+        let (failed, outcome, _) = run(&toolbox, json!({ "code": code, "toy_factor": 3 })).await;
+        assert!(!failed, "{outcome}");
+        assert_eq!(outcome["result"], "15", "the call's factor: {outcome}");
+
+        let (failed, _, text) = run(&toolbox, json!({ "code": code, "toy_factor": "x" })).await;
+        assert!(failed);
+        assert!(text.contains("toy_factor"), "{text}");
+        let (failed, _, text) = run(&toolbox, json!({ "code": code, "no_such": 1 })).await;
+        assert!(failed);
+        assert!(text.contains("no_such"), "{text}");
+
+        let tenant = Tenant::anonymous();
+        let listed = toolbox.list(context(&tenant)).await;
+        let schema = &listed.tools[0].input_schema;
+        assert_eq!(
+            schema["properties"]["toy_factor"]["type"], "number",
+            "{schema}"
+        );
+        assert_eq!(schema["properties"]["files"]["type"], "object", "{schema}");
+    }
+
+    #[test]
+    fn timestamps_have_three_fractional_digits_and_sort_as_strings() {
+        let half = rfc3339(1_764_000_005_500);
+        let later = rfc3339(1_764_000_005_510);
+        assert_eq!(half, "2025-11-24T16:00:05.500Z");
+        assert!(half < later, "{half} < {later}");
+        assert_eq!(rfc3339(1_764_000_006_000), "2025-11-24T16:00:06.000Z");
+    }
+}

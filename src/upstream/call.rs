@@ -1,0 +1,174 @@
+//! What code mode's calls give a run: an upstream's tools as
+//! `mcp.listTools` lists them, and why a call gave no value.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// A tool of an upstream, as `mcp.listTools` gives it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolInfo {
+    /// What `callTool` names.
+    pub name: String,
+    /// The upstream's description.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the arguments.
+    pub input_schema: Value,
+    /// JSON Schema of `structuredContent`, when the tool has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+}
+
+impl ToolInfo {
+    /// Whether the output schema only wraps the tool's real result in
+    /// `{"result": …}` (a primitive, a list): FastMCP marks such a schema
+    /// `x-fastmcp-wrap-result`; the Python SDK's servers name it
+    /// `<tool>Output`, with `result` its only property.
+    pub fn wraps_result(&self) -> bool {
+        let Some(schema) = self.output_schema.as_ref().and_then(Value::as_object) else {
+            return false;
+        };
+        let only_result = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| p.len() == 1 && p.contains_key("result"));
+        only_result
+            && (schema.get("x-fastmcp-wrap-result").and_then(Value::as_bool) == Some(true)
+                || schema.get("title").and_then(Value::as_str)
+                    == Some(format!("{}Output", self.name).as_str()))
+    }
+
+    /// The schema of what a call gives code: the wrapped result's when the
+    /// output schema only wraps it ([`Self::wraps_result`]).
+    pub fn result_schema(&self) -> Option<&Value> {
+        let schema = self.output_schema.as_ref()?;
+        if self.wraps_result() {
+            return schema.get("properties")?.get("result");
+        }
+        Some(schema)
+    }
+
+    /// The argument names, in the schema's order, optional ones with `?`.
+    pub fn argument_names(&self) -> Vec<String> {
+        let required: Vec<&str> = self
+            .input_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        self.input_schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| {
+                p.keys()
+                    .map(|k| {
+                        if required.contains(&k.as_str()) {
+                            k.clone()
+                        } else {
+                            format!("{k}?")
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// Why a call gave no value; the message is what code in the run sees.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    /// No upstream of that name.
+    #[error("there is no upstream MCP server {name:?} here; {known}")]
+    UnknownServer {
+        /// As the code wrote it.
+        name: String,
+        /// What exists, as a sentence.
+        known: String,
+    },
+    /// The upstream has no tool of that name.
+    #[error("upstream MCP server {server:?} has no tool {tool:?}; its tools are: {known}")]
+    UnknownTool {
+        /// The server.
+        server: String,
+        /// As the code wrote it.
+        tool: String,
+        /// The tools it has.
+        known: String,
+    },
+    /// The tool answered with `isError`.
+    #[error("{server}.{tool} returned an error: {text}")]
+    Tool {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// Its text.
+        text: String,
+    },
+    /// No connection could be made.
+    #[error(
+        "upstream MCP server {server:?} could not be reached: {reason}; the next call tries again \
+         (if it keeps failing, the server is down or its entry in MCP_V8_MCP_SERVERS is wrong)"
+    )]
+    Unreachable {
+        /// The server.
+        server: String,
+        /// Why.
+        reason: String,
+    },
+    /// The request failed on the way (transport, protocol).
+    #[error("{server}.{tool} failed: {reason}")]
+    Failed {
+        /// The server.
+        server: String,
+        /// The tool, or `tools/list`.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
+    /// The answer was larger than code mode reads.
+    #[error(
+        "{server}.{tool} answered with more than {max_mb} MiB, the most code mode reads from one \
+         upstream answer (MCP_V8_MCP_MAX_RESPONSE_MB); ask the tool for less (a page, a filter, \
+         fewer fields)"
+    )]
+    TooLarge {
+        /// The server.
+        server: String,
+        /// The tool, or `tools/list`.
+        tool: String,
+        /// The bound, in MiB.
+        max_mb: usize,
+    },
+    /// No answer in time.
+    #[error(
+        "{server}.{tool} did not answer within {ms} ms (MCP_V8_MCP_CALL_TIMEOUT_MS); the call was cancelled"
+    )]
+    TimedOut {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// How long it had.
+        ms: u64,
+    },
+}
+
+impl CallError {
+    /// Whether the tool itself answered with `isError`.
+    pub fn is_tool_error(&self) -> bool {
+        matches!(self, Self::Tool { .. })
+    }
+
+    pub(super) fn status(&self) -> &'static str {
+        match self {
+            Self::UnknownServer { .. } | Self::UnknownTool { .. } => "unknown",
+            Self::Tool { .. } => "tool_error",
+            Self::Unreachable { .. } => "unreachable",
+            Self::Failed { .. } => "failed",
+            Self::TooLarge { .. } => "too_large",
+            Self::TimedOut { .. } => "timeout",
+        }
+    }
+}

@@ -1,0 +1,985 @@
+//! Behaviour of the engine: fresh and restored runs, snapshots, limits.
+
+pub(crate) mod allocator;
+pub(crate) mod code_mode;
+pub(crate) mod display;
+pub(crate) mod fetch;
+pub(crate) mod files;
+pub(crate) mod memory;
+pub(crate) mod packages;
+pub(crate) mod repl;
+pub(crate) mod url_modules;
+pub(crate) mod warm;
+pub(crate) mod web;
+pub(crate) mod workers;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_v8_lambda::engine::{
+    CapabilitySettings, ConsoleSettings, Engine, EngineConfig, EngineError, Language, RunOutcome,
+    RunRequest, RunStatus, snapshot_checksum_calls,
+};
+use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore};
+use mcp_v8_lambda::tenant::Tenant;
+
+use crate::common::engine::{self, completed};
+
+struct Fixture {
+    engine: Engine,
+    store: FileHeapStore,
+    _dir: tempfile::TempDir,
+}
+
+fn fixture() -> Fixture {
+    fixture_with(EngineConfig::default())
+}
+
+fn fixture_with(config: EngineConfig) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileHeapStore::new(dir.path().join("heaps"));
+    let engine = Engine::new(config, Some(Arc::new(store.clone()) as Arc<dyn HeapStore>));
+    Fixture {
+        engine,
+        store,
+        _dir: dir,
+    }
+}
+
+impl Fixture {
+    async fn stateful(&self, code: &str, heap: Option<&HeapKey>) -> RunOutcome {
+        self.run(RunRequest {
+            code: code.into(),
+            heap: heap.cloned(),
+            stateful: true,
+            ..Default::default()
+        })
+        .await
+    }
+
+    async fn stateless(&self, code: &str) -> RunOutcome {
+        engine::stateless(&self.engine, code).await
+    }
+
+    async fn run(&self, request: RunRequest) -> RunOutcome {
+        engine::run(&self.engine, request).await
+    }
+}
+
+#[tokio::test]
+async fn stateless_run_returns_the_completion_value_and_no_heap() {
+    let f = fixture();
+    let out = f.stateless("1 + 1").await;
+    assert_eq!(completed(&out), "2");
+    assert_eq!(out.heap, None);
+    assert_eq!(out.input_heap, None);
+    assert!(out.error.is_none());
+}
+
+#[tokio::test]
+async fn counter_is_threaded_through_three_heaps() {
+    let f = fixture();
+    let first = f.stateful("globalThis.counter = 1; counter", None).await;
+    assert_eq!(completed(&first), "1");
+    let mut heap = first.heap.clone().expect("a heap");
+    for expected in 2..=3 {
+        let next = f
+            .stateful("globalThis.counter += 1; counter", Some(&heap))
+            .await;
+        assert_eq!(completed(&next), expected.to_string());
+        assert_eq!(next.input_heap.as_ref(), Some(&heap));
+        assert_ne!(
+            next.heap.as_ref(),
+            Some(&heap),
+            "each state is a new content address"
+        );
+        heap = next.heap.clone().unwrap();
+    }
+    assert_eq!(heap.as_str().len(), 64);
+    assert!(f.store.path_of(&Tenant::anonymous(), &heap).exists());
+}
+
+/// The engine links its own implementation of V8's snapshot checksum in
+/// place of V8's (src/engine/run/checksum.rs); this fails if V8 still calls its
+/// own, for instance after a `v8` upgrade made it inline.
+#[tokio::test]
+async fn snapshots_are_checksummed_by_the_linked_replacement() {
+    let f = fixture();
+    let before = snapshot_checksum_calls();
+    let first = f.stateful("globalThis.kept = 'yes'", None).await;
+    completed(&first);
+    // A blob is checksummed at least twice: once made, once verified.
+    assert!(snapshot_checksum_calls() >= before + 2);
+    let next = f.stateful("kept", first.heap.as_ref()).await;
+    assert_eq!(completed(&next), "\"yes\"");
+}
+
+#[tokio::test]
+async fn restored_heap_keeps_let_const_function_and_class_declarations() {
+    let f = fixture();
+    let code = "let a = 40; const b = 2; function add(x, y) { return x + y } class Box { constructor(v) { this.v = v } }";
+    let first = f.stateful(code, None).await;
+    completed(&first);
+    let next = f
+        .stateful("new Box(add(a, b)).v", first.heap.as_ref())
+        .await;
+    assert_eq!(completed(&next), "42");
+}
+
+#[tokio::test]
+async fn two_heaps_from_one_parent_stay_isolated() {
+    let f = fixture();
+    let parent = f
+        .stateful("globalThis.items = ['root']; items.length", None)
+        .await;
+    let parent_heap = parent.heap.clone().unwrap();
+    let left = f
+        .stateful("items.push('left'); items.join()", Some(&parent_heap))
+        .await;
+    let right = f
+        .stateful("items.push('right'); items.join()", Some(&parent_heap))
+        .await;
+    assert_eq!(completed(&left), "\"root,left\"");
+    assert_eq!(completed(&right), "\"root,right\"");
+    let left_again = f.stateful("items.join()", left.heap.as_ref()).await;
+    assert_eq!(completed(&left_again), "\"root,left\"");
+    let parent_again = f.stateful("items.join()", Some(&parent_heap)).await;
+    assert_eq!(completed(&parent_again), "\"root\"");
+}
+
+#[tokio::test]
+async fn typescript_is_stripped_before_running() {
+    let f = fixture();
+    let out = f.stateless("const x: number = 41; x + 1").await;
+    assert_eq!(completed(&out), "42");
+    let report = f
+        .engine
+        .run(RunRequest {
+            code: "interface P { n: number }\nconst p: P = { n: 1 };\np.n".into(),
+            language: Language::Typescript,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(completed(&report.outcome), "1");
+    assert!(
+        !report.executed_code.contains("interface"),
+        "{}",
+        report.executed_code
+    );
+}
+
+#[tokio::test]
+async fn typescript_syntax_error_names_line_and_column() {
+    let f = fixture();
+    let out = f
+        .run(RunRequest {
+            code: "const a: number = 1;\nconst b: = ;".into(),
+            language: Language::Typescript,
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(out.status, RunStatus::Failed);
+    let error = out.error.unwrap();
+    assert_eq!(error.name, "SyntaxError");
+    assert!(
+        error.message.contains("line 2, column"),
+        "{}",
+        error.message
+    );
+}
+
+#[tokio::test]
+async fn javascript_syntax_error_names_line_and_column() {
+    let f = fixture();
+    let out = f.stateless("let ok = 1;\nlet = = 2;").await;
+    assert_eq!(out.status, RunStatus::Failed);
+    let error = out.error.unwrap();
+    assert_eq!(error.name, "SyntaxError");
+    assert!(
+        error.message.contains("line 2, column"),
+        "{}",
+        error.message
+    );
+}
+
+#[tokio::test]
+async fn thrown_errors_fail_with_name_message_and_stack() {
+    let f = fixture();
+    let out = f
+        .stateless("function boom() { throw new TypeError('bad thing') }\nboom()")
+        .await;
+    assert_eq!(out.status, RunStatus::Failed);
+    let error = out.error.unwrap();
+    assert_eq!(error.name, "TypeError");
+    assert_eq!(error.message, "bad thing");
+    assert!(error.stack.unwrap().contains("boom"));
+    let out = f.stateless("throw { code: 7 }").await;
+    assert_eq!(out.status, RunStatus::Failed);
+    // Not an Error: the value, and where it was thrown.
+    let error = out.error.unwrap();
+    assert_eq!(error.name, "Uncaught");
+    assert!(
+        error.message.starts_with(
+            "{ code: 7 } (line 1, column 1): the code threw a value that is not an Error"
+        ),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.stack.as_deref(),
+        Some("Uncaught { code: 7 }\n    at run_js.js:1:1")
+    );
+}
+
+#[tokio::test]
+async fn console_output_is_captured_in_order_with_prefixes() {
+    let f = fixture();
+    let out = f
+        .stateless("console.log('plain', 1, {a: 1}, [1, 2, 3]); console.info('i'); console.warn('w'); console.error('e'); console.debug('d'); 0")
+        .await;
+    completed(&out);
+    assert_eq!(
+        out.output,
+        "plain 1 { a: 1 } [ 1, 2, 3 ]\n[INFO] i\n[WARN] w\n[ERROR] e\n[DEBUG] d\n"
+    );
+}
+
+#[tokio::test]
+async fn console_renders_values_readably() {
+    let f = fixture();
+    let out = f
+        .stateless(
+            "const o = { s: 'x', n: null, u: undefined, f() {}, nested: { deep: { deeper: { deepest: 1 } } } }; o.self = o;\
+             console.log(o); console.log(new Map([[1, 'a']]), new Set([2]), 10n, Symbol('s'), new Error('e').message, class K {});",
+        )
+        .await;
+    completed(&out);
+    let lines: Vec<&str> = out.output.lines().collect();
+    assert_eq!(
+        lines[0],
+        "{ s: 'x', n: null, u: undefined, f: [Function: f], nested: { deep: { deeper: [Object] } }, self: [Circular] }"
+    );
+    assert_eq!(
+        lines[1],
+        "Map(1) { 1 => 'a' } Set(1) { 2 } 10n Symbol(s) e [class K]"
+    );
+}
+
+#[tokio::test]
+async fn output_is_capped_with_a_visible_marker() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = EngineConfig {
+        capabilities: CapabilitySettings {
+            console: ConsoleSettings {
+                max_output_bytes: 1000,
+            },
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let engine = Engine::new(
+        config,
+        Some(Arc::new(FileHeapStore::new(dir.path())) as Arc<dyn HeapStore>),
+    );
+    let out = engine
+        .run(RunRequest {
+            code: "for (let i = 0; i < 10000; i++) console.log('line', i); 'done'".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .outcome;
+    assert_eq!(completed(&out), "\"done\"");
+    assert!(out.output.len() < 1200, "{}", out.output.len());
+    // Both ends: the first lines, and the last, where an error would be.
+    assert!(out.output.starts_with("line 0\n"), "{}", out.output);
+    assert!(out.output.ends_with("line 9999\n"), "{}", out.output);
+    assert!(
+        out.output.contains("bytes dropped from the middle"),
+        "{}",
+        out.output
+    );
+}
+
+#[tokio::test]
+async fn results_are_json_when_possible_and_readable_otherwise() {
+    let f = fixture();
+    assert_eq!(
+        completed(&f.stateless("({a: [1, 'two', null]})").await),
+        r#"{"a":[1,"two",null]}"#
+    );
+    assert_eq!(completed(&f.stateless("'text'").await), "\"text\"");
+    assert_eq!(
+        completed(&f.stateless("(function named() {})").await),
+        "[Function: named]"
+    );
+    assert_eq!(completed(&f.stateless("12n").await), "12n");
+    assert_eq!(completed(&f.stateless("NaN").await), "NaN");
+    let out = f.stateless("undefined").await;
+    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(out.result, None);
+    let cyclic = f.stateless("const c = {}; c.c = c; c").await;
+    assert_eq!(completed(&cyclic), "{ c: [Circular] }");
+}
+
+#[tokio::test]
+async fn a_promise_completion_value_is_awaited() {
+    let f = fixture();
+    let out = f.stateless("Promise.resolve(20).then(v => v + 1)").await;
+    assert_eq!(completed(&out), "21");
+    let out = f.stateless("Promise.reject(new RangeError('nope'))").await;
+    assert_eq!(out.status, RunStatus::Failed);
+    assert_eq!(out.error.unwrap().name, "RangeError");
+}
+
+#[tokio::test]
+async fn top_level_await_works_and_globals_it_sets_persist() {
+    let f = fixture();
+    let out = f
+        .stateful("const v = await new Promise(r => setTimeout(() => r(5), 10));\nglobalThis.kept = v * 2;\nv + 1", None)
+        .await;
+    assert_eq!(completed(&out), "6");
+    let next = f.stateful("kept", out.heap.as_ref()).await;
+    assert_eq!(completed(&next), "10");
+}
+
+#[tokio::test]
+async fn timers_and_microtasks_run_until_idle_in_order() {
+    let f = fixture();
+    let out = f
+        .stateless(
+            "const seen = [];\
+             setTimeout(() => seen.push('t20'), 20);\
+             setTimeout(() => seen.push('t0'), 0);\
+             const cancelled = setTimeout(() => seen.push('never'), 5); clearTimeout(cancelled);\
+             queueMicrotask(() => seen.push('micro'));\
+             let n = 0; const iv = setInterval(() => { seen.push('iv' + n); if (++n === 3) clearInterval(iv) }, 1);\
+             new Promise(r => setTimeout(r, 40)).then(() => seen.join())",
+        )
+        .await;
+    assert_eq!(completed(&out), "\"micro,t0,iv0,iv1,iv2,t20\"");
+}
+
+#[tokio::test]
+async fn host_functions_work_after_a_restore() {
+    let f = fixture();
+    let first = f
+        .stateful("globalThis.log = (m) => console.log(m); 1", None)
+        .await;
+    let out = f
+        .stateful("log('from saved closure'); console.warn('direct'); new Promise(r => setTimeout(() => r('timer'), 1))", first.heap.as_ref())
+        .await;
+    assert_eq!(completed(&out), "\"timer\"");
+    assert_eq!(out.output, "from saved closure\n[WARN] direct\n");
+}
+
+#[tokio::test]
+async fn an_infinite_loop_times_out_and_the_next_run_works() {
+    let f = fixture();
+    let out = f
+        .run(RunRequest {
+            code: "while (true) {}".into(),
+            timeout: Some(Duration::from_secs(1)),
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(out.status, RunStatus::TimedOut);
+    assert_eq!(out.error.unwrap().name, "TimeoutError");
+    assert_eq!(completed(&f.stateless("2 + 2").await), "4");
+}
+
+#[tokio::test]
+async fn a_stateful_timeout_stores_nothing_and_keeps_the_input_heap() {
+    let f = fixture();
+    let base = f.stateful("globalThis.x = 1", None).await;
+    let base_heap = base.heap.clone().unwrap();
+    let out = f
+        .run(RunRequest {
+            code: "x = 2; for (;;) {}".into(),
+            heap: Some(base_heap.clone()),
+            stateful: true,
+            timeout: Some(Duration::from_millis(300)),
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(out.status, RunStatus::TimedOut);
+    assert_eq!(out.heap, None);
+    let again = f.stateful("x", Some(&base_heap)).await;
+    assert_eq!(completed(&again), "1");
+}
+
+#[tokio::test]
+async fn a_timer_past_the_deadline_is_a_timeout() {
+    let f = fixture();
+    let out = f
+        .run(RunRequest {
+            code: "setTimeout(() => {}, 60000); 1".into(),
+            timeout: Some(Duration::from_millis(200)),
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(out.status, RunStatus::TimedOut);
+}
+
+#[tokio::test]
+async fn an_allocation_bomb_is_out_of_memory_and_the_next_run_works() {
+    let f = fixture();
+    for bomb in [
+        "const hoard = []; while (true) hoard.push(new Array(100000).fill(Math.random()))",
+        "let s = 'x'; const keep = []; while (true) { s = s + s.slice(0, 1000) + Math.random(); keep.push(s) }",
+        // One allocation far past the limit, and a structure grown by the engine itself.
+        "new Array(1e9).fill(0)",
+        "new Map(Array.from({ length: 4e6 }, (_, i) => [i, i])).size",
+    ] {
+        let out = f
+            .run(RunRequest {
+                code: bomb.into(),
+                stateful: true,
+                heap_limit_mb: Some(32),
+                ..Default::default()
+            })
+            .await;
+        assert_eq!(out.status, RunStatus::OutOfMemory, "{bomb}: {out:?}");
+        assert_eq!(out.heap, None);
+        assert_eq!(out.error.unwrap().name, "OutOfMemoryError");
+    }
+    assert_eq!(completed(&f.stateful("'alive'", None).await), "\"alive\"");
+}
+
+#[tokio::test]
+async fn deep_recursion_fails_with_a_range_error() {
+    let f = fixture();
+    let out = f
+        .stateful("function down(n) { return down(n + 1) + 1 } down(0)", None)
+        .await;
+    assert_eq!(out.status, RunStatus::Failed);
+    assert_eq!(out.error.unwrap().name, "RangeError");
+    assert_eq!(out.heap, None);
+    assert_eq!(completed(&f.stateless("'next'").await), "\"next\"");
+}
+
+#[tokio::test]
+async fn there_is_no_ambient_authority() {
+    let f = fixture();
+    for (code, name) in [
+        // `require` loads installed packages and the node: modules made of
+        // the run's own globals; nothing of the host (`fs` is /work only).
+        ("require('fs').readFileSync('/etc/passwd')", "Error"),
+        ("require('child_process')", "Error"),
+        ("Deno.readTextFileSync('/etc/passwd')", "ReferenceError"),
+        ("new XMLHttpRequest()", "ReferenceError"),
+    ] {
+        let out = f.stateless(code).await;
+        assert_eq!(out.status, RunStatus::Failed, "{code}");
+        assert_eq!(out.error.unwrap().name, name, "{code}");
+    }
+    // Node's `process` has none of the host's: an empty env, /work.
+    let out = f
+        .stateless("[Object.keys(process.env).length, process.env.HOME, process.cwd()]")
+        .await;
+    assert_eq!(completed(&out), "[0,null,\"/work\"]");
+    let out = f
+        .stateless("(await import('fs')).readFileSync('/etc/hostname')")
+        .await;
+    assert_ne!(out.status, RunStatus::Completed, "{out:?}");
+    let out = f.stateless("await import('/etc/passwd')").await;
+    assert!(
+        out.error
+            .unwrap()
+            .message
+            .contains("has no files to import")
+    );
+    let globals = f
+        .stateless("Object.getOwnPropertyNames(globalThis).filter(n => /process|Deno|Bun/.test(n))")
+        .await;
+    assert_eq!(
+        completed(&globals),
+        "[\"process\"]",
+        "only Node's, checked above"
+    );
+    // fetch exists, and with no egress policy configured reaches nothing.
+    let out = f.stateless("await fetch('http://127.0.0.1')").await;
+    assert_eq!(out.status, RunStatus::Failed);
+    let error = out.error.unwrap();
+    assert_eq!(error.name, "TypeError");
+    assert!(error.message.contains("egress policy"), "{}", error.message);
+}
+
+#[tokio::test]
+async fn a_missing_heap_starts_fresh_with_a_warning() {
+    let f = fixture();
+    let missing = HeapKey::parse(&"ab".repeat(32)).unwrap();
+    let out = f.stateful("typeof counter", Some(&missing)).await;
+    assert_eq!(completed(&out), "\"undefined\"");
+    assert_eq!(out.input_heap.as_ref(), Some(&missing));
+    assert!(
+        out.warnings.iter().any(|w| w.contains("not found")),
+        "{:?}",
+        out.warnings
+    );
+    assert!(out.heap.is_some());
+}
+
+#[tokio::test]
+async fn a_tampered_snapshot_is_rejected_and_nothing_is_restored() {
+    let f = fixture();
+    let out = f.stateful("globalThis.secret = 1", None).await;
+    let heap = out.heap.unwrap();
+    // A byte of the stored (compressed) heap, then of the heap in its
+    // original format: each is refused with what is wrong.
+    let path = f.store.path_of(&Tenant::anonymous(), &heap);
+    let good = std::fs::read(&path).unwrap();
+    let mut bytes = good.clone();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x55;
+    std::fs::write(&path, bytes).unwrap();
+    let out = f.stateful("secret", Some(&heap)).await;
+    assert_eq!(out.status, RunStatus::Failed);
+    let error = out.error.unwrap();
+    assert_eq!(error.name, "HeapError");
+    assert!(error.message.contains(heap.as_str()), "{}", error.message);
+    assert!(
+        error.message.contains("failed verification"),
+        "{}",
+        error.message
+    );
+    assert_eq!(out.heap, None);
+
+    std::fs::write(&path, good).unwrap();
+    let original = f
+        .store
+        .get(&Tenant::anonymous(), &heap)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut bytes = original.framed().to_vec();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x55;
+    std::fs::write(f.store.path_of(&Tenant::anonymous(), &heap), bytes).unwrap();
+    let out = f.stateful("secret", Some(&heap)).await;
+    let error = out.error.unwrap();
+    assert_eq!(error.name, "HeapError");
+    assert!(error.message.contains("checksum"), "{}", error.message);
+    assert_eq!(out.heap, None);
+}
+
+#[tokio::test]
+async fn a_snapshot_stored_under_the_wrong_key_is_rejected() {
+    let f = fixture();
+    let a = f
+        .stateful("globalThis.which = 'a'", None)
+        .await
+        .heap
+        .unwrap();
+    let b = f
+        .stateful("globalThis.which = 'b'", None)
+        .await
+        .heap
+        .unwrap();
+    std::fs::copy(
+        f.store.path_of(&Tenant::anonymous(), &a),
+        f.store.path_of(&Tenant::anonymous(), &b),
+    )
+    .unwrap();
+    let out = f.stateful("which", Some(&b)).await;
+    assert_eq!(out.status, RunStatus::Failed);
+    let message = out.error.unwrap().message;
+    assert!(
+        message.contains(b.as_str()) && message.contains("not the heap asked for"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn requests_outside_the_limits_are_refused_up_front() {
+    let f = fixture();
+    let too_big = "x".repeat(1024 * 1024 + 1);
+    let err = f
+        .engine
+        .run(RunRequest {
+            code: too_big,
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, EngineError::CodeTooLarge { .. }), "{err}");
+    let err = f
+        .engine
+        .run(RunRequest {
+            code: "1".into(),
+            heap_limit_mb: Some(1),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, EngineError::HeapLimitOutOfRange { .. }),
+        "{err}"
+    );
+    let err = f
+        .engine
+        .run(RunRequest {
+            code: "1".into(),
+            timeout: Some(Duration::from_secs(100_000)),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, EngineError::TimeoutOutOfRange { .. }),
+        "{err}"
+    );
+    let err = f
+        .engine
+        .run(RunRequest {
+            code: "1".into(),
+            heap: Some(HeapKey::parse(&"0".repeat(64)).unwrap()),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err, EngineError::HeapInStatelessRun);
+}
+
+#[tokio::test]
+async fn the_outcome_serializes_with_the_documented_fields() {
+    let f = fixture();
+    let out = f.stateful("1", None).await;
+    let json = serde_json::to_value(&out).unwrap();
+    let mut keys: Vec<&str> = json
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "duration_ms",
+            "error",
+            "execution_id",
+            "heap",
+            "input_heap",
+            "output",
+            "result",
+            "status",
+            "warnings"
+        ]
+    );
+    assert_eq!(json["status"], "completed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_runs_from_different_heaps_all_complete() {
+    // Regression: isolates restored from different snapshots at once, next to
+    // fresh snapshot creators and plain isolates, aborted the process inside
+    // V8's shared read-only heap. Snapshot runs go one at a time in
+    // process: on a loaded machine a run may wait longer than the default
+    // bound for its turn, which is not what this test is about.
+    let f = Arc::new(fixture_with(EngineConfig {
+        queue_wait: Duration::from_secs(300),
+        ..EngineConfig::default()
+    }));
+    let mut tasks = Vec::new();
+    for i in 0..6 {
+        let f = f.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut heap = f
+                .stateful(&format!("globalThis.n = {i}; n"), None)
+                .await
+                .heap
+                .unwrap();
+            for step in 1..=4 {
+                let out = f.stateful("n += 1; n", Some(&heap)).await;
+                assert_eq!(completed(&out), (i + step).to_string());
+                heap = out.heap.unwrap();
+                let plain = f.stateless(&format!("{i} * {step}")).await;
+                assert_eq!(completed(&plain), (i * step).to_string());
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+}
+
+/// A heap grown under a larger limit than the default is continued by a
+/// call that does not repeat `heap_memory_max_mb`: it gets what the heap
+/// needs plus room to grow, instead of failing every such call.
+#[tokio::test]
+async fn a_large_heap_is_continued_without_repeating_its_limit() {
+    let f = fixture();
+    let big = f
+        .run(RunRequest {
+            code: "globalThis.big = Array.from({ length: 700000 }, (_, i) => ({ i, s: 'item-' + i })); big.length".into(),
+            stateful: true,
+            heap_limit_mb: Some(256),
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(completed(&big), "700000");
+    let heap = big.heap.clone().unwrap();
+    let payload = f
+        .store
+        .get(&Tenant::anonymous(), &heap)
+        .await
+        .unwrap()
+        .unwrap()
+        .payload()
+        .len();
+    let default_mb = EngineConfig::default().default_heap_limit_mb;
+    assert!(
+        mcp_v8_lambda::engine::restore_needs_mb(payload) > default_mb,
+        "the heap ({payload} bytes) must need more than the default to restore"
+    );
+    let out = f
+        .stateful("big.push({ i: -1 }); big.length", Some(&heap))
+        .await;
+    assert_eq!(completed(&out), "700001", "{out:?}");
+    // Given, the limit is the limit.
+    let out = f
+        .run(RunRequest {
+            code: "big.length".into(),
+            heap: Some(heap),
+            stateful: true,
+            heap_limit_mb: Some(default_mb),
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(out.status, RunStatus::OutOfMemory, "{out:?}");
+}
+
+#[tokio::test]
+async fn restoring_a_heap_larger_than_the_limit_is_refused_not_fatal() {
+    let f = fixture();
+    let big = f
+        .stateful("globalThis.big = Array.from({ length: 200000 }, (_, i) => ({ i, s: 'item-' + i })); big.length", None)
+        .await;
+    assert_eq!(completed(&big), "200000");
+    let heap = big.heap.clone().unwrap();
+    let out = f
+        .run(RunRequest {
+            code: "big.length".into(),
+            heap: Some(heap.clone()),
+            stateful: true,
+            heap_limit_mb: Some(8),
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(out.status, RunStatus::OutOfMemory, "{out:?}");
+    assert!(out.error.unwrap().message.contains("to restore"));
+    assert_eq!(out.heap, None);
+
+    // At exactly the admitted size the restore must not be fatal either: it
+    // completes, or growth past the limit ends as out_of_memory.
+    let payload = f
+        .store
+        .get(&Tenant::anonymous(), &heap)
+        .await
+        .unwrap()
+        .unwrap()
+        .payload()
+        .len();
+    let admitted = mcp_v8_lambda::engine::restore_needs_mb(payload);
+    for code in [
+        "big.length",
+        "big.push(...Array.from({ length: 300000 }, (_, i) => ({ i }))); big.length",
+    ] {
+        let out = f
+            .run(RunRequest {
+                code: code.into(),
+                heap: Some(heap.clone()),
+                stateful: true,
+                heap_limit_mb: Some(admitted),
+                ..Default::default()
+            })
+            .await;
+        assert!(
+            matches!(out.status, RunStatus::Completed | RunStatus::OutOfMemory),
+            "{code}: {out:?}"
+        );
+    }
+    let again = f.stateful("big.length", Some(&heap)).await;
+    assert_eq!(completed(&again), "200000");
+}
+
+#[tokio::test]
+async fn snapshots_over_the_size_bound_are_neither_stored_nor_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn HeapStore> = Arc::new(FileHeapStore::new(dir.path().join("heaps")));
+    let bounded = |max_snapshot_bytes| {
+        Engine::new(
+            EngineConfig {
+                max_snapshot_bytes,
+                ..EngineConfig::default()
+            },
+            Some(store.clone()),
+        )
+    };
+    async fn run(engine: &Engine, code: &str, heap: Option<HeapKey>) -> RunOutcome {
+        let request = RunRequest {
+            code: code.into(),
+            heap,
+            stateful: true,
+            ..Default::default()
+        };
+        engine.run(request).await.unwrap().outcome
+    }
+    let big = "globalThis.big = Array.from({ length: 200000 }, (_, i) => 'item-' + i); big.length";
+
+    let small = bounded(2 * 1024 * 1024);
+    let out = run(&small, big, None).await;
+    assert_eq!(out.status, RunStatus::Failed, "{out:?}");
+    assert_eq!(out.heap, None);
+    let error = out.error.unwrap();
+    assert_eq!(error.name, "SnapshotTooLarge");
+    assert!(
+        error.message.contains("MCP_V8_MAX_HEAP_SNAPSHOT_MB"),
+        "{error:?}"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("heaps")).map_or(0, |d| d.count()),
+        0,
+        "nothing was stored"
+    );
+
+    // Stored under a larger bound, the heap is refused by the smaller one.
+    let large = bounded(64 * 1024 * 1024);
+    let stored = run(&large, big, None).await;
+    let heap = stored.heap.clone().expect("stored under the larger bound");
+    let out = run(&small, "big.length", Some(heap.clone())).await;
+    assert_eq!(out.status, RunStatus::Failed, "{out:?}");
+    assert_eq!(out.error.unwrap().name, "SnapshotTooLarge");
+    let out = run(&large, "big.length", Some(heap)).await;
+    assert_eq!(out.result.as_deref(), Some("200000"), "{out:?}");
+}
+
+/// What made `tests/fixtures/heaps/d429e185…`, with V8's read-only promotion
+/// on (a fresh isolate, `run_js` with this code, on v8 152.2.0).
+const PROMOTED_HEAP_CODE: &str = r#"
+globalThis.m = new Map([["a", 1], ["b", [1,2,3]]]);
+globalThis.re = /x(\d+)y/g;
+globalThis.sym = Symbol("s");
+globalThis.o = { [sym]: 5, d: new Date(0), ta: new Uint8Array([1,2,3]), big: 12345678901234567890n };
+globalThis.f = function fib(n) { return n < 2 ? n : fib(n-1) + fib(n-2) };
+class K { #p = 7; get p() { return this.#p } }; globalThis.k = new K();
+globalThis.p = Promise.resolve(3);
+globalThis.ws = new WeakMap(); ws.set(o, "w");
+"ok"
+"#;
+const PROMOTED_HEAP: &str = "d429e185687e796df3f46b967d33e601e46fc10ac5c6e14e6f9c111d13d64f74";
+const READ_PROMOTED_STATE: &str = r#"JSON.stringify([m.get("b"), "x12y".replace(re, "$1"), o[sym],
+  o.d.toISOString(), Array.from(o.ta), String(o.big * 2n), f(15), k.p, ws.get(o),
+  typeof Intl.NumberFormat, [3,1,2].toSorted().join(), sym.description])"#;
+const PROMOTED_STATE: &str = r#"[[1,2,3],"12",5,"1970-01-01T00:00:00.000Z",[1,2,3],"24691357802469135780",610,7,"w","function","1,2,3","s"]"#;
+
+#[tokio::test]
+async fn a_heap_stored_with_read_only_promotion_still_restores() {
+    // Heaps in S3 and on disk outlive deployments: one written before
+    // promotion was turned off (src/engine/run/platform.rs) must restore, and so
+    // must what it leads to, alternating with heaps made without it.
+    let f = fixture();
+    std::fs::create_dir_all(f.store.dir()).unwrap();
+    let old = HeapKey::parse(PROMOTED_HEAP).unwrap();
+    let file = format!(
+        "{}/tests/fixtures/heaps/{PROMOTED_HEAP}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::copy(file, f.store.path_of(&Tenant::anonymous(), &old)).unwrap();
+    let expected = serde_json::to_string(PROMOTED_STATE).unwrap();
+
+    let from_old = f.stateful(READ_PROMOTED_STATE, Some(&old)).await;
+    assert_eq!(completed(&from_old), expected);
+    let next = from_old.heap.expect("a new heap");
+    // The same code today gives a heap with the same state.
+    let fresh = f.stateful(PROMOTED_HEAP_CODE, None).await;
+    assert_eq!(completed(&fresh), "\"ok\"");
+    let from_fresh = f.stateful(READ_PROMOTED_STATE, fresh.heap.as_ref()).await;
+    assert_eq!(completed(&from_fresh), expected);
+    let again = f.stateful(READ_PROMOTED_STATE, Some(&next)).await;
+    assert_eq!(completed(&again), expected);
+    let old_again = f.stateful("m.size + k.p", Some(&old)).await;
+    assert_eq!(completed(&old_again), "9");
+    let fresh_again = f.stateful("o[sym] + f(10)", fresh.heap.as_ref()).await;
+    assert_eq!(completed(&fresh_again), "60");
+}
+
+/// The marker of output cut in the middle reads in docs/tools.md as the
+/// code writes it, numbers standing as D, N, H and T.
+#[tokio::test]
+async fn the_output_marker_is_the_one_docs_tools_md_shows() {
+    let engine = Engine::new(
+        EngineConfig {
+            capabilities: CapabilitySettings {
+                console: ConsoleSettings {
+                    max_output_bytes: 1000,
+                },
+                ..Default::default()
+            },
+            ..EngineConfig::default()
+        },
+        None,
+    );
+    let outcome = engine::stateless(
+        &engine,
+        "for (let i = 0; i < 300; i++) console.log('line ' + i)",
+    )
+    .await;
+    let marker = outcome
+        .output
+        .lines()
+        .find(|l| l.starts_with("[output truncated:"))
+        .unwrap_or_else(|| panic!("{}", outcome.output));
+    let mut letters = ["D", "N", "H", "T"].into_iter();
+    let mut shown = String::new();
+    let mut digits = false;
+    for c in marker.chars() {
+        if c.is_ascii_digit() {
+            if !digits {
+                shown.push_str(letters.next().expect("four numbers"));
+            }
+            digits = true;
+        } else {
+            digits = false;
+            shown.push(c);
+        }
+    }
+    let docs =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/tools.md")).unwrap();
+    let docs = docs.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        docs.contains(&format!("`{shown}`")),
+        "{shown} is not in docs/tools.md"
+    );
+}
+
+/// One console value, and the displayed result, are shown up to 64 KiB;
+/// past it the text ends with a marker naming the string's length and the
+/// rule, so the model knows the text is not whole.
+#[tokio::test]
+async fn a_console_value_past_64_kib_is_cut_with_a_marker() {
+    let engine = Engine::new(EngineConfig::default(), None);
+    let report = engine::run_report(
+        &engine,
+        "console.log('y'.repeat(100000)); new Map([[1, 'z'.repeat(100000)]])",
+        None,
+    )
+    .await;
+    let output = &report.outcome.output;
+    assert!(output.len() < 66 * 1024, "{} bytes", output.len());
+    assert!(
+        output.trim_end().ends_with(
+            "…[cut: a string of 100000 characters; one value is shown up to its first 64 KiB; \
+             write larger text to a /work file to keep it whole]"
+        ),
+        "{}",
+        &output[output.len() - 200..]
+    );
+    let display = report.repl.expect("a displayed value");
+    assert!(
+        display.contains("[cut: a string of 100000 characters"),
+        "{}",
+        &display[display.len() - 200..]
+    );
+}

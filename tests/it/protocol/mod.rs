@@ -1,0 +1,15 @@
+//! MCP on the wire: both eras over HTTP and stdio, auth, resources, progress, tasks, MCP Apps and the tools' answers.
+
+pub(crate) mod answers;
+pub(crate) mod apps;
+pub(crate) mod auth;
+pub(crate) mod configuration;
+pub(crate) mod connections;
+pub(crate) mod http;
+pub(crate) mod jwt;
+pub(crate) mod progress;
+pub(crate) mod resources;
+pub(crate) mod sessionless;
+pub(crate) mod stdio;
+pub(crate) mod tasks;
+pub(crate) mod tools;

@@ -1,0 +1,503 @@
+//! What the source tree must not hold again, read from `src/` (the shape
+//! docs/architecture.md describes; tests/it/structure/layers.rs holds the imports):
+//! host services found through statics, polling loops, structs that
+//! mirror the run contract across the worker pipe, a second
+//! content-addressing helper, a module the README's layout omits.
+
+use std::path::{Path, PathBuf};
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every `.rs` file of `src/`, with its path relative to it and its code
+/// but its unit tests (all of it, also what follows a test module).
+fn sources() -> Vec<(String, String)> {
+    fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, found);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                found.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&src(), &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let code = crate::common::source::production_code(&text);
+            let relative = path
+                .strip_prefix(src())
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_owned();
+            (relative, code)
+        })
+        .collect()
+}
+
+/// Lines of code (not comments) of `code`.
+fn code_lines(code: &str) -> impl Iterator<Item = &str> {
+    code.lines()
+        .map(str::trim)
+        .filter(|line| !line.starts_with("//"))
+}
+
+#[test]
+fn no_static_holds_a_runtime_or_a_client() {
+    let mut found = Vec::new();
+    for (file, code) in sources() {
+        for line in code_lines(&code) {
+            let is_static = line.starts_with("static ") || line.contains(" static ");
+            let holds = ["Runtime", "Client", "Upstreams", "Egress", "reqwest"]
+                .iter()
+                .any(|held| line.contains(held));
+            if is_static && holds {
+                found.push(format!("{file}: {line}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "host services are passed in, not kept in statics: {found:#?}"
+    );
+}
+
+#[test]
+fn host_work_is_waited_for_in_one_place_without_polling() {
+    let mut found = Vec::new();
+    for (file, code) in sources() {
+        for line in code_lines(&code) {
+            if line.contains("recv_timeout(") && file != "engine/services/work.rs" {
+                found.push(format!("{file}: {line}"));
+            }
+            if line.contains("from_millis(1)") {
+                found.push(format!("{file}: {line}"));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:#?}");
+}
+
+#[test]
+fn the_worker_pipe_carries_the_run_contract_as_it_is() {
+    let mut found = Vec::new();
+    for (file, code) in sources() {
+        if !file.starts_with("engine/worker/") {
+            continue;
+        }
+        for line in code_lines(&code) {
+            let declares = ["struct ", "enum "].iter().find_map(|kind| {
+                let at = line.find(kind)?;
+                let name: String = line[at + kind.len()..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                Some(name)
+            });
+            if let Some(name) = declares
+                && (name.ends_with("Header") || name.contains("Job") || name.contains("Result"))
+            {
+                found.push(format!("{file}: {line}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a struct mirroring the run contract: {found:#?}"
+    );
+    let wire = std::fs::read_to_string(src().join("engine/worker/wire.rs")).unwrap();
+    assert!(
+        wire.contains("Result(Box<JobResult>)"),
+        "results cross as JobResult"
+    );
+}
+
+#[test]
+fn one_helper_addresses_content_for_every_store() {
+    let mut found = Vec::new();
+    for (file, code) in sources() {
+        let store = ["heap/", "files/", "packages/"]
+            .iter()
+            .any(|dir| file.starts_with(dir));
+        // The registry checks npm's own integrity digests, which are not keys.
+        if !store || file == "packages/registry.rs" {
+            continue;
+        }
+        for line in code_lines(&code) {
+            if line.contains("Sha256") || line.contains("sha2::") || line.contains("crate::heap::")
+            {
+                found.push(format!("{file}: {line}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "stores hash and verify through backends::content: {found:#?}"
+    );
+}
+
+/// A content-addressed store's key is a type that only a digest or a check
+/// makes, so no backend re-checks text or could be handed a path.
+#[test]
+fn content_addressed_stores_take_typed_keys() {
+    let mut found = Vec::new();
+    for (file, code) in sources() {
+        if !(file.starts_with("files/") || file.starts_with("packages/")) {
+            continue;
+        }
+        // Each `get`/`put` signature, however rustfmt wrapped it.
+        for (at, _) in code
+            .match_indices("fn get")
+            .chain(code.match_indices("fn put"))
+        {
+            let rest = &code[at..];
+            let signature = &rest[..rest.find(['{', ';']).unwrap_or(rest.len())];
+            if signature.contains("key: &str") || signature.contains("Result<String,") {
+                found.push(format!(
+                    "{file}: {}",
+                    signature.split_whitespace().collect::<Vec<_>>().join(" ")
+                ));
+            }
+        }
+    }
+    assert!(found.is_empty(), "keys are ContentKeys: {found:#?}");
+}
+
+/// The stores and clients reach the tools and the server as values from
+/// the composition root (src/compose.rs), not through the engine.
+#[test]
+fn tools_and_the_server_do_not_find_stores_through_the_engine() {
+    let mut found = Vec::new();
+    for (file, code) in sources() {
+        if !(file.starts_with("tools/") || file.starts_with("server/")) {
+            continue;
+        }
+        for line in code_lines(&code) {
+            for getter in [
+                ".heaps()",
+                ".file_store()",
+                ".packages()",
+                "engine.upstreams()",
+            ] {
+                if line.contains(getter) {
+                    found.push(format!("{file}: {line}"));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:#?}");
+}
+
+#[test]
+fn the_readme_layout_names_every_module_of_src() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let layout = &readme[readme.find("## Layout").expect("a Layout section")..];
+    let layout = &layout[..layout[3..].find("\n## ").map_or(layout.len(), |i| i + 3)];
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(src()).unwrap().flatten() {
+        let name = entry.file_name().into_string().unwrap();
+        if matches!(name.as_str(), "lib.rs" | "main.rs") {
+            continue;
+        }
+        let shown = if entry.path().is_dir() {
+            format!("`src/{name}/`")
+        } else {
+            format!("`src/{name}`")
+        };
+        if !layout.contains(&shown) {
+            missing.push(shown);
+        }
+    }
+    assert!(missing.is_empty(), "README's Layout lacks {missing:?}");
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+/// The `src/`, `tests/` and `scripts/` paths `text` names: a `*` is a glob
+/// of one file name, a path cut by `…` is a prefix.
+fn named_paths(text: &str) -> Vec<(String, bool)> {
+    let mut found = Vec::new();
+    for top in ["src/", "tests/", "scripts/"] {
+        for (at, _) in text.match_indices(top) {
+            let before = text[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || matches!(c, '/' | '.' | '-' | '_')) {
+                continue;
+            }
+            let rest = &text[at..];
+            let end = rest
+                .find(|c: char| !(c.is_alphanumeric() || matches!(c, '/' | '.' | '-' | '_' | '*')))
+                .unwrap_or(rest.len());
+            let path = rest[..end].trim_end_matches(['.', ',', ':', ';']);
+            let cut = rest[end..].starts_with('…');
+            found.push((path.to_owned(), cut));
+        }
+    }
+    found
+}
+
+fn exists(path: &str, cut: bool) -> bool {
+    let full = root().join(path);
+    if !cut && !path.contains('*') {
+        return full.exists();
+    }
+    let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+    let (before, after) = if cut {
+        (name, "")
+    } else {
+        name.split_once('*').unwrap()
+    };
+    std::fs::read_dir(root().join(dir)).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            let n = e.file_name().into_string().unwrap_or_default();
+            n.starts_with(before) && n.ends_with(after) && n.len() >= before.len() + after.len()
+        })
+    })
+}
+
+/// What the docs say about the tree is read by an engineer finding their
+/// way: every path they name exists, in docs/, the README and the comments
+/// of the code and the tests.
+#[test]
+fn every_path_the_docs_and_comments_name_exists() {
+    let mut texts: Vec<(String, String)> = Vec::new();
+    for entry in std::fs::read_dir(root().join("docs")).unwrap().flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "md") {
+            texts.push((
+                path.display().to_string(),
+                std::fs::read_to_string(&path).unwrap(),
+            ));
+        }
+    }
+    texts.push((
+        "README.md".into(),
+        std::fs::read_to_string(root().join("README.md")).unwrap(),
+    ));
+    fn comments(dir: &Path, texts: &mut Vec<(String, String)>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            if path.is_dir() && name != "node_modules" && name != "fixtures" {
+                comments(&path, texts);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let comments: Vec<&str> = text
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| l.starts_with("//"))
+                    .collect();
+                texts.push((path.display().to_string(), comments.join("\n")));
+            }
+        }
+    }
+    comments(&src(), &mut texts);
+    comments(&root().join("tests"), &mut texts);
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for (file, text) in &texts {
+        for (path, cut) in named_paths(text) {
+            checked += 1;
+            if !exists(&path, cut) {
+                missing.push(format!("{file}: {path}"));
+            }
+        }
+    }
+    assert!(checked > 200, "the reader must see the paths: {checked}");
+    assert!(missing.is_empty(), "paths that do not exist: {missing:#?}");
+}
+
+#[test]
+fn the_path_reader_reads_globs_and_cut_paths() {
+    let text = "see `src/engine/node/modules.*`, tests/fixtures/heaps/d429e185… and src/nowhere.rs; not v8/src/x.cc";
+    let paths = named_paths(text);
+    assert_eq!(
+        paths,
+        [
+            ("src/engine/node/modules.*".to_owned(), false),
+            ("src/nowhere.rs".to_owned(), false),
+            ("tests/fixtures/heaps/d429e185".to_owned(), true),
+        ]
+    );
+    assert!(exists(&paths[0].0, false));
+    assert!(!exists(&paths[1].0, false));
+    assert!(exists(&paths[2].0, true));
+}
+
+/// docs/architecture.md's module table has a row for every top-level
+/// module, and the README lists every document.
+#[test]
+fn the_architecture_table_and_the_readme_name_every_module_and_document() {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
+    let architecture = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
+    let modules: Vec<&str> = lib
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub mod "))
+        .map(|m| m.trim_end_matches(';'))
+        .collect();
+    assert!(modules.len() >= 20, "{modules:?}");
+    let unlisted: Vec<&&str> = modules
+        .iter()
+        .filter(|m| {
+            !architecture
+                .lines()
+                .any(|l| l.starts_with("| ") && l.contains(&format!("| `{m}` |")))
+        })
+        .collect();
+    assert!(
+        unlisted.is_empty(),
+        "docs/architecture.md's table lacks {unlisted:?}"
+    );
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let docs_row = readme
+        .lines()
+        .find(|l| l.starts_with("| `docs/` |"))
+        .expect("the Layout's docs row");
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(root().join("docs")).unwrap().flatten() {
+        let name = entry.file_name().into_string().unwrap();
+        let Some(stem) = name.strip_suffix(".md") else {
+            continue;
+        };
+        if !docs_row.contains(stem) || !readme.contains(&format!("(docs/{name})")) {
+            missing.push(name);
+        }
+    }
+    assert!(missing.is_empty(), "README does not list {missing:?}");
+}
+
+/// The engine's root holds its facade and the files it calls; the rest is
+/// in rooms (`src/engine/mod.rs`'s table).
+#[test]
+fn the_engine_root_holds_at_most_ten_files() {
+    let files: Vec<String> = std::fs::read_dir(src().join("engine"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_file())
+        .map(|e| e.file_name().into_string().unwrap())
+        .collect();
+    assert!(files.len() <= 10, "{files:?}");
+    assert!(files.contains(&"mod.rs".to_owned()), "{files:?}");
+}
+
+/// A generated file is marked in .gitattributes (so reviews and tools
+/// fold it) and names its generator near its top; every file that says it
+/// is generated is marked.
+#[test]
+fn generated_files_are_marked_and_name_their_generator() {
+    let attributes = std::fs::read_to_string(root().join(".gitattributes")).unwrap();
+    let marked: Vec<&str> = attributes
+        .lines()
+        .filter(|l| l.contains("linguist-generated=true"))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(marked.len() >= 3, "{marked:?}");
+    for file in &marked {
+        let text = std::fs::read_to_string(root().join(file))
+            .unwrap_or_else(|e| panic!("{file} is marked generated: {e}"));
+        let head: String = text.chars().take(4096).collect();
+        assert!(
+            head.contains("GENERATED by scripts/") || head.contains("built by src/"),
+            "{file} does not name its generator near its top"
+        );
+    }
+    fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                if entry.file_name() != "node_modules" {
+                    walk(&path, found);
+                }
+            } else {
+                found.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&src(), &mut files);
+    for path in files {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let relative = path.strip_prefix(root()).unwrap().to_str().unwrap();
+        let head: String = text.lines().take(3).collect::<Vec<_>>().join("\n");
+        if head.contains("GENERATED by") {
+            assert!(
+                marked.contains(&relative),
+                "{relative} says it is generated but .gitattributes does not mark it"
+            );
+        }
+    }
+}
+
+/// A file is read whole by whoever changes it: none under `src/` holds
+/// more than 700 lines of code besides its unit tests; a longer one is
+/// split by what its parts do.
+#[test]
+fn no_file_of_src_is_over_700_lines_besides_its_tests() {
+    let long: Vec<String> = sources()
+        .into_iter()
+        .filter(|(_, code)| code.lines().count() > 700)
+        .map(|(file, code)| format!("{file}: {} lines", code.lines().count()))
+        .collect();
+    assert!(sources().len() > 100, "the reader must see the files");
+    assert!(long.is_empty(), "{long:#?}");
+}
+
+/// One word per thing: no folder holds two names that differ only by a
+/// plural (`capability.rs` beside `capabilities.rs`, `app.rs` beside
+/// `apps/`), and `fn execute` means one thing (running a task's call).
+#[test]
+fn no_name_says_two_things() {
+    fn walk(dir: &Path, found: &mut Vec<String>) {
+        let names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().into_string().unwrap())
+            .collect();
+        let stems: Vec<&str> = names
+            .iter()
+            .map(|n| n.strip_suffix(".rs").unwrap_or(n))
+            .collect();
+        for stem in &stems {
+            if stems.contains(&format!("{stem}s").as_str()) {
+                found.push(format!("{}: {stem} and {stem}s", dir.display()));
+            }
+        }
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            if entry.path().is_dir() {
+                walk(&entry.path(), found);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(&src(), &mut found);
+    assert!(found.is_empty(), "{found:#?}");
+    let executes: Vec<String> = sources()
+        .into_iter()
+        .filter(|(_, code)| code.contains("fn execute("))
+        .map(|(file, _)| file)
+        .collect();
+    assert!(executes.len() <= 2, "fn execute in {executes:?}");
+}
+
+/// The integration tests sort into a few folders by axis.
+#[test]
+fn the_integration_tests_have_at_most_fifteen_modules_at_their_top() {
+    let main = std::fs::read_to_string(root().join("tests/it/main.rs")).unwrap();
+    let modules: Vec<&str> = main
+        .lines()
+        .filter_map(|l| l.strip_prefix("mod "))
+        .collect();
+    assert!(modules.len() >= 5, "{modules:?}");
+    assert!(modules.len() <= 15, "{modules:?}");
+}
