@@ -17,6 +17,8 @@ mod saving;
 mod schema;
 mod session_log;
 mod toolbox;
+#[cfg(test)]
+mod toy;
 
 /// The handle a caller keeps on a run a tool call starts (progress, cancel).
 pub use crate::engine::RunControl;
@@ -58,8 +60,7 @@ impl Toolbox {
             packages: packages.as_deref(),
             code_mode: code_mode.as_deref(),
         };
-        let mut tools: Vec<_> = routes::ROUTES
-            .iter()
+        let mut tools: Vec<_> = routes::all()
             .filter(|route| self.has(route, context))
             .map(|route| {
                 let tool = (route.describe)(&listing);
