@@ -384,3 +384,56 @@ async fn out_of_memory_names_the_limit_the_run_had() {
     let message = outcome["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("(this run had 48 MiB;"), "{message}");
 }
+
+/// A continued heap too large for the default limit is restored under a
+/// limit raised for its size, though the call names none (no heap is kept
+/// ready here, so it is read from the store): running out of memory then
+/// names the limit the run had, not the default it did not have.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_memory_in_a_large_continued_heap_names_the_raised_limit() {
+    let mut config = common::test_config(3600, false);
+    config.engine.ready_heaps_mb_set = Some(0);
+    let s = common::server_with_engine(
+        config,
+        2,
+        |stores| stores,
+        |engine| engine.default_heap_limit_mb = 16,
+    );
+    let sid = s.initialize().await;
+    let first = s
+        .call(
+            &sid,
+            json!({
+                "code": "globalThis.big = Array.from({ length: 1.5e6 }, (_, i) => i + 0.5); big.length",
+                "session": "large",
+                "heap": "latest",
+                "heap_memory_max_mb": 96
+            }),
+        )
+        .await;
+    assert_eq!(first["structuredContent"]["status"], "completed", "{first}");
+    let second = s
+        .call(
+            &sid,
+            json!({
+                "code": "const rows = [];\nwhile (true) rows.push(new Array(1e5).fill(1));",
+                "session": "large",
+                "heap": "latest"
+            }),
+        )
+        .await;
+    let outcome = &second["structuredContent"];
+    assert_eq!(outcome["status"], "out_of_memory", "{second}");
+    let message = outcome["error"]["message"].as_str().unwrap_or_default();
+    let had: usize = message
+        .split("(this run had ")
+        .nth(1)
+        .and_then(|rest| rest.split(" MiB").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no limit named: {message}"));
+    // Raised past the default by what the ~12 MB heap needs to restore.
+    assert!(
+        had >= 32,
+        "the run had more than the default 16 MiB: {message}"
+    );
+}

@@ -82,9 +82,21 @@ pub fn server_with_workers(
     workers: usize,
     wrap: impl FnOnce(Stores) -> Stores,
 ) -> Server {
+    server_with_engine(config, workers, wrap, |_| {})
+}
+
+/// [`server_with_workers`] with the engine's configuration changed by
+/// `tune` (what no variable sets, such as the default heap limit).
+pub fn server_with_engine(
+    config: Config,
+    workers: usize,
+    wrap: impl FnOnce(Stores) -> Stores,
+    tune: impl FnOnce(&mut mcp_v8_lambda::engine::EngineConfig),
+) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let stores = wrap(Stores::from_config(&config, dir.path(), None).unwrap());
     let mut engine = compose::engine_config(&config);
+    tune(&mut engine);
     if workers > 0 {
         engine.engine_workers = workers;
         engine.worker_program = Some(engine::worker_program(dir.path(), "server-worker"));

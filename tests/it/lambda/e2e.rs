@@ -655,6 +655,17 @@ fn the_mcp_conformance_suite_passes_but_for_the_listed_expected_failures() {
             selection.join(" "),
             String::from_utf8_lossy(&output.stderr)
         );
+        // A selection that ran nothing would pass too: count the checks.
+        let passed: usize = total
+            .strip_prefix("Total: ")
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no count of checks: {total}\n{stdout}"));
+        assert!(
+            passed >= 10,
+            "conformance {} ran only {passed} passing checks: {total}",
+            selection.join(" ")
+        );
     }
 }
 
