@@ -3,6 +3,7 @@
 pub mod apps;
 pub mod jsonrpc;
 pub mod mcp;
+pub mod media;
 pub mod tasks;
 pub mod uri;
 

@@ -11,6 +11,7 @@ use super::answer::MethodError;
 use crate::engine::TreeEntry;
 use crate::heap::HeapKey;
 use crate::protocol::mcp::{ReadResourceResult, ResourceContents};
+use crate::protocol::media::{essence, is_text};
 use crate::protocol::uri::file_uri;
 use crate::tools::{CallContext, MAX_READ_FILE_BYTES, Toolbox};
 
@@ -22,14 +23,19 @@ fn media_type(path: &str) -> String {
         .to_owned()
 }
 
-/// Whether bytes of `mime_type` (its essence) are served as text when
-/// they are UTF-8.
-pub(super) fn is_text(mime_type: &str) -> bool {
-    mime_type.starts_with("text/")
-        || matches!(
-            mime_type,
-            "application/json" | "application/javascript" | "application/xml" | "image/svg+xml"
-        )
+/// A file's bytes as resource contents: text when they are UTF-8 of a
+/// text type, else base64.
+pub(super) fn contents(uri: String, mime_type: String, bytes: &[u8]) -> ResourceContents {
+    let (text, blob) = match std::str::from_utf8(bytes) {
+        Ok(text) if is_text(&essence(&mime_type)) => (Some(text.to_owned()), None),
+        _ => (None, Some(STANDARD.encode(bytes))),
+    };
+    ResourceContents {
+        uri,
+        mime_type,
+        text,
+        blob,
+    }
 }
 
 /// Reads the file or directory `path` of `heap`; `Ok(None)` when the
@@ -109,14 +115,5 @@ async fn file(
         .file_bytes(context.tenant, entry)
         .await
         .map_err(MethodError::internal)?;
-    let (text, blob) = match std::str::from_utf8(&bytes) {
-        Ok(text) if is_text(&mime_type) => (Some(text.to_owned()), None),
-        _ => (None, Some(STANDARD.encode(&bytes))),
-    };
-    Ok(ResourceContents {
-        uri: uri.to_owned(),
-        mime_type,
-        text,
-        blob,
-    })
+    Ok(contents(uri.to_owned(), mime_type, &bytes))
 }

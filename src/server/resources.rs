@@ -2,8 +2,6 @@
 //! session of the caller, read by URI, scoped by tenant exactly as the
 //! tools are.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use serde_json::json;
 use uuid::Uuid;
 
@@ -285,24 +283,7 @@ pub(super) async fn read(
                 Ok(None) => return Err(not_found(&uri)),
                 Err(why) => return Err(MethodError::internal(why)),
             };
-            let essence = mime_type
-                .split(';')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_ascii_lowercase();
-            let (text, blob) = match std::str::from_utf8(&bytes) {
-                Ok(text) if super::heap_files::is_text(&essence) || essence.ends_with("+json") => {
-                    (Some(text.to_owned()), None)
-                }
-                _ => (None, Some(STANDARD.encode(&bytes))),
-            };
-            let contents = ResourceContents {
-                uri,
-                mime_type,
-                text,
-                blob,
-            };
+            let contents = super::heap_files::contents(uri, mime_type, &bytes);
             // Named by the key of its bytes: it never changes.
             return Ok((
                 ReadResourceResult {

@@ -10,31 +10,10 @@ use super::toolbox::MAX_READ_FILE_BYTES;
 use crate::engine::Displayed;
 use crate::protocol::apps::DisplayEntry;
 use crate::protocol::mcp::{Content, ResourceContents};
+use crate::protocol::media::{essence, is_text};
 
 /// Image types MCP clients show to models.
 const IMAGES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
-
-/// `mime_type` without its parameters, lowercase (`text/csv; charset=x`
-/// is `text/csv`).
-fn essence(mime_type: &str) -> String {
-    mime_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase()
-}
-
-/// Whether a media type's essence is shown as a text block.
-fn is_text(essence: &str) -> bool {
-    essence.starts_with("text/")
-        || essence == "image/svg+xml"
-        || essence == "application/json"
-        || essence.ends_with("+json")
-        || essence == "application/xml"
-        || essence.ends_with("+xml")
-        || essence == "application/javascript"
-}
 
 /// What a run's blocks become in its answer.
 pub(super) struct Shown {
