@@ -91,6 +91,10 @@ static HELD: LazyLock<Mutex<Held>> = LazyLock::new(Mutex::default);
 /// saved is counted by tests (a heap key is unique to its test).
 static PARSES: LazyLock<Mutex<HashMap<(String, String), u64>>> = LazyLock::new(Mutex::default);
 
+/// Most tables counted: a long-running server starts counting afresh past
+/// it, so the counts never grow with the tables it has served.
+const MAX_COUNTED: usize = 4096;
+
 /// How many times `path` of heap `heap` was parsed in this process.
 #[doc(hidden)]
 pub fn parses_of(heap: &str, path: &str) -> u64 {
@@ -125,11 +129,14 @@ where
         }
     }
     let (table, bytes) = load().await?;
-    *PARSES
-        .lock()
-        .expect("parse counts")
-        .entry((heap.as_str().to_owned(), path.to_owned()))
-        .or_default() += 1;
+    {
+        let mut counts = PARSES.lock().expect("parse counts");
+        let counted = (heap.as_str().to_owned(), path.to_owned());
+        if counts.len() >= MAX_COUNTED && !counts.contains_key(&counted) {
+            counts.clear();
+        }
+        *counts.entry(counted).or_default() += 1;
+    }
     let table = Arc::new(table);
     if bytes <= HELD_FILE_BYTES {
         let mut held = HELD.lock().expect("held tables");
