@@ -7,12 +7,14 @@ then later ones), unsorted and sorted by a column. Prints one Markdown row.
     python3 benches/display_pages.py BINARY [--rows 100000] [--pages 10]
 """
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import tempfile
+import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from stdio_client import StdioClient  # noqa: E402
 
 
 def main():
@@ -21,26 +23,10 @@ def main():
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--pages", type=int, default=10)
     args = parser.parse_args()
-    env = dict(os.environ, RUST_LOG="warn")
     with tempfile.TemporaryDirectory() as data_dir:
-        proc = subprocess.Popen([args.binary, "stdio", "--data-dir", data_dir], env=env,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
-        ids = iter(range(1, 1_000_000))
-
-        def request(method, params):
-            rid = next(ids)
-            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method,
-                                         "params": params}) + "\n")
-            proc.stdin.flush()
-            while True:
-                answer = json.loads(proc.stdout.readline())
-                if answer.get("id") == rid:
-                    return answer
-
-        request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {
-            "extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}},
-            "clientInfo": {"name": "pages", "version": "1"}})
-        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        client = StdioClient(args.binary, data_dir, "pages", protocol="2025-11-25", capabilities={
+            "extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}})
+        request = client.request
         code = (f"const rows = Array.from({{length: {args.rows}}}, (_, i) => "
                 "({ id: i, region: ['north', 'south', 'east'][i % 3], amount: (i * 7919) % 1000, note: 'row ' + i })); "
                 "require('fs').writeFileSync('rows.json', JSON.stringify(rows)); rows.length")
@@ -63,8 +49,7 @@ def main():
         sorted_ = pages({"sort_by": "amount", "descending": True})
         print(f"| {args.rows} | {plain[0]:.0f} | {statistics.median(plain[1:]):.1f} "
               f"| {sorted_[0]:.0f} | {statistics.median(sorted_[1:]):.1f} |")
-        proc.stdin.close()
-        proc.wait()
+        client.close()
 
 
 if __name__ == "__main__":

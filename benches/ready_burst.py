@@ -7,11 +7,13 @@ Run it with several `MCP_V8_READY_HEAPS_MB` values to see the bound hold.
     python3 benches/ready_burst.py BINARY [--workers 8] [--ready-mb 512]
 """
 import argparse
-import json
 import os
-import subprocess
 import tempfile
+import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from stdio_client import StdioClient  # noqa: E402
 
 
 def rss_kib(pid):
@@ -41,26 +43,10 @@ def main():
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--ready-mb", type=int, default=512)
     args = parser.parse_args()
-    env = dict(os.environ, MCP_V8_ENGINE_WORKERS=str(args.workers),
-               MCP_V8_READY_HEAPS_MB=str(args.ready_mb), RUST_LOG="warn")
+    env = dict(MCP_V8_ENGINE_WORKERS=str(args.workers), MCP_V8_READY_HEAPS_MB=str(args.ready_mb))
     with tempfile.TemporaryDirectory() as data_dir:
-        proc = subprocess.Popen([args.binary, "stdio", "--data-dir", data_dir], env=env,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
-        ids = iter(range(1, 1_000_000))
-
-        def request(method, params):
-            rid = next(ids)
-            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method,
-                                         "params": params}) + "\n")
-            proc.stdin.flush()
-            while True:
-                answer = json.loads(proc.stdout.readline())
-                if answer.get("id") == rid:
-                    return answer
-
-        request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                               "clientInfo": {"name": "burst", "version": "1"}})
-        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        client = StdioClient(args.binary, data_dir, "burst", env=env)
+        request = client.request
         code = ("globalThis.items = Array.from({length: 200000}, (_, i) => ({i, s: 'item' + i})); "
                 "items.length")
         for n in range(args.workers):
@@ -68,11 +54,10 @@ def main():
                 "code": code, "session": f"burst-{n}"}})
             assert not answer["result"].get("isError"), answer
         time.sleep(2)
-        workers = children(proc.pid)
-        total = rss_kib(proc.pid) + sum(rss_kib(w) for w in workers)
+        workers = children(client.pid)
+        total = rss_kib(client.pid) + sum(rss_kib(w) for w in workers)
         print(f"| {args.ready_mb} | {args.workers} | {len(workers)} | {total // 1024} |")
-        proc.stdin.close()
-        proc.wait()
+        client.close()
 
 
 if __name__ == "__main__":

@@ -8,49 +8,27 @@ the figures.
     python3 benches/think_stdio.py BINARY [--pause-ms 3000] [--calls 10]
 """
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import tempfile
+import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from stdio_client import StdioClient  # noqa: E402
 
 SIZES = [("tiny", 0), ("5mb", 60_000), ("50mb", 600_000)]
 
 
-class Client:
+class Client(StdioClient):
     def __init__(self, binary, data_dir):
-        self.proc = subprocess.Popen(
-            [binary, "stdio", "--data-dir", data_dir],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
-            env=dict(os.environ, RUST_LOG="warn"))
-        self.next_id = 0
-        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                    "clientInfo": {"name": "think-stdio", "version": "1"}})
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def send(self, message):
-        self.proc.stdin.write(json.dumps(message) + "\n")
-        self.proc.stdin.flush()
-
-    def request(self, method, params):
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        while True:
-            answer = json.loads(self.proc.stdout.readline())
-            if answer.get("id") == self.next_id:
-                return answer
+        super().__init__(binary, data_dir, "think-stdio")
 
     def run_js(self, **arguments):
-        answer = self.request("tools/call", {"name": "run_js", "arguments": arguments})
-        result = answer["result"]
+        result = self.call("run_js", arguments)["result"]
         if result.get("isError"):
             raise SystemExit(f"run_js failed: {result}")
         return result["structuredContent"]
-
-    def close(self):
-        self.proc.stdin.close()
-        self.proc.wait()
 
 
 def main():
