@@ -268,3 +268,47 @@ pub(super) fn json_result(
         meta: None,
     }
 }
+
+/// A toolbox over `config`'s in-process engine and a redb metadata store in
+/// `dir`, for the tools' unit tests.
+#[cfg(test)]
+pub(super) fn for_tests(
+    config: crate::engine::EngineConfig,
+    dir: &tempfile::TempDir,
+    stateless: bool,
+) -> Toolbox {
+    let db = Arc::new(redb::Database::create(dir.path().join("meta.redb")).unwrap());
+    Toolbox {
+        engine: Arc::new(Engine::new(config, None)),
+        meta: Arc::new(crate::meta::RedbMetaStore::new(db).unwrap()),
+        packages: None,
+        files: None,
+        mcp: None,
+        clients: Arc::default(),
+        stateless,
+        execution_ttl_secs: 3600,
+        continue_sessions: false,
+        answer_before_save_bytes: None,
+        saves: Arc::default(),
+        unsaved: Default::default(),
+        answer_budget_bytes: 32 * 1024,
+    }
+}
+
+/// A call of `tenant` in `protocol_version`, outside any session, for the
+/// tools' unit tests.
+#[cfg(test)]
+pub(super) fn context_for_tests<'a>(
+    tenant: &'a Tenant,
+    protocol_version: &'a str,
+) -> CallContext<'a> {
+    CallContext {
+        protocol_version,
+        tenant,
+        logical_session: None,
+        deadline: None,
+        control: None,
+        tasks_extension: false,
+        ui_extension: false,
+    }
+}

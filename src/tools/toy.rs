@@ -53,46 +53,21 @@ pub(super) async fn call(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
 
     use serde_json::json;
 
-    use crate::engine::{Engine, EngineConfig};
-    use crate::meta::RedbMetaStore;
+    use crate::engine::EngineConfig;
     use crate::protocol::mcp::CallToolParams;
     use crate::protocol::tasks::TaskSupport;
     use crate::tenant::Tenant;
     use crate::tools::{CallContext, ToolCallError, Toolbox};
 
     fn toolbox(dir: &tempfile::TempDir, stateless: bool) -> Toolbox {
-        let db = Arc::new(redb::Database::create(dir.path().join("meta.redb")).unwrap());
-        Toolbox {
-            engine: Arc::new(Engine::new(EngineConfig::default(), None)),
-            meta: Arc::new(RedbMetaStore::new(db).unwrap()),
-            packages: None,
-            files: None,
-            mcp: None,
-            clients: Arc::default(),
-            stateless,
-            execution_ttl_secs: 3600,
-            continue_sessions: false,
-            answer_before_save_bytes: None,
-            saves: Arc::default(),
-            unsaved: Default::default(),
-            answer_budget_bytes: 32 * 1024,
-        }
+        crate::tools::toolbox::for_tests(EngineConfig::default(), dir, stateless)
     }
 
     fn context(tenant: &Tenant) -> CallContext<'_> {
-        CallContext {
-            protocol_version: "2025-11-25",
-            tenant,
-            logical_session: None,
-            deadline: None,
-            control: None,
-            tasks_extension: false,
-            ui_extension: false,
-        }
+        crate::tools::toolbox::context_for_tests(tenant, "2025-11-25")
     }
 
     fn params(arguments: serde_json::Value) -> CallToolParams {

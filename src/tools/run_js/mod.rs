@@ -336,47 +336,22 @@ impl AfterAnswer {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
 
     use serde_json::{Value, json};
 
     use super::rfc3339;
-    use crate::engine::{Engine, EngineConfig};
-    use crate::meta::RedbMetaStore;
+    use crate::engine::EngineConfig;
     use crate::protocol::mcp::CallToolParams;
     use crate::tenant::Tenant;
     use crate::tools::{CallContext, Toolbox};
 
     fn toolbox(config: EngineConfig, dir: &tempfile::TempDir) -> Toolbox {
-        let db = Arc::new(redb::Database::create(dir.path().join("meta.redb")).unwrap());
-        Toolbox {
-            engine: Arc::new(Engine::new(config, None)),
-            meta: Arc::new(RedbMetaStore::new(db).unwrap()),
-            packages: None,
-            files: None,
-            mcp: None,
-            clients: Arc::default(),
-            stateless: true,
-            execution_ttl_secs: 3600,
-            continue_sessions: false,
-            answer_before_save_bytes: None,
-            saves: Arc::default(),
-            unsaved: Default::default(),
-            answer_budget_bytes: 32 * 1024,
-        }
+        crate::tools::toolbox::for_tests(config, dir, true)
     }
 
     /// A 2025-06-18 call of `tenant`, outside any session.
     fn context(tenant: &Tenant) -> CallContext<'_> {
-        CallContext {
-            protocol_version: "2025-06-18",
-            tenant,
-            logical_session: None,
-            deadline: None,
-            control: None,
-            tasks_extension: false,
-            ui_extension: false,
-        }
+        crate::tools::toolbox::context_for_tests(tenant, "2025-06-18")
     }
 
     async fn run(toolbox: &Toolbox, arguments: Value) -> (bool, Value, String) {
