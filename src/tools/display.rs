@@ -358,6 +358,40 @@ mod tests {
         assert_eq!(shown.warnings.len(), 1, "{:?}", shown.warnings);
     }
 
+    /// Text a file holds that comes after unkept text has spent the
+    /// answer's room is a link to its file, however small: the budget is
+    /// spent in call order, and what no file holds is carried first.
+    #[test]
+    fn small_linked_text_after_the_room_is_spent_is_a_link() {
+        let heap = HeapKey::parse(&"cd".repeat(32)).unwrap();
+        let html = "<p>row</p>".repeat(500);
+        let mut target = target(Some(&heap), 1 << 20, true);
+        target.text_room = 1024;
+        target.budget = 4096;
+        let shown = blocks(
+            vec![
+                displayed("text/plain", html.as_bytes(), None),
+                displayed("text/plain", b"small", Some("/work/small.txt")),
+            ],
+            &target,
+        );
+        let json = serde_json::to_value(&shown.content).unwrap();
+        assert_eq!(json[0]["type"], "text", "{json}");
+        assert_eq!(json[1]["type"], "resource_link", "{json}");
+        assert_eq!(
+            json[1]["uri"],
+            format!("mcp-v8://heaps/{}/files/small.txt", heap.as_str())
+        );
+        // The link says why; the carried text needs no word.
+        assert_eq!(shown.warnings.len(), 1, "{:?}", shown.warnings);
+        assert!(
+            shown.warnings[0].contains("display 2")
+                && shown.warnings[0].contains("is over the answer budget"),
+            "{:?}",
+            shown.warnings
+        );
+    }
+
     #[test]
     fn a_block_past_what_resources_read_answers_is_still_a_link_to_its_file() {
         let heap = HeapKey::parse(&"cd".repeat(32)).unwrap();

@@ -18,7 +18,22 @@ use serde_json::{Value, json};
 /// A server whose heap store goes through `plan`, answering every run in a
 /// logical session before its save (a threshold of 0 MiB).
 fn answering_first(plan: &Arc<FaultPlan>) -> Server {
+    answering_first_within(plan, test_config(3600, false))
+}
+
+/// [`answering_first`] whose engine workers keep no heap ready
+/// (`MCP_V8_READY_HEAPS_MB=0`): a call that continues a heap still being
+/// saved waits for the save, as it does where no worker holds it live.
+fn answering_first_unready(plan: &Arc<FaultPlan>) -> Server {
     let mut config = test_config(3600, false);
+    config.engine.ready_heaps_mb_set = Some(0);
+    answering_first_within(plan, config)
+}
+
+fn answering_first_within(
+    plan: &Arc<FaultPlan>,
+    mut config: mcp_v8_lambda::config::Config,
+) -> Server {
     config.engine.answer_before_save_mb = Some(0);
     server_configured(config, |stores| Stores {
         heaps: stores
@@ -114,7 +129,7 @@ async fn a_runs_files_and_record_are_read_by_its_execution_id_before_its_key_exi
 #[tokio::test]
 async fn a_run_is_answered_before_its_save_ends_and_latest_waits_for_it() {
     let plan = FaultPlan::new();
-    let s = answering_first(&plan);
+    let s = answering_first_unready(&plan);
     let sid = s.initialize().await;
     plan.hold("heap.put");
     let first = run(
@@ -181,7 +196,7 @@ async fn a_run_is_answered_before_its_save_ends_and_latest_waits_for_it() {
 #[tokio::test]
 async fn a_save_that_fails_after_its_answer_makes_latest_say_so_and_name_the_last_stored_heap() {
     let plan = FaultPlan::new();
-    let s = answering_first(&plan);
+    let s = answering_first_unready(&plan);
     let sid = s.initialize().await;
     // The second run's save fails: it starts once the first's is done.
     plan.fail_nth("heap.put", 2, Fault::Fail);

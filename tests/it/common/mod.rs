@@ -69,14 +69,36 @@ pub fn server_wrapped(ttl: i64, stateless: bool, wrap: impl FnOnce(Stores) -> St
 }
 
 /// A server built from `config` over stores in a temp dir, as `wrap`
-/// leaves them.
+/// leaves them, whose runs go to as many engine workers as `serve` starts
+/// on this machine.
 pub fn server_configured(config: Config, wrap: impl FnOnce(Stores) -> Stores) -> Server {
-    server_with_workers(config, 0, wrap)
+    server_with_workers(config, serve_workers(), wrap)
+}
+
+/// The engine workers `serve` starts when not told: two per core, at
+/// least four (`StoreArgs::configure` in main.rs).
+pub fn serve_workers() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    (2 * cores).max(4)
+}
+
+/// The engine `config` describes, its runs in as many engine workers as
+/// `serve` starts: this test binary's server program, linked under `dir`
+/// as `name`.
+pub fn worker_engine(
+    config: &Config,
+    dir: &std::path::Path,
+    name: &str,
+) -> mcp_v8_lambda::engine::EngineConfig {
+    let mut engine = compose::engine_config(config);
+    engine.engine_workers = serve_workers();
+    engine.worker_program = Some(engine::worker_program(dir, name));
+    engine
 }
 
 /// A server built from `config` over stores as `wrap` leaves them, whose
 /// runs go to `workers` engine workers (this test binary's server program,
-/// as `serve` runs them); 0 keeps what `config` says.
+/// as `serve` runs them).
 pub fn server_with_workers(
     config: Config,
     workers: usize,
@@ -95,12 +117,13 @@ pub fn server_with_engine(
 ) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let stores = wrap(Stores::from_config(&config, dir.path(), None).unwrap());
-    let mut engine = compose::engine_config(&config);
+    let mut engine = worker_engine(&config, dir.path(), "server-worker");
     tune(&mut engine);
-    if workers > 0 {
-        engine.engine_workers = workers;
-        engine.worker_program = Some(engine::worker_program(dir.path(), "server-worker"));
-    }
+    assert!(
+        workers > 0,
+        "the server runs code in engine workers, as `serve` does"
+    );
+    engine.engine_workers = workers;
     Server {
         sessions: stores.sessions.clone(),
         meta: stores.meta.clone(),

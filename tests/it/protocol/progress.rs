@@ -65,6 +65,56 @@ async fn streamed(s: &Server, request: axum::http::Request<Body>) -> Vec<Value> 
     events(std::str::from_utf8(&bytes).unwrap())
 }
 
+/// Code that writes a line, then spins until stopped.
+const SPIN: &str = "console.log('started'); for (;;) {}";
+
+/// Sends `body`, a call with a progress token whose code writes a line as
+/// it starts, and reads its event stream until a progress report counts
+/// that line: the run is going, not waiting for a runner. Returns the rest
+/// of the stream and what was read of it.
+async fn running(
+    app: &mcp_v8_lambda::transport::App,
+    session: &str,
+    body: &Value,
+) -> (Body, String) {
+    let response = mcp_v8_lambda::transport::router(app.clone())
+        .oneshot(request(Some(session), body, &[]))
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut stream = response.into_body();
+    let mut text = String::new();
+    loop {
+        let frame = stream
+            .frame()
+            .await
+            .expect("the stream goes on while the run does")
+            .unwrap();
+        if let Ok(data) = frame.into_data() {
+            text.push_str(std::str::from_utf8(&data).unwrap());
+        }
+        // Only whole events: the text up to the last blank line.
+        let whole = &text[..text.rfind("\n\n").map_or(0, |end| end + 2)];
+        let started = events(whole).iter().any(|event| {
+            event["params"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("; 1 console line so far"))
+        });
+        if started {
+            return (stream, text);
+        }
+    }
+}
+
+/// The last message of an event stream, `text` read of it so far.
+async fn answer_of(stream: Body, text: String) -> Value {
+    let rest = stream.collect().await.unwrap().to_bytes();
+    let whole = text + std::str::from_utf8(&rest).unwrap();
+    events(&whole)
+        .pop()
+        .expect("the stream ends with the answer")
+}
+
 /// Progress every few seconds while the run executes (elapsed seconds,
 /// growing; the console line count), then the result, for the token given.
 /// The run writes one line as it starts and then runs 7 s, so at least two
@@ -164,93 +214,76 @@ async fn a_2026_call_with_a_progress_token_streams_on_its_own_response() {
 
 /// `notifications/cancelled` for a running call ends it `cancelled`: its
 /// isolate is terminated, nothing is stored, the log and the execution
-/// registry are untouched. (Runs in engine workers: workers.rs.)
+/// registry are untouched.
 #[tokio::test]
 async fn notifications_cancelled_stops_the_run_and_keeps_nothing() {
-    {
-        let workers = 0;
-        let s = common::server();
-        let sid = s.initialize_as("2025-11-25", &[]).await;
-        let first = s
-            .call(
-                &sid,
-                json!({"code": "globalThis.kept = 1", "session": "cancel-me"}),
-            )
-            .await;
-        let heap = first["structuredContent"]["heap"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{first}"))
-            .to_owned();
-        let running = {
-            let app = s.app.clone();
-            let body = call(
-                5,
-                json!({"code": "for (;;) {}", "heap": heap, "session": "cancel-me", "execution_timeout_secs": 120}),
-                None,
-            );
-            let sid = sid.clone();
-            tokio::spawn(async move {
-                let response = mcp_v8_lambda::transport::router(app)
-                    .oneshot(request(Some(&sid), &body, &[]))
-                    .await
-                    .unwrap();
-                common::reply(response).await.body
-            })
-        };
-        tokio::time::sleep(Duration::from_millis(700)).await;
-        let cancel = s
-            .rpc(
-                Some(&sid),
-                json!({"jsonrpc":"2.0","method":"notifications/cancelled",
-                    "params":{"requestId":5,"reason":"the user gave up"}}),
-            )
-            .await;
-        assert_eq!(cancel.status, 202);
-        // Well before its 120 s timeout.
-        let answer = tokio::time::timeout(Duration::from_secs(60), running)
+    let s = common::server();
+    let sid = s.initialize_as("2025-11-25", &[]).await;
+    let first = s
+        .call(
+            &sid,
+            json!({"code": "globalThis.kept = 1", "session": "cancel-me"}),
+        )
+        .await;
+    let heap = first["structuredContent"]["heap"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_owned();
+    // The run has begun (a progress report counts its line), so the
+    // cancel finds it in this process.
+    let body = call(
+        5,
+        json!({"code": SPIN, "heap": heap, "session": "cancel-me", "execution_timeout_secs": 120}),
+        Some(json!("cancel")),
+    );
+    let (stream, read) = running(&s.app, &sid, &body).await;
+    let running = tokio::spawn(answer_of(stream, read));
+    let cancel = s
+        .rpc(
+            Some(&sid),
+            json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+                "params":{"requestId":5,"reason":"the user gave up"}}),
+        )
+        .await;
+    assert_eq!(cancel.status, 202);
+    // Well before its 120 s timeout.
+    let answer = tokio::time::timeout(Duration::from_secs(60), running)
+        .await
+        .expect("the cancelled run ended")
+        .unwrap();
+    let outcome = &answer["result"]["structuredContent"];
+    assert_eq!(outcome["status"], "cancelled", "{answer}");
+    assert!(outcome["heap"].is_null());
+    assert_eq!(outcome["error"]["name"], "CancelledError");
+    let id = outcome["execution_id"].as_str().unwrap().parse().unwrap();
+    assert!(
+        s.meta
+            .get_execution(&Tenant::anonymous(), id, 0)
             .await
-            .expect("the cancelled run ended")
-            .unwrap();
-        let outcome = &answer["result"]["structuredContent"];
-        assert_eq!(
-            outcome["status"], "cancelled",
-            "workers {workers}: {answer}"
-        );
-        assert!(outcome["heap"].is_null());
-        assert_eq!(outcome["error"]["name"], "CancelledError");
-        let id = outcome["execution_id"].as_str().unwrap().parse().unwrap();
-        assert!(
-            s.meta
-                .get_execution(&Tenant::anonymous(), id, 0)
-                .await
-                .unwrap()
-                .is_none(),
-            "no execution record"
-        );
-        let log = s
-            .tool(
-                &sid,
-                "list_session_snapshots",
-                json!({"session": "cancel-me", "fields": "index"}),
-            )
-            .await;
-        assert_eq!(
-            log["structuredContent"]["entries"],
-            json!([{"index": 0}]),
-            "the log is untouched"
-        );
-        // The engine serves the next run at once.
-        let next = s
-            .call(
-                &sid,
-                json!({"code": "kept + 1", "heap": "latest", "session": "cancel-me"}),
-            )
-            .await;
-        assert_eq!(
-            next["structuredContent"]["result"], "2",
-            "workers {workers}"
-        );
-    }
+            .unwrap()
+            .is_none(),
+        "no execution record"
+    );
+    let log = s
+        .tool(
+            &sid,
+            "list_session_snapshots",
+            json!({"session": "cancel-me", "fields": "index"}),
+        )
+        .await;
+    assert_eq!(
+        log["structuredContent"]["entries"],
+        json!([{"index": 0}]),
+        "the log is untouched"
+    );
+    // The engine serves the next run at once.
+    let next = s
+        .call(
+            &sid,
+            json!({"code": "kept + 1", "heap": "latest", "session": "cancel-me"}),
+        )
+        .await;
+    assert_eq!(next["structuredContent"]["result"], "2", "{next}");
 }
 
 /// A client that closes the event stream of a running call cancels it: the
@@ -260,21 +293,13 @@ async fn notifications_cancelled_stops_the_run_and_keeps_nothing() {
 async fn a_client_that_goes_away_cancels_its_run() {
     let s = common::server();
     let sid = s.initialize_as("2025-11-25", &[]).await;
-    let response = mcp_v8_lambda::transport::router(s.app.clone())
-        .oneshot(request(
-            Some(&sid),
-            &call(
-                3,
-                json!({"code": "for (;;) {}", "session": "gone", "execution_timeout_secs": 120}),
-                Some(json!("t")),
-            ),
-            &[],
-        ))
-        .await
-        .unwrap();
-    assert_eq!(response.headers()["content-type"], "text/event-stream");
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    drop(response);
+    let body = call(
+        3,
+        json!({"code": SPIN, "session": "gone", "execution_timeout_secs": 120}),
+        Some(json!("t")),
+    );
+    let (stream, _) = running(&s.app, &sid, &body).await;
+    drop(stream);
     let next = tokio::time::timeout(
         Duration::from_secs(60),
         s.call(&sid, json!({"code": "'after'", "session": "gone"})),
@@ -303,7 +328,7 @@ async fn a_client_that_goes_away_cancels_its_run() {
 #[tokio::test]
 async fn a_cancel_received_by_another_instance_reaches_the_run_through_the_store() {
     use common::faults::{FaultPlan, Faulty};
-    use mcp_v8_lambda::compose::{Stores, with_stores};
+    use mcp_v8_lambda::compose::{Stores, with_engine};
     use mcp_v8_lambda::session::SessionStore;
 
     let dir = tempfile::tempdir().unwrap();
@@ -313,8 +338,18 @@ async fn a_cancel_received_by_another_instance_reaches_the_run_through_the_store
     let counted: std::sync::Arc<dyn SessionStore> =
         std::sync::Arc::new(Faulty::new(stores.sessions.clone(), plan.clone()));
     stores.sessions = counted;
-    let running_instance = with_stores(&config, stores.clone());
-    let other_instance = with_stores(&config, stores);
+    // Two instances over the same stores, each with its own engine
+    // workers, as two Lambda instances are.
+    let running_instance = with_engine(
+        &config,
+        common::worker_engine(&config, dir.path(), "running"),
+        stores.clone(),
+    );
+    let other_instance = with_engine(
+        &config,
+        common::worker_engine(&config, dir.path(), "other"),
+        stores,
+    );
     let send = |app: &mcp_v8_lambda::transport::App, session: Option<&str>, body: &Value| {
         let request = request(session, body, &[]);
         let app = app.clone();
@@ -351,11 +386,11 @@ async fn a_cancel_received_by_another_instance_reaches_the_run_through_the_store
 
     let body = call(
         2,
-        json!({"code": "for (;;) {}", "session": "relayed", "execution_timeout_secs": 120}),
-        None,
+        json!({"code": SPIN, "session": "relayed", "execution_timeout_secs": 120}),
+        Some(json!("relayed")),
     );
-    let running = tokio::spawn(send(&running_instance, Some(&sid), &body));
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (stream, read) = running(&running_instance, &sid, &body).await;
+    let running = tokio::spawn(answer_of(stream, read));
     let cancel =
         json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}});
     assert_eq!(send(&other_instance, Some(&sid), &cancel).await.status, 202);
@@ -364,8 +399,8 @@ async fn a_cancel_received_by_another_instance_reaches_the_run_through_the_store
         .await
         .expect("the relayed cancel stopped the run")
         .unwrap();
-    let outcome = &answer.body["result"]["structuredContent"];
-    assert_eq!(outcome["status"], "cancelled", "{}", answer.body);
+    let outcome = &answer["result"]["structuredContent"];
+    assert_eq!(outcome["status"], "cancelled", "{answer}");
     let looks = plan.calls("session.request_cancelled") - before;
     let bound = 1 + started.elapsed().as_secs() / 5;
     assert!(

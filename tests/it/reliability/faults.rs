@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
+use common::Server;
 use common::faults::{Fault, FaultPlan, Faulty};
-use common::{Server, server_wrapped};
 use mcp_v8_lambda::heap::{HeapKey, HeapStore};
 use mcp_v8_lambda::meta::MetaStore;
 use mcp_v8_lambda::session::SessionStore;
@@ -25,8 +25,16 @@ const FAULTS: [Fault; 3] = [
 /// A server whose three stores all go through `plan`; the unwrapped heap
 /// and metadata stores, to look behind the faults.
 fn faulty_server(plan: &Arc<FaultPlan>) -> (Server, Arc<dyn HeapStore>, Arc<dyn MetaStore>) {
+    faulty_server_within(plan, common::test_config(3600, false))
+}
+
+/// [`faulty_server`] built from `config`.
+fn faulty_server_within(
+    plan: &Arc<FaultPlan>,
+    config: mcp_v8_lambda::config::Config,
+) -> (Server, Arc<dyn HeapStore>, Arc<dyn MetaStore>) {
     let mut inner = None;
-    let server = server_wrapped(3600, false, |stores| {
+    let server = common::server_configured(config, |stores| {
         let heaps = stores.heaps.expect("a stateful server has heaps");
         inner = Some((heaps.clone(), stores.meta.clone()));
         common::Stores {
@@ -187,7 +195,10 @@ async fn a_failed_metadata_write_is_reported_the_heap_stays_and_nothing_is_half_
 #[tokio::test]
 async fn a_failed_heap_read_fails_the_run_instead_of_starting_fresh() {
     let plan = FaultPlan::new();
-    let (s, _, meta) = faulty_server(&plan);
+    // No engine worker keeps the heap ready, so every call reads it.
+    let mut config = common::test_config(3600, false);
+    config.engine.ready_heaps_mb_set = Some(0);
+    let (s, _, meta) = faulty_server_within(&plan, config);
     let sid = s
         .initialize_as("2025-11-25", &[("x-mcp-session-id", "faulty")])
         .await;
