@@ -520,7 +520,8 @@ impl EngineSettings {
         }
     }
 
-    /// The largest heap limit a run may ask for, in MiB: the engine's 1024,
+    /// The largest heap limit a run may ask for, in MiB: the engine's
+    /// [`MAX_HEAP_LIMIT_MB`](crate::engine::MAX_HEAP_LIMIT_MB),
     /// or less where the function's memory must also hold the rest of the
     /// process (about 200 MB: V8, the allocator's caches, the runtime) and,
     /// for each run the instance serves at once, a full heap and as much in
@@ -528,7 +529,7 @@ impl EngineSettings {
     /// serialises from both and the copy that is framed, hashed and stored:
     /// (memory − 200) / (6 × concurrent runs), at least 16.
     pub fn max_heap_limit_mb(&self) -> usize {
-        const ENGINE_MAX_MB: usize = 1024;
+        const ENGINE_MAX_MB: usize = crate::engine::MAX_HEAP_LIMIT_MB;
         const PER_HEAP_MB: usize = 6;
         match self.function_memory_mb {
             Some(memory) => (memory.saturating_sub(200)

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use super::capability::control::RunControl;
 use super::contract::CodeHandling;
@@ -10,6 +10,13 @@ use super::contract::registration::CapabilitySettings;
 use super::run::typescript::Language;
 use crate::heap::HeapKey;
 use crate::tenant::Tenant;
+
+/// The smallest heap limit a run may ask for, in MiB.
+pub const MIN_HEAP_LIMIT_MB: usize = 8;
+
+/// The largest heap limit the engine allows, in MiB: a deployment's
+/// `max_heap_limit_mb` is at most this.
+pub const MAX_HEAP_LIMIT_MB: usize = 1024;
 
 /// Limits and defaults of the engine.
 #[derive(Debug, Clone)]
@@ -78,7 +85,7 @@ impl Default for EngineConfig {
             default_timeout: Duration::from_secs(30),
             max_timeout: Duration::from_secs(300),
             default_heap_limit_mb: 64,
-            max_heap_limit_mb: 1024,
+            max_heap_limit_mb: MAX_HEAP_LIMIT_MB,
             max_code_bytes: 1024 * 1024,
             max_result_bytes: 1024 * 1024,
             code_handling: CodeHandling::Keep,
@@ -122,6 +129,13 @@ pub struct RunRequest {
     pub language: Language,
     /// Overrides the default timeout.
     pub timeout: Option<Duration>,
+    /// When the host must have the run's heap stored by (a Lambda
+    /// invocation's deadline): the run's timeout is cut to end before it,
+    /// leaving the time storing the heap takes, and a run with too little
+    /// time left is refused ([`EngineError::DeadlineTooSoon`]).
+    ///
+    /// [`EngineError::DeadlineTooSoon`]: super::EngineError::DeadlineTooSoon
+    pub deadline: Option<SystemTime>,
     /// Overrides the default heap limit, in MiB.
     pub heap_limit_mb: Option<usize>,
     /// Lets the caller watch and cancel the run while it executes.

@@ -53,13 +53,14 @@ pub use capability::outcome::{
     Displayed, EngineError, RunError, RunOutcome, RunReport, RunStatus, StandIn, cap_text,
     cap_text_ends,
 };
-pub use config::{EngineConfig, RunRequest};
+pub use config::{EngineConfig, MAX_HEAP_LIMIT_MB, MIN_HEAP_LIMIT_MB, RunRequest};
 pub use contract::registration::CapabilitySettings;
 pub(crate) use contract::registration::arguments as call_arguments;
 pub use contract::{CodeHandling, restore_needs_mb};
 pub use host::{FileLimits, FileRead, FileSource, MAX_DISPLAY_BYTES, MAX_DISPLAYS, TreeEntry};
 pub use node::modules::ModuleSettings;
 pub use node::process::ProcessSettings;
+pub use plan::time_before;
 pub use prelude::{FilePrelude, PreludeSource};
 pub use run::checksum::calls as snapshot_checksum_calls;
 pub use run::typescript::Language;

@@ -3,7 +3,7 @@
 //! from (kept ready, stored, or the prelude's), and the job that runs it.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::capability::Call;
 use super::capability::outcome::{EngineError, RunError, RunReport, RunStatus};
@@ -14,8 +14,27 @@ use super::run::typescript;
 use super::{Engine, MIB, Planned, RunRequest, Setup, contract, finish};
 use crate::packages::PackageView;
 
-/// The smallest heap limit a run may ask for, in MiB.
-const MIN_HEAP_LIMIT_MB: usize = 8;
+use super::config::MIN_HEAP_LIMIT_MB;
+
+/// The least time worth starting a run with before the host's deadline.
+const MIN_RUN_TIME: Duration = Duration::from_millis(100);
+
+/// How long before the host's deadline a run must end, to leave time to
+/// snapshot and store its heap and write the log: 1 s plus 35 ms per MiB
+/// of heap limit (a 10 MiB heap took about 330 ms to snapshot and store;
+/// docs/performance.md, "Engine").
+fn deadline_margin(heap_limit_mb: usize) -> Duration {
+    Duration::from_millis(1000 + 35 * heap_limit_mb as u64)
+}
+
+/// The time a run with a heap limit of `heap_limit_mb` may take before
+/// `deadline`, storing its heap included; zero when there is none left.
+pub fn time_before(deadline: SystemTime, heap_limit_mb: usize) -> Duration {
+    deadline
+        .duration_since(SystemTime::now())
+        .unwrap_or_default()
+        .saturating_sub(deadline_margin(heap_limit_mb))
+}
 
 impl Engine {
     /// Checks and prepares `request` up to the job that runs it, or the
@@ -35,6 +54,9 @@ impl Engine {
         let asks =
             registration::asks(&self.config.capabilities, call).map_err(EngineError::Argument)?;
         let mut report = RunReport::new(&request.code, request.heap.clone());
+        report.outcome.warnings.extend(limits.cut.take());
+        report.timeout = limits.timeout;
+        report.heap_limit_mb = limits.heap_limit_mb;
         let finish = |report: RunReport| Ok(Setup::Done(Box::new(finish(report, started))));
 
         let mut prepared = match typescript::prepare(&request.code, request.language) {
@@ -90,6 +112,7 @@ impl Engine {
                 Err((status, error)) => {
                     report.outcome.status = status;
                     report.outcome.error = Some(error);
+                    report.heap_limit_mb = limits.heap_limit_mb;
                     return finish(report);
                 }
             },
@@ -181,7 +204,7 @@ impl Engine {
                 max: config.max_code_bytes,
             });
         }
-        let timeout = request.timeout.unwrap_or(config.default_timeout);
+        let mut timeout = request.timeout.unwrap_or(config.default_timeout);
         if timeout.is_zero() || timeout > config.max_timeout {
             return Err(EngineError::TimeoutOutOfRange {
                 max_secs: config.max_timeout.as_secs(),
@@ -193,8 +216,30 @@ impl Engine {
         if !(MIN_HEAP_LIMIT_MB..=config.max_heap_limit_mb).contains(&heap_limit_mb) {
             return Err(EngineError::HeapLimitOutOfRange {
                 asked: heap_limit_mb,
+                min_mb: MIN_HEAP_LIMIT_MB,
                 max_mb: config.max_heap_limit_mb,
             });
+        }
+        let mut cut = None;
+        if let Some(deadline) = request.deadline {
+            let left = time_before(deadline, heap_limit_mb);
+            if left < MIN_RUN_TIME {
+                let until = deadline
+                    .duration_since(SystemTime::now())
+                    .unwrap_or_default();
+                return Err(EngineError::DeadlineTooSoon {
+                    left_ms: until.as_millis() as u64,
+                });
+            }
+            if timeout > left {
+                cut = Some(format!(
+                    "the timeout was cut from {:.1} s to {:.1} s: the invocation ends sooner, and its \
+                     heap must still be stored",
+                    timeout.as_secs_f64(),
+                    left.as_secs_f64()
+                ));
+                timeout = left;
+            }
         }
         if !request.stateful && request.heap.is_some() {
             return Err(EngineError::HeapInStatelessRun);
@@ -206,6 +251,7 @@ impl Engine {
             timeout,
             heap_limit_mb,
             asked: request.heap_limit_mb.is_some(),
+            cut,
         })
     }
 }
@@ -217,6 +263,8 @@ pub(super) struct Limits {
     /// The caller gave the heap limit (`heap_memory_max_mb`), so a heap
     /// that needs more is refused rather than given more.
     pub asked: bool,
+    /// What the host's deadline did to the timeout, for the run's warnings.
+    pub cut: Option<String>,
 }
 
 /// A stateless run of `code` within `config`'s defaults, with `egress` and

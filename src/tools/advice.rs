@@ -5,20 +5,30 @@
 
 use std::time::Duration;
 
-use crate::engine::{EngineConfig, EngineError, RunError, RunOutcome, RunStatus};
+use crate::engine::{EngineConfig, EngineError, RunError, RunOutcome, RunReport, RunStatus};
 
-/// What a run asked for: its limits (else the defaults) and its code.
-pub(super) struct Asked {
-    pub timeout: Option<Duration>,
-    pub heap_limit_mb: Option<usize>,
-    /// The heap limit the run had, once it ran: a continued heap's size
-    /// or a ready heap may have given it another than the one asked.
-    pub had_heap_limit_mb: Option<usize>,
-    pub code: String,
+/// What a run had, as the engine reported it ([`RunReport`]): its limits
+/// after every adjustment (a continued heap's size, a ready heap, the
+/// host's deadline) and the code it was sent.
+pub(super) struct Had<'a> {
+    pub timeout: Duration,
+    pub heap_limit_mb: usize,
+    pub code: &'a str,
+}
+
+impl<'a> Had<'a> {
+    /// What `report`'s run had; `code` is what the call sent.
+    pub(super) fn of(report: &RunReport, code: &'a str) -> Self {
+        Self {
+            timeout: report.timeout,
+            heap_limit_mb: report.heap_limit_mb,
+            code,
+        }
+    }
 }
 
 /// Appends to `outcome`'s error what the model can change.
-pub(super) fn advise(outcome: &mut RunOutcome, limits: &EngineConfig, asked: &Asked) {
+pub(super) fn advise(outcome: &mut RunOutcome, limits: &EngineConfig, had: &Had<'_>) {
     let missing = outcome
         .started_without_its_heap()
         .then(|| outcome.input_heap.clone())
@@ -30,10 +40,7 @@ pub(super) fn advise(outcome: &mut RunOutcome, limits: &EngineConfig, asked: &As
     };
     match status {
         RunStatus::TimedOut => {
-            let had = asked
-                .timeout
-                .unwrap_or(limits.default_timeout)
-                .as_secs_f64();
+            let had = had.timeout.as_secs_f64();
             let max = limits.max_timeout.as_secs_f64();
             error.message.push_str(&if had < max {
                 format!(
@@ -48,10 +55,7 @@ pub(super) fn advise(outcome: &mut RunOutcome, limits: &EngineConfig, asked: &As
             });
         }
         RunStatus::OutOfMemory => {
-            let had = asked
-                .had_heap_limit_mb
-                .or(asked.heap_limit_mb)
-                .unwrap_or(limits.default_heap_limit_mb);
+            let had = had.heap_limit_mb;
             let max = limits.max_heap_limit_mb;
             error.message.push_str(&if had < max {
                 format!(
@@ -68,7 +72,7 @@ pub(super) fn advise(outcome: &mut RunOutcome, limits: &EngineConfig, asked: &As
         RunStatus::Failed if error.name == "SyntaxError" => {
             if let Some(name) = redeclared(&error.message)
                 && continued
-                && declarations_of(&asked.code, name) < 2
+                && declarations_of(had.code, name) < 2
             {
                 add(
                     error,
@@ -154,9 +158,18 @@ pub(super) fn refused(error: &EngineError) -> String {
             "execution_timeout_secs is at most {max_secs} s here: do the work in parts over several \
              runs (the heap keeps what each leaves)"
         ),
-        EngineError::HeapLimitOutOfRange { asked, max_mb } => format!(
-            "heap_memory_max_mb must be from 8 to {max_mb} (MiB) here, got {asked}: keep less in \
-             memory at once (write large data to /work files and read it in parts)"
+        EngineError::HeapLimitOutOfRange {
+            asked,
+            min_mb,
+            max_mb,
+        } => format!(
+            "heap_memory_max_mb must be from {min_mb} to {max_mb} (MiB) here, got {asked}: keep less \
+             in memory at once (write large data to /work files and read it in parts)"
+        ),
+        EngineError::DeadlineTooSoon { left_ms } => format!(
+            "this invocation ends in {:.1} s, too soon to run and store a heap; retry, or raise the \
+             function's timeout",
+            *left_ms as f64 / 1000.0
         ),
         other => other.to_string(),
     }

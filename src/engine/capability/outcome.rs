@@ -174,9 +174,11 @@ pub struct RunReport {
     /// unknown).
     pub heap_used_bytes: u64,
     /// The heap limit the run had, in MiB: the one it asked for, or the
-    /// one a continued heap's size or a ready heap gave it (0 when it
-    /// never ran).
+    /// one a continued heap's size or a ready heap gave it.
     pub heap_limit_mb: usize,
+    /// The timeout the run had: the one it asked for or the default, cut
+    /// to the host's deadline.
+    pub timeout: std::time::Duration,
 }
 
 impl RunReport {
@@ -206,6 +208,7 @@ impl RunReport {
             displays: Vec::new(),
             heap_used_bytes: 0,
             heap_limit_mb: 0,
+            timeout: std::time::Duration::ZERO,
         }
     }
 }
@@ -248,13 +251,24 @@ pub enum EngineError {
         /// The cap in seconds.
         max_secs: u64,
     },
-    /// Heap limit outside 8 ..= the configured maximum.
-    #[error("heap limit must be between 8 and {max_mb} MiB, got {asked}")]
+    /// Heap limit outside the engine's least ..= the configured maximum.
+    #[error("heap limit must be between {min_mb} and {max_mb} MiB, got {asked}")]
     HeapLimitOutOfRange {
         /// Requested.
         asked: usize,
+        /// The least a run may ask for.
+        min_mb: usize,
         /// The cap.
         max_mb: usize,
+    },
+    /// The host's deadline ([`RunRequest::deadline`]) leaves too little
+    /// time to run and store a heap.
+    ///
+    /// [`RunRequest::deadline`]: crate::engine::RunRequest::deadline
+    #[error("the deadline is {left_ms} ms away, too soon to run and store a heap")]
+    DeadlineTooSoon {
+        /// Time until the deadline, in milliseconds.
+        left_ms: u64,
     },
     /// A heap was named for a run that keeps no state.
     #[error("a stateless run cannot start from a heap")]

@@ -175,6 +175,7 @@ impl Engine {
             timeout: self.config.default_timeout,
             heap_limit_mb: self.config.max_heap_limit_mb,
             asked: true,
+            cut: None,
         };
         let payload = match self.load(heaps.as_ref(), tenant, key, &mut limits).await {
             Ok(Some(payload)) => payload,

@@ -1,7 +1,7 @@
 //! run_js's arguments: its own and its capabilities', decoded with the
 //! argument a mistake is in, and the time a run may take.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -10,7 +10,8 @@ use crate::engine::Language;
 use crate::meta::Tags;
 use crate::session::LogicalSession;
 
-/// The timeout a call's `arguments` ask for, when they name one.
+/// The timeout a call's `arguments` ask for, when they name a valid one
+/// (for the task policy, before the call is decoded).
 pub(crate) fn asked_duration(arguments: &serde_json::value::RawValue) -> Option<Duration> {
     #[derive(serde::Deserialize)]
     struct Asked {
@@ -20,7 +21,21 @@ pub(crate) fn asked_duration(arguments: &serde_json::value::RawValue) -> Option<
     let secs = serde_json::from_str::<Asked>(arguments.get())
         .ok()?
         .execution_timeout_secs?;
-    Duration::try_from_secs_f64(secs).ok()
+    timeout(secs).ok()
+}
+
+/// `execution_timeout_secs` as a duration, or the message saying what it
+/// must be. Whether it is within the deployment's limits, and what the
+/// host's deadline leaves of it, the engine decides (`engine/plan.rs`).
+pub(super) fn timeout(secs: f64) -> Result<Duration, String> {
+    if secs.is_finite() && secs > 0.0 {
+        // Past what a duration holds is past every maximum.
+        Ok(Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX))
+    } else {
+        Err(format!(
+            "execution_timeout_secs must be a positive number of seconds, got {secs}"
+        ))
+    }
 }
 
 /// The arguments of `run_js`; its input schema is derived from them, and
@@ -48,7 +63,7 @@ pub(crate) struct Args {
     pub(super) execution_timeout_secs: Option<f64>,
     /// Heap limit in MiB.
     #[serde(default)]
-    #[schemars(range(min = 8))]
+    #[schemars(range(min = crate::engine::MIN_HEAP_LIMIT_MB))]
     pub(super) heap_memory_max_mb: Option<usize>,
     /// Default auto: TypeScript syntax is detected and its types stripped (no type checking).
     #[serde(default)]
@@ -75,21 +90,4 @@ impl<'de> Deserialize<'de> for Call {
             .map_err(|e| D::Error::custom(crate::tools::args::at_argument(e.path(), e.inner())))?;
         Ok(Self { args, capabilities })
     }
-}
-
-/// How long before an invocation's deadline a run must end, to leave time
-/// to snapshot and store its heap and write the log: 1 s plus 35 ms per MiB
-/// of heap limit (a 10 MiB heap took about 330 ms to snapshot and store;
-/// docs/performance.md, "Engine").
-pub(super) fn deadline_margin(heap_limit_mb: usize) -> Duration {
-    Duration::from_millis(1000 + 35 * heap_limit_mb as u64)
-}
-
-/// The time a run may take before `deadline`, with the margin for a heap
-/// limit of `heap_limit_mb`; zero when there is none left.
-pub(super) fn time_before(deadline: SystemTime, heap_limit_mb: usize) -> Duration {
-    deadline
-        .duration_since(SystemTime::now())
-        .unwrap_or_default()
-        .saturating_sub(deadline_margin(heap_limit_mb))
 }

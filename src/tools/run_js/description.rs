@@ -2,7 +2,8 @@
 //! limits in force for the request.
 
 use super::NAME;
-use super::arguments::{Args, time_before};
+use super::arguments::Args;
+use crate::engine::time_before;
 use std::time::SystemTime;
 
 use serde_json::json;

@@ -55,12 +55,7 @@ pub(super) async fn call(
         span.record("logical_session", name.as_str());
     }
     let started = crate::clock::unix_now_millis();
-    let asked = super::advice::Asked {
-        timeout: planned.request.timeout,
-        heap_limit_mb: planned.request.heap_limit_mb,
-        had_heap_limit_mb: None,
-        code: planned.request.code.clone(),
-    };
+    let code = planned.request.code.clone();
     // Kept to run again by key if the live heap went meanwhile.
     let again = planned.continued.is_some().then(|| planned.request.clone());
     let request = std::mem::take(&mut planned.request);
@@ -82,12 +77,9 @@ pub(super) async fn call(
         Err(e) => return CallToolResult::error(super::advice::refused(&e)),
     };
     let completed_at = crate::clock::unix_now_millis();
+    let had = super::advice::Had::of(&report, &code);
     let mut outcome = report.outcome;
-    let asked = super::advice::Asked {
-        had_heap_limit_mb: (report.heap_limit_mb > 0).then_some(report.heap_limit_mb),
-        ..asked
-    };
-    super::advice::advise(&mut outcome, toolbox.engine.config(), &asked);
+    super::advice::advise(&mut outcome, toolbox.engine.config(), &had);
     let repl = report.repl;
     let displays = report.displays;
     outcome.warnings.append(&mut planned.warnings);

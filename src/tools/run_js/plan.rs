@@ -2,8 +2,8 @@
 //! `latest` heap resolved when the run starts, and the warning for a fresh
 //! start a model did not mean.
 
-use super::arguments::{Call, time_before};
-use std::time::{Duration, SystemTime};
+use super::arguments::Call;
+use std::time::Duration;
 
 use crate::tools::toolbox::{CallContext, Toolbox};
 
@@ -33,9 +33,6 @@ pub(super) struct CallPlan {
     /// How long the call waited for earlier heaps to be stored, and why.
     pub(super) save_wait: Option<(Duration, String)>,
 }
-
-/// The least time worth starting a run with.
-pub(super) const MIN_RUN_TIME: Duration = Duration::from_millis(100);
 
 /// The `heap` argument's word for the last heap of the call's logical session.
 pub(super) const LATEST: &str = "latest";
@@ -80,52 +77,10 @@ pub(super) fn plan(
         && !toolbox.stateless
         && logical_session.is_some();
     latest |= implied_latest;
-    let mut timeout = match args.execution_timeout_secs {
-        None => None,
-        Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => {
-            Some(Duration::from_secs_f64(secs))
-        }
-        Some(secs) if secs.is_finite() && secs > 0.0 => {
-            let max = toolbox.engine.config().max_timeout.as_secs();
-            return Err(format!(
-                "execution_timeout_secs is at most {max} s here, got {secs}: do the work in parts \
-                 over several runs (the heap keeps what each leaves)"
-            ));
-        }
-        Some(secs) => {
-            return Err(format!(
-                "execution_timeout_secs must be a positive number of seconds, got {secs}"
-            ));
-        }
-    };
-    let mut warnings = Vec::new();
-    if let Some(deadline) = context.deadline {
-        let limits = toolbox.engine.config();
-        let heap_limit_mb = args
-            .heap_memory_max_mb
-            .unwrap_or(limits.default_heap_limit_mb);
-        let left = time_before(deadline, heap_limit_mb);
-        if left < MIN_RUN_TIME {
-            return Err(format!(
-                "this invocation ends in {:.1} s, too soon to run and store a heap; \
-                 retry, or raise the function's timeout",
-                deadline
-                    .duration_since(SystemTime::now())
-                    .unwrap_or_default()
-                    .as_secs_f64()
-            ));
-        }
-        let asked = timeout.unwrap_or(limits.default_timeout);
-        if asked > left {
-            warnings.push(format!(
-                "the timeout was cut from {:.1} s to {:.1} s: the invocation ends sooner, and its \
-                 heap must still be stored",
-                asked.as_secs_f64(),
-                left.as_secs_f64()
-            ));
-            timeout = Some(left);
-        }
-    }
+    let timeout = args
+        .execution_timeout_secs
+        .map(super::arguments::timeout)
+        .transpose()?;
     Ok(CallPlan {
         request: RunRequest {
             code: args.code,
@@ -135,6 +90,7 @@ pub(super) fn plan(
             stateful: !toolbox.stateless,
             language: args.language,
             timeout,
+            deadline: context.deadline,
             heap_limit_mb: args.heap_memory_max_mb,
             control: context.control.cloned(),
             arguments: capabilities,
@@ -144,7 +100,7 @@ pub(super) fn plan(
         implied_latest,
         heap_omitted,
         tags: args.tags,
-        warnings,
+        warnings: Vec::new(),
         continued: None,
         save_wait: None,
     })

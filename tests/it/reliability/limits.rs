@@ -202,6 +202,15 @@ async fn a_run_asking_for_more_time_than_the_invocation_has_ends_timed_out_in_ti
         outcome["warnings"].to_string().contains("timeout was cut"),
         "{outcome}"
     );
+    // The advice names the timeout the run had, not the one it asked for.
+    let message = outcome["error"]["message"].as_str().unwrap();
+    let had: f64 = message
+        .split("(this run had ")
+        .nth(1)
+        .and_then(|rest| rest.split(" s;").next())
+        .and_then(|secs| secs.parse().ok())
+        .unwrap_or_else(|| panic!("no timeout named: {message}"));
+    assert!(had < 6.0, "{message}");
     let id = outcome["execution_id"].as_str().unwrap().parse().unwrap();
     // The event's IAM caller is the run's tenant.
     let tenant = Tenant::of_principal("arn:aws:iam::123456789012:user/agent-operator");

@@ -53,7 +53,14 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     (
         "config",
-        &["backends", "egress", "tenant", "transport", "upstream"],
+        &[
+            "backends",
+            "egress",
+            "engine",
+            "tenant",
+            "transport",
+            "upstream",
+        ],
     ),
     ("lambda", &["tasks", "tools", "transport"]),
     (
