@@ -251,6 +251,61 @@ mod tests {
         );
     }
 
+    /// Every family's file loads only the families it declares (`deps`),
+    /// each one of the table, and the declarations hold no circle: what a
+    /// family needs is read from its declaration, not from its source.
+    #[test]
+    fn every_family_declares_the_families_it_loads() {
+        let families: Vec<_> = LAYER.families().collect();
+        let names: std::collections::BTreeSet<&str> = families.iter().map(|f| f.name).collect();
+        for family in &families {
+            let mut loaded: Vec<&str> = family
+                .source
+                .split("load(\"")
+                .skip(1)
+                .filter_map(|rest| rest.split_once('"').map(|(name, _)| name))
+                .filter(|name| *name != "intrinsics")
+                .collect();
+            loaded.sort_unstable();
+            loaded.dedup();
+            assert_eq!(
+                loaded, family.deps,
+                "family {} loads {loaded:?}; its deps say {:?}",
+                family.name, family.deps
+            );
+            for dep in family.deps {
+                assert!(
+                    names.contains(dep),
+                    "family {} depends on {dep}, which is no family of the table",
+                    family.name
+                );
+            }
+        }
+        // No circle: a family's deps, followed, never come back to it.
+        fn reaches(from: &str, to: &str, families: &[&Family], seen: &mut Vec<String>) -> bool {
+            let Some(family) = families.iter().find(|f| f.name == from) else {
+                return false;
+            };
+            family.deps.iter().any(|dep| {
+                if *dep == to {
+                    return true;
+                }
+                if seen.iter().any(|s| s == dep) {
+                    return false;
+                }
+                seen.push((*dep).to_owned());
+                reaches(dep, to, families, seen)
+            })
+        }
+        for family in &families {
+            assert!(
+                !reaches(family.name, family.name, &families, &mut Vec::new()),
+                "family {} depends on itself through its deps",
+                family.name
+            );
+        }
+    }
+
     /// Each family's globals and version, as heaps made by this layer hold
     /// them. A family that gains a global must take a version above every
     /// other (so heaps of the layer before get the name on restore): change

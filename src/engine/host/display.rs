@@ -35,6 +35,7 @@ impl Capability for Displays {
     const FAMILY: Option<&'static Family> = Some(&Family {
         name: "display",
         source: include_str!("display.js"),
+        deps: &[],
         natives,
         globals: &["display"],
         version: 4,

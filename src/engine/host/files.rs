@@ -125,6 +125,7 @@ impl Capability for FilesRun {
     const FAMILY: Option<&'static Family> = Some(&Family {
         name: "fs",
         source: include_str!("files.js"),
+        deps: &["node"],
         natives,
         globals: &[],
         version: 3,

@@ -49,6 +49,7 @@ impl Capability for McpRun {
     const FAMILY: Option<&'static Family> = Some(&Family {
         name: "mcp",
         source: include_str!("mcp.js"),
+        deps: &[],
         natives,
         globals: &["mcp"],
         version: 5,

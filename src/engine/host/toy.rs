@@ -43,6 +43,7 @@ impl Capability for Toy {
     const FAMILY: Option<&'static Family> = Some(&Family {
         name: "toy",
         source: include_str!("toy.js"),
+        deps: &[],
         natives,
         globals: &["toy"],
         version: 8,

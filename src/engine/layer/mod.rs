@@ -428,6 +428,16 @@ pub(crate) fn registry(table: &Table) -> Registry {
     registry.pointer("web.lazyValue", lazy_value_ref());
     registry.functions("web", vec![("load", load_native.map_fn_to())]);
     for family in table.families() {
+        // What a family loads is in the table (its order is checked in
+        // full by registration's tests).
+        debug_assert!(
+            family
+                .deps
+                .iter()
+                .all(|dep| table.families().any(|f| f.name == *dep)),
+            "family {} depends on a family the table lacks",
+            family.name
+        );
         registry.functions(family.name, (family.natives)());
     }
     registry

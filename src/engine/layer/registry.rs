@@ -109,6 +109,11 @@ pub(crate) fn script_origin<'s>(
 pub(crate) struct Family {
     pub name: &'static str,
     pub source: &'static str,
+    /// The families its file loads (`load("name")`), as deno_core's
+    /// `extension!(deps = …)` declares them; the layer's own `intrinsics`
+    /// is not a family and not declared. A test checks that every `load`
+    /// is declared and every name is a family of the table.
+    pub deps: &'static [&'static str],
     /// The host functions the file is handed as its first argument.
     pub natives: fn() -> Natives,
     /// The globals it exports (under the same names), each a lazy property

@@ -1,7 +1,7 @@
 //! Node's everyday modules for runs: `Buffer` and `node:buffer`,
 //! `node:events`, `node:util`, `node:stream`, `node:string_decoder` and
 //! `node:assert`, from their well-kept npm ports bundled by
-//! `scripts/node-builtins.sh` into `node_lib.js` (committed), and Node's own
+//! `scripts/node-builtins/build.mjs` into `node_lib.js` (committed), and Node's own
 //! `util.inspect` into `node_inspect.js`, a family of its own so a run that
 //! only touches `Buffer` does not parse it. Families without natives or run
 //! state; loaded on first use, then part of the heap like any package.
@@ -15,6 +15,7 @@ family_capability!(
     Family {
         name: "node",
         source: include_str!("node_lib.js"),
+        deps: &["process"],
         natives,
         globals: &["Buffer"],
         version: 7,
@@ -28,6 +29,7 @@ family_capability!(
     Family {
         name: "node_inspect",
         source: include_str!("node_inspect.js"),
+        deps: &["process"],
         natives,
         globals: &[],
         version: 1,

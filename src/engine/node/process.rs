@@ -29,6 +29,7 @@ impl Capability for ProcessRun {
     const FAMILY: Option<&'static Family> = Some(&Family {
         name: "process",
         source: include_str!("process.js"),
+        deps: &[],
         natives,
         globals: &["process", "global"],
         version: 6,

@@ -12,6 +12,7 @@ family_capability!(
     Family {
         name: "clone",
         source: include_str!("clone.js"),
+        deps: &["events"],
         natives,
         globals: &["structuredClone"],
         version: 1,

@@ -60,6 +60,7 @@ impl Capability for Console {
     const FAMILY: Option<&'static Family> = Some(&Family {
         name: "console",
         source: include_str!("console.js"),
+        deps: &[],
         natives,
         globals: &[],
         version: 1,

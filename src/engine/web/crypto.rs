@@ -17,6 +17,7 @@ family_capability!(
     Family {
         name: "crypto",
         source: include_str!("crypto.js"),
+        deps: &["encoding", "events"],
         natives,
         globals: &["crypto", "Crypto", "CryptoKey", "SubtleCrypto"],
         version: 1,

@@ -16,6 +16,7 @@ family_capability!(
     Family {
         name: "encoding",
         source: include_str!("encoding.js"),
+        deps: &["events"],
         natives,
         globals: &["TextEncoder", "TextDecoder", "atob", "btoa"],
         version: 1,

@@ -92,6 +92,7 @@ impl Capability for FetchRun {
     const FAMILY: Option<&'static Family> = Some(&Family {
         name: "fetch",
         source: include_str!("fetch.js"),
+        deps: &["events", "http"],
         natives,
         globals: &["fetch"],
         version: 1,

@@ -35,6 +35,7 @@ slot_capability!(
     Some(&Family {
         name: "guard",
         source: include_str!("guard.js"),
+        deps: &[],
         natives,
         globals: &["ArrayBuffer", "FinalizationRegistry"],
         version: 2,
@@ -48,6 +49,7 @@ family_capability!(
     Family {
         name: "intl",
         source: include_str!("intl.js"),
+        deps: &["guard"],
         natives: intl_natives,
         globals: &["Intl"],
         version: 2,

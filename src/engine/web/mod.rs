@@ -34,6 +34,7 @@ family_capability!(
     Family {
         name: "blob",
         source: include_str!("blob.js"),
+        deps: &["encoding"],
         natives: no_natives,
         globals: &["Blob", "File", "FormData"],
         version: 1,
@@ -46,6 +47,7 @@ family_capability!(
     Family {
         name: "http",
         source: include_str!("http.js"),
+        deps: &["blob", "encoding", "events", "url"],
         natives: no_natives,
         globals: &["Headers", "Request", "Response"],
         version: 1,

@@ -88,6 +88,7 @@ impl Capability for RunStart {
     const FAMILY: Option<&'static Family> = Some(&Family {
         name: "host",
         source: include_str!("performance.js"),
+        deps: &[],
         natives,
         globals: &[
             "performance",

@@ -56,6 +56,7 @@ family_capability!(
     Family {
         name: "events",
         source: include_str!("events.js"),
+        deps: &[],
         natives: events_natives,
         globals: &["DOMException", "Event", "EventTarget", "CustomEvent", "AbortController", "AbortSignal"],
         version: 1,

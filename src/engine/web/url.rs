@@ -15,6 +15,7 @@ family_capability!(
     Family {
         name: "url",
         source: include_str!("url.js"),
+        deps: &[],
         natives,
         globals: &["URL", "URLSearchParams"],
         version: 1,
