@@ -2,7 +2,8 @@
 # Installs what the end-to-end tests drive: the official TypeScript SDK and
 # the MCP Apps host of the View test (npm, pinned by
 # tests/e2e/package-lock.json), Debian's Chromium that test renders in, the
-# View's bundler (src/apps/view/package-lock.json), the MCP conformance suite
+# View's bundler (src/apps/view/package-lock.json), the Node modules' ports
+# and their bundler (scripts/node-builtins/package-lock.json), the MCP conformance suite
 # (tests/conformance/package-lock.json), the package parity corpus
 # (tests/parity/package-lock.json) and the Python `mcp` clients (venvs
 # at .venv and .venv-mcp2, pinned by tests/e2e/requirements*.txt).
@@ -38,6 +39,9 @@ npm_deps tests/e2e
 # The View's bundler and Chart.js (tests/it/protocol/apps.rs checks that
 # src/apps/run.html is what they build).
 npm_deps src/apps/view
+# Node's modules' npm ports and rolldown (tests/it/structure/tree.rs checks
+# that src/engine/node/node_lib.js and node_inspect.js are what they build).
+npm_deps scripts/node-builtins
 # Debian's Chromium, which the View test drives (never a browser a library
 # downloads).
 if ! command -v chromium >/dev/null; then

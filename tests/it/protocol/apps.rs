@@ -390,28 +390,6 @@ async fn the_page_tool_pages_and_sorts_a_table_in_work() {
     }
 }
 
-/// The committed View is what its sources build to: the test fails when
-/// src/apps/view changed without `node src/apps/view/build.mjs`.
-#[test]
-fn the_view_is_what_its_sources_build() {
-    let view = project().join("src/apps/view");
-    assert!(
-        view.join("node_modules/rolldown").exists(),
-        "the View's bundler is not installed: run scripts/install-test-deps.sh (npm ci in src/apps/view)"
-    );
-    let output = std::process::Command::new("node")
-        .arg(view.join("build.mjs"))
-        .arg("--check")
-        .output()
-        .expect("node runs");
-    assert!(
-        output.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
 /// The View rendered by a host, in headless Chromium, after a real run_js
 /// through `serve`: tests/e2e/view/view_in_chromium.mjs checks what a person
 /// sees (HTML rendered, the SVG drawn, a 50-row table, a chart, a 100k-row
@@ -438,8 +416,4 @@ fn a_host_renders_a_run_in_chromium() {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-}
-
-fn project() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
