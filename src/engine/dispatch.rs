@@ -8,7 +8,7 @@ use std::time::Instant;
 use tokio::sync::oneshot;
 
 use super::capability::outcome::EngineError;
-use super::heaps::files;
+use super::heaps::file_bytes;
 use super::run::{isolate, plain};
 use super::services::HostServices;
 use super::{Engine, FileSource, contract, run, worker};
@@ -21,7 +21,7 @@ impl Engine {
         HostServices {
             runtime: tokio::runtime::Handle::current(),
             files: self.files.as_ref().map(|store| {
-                Arc::new(files::StoreFiles {
+                Arc::new(file_bytes::StoreFiles {
                     store: store.clone(),
                     tenant: tenant.clone(),
                 }) as Arc<dyn FileSource>

@@ -10,7 +10,7 @@
 //! | `config.rs` | [`EngineConfig`], [`RunRequest`] |
 //! | `plan.rs` | a request checked against the limits, the capabilities' asks, the heap it starts from, the job |
 //! | `dispatch.rs`, `admission.rs` | which runner takes a job (an engine worker, a warm isolate, a thread), in arrival order and tenant shares |
-//! | `heaps/` | heaps loaded, stored (their `/work` bytes first, `files.rs`), kept ready and claimed |
+//! | `heaps/` | heaps loaded, stored (their `/work` bytes first, `file_bytes.rs`), kept ready and claimed |
 //! | `prelude/` | the operator's prelude and the heap it makes (`base.rs`) |
 //! | `worker/` | engine worker processes: the pool, the worker's side, the frames, the forked save |
 //! | `run/` | the run core: setup, evaluation, the event loop, how a run ended (`mod.rs`); the snapshot path (`isolate.rs`), plain and warm isolates (`plain.rs`), heaps kept ready (`ready.rs`), the watchdog, top-level `await` (`repl.rs`), TypeScript, unhandled rejections, V8's platform and checksum, a package's load check |

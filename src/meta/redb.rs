@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
 use uuid::Uuid;
 
-mod tasks;
+mod task_records;
 
 use super::{ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, PendingSave, Tags};
 use crate::backends::embedded;

@@ -8,11 +8,11 @@ mod answer;
 mod heap_files;
 mod prompts;
 mod resources;
-mod tasks;
+mod task_methods;
 
 use answer::params_of;
 pub use answer::{Freshness, MethodError, MethodResult, ReadAnswer};
-pub use tasks::ToolExecutor;
+pub use task_methods::ToolExecutor;
 
 use serde_json::value::RawValue;
 
@@ -146,7 +146,7 @@ impl McpServer {
         let sessionless = context.protocol_version == STATELESS_VERSION;
         let stateful = !self.tools.stateless;
         if let Some(tasks) = &self.tasks
-            && let Some(answer) = tasks::handle(tasks, context, rpc_method, params).await
+            && let Some(answer) = task_methods::handle(tasks, context, rpc_method, params).await
         {
             return answer;
         }
@@ -162,7 +162,7 @@ impl McpServer {
                 let params: CallToolParams = params_of(params)?;
                 if let Some(tasks) = &self.tasks
                     && let Some(answer) =
-                        tasks::route_call(&self.tools, tasks, context, &params).await?
+                        task_methods::route_call(&self.tools, tasks, context, &params).await?
                 {
                     return Ok(answer);
                 }

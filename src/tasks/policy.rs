@@ -1,7 +1,7 @@
 //! When a `tools/call` becomes a task: one pure decision from the call's
 //! protocol era, the tool's task support, whether the host lets a run go
 //! on after its answer, and the tool's own estimate of how long the call
-//! may take. `server/tasks.rs` turns the decision into the wire's answer
+//! may take. `server/task_methods.rs` turns the decision into the wire's answer
 //! and the tool reads its own arguments (docs/protocol.md, "Tasks").
 
 use std::time::Duration;

@@ -165,7 +165,7 @@ capabilities! {
     guard: crate::engine::web::guard::Unsnapshottable,
     intl: crate::engine::web::guard::Intl,
     modules: crate::engine::node::modules::ModuleRun,
-    files: crate::engine::host::files::FilesRun,
+    files: crate::engine::host::fs::FilesRun,
     display: crate::engine::host::display::Displays,
     mcp: crate::engine::host::mcp::McpRun,
     process: crate::engine::node::process::ProcessRun,

@@ -2,7 +2,7 @@
 //! stored (its `/work` files first), a heap kept ready in an engine
 //! worker claimed, and a heap's `/work` listed for `resources/read`.
 
-pub(super) mod files;
+pub(super) mod file_bytes;
 
 use std::time::Instant;
 
@@ -77,7 +77,8 @@ impl Engine {
             // The files first: the next run may read them from the live
             // heap before its snapshot is stored.
             if let Err(error) =
-                self::files::keep(self.files.as_ref(), tenant, &executed.result.reports.files).await
+                self::file_bytes::keep(self.files.as_ref(), tenant, &executed.result.reports.files)
+                    .await
             {
                 say_live(false);
                 return (executed.result, Some(Err(error)));
@@ -105,7 +106,7 @@ impl Engine {
             return (result, None);
         };
         if let Err(error) =
-            self::files::keep(self.files.as_ref(), tenant, &result.reports.files).await
+            self::file_bytes::keep(self.files.as_ref(), tenant, &result.reports.files).await
         {
             say_live(false);
             return (result, Some(Err(error)));

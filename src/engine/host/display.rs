@@ -4,7 +4,7 @@
 use ::bytes::Bytes;
 use v8::MapFnTo;
 
-use super::files::KeptFiles;
+use super::fs::KeptFiles;
 use crate::backends::content::ContentKey;
 use crate::engine::capability::outcome::{Displayed, RunReport};
 use crate::engine::capability::{Capability, RunScope};

@@ -3,11 +3,11 @@
 //! the file store, the clients) are lent to each run (`super::services`).
 
 pub(crate) mod display;
-pub(crate) mod files;
+pub(crate) mod fs;
 pub(crate) mod mcp;
 #[cfg(test)]
 pub(crate) mod toy;
 
 pub use crate::engine::services::{FileRead, FileSource};
 pub use display::{MAX_DISPLAY_BYTES, MAX_DISPLAYS};
-pub use files::{FileLimits, TreeEntry};
+pub use fs::{FileLimits, TreeEntry};

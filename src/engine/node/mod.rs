@@ -4,7 +4,7 @@
 //! `process` and `global` (`process`), and Node's module system for runs,
 //! `require`, static and dynamic `import` of installed packages, modules by
 //! URL and the `node:` built-ins (`modules`). `node:fs` is `/work`'s
-//! (`host/files`).
+//! (`host/fs`).
 
 pub(crate) mod builtins;
 pub(crate) mod modules;

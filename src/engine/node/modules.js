@@ -105,7 +105,7 @@
     assert: () => load("node").assert,
     "assert/strict": () => load("node").assert.strict,
     process: () => globalThis.process,
-    // /work, the run's file tree (files.js).
+    // /work, the run's file tree (fs.js).
     fs: () => load("fs").fs,
     "fs/promises": () => load("fs").promises,
     path: () => load("fs").path,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::engine::capability::outcome::{RunError, RunStatus};
 use crate::engine::capability::positions::SCRIPT_NAME;
-use crate::engine::host::files::TreeEntry;
+use crate::engine::host::fs::TreeEntry;
 use crate::engine::web::Rendered;
 
 /// How evaluation ended, before termination causes are told apart.

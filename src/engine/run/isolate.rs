@@ -2,7 +2,7 @@
 //! in the process (see [`READ_ONLY_HEAP`]), on the calling thread.
 
 use crate::engine::contract::{Job, JobResult};
-use crate::engine::host::files::files_kept;
+use crate::engine::host::fs::files_kept;
 use crate::engine::layer;
 use crate::engine::run::ready::{Parts, Ready};
 use crate::engine::services::HostServices;

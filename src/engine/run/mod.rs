@@ -32,7 +32,7 @@ use super::capability::outcome::{RunError, RunStatus, cap_text};
 use super::capability::positions::{Positions, SCRIPT_NAME};
 use super::contract::registration;
 use super::contract::{Job, JobResult, Task};
-use super::host::files;
+use super::host::fs;
 use super::layer;
 use super::services::HostServices;
 use super::services::memory::Budget;
@@ -226,7 +226,7 @@ impl Started {
         let code = match &job.task {
             Task::Run { code } => code,
             Task::ListFiles => {
-                return match files::tree(scope) {
+                return match fs::tree(scope) {
                     Some(tree) => Ended::Listed(tree),
                     None => Ended::Threw(RunError::new(
                         "HeapError",

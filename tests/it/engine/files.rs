@@ -1,4 +1,4 @@
-//! `/work` (src/files, src/engine/host/files.js): `node:fs` in runs, the
+//! `/work` (src/files, src/engine/host/fs.js): `node:fs` in runs, the
 //! tree versioned with the heap, bytes beside it in a file store, on every
 //! engine mode.
 

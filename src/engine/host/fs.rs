@@ -1,4 +1,4 @@
-//! Natives of `/work` (`node:fs`, in `files.js`): the tree of paths lives in
+//! Natives of `/work` (`node:fs`, in `fs.js`): the tree of paths lives in
 //! the heap; the bytes of each file are here, by key: written ones held
 //! until the run ends (then stored by the engine before the heap), older
 //! ones read from the store when a run opens them.
@@ -124,7 +124,7 @@ fn input_files(files: FilesArgument) -> Result<Vec<(String, Section)>, String> {
 impl Capability for FilesRun {
     const FAMILY: Option<&'static Family> = Some(&Family {
         name: "fs",
-        source: include_str!("files.js"),
+        source: include_str!("fs.js"),
         deps: &["node"],
         natives,
         globals: &[],
