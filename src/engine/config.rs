@@ -11,6 +11,9 @@ use super::run::typescript::Language;
 use crate::heap::HeapKey;
 use crate::tenant::Tenant;
 
+/// Bytes in a MiB.
+pub(crate) const MIB: usize = 1024 * 1024;
+
 /// The smallest heap limit a run may ask for, in MiB.
 pub const MIN_HEAP_LIMIT_MB: usize = 8;
 

@@ -10,11 +10,30 @@ use tokio::sync::oneshot;
 use super::capability::outcome::EngineError;
 use super::heaps::file_bytes;
 use super::run::{isolate, plain};
-use super::services::HostServices;
-use super::{Engine, FileSource, contract, run, worker};
+use super::services::{Clients, HostServices};
+use super::{FileSource, admission, contract, run, worker};
+use crate::files::FileStore;
 use crate::tenant::Tenant;
 
-impl Engine {
+/// The runners of an engine's jobs and what it lends them: engine workers,
+/// or warm isolates and threads of this process, behind one admission.
+#[derive(Debug)]
+pub(super) struct Runners {
+    pub(super) admission: admission::Admission,
+    pub(super) workers: Option<worker::WorkerPool>,
+    pub(super) warm: Option<run::plain::WarmPool>,
+    /// Where the bytes of `/work` files live, per tenant.
+    pub(super) files: Option<Arc<dyn FileStore>>,
+    /// The `fetch` client and upstream connections of runs in this process.
+    pub(super) clients: Arc<Clients>,
+}
+
+impl Runners {
+    /// The engine workers, when they keep heaps ready for the next call.
+    pub(super) fn keeping_ready(&self) -> Option<&worker::WorkerPool> {
+        self.workers.as_ref().filter(|w| w.keeps_ready())
+    }
+
     /// What the host lends a run of `tenant`: the calling runtime, the
     /// tenant's files, this engine's clients.
     fn services(&self, tenant: &Tenant) -> HostServices {
@@ -36,7 +55,7 @@ impl Engine {
     /// isolate when it touches no snapshot and there are some. `ran` gets a
     /// completed stateful run's answer before its heap is snapshotted. Also
     /// returns the worker now restoring the run's heap, if one is.
-    pub(super) async fn dispatch(
+    pub(super) async fn run(
         &self,
         job: contract::Job,
         tenant: &Tenant,
@@ -81,23 +100,20 @@ impl Engine {
             .map_err(|_| EngineError::Internal("the isolate thread panicked".into()))
     }
 
-    /// Starts an engine worker ahead of the first run, when the engine has
-    /// workers: its V8 starts while the process answers its first requests.
-    /// Needs a Tokio runtime.
-    pub fn prestart(&self) {
+    /// Starts an engine worker ahead of the first run, when there are
+    /// workers. Needs a Tokio runtime.
+    pub(super) fn prestart(&self) {
         if let Some(workers) = &self.workers {
             workers.prestart();
         }
     }
 
     /// Waits, until `by`, for the engine workers still restoring heaps
-    /// kept ready for the next call; returns how many finished. For a host
-    /// about to be frozen (Lambda's post-response phase), which must run
-    /// nothing beside it.
-    pub async fn settle_ready(&self, by: Instant) -> usize {
-        match &self.workers {
-            Some(workers) if workers.keeps_ready() => workers.settle(by).await,
-            _ => 0,
+    /// kept ready; how many finished.
+    pub(super) async fn settle_ready(&self, by: Instant) -> usize {
+        match self.keeping_ready() {
+            Some(workers) => workers.settle(by).await,
+            None => 0,
         }
     }
 }

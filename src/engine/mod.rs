@@ -6,11 +6,12 @@
 //!
 //! | room | what it holds |
 //! |---|---|
-//! | `mod.rs` | the facade: [`Engine`], a run from request to report and the save after the answer |
-//! | `config.rs` | [`EngineConfig`], [`RunRequest`] |
-//! | `plan.rs` | a request checked against the limits, the capabilities' asks, the heap it starts from, the job |
-//! | `dispatch.rs`, `admission.rs` | which runner takes a job (an engine worker, a warm isolate, a thread), in arrival order and tenant shares |
-//! | `heaps/` | heaps loaded, stored (their `/work` bytes first, `file_bytes.rs`), kept ready and claimed |
+//! | `mod.rs` | the facade: [`Engine`] and its one `impl`, which takes a run from request to report and the save after the answer by calling the rooms below |
+//! | `config.rs` | [`EngineConfig`], [`RunRequest`], the heap limit's bounds |
+//! | `plan.rs` | a request checked against the limits and the host's deadline (the one place a run's limits are decided), the capabilities' asks, its JavaScript; the planned job |
+//! | `saving.rs` | a run answered before its heap is stored: [`Ran`] and [`Saving`] |
+//! | `dispatch.rs`, `admission.rs` | the runners of jobs (an engine worker, a warm isolate, a thread) and what the host lends them, in arrival order and tenant shares |
+//! | `heaps/` | where a run starts (a ready heap, a stored one), heaps loaded, stored (their `/work` bytes first, `file_bytes.rs`) and kept ready |
 //! | `prelude/` | the operator's prelude and the heap it makes (`base.rs`) |
 //! | `worker/` | engine worker processes: the pool, the worker's side, the frames, the forked save |
 //! | `run/` | the run core: setup, evaluation, the event loop, how a run ended (`mod.rs`); the snapshot path (`isolate.rs`), plain and warm isolates (`plain.rs`), heaps kept ready (`ready.rs`), the watchdog, top-level `await` (`repl.rs`), TypeScript, unhandled rejections, V8's platform and checksum, a package's load check |
@@ -32,6 +33,7 @@ mod node;
 mod plan;
 mod prelude;
 mod run;
+mod saving;
 mod services;
 mod web;
 mod worker;
@@ -44,8 +46,11 @@ use tokio::sync::{oneshot, watch};
 
 use crate::files::FileStore;
 use crate::heap::{HeapKey, HeapStore};
-use crate::packages::Packages;
+use crate::packages::{PackageView, Packages};
 use crate::tenant::Tenant;
+use contract::registration;
+use plan::{Planned, Setup, finish};
+use saving::AbortOnDrop;
 
 pub(crate) use capability::Argument as CallArgument;
 pub use capability::control::RunControl;
@@ -53,6 +58,7 @@ pub use capability::outcome::{
     Displayed, EngineError, RunError, RunOutcome, RunReport, RunStatus, StandIn, cap_text,
     cap_text_ends,
 };
+use config::MIB;
 pub use config::{EngineConfig, MAX_HEAP_LIMIT_MB, MIN_HEAP_LIMIT_MB, RunRequest};
 pub use contract::registration::CapabilitySettings;
 pub(crate) use contract::registration::arguments as call_arguments;
@@ -64,6 +70,7 @@ pub use plan::time_before;
 pub use prelude::{FilePrelude, PreludeSource};
 pub use run::checksum::calls as snapshot_checksum_calls;
 pub use run::typescript::Language;
+pub use saving::{Ran, Saving};
 pub use services::Clients as HostClients;
 pub use web::console::ConsoleSettings;
 pub use worker::{WORKER_ARG, serve_worker};
@@ -73,19 +80,15 @@ pub use worker::{WORKER_ARG, serve_worker};
 pub struct Engine {
     config: EngineConfig,
     heaps: Option<Arc<dyn HeapStore>>,
-    admission: admission::Admission,
-    workers: Option<worker::WorkerPool>,
-    warm: Option<run::plain::WarmPool>,
+    /// Who runs jobs (engine workers, warm isolates, threads), and what
+    /// the host lends them.
+    runners: dispatch::Runners,
     /// `config.fetch`, shared with every job; `None` when fetch is off.
     fetch: Option<Arc<crate::egress::FetchConfig>>,
     /// The deployment's packages, when it has a package store.
     packages: Option<Arc<Packages>>,
     /// The operator's prelude, when there is one.
     prelude: Option<prelude::Prelude>,
-    /// Where the bytes of `/work` files live, per tenant.
-    files: Option<Arc<dyn FileStore>>,
-    /// The `fetch` client and upstream connections of runs in this process.
-    clients: Arc<services::Clients>,
 }
 
 impl Engine {
@@ -147,20 +150,22 @@ impl Engine {
         Self {
             config,
             heaps,
-            admission,
-            workers,
-            warm,
+            runners: dispatch::Runners {
+                admission,
+                workers,
+                warm,
+                files: None,
+                clients: Arc::default(),
+            },
             fetch,
             packages: None,
             prelude: None,
-            files: None,
-            clients: Arc::default(),
         }
     }
 
     /// This engine with `store` for the bytes of `/work` files.
     pub fn with_files(mut self, store: Arc<dyn FileStore>) -> Self {
-        self.files = Some(store);
+        self.runners.files = Some(store);
         self
     }
 
@@ -170,8 +175,8 @@ impl Engine {
         // Fresh runs restore the prelude's heap, so no run would use a warm
         // isolate, and an idle one holds the read-only heap those runs
         // need alone (engine/run/mod.rs, READ_ONLY_HEAP).
-        self.warm = None;
-        if let Some(workers) = &mut self.workers {
+        self.runners.warm = None;
+        if let Some(workers) = &mut self.runners.workers {
             workers.keep_no_warm_isolate();
         }
         self
@@ -186,7 +191,7 @@ impl Engine {
     /// This engine with `clients` (the composition root's) for the
     /// `fetch` client and upstream connections of runs in this process.
     pub fn with_clients(mut self, clients: Arc<HostClients>) -> Self {
-        self.clients = clients;
+        self.runners.clients = clients;
         self
     }
 
@@ -198,6 +203,222 @@ impl Engine {
     /// The heap store, when stateful runs are possible.
     pub fn heaps(&self) -> Option<&Arc<dyn HeapStore>> {
         self.heaps.as_ref()
+    }
+
+    /// The heaps room, lent what it works with for one step.
+    fn heaps_room(&self) -> heaps::Heaps<'_> {
+        heaps::Heaps {
+            config: &self.config,
+            store: self.heaps.as_ref(),
+            files: self.runners.files.as_ref(),
+            workers: self.runners.workers.as_ref(),
+        }
+    }
+
+    /// Starts an engine worker ahead of the first run, when the engine has
+    /// workers: its V8 starts while the process answers its first requests.
+    /// Needs a Tokio runtime.
+    pub fn prestart(&self) {
+        self.runners.prestart();
+    }
+
+    /// Waits, until `by`, for the engine workers still restoring heaps
+    /// kept ready for the next call; returns how many finished. For a host
+    /// about to be frozen (Lambda's post-response phase), which must run
+    /// nothing beside it.
+    pub async fn settle_ready(&self, by: Instant) -> usize {
+        self.runners.settle_ready(by).await
+    }
+
+    /// Whether an engine worker keeps `tenant`'s run `run`'s heap live, so
+    /// that a run may continue it before it is stored
+    /// ([`RunRequest::continues`]).
+    pub fn holds_live(&self, tenant: &Tenant, run: uuid::Uuid) -> bool {
+        self.runners
+            .workers
+            .as_ref()
+            .is_some_and(|workers| workers.holds_run(tenant, run))
+    }
+
+    /// Runs `job` once `tenant` has a runner ([`dispatch::Runners::run`]).
+    async fn dispatch(
+        &self,
+        job: contract::Job,
+        tenant: &Tenant,
+        ran: Option<worker::EarlyResult>,
+        claim: Option<worker::Claim>,
+    ) -> Result<worker::Executed, EngineError> {
+        self.runners.run(job, tenant, ran, claim).await
+    }
+
+    /// A job running `code` fresh, statelessly, with this engine's
+    /// defaults and `asks`.
+    fn job(&self, code: String, asks: registration::Asks) -> contract::Job {
+        plan::job_within(&self.config, self.fetch.clone(), code, asks)
+    }
+
+    /// The capabilities' asks of a run the engine starts itself (no call's
+    /// arguments), with `packages`.
+    fn own_asks(&self, packages: Option<&Arc<PackageView>>) -> Result<registration::Asks, String> {
+        registration::asks(
+            &self.config.capabilities,
+            capability::Call {
+                arguments: serde_json::Map::new(),
+                packages,
+            },
+        )
+    }
+
+    /// Checks and prepares `request` up to the job that runs it, or the
+    /// report of a run that ended before it started.
+    async fn setup(&self, mut request: RunRequest) -> Result<Setup, EngineError> {
+        let packages = match &self.packages {
+            Some(packages) => Some(packages.view().await),
+            None => None,
+        };
+        let plan::Begun {
+            mut limits,
+            asks,
+            mut report,
+            code,
+            started,
+        } = plan::begin(
+            &self.config,
+            self.heaps.is_some(),
+            &mut request,
+            packages.as_ref(),
+        )?;
+        let done = |report: RunReport| Ok(Setup::Done(Box::new(finish(report, started))));
+        let Some(mut prepared) = code else {
+            return done(report);
+        };
+        let heaps = self.heaps_room();
+        let Some(start) = heaps.start(&request, &mut limits, &mut report).await? else {
+            return done(report);
+        };
+        let (claim, restore) = match start {
+            heaps::Start::Ready(claim) => (Some(*claim), None),
+            heaps::Start::Stored(payload) => (None, Some(payload)),
+            heaps::Start::Fresh => (None, None),
+        };
+        let from_prelude = restore.is_none() && claim.is_none() && self.prelude.is_some();
+        let restore = match (restore, &self.prelude) {
+            (None, Some(prelude)) if from_prelude => match self.base(prelude, packages).await {
+                Ok(base) => {
+                    if let Some(error) = plan::prelude_too_large(base.len(), &limits) {
+                        report.outcome.status = RunStatus::OutOfMemory;
+                        report.outcome.error = Some(error);
+                        return done(report);
+                    }
+                    Some(base)
+                }
+                Err(why) => {
+                    report.outcome.warnings.push(format!(
+                        "the operator's prelude failed, so this run started without it: {why}"
+                    ));
+                    None
+                }
+            },
+            (restore, _) => restore,
+        };
+        let keeps_ready = self.runners.keeping_ready().is_some();
+        let job = contract::Job {
+            plain_restore: from_prelude && restore.is_some(),
+            restore: restore.map(capability::section::Section),
+            from_ready: claim.is_some(),
+            // Kept ready with the limit this call asked for, if it named
+            // one: agents that name a limit name it on every call.
+            keep_ready: (request.stateful && keeps_ready).then(|| contract::ReadyLimits {
+                asked_mb: limits.asked.then_some(limits.heap_limit_mb),
+                ..heaps.ready_limits()
+            }),
+            stateful: request.stateful,
+            timeout: limits.timeout,
+            heap_limit_bytes: limits.heap_limit_mb * MIB,
+            control: request.control.clone(),
+            ..self.job(std::mem::take(&mut prepared.js), asks)
+        };
+        report.heap_limit_mb = limits.heap_limit_mb;
+        Ok(Setup::Planned(Box::new(Planned {
+            job,
+            report,
+            positions: prepared.positions.take(),
+            tenant: request.tenant,
+            control: request.control,
+            claim,
+            started,
+        })))
+    }
+
+    /// The heap `prelude` leaves, made once per process by a stateful run
+    /// as long as the longest timeout.
+    async fn base(
+        &self,
+        prelude: &prelude::Prelude,
+        packages: Option<Arc<PackageView>>,
+    ) -> Result<bytes::Bytes, String> {
+        let job = |code: String| {
+            Ok(contract::Job {
+                stateful: true,
+                timeout: self.config.max_timeout,
+                ..self.job(code, self.own_asks(packages.as_ref())?)
+            })
+        };
+        // Made once for every tenant's fresh runs, it counts as anonymous.
+        let run = |job| async move {
+            self.dispatch(job, &Tenant::default(), None, None)
+                .await
+                .map(|executed| executed.result)
+                .map_err(|e| e.to_string())
+        };
+        prelude.base(job, run).await
+    }
+
+    /// The `/work` tree of `tenant`'s heap `key`, read by restoring it;
+    /// `None` when the tenant has no such heap.
+    pub async fn files_of(
+        &self,
+        tenant: &Tenant,
+        key: &HeapKey,
+    ) -> Result<Option<Vec<TreeEntry>>, String> {
+        let Some(store) = &self.heaps else {
+            return Ok(None);
+        };
+        let mut limits = plan::Limits {
+            timeout: self.config.default_timeout,
+            heap_limit_mb: self.config.max_heap_limit_mb,
+            asked: true,
+            cut: None,
+        };
+        let payload = match self
+            .heaps_room()
+            .load(store.as_ref(), tenant, key, &mut limits)
+            .await
+        {
+            Ok(Some(payload)) => payload,
+            Ok(None) => return Ok(None),
+            Err((_, error)) => return Err(error.message),
+        };
+        let job = contract::Job {
+            task: contract::Task::ListFiles,
+            heap_limit_bytes: restore_needs_mb(payload.len())
+                .max(self.config.default_heap_limit_mb)
+                * MIB,
+            restore: Some(capability::section::Section(payload)),
+            ..self.job(String::new(), self.own_asks(None)?)
+        };
+        let result = self
+            .dispatch(job, tenant, None, None)
+            .await
+            .map_err(|e| e.to_string())?
+            .result;
+        match (result.status, result.listing) {
+            (RunStatus::Completed, Some(tree)) => Ok(Some(tree)),
+            _ => Err(result.error.map_or_else(
+                || format!("listing the heap's /work ended {:?}", result.status),
+                |e| e.message,
+            )),
+        }
     }
 
     /// Runs one request. JavaScript failures, limits and storage trouble are
@@ -221,10 +442,10 @@ impl Engine {
             claim,
             started,
         } = planned;
-        let kept = Self::kept(&job, report.outcome.execution_id);
+        let kept = heaps::Kept::of(&job, report.outcome.execution_id);
         let mut executed = self.dispatch(job, &tenant, None, claim).await?;
         executed.result = executed.result.cancelled_by(control.as_deref());
-        let (mut result, stored) = self.keep(&tenant, executed, kept, None).await;
+        let (mut result, stored) = self.heaps_room().keep(&tenant, executed, kept, None).await;
         self.apply(&mut report, &mut result, positions.as_ref())
             .await;
         if let Some(stored) = stored {
@@ -269,13 +490,14 @@ impl Engine {
         let (live_tx, live) = watch::channel(None);
         let task = {
             let (engine, control) = (self.clone(), control.clone());
-            let kept = Self::kept(&job, report.outcome.execution_id);
+            let kept = heaps::Kept::of(&job, report.outcome.execution_id);
             tokio::spawn(async move {
                 let done = match engine.dispatch(job, &tenant, Some(ran_tx), claim).await {
                     Ok(mut executed) => {
                         // Once answered, the control ignores cancels.
                         executed.result = executed.result.cancelled_by(control.as_deref());
-                        Ok(engine.keep(&tenant, executed, kept, Some(&live_tx)).await)
+                        let heaps = engine.heaps_room();
+                        Ok(heaps.keep(&tenant, executed, kept, Some(&live_tx)).await)
                     }
                     Err(error) => Err(error),
                 };
@@ -354,108 +576,6 @@ impl Engine {
     }
 }
 
-const MIB: usize = 1024 * 1024;
-
-/// A run that has ended, and the save of its heap when that goes on
-/// after it ([`Engine::run_then_save`]).
-#[derive(Debug)]
-pub struct Ran {
-    /// The run's report; without `heap` while `save` is pending.
-    pub report: RunReport,
-    /// The snapshot and store of the heap, still going.
-    pub save: Option<Saving>,
-}
-
-/// The save of a heap whose run was answered before it.
-#[derive(Debug)]
-pub struct Saving {
-    done: oneshot::Receiver<Saved>,
-    /// Whether an engine worker keeps the heap live for the next call
-    /// (known a few milliseconds after the answer, when the run's engine
-    /// worker has forked the copy that writes its snapshot).
-    live: watch::Receiver<Option<bool>>,
-}
-
-/// How a run answered first ended: its final result (the heap, the files
-/// to keep) and how storing its heap went (`None`: it made none).
-type Saved = Result<(contract::JobResult, Option<Result<HeapKey, RunError>>), EngineError>;
-
-impl Saving {
-    /// Whether an engine worker keeps the heap live ([`RunRequest::continues`]
-    /// may then name the run): `None` until known, and a closed channel when
-    /// the run ended without saying.
-    pub fn live(&self) -> watch::Receiver<Option<bool>> {
-        self.live.clone()
-    }
-
-    /// The stored heap's key, or why there is none (V8 could not snapshot
-    /// the heap, the store failed, the engine process died).
-    pub async fn wait(self) -> Result<HeapKey, RunError> {
-        match self.done.await {
-            Ok(Ok((_, Some(stored)))) => stored,
-            Ok(Ok((result, None))) => Err(result.error.unwrap_or_else(|| {
-                RunError::new("SnapshotError", "the run's heap was not snapshotted")
-            })),
-            Ok(Err(error)) => Err(RunError::new("EngineError", error.to_string())),
-            Err(_) => Err(RunError::new(
-                "EngineError",
-                "the task saving the heap ended without a result",
-            )),
-        }
-    }
-}
-
-/// Aborts a task when dropped, unless disarmed.
-struct AbortOnDrop(Option<tokio::task::AbortHandle>);
-
-impl AbortOnDrop {
-    fn disarm(mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        if let Some(handle) = self.0.take() {
-            handle.abort();
-        }
-    }
-}
-
-/// A request checked and set up: the job, the report so far, and what
-/// finishing it needs.
-enum Setup {
-    /// The run ended before it started (a syntax error, a heap that cannot
-    /// be restored).
-    Done(Box<RunReport>),
-    Planned(Box<Planned>),
-}
-
-struct Planned {
-    job: contract::Job,
-    report: RunReport,
-    positions: Option<capability::positions::Positions>,
-    tenant: Tenant,
-    control: Option<Arc<RunControl>>,
-    claim: Option<worker::Claim>,
-    started: Instant,
-}
-
-/// `report` with its duration since `started`, logged.
-fn finish(mut report: RunReport, started: Instant) -> RunReport {
-    let outcome = &mut report.outcome;
-    outcome.duration_ms = started.elapsed().as_millis() as u64;
-    tracing::debug!(
-        execution_id = %outcome.execution_id,
-        status = ?outcome.status,
-        input_heap = outcome.input_heap.as_ref().map(HeapKey::as_str),
-        heap = outcome.heap.as_ref().map(HeapKey::as_str),
-        duration_ms = outcome.duration_ms,
-        "run finished"
-    );
-    report
-}
-
 /// Puts the outcome of storing a run's heap into its outcome: the key, or
 /// the failure that fails the run.
 pub fn stored_in(outcome: &mut RunOutcome, stored: Result<HeapKey, RunError>) {
@@ -466,5 +586,21 @@ pub fn stored_in(outcome: &mut RunOutcome, stored: Result<HeapKey, RunError>) {
             outcome.result = None;
             outcome.error = Some(error);
         }
+    }
+}
+
+/// `packages add` proves a package loads by importing it in a fresh job of
+/// this engine, which sees only that package (`run/load_check.rs`).
+#[async_trait::async_trait]
+impl crate::packages::LoadCheck for Engine {
+    async fn loads(&self, package: &crate::packages::Prepared) -> Result<Vec<String>, String> {
+        let (code, view) = run::load_check::prepare(package)?;
+        let job = self.job(code, self.own_asks(Some(&Arc::new(view)))?);
+        let result = self
+            .dispatch(job, &Tenant::default(), None, None)
+            .await
+            .map_err(|e| format!("the engine could not run the check: {e}"))?
+            .result;
+        run::load_check::names(result)
     }
 }

@@ -6,15 +6,27 @@ pub(super) mod file_bytes;
 
 use std::time::Instant;
 
-use super::capability::outcome::{RunError, RunStatus};
-use super::capability::section::Section;
-use super::host::TreeEntry;
+use std::sync::Arc;
+
+use super::capability::outcome::{EngineError, RunError, RunReport, RunStatus};
+use super::config::{EngineConfig, MIB, RunRequest};
 use super::plan::Limits;
-use super::{Engine, MIB, contract, restore_needs_mb, worker};
+use super::{contract, restore_needs_mb, worker};
+use crate::files::FileStore;
 use crate::heap::{HeapKey, HeapStore, HeapStoreError, Snapshot};
 use crate::tenant::Tenant;
 
-impl Engine {
+/// What loading, storing and keeping heaps ready works with: the engine's
+/// limits, its stores, and its engine workers when they keep heaps ready.
+/// The facade lends it for each step (`Engine::heaps_room`).
+pub(super) struct Heaps<'a> {
+    pub(super) config: &'a EngineConfig,
+    pub(super) store: Option<&'a Arc<dyn HeapStore>>,
+    pub(super) files: Option<&'a Arc<dyn FileStore>>,
+    pub(super) workers: Option<&'a worker::WorkerPool>,
+}
+
+impl Heaps<'_> {
     /// The limits a heap is restored with when the call names none.
     pub(super) fn ready_limits(&self) -> contract::ReadyLimits {
         contract::ReadyLimits {
@@ -22,6 +34,57 @@ impl Engine {
             max_mb: self.config.max_heap_limit_mb,
             asked_mb: None,
             settle: self.config.collect_ready_heaps,
+        }
+    }
+
+    /// Where the run `request` asks for starts: a heap an engine worker
+    /// keeps ready (neither read nor restored; one not stored yet is
+    /// continued only there), a stored heap's payload, or nothing. `limits`
+    /// become what the heap needs; `None` when the run ends before it
+    /// starts, as `report` says.
+    pub(super) async fn start(
+        &self,
+        request: &RunRequest,
+        limits: &mut Limits,
+        report: &mut RunReport,
+    ) -> Result<Option<Start>, EngineError> {
+        let Some(store) = self.store else {
+            return Ok(Some(Start::Fresh));
+        };
+        let claim = match (&request.heap, request.continues) {
+            (_, Some(run)) => match self.claim(&request.tenant, worker::Wanted::Run(run), limits) {
+                Some(claim) => Some(claim),
+                None => return Err(EngineError::NotLive(run)),
+            },
+            (Some(key), None) => self.claim(&request.tenant, worker::Wanted::Key(key), limits),
+            (None, None) => None,
+        };
+        if let Some(claim) = claim {
+            limits.heap_limit_mb = claim.heap_limit_bytes() / MIB;
+            tracing::debug!(
+                heap_limit_mb = limits.heap_limit_mb,
+                "the heap is ready in an engine worker"
+            );
+            return Ok(Some(Start::Ready(Box::new(claim))));
+        }
+        let Some(key) = &request.heap else {
+            return Ok(Some(Start::Fresh));
+        };
+        match self
+            .load(store.as_ref(), &request.tenant, key, limits)
+            .await
+        {
+            Ok(Some(payload)) => Ok(Some(Start::Stored(payload))),
+            Ok(None) => {
+                report.outcome.note_missing_heap(key);
+                Ok(Some(Start::Fresh))
+            }
+            Err((status, error)) => {
+                report.outcome.status = status;
+                report.outcome.error = Some(error);
+                report.heap_limit_mb = limits.heap_limit_mb;
+                Ok(None)
+            }
         }
     }
 
@@ -33,21 +96,12 @@ impl Engine {
         wanted: worker::Wanted<'_>,
         limits: &Limits,
     ) -> Option<worker::Claim> {
-        let workers = self.workers.as_ref().filter(|w| w.keeps_ready())?;
+        let workers = self.workers.filter(|w| w.keeps_ready())?;
         workers.claim(
             tenant,
             wanted,
             limits.asked.then_some(limits.heap_limit_mb * MIB),
         )
-    }
-
-    /// Whether an engine worker keeps `tenant`'s run `run`'s heap live, so
-    /// that a run may continue it before it is stored
-    /// ([`RunRequest::continues`](super::RunRequest::continues)).
-    pub fn holds_live(&self, tenant: &Tenant, run: uuid::Uuid) -> bool {
-        self.workers
-            .as_ref()
-            .is_some_and(|workers| workers.holds_run(tenant, run))
     }
 
     /// Stores the heap a run made (its `/work` files first: a stored heap
@@ -67,18 +121,17 @@ impl Engine {
                 live.send_replace(Some(kept_live));
             }
         };
-        let Some(heaps) = &self.heaps else {
+        let Some(heaps) = self.store else {
             say_live(false);
             return (executed.result, None);
         };
-        let named = executed.preparing.zip(self.workers.as_ref());
+        let named = executed.preparing.zip(self.workers);
         // A run cancelled once answered keeps nothing.
         if executed.snapshot.is_some() && executed.result.status == RunStatus::Completed {
             // The files first: the next run may read them from the live
             // heap before its snapshot is stored.
             if let Err(error) =
-                self::file_bytes::keep(self.files.as_ref(), tenant, &executed.result.reports.files)
-                    .await
+                self::file_bytes::keep(self.files, tenant, &executed.result.reports.files).await
             {
                 say_live(false);
                 return (executed.result, Some(Err(error)));
@@ -105,8 +158,7 @@ impl Engine {
             say_live(false);
             return (result, None);
         };
-        if let Err(error) =
-            self::file_bytes::keep(self.files.as_ref(), tenant, &result.reports.files).await
+        if let Err(error) = self::file_bytes::keep(self.files, tenant, &result.reports.files).await
         {
             say_live(false);
             return (result, Some(Err(error)));
@@ -141,7 +193,7 @@ impl Engine {
     /// whether there is one.
     fn ready_live(&self, tenant: &Tenant, executed: &worker::Executed, kept: &Kept) -> bool {
         let (Some(_), Some(id), Some(workers)) =
-            (&executed.snapshot, executed.preparing, &self.workers)
+            (&executed.snapshot, executed.preparing, self.workers)
         else {
             return false;
         };
@@ -160,49 +212,6 @@ impl Engine {
             },
         );
         true
-    }
-
-    /// The `/work` tree of `tenant`'s heap `key`, read by restoring it;
-    /// `None` when the tenant has no such heap.
-    pub async fn files_of(
-        &self,
-        tenant: &Tenant,
-        key: &HeapKey,
-    ) -> Result<Option<Vec<TreeEntry>>, String> {
-        let Some(heaps) = &self.heaps else {
-            return Ok(None);
-        };
-        let mut limits = Limits {
-            timeout: self.config.default_timeout,
-            heap_limit_mb: self.config.max_heap_limit_mb,
-            asked: true,
-            cut: None,
-        };
-        let payload = match self.load(heaps.as_ref(), tenant, key, &mut limits).await {
-            Ok(Some(payload)) => payload,
-            Ok(None) => return Ok(None),
-            Err((_, error)) => return Err(error.message),
-        };
-        let job = contract::Job {
-            task: contract::Task::ListFiles,
-            heap_limit_bytes: restore_needs_mb(payload.len())
-                .max(self.config.default_heap_limit_mb)
-                * MIB,
-            restore: Some(Section(payload)),
-            ..self.job(String::new(), self.own_asks(None)?)
-        };
-        let result = self
-            .dispatch(job, tenant, None, None)
-            .await
-            .map_err(|e| e.to_string())?
-            .result;
-        match (result.status, result.listing) {
-            (RunStatus::Completed, Some(tree)) => Ok(Some(tree)),
-            _ => Err(result.error.map_or_else(
-                || format!("listing the heap's /work ended {:?}", result.status),
-                |e| e.message,
-            )),
-        }
     }
 
     /// The payload of heap `key`, `None` when it is not stored, or the
@@ -253,7 +262,7 @@ impl Engine {
 
     /// Frames and stores the payload a run produced; its key, or the error
     /// that fails the run.
-    async fn store(
+    pub(super) async fn store(
         &self,
         heaps: &dyn HeapStore,
         tenant: &Tenant,
@@ -276,7 +285,7 @@ impl Engine {
     }
 
     /// Why a snapshot of `len` bytes is neither stored nor restored.
-    fn too_large(&self, what: &str, len: usize) -> RunError {
+    pub(super) fn too_large(&self, what: &str, len: usize) -> RunError {
         RunError::new(
             "SnapshotTooLarge",
             format!(
@@ -289,7 +298,17 @@ impl Engine {
     }
 }
 
-/// What [`Engine::keep`] needs of the job besides its result: how a heap
+/// Where a run starts ([`Heaps::start`]).
+pub(super) enum Start {
+    /// The heap an engine worker keeps ready.
+    Ready(Box<worker::Claim>),
+    /// A stored heap's payload, to restore.
+    Stored(bytes::Bytes),
+    /// A fresh isolate (or the prelude's heap).
+    Fresh,
+}
+
+/// What [`Heaps::keep`] needs of the job besides its result: how a heap
 /// restored for the next call is limited, the limit a live heap has, the
 /// run that made it.
 #[derive(Debug, Clone, Copy)]
@@ -299,10 +318,10 @@ pub(super) struct Kept {
     pub run: uuid::Uuid,
 }
 
-impl Engine {
-    /// What [`Engine::keep`] needs of `job`, run `run`.
-    pub(super) fn kept(job: &contract::Job, run: uuid::Uuid) -> Kept {
-        Kept {
+impl Kept {
+    /// What [`Heaps::keep`] needs of `job`, run `run`.
+    pub(super) fn of(job: &contract::Job, run: uuid::Uuid) -> Self {
+        Self {
             ready: job.keep_ready,
             heap_limit_bytes: job.heap_limit_bytes,
             run,

@@ -3,56 +3,53 @@
 //! run imports it (the run's Node ports, its Web platform, its limits).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use async_trait::async_trait;
-
+use crate::engine::contract::JobResult;
 use crate::engine::run::typescript;
-use crate::engine::{Engine, Language, RunStatus};
-use crate::packages::{LoadCheck, PackageView, Prepared, Scratch};
-use crate::tenant::Tenant;
+use crate::engine::{Language, RunStatus};
+use crate::packages::{PackageView, Prepared, Scratch};
 
-#[async_trait]
-impl LoadCheck for Engine {
-    async fn loads(&self, package: &Prepared) -> Result<Vec<String>, String> {
-        let scratch = Scratch::named("mcp-v8-load-check");
-        std::fs::create_dir_all(&scratch.0)
-            .and_then(|()| {
-                std::fs::write(
-                    scratch.0.join(package.installed.bundle.as_str()),
-                    &package.bundle,
-                )
-            })
-            .map_err(|e| format!("writing the bundle to {}: {e}", scratch.0.display()))?;
-        let view = PackageView {
-            packages: BTreeMap::from([(package.name.clone(), package.installed.clone())]),
-            urls: BTreeMap::new(),
-            dir: scratch.0.clone(),
-        };
-        let code = import_code(&package.name, &package.installed.entries);
-        let prepared = typescript::prepare(&code, Language::Javascript)
-            .map_err(|e| format!("the check's own code: {e}"))?;
-        let asks = self.own_asks(Some(&Arc::new(view)))?;
-        let job = self.job(prepared.js, asks);
-        let result = self
-            .dispatch(job, &Tenant::default(), None, None)
-            .await
-            .map(|executed| executed.result)
-            .map_err(|e| format!("the engine could not run the check: {e}"))?;
-        match (result.status, result.error) {
-            (RunStatus::Completed, _) => {
-                let mut names: Vec<String> = result
-                    .result
-                    .as_deref()
-                    .and_then(|json| serde_json::from_str::<String>(json).ok())
-                    .and_then(|text| serde_json::from_str(&text).ok())
-                    .unwrap_or_default();
-                names.sort();
-                Ok(names)
-            }
-            (_, Some(error)) => Err(format!("{}: {}", error.name, error.message)),
-            (status, None) => Err(format!("importing it ended {status:?}")),
+/// The check of `package`: the JavaScript that imports it, and the view of
+/// packages it runs with (that package alone, its bundle written to a
+/// scratch directory). The facade runs it as a fresh job
+/// (`impl LoadCheck for Engine`).
+pub(crate) fn prepare(package: &Prepared) -> Result<(String, PackageView), String> {
+    let scratch = Scratch::named("mcp-v8-load-check");
+    std::fs::create_dir_all(&scratch.0)
+        .and_then(|()| {
+            std::fs::write(
+                scratch.0.join(package.installed.bundle.as_str()),
+                &package.bundle,
+            )
+        })
+        .map_err(|e| format!("writing the bundle to {}: {e}", scratch.0.display()))?;
+    let view = PackageView {
+        packages: BTreeMap::from([(package.name.clone(), package.installed.clone())]),
+        urls: BTreeMap::new(),
+        dir: scratch.0.clone(),
+    };
+    let code = import_code(&package.name, &package.installed.entries);
+    let prepared = typescript::prepare(&code, Language::Javascript)
+        .map_err(|e| format!("the check's own code: {e}"))?;
+    Ok((prepared.js, view))
+}
+
+/// The names the package's main entry gives, from the check's result, or
+/// why it did not load.
+pub(crate) fn names(result: JobResult) -> Result<Vec<String>, String> {
+    match (result.status, result.error) {
+        (RunStatus::Completed, _) => {
+            let mut names: Vec<String> = result
+                .result
+                .as_deref()
+                .and_then(|json| serde_json::from_str::<String>(json).ok())
+                .and_then(|text| serde_json::from_str(&text).ok())
+                .unwrap_or_default();
+            names.sort();
+            Ok(names)
         }
+        (_, Some(error)) => Err(format!("{}: {}", error.name, error.message)),
+        (status, None) => Err(format!("importing it ended {status:?}")),
     }
 }
 
