@@ -25,7 +25,7 @@ use crate::server::ToolExecutor;
 use crate::session::{DynamoSessionStore, RedbSessionStore, SessionStore};
 use crate::tasks::{Handoff, LambdaHandoff, TaskBook, TaskSettings, TaskStore, Tasks};
 use crate::tenant::Tenancy;
-use crate::tools::Toolbox;
+use crate::tools::{Lifecycle, Toolbox};
 use crate::transport::{App, Authenticator, JwtVerifier, OriginPolicy, TransportConfig};
 
 /// The stores an app runs on. Built from a configuration by
@@ -355,6 +355,26 @@ pub fn with_stores(config: &Config, stores: Stores) -> App {
 /// `engine_config` says rather than as `config` does (tests name the worker
 /// program, which a server finds as its own executable).
 pub fn with_engine(config: &Config, engine_config: EngineConfig, stores: Stores) -> App {
+    build(config, engine_config, stores).0
+}
+
+/// The app `config` describes on its stores (see [`app`]), and what the
+/// process does around its calls: a host's entry (`serve`, `stdio`, the
+/// Lambda entry) waits for its saves and settles its ready heaps through
+/// the [`Lifecycle`], not through the app.
+pub fn host(
+    config: &Config,
+    data_dir: &Path,
+    aws: Option<&Clients>,
+) -> Result<(App, Lifecycle), BoxError> {
+    Ok(build(
+        config,
+        engine_config(config),
+        Stores::from_config(config, data_dir, aws)?,
+    ))
+}
+
+fn build(config: &Config, engine_config: EngineConfig, stores: Stores) -> (App, Lifecycle) {
     // The host's clients (fetch, upstream connections) are one value, shared
     // by the engine's runs and the tools that list upstream servers.
     let clients = Arc::new(HostClients::default());
@@ -411,6 +431,7 @@ pub fn with_engine(config: &Config, engine_config: EngineConfig, stores: Stores)
         },
         streaming: config.transport.response_streaming,
     };
+    let lifecycle = Lifecycle::new(tools.saves.clone(), tools.engine.clone());
     let server = McpServer::new(tools.clone());
     let server = if stores.offers_tasks {
         server.with_tasks(Tasks::new(
@@ -422,7 +443,7 @@ pub fn with_engine(config: &Config, engine_config: EngineConfig, stores: Stores)
     } else {
         server
     };
-    App::new(transport, stores.sessions, server)
+    (App::new(transport, stores.sessions, server), lifecycle)
 }
 
 /// When calls become tasks and how long tasks live, as `config` says.

@@ -348,18 +348,21 @@ fn init_logging(format: LogFormat, level: Option<&str>) {
     }
 }
 
-/// The app on `data_dir`. A client that restarts its server starts the new
+/// The app on `data_dir` and its lifecycle. A client that restarts its server starts the new
 /// process while the old one may still hold the embedded database (one
 /// process at a time): wait a little for it before saying so.
 async fn open_local(
     config: &Config,
     data_dir: &std::path::Path,
     aws: Option<&Clients>,
-) -> anyhow::Result<mcp_v8_lambda::transport::App> {
+) -> anyhow::Result<(
+    mcp_v8_lambda::transport::App,
+    mcp_v8_lambda::tools::Lifecycle,
+)> {
     let started = std::time::Instant::now();
     loop {
-        match compose::app(config, data_dir, aws) {
-            Ok(app) => return Ok(app),
+        match compose::host(config, data_dir, aws) {
+            Ok(host) => return Ok(host),
             Err(e)
                 if held_by_another_process(&*e) && started.elapsed() < Duration::from_secs(5) =>
             {
@@ -421,15 +424,17 @@ async fn run_lambda(config: Config) -> anyhow::Result<()> {
         "serving Lambda invocations"
     );
     let aws = aws_clients(&config).await;
-    let app = compose::app(&config, std::path::Path::new(LAMBDA_DATA_DIR), aws.as_ref())
-        .map_err(|e| anyhow::anyhow!(e))
-        .context("building the server from the configuration")?;
+    let (app, lifecycle) =
+        compose::host(&config, std::path::Path::new(LAMBDA_DATA_DIR), aws.as_ref())
+            .map_err(|e| anyhow::anyhow!(e))
+            .context("building the server from the configuration")?;
     // Lambda Managed Instances never freeze an environment: saves go on
     // after the answer there as under `serve`, with no extension.
     let post_response =
         config.engine.answer_before_save_mb.is_some() && config.freezes_between_calls();
     mcp_v8_lambda::lambda::run(
         app,
+        lifecycle,
         config.transport.allow_unauthenticated,
         config.transport.response_streaming,
         post_response,
@@ -474,7 +479,7 @@ async fn serve_main() -> anyhow::Result<()> {
             store.configure(&mut config);
             let data_dir = store.data_dir.unwrap_or_else(|| PathBuf::from(".mcp-v8"));
             let aws = aws_clients(&config).await;
-            let app = compose::app(&config, &data_dir, aws.as_ref())
+            let (app, lifecycle) = compose::host(&config, &data_dir, aws.as_ref())
                 .map_err(|e| anyhow::anyhow!(e))
                 .context("building the server from the configuration")?;
             let address = SocketAddr::new(host, port);
@@ -484,7 +489,6 @@ async fn serve_main() -> anyhow::Result<()> {
             tracing::info!(%address, data_dir = %data_dir.display(), stateless = config.stateless, engine_workers = config.engine.workers, "serving MCP at http://{address}/mcp");
             // Bound to loopback, only loopback names may be asked for: a web
             // page cannot reach this server by rebinding its own name to 127.0.0.1.
-            let saves = app.saves();
             let tasks = app.server().tasks().cloned();
             let shutdown = async move {
                 shutdown_signal().await;
@@ -522,7 +526,7 @@ async fn serve_main() -> anyhow::Result<()> {
             serve_http(listener, service, limits, shutdown)
                 .await
                 .context("serving")?;
-            saves.drain().await;
+            lifecycle.saves().drain().await;
         }
         Command::Stdio { store, session } => {
             store.configure(&mut config);
@@ -532,18 +536,17 @@ async fn serve_main() -> anyhow::Result<()> {
                     .map_err(|e| anyhow::anyhow!("--session {name:?}: {e}"))?;
             }
             let aws = aws_clients(&config).await;
-            let app = open_local(&config, &data_dir, aws.as_ref()).await?;
+            let (app, lifecycle) = open_local(&config, &data_dir, aws.as_ref()).await?;
             tracing::info!(data_dir = %data_dir.display(), stateless = config.stateless, engine_workers = config.engine.workers, session = session.as_deref(), "serving MCP on stdin and stdout");
             let options = StdioOptions {
                 logical_session: session,
             };
             let input = tokio::io::BufReader::new(tokio::io::stdin());
-            let saves = app.saves();
             serve_stdio(app, options, input, tokio::io::stdout())
                 .await
                 .context("serving stdio")?;
             // The client is gone; heaps it was answered for are stored first.
-            saves.drain().await;
+            lifecycle.saves().drain().await;
         }
         Command::Packages { action, data_dir } => packages(&config, action, data_dir).await?,
         Command::Heap { action, data_dir } => heap(&config, action, data_dir).await?,

@@ -10,8 +10,9 @@ use tokio::sync::oneshot;
 use super::capability::outcome::EngineError;
 use super::heaps::file_bytes;
 use super::run::{isolate, plain};
+use super::services::FileSource;
 use super::services::{Clients, HostServices};
-use super::{FileSource, admission, contract, run, worker};
+use super::{admission, contract, run, worker};
 use crate::files::FileStore;
 use crate::tenant::Tenant;
 

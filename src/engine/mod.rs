@@ -594,7 +594,8 @@ pub fn stored_in(outcome: &mut RunOutcome, stored: Result<HeapKey, RunError>) {
 #[async_trait::async_trait]
 impl crate::packages::LoadCheck for Engine {
     async fn loads(&self, package: &crate::packages::Prepared) -> Result<Vec<String>, String> {
-        let (code, view) = run::load_check::prepare(package)?;
+        // The scratch directory holds the bundle until the check has run.
+        let (code, view, _scratch) = run::load_check::prepare(package)?;
         let job = self.job(code, self.own_asks(Some(&Arc::new(view)))?);
         let result = self
             .dispatch(job, &Tenant::default(), None, None)

@@ -192,9 +192,10 @@ pub fn service(app: App, allow_unauthenticated: bool) -> Router {
 /// With `post_response`, runs answered before their heaps are stored are
 /// stored in each invocation's post-response phase, by an internal
 /// extension registered here, before the runtime's first `next`
-/// ([`post_response`]).
+/// ([`post_response`]), from `lifecycle`.
 pub async fn run(
     app: App,
+    lifecycle: crate::tools::Lifecycle,
     allow_unauthenticated: bool,
     streaming: bool,
     post_response: bool,
@@ -203,8 +204,7 @@ pub async fn run(
     let extension = if post_response {
         let post = post_response::PostResponse {
             finished: finished.clone(),
-            saves: app.saves(),
-            app: Some(app.clone()),
+            lifecycle,
         };
         Some(post_response::register(post).await.map_err(|e| {
             format!(

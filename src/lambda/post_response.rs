@@ -22,8 +22,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use lambda_http::lambda_runtime::LambdaInvocation;
 use tokio::sync::Notify;
 
-use crate::tools::Saves;
-use crate::transport::App;
+use crate::tools::Lifecycle;
 
 /// The extension's name, unique within the function.
 pub const EXTENSION_NAME: &str = "mcp-v8-saves";
@@ -142,12 +141,11 @@ where
 pub struct PostResponse {
     /// Where the runtime marks the invocations it has answered.
     pub finished: Arc<Finished>,
-    /// The saves of heaps answered for first, going in this process.
-    pub saves: Arc<Saves>,
-    /// The app whose engine workers finish restoring the heaps they keep
-    /// ready before the phase ends, so that no freeze cuts a restore in two
-    /// and the next call only runs.
-    pub app: Option<App>,
+    /// The saves of heaps answered for first, going in this process, and
+    /// the engine whose workers finish restoring the heaps they keep ready
+    /// before the phase ends, so that no freeze cuts a restore in two and
+    /// the next call only runs.
+    pub lifecycle: Lifecycle,
 }
 
 impl PostResponse {
@@ -160,7 +158,7 @@ impl PostResponse {
         let started = std::time::Instant::now();
         let work = async {
             self.finished.wait(request_id).await;
-            self.saves.drain().await;
+            self.lifecycle.saves().drain().await;
         };
         let deadline = UNIX_EPOCH + Duration::from_millis(deadline_ms);
         // `cargo lambda watch` sends a duration where an epoch time belongs:
@@ -180,17 +178,16 @@ impl PostResponse {
                         "the invocation's deadline is near and heaps answered for are still being stored: \
                          recording them as lost"
                     );
-                    self.saves.abandon(CUT_SHORT);
+                    self.lifecycle.saves().abandon(CUT_SHORT);
                     // Each save writes its own record of the loss; they
                     // have the margin for it.
-                    let _ = tokio::time::timeout(DEADLINE_MARGIN / 2, self.saves.drain()).await;
+                    let _ =
+                        tokio::time::timeout(DEADLINE_MARGIN / 2, self.lifecycle.saves().drain())
+                            .await;
                 }
             }
         }
-        let ready_heaps_restored = match &self.app {
-            Some(app) => app.settle_ready_heaps(by).await,
-            None => 0,
-        };
+        let ready_heaps_restored = self.lifecycle.settle_ready_heaps(by).await;
         tracing::debug!(
             request_id,
             post_response_ms = started.elapsed().as_millis() as u64,
@@ -235,8 +232,7 @@ mod tests {
         use futures_util::FutureExt;
         let post = PostResponse {
             finished: Arc::default(),
-            saves: Arc::default(),
-            app: None,
+            lifecycle: Lifecycle::default(),
         };
         // A deadline of 0 is none (as `cargo lambda watch` sends).
         let mut phase = std::pin::pin!(post.after("b", 0));

@@ -76,17 +76,6 @@ impl McpServer {
         self.tasks.as_deref()
     }
 
-    /// The saves of heaps answered for first that are still going.
-    pub fn saves(&self) -> std::sync::Arc<crate::tools::Saves> {
-        self.tools.saves.clone()
-    }
-
-    /// Waits, until `by`, for the heaps engine workers are restoring for
-    /// the next call ([`crate::engine::Engine::settle_ready`]).
-    pub async fn settle_ready_heaps(&self, by: std::time::Instant) -> usize {
-        self.tools.engine.settle_ready(by).await
-    }
-
     /// What this server offers, in `initialize` and `server/discover` alike:
     /// resources and prompts only where there are session logs; tasks in
     /// the form of `version` (the experimental form in 2025-11-25, the

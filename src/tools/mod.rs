@@ -11,6 +11,7 @@ mod executions;
 #[cfg(feature = "conformance-fixtures")]
 mod fixtures;
 mod heap_tags;
+mod lifecycle;
 mod routes;
 mod run_js;
 mod saving;
@@ -34,6 +35,7 @@ pub use calls::{TaskSupport, ToolCallError};
 #[doc(hidden)]
 pub use display_page::parses_of as display_table_parses;
 pub use executions::ExecutionView;
+pub use lifecycle::Lifecycle;
 pub use run_js::ANSWERED_DIRECTLY_IF;
 pub use saving::{Saves, UnsavedBounds};
 pub use toolbox::{CallContext, HeapName, MAX_READ_FILE_BYTES, MAX_RESULT_JSON_BYTES, Toolbox};

@@ -101,18 +101,6 @@ impl App {
         }
     }
 
-    /// Waits, until `by`, for the heaps engine workers are restoring for
-    /// the next call; how many finished (Lambda's post-response phase).
-    pub async fn settle_ready_heaps(&self, by: std::time::Instant) -> usize {
-        self.inner.server.settle_ready_heaps(by).await
-    }
-
-    /// The saves of heaps answered for first that are still going: a
-    /// process waits for them before it exits.
-    pub fn saves(&self) -> Arc<crate::tools::Saves> {
-        self.inner.server.saves()
-    }
-
     /// The MCP server behind the endpoint.
     pub fn server(&self) -> &McpServer {
         &self.inner.server

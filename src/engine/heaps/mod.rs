@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use super::capability::outcome::{EngineError, RunError, RunReport, RunStatus};
 use super::config::{EngineConfig, MIB, RunRequest};
+use super::contract::{self, restore_needs_mb};
 use super::plan::Limits;
-use super::{contract, restore_needs_mb, worker};
+use super::worker;
 use crate::files::FileStore;
 use crate::heap::{HeapKey, HeapStore, HeapStoreError, Snapshot};
 use crate::tenant::Tenant;

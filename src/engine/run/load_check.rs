@@ -4,16 +4,17 @@
 
 use std::collections::BTreeMap;
 
+use crate::engine::capability::outcome::RunStatus;
 use crate::engine::contract::JobResult;
 use crate::engine::run::typescript;
-use crate::engine::{Language, RunStatus};
+use crate::engine::run::typescript::Language;
 use crate::packages::{PackageView, Prepared, Scratch};
 
-/// The check of `package`: the JavaScript that imports it, and the view of
-/// packages it runs with (that package alone, its bundle written to a
-/// scratch directory). The facade runs it as a fresh job
-/// (`impl LoadCheck for Engine`).
-pub(crate) fn prepare(package: &Prepared) -> Result<(String, PackageView), String> {
+/// The check of `package`: the JavaScript that imports it, the view of
+/// packages it runs with (that package alone), and the scratch directory
+/// holding its bundle, which must outlive the run (it is removed when
+/// dropped). The facade runs it as a fresh job (`impl LoadCheck for Engine`).
+pub(crate) fn prepare(package: &Prepared) -> Result<(String, PackageView, Scratch), String> {
     let scratch = Scratch::named("mcp-v8-load-check");
     std::fs::create_dir_all(&scratch.0)
         .and_then(|()| {
@@ -31,7 +32,7 @@ pub(crate) fn prepare(package: &Prepared) -> Result<(String, PackageView), Strin
     let code = import_code(&package.name, &package.installed.entries);
     let prepared = typescript::prepare(&code, Language::Javascript)
         .map_err(|e| format!("the check's own code: {e}"))?;
-    Ok((prepared.js, view))
+    Ok((prepared.js, view, scratch))
 }
 
 /// The names the package's main entry gives, from the check's result, or

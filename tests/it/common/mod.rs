@@ -96,6 +96,18 @@ pub fn worker_engine(
     engine
 }
 
+/// The app `config` describes on its stores under `dir` (with `aws`'s
+/// clients for the AWS ones), as `compose::app` builds it for `serve` and
+/// the Lambda entry, its runs in engine workers as theirs are.
+pub fn app_on_workers(
+    config: &Config,
+    dir: &std::path::Path,
+    aws: Option<&mcp_v8_lambda::backends::aws::Clients>,
+) -> App {
+    let stores = Stores::from_config(config, dir, aws).unwrap();
+    compose::with_engine(config, worker_engine(config, dir, "app-worker"), stores)
+}
+
 /// A server built from `config` over stores as `wrap` leaves them, whose
 /// runs go to `workers` engine workers (this test binary's server program,
 /// as `serve` runs them).

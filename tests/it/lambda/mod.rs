@@ -58,7 +58,7 @@ fn unsigned(event: &str) -> String {
 }
 
 fn local_app(dir: &std::path::Path) -> App {
-    mcp_v8_lambda::compose::app(&Config::from_lookup(|_| None).unwrap(), dir, None).unwrap()
+    crate::common::app_on_workers(&Config::from_lookup(|_| None).unwrap(), dir, None)
 }
 
 #[tokio::test]
@@ -150,7 +150,7 @@ async fn a_function_that_authenticates_no_one_refuses_every_unsigned_request() {
     let config =
         Config::from_lookup(|name| (name == "MCP_V8_AUTH_TOKEN_SHA256").then(|| digest.clone()))
             .unwrap();
-    let guarded = mcp_v8_lambda::compose::app(&config, dir.path(), None).unwrap();
+    let guarded = crate::common::app_on_workers(&config, dir.path(), None);
     let mut with_token: Value = serde_json::from_str(&unsigned(&event("initialize", ""))).unwrap();
     with_token["headers"]["authorization"] = Value::String(format!("Bearer {token}"));
     let (status, _, body) = invoke(&guarded, &with_token.to_string()).await;

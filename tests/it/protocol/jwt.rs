@@ -55,7 +55,7 @@ fn guarded(dir: &std::path::Path, jwks_url: &str) -> Router {
         ("MCP_V8_JWT_ISSUER", ISSUER.to_owned()),
         ("MCP_V8_JWT_AUDIENCE", AUDIENCE.to_owned()),
     ];
-    let app = mcp_v8_lambda::compose::app(
+    let app = crate::common::app_on_workers(
         &Config::from_lookup(|name| {
             vars.iter()
                 .find(|(n, _)| *n == name)
@@ -64,8 +64,7 @@ fn guarded(dir: &std::path::Path, jwks_url: &str) -> Router {
         .unwrap(),
         dir,
         None,
-    )
-    .unwrap();
+    );
     router(app)
 }
 

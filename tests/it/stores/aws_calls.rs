@@ -54,7 +54,7 @@ async fn a_stateful_tools_call_makes_the_documented_aws_calls() {
         ("MCP_V8_HEAP_CACHE_DIR", cache.to_str().unwrap().to_owned()),
     ]);
     let config = Config::from_lookup(|name| env.get(name).cloned()).unwrap();
-    let app = mcp_v8_lambda::compose::app(&config, dir.path(), Some(&clients)).unwrap();
+    let app = crate::common::app_on_workers(&config, dir.path(), Some(&clients));
     counter.take();
 
     let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
@@ -138,7 +138,7 @@ async fn a_stateful_tools_call_makes_the_documented_aws_calls() {
 
     // A new instance (empty memory) with an empty /tmp fetches it from S3,
     // and reads the package index once.
-    let cold_app = mcp_v8_lambda::compose::app(&config, dir.path(), Some(&clients)).unwrap();
+    let cold_app = crate::common::app_on_workers(&config, dir.path(), Some(&clients));
     std::fs::remove_dir_all(&cache).unwrap();
     counter.take();
     let (_, _, cold_reply) = send(&cold_app, Some(&sid), run(Some(&heap))).await;
@@ -205,7 +205,7 @@ async fn list_sessions_is_one_query_of_the_callers_partition_and_no_scan() {
         ("MCP_V8_TABLE_PREFIX", prefix.clone()),
     ]);
     let config = Config::from_lookup(|name| env.get(name).cloned()).unwrap();
-    let app = mcp_v8_lambda::compose::app(&config, dir.path(), Some(&clients)).unwrap();
+    let app = crate::common::app_on_workers(&config, dir.path(), Some(&clients));
     let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
         "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}});
     let (_, sid, _) = send(&app, None, init).await;

@@ -167,7 +167,7 @@ async fn app_as(
         _ => None,
     })
     .unwrap();
-    mcp_v8_lambda::compose::app(&config, dir, Some(&clients)).unwrap()
+    crate::common::app_on_workers(&config, dir, Some(&clients))
 }
 
 /// The function's asynchronous invocation of itself (a handed task), on
