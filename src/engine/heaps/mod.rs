@@ -1,12 +1,11 @@
-//! Heaps: a stored heap loaded within the limits it needs, a run's heap
-//! stored (its `/work` files first), a heap kept ready in an engine
-//! worker claimed, and a heap's `/work` listed for `resources/read`.
+//! Heaps: where a run starts (a heap an engine worker keeps ready, or a
+//! stored heap loaded within the limits it needs), and a run's heap stored
+//! (its `/work` files first) and kept ready for the next call.
 
 pub(super) mod file_bytes;
 
-use std::time::Instant;
-
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::capability::outcome::{EngineError, RunError, RunReport, RunStatus};
 use super::config::{EngineConfig, MIB, RunRequest};
