@@ -129,12 +129,13 @@ impl Toolbox {
         let raw = params.arguments.as_deref();
         let name = params.name.as_str();
         tracing::Span::current().record("tool", name);
-        let Some(route) = routes::route(name).filter(|route| self.has(route, context)) else {
+        let found = routes::route(name);
+        let Some(route) = found.filter(|route| self.has(route, context)) else {
             #[cfg(feature = "conformance-fixtures")]
             if fixtures::enabled() && fixtures::is_fixture(name) {
                 return fixtures::call(self, context, name, raw).await;
             }
-            return Err(match routes::route(name) {
+            return Err(match found {
                 Some(route) if route.shown == routes::Shown::Stateful => {
                     ToolCallError::NotAvailable(name.to_owned())
                 }

@@ -24,7 +24,7 @@ pub(crate) use frames::Blob;
 pub(crate) use pool::WorkerPool;
 
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -33,8 +33,7 @@ use bytes::Bytes;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 
-use super::capability::control::Target;
-use super::capability::outcome::{EngineError, RunError, RunStatus};
+use super::capability::outcome::{RunError, RunStatus};
 use super::capability::section::Section;
 use super::contract::{Job, JobResult};
 use super::run::watchdog::{STUCK_AFTER, STUCK_WORDS};

@@ -2,7 +2,17 @@
 //! engine's runners, handed jobs, replaced after their jobs or their death,
 //! and asked for the heaps they keep ready.
 
-use super::*;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use super::{Claim, EarlyResult, Executed, Live, ReadyHeap, Wanted, Worker, died, resident_bytes};
+use crate::engine::capability::control::Target;
+use crate::engine::capability::outcome::EngineError;
+use crate::engine::contract::Job;
+use crate::engine::services::HostServices;
+use crate::heap::HeapKey;
+use crate::tenant::Tenant;
 
 /// Worker processes, started on demand up to the engine's runners (the
 /// engine admits no more runs than that at once).

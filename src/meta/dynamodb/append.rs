@@ -2,7 +2,16 @@
 //! session's head in one transaction, tried again at the new head when
 //! another writer moved it first.
 
-use super::*;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
+use sha2::{Digest, Sha256};
+
+use super::{APPEND_BUDGET, BACKOFF_CAP, BACKOFF_START, DynamoMetaStore, backend, n, s, sdk};
+use crate::meta::{ExecutionRecord, LogEntry, MetaStoreError, NewLogEntry};
+use crate::session::LogicalSession;
+use crate::tenant::Tenant;
 
 impl DynamoMetaStore {
     /// The execution record as a transaction item.

@@ -7,9 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::DisplayErrorContext;
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
-use sha2::{Digest, Sha256};
+use aws_sdk_dynamodb::types::AttributeValue;
 use uuid::Uuid;
 
 mod append;

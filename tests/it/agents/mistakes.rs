@@ -369,20 +369,29 @@ async fn out_of_memory_names_the_limit_the_run_had() {
         )
         .await;
     assert_eq!(first["structuredContent"]["status"], "completed", "{first}");
-    let second = s
+    let message = out_of_memory_message(&s, &sid, "lim").await;
+    assert!(message.contains("(this run had 48 MiB;"), "{message}");
+}
+
+/// The message of a run in `session`'s latest heap that fills memory
+/// until it runs out, which it must.
+async fn out_of_memory_message(s: &common::Server, sid: &str, session: &str) -> String {
+    let ran = s
         .call(
-            &sid,
+            sid,
             json!({
                 "code": "const rows = [];\nwhile (true) rows.push(new Array(1e5).fill(1));",
-                "session": "lim",
+                "session": session,
                 "heap": "latest"
             }),
         )
         .await;
-    let outcome = &second["structuredContent"];
-    assert_eq!(outcome["status"], "out_of_memory", "{second}");
-    let message = outcome["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("(this run had 48 MiB;"), "{message}");
+    let outcome = &ran["structuredContent"];
+    assert_eq!(outcome["status"], "out_of_memory", "{ran}");
+    outcome["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// A continued heap too large for the default limit is restored under a
@@ -412,19 +421,7 @@ async fn out_of_memory_in_a_large_continued_heap_names_the_raised_limit() {
         )
         .await;
     assert_eq!(first["structuredContent"]["status"], "completed", "{first}");
-    let second = s
-        .call(
-            &sid,
-            json!({
-                "code": "const rows = [];\nwhile (true) rows.push(new Array(1e5).fill(1));",
-                "session": "large",
-                "heap": "latest"
-            }),
-        )
-        .await;
-    let outcome = &second["structuredContent"];
-    assert_eq!(outcome["status"], "out_of_memory", "{second}");
-    let message = outcome["error"]["message"].as_str().unwrap_or_default();
+    let message = out_of_memory_message(&s, &sid, "large").await;
     let had: usize = message
         .split("(this run had ")
         .nth(1)
