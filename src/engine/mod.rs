@@ -240,17 +240,6 @@ impl Engine {
             .is_some_and(|workers| workers.holds_run(tenant, run))
     }
 
-    /// Runs `job` once `tenant` has a runner ([`dispatch::Runners::run`]).
-    async fn dispatch(
-        &self,
-        job: contract::Job,
-        tenant: &Tenant,
-        ran: Option<worker::EarlyResult>,
-        claim: Option<worker::Claim>,
-    ) -> Result<worker::Executed, EngineError> {
-        self.runners.run(job, tenant, ran, claim).await
-    }
-
     /// A job running `code` fresh, statelessly, with this engine's
     /// defaults and `asks`.
     fn job(&self, code: String, asks: registration::Asks) -> contract::Job {
@@ -293,7 +282,10 @@ impl Engine {
             return done(report);
         };
         let heaps = self.heaps_room();
-        let Some(start) = heaps.start(&request, &mut limits, &mut report).await? else {
+        let start = heaps.start(&request, &mut limits, &mut report).await?;
+        // A ready or stored heap may have raised the limit.
+        report.heap_limit_mb = limits.heap_limit_mb;
+        let Some(start) = start else {
             return done(report);
         };
         let (claim, restore) = match start {
@@ -338,7 +330,6 @@ impl Engine {
             control: request.control.clone(),
             ..self.job(std::mem::take(&mut prepared.js), asks)
         };
-        report.heap_limit_mb = limits.heap_limit_mb;
         Ok(Setup::Planned(Box::new(Planned {
             job,
             report,
@@ -366,7 +357,8 @@ impl Engine {
         };
         // Made once for every tenant's fresh runs, it counts as anonymous.
         let run = |job| async move {
-            self.dispatch(job, &Tenant::default(), None, None)
+            self.runners
+                .run(job, &Tenant::default(), None, None)
                 .await
                 .map(|executed| executed.result)
                 .map_err(|e| e.to_string())
@@ -381,20 +373,13 @@ impl Engine {
         tenant: &Tenant,
         key: &HeapKey,
     ) -> Result<Option<Vec<TreeEntry>>, String> {
-        let Some(store) = &self.heaps else {
-            return Ok(None);
-        };
         let mut limits = plan::Limits {
             timeout: self.config.default_timeout,
             heap_limit_mb: self.config.max_heap_limit_mb,
             asked: true,
             cut: None,
         };
-        let payload = match self
-            .heaps_room()
-            .load(store.as_ref(), tenant, key, &mut limits)
-            .await
-        {
+        let payload = match self.heaps_room().load(tenant, key, &mut limits).await {
             Ok(Some(payload)) => payload,
             Ok(None) => return Ok(None),
             Err((_, error)) => return Err(error.message),
@@ -408,7 +393,8 @@ impl Engine {
             ..self.job(String::new(), self.own_asks(None)?)
         };
         let result = self
-            .dispatch(job, tenant, None, None)
+            .runners
+            .run(job, tenant, None, None)
             .await
             .map_err(|e| e.to_string())?
             .result;
@@ -443,7 +429,7 @@ impl Engine {
             started,
         } = planned;
         let kept = heaps::Kept::of(&job, report.outcome.execution_id);
-        let mut executed = self.dispatch(job, &tenant, None, claim).await?;
+        let mut executed = self.runners.run(job, &tenant, None, claim).await?;
         executed.result = executed.result.cancelled_by(control.as_deref());
         let (mut result, stored) = self.heaps_room().keep(&tenant, executed, kept, None).await;
         self.apply(&mut report, &mut result, positions.as_ref())
@@ -492,7 +478,7 @@ impl Engine {
             let (engine, control) = (self.clone(), control.clone());
             let kept = heaps::Kept::of(&job, report.outcome.execution_id);
             tokio::spawn(async move {
-                let done = match engine.dispatch(job, &tenant, Some(ran_tx), claim).await {
+                let done = match engine.runners.run(job, &tenant, Some(ran_tx), claim).await {
                     Ok(mut executed) => {
                         // Once answered, the control ignores cancels.
                         executed.result = executed.result.cancelled_by(control.as_deref());
@@ -598,7 +584,8 @@ impl crate::packages::LoadCheck for Engine {
         let (code, view, _scratch) = run::load_check::prepare(package)?;
         let job = self.job(code, self.own_asks(Some(&Arc::new(view)))?);
         let result = self
-            .dispatch(job, &Tenant::default(), None, None)
+            .runners
+            .run(job, &Tenant::default(), None, None)
             .await
             .map_err(|e| format!("the engine could not run the check: {e}"))?
             .result;

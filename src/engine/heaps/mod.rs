@@ -48,9 +48,9 @@ impl Heaps<'_> {
         limits: &mut Limits,
         report: &mut RunReport,
     ) -> Result<Option<Start>, EngineError> {
-        let Some(store) = self.store else {
+        if self.store.is_none() {
             return Ok(Some(Start::Fresh));
-        };
+        }
         let claim = match (&request.heap, request.continues) {
             (_, Some(run)) => match self.claim(&request.tenant, worker::Wanted::Run(run), limits) {
                 Some(claim) => Some(claim),
@@ -70,10 +70,7 @@ impl Heaps<'_> {
         let Some(key) = &request.heap else {
             return Ok(Some(Start::Fresh));
         };
-        match self
-            .load(store.as_ref(), &request.tenant, key, limits)
-            .await
-        {
+        match self.load(&request.tenant, key, limits).await {
             Ok(Some(payload)) => Ok(Some(Start::Stored(payload))),
             Ok(None) => {
                 report.outcome.note_missing_heap(key);
@@ -82,7 +79,6 @@ impl Heaps<'_> {
             Err((status, error)) => {
                 report.outcome.status = status;
                 report.outcome.error = Some(error);
-                report.heap_limit_mb = limits.heap_limit_mb;
                 Ok(None)
             }
         }
@@ -214,15 +210,18 @@ impl Heaps<'_> {
         true
     }
 
-    /// The payload of heap `key`, `None` when it is not stored, or the
-    /// status and error that end the run before it starts.
+    /// The payload of heap `key`, `None` when it is not stored (or there
+    /// is no heap store), or the status and error that end the run before
+    /// it starts.
     pub(super) async fn load(
         &self,
-        heaps: &dyn HeapStore,
         tenant: &Tenant,
         key: &HeapKey,
         limits: &mut Limits,
     ) -> Result<Option<bytes::Bytes>, (RunStatus, RunError)> {
+        let Some(heaps) = self.store else {
+            return Ok(None);
+        };
         let snapshot = match heaps.get(tenant, key).await {
             Ok(Some(snapshot)) => snapshot,
             Ok(None) => return Ok(None),
