@@ -9,8 +9,10 @@
 //! - Everything here runs on the runtime the host passed in
 //!   ([`Upstreams::runtime`]), where the connections' own tasks live:
 //!   callers on other threads spawn onto it.
-//! - A call's future, dropped, cancels the call at the upstream (rmcp sends
-//!   `notifications/cancelled`, or closes the stream in the 2026-07-28 era).
+//! - A call's future, dropped, cancels the call at the upstream
+//!   (`notifications/cancelled`, which rmcp turns into a closed stream in
+//!   the 2026-07-28 era); [`Upstreams::cancellations_sent`] returns once
+//!   every such cancel has gone out.
 //! - Errors name the server and tool and never hold the upstream's URL or
 //!   header values ([`Server::scrub`]).
 
@@ -41,6 +43,7 @@ pub struct Upstreams {
     /// `run_js`'s lines about them, once listed ([`super::catalog`]).
     pub(super) catalog: tokio::sync::Mutex<Option<super::Cached>>,
     runtime: tokio::runtime::Handle,
+    cancellations: Arc<Cancellations>,
 }
 
 impl std::fmt::Debug for Upstreams {
@@ -58,15 +61,23 @@ impl Upstreams {
         runtime: tokio::runtime::Handle,
     ) -> Result<Arc<Self>, String> {
         let mut servers = BTreeMap::new();
+        let cancellations = Cancellations::new(runtime.clone());
         for (name, server) in &config.servers {
-            let built = Server::new(name, server, config, &runtime)?;
+            let built = Server::new(name, server, config, &runtime, &cancellations)?;
             servers.insert(name.clone(), Arc::new(built));
         }
         Ok(Arc::new(Self {
             servers,
             catalog: tokio::sync::Mutex::new(None),
             runtime,
+            cancellations,
         }))
+    }
+
+    /// Returns once the `notifications/cancelled` of every abandoned call
+    /// has been sent (or failed to be: its connection closed).
+    pub async fn cancellations_sent(&self) {
+        self.cancellations.sent().await;
     }
 
     /// The runtime the connections live on.
@@ -207,6 +218,77 @@ struct Server {
     max_response_mb: usize,
     connection: tokio::sync::Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
     tools: tokio::sync::Mutex<Option<Arc<Vec<ToolInfo>>>>,
+    cancellations: Arc<Cancellations>,
+}
+
+/// The `notifications/cancelled` of abandoned calls, sent on the runtime
+/// and counted until sent.
+#[derive(Debug)]
+struct Cancellations {
+    runtime: tokio::runtime::Handle,
+    pending: std::sync::atomic::AtomicUsize,
+    sent: tokio::sync::Notify,
+}
+
+impl Cancellations {
+    fn new(runtime: tokio::runtime::Handle) -> Arc<Self> {
+        Arc::new(Self {
+            runtime,
+            pending: std::sync::atomic::AtomicUsize::new(0),
+            sent: tokio::sync::Notify::new(),
+        })
+    }
+
+    /// Returns once no cancel is left to send.
+    async fn sent(&self) {
+        loop {
+            let sent = self.sent.notified();
+            tokio::pin!(sent);
+            sent.as_mut().enable();
+            if self.pending.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                return;
+            }
+            sent.await;
+        }
+    }
+}
+
+/// A call whose answer is awaited: dropped before it came, it sends the
+/// upstream `notifications/cancelled` (what rmcp's own guard does, but
+/// counted, so that it can be waited for).
+struct Abandoned {
+    peer: Option<Peer<RoleClient>>,
+    id: rmcp::model::RequestId,
+    cancellations: Arc<Cancellations>,
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else {
+            return;
+        };
+        let cancellations = self.cancellations.clone();
+        cancellations
+            .pending
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let notification =
+            rmcp::model::CancelledNotification::new(rmcp::model::CancelledNotificationParam::new(
+                Some(self.id.clone()),
+                Some("request abandoned by the caller".to_owned()),
+            ));
+        let runtime = cancellations.runtime.clone();
+        runtime.spawn(async move {
+            // A closed connection has nothing left to cancel.
+            let _ = peer.send_notification(notification.into()).await;
+            if cancellations
+                .pending
+                .fetch_sub(1, std::sync::atomic::Ordering::SeqCst)
+                == 1
+            {
+                cancellations.sent.notify_waiters();
+            }
+        });
+    }
 }
 
 impl Server {
@@ -215,6 +297,7 @@ impl Server {
         server: &UpstreamServer,
         config: &UpstreamConfig,
         runtime: &tokio::runtime::Handle,
+        cancellations: &Arc<Cancellations>,
     ) -> Result<Self, String> {
         let runtime_api = config.runtime_api.as_deref();
         let url = Url::parse(&server.url).map_err(|e| format!("server {name:?}: {e}"))?;
@@ -270,6 +353,7 @@ impl Server {
             max_response_mb: config.max_response_mb as usize,
             connection: tokio::sync::Mutex::new(None),
             tools: tokio::sync::Mutex::new(None),
+            cancellations: cancellations.clone(),
         })
     }
 
@@ -432,6 +516,44 @@ impl Server {
         }
     }
 
+    /// `tools/call` as rmcp's `Peer::call_tool` sends it, but cancelled
+    /// through [`Cancellations`] when the future is dropped (the run or
+    /// the call's timeout ended it), so that an engine worker can wait for
+    /// the cancel to be sent before it is ended.
+    async fn call_tool(
+        &self,
+        peer: &Peer<RoleClient>,
+        params: CallToolRequestParams,
+    ) -> Result<rmcp::model::CallToolResult, rmcp::ServiceError> {
+        use rmcp::model::{CallToolRequest, CallToolResult, ClientRequest, ServerResult};
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = peer
+            .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
+            .await?;
+        let mut abandoned = Abandoned {
+            peer: Some(peer.clone()),
+            id: handle.id.clone(),
+            cancellations: self.cancellations.clone(),
+        };
+        let answer = handle.await_response().await;
+        abandoned.peer = None;
+        // What rmcp's `call_tool` accepts as a result, contentless ones too.
+        match answer? {
+            ServerResult::CallToolResult(result) => Ok(result),
+            ServerResult::EmptyResult(_) => Ok(CallToolResult::default()),
+            ServerResult::TaskAckResult(ack) => {
+                let mut result = CallToolResult::default();
+                result.result_type = Some(ack.result_type);
+                result.meta = ack.meta;
+                Ok(result)
+            }
+            ServerResult::CustomResult(custom) => {
+                serde_json::from_value(custom.0).map_err(|_| rmcp::ServiceError::UnexpectedResponse)
+            }
+            _ => Err(rmcp::ServiceError::UnexpectedResponse),
+        }
+    }
+
     async fn call(
         &self,
         tool: &str,
@@ -465,7 +587,7 @@ impl Server {
             let wrapped = info.wraps_result();
             let peer = self.peer().await?;
             let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
-            let result = match peer.call_tool(params).await {
+            let result = match self.call_tool(&peer, params).await {
                 Ok(result) => result,
                 Err(error) => return Err(self.cause(tool, &error).await),
             };
@@ -660,6 +782,7 @@ mod tests {
             },
             &UpstreamConfig::off(),
             runtime.handle(),
+            &Cancellations::new(runtime.handle().clone()),
         )
         .unwrap();
         let scrubbed = server.scrub(

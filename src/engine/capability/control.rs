@@ -1,6 +1,8 @@
 //! What the caller of a run can do while it executes: watch its progress
 //! (the console lines written so far) and cancel it, which terminates the
-//! isolate (or kills the engine worker running it) at once.
+//! isolate at once (in an engine worker, the worker's own control does, told
+//! by a signal; the worker is ended after the grace its run's host work has
+//! to cancel what it started, such as upstream calls).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -15,7 +17,13 @@ pub struct RunControl {
     settled: AtomicBool,
     console_lines: AtomicU64,
     target: Mutex<Option<Target>>,
+    /// Woken by [`Self::cancel`].
+    cancels: tokio::sync::Notify,
 }
+
+/// The signal that tells an engine worker to cancel the run it executes
+/// (its default action, before the worker listens, ends the process).
+pub(crate) const CANCEL_SIGNAL: libc::c_int = libc::SIGUSR1;
 
 /// What a cancel stops.
 #[derive(Debug)]
@@ -35,13 +43,16 @@ impl Target {
                 work.wake();
             }
             Target::Worker(pid) => {
-                // The worker runs nothing else; killing it is how its run
-                // ends, and the pool replaces it for the next run.
+                // The worker cancels its run as this process would, so that
+                // its host work cancels what it started (an upstream call
+                // gets `notifications/cancelled`); the pool ends the worker
+                // once it answers, or after the grace (`pool::CANCEL_GRACE`).
+                // A worker not yet listening dies of the signal instead.
                 #[allow(unsafe_code)]
                 // SAFETY: kill(2) with a pid this process spawned and has not
                 // reaped yet (the worker is attached only while it runs a job).
                 unsafe {
-                    libc::kill(*pid as libc::pid_t, libc::SIGKILL);
+                    libc::kill(*pid as libc::pid_t, CANCEL_SIGNAL);
                 }
             }
         }
@@ -61,6 +72,19 @@ impl RunControl {
         if let Some(target) = target.as_ref() {
             target.stop();
         }
+        self.cancels.notify_waiters();
+    }
+
+    /// Returns once the run is cancelled (at once when it was).
+    pub(crate) async fn cancelled(&self) {
+        let cancelled = self.cancels.notified();
+        tokio::pin!(cancelled);
+        // Registered before the flag is read: a cancel in between wakes it.
+        cancelled.as_mut().enable();
+        if self.is_cancelled() {
+            return;
+        }
+        cancelled.await;
     }
 
     /// Marks the run answered, unless it was cancelled first (`false`):

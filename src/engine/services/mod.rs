@@ -79,6 +79,20 @@ impl Clients {
             Upstreams::new(config, runtime.clone())
         })
     }
+
+    /// Returns once what cancels the upstream calls of ended runs (their
+    /// `notifications/cancelled`) has been sent.
+    pub(crate) async fn cancellations_sent(&self) {
+        let upstreams = self
+            .upstreams
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .and_then(|(_, built)| built.clone().ok());
+        if let Some(upstreams) = upstreams {
+            upstreams.cancellations_sent().await;
+        }
+    }
 }
 
 /// Where the bytes of files written by earlier runs come from.

@@ -25,6 +25,10 @@ use crate::engine::services::{Clients, FileRead, FileSource, HostServices};
 /// changed.
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 
+/// How long a cancelled run's host work has to send what cancels its
+/// upstream calls before the worker answers (and is ended).
+const HOST_WORK_GRACE: Duration = Duration::from_secs(2);
+
 /// The worker's pipes: stdout carries the runner's frames and the progress
 /// thread's, whole frames under the lock.
 struct Pipes {
@@ -63,6 +67,22 @@ pub(super) fn serve_pipe(warm_heap_bytes: Option<usize>) -> io::Result<()> {
         .thread_name("worker-host")
         .enable_all()
         .build()?;
+    // The server's cancel of the running job (control.rs, CANCEL_SIGNAL):
+    // the run is cancelled here, as in the server's own process.
+    let mut cancels = {
+        let _entered = runtime.enter();
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(
+            crate::engine::capability::control::CANCEL_SIGNAL,
+        ))?
+    };
+    let listener = pipes.clone();
+    runtime.spawn(async move {
+        while cancels.recv().await.is_some() {
+            if let Some(control) = lock(&listener.current).clone() {
+                control.cancel();
+            }
+        }
+    });
     let services = HostServices {
         runtime: runtime.handle().clone(),
         files: Some(Arc::new(PipeFiles {
@@ -92,7 +112,7 @@ fn runner(
         };
         let control = Arc::new(RunControl::default());
         job.control = Some(control.clone());
-        *lock(&pipes.current) = Some(control);
+        *lock(&pipes.current) = Some(control.clone());
         let stateless = !job.touches_snapshots();
         let heap_limit_bytes = job.heap_limit_bytes;
         let keep_ready = job.keep_ready;
@@ -123,6 +143,15 @@ fn runner(
             run_job(&mut warm, &mut ready, job, services, &mut early, keep_live)
         }));
         lock(&pipes.current).take();
+        if control.is_cancelled() {
+            // The server ends this worker once it has the answer: what the
+            // run's host work cancelled (an upstream call) is said first.
+            services.runtime.block_on(async {
+                let _ =
+                    tokio::time::timeout(HOST_WORK_GRACE, services.clients.cancellations_sent())
+                        .await;
+            });
+        }
         let result = ran.unwrap_or_else(|_| {
             // A half-used isolate goes with the panic.
             warm = None;

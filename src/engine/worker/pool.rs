@@ -14,6 +14,11 @@ use crate::engine::services::HostServices;
 use crate::heap::HeapKey;
 use crate::tenant::Tenant;
 
+/// How long a worker told to cancel its run has to answer: what the run's
+/// host work cancels (an upstream call's notification) is sent within
+/// `child::HOST_WORK_GRACE`, shorter than this.
+pub(crate) const CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Worker processes, started on demand up to the engine's runners (the
 /// engine admits no more runs than that at once).
 #[derive(Debug)]
@@ -308,8 +313,22 @@ impl WorkerPool {
         let live = self.live_heaps && job.stateful && job.keep_ready.is_some();
         let mut snapshot = live.then(|| worker.owed.expect(job.seq));
         // Dropping this future (the caller went away) drops the worker,
-        // which kills it: nothing half-run is reused.
-        let outcome = worker.run(&job, services, ran).await;
+        // which kills it: nothing half-run is reused. A cancelled run's
+        // worker has the grace to cancel its host work and answer; past it
+        // the worker is ended where it is.
+        let outcome = {
+            let running = worker.run(&job, services, ran);
+            match &control {
+                Some(control) => tokio::select! {
+                    outcome = running => outcome,
+                    () = async {
+                        control.cancelled().await;
+                        tokio::time::sleep(CANCEL_GRACE).await;
+                    } => Err(std::io::Error::other("the cancelled run's worker did not answer in time")),
+                },
+                None => running.await,
+            }
+        };
         if !outcome.as_ref().is_ok_and(|result| result.snapshot_pending) {
             worker.owed.forget(job.seq);
             snapshot = None;
@@ -317,7 +336,7 @@ impl WorkerPool {
         if let Some(control) = &control {
             control.detach();
         }
-        // A cancel may have killed the worker just as its run ended.
+        // A cancelled run's worker is ended: it may have been cut anywhere.
         let cancelled = control.is_some_and(|c| c.is_cancelled());
         match outcome {
             Ok(result) => {
