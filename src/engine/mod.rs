@@ -68,7 +68,6 @@ pub use node::modules::ModuleSettings;
 pub use node::process::ProcessSettings;
 pub use plan::time_before;
 pub use prelude::{FilePrelude, PreludeSource};
-pub use run::checksum::calls as snapshot_checksum_calls;
 pub use run::typescript::Language;
 pub use saving::{Ran, Saving};
 pub use services::Clients as HostClients;

@@ -30,7 +30,8 @@ const MOD: u64 = 65535;
 static CALLS: AtomicU64 = AtomicU64::new(0);
 
 /// How many times V8 has called this process's checksum.
-pub fn calls() -> u64 {
+#[cfg(test)]
+pub(crate) fn calls() -> u64 {
     CALLS.load(Ordering::Relaxed)
 }
 
@@ -173,5 +174,40 @@ mod tests {
     fn matches_v8_on_a_snapshot_sized_input() {
         let data = pseudo_random(410_000, 7);
         assert_eq!(fletcher32(&data), reference(&data));
+    }
+
+    /// The engine links this checksum in place of V8's; this fails if V8
+    /// still calls its own, for instance after a `v8` upgrade made it
+    /// inline. In this process, where the count is: an engine worker's
+    /// snapshots are checksummed in the worker.
+    #[tokio::test]
+    async fn snapshots_are_checksummed_by_the_linked_replacement() {
+        use std::sync::Arc;
+
+        use crate::engine::{Engine, EngineConfig, RunRequest, RunStatus};
+        use crate::heap::{FileHeapStore, HeapStore};
+
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn HeapStore> = Arc::new(FileHeapStore::new(dir.path()));
+        let engine = Engine::new(EngineConfig::default(), Some(store));
+        let run = |code: &str, heap| RunRequest {
+            code: code.into(),
+            stateful: true,
+            heap,
+            ..Default::default()
+        };
+        let before = calls();
+        let first = engine
+            .run(run("globalThis.kept = 'yes'", None))
+            .await
+            .unwrap();
+        assert_eq!(first.outcome.status, RunStatus::Completed, "{first:#?}");
+        // A blob is checksummed at least twice: once made, once verified.
+        assert!(calls() >= before + 2);
+        let next = engine
+            .run(run("kept", first.outcome.heap.clone()))
+            .await
+            .unwrap();
+        assert_eq!(next.outcome.result.as_deref(), Some("\"yes\""));
     }
 }

@@ -93,16 +93,14 @@ async fn packages_load_in_a_run_as_in_node_22() {
     let specs = corpus_specs();
     assert!(specs.len() >= 20, "{specs:?}");
     let options = InstallOptions::new(Some(&registry.url), 32 * 1024 * 1024).unwrap();
-    let checker = Engine::new(engine_config(), None);
+    let checker = crate::common::engine::on_workers(engine_config(), None);
     let added = packages::add(store.as_ref(), &specs, &options, &checker)
         .await
         .unwrap();
     assert_eq!(added, specs);
-    let engine = Engine::new(engine_config(), None).with_packages(Arc::new(Packages::new(
-        store.clone(),
-        store.bundle_dir(),
-        false,
-    )));
+    let engine = crate::common::engine::on_workers(engine_config(), None).with_packages(Arc::new(
+        Packages::new(store.clone(), store.bundle_dir(), false),
+    ));
     let run: Value =
         serde_json::from_str(&run_gives(&engine, &format!("{corpus}\nawait probe()")).await)
             .unwrap();
@@ -192,7 +190,7 @@ async fn core_modules_behave_as_in_node_22() {
     let heaps: Arc<dyn mcp_v8_lambda::heap::HeapStore> = Arc::new(
         mcp_v8_lambda::heap::FileHeapStore::new(dir.path().join("heaps")),
     );
-    let engine = Engine::new(engine_config(), Some(heaps)).with_files(files);
+    let engine = crate::common::engine::on_workers(engine_config(), Some(heaps)).with_files(files);
     let run: Vec<(String, String)> = serde_json::from_str(
         &run_gives(&engine, &format!("{table}\nawait table(\"/work\")")).await,
     )

@@ -417,7 +417,7 @@ async fn runs_past_the_worker_count_end_a_worker_that_keeps_a_heap_ready() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_that_names_its_heap_limit_continues_from_the_ready_heap() {
     use crate::common::engine::{completed, run, worker_program};
-    use mcp_v8_lambda::engine::{Engine, EngineConfig, RunRequest};
+    use mcp_v8_lambda::engine::{EngineConfig, RunRequest};
     use mcp_v8_lambda::heap::FileHeapStore;
 
     let dir = tempfile::tempdir().unwrap();
@@ -426,7 +426,7 @@ async fn a_call_that_names_its_heap_limit_continues_from_the_ready_heap() {
         Arc::new(FileHeapStore::new(dir.path().join("heaps"))),
         plan.clone(),
     ));
-    let engine = Engine::new(
+    let engine = crate::common::engine::on_workers(
         EngineConfig {
             engine_workers: 1,
             worker_program: Some(worker_program(dir.path(), "ready-limit-worker-under-test")),

@@ -1,6 +1,31 @@
 //! Running code on an [`Engine`] directly, for the engine-level tests.
 
-use mcp_v8_lambda::engine::{Engine, RunOutcome, RunReport, RunRequest, RunStatus};
+use std::sync::{Arc, OnceLock};
+
+use mcp_v8_lambda::engine::{Engine, EngineConfig, RunOutcome, RunReport, RunRequest, RunStatus};
+use mcp_v8_lambda::heap::HeapStore;
+
+/// The engine `config` describes over `heaps`, its runs in engine workers
+/// as the binary's always are: at least as many workers as the runs
+/// `config` admits at once, running this test binary's server program
+/// unless `config` names one. No test runs V8 in its own process: the
+/// binary never does (`engine_workers = 0` is left to the benches and the
+/// library's unit tests, which cannot start the binary).
+pub fn on_workers(mut config: EngineConfig, heaps: Option<Arc<dyn HeapStore>>) -> Engine {
+    if config.engine_workers == 0 {
+        config.engine_workers = config.max_concurrent_runs.max(1);
+    }
+    if config.worker_program.is_none() {
+        static PROGRAM: OnceLock<(tempfile::TempDir, std::path::PathBuf)> = OnceLock::new();
+        let (_, program) = PROGRAM.get_or_init(|| {
+            let dir = tempfile::tempdir().unwrap();
+            let program = worker_program(dir.path(), "engine-worker");
+            (dir, program)
+        });
+        config.worker_program = Some(program.clone());
+    }
+    Engine::new(config, heaps)
+}
 
 /// The outcome of `request`, which the engine must accept.
 pub async fn run(engine: &Engine, request: RunRequest) -> RunOutcome {

@@ -133,7 +133,7 @@ fn upstream_config(upstreams: &[(&str, &Upstream)]) -> UpstreamConfig {
 }
 
 fn engine(mcp: UpstreamConfig, heaps: Option<Arc<dyn HeapStore>>) -> Engine {
-    Engine::new(
+    crate::common::engine::on_workers(
         EngineConfig {
             capabilities: CapabilitySettings {
                 mcp,
@@ -486,7 +486,7 @@ async fn credentials_stay_on_the_host_and_mcp_works_in_restored_heaps() {
     let worker_dir = tempfile::tempdir().unwrap();
     let program = worker_dir.path().join("code-mode-worker-under-test");
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mcp-v8-lambda"), &program).unwrap();
-    let pooled = Engine::new(
+    let pooled = crate::common::engine::on_workers(
         EngineConfig {
             capabilities: CapabilitySettings {
                 mcp: upstream_config(&[("modern", &modern)]),
@@ -631,7 +631,7 @@ async fn upstream_urls_follow_the_egress_rules_and_open_nothing_to_fetch() {
     let mut named = config.servers["modern"].clone();
     named.url = format!("http://localhost:{}/mcp", modern.port);
     config.servers.insert("named".into(), named);
-    let engine = Engine::new(
+    let engine = crate::common::engine::on_workers(
         EngineConfig {
             capabilities: CapabilitySettings {
                 mcp: config,
@@ -920,7 +920,7 @@ async fn code_mode_works_under_the_lambda_entry() {
         (name == "MCP_V8_MCP_SERVERS").then(|| servers.clone())
     })
     .unwrap();
-    let app = mcp_v8_lambda::compose::app(&config, dir.path(), None).unwrap();
+    let app = crate::common::app_on_workers(&config, dir.path(), None);
     let (_, _, tools) = crate::lambda::invoke(
         &app,
         &crate::lambda::event_2026("tools/list", None, json!({})),

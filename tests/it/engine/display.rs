@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use mcp_v8_lambda::engine::{Displayed, Engine, EngineConfig, RunStatus};
+use mcp_v8_lambda::engine::{Displayed, EngineConfig, RunStatus};
 use mcp_v8_lambda::files::DirFileStore;
 use mcp_v8_lambda::heap::{FileHeapStore, HeapStore};
 use serde_json::{Value, json};
 
-use crate::common::engine::{error_text, run_report, worker_program};
+use crate::common::engine::{error_text, run_report};
 
 /// Blocks of every kind, then the completion value.
 const SHOW: &str = r#"
@@ -36,28 +36,12 @@ async fn display_adds_blocks_in_call_order_on_every_engine_mode() {
     let dir = tempfile::tempdir().unwrap();
     let heaps: Arc<dyn HeapStore> = Arc::new(FileHeapStore::new(dir.path().join("heaps")));
     let files = Arc::new(DirFileStore::new(dir.path().join("work")));
-    let worker = EngineConfig {
-        engine_workers: 1,
-        worker_program: Some(worker_program(dir.path(), "display-worker-under-test")),
-        ..Default::default()
-    };
-    // One engine at a time: an idle warm isolate and a snapshot cannot
-    // share a process (engine/run/mod.rs, READ_ONLY_HEAP).
     let engine = |mode: &str| match mode {
-        "stateless" => Engine::new(EngineConfig::default(), None),
-        "warm" => Engine::new(
-            EngineConfig {
-                warm_isolates: 1,
-                ..Default::default()
-            },
-            None,
-        ),
-        "stateful" => {
-            Engine::new(EngineConfig::default(), Some(heaps.clone())).with_files(files.clone())
-        }
-        _ => Engine::new(worker.clone(), Some(heaps.clone())).with_files(files.clone()),
+        "stateless" => crate::common::engine::on_workers(EngineConfig::default(), None),
+        _ => crate::common::engine::on_workers(EngineConfig::default(), Some(heaps.clone()))
+            .with_files(files.clone()),
     };
-    for mode in ["stateless", "warm", "stateful", "worker"] {
+    for mode in ["stateless", "stateful"] {
         let engine = &engine(mode);
         let report = run_report(engine, SHOW, None).await;
         assert_eq!(
@@ -151,7 +135,7 @@ async fn display_adds_blocks_in_call_order_on_every_engine_mode() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_display_calls_are_errors_that_say_what_to_pass() {
-    let engine = Engine::new(EngineConfig::default(), None);
+    let engine = crate::common::engine::on_workers(EngineConfig::default(), None);
     for (code, expected) in [
         ("display()", "1 argument required"),
         ("display(undefined)", "pass a string, bytes"),
@@ -181,7 +165,7 @@ async fn bad_display_calls_are_errors_that_say_what_to_pass() {
 /// says what the rows have.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn display_chart_makes_a_chart_block_and_says_what_is_wrong() {
-    let engine = Engine::new(EngineConfig::default(), None);
+    let engine = crate::common::engine::on_workers(EngineConfig::default(), None);
     let code = "const rows = [{ month: 'Jan', sales: 3, cost: 1, note: 'x' }, { month: 'Feb', sales: 5, cost: null, note: 'y' }]; \
                 display.chart({ type: 'bar', data: rows, x: 'month', y: ['sales', 'cost'], title: 'Sales', name: 's.json' }); \
                 display.chart({ data: rows, x: 'month' }); 1";

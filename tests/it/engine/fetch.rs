@@ -164,7 +164,7 @@ fn config(allow: &[String]) -> FetchConfig {
 }
 
 fn engine(fetch: FetchConfig) -> Engine {
-    Engine::new(
+    crate::common::engine::on_workers(
         EngineConfig {
             fetch,
             ..EngineConfig::default()
@@ -559,7 +559,7 @@ async fn injected_headers_reach_the_server_and_nothing_else() {
     fetch.headers =
         FetchConfig::parse_headers(&json!({ s.origin(): { "Authorization": SECRET } }).to_string())
             .unwrap();
-    let engine = Engine::new(
+    let engine = crate::common::engine::on_workers(
         EngineConfig {
             fetch,
             ..EngineConfig::default()
@@ -629,7 +629,7 @@ async fn injected_headers_reach_the_server_and_nothing_else() {
     fetch.headers =
         FetchConfig::parse_headers(&json!({ s.origin(): { "Authorization": SECRET } }).to_string())
             .unwrap();
-    let pooled = Engine::new(
+    let pooled = crate::common::engine::on_workers(
         EngineConfig {
             fetch,
             engine_workers: 1,
@@ -849,7 +849,7 @@ async fn headers_that_reroute_a_request_are_refused_and_nothing_is_sent() {
     fetch.headers =
         FetchConfig::parse_headers(&json!({ s.origin(): { "Authorization": SECRET } }).to_string())
             .unwrap();
-    let engine = Engine::new(
+    let engine = crate::common::engine::on_workers(
         EngineConfig {
             fetch,
             ..EngineConfig::default()

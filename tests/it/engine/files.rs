@@ -17,7 +17,7 @@ use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore};
 use mcp_v8_lambda::tenant::Tenant;
 use serde_json::{Value, json};
 
-use crate::common::engine::{error_text, run_code, worker_program};
+use crate::common::engine::{error_text, run_code};
 
 /// A file store that counts its reads and writes.
 #[derive(Debug)]
@@ -61,14 +61,10 @@ fn stores() -> Stores {
     Stores { dir, heaps, files }
 }
 
-/// A stateful engine: in process (`worker` false) or with an engine worker.
-fn stateful(stores: &Stores, worker: bool, config: EngineConfig) -> Engine {
-    let mut config = config;
-    if worker {
-        config.engine_workers = 1;
-        config.worker_program = Some(worker_program(stores.dir.path(), "files-worker-under-test"));
-    }
-    Engine::new(config, Some(stores.heaps.clone())).with_files(stores.files.clone())
+/// A stateful engine over `stores`.
+fn stateful(stores: &Stores, config: EngineConfig) -> Engine {
+    crate::common::engine::on_workers(config, Some(stores.heaps.clone()))
+        .with_files(stores.files.clone())
 }
 
 async fn run_as(engine: &Engine, code: &str, heap: Option<&HeapKey>, tenant: Tenant) -> RunOutcome {
@@ -93,9 +89,9 @@ fn completed(code: &str, outcome: &RunOutcome) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn files_persist_with_the_heap_and_fork_with_it() {
-    for worker in [false, true] {
+    {
         let stores = stores();
-        let engine = stateful(&stores, worker, EngineConfig::default());
+        let engine = stateful(&stores, EngineConfig::default());
         let write = "import { writeFileSync, mkdirSync } from 'node:fs';\n\
             import fsp from 'node:fs/promises';\n\
             mkdirSync('data/raw', { recursive: true });\n\
@@ -136,23 +132,17 @@ async fn files_persist_with_the_heap_and_fork_with_it() {
             (Some(&base), "[\"first\",true]"),
         ] {
             let outcome = run_code(&engine, show, heap).await;
-            assert_eq!(completed(show, &outcome), expected, "worker: {worker}");
+            assert_eq!(completed(show, &outcome), expected);
         }
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stateless_run_has_a_throwaway_work() {
-    let engines = [
-        Engine::new(EngineConfig::default(), None),
-        Engine::new(
-            EngineConfig {
-                warm_isolates: 1,
-                ..EngineConfig::default()
-            },
-            None,
-        ),
-    ];
+    let engines = [crate::common::engine::on_workers(
+        EngineConfig::default(),
+        None,
+    )];
     for engine in &engines {
         let code = "const fs = require('node:fs'); fs.writeFileSync('a.txt', 'hi'); fs.readFileSync('a.txt', 'utf8')";
         assert_eq!(
@@ -170,7 +160,7 @@ async fn a_stateless_run_has_a_throwaway_work() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paths_outside_work_are_refused_and_never_reach_the_host() {
     let stores = stores();
-    let engine = stateful(&stores, false, EngineConfig::default());
+    let engine = stateful(&stores, EngineConfig::default());
     let host_file = stores.dir.path().join("host-secret.txt");
     std::fs::write(&host_file, "secret").unwrap();
     let cases = [
@@ -223,7 +213,7 @@ async fn paths_outside_work_are_refused_and_never_reach_the_host() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn file_bytes_live_beside_the_heap_and_are_read_only_when_opened() {
     let stores = stores();
-    let engine = stateful(&stores, false, EngineConfig::default());
+    let engine = stateful(&stores, EngineConfig::default());
     // 5 MiB of data that does not compress into the heap by accident.
     // The data is not kept in the heap: only the file has it.
     let write = "(() => { const big = new Uint8Array(5 * 1024 * 1024);\n\
@@ -256,7 +246,7 @@ async fn file_bytes_live_beside_the_heap_and_are_read_only_when_opened() {
     assert_eq!(completed(read, &outcome), "5242880");
     assert_eq!(stores.files.gets.load(Ordering::SeqCst), gets + 1);
     // A new instance (a new engine, nothing cached) restores it too.
-    let fresh = stateful(&stores, true, EngineConfig::default());
+    let fresh = stateful(&stores, EngineConfig::default());
     let outcome = run_code(&fresh, read, Some(&next)).await;
     assert_eq!(completed(read, &outcome), "5242880");
 }
@@ -266,7 +256,6 @@ async fn files_are_capped_with_errors_naming_the_setting() {
     let stores = stores();
     let engine = stateful(
         &stores,
-        false,
         EngineConfig {
             capabilities: CapabilitySettings {
                 files: FileLimits {
@@ -298,7 +287,7 @@ async fn files_are_capped_with_errors_naming_the_setting() {
         assert!(error.contains(setting), "{code}: {error}");
     }
     // File data held by the host counts against the run's memory.
-    let engine = stateful(&stores, false, EngineConfig::default());
+    let engine = stateful(&stores, EngineConfig::default());
     let code = "const fs = require('fs'); const chunk = new Uint8Array(9 * 1024 * 1024);\n\
         for (let i = 0; i < 20; i++) { chunk[0] = i; fs.writeFileSync('f' + i, chunk); }";
     let outcome = engine
@@ -322,7 +311,7 @@ async fn files_are_capped_with_errors_naming_the_setting() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenants_files_are_its_own() {
     let stores = stores();
-    let engine = stateful(&stores, false, EngineConfig::default());
+    let engine = stateful(&stores, EngineConfig::default());
     let alice = Tenant::of_principal("alice");
     let outcome = run_as(
         &engine,
@@ -359,9 +348,8 @@ async fn the_directory_store_passes_the_conformance_suite() {
 async fn the_calls_files_are_in_work_before_the_code_runs() {
     let stores = stores();
     let engines = [
-        Engine::new(EngineConfig::default(), None),
-        stateful(&stores, false, EngineConfig::default()),
-        stateful(&stores, true, EngineConfig::default()),
+        crate::common::engine::on_workers(EngineConfig::default(), None),
+        stateful(&stores, EngineConfig::default()),
     ];
     for engine in &engines {
         let code = "const fs = require('fs'); [fs.readFileSync('in/data.csv', 'utf8'), [...fs.readFileSync('/work/img.bin')]]";

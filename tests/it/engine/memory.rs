@@ -102,55 +102,35 @@ async fn request(
     .await
 }
 
-/// The stateful engines: in process, and with an engine worker.
-struct Modes {
+/// A stateful engine (on engine workers, as every test's) and its store's
+/// directory.
+struct Stateful {
     _dir: tempfile::TempDir,
-    local: Engine,
-    pooled: Engine,
+    engine: Engine,
 }
 
-fn modes() -> Modes {
+fn stateful() -> Stateful {
     let dir = tempfile::tempdir().unwrap();
-    let program = dir.path().join("memory-worker-under-test");
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mcp-v8-lambda"), &program).unwrap();
-    let store =
-        |name: &str| -> Arc<dyn HeapStore> { Arc::new(FileHeapStore::new(dir.path().join(name))) };
-    Modes {
-        local: Engine::new(EngineConfig::default(), Some(store("local"))),
-        pooled: Engine::new(
-            EngineConfig {
-                engine_workers: 1,
-                worker_program: Some(program),
-                ..EngineConfig::default()
-            },
-            Some(store("pooled")),
-        ),
+    let store: Arc<dyn HeapStore> = Arc::new(FileHeapStore::new(dir.path().join("heaps")));
+    Stateful {
+        engine: crate::common::engine::on_workers(EngineConfig::default(), Some(store)),
         _dir: dir,
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn buffers_past_the_budget_end_the_run_in_every_mode_and_the_next_run_is_served() {
-    let cold = Engine::new(EngineConfig::default(), None);
-    let warm = Engine::new(
-        EngineConfig {
-            warm_isolates: 1,
-            ..EngineConfig::default()
-        },
-        None,
-    );
+    // A stateless engine's workers keep a plain isolate ready; a stateful
+    // one's restore or snapshot.
+    let stateless = crate::common::engine::on_workers(EngineConfig::default(), None);
     for code in OVER_BUDGET {
-        for engine in [&cold, &warm] {
-            refused(code, &request(engine, code, false, None).await);
-            let next = request(engine, "1 + 1", false, None).await;
-            assert_eq!(next.result.as_deref(), Some("2"), "{code}: {next:#?}");
-        }
+        refused(code, &request(&stateless, code, false, None).await);
+        let next = request(&stateless, "1 + 1", false, None).await;
+        assert_eq!(next.result.as_deref(), Some("2"), "{code}: {next:#?}");
     }
-    // An idle warm isolate holds the read-only heap that snapshotting runs
-    // need alone: it goes first.
-    drop(warm);
-    let modes = modes();
-    for engine in [&modes.local, &modes.pooled] {
+    let stateful = stateful();
+    {
+        let engine = &stateful.engine;
         let base = request(engine, "globalThis.kept = 41; 1", true, None).await;
         let base = base.heap.expect("a base heap");
         for code in OVER_BUDGET {
@@ -164,8 +144,9 @@ async fn buffers_past_the_budget_end_the_run_in_every_mode_and_the_next_run_is_s
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_that_keeps_what_v8_cannot_snapshot_fails_and_stores_nothing() {
-    let modes = modes();
-    for engine in [&modes.local, &modes.pooled] {
+    let stateful = stateful();
+    {
+        let engine = &stateful.engine;
         let base = request(engine, "globalThis.kept = 41; 1", true, None).await;
         let base = base.heap.expect("a base heap");
         for (code, says) in UNSNAPSHOTTABLE {
@@ -219,7 +200,7 @@ async fn a_run_that_keeps_what_v8_cannot_snapshot_fails_and_stores_nothing() {
 /// The guarded constructors behave as the built-ins do.
 #[tokio::test]
 async fn the_guarded_constructors_keep_their_built_in_behaviour() {
-    let engine = Engine::new(EngineConfig::default(), None);
+    let engine = crate::common::engine::on_workers(EngineConfig::default(), None);
     let code = r#"
         const checks = {
             abName: ArrayBuffer.name === "ArrayBuffer" && ArrayBuffer.length === 1,
@@ -323,7 +304,7 @@ async fn a_server_stays_within_its_budget_and_gives_the_memory_back() {
 /// that names the limit, so the model knows why its data is missing.
 #[tokio::test]
 async fn a_caught_refusal_completes_with_a_warning_naming_the_limit() {
-    let engine = Engine::new(EngineConfig::default(), None);
+    let engine = crate::common::engine::on_workers(EngineConfig::default(), None);
     let code = "try { new TextEncoder().encode('x'.repeat(2 ** 28)); 'encoded' } catch (e) { e.name + ': ' + e.message }";
     let outcome = request(&engine, code, false, None).await;
     assert_eq!(outcome.status, RunStatus::Completed, "{outcome:#?}");

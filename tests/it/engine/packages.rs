@@ -41,7 +41,7 @@ impl Installed {
 /// What proves a package loads before `packages add` installs it: a fresh
 /// in-process engine, as the CLI's.
 pub fn checker() -> Engine {
-    Engine::new(EngineConfig::default(), None)
+    crate::common::engine::on_workers(EngineConfig::default(), None)
 }
 
 fn options(registry: &npm::Registry) -> InstallOptions {
@@ -189,11 +189,9 @@ async fn a_package_is_installed_only_when_it_loads() {
             "{file} left it to the run"
         );
     }
-    let engine = Engine::new(EngineConfig::default(), None).with_packages(Arc::new(Packages::new(
-        store.clone(),
-        store.bundle_dir(),
-        false,
-    )));
+    let engine = crate::common::engine::on_workers(EngineConfig::default(), None).with_packages(
+        Arc::new(Packages::new(store.clone(), store.bundle_dir(), false)),
+    );
     let code = "const { Readable } = require('readable-stream');\n\
         const r = new Readable({ read() {} });\n\
         r.setEncoding('utf8');\n\
@@ -222,40 +220,21 @@ async fn a_package_is_installed_only_when_it_loads() {
     assert_eq!(index.listing(), ["readable-stream@2.3.8"]);
 }
 
-/// Engines of every mode over `packages`: cold and warm stateless, stateful
-/// in process and with an engine worker, their heaps under `dir`.
+/// Engines of both modes over `packages`, their heaps under `dir`.
 struct Modes {
     stateless: Vec<Engine>,
     stateful: Vec<Engine>,
 }
 
 fn modes(packages: &Arc<Packages>, dir: &std::path::Path) -> Modes {
-    let program = crate::common::engine::worker_program(dir, "packages-worker-under-test");
-    let store = |name: &str| -> Arc<dyn HeapStore> { Arc::new(FileHeapStore::new(dir.join(name))) };
-    let engine =
-        |config: EngineConfig, heaps| Engine::new(config, heaps).with_packages(packages.clone());
+    let store: Arc<dyn HeapStore> = Arc::new(FileHeapStore::new(dir.join("heaps")));
+    let engine = |heaps| {
+        crate::common::engine::on_workers(EngineConfig::default(), heaps)
+            .with_packages(packages.clone())
+    };
     Modes {
-        stateless: vec![
-            engine(EngineConfig::default(), None),
-            engine(
-                EngineConfig {
-                    warm_isolates: 1,
-                    ..EngineConfig::default()
-                },
-                None,
-            ),
-        ],
-        stateful: vec![
-            engine(EngineConfig::default(), Some(store("local"))),
-            engine(
-                EngineConfig {
-                    engine_workers: 1,
-                    worker_program: Some(program),
-                    ..EngineConfig::default()
-                },
-                Some(store("pooled")),
-            ),
-        ],
+        stateless: vec![engine(None)],
+        stateful: vec![engine(Some(store))],
     }
 }
 
@@ -387,8 +366,6 @@ async fn imports_and_require_work_on_every_engine_mode() {
         stateless,
         stateful,
     } = modes(&packages, installed.dir.path());
-    // An idle warm isolate holds the read-only heap that snapshotting runs
-    // need alone: the stateless engines go before the stateful ones run.
     for engines in [stateless, stateful] {
         for engine in &engines {
             check_imports(engine).await;
@@ -460,7 +437,7 @@ async fn imported_packages_and_their_state_live_in_the_heap() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runs_module_graph_is_capped() {
     let installed = install().await;
-    let engine = Engine::new(
+    let engine = crate::common::engine::on_workers(
         EngineConfig {
             capabilities: CapabilitySettings {
                 modules: ModuleSettings {
@@ -620,9 +597,7 @@ async fn every_fresh_run_starts_from_the_prelude() {
     // no `WebAssembly`) is the same whichever isolate restored the
     // prelude's heap.
     let code = "[greeting, pairs([1, 2, 3]), _.VERSION, Error.stackTraceLimit, typeof WebAssembly, new Error('x').stack.includes('run_js')]";
-    // One engine at a time: an idle warm isolate of another engine would
-    // hold the read-only heap the prelude's runs need alone.
-    for mode in 0..4 {
+    for mode in 0..2 {
         let Modes {
             stateless,
             stateful,
@@ -644,7 +619,10 @@ async fn every_fresh_run_starts_from_the_prelude() {
         }
     }
     // A prelude that throws: runs go on without it, and say so.
-    let engine = with(Engine::new(EngineConfig::default(), None), &broken);
+    let engine = with(
+        crate::common::engine::on_workers(EngineConfig::default(), None),
+        &broken,
+    );
     let outcome = run(&engine, "typeof greeting", Language::Auto, None).await;
     assert_eq!(outcome.result.as_deref(), Some("\"undefined\""));
     assert!(
@@ -909,7 +887,7 @@ async fn readable_stream_3_pipes_a_work_file() {
     let files = Arc::new(mcp_v8_lambda::files::DirFileStore::new(
         dir.path().join("work"),
     ));
-    let engine = Engine::new(EngineConfig::default(), Some(heaps))
+    let engine = crate::common::engine::on_workers(EngineConfig::default(), Some(heaps))
         .with_files(files)
         .with_packages(packages);
     let code = "const fs = require('fs'); fs.writeFileSync('in.txt', 'hello\\nworld\\n'); \
@@ -940,7 +918,7 @@ async fn engine_with(dir: &std::path::Path, tarball: &std::path::Path) -> Engine
     .await
     .unwrap();
     let packages = Arc::new(Packages::new(store.clone(), store.bundle_dir(), false));
-    Engine::new(EngineConfig::default(), None).with_packages(packages)
+    crate::common::engine::on_workers(EngineConfig::default(), None).with_packages(packages)
 }
 
 /// A package whose main entry declares exports a run does not get (here:

@@ -75,8 +75,8 @@ fn completed(code: &str, outcome: &RunOutcome) -> String {
     outcome.result.clone().unwrap_or_default()
 }
 
-/// The engines of every mode: cold and warm (stateless), in process and
-/// with an engine worker (stateful).
+/// The engines of both modes: stateless (a worker's ready plain isolate)
+/// and stateful (restored or new snapshots).
 struct Modes {
     _dir: tempfile::TempDir,
     stateless: Vec<Engine>,
@@ -85,39 +85,23 @@ struct Modes {
 
 fn modes() -> Modes {
     let dir = tempfile::tempdir().unwrap();
-    let program = dir.path().join("repl-worker-under-test");
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mcp-v8-lambda"), &program).unwrap();
-    let store =
-        |name: &str| -> Arc<dyn HeapStore> { Arc::new(FileHeapStore::new(dir.path().join(name))) };
+    let store: Arc<dyn HeapStore> = Arc::new(FileHeapStore::new(dir.path().join("heaps")));
     Modes {
-        stateless: vec![
-            Engine::new(EngineConfig::default(), None),
-            Engine::new(
-                EngineConfig {
-                    warm_isolates: 1,
-                    ..EngineConfig::default()
-                },
-                None,
-            ),
-        ],
-        stateful: vec![
-            Engine::new(EngineConfig::default(), Some(store("local"))),
-            Engine::new(
-                EngineConfig {
-                    engine_workers: 1,
-                    worker_program: Some(program),
-                    ..EngineConfig::default()
-                },
-                Some(store("pooled")),
-            ),
-        ],
+        stateless: vec![crate::common::engine::on_workers(
+            EngineConfig::default(),
+            None,
+        )],
+        stateful: vec![crate::common::engine::on_workers(
+            EngineConfig::default(),
+            Some(store),
+        )],
         _dir: dir,
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn top_level_await_keeps_completion_values_and_declarations_in_every_mode() {
-    let mut modes = modes();
+    let modes = modes();
     for engine in &modes.stateless {
         for (code, plain, expected) in COMPLETIONS {
             assert_eq!(
@@ -130,9 +114,6 @@ async fn top_level_await_keeps_completion_values_and_declarations_in_every_mode(
             );
         }
     }
-    // An idle warm isolate holds the read-only heap that snapshotting runs
-    // need alone: it goes first.
-    modes.stateless.clear();
     for engine in &modes.stateful {
         let base = request(engine, "globalThis.base = 1; 1", None).await;
         let base = base.heap.expect("a base heap");
@@ -161,7 +142,7 @@ async fn top_level_await_keeps_completion_values_and_declarations_in_every_mode(
 #[tokio::test]
 async fn redeclaration_across_runs_is_what_it_is_without_await() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::new(
+    let engine = crate::common::engine::on_workers(
         EngineConfig::default(),
         Some(Arc::new(FileHeapStore::new(dir.path()))),
     );

@@ -155,7 +155,7 @@ fn engine(
         config.engine_workers = 1;
         config.worker_program = Some(worker_program(dir, "url-modules-worker-under-test"));
     }
-    let engine = Engine::new(config, heaps);
+    let engine = crate::common::engine::on_workers(config, heaps);
     match packages {
         Some(packages) => engine.with_packages(packages),
         None => engine,

@@ -1,5 +1,6 @@
-//! Stateless runs on warm isolates (`EngineConfig::warm_isolates`): the
-//! same behaviour as an isolate made for the run, and no run sees another.
+//! Stateless runs on the plain isolate each engine worker of a stateless
+//! engine keeps ready: the same behaviour as an isolate made for the run,
+//! and no run sees another.
 
 use std::time::Duration;
 
@@ -7,12 +8,12 @@ use mcp_v8_lambda::engine::{Engine, EngineConfig, RunRequest, RunStatus};
 
 use crate::common::engine::{completed, run, stateless};
 
-/// A stateless engine with two warm isolates and a small default heap, so
-/// the heap-limit cases hit the warm isolate itself.
+/// A stateless engine with two workers and a small default heap, so the
+/// heap-limit cases hit the ready isolate itself.
 fn warm_engine() -> Engine {
-    Engine::new(
+    crate::common::engine::on_workers(
         EngineConfig {
-            warm_isolates: 2,
+            engine_workers: 2,
             default_heap_limit_mb: 32,
             ..EngineConfig::default()
         },
@@ -116,7 +117,7 @@ async fn throws_timeouts_and_exhausted_heaps_end_the_run_not_the_pool() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn more_concurrent_runs_than_warm_isolates_all_complete() {
+async fn more_concurrent_runs_than_workers_all_complete() {
     let engine = std::sync::Arc::new(warm_engine());
     let runs: Vec<_> = (0..12)
         .map(|i| {
@@ -156,15 +157,12 @@ async fn there_is_no_ambient_authority_in_a_warm_isolate() {
 }
 
 #[tokio::test]
-async fn an_engine_that_snapshots_in_process_ignores_warm_isolates() {
-    // Warm isolates next to snapshot isolates in one process would hold the
-    // read-only heap the latter need alone: the stateful run would wait for
-    // ever. The engine must run both kinds without them.
+async fn an_engine_with_a_store_runs_stateful_and_stateless_runs_side_by_side() {
     let dir = tempfile::tempdir().unwrap();
     let store = mcp_v8_lambda::heap::FileHeapStore::new(dir.path());
-    let engine = Engine::new(
+    let engine = crate::common::engine::on_workers(
         EngineConfig {
-            warm_isolates: 2,
+            engine_workers: 2,
             ..EngineConfig::default()
         },
         Some(std::sync::Arc::new(store)),
@@ -190,11 +188,11 @@ async fn an_engine_that_snapshots_in_process_ignores_warm_isolates() {
     assert_eq!(completed(&plain), "2");
 }
 
-/// One runner, so every run lands on the same isolate in turn.
+/// One worker, so every run lands on its ready isolate in turn.
 fn one_warm_isolate() -> Engine {
-    Engine::new(
+    crate::common::engine::on_workers(
         EngineConfig {
-            warm_isolates: 1,
+            engine_workers: 1,
             ..EngineConfig::default()
         },
         None,

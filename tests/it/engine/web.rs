@@ -79,7 +79,10 @@ struct Stateful {
 fn stateful_engine(config: EngineConfig) -> Stateful {
     let dir = tempfile::tempdir().unwrap();
     let store = FileHeapStore::new(dir.path().join("heaps"));
-    let engine = Engine::new(config, Some(Arc::new(store.clone()) as Arc<dyn HeapStore>));
+    let engine = crate::common::engine::on_workers(
+        config,
+        Some(Arc::new(store.clone()) as Arc<dyn HeapStore>),
+    );
     Stateful {
         engine,
         store,
@@ -100,32 +103,10 @@ async fn stateful(engine: &Engine, code: &str, heap: Option<&HeapKey>) -> RunOut
     .await
 }
 
-fn workers_config(dir: &tempfile::TempDir) -> EngineConfig {
-    let program = dir.path().join("web-worker-under-test");
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mcp-v8-lambda"), &program).unwrap();
-    EngineConfig {
-        engine_workers: 1,
-        worker_program: Some(program),
-        ..EngineConfig::default()
-    }
-}
-
 #[tokio::test]
 async fn the_corpus_passes_in_every_engine_mode() {
-    let plain = Engine::new(EngineConfig::default(), None);
+    let plain = crate::common::engine::on_workers(EngineConfig::default(), None);
     let cold = all_families("stateless", async |code| stateless(&plain, &code).await).await;
-
-    let warm = Engine::new(
-        EngineConfig {
-            warm_isolates: 1,
-            ..EngineConfig::default()
-        },
-        None,
-    );
-    let warmed = all_families("warm", async |code| stateless(&warm, &code).await).await;
-    // An idle warm isolate holds the read-only heap that snapshotting runs
-    // need alone (src/engine/run/isolate.rs, READ_ONLY_HEAP): it goes first.
-    drop(warm);
 
     let local = stateful_engine(EngineConfig::default());
     let fresh = all_families("stateful fresh", async |code| {
@@ -139,27 +120,7 @@ async fn the_corpus_passes_in_every_engine_mode() {
     })
     .await;
 
-    let dir = tempfile::tempdir().unwrap();
-    let pooled = stateful_engine(workers_config(&dir));
-    let worker_fresh = all_families("worker fresh", async |code| {
-        stateful(&pooled.engine, &code, None).await
-    })
-    .await;
-    // The worker restores a heap of its own engine's store.
-    let worker_base = stateful(&pooled.engine, "globalThis.base = 1", None).await;
-    let worker_base = worker_base.heap.expect("a heap");
-    let worker_restored = all_families("worker restored", async |code| {
-        stateful(&pooled.engine, &restored_only(&code), Some(&worker_base)).await
-    })
-    .await;
-
-    for (mode, counts) in [
-        ("warm", &warmed),
-        ("stateful fresh", &fresh),
-        ("stateful restored", &restored),
-        ("worker fresh", &worker_fresh),
-        ("worker restored", &worker_restored),
-    ] {
+    for (mode, counts) in [("stateful fresh", &fresh), ("stateful restored", &restored)] {
         assert_eq!(counts, &cold, "{mode} ran other assertions than stateless");
     }
 }
@@ -174,7 +135,7 @@ fn restored_only(code: &str) -> String {
 /// assertion added without the table fails here.
 #[tokio::test]
 async fn the_docs_table_matches_the_corpus() {
-    let engine = Engine::new(EngineConfig::default(), None);
+    let engine = crate::common::engine::on_workers(EngineConfig::default(), None);
     let counts = all_families("stateless", async |code| stateless(&engine, &code).await).await;
     let docs =
         std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/engine.md"))
@@ -191,7 +152,7 @@ async fn the_docs_table_matches_the_corpus() {
 
 #[tokio::test]
 async fn console_methods_print_as_documented() {
-    let engine = Engine::new(EngineConfig::default(), None);
+    let engine = crate::common::engine::on_workers(EngineConfig::default(), None);
     let outcome = stateless(&engine, &corpus_code("console")).await;
     assert!(report(&outcome).1.is_empty());
     let output = outcome.output;
@@ -241,7 +202,7 @@ out
 
 #[tokio::test]
 async fn errors_are_the_platforms() {
-    let engine = Engine::new(EngineConfig::default(), None);
+    let engine = crate::common::engine::on_workers(EngineConfig::default(), None);
     for (code, name) in [
         ("new URL('nope')", "TypeError"),
         ("atob('%')", "InvalidCharacterError"),
@@ -320,13 +281,6 @@ async fn web_objects_survive_snapshots_with_their_prototypes() {
     completed(&made);
     let used = stateful(&local.engine, USE_KEPT, made.heap.as_ref()).await;
     assert_eq!(completed(&used), KEPT);
-
-    let dir = tempfile::tempdir().unwrap();
-    let pooled = stateful_engine(workers_config(&dir));
-    let made = stateful(&pooled.engine, KEEP, None).await;
-    completed(&made);
-    let used = stateful(&pooled.engine, USE_KEPT, made.heap.as_ref()).await;
-    assert_eq!(completed(&used), KEPT, "through an engine worker");
 }
 
 #[tokio::test]
@@ -372,7 +326,7 @@ async fn code_that_defines_a_global_keeps_its_own_across_restores() {
 
 #[tokio::test]
 async fn an_abort_timeout_does_not_hold_the_run() {
-    let engine = Engine::new(EngineConfig::default(), None);
+    let engine = crate::common::engine::on_workers(EngineConfig::default(), None);
     let started = Instant::now();
     let outcome = stateless(
         &engine,

@@ -27,7 +27,7 @@ fn fixture_with(workers: usize, max_jobs: u64) -> Fixture {
     let program = dir.path().join("worker-under-test");
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mcp-v8-lambda"), &program).unwrap();
     let store: Arc<dyn HeapStore> = Arc::new(FileHeapStore::new(dir.path().join("heaps")));
-    let engine = Engine::new(
+    let engine = crate::common::engine::on_workers(
         EngineConfig {
             engine_workers: workers,
             worker_program: Some(program.clone()),
@@ -123,8 +123,8 @@ async fn chains_from_different_heaps_run_at_once_in_workers() {
         "the runs used exactly the configured workers"
     );
     // A worker's heap is an ordinary snapshot: stored verified, and restored
-    // by an engine without workers.
-    let in_process = Engine::new(EngineConfig::default(), Some(f.store.clone()));
+    // by another engine's workers.
+    let another = crate::common::engine::on_workers(EngineConfig::default(), Some(f.store.clone()));
     for (chain, heap) in finals.iter().enumerate() {
         assert!(
             f.store
@@ -133,7 +133,7 @@ async fn chains_from_different_heaps_run_at_once_in_workers() {
                 .unwrap()
                 .is_some()
         );
-        let out = stateful(&in_process, "chain * 100 + n", Some(heap)).await;
+        let out = stateful(&another, "chain * 100 + n", Some(heap)).await;
         assert_eq!(out.result, Some((chain * 100 + 4).to_string()));
     }
 }

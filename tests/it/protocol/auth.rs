@@ -17,13 +17,12 @@ const TOKEN: &str = "correct horse battery staple";
 
 fn guarded(dir: &std::path::Path) -> Router {
     let digest = hex::encode(Sha256::digest(TOKEN.as_bytes()));
-    let app = mcp_v8_lambda::compose::app(
+    let app = crate::common::app_on_workers(
         &Config::from_lookup(|name| (name == "MCP_V8_AUTH_TOKEN_SHA256").then(|| digest.clone()))
             .unwrap(),
         dir,
         None,
-    )
-    .unwrap();
+    );
     router(app)
 }
 
@@ -141,8 +140,7 @@ fn a_malformed_token_digest_is_a_configuration_error_that_hides_the_value() {
 async fn a_loopback_serve_refuses_foreign_host_names() {
     let dir = tempfile::tempdir().unwrap();
     let app =
-        mcp_v8_lambda::compose::app(&Config::from_lookup(|_| None).unwrap(), dir.path(), None)
-            .unwrap();
+        crate::common::app_on_workers(&Config::from_lookup(|_| None).unwrap(), dir.path(), None);
     let router = loopback_only(router(app));
     let with_host = |host: &str| {
         let mut request = initialize(None);

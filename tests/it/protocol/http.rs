@@ -598,8 +598,7 @@ async fn an_oversized_body_is_413() {
 async fn the_local_app_of_the_binary_serves_from_a_data_dir() {
     let dir = tempfile::tempdir().unwrap();
     let app =
-        mcp_v8_lambda::compose::app(&Config::from_lookup(|_| None).unwrap(), dir.path(), None)
-            .unwrap();
+        crate::common::app_on_workers(&Config::from_lookup(|_| None).unwrap(), dir.path(), None);
     let text = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
         "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}})
     .to_string();

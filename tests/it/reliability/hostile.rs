@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_v8_lambda::engine::{Engine, EngineConfig, EngineError, RunRequest, RunStatus};
+use mcp_v8_lambda::engine::{EngineConfig, EngineError, RunRequest, RunStatus};
 use mcp_v8_lambda::heap::FileHeapStore;
 use mcp_v8_lambda::tenant::Tenant;
 use serde_json::{Value, json};
@@ -144,36 +144,26 @@ async fn code_that_ends_v8s_process_ends_only_its_worker_under_the_lambda_entry(
 /// Getters, `toJSON` and indexed accessors that never return, reached only
 /// when the completion value is rendered, and a built-in that finishes far
 /// past the deadline: each run ends `timed_out` at its deadline, never
-/// `completed`, in process and in a worker, stateless and stateful.
+/// `completed`, stateless and stateful.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_deadline_holds_while_the_result_is_rendered() {
     let dir = tempfile::tempdir().unwrap();
     let store = || Some(Arc::new(FileHeapStore::new(dir.path().join("heaps"))) as _);
-    let pooled = EngineConfig {
+    let one_worker = || EngineConfig {
         engine_workers: 1,
-        worker_program: Some(common::engine::worker_program(
-            dir.path(),
-            "deadline-worker",
-        )),
         ..EngineConfig::default()
     };
     let engines = [
         (
-            "in process, stateless",
-            Engine::new(EngineConfig::default(), None),
+            "stateless",
+            common::engine::on_workers(one_worker(), None),
             false,
         ),
         (
-            "in process, stateful",
-            Engine::new(EngineConfig::default(), store()),
+            "stateful",
+            common::engine::on_workers(one_worker(), store()),
             true,
         ),
-        (
-            "worker, stateless",
-            Engine::new(pooled.clone(), None),
-            false,
-        ),
-        ("worker, stateful", Engine::new(pooled, store()), true),
     ];
     let never_returns = [
         "({ get a() { while (true) {} } })",
@@ -232,7 +222,7 @@ async fn the_deadline_holds_while_the_result_is_rendered() {
 /// it copies anything, with a `RangeError` naming the limit.
 #[tokio::test]
 async fn natives_refuse_input_past_the_budget_naming_the_limit() {
-    let engine = Engine::new(EngineConfig::default(), None);
+    let engine = common::engine::on_workers(EngineConfig::default(), None);
     for code in [
         "atob('QUFB'.repeat(6e7)).length",
         "btoa('a'.repeat(1e8)).length",
@@ -361,7 +351,7 @@ async fn a_run_that_finds_no_runner_in_time_is_refused_naming_the_bounds() {
 /// while another tenant's run starts at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenant_past_its_share_waits_while_another_tenant_runs() {
-    let engine = Engine::new(
+    let engine = common::engine::on_workers(
         EngineConfig {
             max_concurrent_runs: 2,
             tenant_runs: Some(1),

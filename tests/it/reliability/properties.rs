@@ -21,6 +21,20 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// The runtime of the engines shared by every case: an engine's workers
+/// talk over pipes registered with the runtime that started them, which
+/// must outlive the cases.
+fn engine_runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    })
+}
+
 /// Any JSON value, nested a few levels.
 fn json_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
@@ -207,8 +221,8 @@ fn kept_graph_cases() -> u32 {
         .unwrap_or(24)
 }
 
-/// A stateful engine in this process, as a Lambda function runs one: a
-/// graph V8 could not snapshot would abort this whole test binary.
+/// A stateful engine, its runs in engine workers as the binary's are: a
+/// graph V8 could not snapshot ends only a worker.
 fn kept_graph_engine() -> &'static (mcp_v8_lambda::engine::Engine, tempfile::TempDir) {
     static ENGINE: std::sync::OnceLock<(mcp_v8_lambda::engine::Engine, tempfile::TempDir)> =
         std::sync::OnceLock::new();
@@ -217,7 +231,7 @@ fn kept_graph_engine() -> &'static (mcp_v8_lambda::engine::Engine, tempfile::Tem
         let store: std::sync::Arc<dyn mcp_v8_lambda::heap::HeapStore> = std::sync::Arc::new(
             mcp_v8_lambda::heap::FileHeapStore::new(dir.path().join("heaps")),
         );
-        let engine = mcp_v8_lambda::engine::Engine::new(
+        let engine = crate::common::engine::on_workers(
             mcp_v8_lambda::engine::EngineConfig::default(),
             Some(store),
         );
@@ -236,7 +250,7 @@ proptest! {
         let builder = include_str!("../../fuzz/kept_objects.js");
         let engine = &kept_graph_engine().0;
         let code = format!("(function (seed) {{ return {builder}; }})({seed:?})");
-        runtime().block_on(async {
+        engine_runtime().block_on(async {
             let outcome = engine
                 .run(RunRequest { code, stateful: true, ..Default::default() })
                 .await
@@ -321,7 +335,7 @@ fn rendering_engine() -> &'static (mcp_v8_lambda::engine::Engine, tempfile::Temp
         std::sync::OnceLock::new();
     ENGINE.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        let engine = mcp_v8_lambda::engine::Engine::new(
+        let engine = crate::common::engine::on_workers(
             mcp_v8_lambda::engine::EngineConfig {
                 engine_workers: 1,
                 worker_program: Some(common::engine::worker_program(dir.path(), "render-worker")),
@@ -344,7 +358,7 @@ proptest! {
     fn completion_values_are_rendered_within_the_caps_and_the_deadline(value in completion_value()) {
         use mcp_v8_lambda::engine::{RunRequest, RunStatus};
         let engine = &rendering_engine().0;
-        runtime().block_on(async {
+        engine_runtime().block_on(async {
             let report = engine
                 .run(RunRequest {
                     code: value.clone(),

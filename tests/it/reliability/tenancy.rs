@@ -509,7 +509,7 @@ fn config(vars: &[(String, String)]) -> Config {
 
 /// An app on the embedded stores in `dir`.
 fn local_app(vars: &[(String, String)], dir: &std::path::Path) -> App {
-    mcp_v8_lambda::compose::app(&config(vars), dir, None).unwrap()
+    crate::common::app_on_workers(&config(vars), dir, None)
 }
 
 /// An app on moto's S3 and DynamoDB, as a function would run.
@@ -518,7 +518,7 @@ async fn moto_app(vars: &[(String, String)], dir: &std::path::Path) -> App {
     let mut vars = vars.to_vec();
     vars.extend(serve_env(&bucket, &prefix, &dir.join("cache")));
     let clients = Clients::new(&sdk_config().await, true, None);
-    mcp_v8_lambda::compose::app(&config(&vars), dir, Some(&clients)).unwrap()
+    crate::common::app_on_workers(&config(&vars), dir, Some(&clients))
 }
 
 #[tokio::test]

@@ -484,7 +484,7 @@ async fn the_retention_setting_sweeps_the_embedded_store() {
                 .map(str::to_owned)
         })
         .unwrap();
-        let _app = mcp_v8_lambda::compose::app(&config, dir.path(), None).unwrap();
+        let _app = crate::common::app_on_workers(&config, dir.path(), None);
         let path = files.path_of(&Tenant::anonymous(), heap.key());
         let started = std::time::Instant::now();
         if kept {

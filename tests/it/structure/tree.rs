@@ -557,3 +557,36 @@ fn the_integration_tests_have_at_most_fifteen_modules_at_their_top() {
     assert!(modules.len() >= 5, "{modules:?}");
     assert!(modules.len() <= 15, "{modules:?}");
 }
+
+/// The integration tests run V8 as the binary does, in engine workers: an
+/// engine is built only through `common::engine::on_workers` and an app
+/// through `common::app_on_workers` (which give them workers), never with
+/// `Engine::new` or `compose::app` themselves.
+#[test]
+fn no_integration_test_runs_v8_in_its_own_process() {
+    let tests = root().join("tests/it");
+    let helpers = [tests.join("common/engine.rs"), tests.join("common/mod.rs")];
+    let mut found = Vec::new();
+    let mut dirs = vec![tests];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") && !helpers.contains(&path) {
+                let text = std::fs::read_to_string(&path).unwrap();
+                // Split so that this file does not name what it looks for.
+                let needles = [
+                    ["Engine::", "new("].concat(),
+                    ["compose::", "app("].concat(),
+                ];
+                if needles.iter().any(|n| text.contains(n.as_str())) {
+                    found.push(path.display().to_string());
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "engines built in process: {found:?}");
+    let helper = std::fs::read_to_string(&helpers[0]).unwrap();
+    assert!(helper.contains("config.engine_workers = config.max_concurrent_runs.max(1)"));
+}
