@@ -76,6 +76,8 @@
           if (tool === "toString" || tool === "valueOf" || tool === "toLocaleString") return text;
           if (tool === Symbol.toPrimitive) return text;
           if (tool === Symbol.toStringTag) return "mcp server";
+          // Node's inspector (node_inspect.js) asks the proxy, not its target.
+          if (tool === INSPECT) return _target[INSPECT];
           if (typeof tool !== "string" || NOT_TOOLS.has(tool)) return undefined;
           return call(tool);
         },

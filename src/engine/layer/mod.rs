@@ -331,6 +331,7 @@ pub(crate) fn load<'s>(
 /// loader's namespace as a promise (V8 keeps that outside the heap).
 pub(crate) fn arm(isolate: &mut v8::Isolate, table: &'static Table) {
     isolate.set_slot(Armed(table));
+    isolate.set_slot(registry::LoaderSlot(load));
     isolate.set_host_import_module_dynamically_callback(dynamic_import);
 }
 

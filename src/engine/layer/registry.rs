@@ -190,3 +190,9 @@ pub(crate) fn registry_key<'s>(scope: &mut v8::PinScope<'s, '_>) -> v8::Local<'s
 /// when its file threw.
 pub(crate) type Loader =
     for<'s, 'i> fn(&mut v8::PinScope<'s, 'i>, &str) -> Option<v8::Local<'s, v8::Object>>;
+
+/// The layer's [`Loader`], in a slot of every armed isolate: how a native
+/// called from code (`console.log`) loads a family it uses, without
+/// importing the layer that runs it.
+#[derive(Clone, Copy)]
+pub(crate) struct LoaderSlot(pub(crate) Loader);

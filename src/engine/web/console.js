@@ -5,8 +5,14 @@
   "use strict";
   const counts = new Map();
   const timers = new Map();
-  const format = (args) => args.map((a) => (typeof a === "string" ? a : natives.inspect(a))).join(" ");
-  const cell = (v) => (typeof v === "string" ? `'${v}'` : natives.inspect(v));
+  // Node's own inspector (node_inspect.js), as `console.log` and
+  // `util.inspect` use it: a value prints one way everywhere.
+  const format = (args) => load("node_inspect").formatWithOptions({}, ...args);
+  // As Node's console.table shows a cell.
+  const cell = (v) => {
+    const wide = v !== null && typeof v === "object" && !Array.isArray(v) && Object.keys(v).length > 2;
+    return load("node_inspect").inspect(v, { depth: wide ? -1 : 0, maxArrayLength: 3, breakLength: Infinity });
+  };
 
   function table(data, properties = undefined) {
     if (data === null || typeof data !== "object") {
@@ -39,7 +45,9 @@
     natives.print([line("┌", "┬", "┐"), row(header), line("├", "┼", "┤"), ...body.map(row), line("└", "┴", "┘")].join("\n"));
   }
 
-  function dir(value) { natives.print(natives.inspect(value)); }
+  function dir(value, options) {
+    natives.print(load("node_inspect").inspect(value, { customInspect: false, ...options }));
+  }
 
   function trace(...args) {
     const stack = (new Error().stack ?? "").split("\n").slice(2).join("\n");

@@ -14,7 +14,7 @@ use crate::engine::capability::outcome::RunReport;
 use crate::engine::capability::positions::Positions;
 use crate::engine::capability::{Call, Capability, RunScope};
 use crate::engine::layer::bytes::string;
-use crate::engine::layer::registry::{Family, Natives, define};
+use crate::engine::layer::registry::{Family, LoaderSlot, Natives, define};
 
 /// The console of one run, kept in an isolate slot.
 pub(crate) struct Console {
@@ -60,7 +60,7 @@ impl Capability for Console {
     const FAMILY: Option<&'static Family> = Some(&Family {
         name: "console",
         source: include_str!("console.js"),
-        deps: &[],
+        deps: &["node_inspect"],
         natives,
         globals: &[],
         version: 1,
@@ -228,20 +228,73 @@ pub(crate) fn print(scope: &mut v8::PinScope<'_, '_>, line: &str) {
     }
 }
 
+/// Prints `args` after `prefix` as Node's `console.log` does: through
+/// `util.formatWithOptions` (node_inspect.js, the inspector `util.inspect`
+/// is), so `%s` and `%o` format and a value prints as `util.inspect` shows
+/// it. Primitives with no format to apply (the lines a loop prints) are
+/// joined here, as Node's formatter joins them, without entering it. Each
+/// piece is copied out of V8 up to its first 64 KiB, with a marker past it.
 fn write_console<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     args: &v8::FunctionCallbackArguments<'s>,
     prefix: &str,
 ) {
     let mut line = String::from(prefix);
-    for i in 0..args.length() {
-        if i > 0 {
-            line.push(' ');
+    if plain(scope, args) {
+        for i in 0..args.length() {
+            if i > 0 {
+                line.push(' ');
+            }
+            line.push_str(&inspect(scope, args.get(i)));
         }
-        let arg = args.get(i);
-        line.push_str(&inspect(scope, arg));
+    } else {
+        // `None`: the run is ending (its deadline), or the inspector threw,
+        // its exception pending for the code that called `console.log`.
+        let Some(text) = node_format(scope, args) else {
+            return;
+        };
+        line.push_str(&inspect(scope, text));
     }
     print(scope, &line);
+}
+
+/// Whether Node's formatter would only join `args`: every one a primitive
+/// it prints as `inspect` does (a string bare), and no `%` in a first
+/// string that others follow.
+fn plain<'s>(scope: &mut v8::PinScope<'s, '_>, args: &v8::FunctionCallbackArguments<'s>) -> bool {
+    /// A longer first string goes to the formatter rather than be read here.
+    const SCANNED: usize = 4096;
+    let count = args.length();
+    let primitives = (0..count).all(|i| {
+        let arg = args.get(i);
+        arg.is_string()
+            || arg.is_number()
+            || arg.is_boolean()
+            || arg.is_null_or_undefined()
+            || arg.is_big_int()
+    });
+    if !primitives || count < 2 || !args.get(0).is_string() {
+        return primitives;
+    }
+    let first = args.get(0);
+    let (units, more) = crate::engine::layer::bytes::utf16_prefix(scope, first, SCANNED);
+    !more && !units.contains(&u16::from(b'%'))
+}
+
+/// `formatWithOptions({}, ...args)` of Node's inspector.
+fn node_format<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    args: &v8::FunctionCallbackArguments<'s>,
+) -> Option<v8::Local<'s, v8::Value>> {
+    let load = scope.get_slot::<LoaderSlot>()?.0;
+    let inspector = load(scope, "node_inspect")?;
+    let name = v8::String::new(scope, "formatWithOptions")?;
+    let format = v8::Local::<v8::Function>::try_from(inspector.get(scope, name.into())?).ok()?;
+    let mut call = Vec::with_capacity(args.length() as usize + 1);
+    call.push(v8::Object::new(scope).into());
+    call.extend((0..args.length()).map(|i| args.get(i)));
+    let receiver = v8::undefined(scope).into();
+    format.call(scope, receiver, &call)
 }
 
 /// A console method that prints its arguments after `prefix`.

@@ -242,15 +242,33 @@ async fn console_renders_values_readably() {
         )
         .await;
     completed(&out);
-    let lines: Vec<&str> = out.output.lines().collect();
+    // What Node 22 prints for the same two lines.
     assert_eq!(
-        lines[0],
-        "{ s: 'x', n: null, u: undefined, f: [Function: f], nested: { deep: { deeper: [Object] } }, self: [Circular] }"
+        out.output,
+        "<ref *1> {\n  s: 'x',\n  n: null,\n  u: undefined,\n  f: [Function: f],\n  \
+         nested: { deep: { deeper: [Object] } },\n  self: [Circular *1]\n}\n\
+         Map(1) { 1 => 'a' } Set(1) { 2 } 10n Symbol(s) e [class K]\n"
     );
-    assert_eq!(
-        lines[1],
-        "Map(1) { 1 => 'a' } Set(1) { 2 } 10n Symbol(s) e [class K]"
-    );
+}
+
+/// `console.log` and `util.inspect` are one inspector (Node's), so a value
+/// prints the same way through either; `%s`-style formats work as in Node.
+#[tokio::test]
+async fn console_log_prints_what_util_inspect_shows() {
+    let f = fixture();
+    let values = "[{ a: [1, 2, { b: new Map([['k', new Set([1])]]) }] }, Array.from({ length: 30 }, (_, i) => i), \
+                  Object.create(null), [1, , 3], { s: \"it's\" }, new Uint8Array([1, 2]), -0, 1n]";
+    let out = f
+        .stateless(&format!(
+            "const util = require('node:util'); const values = {values}; \
+             for (const v of values) console.log(v); \
+             console.log('%s has %d items', 'list', 3); \
+             values.map((v) => util.inspect(v)).join('\\n') + '\\nlist has 3 items'"
+        ))
+        .await;
+    let inspected: String = serde_json::from_str(completed(&out)).unwrap();
+    assert_eq!(out.output, format!("{inspected}\n"));
+    assert!(out.output.contains("[\n   0,  1,  2,"), "{}", out.output);
 }
 
 #[tokio::test]
