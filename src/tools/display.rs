@@ -28,6 +28,8 @@ pub(super) struct Shown {
     /// apart: their bytes, which the caller's file store must have before
     /// the answer leaves.
     pub kept: Vec<bytes::Bytes>,
+    /// Bytes `content` adds to the answer's JSON, separators included.
+    pub json_len: usize,
 }
 
 /// Where a run's blocks go.
@@ -66,6 +68,7 @@ pub(super) fn blocks(displays: Vec<Displayed>, target: &Target<'_>) -> Shown {
         warnings: Vec::new(),
         entries: Vec::with_capacity(displays.len()),
         kept: Vec::new(),
+        json_len: 0,
     };
     let mut room = target.room;
     let mut text_room = target.text_room;
@@ -90,6 +93,7 @@ pub(super) fn blocks(displays: Vec<Displayed>, target: &Target<'_>) -> Shown {
         match (block, cost) {
             (Some(block), Some(cost)) if cost <= room && !over_budget => {
                 room -= cost;
+                shown.json_len += cost;
                 if is_text {
                     text_room = text_room.saturating_sub(cost);
                 }
@@ -144,7 +148,9 @@ pub(super) fn blocks(displays: Vec<Displayed>, target: &Target<'_>) -> Shown {
                         } else {
                             Content::text(format!("{description}: {uri}"))
                         };
-                        room = room.saturating_sub(json_cost(&block));
+                        let cost = json_cost(&block);
+                        room = room.saturating_sub(cost);
+                        shown.json_len += cost;
                         shown.entries[index].content = Some(at);
                         shown.content.push(block);
                         shown.warnings.push(if kept {

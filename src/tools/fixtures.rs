@@ -114,7 +114,7 @@ async fn run(
         "execution_timeout_secs": timeout,
     }))
     .expect("fixture arguments decode");
-    let result = run_js::call(tools, context, args, false).await;
+    let result = run_js::call(tools, context, args, false).await.result;
     if result.is_error {
         return result;
     }

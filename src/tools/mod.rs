@@ -142,8 +142,8 @@ impl Toolbox {
                 _ => ToolCallError::UnknownTool(name.to_owned()),
             });
         };
-        let result = (route.call)(self, context, raw, structured).await;
-        Ok(within_response_limit(name, result))
+        let answer = (route.call)(self, context, raw, structured).await;
+        Ok(within_response_limit(name, answer))
     }
 
     /// How long a call of `tool` with `arguments` says it may take, for
@@ -198,11 +198,17 @@ impl Toolbox {
 /// error saying so, so that the host never answers with more than its
 /// platform can carry (a 502 on Lambda). Tools that can shrink their answer
 /// (`run_js`, `list_session_snapshots`) do so before it comes to this.
-fn within_response_limit(tool: &str, result: CallToolResult) -> CallToolResult {
-    if fits_one_response(&result) {
+fn within_response_limit(tool: &str, answer: toolbox::Answer) -> CallToolResult {
+    let toolbox::Answer { result, json_len } = answer;
+    let fits = match json_len {
+        // Measured as the tool shaped it.
+        Some(len) => len <= MAX_RESULT_JSON_BYTES,
+        None => fits_one_response(&result),
+    };
+    if fits {
         return result;
     }
-    let len = result_json_len(&result);
+    let len = json_len.unwrap_or_else(|| result_json_len(&result));
     tracing::warn!(
         tool,
         len,

@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
 use super::calls::TaskSupport;
-use super::toolbox::{CallContext, Toolbox};
+use super::toolbox::{Answer, CallContext, Toolbox};
 use super::{display_page, executions, heap_tags, run_js, session_log};
 use crate::packages::PackageView;
 use crate::protocol::mcp::{CallToolResult, Tool};
@@ -41,12 +41,8 @@ pub(super) enum Shown {
 
 /// A tool's handler: the arguments decoded into the tool's own type (a
 /// decoding failure is a tool error the model can correct), then its call.
-pub(super) type Handler = for<'a> fn(
-    &'a Toolbox,
-    CallContext<'a>,
-    Option<&'a RawValue>,
-    bool,
-) -> BoxFuture<'a, CallToolResult>;
+pub(super) type Handler =
+    for<'a> fn(&'a Toolbox, CallContext<'a>, Option<&'a RawValue>, bool) -> BoxFuture<'a, Answer>;
 
 /// One tool.
 pub(super) struct Route {
@@ -71,11 +67,11 @@ macro_rules! handler {
             context: CallContext<'a>,
             raw: Option<&'a RawValue>,
             structured: bool,
-        ) -> BoxFuture<'a, CallToolResult> {
+        ) -> BoxFuture<'a, Answer> {
             Box::pin(async move {
                 match arguments(raw) {
-                    Ok(args) => $call(toolbox, context, args, structured).await,
-                    Err(message) => CallToolResult::error(message),
+                    Ok(args) => $call(toolbox, context, args, structured).await.into(),
+                    Err(message) => CallToolResult::error(message).into(),
                 }
             })
         }

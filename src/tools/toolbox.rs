@@ -228,6 +228,23 @@ pub const MAX_RESULT_JSON_BYTES: usize = 5 * 1024 * 1024;
 /// room for the rest of the answer, fits [`MAX_RESULT_JSON_BYTES`].
 pub const MAX_READ_FILE_BYTES: usize = (MAX_RESULT_JSON_BYTES - 64 * 1024) / 4 * 3;
 
+/// A tool's result, with the length of its JSON when the tool measured it
+/// while shaping it (run_js's answer with its `display()` blocks): the
+/// response limit reads that instead of serializing the result again.
+pub(super) struct Answer {
+    pub(super) result: CallToolResult,
+    pub(super) json_len: Option<usize>,
+}
+
+impl From<CallToolResult> for Answer {
+    fn from(result: CallToolResult) -> Self {
+        Self {
+            result,
+            json_len: None,
+        }
+    }
+}
+
 /// The length of a result's JSON.
 pub(super) fn result_json_len(result: &CallToolResult) -> usize {
     serde_json::to_vec(result).map_or(usize::MAX, |json| json.len())

@@ -3,7 +3,7 @@
 
 use crate::clock::{rfc3339_millis as rfc3339, unix_now};
 use crate::tools::budget::{self, Kept};
-use crate::tools::toolbox::{MAX_RESULT_JSON_BYTES, Toolbox, result_json_len};
+use crate::tools::toolbox::{Answer, MAX_RESULT_JSON_BYTES, Toolbox, result_json_len};
 
 use crate::engine::{RunOutcome, RunStatus};
 use crate::meta::{ExecutionRecord, NewLogEntry, Tags};
@@ -72,7 +72,9 @@ impl Shape {
 /// blocks as many as fit the answer budget after the run's own text (the
 /// rest are links to their /work files), images as many as fit one
 /// response (docs/tools.md); for a host with an MCP Apps `view`, `_meta`
-/// says what each block is.
+/// says what each block is. The answer is measured once, where the blocks
+/// need the room the text leaves; its length goes with it to the
+/// response limit (`Answer::json_len`).
 pub(super) async fn with_displays(
     toolbox: &Toolbox,
     tenant: &Tenant,
@@ -80,17 +82,20 @@ pub(super) async fn with_displays(
     repl: Option<String>,
     displays: Vec<crate::engine::Displayed>,
     shape: Shape,
-) -> CallToolResult {
+) -> Answer {
     if displays.is_empty() {
+        // Within the answer budget: the response limit's bound clears it
+        // without measuring.
         let mut result = fitted(&outcome, repl.as_deref(), shape);
         if shape.view {
             result.meta = Some(crate::protocol::apps::displays_meta(&[]));
         }
-        return result;
+        return result.into();
     }
     let text = fitted(&outcome, repl.as_deref(), shape);
+    let text_json = result_json_len(&text);
     let room = MAX_RESULT_JSON_BYTES
-        .saturating_sub(result_json_len(&text))
+        .saturating_sub(text_json)
         .saturating_sub(DISPLAY_WARNINGS_ROOM);
     let text_len = text.content.first().map_or(0, Content::payload_len);
     // While the heap is being stored, links name it by the run's id.
@@ -124,11 +129,15 @@ pub(super) async fn with_displays(
             }
         }
     }
-    let mut result = if shown.warnings.is_empty() {
-        text
+    let (mut result, mut json_len) = if shown.warnings.is_empty() {
+        (text, text_json)
     } else {
+        // Blocks that did not fit say so in the text, which is fitted again
+        // (the room kept for it, DISPLAY_WARNINGS_ROOM, holds the notes).
         outcome.warnings.extend(shown.warnings);
-        fitted(&outcome, repl.as_deref(), shape)
+        let text = fitted(&outcome, repl.as_deref(), shape);
+        let len = result_json_len(&text);
+        (text, len)
     };
     if shape.view {
         // The blocks follow the run's own text in `content`.
@@ -141,10 +150,17 @@ pub(super) async fn with_displays(
                 entry
             })
             .collect();
-        result.meta = Some(crate::protocol::apps::displays_meta(&entries));
+        let meta = crate::protocol::apps::displays_meta(&entries);
+        // `,"_meta":` and the value.
+        json_len += budget::json_len(&meta) + r#","_meta":"#.len();
+        result.meta = Some(meta);
     }
+    json_len += shown.json_len;
     result.content.extend(shown.content);
-    result
+    Answer {
+        result,
+        json_len: Some(json_len),
+    }
 }
 
 /// The tool result of `outcome` within the answer budget: the text the

@@ -15,7 +15,7 @@ pub(super) use self::description::describe;
 use self::plan::{fresh_start_warning, plan, resolve_latest};
 
 use super::budget::Kept;
-use super::toolbox::{CallContext, Toolbox};
+use super::toolbox::{Answer, CallContext, Toolbox};
 use crate::clock::rfc3339_millis as rfc3339;
 use tracing::Instrument;
 
@@ -38,15 +38,15 @@ pub(super) async fn call(
     context: CallContext<'_>,
     call: Call,
     structured: bool,
-) -> CallToolResult {
+) -> Answer {
     let mut planned = match plan(toolbox, context, call) {
         Ok(planned) => planned,
-        Err(message) => return CallToolResult::error(message),
+        Err(message) => return CallToolResult::error(message).into(),
     };
     if planned.latest
         && let Err(message) = resolve_latest(toolbox, context, &mut planned, true).await
     {
-        return CallToolResult::error(message);
+        return CallToolResult::error(message).into();
     }
     let heap = planned.request.heap.as_ref().map(HeapKey::as_str);
     let span = tracing::Span::current();
@@ -65,7 +65,7 @@ pub(super) async fn call(
             planned.request.continues = None;
             planned.continued = None;
             if let Err(message) = resolve_latest(toolbox, context, &mut planned, false).await {
-                return CallToolResult::error(message);
+                return CallToolResult::error(message).into();
             }
             let request = std::mem::take(&mut planned.request);
             toolbox.engine.run_then_save(request).await
@@ -74,7 +74,7 @@ pub(super) async fn call(
     };
     let Ran { report, save } = match ran {
         Ok(ran) => ran,
-        Err(e) => return CallToolResult::error(super::advice::refused(&e)),
+        Err(e) => return CallToolResult::error(super::advice::refused(&e)).into(),
     };
     let completed_at = crate::clock::unix_now_millis();
     let had = super::advice::Had::of(&report, &code);
@@ -402,6 +402,31 @@ mod tests {
             "{schema}"
         );
         assert_eq!(schema["properties"]["files"]["type"], "object", "{schema}");
+    }
+
+    /// An answer with `display()` blocks is measured once, as it is
+    /// shaped; the length it carries to the response limit is its JSON's,
+    /// with an MCP Apps host's `_meta` and without.
+    #[tokio::test]
+    async fn an_answer_with_displays_carries_the_length_of_its_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let toolbox = toolbox(EngineConfig::default(), &dir);
+        let tenant = Tenant::anonymous();
+        let code = "display(new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2])); \
+                    display('text with \"quotes\" and é'); display({ a: 1 }); 42";
+        for view in [false, true] {
+            let mut context = context(&tenant);
+            context.ui_extension = view;
+            let call = serde_json::from_value(json!({ "code": code })).unwrap();
+            let answer = super::call(&toolbox, context, call, true).await;
+            assert_eq!(answer.result.content.len(), 4, "{:?}", answer.result);
+            assert_eq!(answer.result.meta.is_some(), view, "{:?}", answer.result);
+            assert_eq!(
+                answer.json_len,
+                Some(crate::tools::toolbox::result_json_len(&answer.result)),
+                "view: {view}"
+            );
+        }
     }
 
     #[test]
