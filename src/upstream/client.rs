@@ -537,7 +537,9 @@ impl Server {
         };
         let answer = handle.await_response().await;
         abandoned.peer = None;
-        // What rmcp's `call_tool` accepts as a result, contentless ones too.
+        // What rmcp's `call_tool` accepts as a result, contentless ones too;
+        // a custom result is read as a tool result whatever fields it has
+        // (rmcp's own accepts one with only `_meta`).
         match answer? {
             ServerResult::CallToolResult(result) => Ok(result),
             ServerResult::EmptyResult(_) => Ok(CallToolResult::default()),
