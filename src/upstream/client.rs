@@ -30,6 +30,7 @@ use serde_json::Value;
 use url::Url;
 
 use super::call::{CallError, ToolInfo};
+use super::cancel::{Abandoned, Cancellations};
 use super::{UpstreamConfig, UpstreamServer};
 use crate::BoxError;
 use crate::egress::{Policy, chain};
@@ -219,76 +220,6 @@ struct Server {
     connection: tokio::sync::Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
     tools: tokio::sync::Mutex<Option<Arc<Vec<ToolInfo>>>>,
     cancellations: Arc<Cancellations>,
-}
-
-/// The `notifications/cancelled` of abandoned calls, sent on the runtime
-/// and counted until sent.
-#[derive(Debug)]
-struct Cancellations {
-    runtime: tokio::runtime::Handle,
-    pending: std::sync::atomic::AtomicUsize,
-    sent: tokio::sync::Notify,
-}
-
-impl Cancellations {
-    fn new(runtime: tokio::runtime::Handle) -> Arc<Self> {
-        Arc::new(Self {
-            runtime,
-            pending: std::sync::atomic::AtomicUsize::new(0),
-            sent: tokio::sync::Notify::new(),
-        })
-    }
-
-    /// Returns once no cancel is left to send.
-    async fn sent(&self) {
-        loop {
-            let sent = self.sent.notified();
-            tokio::pin!(sent);
-            sent.as_mut().enable();
-            if self.pending.load(std::sync::atomic::Ordering::SeqCst) == 0 {
-                return;
-            }
-            sent.await;
-        }
-    }
-}
-
-/// A call whose answer is awaited: dropped before it came, it sends the
-/// upstream `notifications/cancelled` (what rmcp's own guard does, but
-/// counted, so that it can be waited for).
-struct Abandoned {
-    peer: Option<Peer<RoleClient>>,
-    id: rmcp::model::RequestId,
-    cancellations: Arc<Cancellations>,
-}
-
-impl Drop for Abandoned {
-    fn drop(&mut self) {
-        let Some(peer) = self.peer.take() else {
-            return;
-        };
-        let cancellations = self.cancellations.clone();
-        cancellations
-            .pending
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let notification =
-            rmcp::model::CancelledNotification::new(rmcp::model::CancelledNotificationParam::new(
-                Some(self.id.clone()),
-                Some("request abandoned by the caller".to_owned()),
-            ));
-        let runtime = cancellations.runtime.clone();
-        runtime.spawn(async move {
-            // A closed connection has nothing left to cancel.
-            let _ = peer.send_notification(notification.into()).await;
-            if cancellations
-                .pending
-                .fetch_sub(1, std::sync::atomic::Ordering::SeqCst)
-                == 1
-            {
-                cancellations.sent.notify_waiters();
-            }
-        });
-    }
 }
 
 impl Server {

@@ -18,6 +18,7 @@
 //!   public addresses; private ones are reached by IP literal only).
 
 mod call;
+mod cancel;
 pub mod catalog;
 pub(crate) mod client;
 
