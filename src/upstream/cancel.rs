@@ -1,78 +1,101 @@
-//! Cancels of upstream calls whose runs went away: each dropped call sends
-//! the upstream `notifications/cancelled` on the host runtime, counted
-//! until it is sent, so that an engine worker can wait for them before it
-//! is ended (rmcp's own guard queues the cancel with nothing to wait on).
+//! Upstream calls in flight, and the cancels of those whose runs went away:
+//! a dropped call sends the upstream `notifications/cancelled` on the host
+//! runtime, and counts as in flight until it is sent, so that an engine
+//! worker can wait for its cancelled run's calls before it is ended
+//! (rmcp's own guard queues the cancel with nothing to wait on).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
+use rmcp::model::{CancelledNotification, CancelledNotificationParam, RequestId};
 use rmcp::service::{Peer, RoleClient};
 
-/// The `notifications/cancelled` of abandoned calls, sent on the runtime
-/// and counted until sent.
+/// The calls of one host's upstreams that are neither answered nor
+/// cancelled at the upstream yet.
 #[derive(Debug)]
 pub(super) struct Cancellations {
     runtime: tokio::runtime::Handle,
-    pending: std::sync::atomic::AtomicUsize,
-    sent: tokio::sync::Notify,
+    in_flight: AtomicUsize,
+    settled: tokio::sync::Notify,
 }
 
 impl Cancellations {
     pub(super) fn new(runtime: tokio::runtime::Handle) -> Arc<Self> {
         Arc::new(Self {
             runtime,
-            pending: std::sync::atomic::AtomicUsize::new(0),
-            sent: tokio::sync::Notify::new(),
+            in_flight: AtomicUsize::new(0),
+            settled: tokio::sync::Notify::new(),
         })
     }
 
-    /// Returns once no cancel is left to send.
+    /// Returns once every call is answered or its cancel sent. A run's
+    /// calls are dropped on the runtime after the run ends, so they are
+    /// counted from their start, not from their drop.
     pub(super) async fn sent(&self) {
         loop {
-            let sent = self.sent.notified();
-            tokio::pin!(sent);
-            sent.as_mut().enable();
-            if self.pending.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            let settled = self.settled.notified();
+            tokio::pin!(settled);
+            settled.as_mut().enable();
+            if self.in_flight.load(Ordering::SeqCst) == 0 {
                 return;
             }
-            sent.await;
+            settled.await;
+        }
+    }
+
+    fn settle_one(&self) {
+        if self.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.settled.notify_waiters();
         }
     }
 }
 
-/// A call whose answer is awaited: dropped before it came, it sends the
-/// upstream `notifications/cancelled` (what rmcp's own guard does, but
-/// counted, so that it can be waited for).
+/// A call whose answer is awaited, in flight from [`Abandoned::start`]:
+/// dropped before [`Abandoned::answered`], it sends the upstream
+/// `notifications/cancelled` (what rmcp's own guard does, but counted).
 pub(super) struct Abandoned {
-    pub(super) peer: Option<Peer<RoleClient>>,
-    pub(super) id: rmcp::model::RequestId,
-    pub(super) cancellations: Arc<Cancellations>,
+    peer: Option<Peer<RoleClient>>,
+    id: RequestId,
+    cancellations: Arc<Cancellations>,
+}
+
+impl Abandoned {
+    /// Call `id` on `peer`, in flight from now.
+    pub(super) fn start(
+        peer: &Peer<RoleClient>,
+        id: RequestId,
+        cancellations: &Arc<Cancellations>,
+    ) -> Self {
+        cancellations.in_flight.fetch_add(1, Ordering::SeqCst);
+        Self {
+            peer: Some(peer.clone()),
+            id,
+            cancellations: cancellations.clone(),
+        }
+    }
+
+    /// The answer came: nothing to cancel.
+    pub(super) fn answered(mut self) {
+        self.peer = None;
+    }
 }
 
 impl Drop for Abandoned {
     fn drop(&mut self) {
         let Some(peer) = self.peer.take() else {
+            self.cancellations.settle_one();
             return;
         };
         let cancellations = self.cancellations.clone();
-        cancellations
-            .pending
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let notification =
-            rmcp::model::CancelledNotification::new(rmcp::model::CancelledNotificationParam::new(
-                Some(self.id.clone()),
-                Some("request abandoned by the caller".to_owned()),
-            ));
+        let notification = CancelledNotification::new(CancelledNotificationParam::new(
+            Some(self.id.clone()),
+            Some("request abandoned by the caller".to_owned()),
+        ));
         let runtime = cancellations.runtime.clone();
         runtime.spawn(async move {
             // A closed connection has nothing left to cancel.
             let _ = peer.send_notification(notification.into()).await;
-            if cancellations
-                .pending
-                .fetch_sub(1, std::sync::atomic::Ordering::SeqCst)
-                == 1
-            {
-                cancellations.sent.notify_waiters();
-            }
+            cancellations.settle_one();
         });
     }
 }

@@ -75,8 +75,9 @@ impl Upstreams {
         }))
     }
 
-    /// Returns once the `notifications/cancelled` of every abandoned call
-    /// has been sent (or failed to be: its connection closed).
+    /// Returns once every call is answered, or its
+    /// `notifications/cancelled` sent (or failed to be: its connection
+    /// closed).
     pub async fn cancellations_sent(&self) {
         self.cancellations.sent().await;
     }
@@ -461,13 +462,9 @@ impl Server {
         let handle = peer
             .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
             .await?;
-        let mut abandoned = Abandoned {
-            peer: Some(peer.clone()),
-            id: handle.id.clone(),
-            cancellations: self.cancellations.clone(),
-        };
+        let in_flight = Abandoned::start(peer, handle.id.clone(), &self.cancellations);
         let answer = handle.await_response().await;
-        abandoned.peer = None;
+        in_flight.answered();
         // What rmcp's `call_tool` accepts as a result, contentless ones too;
         // a custom result is read as a tool result whatever fields it has
         // (rmcp's own accepts one with only `_meta`).
