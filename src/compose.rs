@@ -404,6 +404,7 @@ fn build(config: &Config, engine_config: EngineConfig, stores: Stores) -> (App, 
         clients,
         stateless: config.stateless,
         execution_ttl_secs: config.stores.execution_ttl_secs,
+        suspended_run_ttl_secs: config.stores.suspended_run_ttl_secs,
         continue_sessions: config.transport.continue_sessions,
         answer_before_save_bytes: config
             .engine

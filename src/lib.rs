@@ -18,6 +18,7 @@ pub mod clock;
 pub mod compose;
 pub mod config;
 pub mod egress;
+pub mod elicit;
 #[allow(unsafe_code)]
 pub mod engine;
 pub mod files;

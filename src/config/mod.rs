@@ -233,6 +233,9 @@ pub struct StoreSettings {
     pub s3_force_path_style: bool,
     /// `MCP_V8_EXECUTION_TTL_SECS`: how long an execution record is kept.
     pub execution_ttl_secs: i64,
+    /// `MCP_V8_SUSPENDED_RUN_TTL_SECS`: how long a run that asked the
+    /// person waits for the answer before it is dropped.
+    pub suspended_run_ttl_secs: i64,
     /// `MCP_V8_SESSION_LOG_RETENTION_DAYS`: on DynamoDB, days a session's log
     /// is kept after its last run (0: for good).
     pub session_log_retention_days: u64,
@@ -595,6 +598,11 @@ impl StoreSettings {
                 .or_else(|| under_lambda.then(|| DEFAULT_TABLE_PREFIX.to_owned())),
             s3_force_path_style: vars.flag("MCP_V8_S3_FORCE_PATH_STYLE")?,
             execution_ttl_secs: vars.number("MCP_V8_EXECUTION_TTL_SECS", 7 * 86_400, Least::One)?,
+            suspended_run_ttl_secs: vars.number(
+                "MCP_V8_SUSPENDED_RUN_TTL_SECS",
+                3_600,
+                Least::One,
+            )?,
             session_log_retention_days: vars.number(
                 "MCP_V8_SESSION_LOG_RETENTION_DAYS",
                 0,

@@ -147,4 +147,7 @@ pub struct RunRequest {
     /// what to write under `/work` before the code runs); each is checked
     /// by its capability, and one no capability takes refuses the run.
     pub arguments: serde_json::Map<String, serde_json::Value>,
+    /// Whom the run's `elicit()` can ask, and the responses a suspended
+    /// run resumes with (`heap` is then its suspended heap).
+    pub elicitation: crate::elicit::ElicitContext,
 }

@@ -253,6 +253,7 @@ impl Engine {
             capability::Call {
                 arguments: serde_json::Map::new(),
                 packages,
+                elicitation: Default::default(),
             },
         )
     }
@@ -313,7 +314,7 @@ impl Engine {
             (restore, _) => restore,
         };
         let keeps_ready = self.runners.keeping_ready().is_some();
-        let job = contract::Job {
+        let mut job = contract::Job {
             plain_restore: from_prelude && restore.is_some(),
             restore: restore.map(capability::section::Section),
             from_ready: claim.is_some(),
@@ -329,6 +330,17 @@ impl Engine {
             control: request.control.clone(),
             ..self.job(std::mem::take(&mut prepared.js), asks)
         };
+        if let Some(responses) = request.elicitation.responses.take() {
+            let contract::Task::Run { code } =
+                std::mem::replace(&mut job.task, contract::Task::ListFiles)
+            else {
+                unreachable!("a job is made to run code")
+            };
+            job.task = contract::Task::Resume {
+                code,
+                responses: serde_json::Value::Object(responses).to_string(),
+            };
+        }
         Ok(Setup::Planned(Box::new(Planned {
             job,
             report,

@@ -66,6 +66,10 @@ pub(super) fn begin(
     let call = Call {
         arguments: std::mem::take(&mut request.arguments),
         packages,
+        elicitation: crate::elicit::ElicitAsk {
+            reach: request.elicitation.reach.clone(),
+            asked_before: request.elicitation.asked_before,
+        },
     };
     let asks = registration::asks(&config.capabilities, call).map_err(EngineError::Argument)?;
     let mut report = RunReport::new(&request.code, request.heap.clone());

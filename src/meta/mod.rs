@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::elicit::Suspension;
 use crate::heap::HeapKey;
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
@@ -146,6 +147,12 @@ pub enum MetaStoreError {
 /// - `exclusive` is true only for a store no other process can open at
 ///   the same time (the embedded one): a pending save another process
 ///   wrote there was left by a process that ended.
+/// - `state_key` returns the same bytes to every caller in every process
+///   of the deployment, made by the first that asks (a conditional
+///   write: two first callers still agree).
+/// - `get_suspension` treats a record whose `expires_at <= now` as
+///   absent. `claim_suspension` is true for exactly one caller per
+///   suspension, however many ask at once, and false for an absent one.
 #[async_trait]
 pub trait MetaStore: Send + Sync + fmt::Debug + 'static {
     /// Appends to the log of `session` and returns the entry's index.
@@ -217,6 +224,23 @@ pub trait MetaStore: Send + Sync + fmt::Debug + 'static {
     fn exclusive(&self) -> bool {
         false
     }
+    /// The deployment's key for request states (see the contract).
+    async fn state_key(&self) -> Result<Vec<u8>, MetaStoreError>;
+    /// Writes a suspended run.
+    async fn put_suspension(
+        &self,
+        tenant: &Tenant,
+        suspension: &Suspension,
+    ) -> Result<(), MetaStoreError>;
+    /// A suspended run, unless absent or expired at `now` (Unix seconds).
+    async fn get_suspension(
+        &self,
+        tenant: &Tenant,
+        id: Uuid,
+        now: i64,
+    ) -> Result<Option<Suspension>, MetaStoreError>;
+    /// Takes the suspended run `id` for the one retry that continues it.
+    async fn claim_suspension(&self, tenant: &Tenant, id: Uuid) -> Result<bool, MetaStoreError>;
     /// Records a run.
     async fn put_execution(
         &self,

@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
 use uuid::Uuid;
 
+mod suspensions;
 mod task_records;
 
 use super::{ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, PendingSave, Tags};
@@ -429,6 +430,31 @@ impl MetaStore for RedbMetaStore {
         record: &ExecutionRecord,
     ) -> Result<(), MetaStoreError> {
         self.record_run(tenant, None, record).await.map(|_| ())
+    }
+
+    async fn state_key(&self) -> Result<Vec<u8>, MetaStoreError> {
+        self.redb_state_key().await
+    }
+
+    async fn put_suspension(
+        &self,
+        tenant: &Tenant,
+        suspension: &crate::elicit::Suspension,
+    ) -> Result<(), MetaStoreError> {
+        self.redb_put_suspension(tenant, suspension).await
+    }
+
+    async fn get_suspension(
+        &self,
+        tenant: &Tenant,
+        id: Uuid,
+        now: i64,
+    ) -> Result<Option<crate::elicit::Suspension>, MetaStoreError> {
+        self.redb_get_suspension(tenant, id, now).await
+    }
+
+    async fn claim_suspension(&self, tenant: &Tenant, id: Uuid) -> Result<bool, MetaStoreError> {
+        self.redb_claim_suspension(tenant, id).await
     }
 
     /// One write transaction: a failure leaves neither the log entry nor the

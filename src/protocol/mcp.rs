@@ -411,6 +411,13 @@ pub struct CallToolParams {
     /// version, acted on only where tasks exist in that form.
     #[serde(default)]
     pub task: Option<crate::protocol::tasks::TaskParams>,
+    /// 2026-07-28: the responses of the retry of a call answered
+    /// `input_required` (SEP-2322).
+    #[serde(rename = "inputResponses", default)]
+    pub input_responses: Option<serde_json::Map<String, Value>>,
+    /// 2026-07-28: the state that retry echoes.
+    #[serde(rename = "requestState", default)]
+    pub request_state: Option<String>,
 }
 
 /// One entry of `content`.
@@ -533,6 +540,18 @@ impl CallToolResult {
     }
 }
 
+/// 2026-07-28's answer to a call that needs the person first (SEP-2322):
+/// what to ask, and the state to echo when the client retries the call
+/// with the responses. Its `resultType` is `input_required`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InputRequiredResult {
+    /// By key: `{ method: "elicitation/create", params }`.
+    pub input_requests: serde_json::Map<String, Value>,
+    /// Opaque to the client; echoed as the retry's `requestState`.
+    pub request_state: String,
+}
+
 /// `tools/list` result.
 #[derive(Debug, Clone, Serialize)]
 pub struct ListToolsResult {
@@ -635,7 +654,7 @@ pub struct StatelessResult<T> {
     /// Caching hints, on cacheable results.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub cache: Option<CacheHints>,
-    /// Always `complete`: this server never asks the client for input.
+    /// `complete`, or `task` / `input_required` where the method says.
     pub result_type: &'static str,
     /// The server's identity.
     #[serde(rename = "_meta")]

@@ -7,8 +7,9 @@ use serde_json::value::RawValue;
 
 use crate::protocol::jsonrpc::{code, plain_json_error};
 use crate::protocol::mcp::{
-    CacheHints, CallToolResult, DiscoverResult, EmptyResult, GetPromptResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, ReadResourceResult,
+    CacheHints, CallToolResult, DiscoverResult, EmptyResult, GetPromptResult, InputRequiredResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    ReadResourceResult,
 };
 use crate::protocol::tasks::{
     ExperimentalCreateTaskResult, ExperimentalTask, ExtensionTask, ListTasksResult,
@@ -48,6 +49,8 @@ pub enum MethodResult {
     Tools(ListToolsResult),
     /// `tools/call`.
     Call(CallToolResult),
+    /// `tools/call` of a run that asks the person (2026-07-28).
+    InputRequired(InputRequiredResult),
     /// `resources/list`.
     Resources(ListResourcesResult),
     /// `resources/templates/list`.
@@ -108,6 +111,7 @@ impl MethodResult {
             }),
             Self::Empty(_)
             | Self::Call(_)
+            | Self::InputRequired(_)
             | Self::TaskCreated(_)
             | Self::Task(_)
             | Self::ExperimentalTaskCreated(_)
@@ -121,6 +125,7 @@ impl MethodResult {
     pub fn result_type(&self) -> &'static str {
         match self {
             Self::TaskCreated(_) => "task",
+            Self::InputRequired(_) => "input_required",
             _ => "complete",
         }
     }

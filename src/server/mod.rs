@@ -155,7 +155,12 @@ impl McpServer {
                 {
                     return Ok(answer);
                 }
-                Ok(MethodResult::Call(self.tools.call(context, params).await?))
+                Ok(match self.tools.call_or_ask(context, params).await? {
+                    crate::tools::Called::Result(result) => MethodResult::Call(result),
+                    crate::tools::Called::InputRequired(asked) => {
+                        MethodResult::InputRequired(asked)
+                    }
+                })
             }
             method::RESOURCES_LIST if stateful => Ok(MethodResult::Resources(
                 resources::list(&self.tools, context, list_params(params)?).await?,

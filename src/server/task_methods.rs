@@ -62,6 +62,8 @@ impl Execute for ToolExecutor {
             control: Some(&control),
             tasks_extension: false,
             ui_extension: request.ui_extension,
+            elicitation: crate::elicit::Declared::default().refused(crate::elicit::IN_TASK),
+            retry: None,
         };
         let arguments = request
             .arguments
@@ -71,6 +73,8 @@ impl Execute for ToolExecutor {
             name: request.tool.clone(),
             arguments,
             task: None,
+            input_responses: None,
+            request_state: None,
         };
         match self.tools.call(context, params).await {
             Ok(result) => {

@@ -41,6 +41,16 @@ pub use saving::{Saves, UnsavedBounds};
 pub use toolbox::{CallContext, HeapName, MAX_READ_FILE_BYTES, MAX_RESULT_JSON_BYTES, Toolbox};
 use toolbox::{fits_one_response, result_json_len};
 
+/// What `tools/call` answers: the tool's result, or (2026-07-28) what the
+/// person must answer before the call can go on.
+#[derive(Debug)]
+pub enum Called {
+    /// The tool's result.
+    Result(CallToolResult),
+    /// The run asks the person first.
+    InputRequired(crate::protocol::mcp::InputRequiredResult),
+}
+
 impl Toolbox {
     /// `tools/list` for a request of `context`: the schemas give the
     /// limits in force for it.
@@ -120,11 +130,12 @@ impl Toolbox {
 
     /// `tools/call`. Tool failures (bad arguments, JavaScript errors) are
     /// results with `isError`; only an unknown tool is a protocol error.
-    pub async fn call(
+    /// A run that asks the person answers [`Called::InputRequired`].
+    pub async fn call_or_ask(
         &self,
         context: CallContext<'_>,
         params: CallToolParams,
-    ) -> Result<CallToolResult, ToolCallError> {
+    ) -> Result<Called, ToolCallError> {
         let structured = has_structured_output(context.protocol_version);
         let raw = params.arguments.as_deref();
         let name = params.name.as_str();
@@ -133,7 +144,9 @@ impl Toolbox {
         let Some(route) = found.filter(|route| self.has(route, context)) else {
             #[cfg(feature = "conformance-fixtures")]
             if fixtures::enabled() && fixtures::is_fixture(name) {
-                return fixtures::call(self, context, name, raw).await;
+                return fixtures::call(self, context, name, raw)
+                    .await
+                    .map(Called::Result);
             }
             return Err(match found {
                 Some(route) if route.shown == routes::Shown::Stateful => {
@@ -142,8 +155,34 @@ impl Toolbox {
                 _ => ToolCallError::UnknownTool(name.to_owned()),
             });
         };
-        let answer = (route.call)(self, context, raw, structured).await;
-        Ok(within_response_limit(name, answer))
+        let retry = crate::elicit::Retry {
+            input_responses: params.input_responses,
+            request_state: params.request_state,
+        };
+        let context = CallContext {
+            retry: retry.is_retry().then_some(&retry),
+            ..context
+        };
+        let mut answer = (route.call)(self, context, raw, structured).await;
+        if let Some(asked) = answer.input_required.take() {
+            return Ok(Called::InputRequired(asked));
+        }
+        Ok(Called::Result(within_response_limit(name, answer)))
+    }
+
+    /// `tools/call` where only a result will do (a task's run, which
+    /// cannot ask): a run that asked anyway is a tool error.
+    pub async fn call(
+        &self,
+        context: CallContext<'_>,
+        params: CallToolParams,
+    ) -> Result<CallToolResult, ToolCallError> {
+        Ok(match self.call_or_ask(context, params).await? {
+            Called::Result(result) => result,
+            Called::InputRequired(_) => CallToolResult::error(
+                "the run asked the person (elicit), which this call cannot carry; ask in your reply",
+            ),
+        })
     }
 
     /// How long a call of `tool` with `arguments` says it may take, for
@@ -199,7 +238,9 @@ impl Toolbox {
 /// platform can carry (a 502 on Lambda). Tools that can shrink their answer
 /// (`run_js`, `list_session_snapshots`) do so before it comes to this.
 fn within_response_limit(tool: &str, answer: toolbox::Answer) -> CallToolResult {
-    let toolbox::Answer { result, json_len } = answer;
+    let toolbox::Answer {
+        result, json_len, ..
+    } = answer;
     let fits = match json_len {
         // Measured as the tool shaped it.
         Some(len) => len <= MAX_RESULT_JSON_BYTES,

@@ -558,6 +558,31 @@ mod tests {
         ) -> Result<Vec<(HeapKey, Tags)>, MetaStoreError> {
             self.store.query_by_tags(tenant, filter).await
         }
+        async fn state_key(&self) -> Result<Vec<u8>, MetaStoreError> {
+            self.store.state_key().await
+        }
+        async fn put_suspension(
+            &self,
+            tenant: &Tenant,
+            suspension: &crate::elicit::Suspension,
+        ) -> Result<(), MetaStoreError> {
+            self.store.put_suspension(tenant, suspension).await
+        }
+        async fn get_suspension(
+            &self,
+            tenant: &Tenant,
+            id: Uuid,
+            now: i64,
+        ) -> Result<Option<crate::elicit::Suspension>, MetaStoreError> {
+            self.store.get_suspension(tenant, id, now).await
+        }
+        async fn claim_suspension(
+            &self,
+            tenant: &Tenant,
+            id: Uuid,
+        ) -> Result<bool, MetaStoreError> {
+            self.store.claim_suspension(tenant, id).await
+        }
         async fn put_pending_save(
             &self,
             tenant: &Tenant,

@@ -34,6 +34,9 @@ pub struct Toolbox {
     pub stateless: bool,
     /// How long execution records live, in seconds.
     pub execution_ttl_secs: i64,
+    /// How long a run that asked the person waits, in seconds
+    /// (`MCP_V8_SUSPENDED_RUN_TTL_SECS`).
+    pub suspended_run_ttl_secs: i64,
     /// An omitted `heap` in a logical session means `"latest"`
     /// (`MCP_V8_CONTINUE_SESSIONS`).
     pub continue_sessions: bool,
@@ -198,6 +201,10 @@ pub struct CallContext<'a> {
     /// 2026-07-28 request's): `run_js` names its View, and its results
     /// carry what the View reads in `_meta`.
     pub ui_extension: bool,
+    /// Whom a run of this call could ask (`elicit()`).
+    pub elicitation: crate::elicit::Declared,
+    /// The responses and state of a 2026-07-28 retry of a call that asked.
+    pub retry: Option<&'a crate::elicit::Retry>,
 }
 
 impl<'a> CallContext<'a> {
@@ -215,6 +222,9 @@ impl<'a> CallContext<'a> {
             control: None,
             tasks_extension: false,
             ui_extension: crate::protocol::apps::declares(Some(&state.client_capabilities)),
+            elicitation: crate::elicit::Declared::of(Some(&state.client_capabilities))
+                .refused(crate::elicit::SESSION_ERA),
+            retry: None,
         }
     }
 }
@@ -234,6 +244,8 @@ pub const MAX_READ_FILE_BYTES: usize = (MAX_RESULT_JSON_BYTES - 64 * 1024) / 4 *
 pub(super) struct Answer {
     pub(super) result: CallToolResult,
     pub(super) json_len: Option<usize>,
+    /// Instead of `result`: the run asks the person first (2026-07-28).
+    pub(super) input_required: Option<crate::protocol::mcp::InputRequiredResult>,
 }
 
 impl From<CallToolResult> for Answer {
@@ -241,6 +253,7 @@ impl From<CallToolResult> for Answer {
         Self {
             result,
             json_len: None,
+            input_required: None,
         }
     }
 }
@@ -304,6 +317,7 @@ pub(super) fn for_tests(
         clients: Arc::default(),
         stateless,
         execution_ttl_secs: 3600,
+        suspended_run_ttl_secs: 3600,
         continue_sessions: false,
         answer_before_save_bytes: None,
         saves: Arc::default(),
@@ -327,5 +341,7 @@ pub(super) fn context_for_tests<'a>(
         control: None,
         tasks_extension: false,
         ui_extension: false,
+        elicitation: crate::elicit::Declared::default(),
+        retry: None,
     }
 }

@@ -75,6 +75,8 @@ mod tests {
             name: super::NAME.into(),
             arguments: Some(serde_json::value::to_raw_value(&arguments).unwrap()),
             task: None,
+            input_responses: None,
+            request_state: None,
         }
     }
 

@@ -49,6 +49,9 @@ pub(super) struct RequestContext {
     pub tasks_extension: bool,
     /// The client declared MCP Apps.
     pub ui_extension: bool,
+    /// The elicitation modes the client declared, and why its calls cannot
+    /// wait for an answer when they cannot.
+    pub elicitation: crate::elicit::Declared,
 }
 
 impl RequestContext {
@@ -61,6 +64,8 @@ impl RequestContext {
             control,
             tasks_extension: self.tasks_extension,
             ui_extension: self.ui_extension,
+            elicitation: self.elicitation,
+            retry: None,
         }
     }
 }

@@ -154,6 +154,8 @@ pub(super) async fn post(
                     may_stream: !batch && calls.streaming,
                     tasks_extension: false,
                     ui_extension: crate::protocol::apps::declares(Some(&state.client_capabilities)),
+                    elicitation: crate::elicit::Declared::of(Some(&state.client_capabilities))
+                        .refused(crate::elicit::SESSION_ERA),
                 };
                 match call::call(
                     request,

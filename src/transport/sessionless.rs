@@ -110,6 +110,8 @@ pub(super) enum Decoded {
         tasks_extension: bool,
         /// The client declared MCP Apps in this request.
         ui_extension: bool,
+        /// The elicitation modes the client declared in this request.
+        elicitation: crate::elicit::Declared,
     },
 }
 
@@ -148,7 +150,7 @@ pub(super) fn decode(headers: &HeaderMap, body: &[u8]) -> Result<Decoded, HttpEr
         }
         return Ok(Decoded::Notification);
     };
-    let (version, tasks_extension, ui_extension) =
+    let (version, tasks_extension, ui_extension, elicitation) =
         check_envelope(headers, &id, &method, incoming.params.as_deref())?;
     if version != STATELESS_VERSION {
         return Err(unsupported(Some(&id), &version));
@@ -159,6 +161,7 @@ pub(super) fn decode(headers: &HeaderMap, body: &[u8]) -> Result<Decoded, HttpEr
         params: incoming.params,
         tasks_extension,
         ui_extension,
+        elicitation,
     })
 }
 
@@ -168,17 +171,17 @@ pub(super) async fn post(
     calls: &Calls,
     post: Post<'_>,
 ) -> Result<Response, HttpError> {
-    let (id, rpc_method, params, tasks_extension, ui_extension) =
-        match decode(post.headers, post.body)? {
-            Decoded::Notification => return Ok(StatusCode::ACCEPTED.into_response()),
-            Decoded::Request {
-                id,
-                method,
-                params,
-                tasks_extension,
-                ui_extension,
-            } => (id, method, params, tasks_extension, ui_extension),
-        };
+    let Decoded::Request {
+        id,
+        method: rpc_method,
+        params,
+        tasks_extension,
+        ui_extension,
+        elicitation,
+    } = decode(post.headers, post.body)?
+    else {
+        return Ok(StatusCode::ACCEPTED.into_response());
+    };
     // The log follows the `session` argument, else this request's own
     // X-MCP-Session-Id header: there is no session to replay.
     let logical_session = if rpc_method == method::TOOLS_CALL {
@@ -199,6 +202,7 @@ pub(super) async fn post(
         may_stream: calls.streaming,
         tasks_extension,
         ui_extension,
+        elicitation,
     };
     let answer = call::call(
         request,
@@ -262,14 +266,15 @@ fn unsupported(id: Option<&RequestId>, requested: &str) -> HttpError {
 
 /// Checks `params._meta` and the standard headers against the body, in the
 /// order the revision gives: a malformed envelope, then a client that
-/// disagrees with itself, before its version is judged. Returns the version
-/// and whether the client declared the tasks extension and MCP Apps.
+/// disagrees with itself, before its version is judged. Returns the version,
+/// whether the client declared the tasks extension and MCP Apps, and the
+/// elicitation modes it declared.
 fn check_envelope(
     headers: &HeaderMap,
     id: &RequestId,
     rpc_method: &str,
     params: Option<&RawValue>,
-) -> Result<(String, bool, bool), HttpError> {
+) -> Result<(String, bool, bool, crate::elicit::Declared), HttpError> {
     let invalid = |message: String| error(id, code::INVALID_PARAMS, message);
     let envelope: Envelope = match params {
         None => {
@@ -356,7 +361,8 @@ fn check_envelope(
     let tasks_extension =
         crate::protocol::tasks::declares_extension(meta.client_capabilities.as_ref());
     let ui_extension = crate::protocol::apps::declares(meta.client_capabilities.as_ref());
-    Ok((version, tasks_extension, ui_extension))
+    let elicitation = crate::elicit::Declared::of(meta.client_capabilities.as_ref());
+    Ok((version, tasks_extension, ui_extension, elicitation))
 }
 
 /// A header's value as a message shows it: quoted, or that it is absent

@@ -202,6 +202,8 @@ pub(crate) struct Call<'a> {
     /// The deployment's packages as the run sees them, when it has a
     /// package store.
     pub packages: Option<&'a Arc<crate::packages::PackageView>>,
+    /// Whom the run's `elicit()` can ask.
+    pub elicitation: crate::elicit::ElicitAsk,
 }
 
 impl Call<'_> {

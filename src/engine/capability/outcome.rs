@@ -23,6 +23,9 @@ pub enum RunStatus {
     /// Cancelled by the caller (`notifications/cancelled`, or the client
     /// went away): terminated, nothing stored.
     Cancelled,
+    /// Suspended: it waits for the person's answers to its `elicit()`
+    /// calls, its heap stored with the continuation.
+    InputRequired,
 }
 
 impl RunStatus {
@@ -34,7 +37,13 @@ impl RunStatus {
             Self::TimedOut => "timed_out",
             Self::OutOfMemory => "out_of_memory",
             Self::Cancelled => "cancelled",
+            Self::InputRequired => "input_required",
         }
+    }
+
+    /// Whether the run's heap is stored: it completed, or it suspended.
+    pub fn keeps_heap(self) -> bool {
+        matches!(self, Self::Completed | Self::InputRequired)
     }
 }
 
@@ -179,6 +188,8 @@ pub struct RunReport {
     /// The timeout the run had: the one it asked for or the default, cut
     /// to the host's deadline.
     pub timeout: std::time::Duration,
+    /// What a suspended run (`input_required`) waits for.
+    pub waiting: Option<crate::elicit::Waiting>,
 }
 
 impl RunReport {
@@ -209,6 +220,7 @@ impl RunReport {
             heap_used_bytes: 0,
             heap_limit_mb: 0,
             timeout: std::time::Duration::ZERO,
+            waiting: None,
         }
     }
 }

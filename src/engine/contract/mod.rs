@@ -78,6 +78,10 @@ pub fn restore_needs_mb(payload_len: usize) -> usize {
 pub(crate) enum Task {
     /// Runs the code (JavaScript, types already stripped).
     Run { code: String },
+    /// Resumes the run suspended in the restored heap with the responses
+    /// to its elicitations (JSON, by key); `code` is what it ran, for
+    /// positions.
+    Resume { code: String, responses: String },
     /// Lists the restored heap's `/work` tree instead of running code
     /// (for `resources/read`).
     ListFiles,

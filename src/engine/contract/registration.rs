@@ -171,6 +171,7 @@ capabilities! {
     process: crate::engine::node::process::ProcessRun,
     node: crate::engine::node::builtins::NodeLib,
     node_inspect: crate::engine::node::builtins::NodeInspect,
+    elicit: crate::engine::host::elicit::ElicitRun,
     #[cfg(test)]
     toy: crate::engine::host::toy::Toy,
 }
@@ -241,6 +242,7 @@ mod tests {
             "process.envKeys",
             "process.v8Version",
             "process.memoryUsage",
+            "elicit.check",
         ];
         // The test-only capability's family comes after every real one.
         let pinned: Vec<&str> = pinned.into_iter().chain(["toy.double"]).collect();
@@ -365,12 +367,13 @@ mod tests {
             ("process", 6, vec!["process", "global"]),
             ("node", 7, vec!["Buffer"]),
             ("node_inspect", 1, vec![]),
-            ("toy", 8, vec!["toy"]),
+            ("elicit", 8, vec!["elicit"]),
+            ("toy", 9, vec!["toy"]),
         ];
         assert_eq!(declared, pinned);
         // The version heaps of the release before this table carry (1 +
         // the host families then, 7), so they are not reinstalled needlessly.
-        assert_eq!(LAYER.version(), 8, "7 without the test-only family");
+        assert_eq!(LAYER.version(), 9, "8 without the test-only family");
         for name in LAYER.guarded {
             assert!(LAYER.family_of(name).is_some(), "{name} has no family");
         }

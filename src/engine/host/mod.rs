@@ -3,6 +3,7 @@
 //! the file store, the clients) are lent to each run (`super::services`).
 
 pub(crate) mod display;
+pub(crate) mod elicit;
 pub(crate) mod fs;
 pub(crate) mod mcp;
 #[cfg(test)]

@@ -46,7 +46,7 @@ impl Capability for Toy {
         deps: &[],
         natives,
         globals: &["toy"],
-        version: 8,
+        version: 9,
     });
     const ARGUMENT: Option<Argument> = Some(Argument {
         name: "toy_factor",

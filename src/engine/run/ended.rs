@@ -17,6 +17,8 @@ pub(crate) enum Ended {
     },
     /// The `/work` tree of a [`Task::ListFiles`].
     Listed(Vec<TreeEntry>),
+    /// Nothing left but waiting for elicitations: the run suspends.
+    Suspended,
     Threw(RunError),
     Terminated,
     DeadlineBeforeTimer,
@@ -29,6 +31,8 @@ pub(crate) enum Classified {
         warnings: Vec<String>,
     },
     Listed(Vec<TreeEntry>),
+    /// Waits for the person: its heap, stored, is the continuation.
+    Suspended,
     /// Failed, timed out or out of memory, with the error saying which.
     Ended(RunStatus, RunError),
     Cancelled,
@@ -37,6 +41,11 @@ pub(crate) enum Classified {
 impl Classified {
     pub(super) fn completed(&self) -> bool {
         matches!(self, Self::Completed { .. })
+    }
+
+    /// Completed or suspended: the heap is snapshotted and stored.
+    pub(super) fn keeps_heap(&self) -> bool {
+        matches!(self, Self::Completed { .. } | Self::Suspended)
     }
 
     /// A completed run whose heap cannot be snapshotted: failed, saying
@@ -147,7 +156,10 @@ pub(super) fn classify(
             ),
         ),
         Ended::Terminated | Ended::DeadlineBeforeTimer => timed_out(timeout),
-        Ended::Value { .. } | Ended::Listed(_) | Ended::Threw(_) if fired => timed_out(timeout),
+        Ended::Value { .. } | Ended::Listed(_) | Ended::Threw(_) | Ended::Suspended if fired => {
+            timed_out(timeout)
+        }
+        Ended::Suspended => Classified::Suspended,
         Ended::Value { rendered, warnings } => Classified::Completed { rendered, warnings },
         Ended::Listed(tree) => Classified::Listed(tree),
         Ended::Threw(error) => Classified::Ended(RunStatus::Failed, error),

@@ -88,18 +88,19 @@ pub(crate) fn run(
         let ended = started.evaluate(scope, &job, None);
         let (mut classified, _) = run::settle(ended, &job, &mut watchdog, &guard);
         if job.stateful
-            && classified.completed()
+            && classified.keeps_heap()
             && let Some(kept) = web::unsnapshottable(scope)
         {
             classified = Classified::unsnapshottable(&kept);
         }
         if creator {
-            if classified.completed() && job.stateful {
+            if classified.keeps_heap() && job.stateful {
                 files_kept(scope);
                 // A small heap's snapshot costs less than a fork: it is made
-                // here and restored for the next call, as before.
+                // here and restored for the next call, as before. A
+                // suspended run's is made here too: its answer names it.
                 let large = scope.get_heap_statistics().used_heap_size() >= LIVE_FROM_BYTES;
-                if live && large {
+                if live && large && classified.completed() {
                     // The forked copy prepares its own heap for the blob.
                     kept_context = Some(v8::Global::new(scope, context));
                 } else {
@@ -192,7 +193,7 @@ fn heap_used_bytes(isolate: &mut v8::Isolate) -> u64 {
 fn snapshot(isolate: v8::OwnedIsolate, code: CodeHandling, result: &mut JobResult) {
     let started = std::time::Instant::now();
     let created = isolate.create_blob(handling(code));
-    if result.status != RunStatus::Completed {
+    if !result.status.keeps_heap() {
         return;
     }
     // Where a save's time goes (docs/performance.md, "Where a save goes").

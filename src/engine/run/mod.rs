@@ -223,8 +223,9 @@ impl Started {
         job: &Job,
         queue: Option<&v8::MicrotaskQueue>,
     ) -> Ended {
-        let code = match &job.task {
-            Task::Run { code } => code,
+        let (code, responses) = match &job.task {
+            Task::Run { code } => (code, None),
+            Task::Resume { code, responses } => (code, Some(responses.as_str())),
             Task::ListFiles => {
                 return match fs::tree(scope) {
                     Some(tree) => Ended::Listed(tree),
@@ -235,21 +236,26 @@ impl Started {
                 };
             }
         };
-        if let Err(error) = registration::before_code(scope, &job.asks, layer::load) {
+        // A resumed run had its steps before its code in its first round.
+        if responses.is_none()
+            && let Err(error) = registration::before_code(scope, &job.asks, layer::load)
+        {
             return Ended::Threw(error);
         }
         // While the code runs, a timeout's interrupt can find where it is.
         let context = scope.get_current_context();
         let run_context = self::watchdog::RunContext(v8::Global::new(scope, context));
         scope.set_slot(run_context);
-        let ended = evaluate(
-            scope,
-            code,
-            self.deadline,
-            job.control.as_deref(),
+        let run = Evaluation {
+            deadline: self.deadline,
+            control: job.control.as_deref(),
             queue,
-            job.max_result_bytes,
-        );
+            max_result_bytes: job.max_result_bytes,
+        };
+        let ended = match responses {
+            None => evaluate(scope, code, &run),
+            Some(responses) => resume(scope, code, responses, &run),
+        };
         drop(scope.remove_slot::<self::watchdog::RunContext>());
         ended
     }
@@ -337,6 +343,7 @@ pub(super) fn finish(
             result.warnings = warnings;
         }
         Classified::Listed(tree) => result.listing = Some(tree),
+        Classified::Suspended => result.status = RunStatus::InputRequired,
         Classified::Cancelled => result.cancel(),
     }
     if let Some(Rewritten(positions)) = rewritten {
@@ -349,15 +356,60 @@ pub(super) fn finish(
 /// end of the run (an isolate slot).
 struct Rewritten(Positions);
 
-fn evaluate<'s>(
+/// How one evaluation runs: its deadline, cancel, microtask queue and
+/// result cap.
+struct Evaluation<'a> {
+    deadline: Instant,
+    control: Option<&'a RunControl>,
+    queue: Option<&'a v8::MicrotaskQueue>,
+    max_result_bytes: usize,
+}
+
+fn evaluate<'s>(scope: &mut v8::PinScope<'s, '_>, code: &str, run: &Evaluation<'_>) -> Ended {
+    v8::tc_scope!(let tc, scope);
+    let script = match prepare(tc, code) {
+        Ok(script) => script,
+        Err(ended) => return ended,
+    };
+    let Some(value) = script.run(tc) else {
+        return caught(tc);
+    };
+    let value = v8::Global::new(tc, value);
+    conclude(tc, value, run)
+}
+
+/// Continues the run suspended in this heap: its elicitations settled with
+/// `responses`, then on as any run, from the completion value it had.
+fn resume<'s>(
     scope: &mut v8::PinScope<'s, '_>,
     code: &str,
-    deadline: Instant,
-    control: Option<&RunControl>,
-    queue: Option<&v8::MicrotaskQueue>,
-    max_result_bytes: usize,
+    responses: &str,
+    run: &Evaluation<'_>,
 ) -> Ended {
     v8::tc_scope!(let tc, scope);
+    // Compiled again, not run: a rewritten run's positions map its errors.
+    if prepare(tc, code).is_err() {
+        tc.reset();
+    }
+    let Some(value) = super::host::elicit::resume(tc, responses) else {
+        if tc.has_caught() {
+            return caught(tc);
+        }
+        return Ended::Threw(RunError::new(
+            "ElicitError",
+            "this heap holds no run waiting for input: it was resumed already, or it is not a suspended run's",
+        ));
+    };
+    let value = v8::Global::new(tc, value);
+    conclude(tc, value, run)
+}
+
+/// The code compiled as a script, rewritten where it awaits or imports at
+/// top level (the rewrite's positions in a slot), or how the run ended.
+fn prepare<'s>(
+    tc: &mut v8::PinnedRef<'s, v8::TryCatch<'_, '_, v8::HandleScope<'_>>>,
+    code: &str,
+) -> Result<v8::Local<'s, v8::Script>, Ended> {
     let mut refused = None;
     // `String(await (p))` compiles as a script calling a function named
     // `await`; where the code awaits at top level read as a module, it is
@@ -397,25 +449,38 @@ fn evaluate<'s>(
         }
     }) else {
         if let Some(not_a_run) = refused {
-            return Ended::Threw(RunError {
+            return Err(Ended::Threw(RunError {
                 name: "SyntaxError".into(),
                 stack: Some(format!(
                     "SyntaxError: {}\n    at {SCRIPT_NAME}:{}:{}",
                     not_a_run.message, not_a_run.line, not_a_run.column
                 )),
                 message: not_a_run.message,
-            });
+            }));
         }
-        return caught(tc);
+        return Err(caught(tc));
     };
-    let Some(value) = script.run(tc) else {
-        return caught(tc);
-    };
-    let value = v8::Global::new(tc, value);
-    if let Err(ended) = run_event_loop(tc, deadline, control, queue) {
+    Ok(script)
+}
+
+/// After the code's first turn: the event loop to its end, then the run
+/// suspends (elicitations wait and nothing else is left) or its value is
+/// rendered.
+fn conclude(
+    tc: &mut v8::PinnedRef<'_, v8::TryCatch<'_, '_, v8::HandleScope<'_>>>,
+    value: v8::Global<v8::Value>,
+    run: &Evaluation<'_>,
+) -> Ended {
+    if let Err(ended) = run_event_loop(tc, run.deadline, run.control, run.queue) {
         return ended;
     }
     let value = v8::Local::new(tc, &value);
+    if super::host::elicit::suspend(tc, value) {
+        if tc.has_terminated() || tc.is_execution_terminating() {
+            return Ended::Terminated;
+        }
+        return Ended::Suspended;
+    }
     let completion = v8::Local::<v8::Promise>::try_from(value).ok();
     let mut warnings = rejections::warnings(tc, completion);
     let value = match v8::Local::<v8::Promise>::try_from(value) {
@@ -439,7 +504,7 @@ fn evaluate<'s>(
         },
         Err(_) => value,
     };
-    let rendered = render_result(tc, value, max_result_bytes);
+    let rendered = render_result(tc, value, run.max_result_bytes);
     if tc.has_terminated() || tc.is_execution_terminating() {
         return Ended::Terminated;
     }

@@ -11,6 +11,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use uuid::Uuid;
 
 mod append;
+mod suspensions;
 mod task_records;
 
 use super::{ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, PendingSave, Tags};
@@ -606,6 +607,31 @@ impl MetaStore for DynamoMetaStore {
         record: &ExecutionRecord,
     ) -> Result<(), MetaStoreError> {
         self.record_run(tenant, None, record).await.map(drop)
+    }
+
+    async fn state_key(&self) -> Result<Vec<u8>, MetaStoreError> {
+        self.dynamo_state_key().await
+    }
+
+    async fn put_suspension(
+        &self,
+        tenant: &Tenant,
+        suspension: &crate::elicit::Suspension,
+    ) -> Result<(), MetaStoreError> {
+        self.dynamo_put_suspension(tenant, suspension).await
+    }
+
+    async fn get_suspension(
+        &self,
+        tenant: &Tenant,
+        id: Uuid,
+        now: i64,
+    ) -> Result<Option<crate::elicit::Suspension>, MetaStoreError> {
+        self.dynamo_get_suspension(tenant, id, now).await
+    }
+
+    async fn claim_suspension(&self, tenant: &Tenant, id: Uuid) -> Result<bool, MetaStoreError> {
+        self.dynamo_claim_suspension(tenant, id).await
     }
 
     async fn get_execution(

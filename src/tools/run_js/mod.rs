@@ -5,6 +5,7 @@
 
 mod answer;
 mod arguments;
+mod asking;
 mod description;
 mod plan;
 
@@ -39,9 +40,32 @@ pub(super) async fn call(
     call: Call,
     structured: bool,
 ) -> Answer {
+    let code_sent = call.args.code.clone();
+    let digest = crate::elicit::state::call_digest(NAME, &code_sent);
     let mut planned = match plan(toolbox, context, call) {
         Ok(planned) => planned,
         Err(message) => return CallToolResult::error(message).into(),
+    };
+    // Whom a run of this call can ask; a retry resumes its suspended run.
+    let reach = crate::elicit::Reach::of(
+        context.elicitation,
+        toolbox.stateless.then_some(crate::elicit::STATELESS),
+    );
+    let resumed = match context.retry {
+        Some(retry) => match asking::resume(toolbox, context, retry, &digest).await {
+            Ok(resumed) => {
+                resumed.plan(&mut planned, reach);
+                Some(resumed)
+            }
+            Err(asking::NotResumed::Refused(message)) => {
+                return CallToolResult::error(message).into();
+            }
+            Err(asking::NotResumed::AskAgain(asked)) => return asking::ask(asked),
+        },
+        None => {
+            planned.request.elicitation.reach = reach;
+            None
+        }
     };
     if planned.latest
         && let Err(message) = resolve_latest(toolbox, context, &mut planned, true).await
@@ -54,7 +78,9 @@ pub(super) async fn call(
     if let Some(name) = &planned.logical_session {
         span.record("logical_session", name.as_str());
     }
-    let started = crate::clock::unix_now_millis();
+    let started = resumed
+        .as_ref()
+        .map_or_else(crate::clock::unix_now_millis, asking::Resumed::started_ms);
     let code = planned.request.code.clone();
     // Kept to run again by key if the live heap went meanwhile.
     let again = planned.continued.is_some().then(|| planned.request.clone());
@@ -72,10 +98,22 @@ pub(super) async fn call(
         }
         ran => ran,
     };
-    let Ran { report, save } = match ran {
+    let Ran { mut report, save } = match ran {
         Ok(ran) => ran,
         Err(e) => return CallToolResult::error(super::advice::refused(&e)).into(),
     };
+    if let Some(resumed) = &resumed {
+        resumed.carry(&mut report.outcome);
+    }
+    if report.outcome.status == RunStatus::InputRequired {
+        let call = asking::Call {
+            code: &code_sent,
+            digest: &digest,
+            session: planned.logical_session.as_ref(),
+            started_ms: started,
+        };
+        return asking::suspended(toolbox, context, &mut report, call).await;
+    }
     let completed_at = crate::clock::unix_now_millis();
     let had = super::advice::Had::of(&report, &code);
     let mut outcome = report.outcome;
@@ -353,6 +391,8 @@ mod tests {
             name: super::NAME.into(),
             arguments: Some(serde_json::value::to_raw_value(&arguments).unwrap()),
             task: None,
+            input_responses: None,
+            request_state: None,
         };
         let result = toolbox.call(context, params).await.unwrap();
         let text = serde_json::to_value(&result.content).unwrap()[0]["text"]

@@ -94,6 +94,7 @@ pub(super) fn plan(
             heap_limit_mb: args.heap_memory_max_mb,
             control: context.control.cloned(),
             arguments: capabilities,
+            elicitation: Default::default(),
         },
         logical_session,
         latest,

@@ -41,6 +41,7 @@ fn harness() -> &'static Harness {
             clients: Default::default(),
             stateless: false,
             execution_ttl_secs: 3600,
+            suspended_run_ttl_secs: 3600,
             continue_sessions: false,
             answer_before_save_bytes: None,
             saves: Default::default(),
@@ -71,6 +72,8 @@ fuzz_target!(|data: &[u8]| {
         name: TOOLS[selector as usize % TOOLS.len()].to_owned(),
         arguments: Some(arguments),
         task: None,
+        input_responses: None,
+        request_state: None,
     };
     let session = LogicalSession::parse("fuzz").unwrap();
     let tenant = mcp_v8_lambda::tenant::Tenant::anonymous();

@@ -386,6 +386,28 @@ impl MetaStore for Faulty<dyn MetaStore> {
         fail_meta(&self.plan, "meta.get_execution").await?;
         self.inner.get_execution(tenant, id, now).await
     }
+    async fn state_key(&self) -> Result<Vec<u8>, MetaStoreError> {
+        self.inner.state_key().await
+    }
+    async fn put_suspension(
+        &self,
+        tenant: &Tenant,
+        suspension: &mcp_v8_lambda::elicit::Suspension,
+    ) -> Result<(), MetaStoreError> {
+        fail_meta(&self.plan, "meta.put_suspension").await?;
+        self.inner.put_suspension(tenant, suspension).await
+    }
+    async fn get_suspension(
+        &self,
+        tenant: &Tenant,
+        id: Uuid,
+        now: i64,
+    ) -> Result<Option<mcp_v8_lambda::elicit::Suspension>, MetaStoreError> {
+        self.inner.get_suspension(tenant, id, now).await
+    }
+    async fn claim_suspension(&self, tenant: &Tenant, id: Uuid) -> Result<bool, MetaStoreError> {
+        self.inner.claim_suspension(tenant, id).await
+    }
     // The wrapped store's own record_run runs, so a backend that writes a
     // run in one transaction is tested as it is.
     async fn record_run(

@@ -3,6 +3,7 @@
 //! invocations from a Runtime API, and the deployment templates checked
 //! against the code's table definitions and with cfn-lint.
 
+pub(crate) mod asking;
 pub(crate) mod deployment;
 pub(crate) mod e2e;
 pub(crate) mod post_response;

@@ -14,16 +14,16 @@ use crate::lambda::{
     Function, rpc_body, run_js_event, start_frozen_function, start_frozen_function_logging,
 };
 
-const LIMIT: Duration = Duration::from_secs(120);
+pub(crate) const LIMIT: Duration = Duration::from_secs(120);
 
 /// One function process and its Runtime API: one execution environment.
-struct Instance {
-    api: RuntimeApi,
+pub(crate) struct Instance {
+    pub(crate) api: RuntimeApi,
     _function: Function,
 }
 
 impl Instance {
-    async fn start(env: &[(String, String)]) -> Instance {
+    pub(crate) async fn start(env: &[(String, String)]) -> Instance {
         let api = RuntimeApi::start().await;
         let function = start_frozen_function(&api, env.to_vec());
         Instance {
@@ -53,7 +53,7 @@ impl Instance {
     }
 
     /// Waits until the environment has been frozen `times` times in all.
-    async fn frozen(&self, times: usize) {
+    pub(crate) async fn frozen(&self, times: usize) {
         let deadline = Instant::now() + LIMIT;
         while self.api.freezes() < times {
             assert!(
@@ -66,7 +66,7 @@ impl Instance {
 }
 
 /// A function's environment on moto with a bucket and tables of its own.
-fn moto_env(stem: &str, cache: &std::path::Path) -> Vec<(String, String)> {
+pub(crate) fn moto_env(stem: &str, cache: &std::path::Path) -> Vec<(String, String)> {
     let env = common::moto::serve_env(
         &common::moto::unique(stem),
         &format!("{}-", common::moto::unique(stem)),
@@ -180,7 +180,10 @@ async fn the_heap_kept_ready_is_ready_before_the_environment_freezes() {
 }
 
 /// `env` with another heap cache: another instance's disk.
-fn moto_env_of(env: &[(String, String)], cache: &std::path::Path) -> Vec<(String, String)> {
+pub(crate) fn moto_env_of(
+    env: &[(String, String)],
+    cache: &std::path::Path,
+) -> Vec<(String, String)> {
     env.iter()
         .map(|(k, v)| {
             if k == "MCP_V8_HEAP_CACHE_DIR" {

@@ -5,6 +5,7 @@ pub(crate) mod apps;
 pub(crate) mod auth;
 pub(crate) mod configuration;
 pub(crate) mod connections;
+pub(crate) mod elicitation;
 pub(crate) mod http;
 pub(crate) mod jwt;
 pub(crate) mod progress;

@@ -22,34 +22,40 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("upstream", &["egress", "protocol"]),
     ("logs", &[]),
     ("session", &["backends", "heap", "protocol"]),
+    ("elicit", &["heap", "session", "tenant"]),
     (
         "engine",
         &[
-            "backends", "clock", "egress", "files", "heap", "packages", "tenant", "upstream",
+            "backends", "clock", "egress", "elicit", "files", "heap", "packages", "tenant",
+            "upstream",
         ],
     ),
     ("tasks", &["clock", "engine", "protocol", "tenant"]),
     (
         "meta",
-        &["backends", "clock", "heap", "session", "tasks", "tenant"],
+        &[
+            "backends", "clock", "elicit", "heap", "session", "tasks", "tenant",
+        ],
     ),
     (
         "tools",
         &[
-            "clock", "engine", "files", "heap", "meta", "packages", "protocol", "session",
-            "tenant", "upstream",
+            "clock", "elicit", "engine", "files", "heap", "meta", "packages", "protocol",
+            "session", "tenant", "upstream",
         ],
     ),
     (
         "server",
         &[
-            "apps", "clock", "engine", "egress", "heap", "meta", "protocol", "session", "tasks",
-            "tenant", "tools", "upstream",
+            "apps", "clock", "elicit", "engine", "egress", "heap", "meta", "protocol", "session",
+            "tasks", "tenant", "tools", "upstream",
         ],
     ),
     (
         "transport",
-        &["clock", "protocol", "server", "session", "tenant", "tools"],
+        &[
+            "clock", "elicit", "protocol", "server", "session", "tenant", "tools",
+        ],
     ),
     (
         "config",

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
+use mcp_v8_lambda::elicit::Suspension;
 use mcp_v8_lambda::engine::{RunOutcome, RunStatus};
 use mcp_v8_lambda::heap::HeapKey;
 use mcp_v8_lambda::meta::{MetaStore, NewLogEntry, PendingSave, Tags};
@@ -71,7 +72,86 @@ pub async fn run_all(store: Arc<dyn MetaStore>) {
     tag_queries_need_every_pair(store.as_ref()).await;
     executions_round_trip_and_expire(store.as_ref()).await;
     pending_saves_are_replaced_read_and_cleared_only_by_their_run(store.as_ref()).await;
+    suspended_runs_expire_and_are_claimed_once(store.clone()).await;
     concurrent_appends_get_distinct_gapless_indexes(store, 8, 25).await;
+}
+
+fn suspension(expires_at: i64, output: String) -> Suspension {
+    Suspension {
+        id: Uuid::new_v4(),
+        execution_id: Uuid::new_v4(),
+        heap: heap(7),
+        input_heap: None,
+        session: Some(session("asks")),
+        code: "await elicit(x)".into(),
+        requests: serde_json::json!({ "elicit-1": { "mode": "form", "message": "m" } })
+            .as_object()
+            .unwrap()
+            .clone(),
+        asked: 1,
+        output,
+        warnings: Vec::new(),
+        started_ms: 1_764_000_000_000,
+        expires_at,
+    }
+}
+
+/// A suspended run reads back whole (a large one too) for its tenant only,
+/// until it expires; of many claims at once exactly one wins; the
+/// request-state key is one for every caller.
+pub async fn suspended_runs_expire_and_are_claimed_once(store: Arc<dyn MetaStore>) {
+    let key = store.state_key().await.unwrap();
+    assert_eq!(key.len(), 32);
+    assert_eq!(
+        store.state_key().await.unwrap(),
+        key,
+        "one key for every caller"
+    );
+
+    let tenant = fresh_tenant("asker");
+    // Output over what an item holds inline.
+    let written = suspension(2_000, "o".repeat(500 * 1024));
+    store.put_suspension(&tenant, &written).await.unwrap();
+    let read = store
+        .get_suspension(&tenant, written.id, 1_000)
+        .await
+        .unwrap();
+    assert_eq!(read.as_ref(), Some(&written));
+    assert_eq!(
+        store
+            .get_suspension(&tenant, written.id, 2_000)
+            .await
+            .unwrap(),
+        None,
+        "expired"
+    );
+    assert_eq!(
+        store.get_suspension(ANON, written.id, 1_000).await.unwrap(),
+        None,
+        "another tenant"
+    );
+    assert!(
+        !store.claim_suspension(ANON, written.id).await.unwrap(),
+        "another tenant's"
+    );
+    assert!(
+        !store
+            .claim_suspension(&tenant, Uuid::new_v4())
+            .await
+            .unwrap(),
+        "absent"
+    );
+
+    let claims = (0..6).map(|_| {
+        let (store, tenant, id) = (store.clone(), tenant.clone(), written.id);
+        tokio::spawn(async move { store.claim_suspension(&tenant, id).await.unwrap() })
+    });
+    let mut won = 0;
+    for claim in claims {
+        won += usize::from(claim.await.unwrap());
+    }
+    assert_eq!(won, 1, "exactly one claim wins");
+    assert!(!store.claim_suspension(&tenant, written.id).await.unwrap());
 }
 
 fn pending_save(execution_id: Uuid) -> PendingSave {
