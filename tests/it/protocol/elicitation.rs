@@ -96,6 +96,19 @@ fn error_text(result: &Value) -> String {
     result["content"][0]["text"].as_str().unwrap().to_owned()
 }
 
+/// `state` with its expiry a day later, well-formed, under its old tag.
+fn altered(state: &str) -> String {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let parts: Vec<&str> = state.split('.').collect();
+    assert_eq!(parts.len(), 3, "{state}");
+    let mut body: Value =
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).unwrap()).unwrap();
+    body["e"] = json!(body["e"].as_i64().unwrap() + 86_400);
+    let body = URL_SAFE_NO_PAD.encode(body.to_string());
+    format!("{}.{body}.{}", parts[0], parts[2])
+}
+
 fn accepted(n: i64) -> Value {
     json!({ "elicit-1": { "action": "accept", "content": { "n": n } } })
 }
@@ -111,10 +124,8 @@ async fn a_retry_continues_its_run_once_and_a_wrong_one_changes_nothing() {
     let (keys, state) = asked(&first);
     assert_eq!(keys, ["elicit-1"]);
 
-    // Forged: one character of the state's body changed.
-    let mut forged = state.clone().into_bytes();
-    forged[4] = if forged[4] == b'A' { b'B' } else { b'A' };
-    let forged = String::from_utf8(forged).unwrap();
+    // Altered: its expiry pushed back, the body encoded again, the tag kept.
+    let forged = altered(&state);
     let refused = call(&server, None, form(), CODE, Some((accepted(7), &forged))).await;
     assert!(
         error_text(&refused).contains("not one this server issued"),
