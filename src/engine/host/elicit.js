@@ -15,7 +15,7 @@
       throw new TypeError("elicit: 1 argument required: { message, requestedSchema } or { mode: \"url\", message, url }");
     }
     const json = JSON.stringify(params === undefined ? null : params);
-    const checked = natives.check(json ?? "null", waiting.size, made);
+    const checked = natives.check(json ?? "null", waiting.size);
     made += 1;
     const key = `elicit-${made}`;
     return new Promise((resolve) => {
