@@ -411,6 +411,7 @@ fn build(config: &Config, engine_config: EngineConfig, stores: Stores) -> (App, 
             .answer_before_save_mb
             .map(|mb| mb as u64 * 1024 * 1024),
         saves: Default::default(),
+        state_key: Default::default(),
         unsaved: crate::tools::UnsavedBounds {
             per_session: config.engine.unsaved_heaps,
             process_bytes: config.engine.unsaved_heaps_mb as u64 * 1024 * 1024,

@@ -37,6 +37,9 @@ pub struct Toolbox {
     /// How long a run that asked the person waits, in seconds
     /// (`MCP_V8_SUSPENDED_RUN_TTL_SECS`).
     pub suspended_run_ttl_secs: i64,
+    /// The deployment's request-state key once read from `meta`, which
+    /// keeps it unchanged for good (`MetaStore`'s contract).
+    pub state_key: Arc<tokio::sync::OnceCell<crate::elicit::StateKey>>,
     /// An omitted `heap` in a logical session means `"latest"`
     /// (`MCP_V8_CONTINUE_SESSIONS`).
     pub continue_sessions: bool,
@@ -321,6 +324,7 @@ pub(super) fn for_tests(
         continue_sessions: false,
         answer_before_save_bytes: None,
         saves: Arc::default(),
+        state_key: Arc::default(),
         unsaved: Default::default(),
         answer_budget_bytes: 32 * 1024,
     }

@@ -192,6 +192,19 @@ mod tests {
     use crate::engine::run::isolate;
     use crate::engine::services::HostServices;
 
+    fn services(runtime: &tokio::runtime::Runtime) -> HostServices {
+        HostServices {
+            runtime: runtime.handle().clone(),
+            files: None,
+            clients: Arc::default(),
+        }
+    }
+
+    /// `job` on a snapshot isolate, as a stateful run takes it.
+    fn run(job: Job, services: &HostServices) -> crate::engine::contract::JobResult {
+        isolate::run(job, services, &mut None, &mut |_| {}, None)
+    }
+
     fn job(task: Task, restore: Option<crate::engine::capability::section::Section>) -> Job {
         let mut job = crate::engine::plan::fresh_job(String::new());
         job.task = task;
@@ -212,11 +225,7 @@ mod tests {
     #[test]
     fn a_run_suspends_as_a_heap_and_resumes_from_it_with_the_responses() {
         let runtime = tokio::runtime::Runtime::new().unwrap();
-        let services = HostServices {
-            runtime: runtime.handle().clone(),
-            files: None,
-            clients: Arc::default(),
-        };
+        let services = services(&runtime);
         let code = "let sum = 0; \
             for (let i = 1; i <= 2; i++) { \
               const r = await elicit({ message: `n${i}?`, requestedSchema: { type: 'object', \
@@ -224,9 +233,7 @@ mod tests {
               sum += i * r.content.n; console.log('got', r.content.n); \
             } \
             sum";
-        let run = |task, restore| {
-            isolate::run(job(task, restore), &services, &mut None, &mut |_| {}, None)
-        };
+        let run = |task, restore| run(job(task, restore), &services);
         let first = run(Task::Run { code: code.into() }, None);
         assert_eq!(first.status, RunStatus::InputRequired, "{first:?}");
         let waiting = first.reports.elicit.clone().expect("its requests");
@@ -266,32 +273,16 @@ mod tests {
     #[test]
     fn asks_made_together_wait_together() {
         let runtime = tokio::runtime::Runtime::new().unwrap();
-        let services = HostServices {
-            runtime: runtime.handle().clone(),
-            files: None,
-            clients: Arc::default(),
-        };
+        let services = services(&runtime);
         let code = "const schema = { type: 'object', properties: { ok: { type: 'boolean' } } }; \
             const [a, b] = await Promise.all([elicit({ message: 'a', requestedSchema: schema }), \
               elicit({ message: 'b', requestedSchema: schema })]); [a.action, b.action]";
-        let first = isolate::run(
-            job(Task::Run { code: code.into() }, None),
-            &services,
-            &mut None,
-            &mut |_| {},
-            None,
-        );
+        let first = run(job(Task::Run { code: code.into() }, None), &services);
         assert_eq!(first.status, RunStatus::InputRequired, "{first:?}");
         assert_eq!(first.reports.elicit.as_ref().unwrap().requests.len(), 2);
         // A bad schema is an error at the call, before anything is sent.
         let bad = "await elicit({ message: 'm', requestedSchema: { type: 'object', properties: { o: { type: 'object' } } } })";
-        let failed = isolate::run(
-            job(Task::Run { code: bad.into() }, None),
-            &services,
-            &mut None,
-            &mut |_| {},
-            None,
-        );
+        let failed = run(job(Task::Run { code: bad.into() }, None), &services);
         assert_eq!(failed.status, RunStatus::Failed, "{failed:?}");
         let error = failed.error.unwrap();
         assert_eq!(error.name, "TypeError");

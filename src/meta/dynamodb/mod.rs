@@ -94,6 +94,16 @@ fn n(value: impl ToString) -> AttributeValue {
     AttributeValue::N(value.to_string())
 }
 
+/// Whether a write failed on its condition (the item was not as required).
+fn conditional_failed<E: aws_sdk_dynamodb::error::ProvideErrorMetadata>(
+    error: &aws_sdk_dynamodb::error::SdkError<E>,
+) -> bool {
+    error
+        .as_service_error()
+        .and_then(aws_sdk_dynamodb::error::ProvideErrorMetadata::code)
+        == Some("ConditionalCheckFailedException")
+}
+
 fn number(item: &HashMap<String, AttributeValue>, name: &str) -> Option<i64> {
     item.get(name)?.as_n().ok()?.parse().ok()
 }
@@ -252,6 +262,33 @@ impl DynamoMetaStore {
                 .and_then(|v| v.as_bool().ok())
                 .is_some_and(|b| *b),
         })
+    }
+
+    /// The stashed JSON of the executions table's item `key` (a record, or
+    /// a suspended run), unless absent or expired at `now`.
+    async fn unexpired<T: serde::de::DeserializeOwned>(
+        &self,
+        key: AttributeValue,
+        now: i64,
+        what: &str,
+    ) -> Result<Option<T>, MetaStoreError> {
+        let output = self
+            .dynamodb
+            .get_item()
+            .table_name(&self.tables.executions)
+            .key("execution_id", key)
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(sdk)?;
+        let Some(item) = output.item else {
+            return Ok(None);
+        };
+        // TTL deletes late: an expired item may still be there.
+        if number(&item, "expires_at").is_none_or(|expires| expires <= now) {
+            return Ok(None);
+        }
+        self.unstash(&item, what).await.map(Some)
     }
 }
 
@@ -640,24 +677,7 @@ impl MetaStore for DynamoMetaStore {
         id: Uuid,
         now: i64,
     ) -> Result<Option<ExecutionRecord>, MetaStoreError> {
-        let output = self
-            .dynamodb
-            .get_item()
-            .table_name(&self.tables.executions)
-            .key("execution_id", s(tenant.scoped(&id.to_string())))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(sdk)?;
-        let Some(item) = output.item else {
-            return Ok(None);
-        };
-        // TTL deletes late: an expired item may still be there.
-        if number(&item, "expires_at").is_none_or(|expires| expires <= now) {
-            return Ok(None);
-        }
-        self.unstash(&item, &format!("execution {id}"))
-            .await
-            .map(Some)
+        let key = s(tenant.scoped(&id.to_string()));
+        self.unexpired(key, now, &format!("execution {id}")).await
     }
 }

@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 use uuid::Uuid;
 
-use super::{DynamoMetaStore, n, number, s, sdk};
+use super::{DynamoMetaStore, conditional_failed, n, s, sdk};
 use crate::elicit::{StateKey, Suspension};
 use crate::meta::MetaStoreError;
 use crate::tenant::Tenant;
@@ -17,15 +17,6 @@ const STATE_KEY_ITEM: &str = "deployment/request-state-key";
 
 fn suspension_item(tenant: &Tenant, id: Uuid) -> AttributeValue {
     s(tenant.scoped(&format!("suspended/{id}")))
-}
-
-fn conditional_failed<E: aws_sdk_dynamodb::error::ProvideErrorMetadata>(
-    error: &aws_sdk_dynamodb::error::SdkError<E>,
-) -> bool {
-    error
-        .as_service_error()
-        .and_then(aws_sdk_dynamodb::error::ProvideErrorMetadata::code)
-        == Some("ConditionalCheckFailedException")
 }
 
 impl DynamoMetaStore {
@@ -92,25 +83,12 @@ impl DynamoMetaStore {
         id: Uuid,
         now: i64,
     ) -> Result<Option<Suspension>, MetaStoreError> {
-        let output = self
-            .dynamodb
-            .get_item()
-            .table_name(&self.tables.executions)
-            .key("execution_id", suspension_item(tenant, id))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(sdk)?;
-        let Some(item) = output.item else {
-            return Ok(None);
-        };
-        // TTL deletes late: an expired item may still be there.
-        if number(&item, "expires_at").is_none_or(|expires| expires <= now) {
-            return Ok(None);
-        }
-        self.unstash(&item, &format!("suspended run {id}"))
-            .await
-            .map(Some)
+        self.unexpired(
+            suspension_item(tenant, id),
+            now,
+            &format!("suspended run {id}"),
+        )
+        .await
     }
 
     pub(super) async fn dynamo_claim_suspension(

@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::{DynamoMetaStore, n, number, s};
+use super::{DynamoMetaStore, conditional_failed, n, number, s};
 use crate::meta::MetaStoreError;
 use crate::tasks::{TaskRecord, TaskStore, TaskStoreError, Versioned};
 use crate::tenant::Tenant;
@@ -29,15 +29,6 @@ fn from_meta(id: Uuid, error: MetaStoreError) -> TaskStoreError {
         MetaStoreError::Unreadable { reason, .. } => TaskStoreError::Unreadable { id, reason },
         other => backend(other),
     }
-}
-
-fn conditional_failed<E: aws_sdk_dynamodb::error::ProvideErrorMetadata>(
-    error: &aws_sdk_dynamodb::error::SdkError<E>,
-) -> bool {
-    error
-        .as_service_error()
-        .and_then(aws_sdk_dynamodb::error::ProvideErrorMetadata::code)
-        == Some("ConditionalCheckFailedException")
 }
 
 impl DynamoMetaStore {

@@ -51,13 +51,21 @@ pub(super) struct Resumed {
     responses: Map<String, Value>,
 }
 
+/// The deployment's request-state key, read from the store once per
+/// process.
 async fn state_key(toolbox: &Toolbox) -> Result<StateKey, String> {
     toolbox
-        .meta
-        .state_key()
+        .state_key
+        .get_or_try_init(|| async {
+            toolbox
+                .meta
+                .state_key()
+                .await
+                .map(StateKey::new)
+                .map_err(|e| format!("could not read the deployment's request-state key: {e}"))
+        })
         .await
-        .map(StateKey::new)
-        .map_err(|e| format!("could not read the deployment's request-state key: {e}"))
+        .cloned()
 }
 
 /// The suspended run the retry `retry` of the call `digest` names

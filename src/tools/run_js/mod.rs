@@ -40,8 +40,9 @@ pub(super) async fn call(
     call: Call,
     structured: bool,
 ) -> Answer {
-    let code_sent = call.args.code.clone();
-    let digest = crate::elicit::state::call_digest(NAME, &code_sent);
+    // The code as sent: the advice, the digest a retry is checked against.
+    let code = call.args.code.clone();
+    let digest = crate::elicit::state::call_digest(NAME, &code);
     let mut planned = match plan(toolbox, context, call) {
         Ok(planned) => planned,
         Err(message) => return CallToolResult::error(message).into(),
@@ -81,7 +82,6 @@ pub(super) async fn call(
     let started = resumed
         .as_ref()
         .map_or_else(crate::clock::unix_now_millis, asking::Resumed::started_ms);
-    let code = planned.request.code.clone();
     // Kept to run again by key if the live heap went meanwhile.
     let again = planned.continued.is_some().then(|| planned.request.clone());
     let request = std::mem::take(&mut planned.request);
@@ -107,7 +107,7 @@ pub(super) async fn call(
     }
     if report.outcome.status == RunStatus::InputRequired {
         let call = asking::Call {
-            code: &code_sent,
+            code: &code,
             digest: &digest,
             session: planned.logical_session.as_ref(),
             started_ms: started,

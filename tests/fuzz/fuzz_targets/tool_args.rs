@@ -45,6 +45,7 @@ fn harness() -> &'static Harness {
             continue_sessions: false,
             answer_before_save_bytes: None,
             saves: Default::default(),
+            state_key: Default::default(),
             unsaved: Default::default(),
             answer_budget_bytes: 32 * 1024,
         };
