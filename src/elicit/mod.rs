@@ -29,16 +29,24 @@ pub const MAX_MESSAGE_BYTES: usize = 4 * 1024;
 pub const MAX_SCHEMA_BYTES: usize = 16 * 1024;
 /// The most bytes of one response's JSON a run is given.
 pub const MAX_RESPONSE_BYTES: usize = 64 * 1024;
+/// The most runs one tenant may suspend in one suspended-run lifetime
+/// (`MCP_V8_SUSPENDED_RUN_TTL_SECS`, counted in fixed windows of it): so
+/// at most twice this many wait at once.
+pub const MAX_SUSPENDED_PER_WINDOW: u32 = 1000;
 /// The method of an elicitation, in `inputRequests` and on a session's stream.
 pub const METHOD: &str = "elicitation/create";
 
 /// What a 2026-07-28 retry of a call that asked brings (SEP-2322): the
 /// responses, by the keys of the `inputRequests`, and the echoed state.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// A task keeps the one its run continues with.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Retry {
     /// `inputResponses`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_responses: Option<Map<String, Value>>,
     /// `requestState`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
 }
 
@@ -82,13 +90,12 @@ pub struct ElicitContext {
     pub responses: Option<Map<String, Value>>,
 }
 
-/// Why a session-era call's run cannot wait for the person (yet).
-pub const SESSION_ERA: &str = "this server suspends a run to ask the person only in protocol 2026-07-28 \
-     (multi round-trip requests) so far; in this session a run cannot wait for an answer: ask in \
-     your reply instead";
-/// Why a task's run cannot wait for the person (yet).
-pub const IN_TASK: &str = "a run inside a task cannot wait for an answer yet: call run_js without \
-     task augmentation to ask, or ask in your reply";
+/// Why a session-era call's run cannot wait for the person: its asks
+/// travel on the call's stream, and this answer cannot be one.
+pub const NO_STREAM: &str = "this call's answer cannot be an event stream (it came in a JSON-RPC \
+     batch, or this deployment buffers responses: a Lambda function URL in BUFFERED mode), and in \
+     a session the asks travel on that stream, so this run cannot wait for an answer: call run_js \
+     on its own, or ask in your reply instead";
 /// Why a stateless server's run cannot wait for the person.
 pub const STATELESS: &str = "this server keeps no heaps (stateless), so a run cannot be suspended \
      to wait for an answer: ask in your reply instead";
@@ -120,6 +127,32 @@ pub struct Declared {
 }
 
 impl Declared {
+    /// The `elicitation` capability these modes are, as a task keeps it
+    /// for its run; `None` when the call could not ask at all.
+    pub fn capability(self) -> Option<Value> {
+        if self.refused.is_some() || !(self.form || self.url) {
+            return None;
+        }
+        let mut modes = Map::new();
+        if self.form {
+            modes.insert("form".into(), Value::Object(Map::new()));
+        }
+        if self.url {
+            modes.insert("url".into(), Value::Object(Map::new()));
+        }
+        Some(Value::Object(modes))
+    }
+
+    /// The modes of an `elicitation` capability kept by
+    /// [`Declared::capability`].
+    pub fn of_capability(capability: Option<&Value>) -> Self {
+        let mut capabilities = Map::new();
+        if let Some(capability) = capability {
+            capabilities.insert("elicitation".into(), capability.clone());
+        }
+        Self::of(Some(&capabilities))
+    }
+
     /// The modes a client declares in its `elicitation` capability: `{}`
     /// (form only, as 2025-06-18 had it), `{ form: {}, url: {} }`, either.
     pub fn of(capabilities: Option<&Map<String, Value>>) -> Self {

@@ -153,6 +153,11 @@ pub enum MetaStoreError {
 /// - `get_suspension` treats a record whose `expires_at <= now` as
 ///   absent. `claim_suspension` is true for exactly one caller per
 ///   suspension, however many ask at once, and false for an absent one.
+/// - `admit_suspension` counts one suspension of `tenant` in `window` and
+///   is true while fewer than `limit` were counted there, false (counting
+///   nothing) once `limit` were; tenants and windows count apart, and the
+///   count is atomic across processes. A window's count may be dropped
+///   after `expires_at`.
 #[async_trait]
 pub trait MetaStore: Send + Sync + fmt::Debug + 'static {
     /// Appends to the log of `session` and returns the entry's index.
@@ -241,6 +246,15 @@ pub trait MetaStore: Send + Sync + fmt::Debug + 'static {
     ) -> Result<Option<Suspension>, MetaStoreError>;
     /// Takes the suspended run `id` for the one retry that continues it.
     async fn claim_suspension(&self, tenant: &Tenant, id: Uuid) -> Result<bool, MetaStoreError>;
+    /// Counts a new suspension of `tenant` in `window`, unless `limit`
+    /// were counted there already (see the contract).
+    async fn admit_suspension(
+        &self,
+        tenant: &Tenant,
+        window: i64,
+        limit: u32,
+        expires_at: i64,
+    ) -> Result<bool, MetaStoreError>;
     /// Records a run.
     async fn put_execution(
         &self,

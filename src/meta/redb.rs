@@ -457,6 +457,16 @@ impl MetaStore for RedbMetaStore {
         self.redb_claim_suspension(tenant, id).await
     }
 
+    async fn admit_suspension(
+        &self,
+        tenant: &Tenant,
+        window: i64,
+        limit: u32,
+        _expires_at: i64,
+    ) -> Result<bool, MetaStoreError> {
+        self.redb_admit_suspension(tenant, window, limit).await
+    }
+
     /// One write transaction: a failure leaves neither the log entry nor the
     /// execution record behind, as on DynamoDB.
     async fn record_run(

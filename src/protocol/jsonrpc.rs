@@ -141,8 +141,23 @@ pub enum Message {
         /// Raw parameters.
         params: Option<Box<RawValue>>,
     },
-    /// A client's answer to a server request (this server sends none).
-    Response,
+    /// A client's answer to a request the server sent (a session-era
+    /// `elicitation/create` on a call's stream).
+    Response {
+        /// The id the server gave its request.
+        id: RequestId,
+        /// What the client answered.
+        reply: Reply,
+    },
+}
+
+/// A client's answer to a server request, still raw.
+#[derive(Debug)]
+pub enum Reply {
+    /// `result`.
+    Result(Box<RawValue>),
+    /// `error`.
+    Error(Box<RawValue>),
 }
 
 /// A message that is JSON but not JSON-RPC.
@@ -166,7 +181,22 @@ impl TryFrom<Incoming> for Message {
                 method,
                 params: m.params,
             }),
-            (Some(_), None) if m.result.is_some() || m.error.is_some() => Ok(Message::Response),
+            (Some(id), None) => match (m.result, m.error) {
+                (Some(result), None) => Ok(Message::Response {
+                    id,
+                    reply: Reply::Result(result),
+                }),
+                (None, Some(error)) => Ok(Message::Response {
+                    id,
+                    reply: Reply::Error(error),
+                }),
+                (Some(_), Some(_)) => Err(InvalidMessage(
+                    "a response carries a result or an error, not both",
+                )),
+                (None, None) => Err(InvalidMessage(
+                    "a message needs a method, or an id with a result or error",
+                )),
+            },
             _ => Err(InvalidMessage(
                 "a message needs a method, or an id with a result or error",
             )),
@@ -283,7 +313,7 @@ mod tests {
         ));
         assert!(matches!(
             classify(r#"{"jsonrpc":"2.0","id":"a","result":{}}"#),
-            Ok(Message::Response)
+            Ok(Message::Response { .. })
         ));
         assert!(classify(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#).is_err());
         assert!(classify(r#"{"jsonrpc":"2.0","id":1}"#).is_err());

@@ -63,6 +63,11 @@ pub struct TaskParams {
 pub struct TaskIdParams {
     /// The task.
     pub task_id: String,
+    /// On 2025-11-25's `tasks/result`: the client's replies to the input
+    /// requests an earlier round of the same `tasks/result` carried on its
+    /// stream (the server's own retry; no client sends it).
+    #[serde(default)]
+    pub input_responses: Option<serde_json::Map<String, Value>>,
 }
 
 /// Params of `tasks/update`.
@@ -109,6 +114,11 @@ pub struct ExtensionTask {
     /// A failed task's JSON-RPC error.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<Value>,
+    /// An `input_required` task's requests still waiting for a response
+    /// (SEP-2322's `inputRequests`).
+    /// Boxed: an ordered map is large, and most tasks have none.
+    #[serde(rename = "inputRequests", skip_serializing_if = "Option::is_none")]
+    pub input_requests: Option<Box<serde_json::Map<String, Value>>>,
 }
 
 /// A task as 2025-11-25 sends it: the same state, with `ttl` and

@@ -177,6 +177,7 @@ impl From<ToolCallError> for MethodError {
             ToolCallError::UnknownTool(_) => code::INVALID_PARAMS,
             ToolCallError::NotAvailable(_) => code::METHOD_NOT_FOUND,
             ToolCallError::Failed(_) => code::INTERNAL_ERROR,
+            ToolCallError::InvalidParams(_) => code::INVALID_PARAMS,
         };
         Self::new(code, error.to_string())
     }

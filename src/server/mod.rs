@@ -76,6 +76,11 @@ impl McpServer {
         self.tasks.as_deref()
     }
 
+    /// How long a suspended run waits for the person, in seconds.
+    pub fn suspended_run_ttl_secs(&self) -> i64 {
+        self.tools.suspended_run_ttl_secs
+    }
+
     /// What this server offers, in `initialize` and `server/discover` alike:
     /// resources and prompts only where there are session logs; tasks in
     /// the form of `version` (the experimental form in 2025-11-25, the

@@ -22,10 +22,11 @@ use crate::protocol::tasks::{
 use crate::session::LogicalSession;
 use crate::tasks::policy::{self, Decision, Era, Refusal};
 use crate::tasks::{
-    Changed, Execute, Started, TaskError, TaskOutcome, TaskRecord, TaskRequest, TaskStatus, Tasks,
+    Answered, Changed, Execute, Ran, Started, TaskError, TaskOutcome, TaskRecord, TaskRequest,
+    TaskStatus, Tasks,
 };
 use crate::tenant::Tenant;
-use crate::tools::{CallContext, Toolbox};
+use crate::tools::{CallContext, Called, Toolbox};
 
 /// Runs a task's call as a direct `tools/call` would: the tool's result,
 /// or the JSON-RPC error the call would have answered.
@@ -49,7 +50,7 @@ impl Execute for ToolExecutor {
         request: &TaskRequest,
         control: Arc<RunControl>,
         deadline: Option<SystemTime>,
-    ) -> TaskOutcome {
+    ) -> Ran {
         let logical_session = request
             .logical_session
             .as_deref()
@@ -62,31 +63,33 @@ impl Execute for ToolExecutor {
             control: Some(&control),
             tasks_extension: false,
             ui_extension: request.ui_extension,
-            elicitation: crate::elicit::Declared::default().refused(crate::elicit::IN_TASK),
+            elicitation: crate::elicit::Declared::of_capability(request.elicitation.as_ref()),
             retry: None,
         };
         let arguments = request
             .arguments
             .as_ref()
             .and_then(|value| serde_json::value::to_raw_value(value).ok());
+        let retry = request.retry.clone().unwrap_or_default();
         let params = CallToolParams {
             name: request.tool.clone(),
             arguments,
             task: None,
-            input_responses: None,
-            request_state: None,
+            input_responses: retry.input_responses,
+            request_state: retry.request_state,
         };
-        match self.tools.call(context, params).await {
-            Ok(result) => {
-                TaskOutcome::Result(serde_json::to_value(result).expect("tool results serialize"))
-            }
+        match self.tools.call_or_ask(context, params).await {
+            Ok(Called::Result(result)) => Ran::Ended(TaskOutcome::Result(
+                serde_json::to_value(result).expect("tool results serialize"),
+            )),
+            Ok(Called::InputRequired(asked)) => Ran::Asked(asked),
             Err(error) => {
                 let error = MethodError::from(error);
-                TaskOutcome::Error(ErrorObject {
+                Ran::Ended(TaskOutcome::Error(ErrorObject {
                     code: error.code,
                     message: error.message,
                     data: error.data,
-                })
+                }))
             }
         }
     }
@@ -184,10 +187,16 @@ fn detailed(tasks: &Tasks, record: &TaskRecord) -> ExtensionTask {
         ),
         _ => (None, None),
     };
+    let input_requests = record
+        .input
+        .as_ref()
+        .filter(|_| record.status == TaskStatus::InputRequired)
+        .map(|input| Box::new(input.pending()));
     ExtensionTask {
         state: state(tasks, record),
         result,
         error,
+        input_requests,
     }
 }
 
@@ -236,6 +245,12 @@ pub(super) async fn route_call(
         logical_session: context.logical_session.map(|s| s.as_str().to_owned()),
         protocol_version: context.protocol_version.to_owned(),
         ui_extension: context.ui_extension,
+        elicitation: context.elicitation.capability(),
+        retry: Some(crate::elicit::Retry {
+            input_responses: params.input_responses.clone(),
+            request_state: params.request_state.clone(),
+        })
+        .filter(crate::elicit::Retry::is_retry),
     };
     let name = &params.name;
     match decision {
@@ -282,7 +297,10 @@ pub(super) async fn route_call(
             .await
             .map_err(start_failed)?
         {
-            Started::Answered(outcome) => answer(outcome).map(Some),
+            Started::Answered(Ran::Ended(outcome)) => answer(outcome).map(Some),
+            // A run that asks before it becomes a task answers as a direct
+            // call does (SEP-2322); the retry may then become the task.
+            Started::Answered(Ran::Asked(asked)) => Ok(Some(MethodResult::InputRequired(asked))),
             Started::Task(record) => Ok(Some(MethodResult::TaskCreated(detailed(tasks, &record)))),
         },
     }
@@ -342,14 +360,17 @@ async fn dispatch(
     if rpc_method == method::LIST {
         return list(tasks, tenant, params).await;
     }
-    let (text, id) = if rpc_method == method::UPDATE {
+    let (text, id, responses) = if rpc_method == method::UPDATE {
         let update: UpdateTaskParams = params_of(params)?;
         let id = task_id(&update.task_id)?;
-        (update.task_id, id)
+        (update.task_id, id, Some(update.input_responses))
     } else {
-        let TaskIdParams { task_id: text } = params_of(params)?;
+        let TaskIdParams {
+            task_id: text,
+            input_responses,
+        } = params_of(params)?;
         let id = task_id(&text)?;
-        (text, id)
+        (text, id, input_responses)
     };
     match rpc_method {
         method::GET => {
@@ -383,26 +404,62 @@ async fn dispatch(
                 ),
             )),
         },
-        // No run here asks the client for input, so no key is ever
-        // outstanding: responses are acknowledged and ignored, as the
-        // extension says of unknown keys.
         method::UPDATE => {
-            tasks
-                .book
-                .get(tenant, id)
-                .await
-                .map_err(store_failed)?
-                .ok_or_else(|| not_found(&text))?;
+            let responses = responses.unwrap_or_default();
+            answer_input(tasks, tenant, id, &text, &responses).await?;
             Ok(MethodResult::Empty(crate::protocol::mcp::EmptyResult {}))
         }
-        method::RESULT => result(tasks, context, id, &text).await,
+        method::RESULT => {
+            if let Some(responses) = &responses {
+                answer_input(tasks, tenant, id, &text, responses).await?;
+            }
+            result(tasks, context, id, &text).await
+        }
         _ => unreachable!("handle admits task methods only"),
+    }
+}
+
+/// Gives task `id` the `responses` to its input requests (keys it did not
+/// ask are ignored, as the extension says); once every request has its
+/// response, the run continues from its stored heap. A response the
+/// request's schema refuses is -32602, and nothing changes.
+async fn answer_input(
+    tasks: &Tasks,
+    tenant: &Tenant,
+    id: Uuid,
+    text: &str,
+    responses: &serde_json::Map<String, serde_json::Value>,
+) -> Result<(), MethodError> {
+    let answered = tasks
+        .book
+        .answer(tenant, id, responses)
+        .await
+        .map_err(store_failed)?
+        .map_err(|refused| {
+            MethodError::new(
+                code::INVALID_PARAMS,
+                format!(
+                    "the response to {:?} was refused: {}; nothing changed, answer it again",
+                    refused.key, refused.why
+                ),
+            )
+        })?;
+    match answered {
+        Answered::Missing => Err(not_found(text)),
+        Answered::NotWaiting(_) | Answered::Waiting(_) => Ok(()),
+        Answered::Complete(record) => {
+            tracing::info!(task = %id, "a task's input was answered; its run goes on");
+            tasks.resume(tenant, &record).await.map_err(start_failed)
+        }
     }
 }
 
 /// 2025-11-25 `tasks/result`: blocks until the task ends (within the
 /// request's own deadline, on Lambda), then answers exactly what the call
-/// would have, with the task named in `_meta`.
+/// would have, with the task named in `_meta`. A task whose run asks the
+/// person answers its requests instead, each naming the task in `_meta`:
+/// the transport carries them on this request's stream and calls again
+/// with the replies (a session's asking, docs/protocol.md).
 async fn result(
     tasks: &Tasks,
     context: CallContext<'_>,
@@ -429,6 +486,38 @@ async fn result(
             code::INVALID_PARAMS,
             format!("task {text} was cancelled; it has no result"),
         )),
+        (TaskStatus::InputRequired, _) => {
+            if let Some(why) = context.elicitation.refused {
+                return Err(MethodError::new(
+                    code::INTERNAL_ERROR,
+                    format!(
+                        "task {text} waits for the person's answers, which cannot reach it: {why}"
+                    ),
+                ));
+            }
+            let pending = record.input.as_ref().map(crate::tasks::TaskInput::pending);
+            let related = serde_json::json!({ "taskId": text });
+            let input_requests = pending
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(key, mut request)| {
+                    if let Some(params) = request.get_mut("params").and_then(|p| p.as_object_mut())
+                    {
+                        let meta = params
+                            .entry("_meta")
+                            .or_insert_with(|| serde_json::json!({}));
+                        meta[RELATED_TASK] = related.clone();
+                    }
+                    (key, request)
+                })
+                .collect();
+            Ok(MethodResult::InputRequired(
+                crate::protocol::mcp::InputRequiredResult {
+                    input_requests,
+                    request_state: String::new(),
+                },
+            ))
+        }
         (status, _) => Err(MethodError::new(
             code::INTERNAL_ERROR,
             format!(

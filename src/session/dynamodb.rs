@@ -11,6 +11,8 @@ use super::{InitState, SessionId, SessionStore, SessionStoreError};
 const ID: &str = "session_id";
 const STATE: &str = "init_state";
 const EXPIRES: &str = "expires_at";
+/// A relayed reply's JSON.
+const REPLY: &str = "reply";
 
 /// Init states in the sessions table.
 #[derive(Debug, Clone)]
@@ -44,6 +46,12 @@ fn number(value: i64) -> AttributeValue {
 /// (48 hex digits) contains a `#`, so no record can pass for a session.
 fn cancel_key(id: &SessionId, request: &str) -> String {
     format!("{id}#cancelled#{request}")
+}
+
+/// The key of a relayed reply to a request this server sent, beside the
+/// session's item as a cancel record is.
+fn reply_key(id: &SessionId, request: &str) -> String {
+    format!("{id}#reply#{request}")
 }
 
 #[async_trait]
@@ -177,5 +185,52 @@ impl SessionStore for DynamoSessionStore {
             .and_then(|v| v.as_n().ok())
             .and_then(|v| v.parse::<i64>().ok());
         Ok(until.is_some_and(|until| until > now))
+    }
+
+    async fn relay_reply(
+        &self,
+        id: &SessionId,
+        request: &str,
+        reply: &str,
+        expires_at: i64,
+    ) -> Result<(), SessionStoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item(ID, AttributeValue::S(reply_key(id, request)))
+            .item(EXPIRES, number(expires_at))
+            .item(REPLY, AttributeValue::S(reply.to_owned()))
+            .send()
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn relayed_reply(
+        &self,
+        id: &SessionId,
+        request: &str,
+        now: i64,
+    ) -> Result<Option<String>, SessionStoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(ID, AttributeValue::S(reply_key(id, request)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(backend)?;
+        let Some(item) = output.item else {
+            return Ok(None);
+        };
+        let until = item
+            .get(EXPIRES)
+            .and_then(|v| v.as_n().ok())
+            .and_then(|v| v.parse::<i64>().ok());
+        if until.is_none_or(|until| until <= now) {
+            return Ok(None);
+        }
+        Ok(item.get(REPLY).and_then(|v| v.as_s().ok()).cloned())
     }
 }

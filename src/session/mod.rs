@@ -87,6 +87,11 @@ pub enum SessionStoreError {
 ///   (a JSON-RPC id as JSON text) of session `id`, until `expires_at`;
 ///   `request_cancelled` sees it, strongly consistently, from any process,
 ///   until then, and never sees another session's or request's.
+/// - `relay_reply` records the client's reply (JSON text) to request
+///   `request` that this server sent in session `id`, until `expires_at`;
+///   `relayed_reply` gives it, strongly consistently, from any process,
+///   until then (the latest relayed, when the client answered twice), and
+///   never another session's or request's.
 #[async_trait]
 pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
     /// The state of `id`, unless absent or expired at `now` (Unix seconds).
@@ -118,4 +123,22 @@ pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
         request: &str,
         now: i64,
     ) -> Result<bool, SessionStoreError>;
+    /// Records the client's reply to `request`, a request this server sent
+    /// on a call's stream in session `id`, for the process that holds the
+    /// stream, which may be another (another Lambda instance).
+    async fn relay_reply(
+        &self,
+        id: &SessionId,
+        request: &str,
+        reply: &str,
+        expires_at: i64,
+    ) -> Result<(), SessionStoreError>;
+    /// The reply to `request` of session `id` another process relayed, if
+    /// one is there and unexpired at `now`.
+    async fn relayed_reply(
+        &self,
+        id: &SessionId,
+        request: &str,
+        now: i64,
+    ) -> Result<Option<String>, SessionStoreError>;
 }

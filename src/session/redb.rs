@@ -13,6 +13,9 @@ use crate::backends::embedded;
 const SESSIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("sessions");
 /// (session id, request id as JSON) → Unix seconds the cancel is kept until.
 const CANCELLED: TableDefinition<(&str, &str), i64> = TableDefinition::new("cancelled_requests");
+/// (session id, server request id as JSON) → (Unix seconds it is kept
+/// until, the client's reply as JSON).
+const REPLIES: TableDefinition<(&str, &str), (i64, &str)> = TableDefinition::new("relayed_replies");
 
 /// Init states in a redb file; every call is one transaction, committed
 /// durably before it returns.
@@ -33,6 +36,7 @@ impl RedbSessionStore {
         let tx = db.begin_write().map_err(backend)?;
         tx.open_table(SESSIONS).map_err(backend)?;
         tx.open_table(CANCELLED).map_err(backend)?;
+        tx.open_table(REPLIES).map_err(backend)?;
         tx.commit().map_err(backend)?;
         Ok(Self { db })
     }
@@ -170,6 +174,52 @@ impl SessionStore for RedbSessionStore {
                 .map_err(backend)?
                 .map(|v| v.value());
             Ok(until.is_some_and(|until| until > now))
+        })
+        .await
+    }
+
+    async fn relay_reply(
+        &self,
+        id: &SessionId,
+        request: &str,
+        reply: &str,
+        expires_at: i64,
+    ) -> Result<(), SessionStoreError> {
+        let (id, request, reply) = (id.clone(), request.to_owned(), reply.to_owned());
+        self.blocking(move |db| {
+            let tx = db.begin_write().map_err(backend)?;
+            {
+                let mut table = tx.open_table(REPLIES).map_err(backend)?;
+                table
+                    .insert(
+                        (id.as_str(), request.as_str()),
+                        (expires_at, reply.as_str()),
+                    )
+                    .map_err(backend)?;
+            }
+            tx.commit().map_err(backend)
+        })
+        .await
+    }
+
+    async fn relayed_reply(
+        &self,
+        id: &SessionId,
+        request: &str,
+        now: i64,
+    ) -> Result<Option<String>, SessionStoreError> {
+        let (id, request) = (id.clone(), request.to_owned());
+        self.blocking(move |db| {
+            let tx = db.begin_read().map_err(backend)?;
+            let table = tx.open_table(REPLIES).map_err(backend)?;
+            let found = table
+                .get((id.as_str(), request.as_str()))
+                .map_err(backend)?
+                .map(|v| {
+                    let (until, reply) = v.value();
+                    (until, reply.to_owned())
+                });
+            Ok(found.and_then(|(until, reply)| (until > now).then_some(reply)))
         })
         .await
     }

@@ -85,6 +85,7 @@ impl TaskBook {
             outcome: None,
             runner: runner.map(str::to_owned),
             heartbeat_at: Some(now),
+            input: None,
         };
         self.store.create(tenant, &record).await?;
         Ok(record)
@@ -139,7 +140,9 @@ impl TaskBook {
             let Some(mut read) = self.read_live(tenant, id).await? else {
                 return Ok(None);
             };
-            if read.record.status.is_terminal() || read.record.runner.is_some() {
+            // A task waiting for the person has no run to take until its
+            // answers come.
+            if read.record.status != TaskStatus::Working || read.record.runner.is_some() {
                 return Ok(None);
             }
             let now = now_ms();
@@ -204,7 +207,9 @@ impl TaskBook {
 
 /// Why a working task counts as interrupted at `now`, if it does.
 fn interruption(record: &TaskRecord, now: i64, heartbeat_ms: i64) -> Option<String> {
-    if record.status.is_terminal() {
+    // Only a run can be interrupted; a task waiting for the person has
+    // none (its run is a stored heap).
+    if record.status != TaskStatus::Working {
         return None;
     }
     let silent_for = now - record.heartbeat_at.unwrap_or(0);
@@ -253,13 +258,119 @@ fn apply(mut record: TaskRecord, change: &TaskChange, now: i64) -> TaskRecord {
             record.outcome = outcome.clone();
             record.status_message = message.clone();
         }
+        TaskChange::Ask { input } => {
+            record.status = TaskStatus::InputRequired;
+            record.status_message = Some(ASKED.to_owned());
+            record.input = Some(input.clone());
+            // Nothing runs while the person decides: the run is a stored
+            // heap, and whoever continues it claims the task again.
+            record.runner = None;
+            record.heartbeat_at = None;
+        }
         TaskChange::Cancel { message } => {
             record.status = TaskStatus::Cancelled;
             record.status_message = Some(message.clone());
+            record.input = None;
         }
     }
     record
 }
+
+/// The status message of a task whose run asks the person.
+const ASKED: &str = "The run asks the person: answer its inputRequests (tasks/update, or the \
+    requests tasks/result carries), and it goes on.";
+
+/// How answering a task's input went.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answered {
+    /// No such task (or it expired).
+    Missing,
+    /// The task waits for no input (it runs, or it ended): nothing changed.
+    NotWaiting(TaskRecord),
+    /// Responses were kept; these keys still wait for theirs.
+    Waiting(TaskRecord),
+    /// Every request has its response: the task is working again, its
+    /// request carrying them, and no runner has it yet. Whoever got this
+    /// starts its run.
+    Complete(TaskRecord),
+}
+
+/// A response this task's requests refuse, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedResponse {
+    /// The key.
+    pub key: String,
+    /// Why, for the client.
+    pub why: String,
+}
+
+impl TaskBook {
+    /// Gives a task in `input_required` the `responses` (by key; keys it
+    /// did not ask are ignored), each checked against the request it
+    /// answers first: a response its schema refuses changes nothing.
+    pub async fn answer(
+        &self,
+        tenant: &Tenant,
+        id: Uuid,
+        responses: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Result<Answered, RefusedResponse>, TaskStoreError> {
+        loop {
+            let Some(read) = self.read_live(tenant, id).await? else {
+                return Ok(Ok(Answered::Missing));
+            };
+            let mut record = read.record.clone();
+            let Some(input) = record
+                .input
+                .as_mut()
+                .filter(|_| read.record.status == TaskStatus::InputRequired)
+            else {
+                return Ok(Ok(Answered::NotWaiting(read.record)));
+            };
+            for (key, response) in responses {
+                let Some(request) = input.requests.get(key) else {
+                    continue;
+                };
+                let params = request.get("params").unwrap_or(&serde_json::Value::Null);
+                match crate::elicit::check_response(params, response) {
+                    Ok(checked) => {
+                        input.responses.insert(key.clone(), checked);
+                    }
+                    Err(why) => {
+                        let key = key.clone();
+                        return Ok(Err(RefusedResponse {
+                            key,
+                            why: why.to_string(),
+                        }));
+                    }
+                }
+            }
+            let complete = input.pending().is_empty();
+            let now = now_ms();
+            record.last_updated_at = rfc3339_millis(i128::from(now));
+            if complete {
+                let input = record.input.take().unwrap_or_default();
+                record.status = TaskStatus::Working;
+                record.status_message = Some(ANSWERED.to_owned());
+                record.request.retry = Some(crate::elicit::Retry {
+                    input_responses: Some(input.responses),
+                    request_state: Some(input.request_state),
+                });
+                record.runner = None;
+                record.heartbeat_at = Some(now);
+            }
+            if self.store.replace(tenant, &record, read.version).await? {
+                return Ok(Ok(if complete {
+                    Answered::Complete(record)
+                } else {
+                    Answered::Waiting(record)
+                }));
+            }
+        }
+    }
+}
+
+/// The status message of a task whose requests were all answered.
+const ANSWERED: &str = "The person answered; the run goes on from its stored heap.";
 
 #[cfg(test)]
 mod tests {
@@ -280,10 +391,13 @@ mod tests {
                 logical_session: None,
                 protocol_version: "2025-11-25".into(),
                 ui_extension: false,
+                elicitation: None,
+                retry: None,
             },
             outcome: None,
             runner: runner.map(str::to_owned),
             heartbeat_at: Some(heartbeat),
+            input: None,
         }
     }
 

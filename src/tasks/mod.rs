@@ -13,11 +13,11 @@ mod record;
 mod runner;
 mod store;
 
-pub use book::{Changed, SILENT_BEATS, TaskBook, UNCLAIMED_BEATS};
+pub use book::{Answered, Changed, RefusedResponse, SILENT_BEATS, TaskBook, UNCLAIMED_BEATS};
 pub use handoff::LambdaHandoff;
 pub use policy::TaskSupport;
-pub use record::{TaskChange, TaskOutcome, TaskRecord, TaskRequest, TaskStatus};
+pub use record::{TaskChange, TaskInput, TaskOutcome, TaskRecord, TaskRequest, TaskStatus};
 pub use runner::{
-    CANCEL_POLL, Execute, HEARTBEAT, Handoff, Started, TaskError, TaskSettings, Tasks,
+    CANCEL_POLL, Execute, HEARTBEAT, Handoff, Ran, Started, TaskError, TaskSettings, Tasks,
 };
 pub use store::{TaskStore, TaskStoreError, Versioned};

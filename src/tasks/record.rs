@@ -13,8 +13,8 @@ use crate::protocol::jsonrpc::ErrorObject;
 pub enum TaskStatus {
     /// The run is going (or waits for an instance to take it).
     Working,
-    /// Never set by this server (no run asks the client for input), read
-    /// so that a record written by a later version decodes.
+    /// The run asked the person and is suspended as a heap: `input` holds
+    /// its requests, and the answers so far.
     InputRequired,
     /// The call answered: `outcome` is its result (a tool error too).
     Completed,
@@ -60,6 +60,38 @@ pub struct TaskRequest {
     /// reads in `_meta`, as a direct call's does.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ui_extension: bool,
+    /// The caller's `elicitation` capability, when its run may ask.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elicitation: Option<Value>,
+    /// The responses and state the run continues its suspended heap with:
+    /// the call's own (a 2026-07-28 retry), or the task's answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<crate::elicit::Retry>,
+}
+
+/// What a task in `input_required` waits for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskInput {
+    /// The run's requests, by key: `{ method, params }`, as
+    /// `inputRequests` carries them.
+    pub requests: serde_json::Map<String, Value>,
+    /// The responses given so far, by key.
+    #[serde(default)]
+    pub responses: serde_json::Map<String, Value>,
+    /// The signed state naming the suspended run; never sent to the
+    /// client, which answers the task instead.
+    pub request_state: String,
+}
+
+impl TaskInput {
+    /// The requests still waiting for a response.
+    pub fn pending(&self) -> serde_json::Map<String, Value> {
+        self.requests
+            .iter()
+            .filter(|(key, _)| !self.responses.contains_key(*key))
+            .map(|(key, request)| (key.clone(), request.clone()))
+            .collect()
+    }
 }
 
 /// How a task's call ended.
@@ -117,6 +149,9 @@ pub struct TaskRecord {
     /// [`super::SILENT_BEATS`] heartbeats was interrupted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heartbeat_at: Option<i64>,
+    /// What the task waits for while `input_required`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<TaskInput>,
 }
 
 /// A change to a task that has not ended; terminal tasks take none.
@@ -138,6 +173,12 @@ pub enum TaskChange {
         outcome: Option<TaskOutcome>,
         /// For the model.
         message: Option<String>,
+    },
+    /// The run asked the person and was suspended: the task waits for
+    /// `input`, with no runner.
+    Ask {
+        /// The requests.
+        input: TaskInput,
     },
     /// A client cancelled it.
     Cancel {

@@ -27,6 +27,15 @@ pub const HEARTBEAT: Duration = Duration::from_secs(5);
 /// How often a runner reads its task for a cancel written elsewhere.
 pub const CANCEL_POLL: Duration = Duration::from_millis(500);
 
+/// How a task's run went: it ended, or it asks the person first.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ran {
+    /// What a direct `tools/call` would have answered.
+    Ended(TaskOutcome),
+    /// The run asked the person and is suspended as a heap.
+    Asked(crate::protocol::mcp::InputRequiredResult),
+}
+
 /// Runs the call a task holds and says what a direct `tools/call` would
 /// have answered.
 #[async_trait]
@@ -39,7 +48,7 @@ pub trait Execute: Send + Sync + std::fmt::Debug + 'static {
         request: &TaskRequest,
         control: Arc<RunControl>,
         deadline: Option<SystemTime>,
-    ) -> TaskOutcome;
+    ) -> Ran;
 }
 
 /// Hands a created task to another invocation of this function, which
@@ -91,8 +100,9 @@ impl Default for TaskSettings {
 /// How a server-directed call went.
 #[derive(Debug)]
 pub enum Started {
-    /// It ended within [`TaskSettings::answer_within`]: answer directly.
-    Answered(TaskOutcome),
+    /// It ended, or asked the person, within
+    /// [`TaskSettings::answer_within`]: answer directly.
+    Answered(Ran),
     /// It goes on as this task.
     Task(Box<TaskRecord>),
 }
@@ -193,17 +203,7 @@ impl Tasks {
                 .book
                 .create(tenant, request, ttl_ms, Some(&self.owner), STARTED)
                 .await?;
-            let (this, tenant, task) = (self.clone(), tenant.clone(), record.clone());
-            tokio::spawn(async move {
-                let control = Arc::new(RunControl::default());
-                let run = {
-                    let (executor, tenant, request) =
-                        (this.executor.clone(), tenant.clone(), task.request.clone());
-                    let control = control.clone();
-                    async move { executor.execute(&tenant, &request, control, None).await }
-                };
-                this.drive(&tenant, task.task_id, control, run, None).await;
-            });
+            self.run_here(tenant, &record);
             return Ok(record);
         };
         let record = self
@@ -222,6 +222,40 @@ impl Tasks {
             return Err(TaskError::Handoff(error));
         }
         Ok(record)
+    }
+
+    /// Runs `task`, which this process has taken, here.
+    fn run_here(&self, tenant: &Tenant, task: &TaskRecord) {
+        let (this, tenant, task) = (self.clone(), tenant.clone(), task.clone());
+        tokio::spawn(async move {
+            let control = Arc::new(RunControl::default());
+            let run = {
+                let (executor, tenant, request) =
+                    (this.executor.clone(), tenant.clone(), task.request.clone());
+                let control = control.clone();
+                async move { executor.execute(&tenant, &request, control, None).await }
+            };
+            this.drive(&tenant, task.task_id, control, run, None).await;
+        });
+    }
+
+    /// Continues `task`, whose requests were all answered
+    /// ([`super::Answered::Complete`]): its run resumes from its stored
+    /// heap here, or in the invocation it is handed to.
+    pub async fn resume(&self, tenant: &Tenant, task: &TaskRecord) -> Result<(), TaskError> {
+        let id = task.task_id;
+        let Some(handoff) = &self.handoff else {
+            if let Some(task) = self.book.claim(tenant, id, &self.owner).await? {
+                self.run_here(tenant, &task);
+            }
+            return Ok(());
+        };
+        if let Err(error) = handoff.hand_off(tenant, id).await {
+            let message = format!("the answered run could not be continued: {error}");
+            self.finish_failed(tenant, id, message).await;
+            return Err(TaskError::Handoff(error));
+        }
+        Ok(())
     }
 
     /// Starts `request` here and answers directly if it ends within
@@ -245,7 +279,7 @@ impl Tasks {
         let mut unclaimed = CancelOnDrop(Some(control.clone()));
         if let Ok(done) = tokio::time::timeout(self.settings.answer_within, &mut run).await {
             unclaimed.0 = None;
-            return Ok(Started::Answered(outcome_of(done)));
+            return Ok(Started::Answered(ran_of(done)));
         }
         let record = match self
             .book
@@ -259,14 +293,8 @@ impl Tasks {
         unclaimed.0 = None;
         let (this, tenant, id) = (self.clone(), tenant.clone(), record.task_id);
         tokio::spawn(async move {
-            this.drive(
-                &tenant,
-                id,
-                control,
-                async move { outcome_of(run.await) },
-                None,
-            )
-            .await;
+            this.drive(&tenant, id, control, async move { ran_of(run.await) }, None)
+                .await;
         });
         Ok(Started::Task(Box::new(record)))
     }
@@ -306,7 +334,7 @@ impl Tasks {
         tenant: &Tenant,
         id: Uuid,
         control: Arc<RunControl>,
-        run: impl std::future::Future<Output = TaskOutcome> + Send + 'static,
+        run: impl std::future::Future<Output = Ran> + Send + 'static,
         deadline: Option<SystemTime>,
     ) {
         let started = Instant::now();
@@ -331,7 +359,7 @@ impl Tasks {
         });
         let outcome = loop {
             tokio::select! {
-                outcome = &mut run => break Some(outcome_of(outcome)),
+                outcome = &mut run => break Some(ran_of(outcome)),
                 () = sleep_until(cutoff) => {
                     control.cancel();
                     break None;
@@ -351,12 +379,19 @@ impl Tasks {
             }
         };
         let change = match outcome {
-            Some(TaskOutcome::Result(result)) => TaskChange::Finish {
+            Some(Ran::Asked(asked)) => TaskChange::Ask {
+                input: super::record::TaskInput {
+                    requests: asked.input_requests,
+                    responses: serde_json::Map::new(),
+                    request_state: asked.request_state,
+                },
+            },
+            Some(Ran::Ended(TaskOutcome::Result(result))) => TaskChange::Finish {
                 status: TaskStatus::Completed,
                 message: Some(completed_message(&result)),
                 outcome: Some(TaskOutcome::Result(result)),
             },
-            Some(TaskOutcome::Error(error)) => TaskChange::Finish {
+            Some(Ran::Ended(TaskOutcome::Error(error))) => TaskChange::Finish {
                 status: TaskStatus::Failed,
                 message: Some(error.message.clone()),
                 outcome: Some(TaskOutcome::Error(error)),
@@ -457,9 +492,10 @@ impl Tasks {
         running.len()
     }
 
-    /// Task `id` once it has ended, polled until then or until `until`
-    /// (when the request must be answered): `Ok(None)` when it is absent,
-    /// the record as it stands when time ran out.
+    /// Task `id` once it has ended or waits for the person, polled until
+    /// then or until `until` (when the request must be answered):
+    /// `Ok(None)` when it is absent, the record as it stands when time ran
+    /// out.
     pub async fn wait(
         &self,
         tenant: &Tenant,
@@ -473,7 +509,8 @@ impl Tasks {
             let out_of_time = until.is_some_and(|until| {
                 until.duration_since(SystemTime::now()).unwrap_or_default() < Duration::from_secs(1)
             });
-            if record.status.is_terminal() || out_of_time {
+            let waits = record.status == TaskStatus::InputRequired;
+            if record.status.is_terminal() || waits || out_of_time {
                 return Ok(Some(record));
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -523,8 +560,10 @@ fn completed_message(result: &serde_json::Value) -> String {
 }
 
 /// A spawned run's outcome; a run that panicked is an internal error.
-fn outcome_of(joined: Result<TaskOutcome, tokio::task::JoinError>) -> TaskOutcome {
+fn ran_of(joined: Result<Ran, tokio::task::JoinError>) -> Ran {
     joined.unwrap_or_else(|error| {
-        TaskOutcome::internal(format!("the run failed inside the server: {error}"))
+        Ran::Ended(TaskOutcome::internal(format!(
+            "the run failed inside the server: {error}"
+        )))
     })
 }

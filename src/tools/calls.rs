@@ -13,6 +13,9 @@ pub enum ToolCallError {
     /// The call failed inside the server (an internal error).
     #[error("{0}")]
     Failed(String),
+    /// The call's protocol fields are wrong; the message says how.
+    #[error("{0}")]
+    InvalidParams(String),
 }
 
 pub use crate::protocol::tasks::TaskSupport;

@@ -140,21 +140,6 @@ impl Toolbox {
         let raw = params.arguments.as_deref();
         let name = params.name.as_str();
         tracing::Span::current().record("tool", name);
-        let found = routes::route(name);
-        let Some(route) = found.filter(|route| self.has(route, context)) else {
-            #[cfg(feature = "conformance-fixtures")]
-            if fixtures::enabled() && fixtures::is_fixture(name) {
-                return fixtures::call(self, context, name, raw)
-                    .await
-                    .map(Called::Result);
-            }
-            return Err(match found {
-                Some(route) if route.shown == routes::Shown::Stateful => {
-                    ToolCallError::NotAvailable(name.to_owned())
-                }
-                _ => ToolCallError::UnknownTool(name.to_owned()),
-            });
-        };
         let retry = crate::elicit::Retry {
             input_responses: params.input_responses,
             request_state: params.request_state,
@@ -163,15 +148,25 @@ impl Toolbox {
             retry: retry.is_retry().then_some(&retry),
             ..context
         };
-        let mut answer = (route.call)(self, context, raw, structured).await;
-        if let Some(asked) = answer.input_required.take() {
-            return Ok(Called::InputRequired(asked));
-        }
-        Ok(Called::Result(within_response_limit(name, answer)))
+        let found = routes::route(name);
+        let Some(route) = found.filter(|route| self.has(route, context)) else {
+            #[cfg(feature = "conformance-fixtures")]
+            if fixtures::enabled() && fixtures::is_fixture(name) {
+                let answer = fixtures::call(self, context, name, raw).await?;
+                return called(name, answer);
+            }
+            return Err(match found {
+                Some(route) if route.shown == routes::Shown::Stateful => {
+                    ToolCallError::NotAvailable(name.to_owned())
+                }
+                _ => ToolCallError::UnknownTool(name.to_owned()),
+            });
+        };
+        called(name, (route.call)(self, context, raw, structured).await)
     }
 
-    /// `tools/call` where only a result will do (a task's run, which
-    /// cannot ask): a run that asked anyway is a tool error.
+    /// `tools/call` where only a result will do (a caller that cannot
+    /// carry asks): a run that asked anyway is a tool error.
     pub async fn call(
         &self,
         context: CallContext<'_>,
@@ -237,6 +232,15 @@ impl Toolbox {
 /// error saying so, so that the host never answers with more than its
 /// platform can carry (a 502 on Lambda). Tools that can shrink their answer
 /// (`run_js`, `list_session_snapshots`) do so before it comes to this.
+/// What a call of `tool` that answered `answer` is.
+fn called(tool: &str, mut answer: toolbox::Answer) -> Result<Called, ToolCallError> {
+    match answer.instead.take() {
+        Some(toolbox::Instead::Ask(asked)) => Ok(Called::InputRequired(asked)),
+        Some(toolbox::Instead::InvalidParams(why)) => Err(ToolCallError::InvalidParams(why)),
+        None => Ok(Called::Result(within_response_limit(tool, answer))),
+    }
+}
+
 fn within_response_limit(tool: &str, answer: toolbox::Answer) -> CallToolResult {
     let toolbox::Answer {
         result, json_len, ..

@@ -583,6 +583,17 @@ mod tests {
         ) -> Result<bool, MetaStoreError> {
             self.store.claim_suspension(tenant, id).await
         }
+        async fn admit_suspension(
+            &self,
+            tenant: &Tenant,
+            window: i64,
+            limit: u32,
+            expires_at: i64,
+        ) -> Result<bool, MetaStoreError> {
+            self.store
+                .admit_suspension(tenant, window, limit, expires_at)
+                .await
+        }
         async fn put_pending_save(
             &self,
             tenant: &Tenant,

@@ -9,7 +9,7 @@ use crate::files::FileStore;
 use crate::meta::MetaStore;
 use crate::packages::Packages;
 use crate::protocol::mcp::{CallToolResult, Content};
-use crate::session::{InitState, LogicalSession};
+use crate::session::LogicalSession;
 use crate::tenant::Tenant;
 use crate::upstream::{UpstreamConfig, Upstreams};
 
@@ -210,28 +210,6 @@ pub struct CallContext<'a> {
     pub retry: Option<&'a crate::elicit::Retry>,
 }
 
-impl<'a> CallContext<'a> {
-    /// The context of a request of a replayed session.
-    pub fn of_session(
-        state: &'a InitState,
-        tenant: &'a Tenant,
-        deadline: Option<SystemTime>,
-    ) -> Self {
-        Self {
-            protocol_version: &state.protocol_version,
-            tenant,
-            logical_session: state.logical_session.as_ref(),
-            deadline,
-            control: None,
-            tasks_extension: false,
-            ui_extension: crate::protocol::apps::declares(Some(&state.client_capabilities)),
-            elicitation: crate::elicit::Declared::of(Some(&state.client_capabilities))
-                .refused(crate::elicit::SESSION_ERA),
-            retry: None,
-        }
-    }
-}
-
 /// Largest serialized tool result, in bytes: with the JSON-RPC envelope it
 /// fits Lambda's 6 MB buffered response (6,291,456 bytes) with room to
 /// spare. A result over it becomes a tool error saying so.
@@ -247,8 +225,17 @@ pub const MAX_READ_FILE_BYTES: usize = (MAX_RESULT_JSON_BYTES - 64 * 1024) / 4 *
 pub(super) struct Answer {
     pub(super) result: CallToolResult,
     pub(super) json_len: Option<usize>,
-    /// Instead of `result`: the run asks the person first (2026-07-28).
-    pub(super) input_required: Option<crate::protocol::mcp::InputRequiredResult>,
+    /// What the call answers instead of `result`, when not a result.
+    pub(super) instead: Option<Instead>,
+}
+
+/// A call's answer that is not a tool result.
+pub(super) enum Instead {
+    /// The run asks the person first (2026-07-28).
+    Ask(crate::protocol::mcp::InputRequiredResult),
+    /// The call's protocol fields are wrong (a `requestState` this server
+    /// did not issue for this call): -32602, not the model's to fix.
+    InvalidParams(String),
 }
 
 impl From<CallToolResult> for Answer {
@@ -256,7 +243,7 @@ impl From<CallToolResult> for Answer {
         Self {
             result,
             json_len: None,
-            input_required: None,
+            instead: None,
         }
     }
 }

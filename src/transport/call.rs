@@ -11,10 +11,11 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::value::RawValue;
 
+use super::asking;
 use super::headers::Principal;
 use super::stream::{self, Calls};
 use crate::protocol::jsonrpc::RequestId;
-use crate::protocol::mcp::{self, method};
+use crate::protocol::mcp::{self, CallToolResult, method};
 use crate::server::{McpServer, MethodError, MethodResult};
 use crate::session::{LogicalSession, SessionId, SessionStore};
 use crate::tenant::Tenant;
@@ -89,47 +90,140 @@ pub(super) async fn call(
     params: Option<&RawValue>,
     message: fn(RequestId, Result<MethodResult, MethodError>) -> Box<RawValue>,
 ) -> Answer {
-    let key = request.session.as_ref().map(|(session, _)| (session, id));
-    let registration = (rpc_method == method::TOOLS_CALL).then(|| calls.inflight.register(key));
-    match (registration, mcp::progress_token(params)) {
-        (Some(registration), Some(token)) if request.may_stream => {
-            let (server, id, rpc_method) = (server.clone(), id.clone(), rpc_method.to_owned());
-            let params = params.map(ToOwned::to_owned);
-            Answer::Streamed(stream::respond(
-                token,
-                registration,
-                move |control| async move {
-                    let answer = watched(
-                        &request,
-                        &server,
-                        &id,
-                        &rpc_method,
-                        params.as_deref(),
-                        &control,
-                    )
-                    .await;
-                    message(id, answer)
-                },
-            ))
-        }
-        (Some(registration), _) => {
-            let answer = watched(
-                &request,
-                server,
-                id,
-                rpc_method,
-                params,
-                registration.control(),
-            )
-            .await;
+    let call = StreamedCall {
+        request,
+        server: server.clone(),
+        id: id.clone(),
+        rpc_method: rpc_method.to_owned(),
+        replies: calls.replies.clone(),
+        params: params.map(ToOwned::to_owned),
+        message,
+    };
+    if rpc_method != method::TOOLS_CALL {
+        // Only a 2025-11-25 `tasks/result` of a task whose run asks turns
+        // into a stream here, to carry the asks.
+        let context = call.request.call_context(None);
+        return match server.handle(context, rpc_method, params).await {
+            Ok(MethodResult::InputRequired(asked)) if call.asks_on_stream() => {
+                let registration = calls.inflight.register(None);
+                Answer::Streamed(stream::respond(
+                    None,
+                    registration,
+                    move |control, events| async move {
+                        let answer = Ok(MethodResult::InputRequired(asked));
+                        call.finish(answer, &control, &events).await
+                    },
+                ))
+            }
+            answer => Answer::Now(answer),
+        };
+    }
+    let key = call
+        .request
+        .session
+        .as_ref()
+        .map(|(session, _)| (session, id));
+    let registration = calls.inflight.register(key);
+    if !call.request.may_stream {
+        let answer = call.first(registration.control()).await;
+        drop(registration);
+        return Answer::Now(answer);
+    }
+    let token = mcp::progress_token(params);
+    if token.is_some() {
+        return Answer::Streamed(stream::respond(
+            token,
+            registration,
+            move |control, events| async move {
+                let answer = call.first(&control).await;
+                call.finish(answer, &control, &events).await
+            },
+        ));
+    }
+    // Without a progress token the answer is JSON, unless the run asks:
+    // then it becomes a stream the asks travel on.
+    match call.first(registration.control()).await {
+        Ok(MethodResult::InputRequired(asked)) if call.asks_on_stream() => Answer::Streamed(
+            stream::respond(None, registration, move |control, events| async move {
+                let answer = Ok(MethodResult::InputRequired(asked));
+                call.finish(answer, &control, &events).await
+            }),
+        ),
+        answer => {
             drop(registration);
             Answer::Now(answer)
         }
-        (None, _) => Answer::Now(
-            server
-                .handle(request.call_context(None), rpc_method, params)
-                .await,
-        ),
+    }
+}
+
+/// A call whose answer may travel as an event stream, with what it needs
+/// once the request that brought it is gone.
+struct StreamedCall {
+    request: RequestContext,
+    server: McpServer,
+    id: RequestId,
+    rpc_method: String,
+    replies: Arc<asking::Replies>,
+    params: Option<Box<RawValue>>,
+    message: fn(RequestId, Result<MethodResult, MethodError>) -> Box<RawValue>,
+}
+
+impl StreamedCall {
+    /// Whether the session-era asks of this call travel on its stream.
+    fn asks_on_stream(&self) -> bool {
+        self.request.session.is_some() && self.request.may_stream
+    }
+
+    /// The call's first round.
+    async fn first(&self, control: &Arc<RunControl>) -> Result<MethodResult, MethodError> {
+        let params = self.params.as_deref();
+        let (request, server) = (&self.request, &self.server);
+        watched(request, server, &self.id, &self.rpc_method, params, control).await
+    }
+
+    /// The message that ends the stream, after `answer`: a session-era run
+    /// that asked has its asks carried on the stream, and the replies back,
+    /// until it ends.
+    async fn finish(
+        self,
+        mut answer: Result<MethodResult, MethodError>,
+        control: &Arc<RunControl>,
+        events: &tokio::sync::mpsc::Sender<axum::body::Bytes>,
+    ) -> Box<RawValue> {
+        if let Some((session, store)) = self
+            .request
+            .session
+            .as_ref()
+            .filter(|_| self.asks_on_stream())
+            && let Ok(MethodResult::InputRequired(asked)) = answer
+        {
+            let conversation = asking::Conversation {
+                session,
+                store: store.as_ref(),
+                deadline: self.request.deadline,
+                kept_secs: self.server.suspended_run_ttl_secs(),
+                replies: &self.replies,
+                control,
+                events,
+            };
+            // Round after round: the asks out on the stream, the replies
+            // back as the retry's `inputResponses`, until the run ends.
+            let mut asked = asked;
+            answer = loop {
+                let responses = match conversation.ask(&asked).await {
+                    Ok(responses) => responses,
+                    Err(why) => break Ok(MethodResult::Call(CallToolResult::error(why))),
+                };
+                let params =
+                    asking::retry_params(self.params.as_deref(), responses, &asked.request_state);
+                let (request, server, method) = (&self.request, &self.server, &self.rpc_method);
+                match watched(request, server, &self.id, method, Some(&params), control).await {
+                    Ok(MethodResult::InputRequired(next)) => asked = next,
+                    other => break other,
+                }
+            };
+        }
+        (self.message)(self.id, answer)
     }
 }
 

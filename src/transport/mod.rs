@@ -4,6 +4,7 @@
 //! (`sessionless`). This module routes HTTP; method semantics are the
 //! server's (`crate::server`).
 
+mod asking;
 mod auth;
 mod call;
 mod envelope;

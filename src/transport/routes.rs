@@ -90,6 +90,7 @@ impl App {
         let calls = stream::Calls {
             inflight: Arc::default(),
             streaming: config.streaming,
+            replies: Arc::default(),
         };
         Self {
             inner: Arc::new(AppInner {

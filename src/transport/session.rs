@@ -8,6 +8,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::value::RawValue;
 
+use super::asking;
 use super::call::{self, Answer, Post, RequestContext};
 use super::envelope::{HttpError, check_nesting, json, raw};
 use super::headers::{self, Principal};
@@ -154,8 +155,7 @@ pub(super) async fn post(
                     may_stream: !batch && calls.streaming,
                     tasks_extension: false,
                     ui_extension: crate::protocol::apps::declares(Some(&state.client_capabilities)),
-                    elicitation: crate::elicit::Declared::of(Some(&state.client_capabilities))
-                        .refused(crate::elicit::SESSION_ERA),
+                    elicitation: elicitation(&state, !batch && calls.streaming),
                 };
                 match call::call(
                     request,
@@ -187,7 +187,11 @@ pub(super) async fn post(
                 }
                 // Other notifications need no answer.
             }
-            Message::Response => {}
+            Message::Response { id, reply } => {
+                let kept = server.suspended_run_ttl_secs();
+                let store = sessions.store.as_ref();
+                asking::deliver(&calls.replies, store, &state.session_id, id, reply, kept).await;
+            }
         }
     }
     Ok(match (responses.pop(), batch) {
@@ -294,6 +298,18 @@ async fn cancel(
     );
     if !found {
         stream::relay_cancel(sessions.store.as_ref(), session, &params.request_id).await;
+    }
+}
+
+/// Whom a call of session `state` could ask: the modes its client declared
+/// in `initialize`, unless the call's answer cannot be a stream, which is
+/// where a session's asks travel.
+fn elicitation(state: &InitState, may_stream: bool) -> crate::elicit::Declared {
+    let declared = crate::elicit::Declared::of(Some(&state.client_capabilities));
+    if may_stream {
+        declared
+    } else {
+        declared.refused(crate::elicit::NO_STREAM)
     }
 }
 

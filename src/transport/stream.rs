@@ -95,6 +95,8 @@ pub(super) async fn relay_cancel(store: &dyn SessionStore, session: &SessionId, 
 pub(super) struct Calls {
     pub(super) inflight: Arc<InFlight>,
     pub(super) streaming: bool,
+    /// Requests sent on calls' streams that wait for the client's reply.
+    pub(super) replies: Arc<super::asking::Replies>,
 }
 
 /// Calls running in this process, by transport session and request id.
@@ -190,17 +192,19 @@ fn progress(token: &Value, started: Instant, control: &RunControl) -> String {
     serde_json::to_string(&notification).expect("notifications serialize")
 }
 
-/// Answers a call as an event stream: `notifications/progress` every
-/// [`PROGRESS_EVERY`] while `work` runs, then the message `work` makes.
-/// The stream holds `registration`: a client that closes it cancels the run.
-pub(super) fn respond<W, F>(token: Value, registration: Registration, work: W) -> Response
+/// Answers a call as an event stream: with a progress `token`,
+/// `notifications/progress` every [`PROGRESS_EVERY`] while `work` runs;
+/// whatever `work` sends on the stream (requests to the client); then the
+/// message `work` makes. The stream holds `registration`: a client that
+/// closes it cancels the run.
+pub(super) fn respond<W, F>(token: Option<Value>, registration: Registration, work: W) -> Response
 where
-    W: FnOnce(Arc<RunControl>) -> F,
+    W: FnOnce(Arc<RunControl>, mpsc::Sender<Bytes>) -> F,
     F: Future<Output = Box<RawValue>> + Send + 'static,
 {
     let control = registration.control().clone();
-    let call = work(control.clone());
     let (events, received) = mpsc::channel::<Bytes>(4);
+    let call = work(control.clone(), events.clone());
     // The request's span: the run records its fields there, and the line
     // below carries them (the request's own line was written when the
     // stream began).
@@ -213,10 +217,12 @@ where
         let answer = loop {
             tokio::select! {
                 answer = &mut call => break answer,
-                _ = ticker.tick() => {
+                _ = ticker.tick(), if token.is_some() => {
                     // A closed stream has already cancelled the run (its
                     // registration went with it); the call ends soon.
-                    let _ = events.send(event(&progress(&token, started, &control))).await;
+                    if let Some(token) = &token {
+                        let _ = events.send(event(&progress(token, started, &control))).await;
+                    }
                 }
             }
         };

@@ -30,6 +30,11 @@
 //                                    200k rows): each within it, structuredContent valid against run_js's
 //                                    output schema (the SDK checks), the link in the answer read back whole
 //                                    and by page with readResource
+//   node ts_client.mjs URL asks
+//   node ts_client.mjs BINARY asks DATA_DIR
+//                                    2025-11-25, the client declaring form elicitation: a run_js that asks twice
+//                                    in a loop, each elicitation/create answered by the client's handler (10, then
+//                                    100), over HTTP or (given a binary and a data directory) stdio
 // Prints one JSON line per event; exits non-zero on any failed expectation.
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -37,7 +42,7 @@ import readline from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { CallToolResultSchema, CreateTaskResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [url, mode] = process.argv.slice(2);
 const say = (event) => console.log(JSON.stringify(event));
@@ -499,7 +504,45 @@ async function budget() {
   say({ event: "done", ...seen });
 }
 
-const modes = { budget, calls, tasks, task: async () => { const { transport } = await task(); await transport.close(); }, replay, tools, counter, surface, continue: continueSessions, stdio, packages, files, codemode };
+// A run that asks the person, in the session era: the server sends each
+// elicitation/create on the call's stream and the handler answers it.
+async function asks() {
+  const dataDir = process.argv[4];
+  const transport = dataDir
+    ? new StdioClientTransport({ command: url, args: ["stdio", "--data-dir", dataDir], stderr: "inherit" })
+    : new StreamableHTTPClientTransport(new URL(url));
+  const client = new Client(
+    { name: "e2e-typescript-asks", version: "1.0.0" },
+    { capabilities: { elicitation: { form: {} } } },
+  );
+  const seen = [];
+  const answers = [10, 100];
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    seen.push(request.params.message);
+    return { action: "accept", content: { n: answers[seen.length - 1] } };
+  });
+  await client.connect(transport);
+  const code = `
+    let sum = 0;
+    for (let i = 1; i <= 2; i++) {
+      const answer = await elicit({
+        message: \`Factor \${i}?\`,
+        requestedSchema: { type: "object", properties: { n: { type: "integer" } }, required: ["n"] },
+      });
+      if (answer.action !== "accept") throw new Error(\`the person chose \${answer.action}\`);
+      sum += i * answer.content.n;
+      console.log(\`factor \${i}: \${answer.content.n}\`);
+    }
+    sum`;
+  const result = await client.callTool({ name: "run_js", arguments: { code, session: "ts-asks" } });
+  assert.equal(result.isError, false, JSON.stringify(result));
+  const outcome = result.structuredContent;
+  assert.equal(outcome.status, "completed", JSON.stringify(outcome));
+  say({ event: "done", asked: seen, result: outcome.result, output: outcome.output });
+  await client.close();
+}
+
+const modes = { asks, budget, calls, tasks, task: async () => { const { transport } = await task(); await transport.close(); }, replay, tools, counter, surface, continue: continueSessions, stdio, packages, files, codemode };
 if (!Object.hasOwn(modes, mode)) {
   // A removed or misspelt mode must fail its test, not run another flow.
   console.error(`ts_client.mjs: unknown mode ${JSON.stringify(mode)}; the modes are: ${Object.keys(modes).join(", ")}`);

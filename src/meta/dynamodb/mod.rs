@@ -671,6 +671,17 @@ impl MetaStore for DynamoMetaStore {
         self.dynamo_claim_suspension(tenant, id).await
     }
 
+    async fn admit_suspension(
+        &self,
+        tenant: &Tenant,
+        window: i64,
+        limit: u32,
+        expires_at: i64,
+    ) -> Result<bool, MetaStoreError> {
+        self.dynamo_admit_suspension(tenant, window, limit, expires_at)
+            .await
+    }
+
     async fn get_execution(
         &self,
         tenant: &Tenant,

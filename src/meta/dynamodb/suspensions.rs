@@ -114,4 +114,33 @@ impl DynamoMetaStore {
             Err(e) => Err(sdk(e)),
         }
     }
+
+    pub(super) async fn dynamo_admit_suspension(
+        &self,
+        tenant: &Tenant,
+        window: i64,
+        limit: u32,
+        expires_at: i64,
+    ) -> Result<bool, MetaStoreError> {
+        let admitted = self
+            .dynamodb
+            .update_item()
+            .table_name(&self.tables.executions)
+            .key(
+                "execution_id",
+                s(tenant.scoped(&format!("suspensions-in/{window}"))),
+            )
+            .update_expression("ADD suspended :one SET expires_at = :expires")
+            .condition_expression("attribute_not_exists(suspended) OR suspended < :limit")
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":limit", n(i64::from(limit)))
+            .expression_attribute_values(":expires", n(expires_at))
+            .send()
+            .await;
+        match admitted {
+            Ok(_) => Ok(true),
+            Err(e) if conditional_failed(&e) => Ok(false),
+            Err(e) => Err(sdk(e)),
+        }
+    }
 }

@@ -15,6 +15,8 @@ use crate::tenant::Tenant;
 const SUSPENSIONS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("suspensions");
 /// (tenant partition, suspension id) → (): present once claimed.
 const CLAIMS: TableDefinition<(&str, &str), ()> = TableDefinition::new("suspension_claims");
+/// (tenant partition, window) → suspensions counted in it.
+const WINDOWS: TableDefinition<(&str, i64), u32> = TableDefinition::new("suspension_windows");
 /// "request-state" → the deployment's key.
 const KEYS: TableDefinition<&str, &[u8]> = TableDefinition::new("deployment_keys");
 
@@ -115,6 +117,41 @@ impl RedbMetaStore {
             };
             tx.commit().map_err(backend)?;
             Ok(claimed)
+        })
+        .await
+    }
+
+    pub(super) async fn redb_admit_suspension(
+        &self,
+        tenant: &Tenant,
+        window: i64,
+        limit: u32,
+    ) -> Result<bool, MetaStoreError> {
+        let tenant = tenant.clone();
+        self.blocking(move |db| {
+            let tx = db.begin_write().map_err(backend)?;
+            let admitted = {
+                let mut windows = tx.open_table(WINDOWS).map_err(backend)?;
+                let key = (tenant.partition(), window);
+                let counted = windows.get(key).map_err(backend)?.map_or(0, |c| c.value());
+                let admitted = counted < limit;
+                if admitted {
+                    windows.insert(key, counted + 1).map_err(backend)?;
+                }
+                // Earlier windows count for nothing any more.
+                let stale: Vec<i64> = windows
+                    .range((tenant.partition(), i64::MIN)..(tenant.partition(), window - 1))
+                    .map_err(backend)?
+                    .filter_map(Result::ok)
+                    .map(|(key, _)| key.value().1)
+                    .collect();
+                for old in stale {
+                    windows.remove((tenant.partition(), old)).map_err(backend)?;
+                }
+                admitted
+            };
+            tx.commit().map_err(backend)?;
+            Ok(admitted)
         })
         .await
     }

@@ -158,7 +158,7 @@ pub(super) async fn with_displays(
     json_len += shown.json_len;
     result.content.extend(shown.content);
     Answer {
-        input_required: None,
+        instead: None,
         result,
         json_len: Some(json_len),
     }

@@ -10,12 +10,19 @@ use crate::elicit::{ElicitContext, Reach, RequestState, StateKey, Suspension};
 use crate::engine::{RunOutcome, RunReport};
 use crate::protocol::mcp::{CallToolResult, InputRequiredResult};
 use crate::session::LogicalSession;
-use crate::tools::toolbox::{Answer, CallContext, Toolbox};
+use crate::tools::toolbox::{Answer, CallContext, Instead, Toolbox};
 
 /// Why a retry does not resume its run.
 pub(super) enum NotResumed {
     /// The tool error to answer; nothing changed.
     Refused(String),
+    /// The state is not one this server issued for this caller and call
+    /// (forged, altered, another tenant's or call's): -32602, nothing
+    /// changed.
+    Invalid(String),
+    /// The retry carries responses but no state: nothing names a run to
+    /// continue, so the call starts over (and asks again).
+    Unnamed,
     /// Some requests have no response: they are asked again, under the
     /// same state (SEP-2322: a missing response is requested again).
     AskAgain(InputRequiredResult),
@@ -79,16 +86,15 @@ pub(super) async fn resume(
     digest: &str,
 ) -> Result<Resumed, NotResumed> {
     let Some(sealed) = retry.request_state.as_deref() else {
-        return Err(
-            "inputResponses came without requestState: retry with the requestState of the \
-             InputRequiredResult, unchanged"
-                .into(),
-        );
+        return Err(NotResumed::Unnamed);
     };
     let key = state_key(toolbox).await?;
     let now = crate::clock::unix_now();
     let state =
-        RequestState::open(sealed, &key, context.tenant, digest, now).map_err(|e| e.to_string())?;
+        RequestState::open(sealed, &key, context.tenant, digest, now).map_err(|e| match e {
+            crate::elicit::state::StateError::Expired(_) => NotResumed::Refused(e.to_string()),
+            _ => NotResumed::Invalid(e.to_string()),
+        })?;
     let suspension = toolbox
         .meta
         .get_suspension(context.tenant, state.suspension, now)
@@ -172,10 +178,15 @@ impl Resumed {
 
 /// The answer that asks the person.
 pub(super) fn ask(asked: InputRequiredResult) -> Answer {
+    instead(Instead::Ask(asked))
+}
+
+/// An answer that is not a tool result (its `result` is never read).
+pub(super) fn instead(instead: Instead) -> Answer {
     Answer {
         result: CallToolResult::error(String::new()),
         json_len: None,
-        input_required: Some(asked),
+        instead: Some(instead),
     }
 }
 
@@ -226,6 +237,31 @@ pub(super) async fn suspended(
         Ok(key) => key,
         Err(why) => return CallToolResult::error(why).into(),
     };
+    let ttl = toolbox.suspended_run_ttl_secs.max(1);
+    let window = crate::clock::unix_now().div_euclid(ttl);
+    let limit = crate::elicit::MAX_SUSPENDED_PER_WINDOW;
+    match toolbox
+        .meta
+        .admit_suspension(context.tenant, window, limit, (window + 2) * ttl)
+        .await
+    {
+        Ok(true) => {}
+        Ok(false) => {
+            return CallToolResult::error(format!(
+                "the run asked the person, but {limit} runs of this caller already waited for \
+                 answers within the last {} min, the most this server keeps: its work was not \
+                 kept. Answer or drop the waiting ones (they expire), or ask in your reply",
+                ttl / 60
+            ))
+            .into();
+        }
+        Err(e) => {
+            return CallToolResult::error(format!(
+                "the run asked the person, but it could not be suspended ({e}); nothing changed"
+            ))
+            .into();
+        }
+    }
     if let Err(e) = toolbox
         .meta
         .put_suspension(context.tenant, &suspension)

@@ -123,7 +123,7 @@ pub(crate) fn describe(
         format!(
             "{base} await elicit({{ message, requestedSchema }}) asks the person (a flat form: string, number, integer, \
              boolean, enum properties; or {{ mode: \"url\", message, url }}) and resolves to {{ action: \"accept\" | \"decline\" | \
-             \"cancel\", content }}, where the client supports elicitation over protocol 2026-07-28; the run waits as a stored \
+             \"cancel\", content }}, where the client supports elicitation; the run waits as a stored \
              heap, its timeout paused, for up to {} min.",
             toolbox.suspended_run_ttl_secs / 60
         )

@@ -16,7 +16,7 @@ pub(super) use self::description::describe;
 use self::plan::{fresh_start_warning, plan, resolve_latest};
 
 use super::budget::Kept;
-use super::toolbox::{Answer, CallContext, Toolbox};
+use super::toolbox::{Answer, CallContext, Instead, Toolbox};
 use crate::clock::rfc3339_millis as rfc3339;
 use tracing::Instrument;
 
@@ -54,20 +54,22 @@ pub(super) async fn call(
     );
     let resumed = match context.retry {
         Some(retry) => match asking::resume(toolbox, context, retry, &digest).await {
-            Ok(resumed) => {
-                resumed.plan(&mut planned, reach);
-                Some(resumed)
-            }
+            Ok(resumed) => Some(resumed),
             Err(asking::NotResumed::Refused(message)) => {
                 return CallToolResult::error(message).into();
             }
+            Err(asking::NotResumed::Invalid(message)) => {
+                return asking::instead(Instead::InvalidParams(message));
+            }
             Err(asking::NotResumed::AskAgain(asked)) => return asking::ask(asked),
+            Err(asking::NotResumed::Unnamed) => None,
         },
-        None => {
-            planned.request.elicitation.reach = reach;
-            None
-        }
+        None => None,
     };
+    match &resumed {
+        Some(resumed) => resumed.plan(&mut planned, reach),
+        None => planned.request.elicitation.reach = reach,
+    }
     if planned.latest
         && let Err(message) = resolve_latest(toolbox, context, &mut planned, true).await
     {

@@ -226,6 +226,25 @@ impl SessionStore for Faulty<dyn SessionStore> {
         fail_session(&self.plan, "session.request_cancelled").await?;
         self.inner.request_cancelled(id, request, now).await
     }
+    async fn relay_reply(
+        &self,
+        id: &SessionId,
+        request: &str,
+        reply: &str,
+        expires_at: i64,
+    ) -> Result<(), SessionStoreError> {
+        fail_session(&self.plan, "session.relay_reply").await?;
+        self.inner.relay_reply(id, request, reply, expires_at).await
+    }
+    async fn relayed_reply(
+        &self,
+        id: &SessionId,
+        request: &str,
+        now: i64,
+    ) -> Result<Option<String>, SessionStoreError> {
+        fail_session(&self.plan, "session.relayed_reply").await?;
+        self.inner.relayed_reply(id, request, now).await
+    }
 }
 
 async fn fail_session(plan: &FaultPlan, operation: &'static str) -> Result<(), SessionStoreError> {
@@ -407,6 +426,17 @@ impl MetaStore for Faulty<dyn MetaStore> {
     }
     async fn claim_suspension(&self, tenant: &Tenant, id: Uuid) -> Result<bool, MetaStoreError> {
         self.inner.claim_suspension(tenant, id).await
+    }
+    async fn admit_suspension(
+        &self,
+        tenant: &Tenant,
+        window: i64,
+        limit: u32,
+        expires_at: i64,
+    ) -> Result<bool, MetaStoreError> {
+        self.inner
+            .admit_suspension(tenant, window, limit, expires_at)
+            .await
     }
     // The wrapped store's own record_run runs, so a backend that writes a
     // run in one transaction is tested as it is.

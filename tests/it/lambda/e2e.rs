@@ -609,7 +609,8 @@ fn sigkill_under_load_leaves_every_logged_heap_stored_and_verifiable() {
     );
 }
 
-/// The official conformance suite against `serve`, once per protocol
+/// The official conformance suite against `serve` with the suite's
+/// fixture tools (the `conformance-fixtures` feature), once per protocol
 /// version: 2025-11-25 and 2026-07-28 run exactly what their revisions
 /// require, the older versions the active suite at their wire version. A
 /// check may fail only when tests/conformance/expected-failures-*.yaml lists
@@ -623,15 +624,21 @@ fn the_mcp_conformance_suite_passes_but_for_the_listed_expected_failures() {
         "the conformance suite is not installed: run scripts/test.sh (it runs npm ci in tests/conformance)"
     );
     let dir = tempfile::tempdir().unwrap();
-    let serve = Serve::start(dir.path(), common::net::free_port());
+    // The suite's fixture tools (the `conformance-fixtures` feature), so
+    // its scenarios check how our layer carries what they ask.
+    let serve = Serve::start_with(
+        dir.path(),
+        common::net::free_port(),
+        vec![("MCP_V8_CONFORMANCE_FIXTURES".into(), "1".into())],
+    );
     // With the checks each selection passed on 2026-11-29 (the suite
     // 0.2.0-alpha.12, pinned in tests/conformance): fewer means it selected
     // less, which would pass unnoticed. 2025-03-26 selects one scenario.
     let runs = [
         (["--spec-version", "2025-03-26"], "2025-11-25", 3),
-        (["--spec-version", "2025-06-18"], "2025-11-25", 35),
-        (["--requirements", "2025-11-25"], "2025-11-25", 42),
-        (["--requirements", "2026-07-28"], "2026-07-28", 106),
+        (["--spec-version", "2025-06-18"], "2025-11-25", 36),
+        (["--requirements", "2025-11-25"], "2025-11-25", 53),
+        (["--requirements", "2026-07-28"], "2026-07-28", 145),
     ];
     for (selection, baseline, least) in runs {
         let results = tempfile::tempdir().unwrap();

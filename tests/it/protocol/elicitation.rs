@@ -2,7 +2,10 @@
 //! round-trip requests: the official Python SDK's driver answers and
 //! retries; a retry lands on another process after a SIGKILL; and every
 //! wrong retry (forged, another tenant's, expired, a response the schema
-//! refuses, the same retry twice) is refused and changes nothing.
+//! refuses, the same retry twice) is refused and changes nothing. In the
+//! session era the asks travel on the call's stream: the official Python
+//! and TypeScript clients answer them over HTTP and stdio, and a reply
+//! that reaches another process is relayed to the one holding the stream.
 
 use axum::body::Body;
 use serde_json::{Value, json};
@@ -43,6 +46,32 @@ async fn call_with(
     arguments: Value,
     retry: Option<(Value, &str)>,
 ) -> Value {
+    let body = rpc_with(server, principal, capabilities, arguments, retry).await;
+    assert!(body["error"].is_null(), "{body}");
+    body["result"].clone()
+}
+
+/// The message of the -32602 a retry of run_js with `code` gets.
+async fn invalid(
+    server: &Server,
+    principal: Option<&str>,
+    code: &str,
+    retry: (Value, &str),
+) -> String {
+    let arguments = json!({ "code": code, "session": "asks" });
+    let body = rpc_with(server, principal, form(), arguments, Some(retry)).await;
+    assert_eq!(body["error"]["code"], -32602, "{body}");
+    body["error"]["message"].as_str().unwrap().to_owned()
+}
+
+/// The JSON-RPC answer to [`call_with`]'s request.
+async fn rpc_with(
+    server: &Server,
+    principal: Option<&str>,
+    capabilities: Value,
+    arguments: Value,
+    retry: Option<(Value, &str)>,
+) -> Value {
     let mut params = json!({
         "name": "run_js",
         "arguments": arguments,
@@ -53,7 +82,10 @@ async fn call_with(
     });
     if let Some((responses, state)) = retry {
         params["inputResponses"] = responses;
-        params["requestState"] = json!(state);
+        // "" stands for a retry that lost its state.
+        if !state.is_empty() {
+            params["requestState"] = json!(state);
+        }
     }
     let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params});
     let mut request = post()
@@ -67,9 +99,7 @@ async fn call_with(
             .extensions_mut()
             .insert(Principal(principal.to_owned()));
     }
-    let reply = server.send(request).await;
-    assert_eq!(reply.status, 200, "{}", reply.body);
-    reply.body["result"].clone()
+    server.send(request).await.body
 }
 
 fn form() -> Value {
@@ -125,25 +155,16 @@ async fn a_retry_continues_its_run_once_and_a_wrong_one_changes_nothing() {
     assert_eq!(keys, ["elicit-1"]);
 
     // Altered: its expiry pushed back, the body encoded again, the tag kept.
+    // Each is the client's protocol mistake, so a JSON-RPC error (-32602).
     let forged = altered(&state);
-    let refused = call(&server, None, form(), CODE, Some((accepted(7), &forged))).await;
-    assert!(
-        error_text(&refused).contains("not one this server issued"),
-        "{refused}"
-    );
+    let refused = invalid(&server, None, CODE, (accepted(7), &forged)).await;
+    assert!(refused.contains("not one this server issued"), "{refused}");
     // Another tenant's state, even with the right call.
-    let refused = call(
-        &server,
-        Some("bob"),
-        form(),
-        CODE,
-        Some((accepted(7), &state)),
-    )
-    .await;
-    assert!(error_text(&refused).contains("another tenant"), "{refused}");
+    let refused = invalid(&server, Some("bob"), CODE, (accepted(7), &state)).await;
+    assert!(refused.contains("another tenant"), "{refused}");
     // Another call's: other code.
-    let refused = call(&server, None, form(), "1", Some((accepted(7), &state))).await;
-    assert!(error_text(&refused).contains("another call"), "{refused}");
+    let refused = invalid(&server, None, "1", (accepted(7), &state)).await;
+    assert!(refused.contains("another call"), "{refused}");
     // A response the schema refuses (over its maximum).
     let refused = call(&server, None, form(), CODE, Some((accepted(99), &state))).await;
     let text = error_text(&refused);
@@ -151,6 +172,12 @@ async fn a_retry_continues_its_run_once_and_a_wrong_one_changes_nothing() {
         text.contains("elicit-1") && text.contains("refused"),
         "{text}"
     );
+    // Responses without a state name no run: the call starts over and asks
+    // again (a new run, under a new state).
+    let over = call(&server, None, form(), CODE, Some((accepted(7), ""))).await;
+    let (keys, other) = asked(&over);
+    assert_eq!(keys, ["elicit-1"]);
+    assert_ne!(other, state);
     // A retry without the response is asked again, under the same state.
     let again = call(&server, None, form(), CODE, Some((json!({}), &state))).await;
     assert_eq!(asked(&again), (vec!["elicit-1".to_owned()], state.clone()));
@@ -213,7 +240,20 @@ async fn a_run_that_cannot_ask_is_told_why() {
     let outcome = server.call(&session, json!({ "code": CODE })).await;
     let text = outcome.to_string();
     assert!(
-        text.contains("TypeError") && text.contains("2026-07-28"),
+        text.contains("TypeError") && text.contains("cannot be asked"),
+        "{text}"
+    );
+
+    // A session whose client takes elicitations, on a deployment whose
+    // answers cannot stream (a BUFFERED function URL).
+    let mut config = common::test_config(3600, false);
+    config.transport.response_streaming = false;
+    let buffered = common::server_with_workers(config, 1, |stores| stores);
+    let session = initialize_asking(&buffered).await;
+    let outcome = buffered.call(&session, json!({ "code": CODE })).await;
+    let text = outcome.to_string();
+    assert!(
+        text.contains("TypeError") && text.contains("cannot be an event stream"),
         "{text}"
     );
 
@@ -245,17 +285,131 @@ fn python(url: &str, args: &[&str]) -> Value {
 
 /// The official Python SDK 2.x client, its `elicitation_callback`
 /// answering, runs a run_js that asks twice in a loop to completion
-/// against `serve` (its multi round-trip driver retries each round).
+/// against `serve`: with `mode="2026-07-28"` its multi round-trip driver
+/// retries each round; with `mode="legacy"` each `elicitation/create`
+/// arrives on the call's stream of a 2025-11-25 session.
 #[test]
-fn the_python_sdk_answers_a_run_that_asks_twice_in_a_loop() {
+fn the_python_sdk_answers_a_run_that_asks_twice_in_a_loop_in_both_eras() {
     let serve = common::process::Serve::start(&[], &[]);
     let url = format!("http://127.0.0.1:{}/mcp", serve.port);
-    let done = python(&url, &["loop-session", "2026-07-28", "loop"]);
-    assert_eq!(done["asked"], json!(["Factor 1?", "Factor 2?"]), "{done}");
-    let outcome = &done["outcome"];
-    assert_eq!(outcome["status"], "completed", "{done}");
-    assert_eq!(outcome["result"], r#"{"sum":210,"lines":1}"#, "{done}");
-    assert_eq!(outcome["output"], "factor 1: 10\nfactor 2: 100\n", "{done}");
+    for mode in ["2026-07-28", "legacy"] {
+        let done = python(&url, &[&format!("loop-{mode}"), mode, "loop"]);
+        assert_eq!(done["asked"], json!(["Factor 1?", "Factor 2?"]), "{done}");
+        let outcome = &done["outcome"];
+        assert_eq!(outcome["status"], "completed", "{mode}: {done}");
+        assert_eq!(outcome["result"], r#"{"sum":210,"lines":1}"#, "{done}");
+        assert_eq!(outcome["output"], "factor 1: 10\nfactor 2: 100\n", "{done}");
+    }
+}
+
+/// The official TypeScript SDK client in a 2025-11-25 session, its
+/// `elicitation/create` handler answering, runs a run_js that asks twice
+/// in a loop to completion: against `serve` over HTTP, and over stdio.
+#[test]
+fn the_typescript_sdk_answers_a_run_that_asks_in_a_session_over_http_and_stdio() {
+    let serve = common::process::Serve::start(&[], &[]);
+    let url = format!("http://127.0.0.1:{}/mcp", serve.port);
+    let dir = tempfile::tempdir().unwrap();
+    let binary = env!("CARGO_BIN_EXE_mcp-v8-lambda");
+    let over_stdio = [binary, "asks", dir.path().to_str().unwrap()];
+    for args in [&[url.as_str(), "asks"][..], &over_stdio[..]] {
+        let mut command = crate::lambda::e2e::node();
+        command.args(args);
+        let done = finish(command);
+        assert_eq!(done["asked"], json!(["Factor 1?", "Factor 2?"]), "{done}");
+        assert_eq!(done["result"], "210", "{done}");
+        assert_eq!(done["output"], "factor 1: 10\nfactor 2: 100\n", "{done}");
+    }
+}
+
+/// A 2025-11-25 session whose client takes form elicitations.
+async fn initialize_asking(server: &Server) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": { "elicitation": { "form": {} } },
+        "clientInfo": { "name": "it", "version": "1" } }});
+    let reply = server.rpc(None, init).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let session = reply.session_id().unwrap();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(server.rpc(Some(&session), initialized).await.status, 202);
+    session
+}
+
+/// The next server-sent event's JSON-RPC message of `body`.
+async fn next_event(body: &mut Body, pending: &mut String) -> Value {
+    use http_body_util::BodyExt;
+    loop {
+        if let Some(end) = pending.find("\n\n") {
+            let event: String = pending.drain(..end + 2).collect();
+            let data: String = event
+                .lines()
+                .filter_map(|line| line.strip_prefix("data: "))
+                .collect();
+            return serde_json::from_str(&data).unwrap();
+        }
+        let frame = tokio::time::timeout(std::time::Duration::from_secs(60), body.frame())
+            .await
+            .expect("an event within a minute")
+            .expect("the stream has another event")
+            .unwrap();
+        if let Some(data) = frame.data_ref() {
+            pending.push_str(std::str::from_utf8(data).unwrap());
+        }
+    }
+}
+
+/// In a session, a run's ask goes out on the call's stream as an
+/// `elicitation/create` request; the client's reply, POSTed to another
+/// process on the same session store (as to another Lambda instance), is
+/// relayed through the store to the process holding the stream, and the
+/// run continues there to its answer on the same stream. A reply to a
+/// request nobody sent changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_era_ask_is_answered_through_another_process() {
+    use mcp_v8_lambda::session::{RedbSessionStore, SessionStore};
+    use tower::ServiceExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = RedbSessionStore::open(&dir.path().join("sessions.redb")).unwrap();
+    let sessions: std::sync::Arc<dyn SessionStore> = std::sync::Arc::new(store);
+    let holder = common::server_with(3600, false, Some(sessions.clone()));
+    let other = common::server_with(3600, false, Some(sessions));
+    let session = initialize_asking(&holder).await;
+
+    let stray =
+        json!({"jsonrpc": "2.0", "id": "no-such-request", "result": { "action": "accept" }});
+    assert_eq!(other.rpc(Some(&session), stray).await.status, 202);
+
+    let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+        "name": "run_js", "arguments": { "code": CODE, "session": "relayed" } }});
+    let request = post()
+        .header("mcp-session-id", &session)
+        .body(Body::from(call.to_string()))
+        .unwrap();
+    let response = mcp_v8_lambda::transport::router(holder.app.clone())
+        .oneshot(request)
+        .await
+        .unwrap();
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/event-stream",
+        "a call whose run asks is answered as a stream"
+    );
+    let mut body = response.into_body();
+    let mut pending = String::new();
+    let ask = next_event(&mut body, &mut pending).await;
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    assert_eq!(ask["params"]["message"], "n?", "{ask}");
+    assert_eq!(ask["params"]["mode"], "form", "{ask}");
+
+    let reply = json!({"jsonrpc": "2.0", "id": ask["id"],
+        "result": { "action": "accept", "content": { "n": 7 } }});
+    assert_eq!(other.rpc(Some(&session), reply).await.status, 202);
+    let answer = next_event(&mut body, &mut pending).await;
+    assert_eq!(answer["id"], 9, "{answer}");
+    let outcome = &answer["result"]["structuredContent"];
+    assert_eq!(outcome["status"], "completed", "{answer}");
+    assert_eq!(outcome["result"], r#"["accept",7,1]"#, "{answer}");
 }
 
 /// `serve` killed with SIGKILL between the ask and the answer: a new

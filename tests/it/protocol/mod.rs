@@ -12,5 +12,6 @@ pub(crate) mod progress;
 pub(crate) mod resources;
 pub(crate) mod sessionless;
 pub(crate) mod stdio;
+pub(crate) mod task_input;
 pub(crate) mod tasks;
 pub(crate) mod tools;

@@ -478,7 +478,7 @@ async fn answer(request: reqwest::RequestBuilder) -> Value {
 }
 
 /// `serve` with one engine worker, whose runs become tasks after 300 ms.
-fn serve_with_tasks(dir: &std::path::Path) -> Serve {
+pub(crate) fn serve_with_tasks(dir: &std::path::Path) -> Serve {
     Serve::start_with(
         dir,
         common::net::free_port(),
@@ -768,12 +768,12 @@ impl mcp_v8_lambda::tasks::Execute for UntilCancelled {
         _: &mcp_v8_lambda::tasks::TaskRequest,
         control: Arc<mcp_v8_lambda::tools::RunControl>,
         _: Option<std::time::SystemTime>,
-    ) -> mcp_v8_lambda::tasks::TaskOutcome {
+    ) -> mcp_v8_lambda::tasks::Ran {
         while !control.is_cancelled() {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         self.0.notify_one();
-        mcp_v8_lambda::tasks::TaskOutcome::Result(json!({}))
+        mcp_v8_lambda::tasks::Ran::Ended(mcp_v8_lambda::tasks::TaskOutcome::Result(json!({})))
     }
 }
 
@@ -803,6 +803,8 @@ async fn a_cancel_in_this_process_stops_the_run_without_the_store() {
         logical_session: None,
         protocol_version: "2026-07-28".into(),
         ui_extension: false,
+        elicitation: None,
+        retry: None,
     };
     let record = tasks.start(&tenant, request, 60_000).await.unwrap();
     let asked = Instant::now();

@@ -30,7 +30,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "upstream",
         ],
     ),
-    ("tasks", &["clock", "engine", "protocol", "tenant"]),
+    (
+        "tasks",
+        &["clock", "elicit", "engine", "protocol", "tenant"],
+    ),
     (
         "meta",
         &[

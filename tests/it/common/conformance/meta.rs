@@ -73,7 +73,48 @@ pub async fn run_all(store: Arc<dyn MetaStore>) {
     executions_round_trip_and_expire(store.as_ref()).await;
     pending_saves_are_replaced_read_and_cleared_only_by_their_run(store.as_ref()).await;
     suspended_runs_expire_and_are_claimed_once(store.clone()).await;
+    suspensions_are_admitted_up_to_the_limit_per_tenant_and_window(store.clone()).await;
     concurrent_appends_get_distinct_gapless_indexes(store, 8, 25).await;
+}
+
+/// A window admits `limit` suspensions of a tenant, at once or not, and
+/// then none; another tenant and the next window count afresh.
+pub async fn suspensions_are_admitted_up_to_the_limit_per_tenant_and_window(
+    store: Arc<dyn MetaStore>,
+) {
+    let (tenant, other) = (fresh_tenant("admitted"), fresh_tenant("other"));
+    let admits = (0..5).map(|_| {
+        let (store, tenant) = (store.clone(), tenant.clone());
+        tokio::spawn(async move {
+            store
+                .admit_suspension(&tenant, 7, 3, 9_999_999_999)
+                .await
+                .unwrap()
+        })
+    });
+    let mut admitted = 0;
+    for admit in admits {
+        admitted += usize::from(admit.await.unwrap());
+    }
+    assert_eq!(admitted, 3, "exactly the limit, however many at once");
+    assert!(
+        !store
+            .admit_suspension(&tenant, 7, 3, 9_999_999_999)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .admit_suspension(&other, 7, 3, 9_999_999_999)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .admit_suspension(&tenant, 8, 3, 9_999_999_999)
+            .await
+            .unwrap()
+    );
 }
 
 fn suspension(expires_at: i64, output: String) -> Suspension {

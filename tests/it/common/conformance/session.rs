@@ -41,6 +41,7 @@ pub async fn run_all(store: Arc<dyn SessionStore>) {
     touch_extends_only_live_states(store.as_ref()).await;
     delete_removes_and_reports(store.as_ref()).await;
     cancels_are_seen_for_their_request_only_until_they_expire(store.as_ref()).await;
+    replies_are_seen_for_their_request_only_until_they_expire(store.as_ref()).await;
     concurrent_sessions_do_not_interfere(store).await;
 }
 
@@ -59,6 +60,40 @@ pub async fn cancels_are_seen_for_their_request_only_until_they_expire(store: &d
     assert!(!store.request_cancelled(&b, "7", 100).await.unwrap());
     // A cancel record is not a session.
     assert!(store.get(&a, 100).await.unwrap().is_none());
+}
+
+/// A relayed reply is seen for its own session and request, the latest
+/// one, until it expires.
+pub async fn replies_are_seen_for_their_request_only_until_they_expire(store: &dyn SessionStore) {
+    let (a, b) = (SessionId::generate(), SessionId::generate());
+    assert_eq!(store.relayed_reply(&a, "\"e1\"", 100).await.unwrap(), None);
+    store
+        .relay_reply(&a, "\"e1\"", r#"{"result":{"action":"decline"}}"#, 200)
+        .await
+        .unwrap();
+    store
+        .relay_reply(&a, "\"e1\"", r#"{"result":{"action":"accept"}}"#, 200)
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .relayed_reply(&a, "\"e1\"", 100)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some(r#"{"result":{"action":"accept"}}"#),
+        "the latest reply"
+    );
+    assert_eq!(
+        store.relayed_reply(&a, "\"e1\"", 200).await.unwrap(),
+        None,
+        "expired"
+    );
+    assert_eq!(store.relayed_reply(&a, "\"e2\"", 100).await.unwrap(), None);
+    assert_eq!(store.relayed_reply(&b, "\"e1\"", 100).await.unwrap(), None);
+    // A reply is neither a session nor a cancel.
+    assert!(store.get(&a, 100).await.unwrap().is_none());
+    assert!(!store.request_cancelled(&a, "\"e1\"", 100).await.unwrap());
 }
 
 /// A never-stored id is absent.

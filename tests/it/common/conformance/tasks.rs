@@ -20,6 +20,16 @@ fn request() -> TaskRequest {
         protocol_version: "2025-11-25".into(),
         // Kept and read back like every other field.
         ui_extension: true,
+        elicitation: Some(json!({ "form": {} })),
+        retry: Some(mcp_v8_lambda::elicit::Retry {
+            input_responses: Some(
+                json!({ "elicit-1": { "action": "decline" } })
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+            request_state: Some("v1.state.mac".into()),
+        }),
     }
 }
 
@@ -42,6 +52,7 @@ fn record(id: Uuid) -> TaskRecord {
         outcome: None,
         runner: None,
         heartbeat_at: Some(0),
+        input: None,
     }
 }
 
