@@ -90,7 +90,9 @@ pub(super) async fn call(
     params: Option<&RawValue>,
     message: fn(RequestId, Result<MethodResult, MethodError>) -> Box<RawValue>,
 ) -> Answer {
-    let call = StreamedCall {
+    // What a streamed answer needs is gathered only for one: a call that
+    // answers at once pays for none of it.
+    let streamed = |request: RequestContext| StreamedCall {
         request,
         server: server.clone(),
         id: id.clone(),
@@ -99,12 +101,16 @@ pub(super) async fn call(
         params: params.map(ToOwned::to_owned),
         message,
     };
+    let asks_on_stream = request.session.is_some() && request.may_stream;
     if rpc_method != method::TOOLS_CALL {
         // Only a 2025-11-25 `tasks/result` of a task whose run asks turns
         // into a stream here, to carry the asks.
-        let context = call.request.call_context(None);
-        return match server.handle(context, rpc_method, params).await {
-            Ok(MethodResult::InputRequired(asked)) if call.asks_on_stream() => {
+        let answer = server
+            .handle(request.call_context(None), rpc_method, params)
+            .await;
+        return match answer {
+            Ok(MethodResult::InputRequired(asked)) if asks_on_stream => {
+                let call = streamed(request);
                 let registration = calls.inflight.register(None);
                 Answer::Streamed(stream::respond(
                     None,
@@ -118,19 +124,11 @@ pub(super) async fn call(
             answer => Answer::Now(answer),
         };
     }
-    let key = call
-        .request
-        .session
-        .as_ref()
-        .map(|(session, _)| (session, id));
+    let key = request.session.as_ref().map(|(session, _)| (session, id));
     let registration = calls.inflight.register(key);
-    if !call.request.may_stream {
-        let answer = call.first(registration.control()).await;
-        drop(registration);
-        return Answer::Now(answer);
-    }
     let token = mcp::progress_token(params);
-    if token.is_some() {
+    if request.may_stream && token.is_some() {
+        let call = streamed(request);
         return Answer::Streamed(stream::respond(
             token,
             registration,
@@ -142,13 +140,19 @@ pub(super) async fn call(
     }
     // Without a progress token the answer is JSON, unless the run asks:
     // then it becomes a stream the asks travel on.
-    match call.first(registration.control()).await {
-        Ok(MethodResult::InputRequired(asked)) if call.asks_on_stream() => Answer::Streamed(
-            stream::respond(None, registration, move |control, events| async move {
-                let answer = Ok(MethodResult::InputRequired(asked));
-                call.finish(answer, &control, &events).await
-            }),
-        ),
+    let control = registration.control();
+    match watched(&request, server, id, rpc_method, params, control).await {
+        Ok(MethodResult::InputRequired(asked)) if asks_on_stream => {
+            let call = streamed(request);
+            Answer::Streamed(stream::respond(
+                None,
+                registration,
+                move |control, events| async move {
+                    let answer = Ok(MethodResult::InputRequired(asked));
+                    call.finish(answer, &control, &events).await
+                },
+            ))
+        }
         answer => {
             drop(registration);
             Answer::Now(answer)
@@ -169,11 +173,6 @@ struct StreamedCall {
 }
 
 impl StreamedCall {
-    /// Whether the session-era asks of this call travel on its stream.
-    fn asks_on_stream(&self) -> bool {
-        self.request.session.is_some() && self.request.may_stream
-    }
-
     /// The call's first round.
     async fn first(&self, control: &Arc<RunControl>) -> Result<MethodResult, MethodError> {
         let params = self.params.as_deref();
@@ -194,7 +193,7 @@ impl StreamedCall {
             .request
             .session
             .as_ref()
-            .filter(|_| self.asks_on_stream())
+            .filter(|_| self.request.may_stream)
             && let Ok(MethodResult::InputRequired(asked)) = answer
         {
             let conversation = asking::Conversation {
