@@ -1,6 +1,8 @@
 //! Init states in DynamoDB: one item per transport session, read with strong
 //! consistency, expiring by TTL and, because TTL deletes late, by the reader.
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::DisplayErrorContext;
@@ -52,6 +54,32 @@ fn cancel_key(id: &SessionId, request: &str) -> String {
 /// session's item as a cancel record is.
 fn reply_key(id: &SessionId, request: &str) -> String {
     format!("{id}#reply#{request}")
+}
+
+impl DynamoSessionStore {
+    /// The side item `key` (a cancel, a relayed reply), read strongly
+    /// consistently, unless absent or expired at `now`: TTL deletes late.
+    async fn unexpired(
+        &self,
+        key: String,
+        now: i64,
+    ) -> Result<Option<HashMap<String, AttributeValue>>, SessionStoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(ID, AttributeValue::S(key))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(backend)?;
+        Ok(output.item.filter(|item| {
+            item.get(EXPIRES)
+                .and_then(|v| v.as_n().ok())
+                .and_then(|v| v.parse::<i64>().ok())
+                .is_some_and(|until| until > now)
+        }))
+    }
 }
 
 #[async_trait]
@@ -169,22 +197,8 @@ impl SessionStore for DynamoSessionStore {
         request: &str,
         now: i64,
     ) -> Result<bool, SessionStoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key(ID, AttributeValue::S(cancel_key(id, request)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(backend)?;
-        let until = output
-            .item
-            .as_ref()
-            .and_then(|item| item.get(EXPIRES))
-            .and_then(|v| v.as_n().ok())
-            .and_then(|v| v.parse::<i64>().ok());
-        Ok(until.is_some_and(|until| until > now))
+        let item = self.unexpired(cancel_key(id, request), now).await?;
+        Ok(item.is_some())
     }
 
     async fn relay_reply(
@@ -212,25 +226,7 @@ impl SessionStore for DynamoSessionStore {
         request: &str,
         now: i64,
     ) -> Result<Option<String>, SessionStoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key(ID, AttributeValue::S(reply_key(id, request)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(backend)?;
-        let Some(item) = output.item else {
-            return Ok(None);
-        };
-        let until = item
-            .get(EXPIRES)
-            .and_then(|v| v.as_n().ok())
-            .and_then(|v| v.parse::<i64>().ok());
-        if until.is_none_or(|until| until <= now) {
-            return Ok(None);
-        }
-        Ok(item.get(REPLY).and_then(|v| v.as_s().ok()).cloned())
+        let item = self.unexpired(reply_key(id, request), now).await?;
+        Ok(item.and_then(|item| item.get(REPLY)?.as_s().ok().cloned()))
     }
 }
