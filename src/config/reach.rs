@@ -94,6 +94,11 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
                 Least::One,
             )?,
             runtime_api,
+            held_secs: self.number(
+                "MCP_V8_SUSPENDED_RUN_TTL_SECS",
+                UpstreamConfig::DEFAULT_HELD_SECS,
+                Least::One,
+            )?,
         })
     }
 }

@@ -117,6 +117,11 @@ pub(super) fn advise(outcome: &mut RunOutcome, limits: &EngineConfig, had: &Had<
                 },
             );
         }
+        RunStatus::Failed if error.name == "TypeError" => {
+            if let Some(advice) = mcp_advice(&error.message, had.code) {
+                add(error, &advice);
+            }
+        }
         RunStatus::Failed if error.name == "ReferenceError" => {
             if let Some(name) = undefined_name(&error.message) {
                 let advice = match &missing {
@@ -132,6 +137,58 @@ pub(super) fn advise(outcome: &mut RunOutcome, limits: &EngineConfig, had: &Had<
         }
         _ => {}
     }
+}
+
+/// What to do about code mode's proxies read wrong: `mcp.<server>.<tool>`
+/// of a tool the server lacks (`is not a function`: its proxy has only the
+/// tools the server lists), and of a server that is not configured
+/// (`mcp.<server>` is undefined).
+fn mcp_advice(message: &str, code: &str) -> Option<String> {
+    if let Some(called) = message.strip_suffix(" is not a function")
+        && let Some(path) = called.strip_prefix("mcp.")
+        && let Some((server, tool)) = path.split_once('.')
+        && is_identifier(server)
+        && is_identifier(tool)
+    {
+        return Some(format!(
+            ": upstream MCP server {server:?} lists no tool {tool:?}; `await \
+             mcp.listTools(\"{server}\")` gives its tools and their arguments"
+        ));
+    }
+    let read = message
+        .strip_prefix("Cannot read properties of undefined (reading '")?
+        .strip_suffix("')")?;
+    let server = proxied_server(code, read)?;
+    Some(format!(
+        ": `mcp.{server}` is undefined because no upstream MCP server {server:?} is configured \
+         here; `mcp.servers` names those that are"
+    ))
+}
+
+/// A name of the form `[A-Za-z_$][A-Za-z0-9_$-]*`, as servers and tools are.
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$' || c == '-')
+}
+
+/// The `<server>` of a `mcp.<server>.<read>` (or `?.<read>`) in `code`.
+fn proxied_server<'c>(code: &'c str, read: &str) -> Option<&'c str> {
+    code.match_indices("mcp.").find_map(|(at, _)| {
+        let rest = &code[at + 4..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$'))
+            .unwrap_or(rest.len());
+        let (server, after) = rest.split_at(end);
+        let after = after
+            .strip_prefix("?.")
+            .or_else(|| after.strip_prefix('.'))?;
+        let named = after.strip_prefix(read)?;
+        let whole = !named.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
+        (is_identifier(server) && whole).then_some(server)
+    })
 }
 
 /// Appends `advice` to `error`'s message and to the first line of its
@@ -289,6 +346,32 @@ fn declarations_of(code: &str, name: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use super::{mcp_advice, proxied_server};
+
+    #[test]
+    fn code_modes_proxies_read_wrong_name_what_to_do() {
+        let tool = mcp_advice("mcp.everything.readResource is not a function", "").unwrap();
+        assert!(tool.contains("mcp.listTools(\"everything\")"), "{tool}");
+        let code = "const r = await mcp.github.search({ q: 'x' });";
+        let server = mcp_advice(
+            "Cannot read properties of undefined (reading 'search')",
+            code,
+        )
+        .unwrap();
+        assert!(
+            server.contains("`mcp.github`") && server.contains("mcp.servers"),
+            "{server}"
+        );
+        // Other undefined reads, and other calls that are not functions,
+        // get nothing.
+        assert_eq!(
+            mcp_advice("Cannot read properties of undefined (reading 'x')", code),
+            None
+        );
+        assert_eq!(mcp_advice("foo.bar is not a function", code), None);
+        assert_eq!(proxied_server("mcp.gh.searchAll()", "search"), None);
+    }
+
     #[test]
     fn a_redeclared_name_is_read_from_v8s_message() {
         assert_eq!(

@@ -172,3 +172,80 @@ impl CallError {
         }
     }
 }
+
+/// What code gets of a `tools/call` result: `structuredContent` when there
+/// is one (its `result` when the output schema only wraps it: `wrapped`);
+/// otherwise the text of its text blocks, parsed when it is a JSON object
+/// or array (text such as `42` or `true` stays text); the content blocks
+/// themselves when any is not text (images). `Err`: the tool's `isError`,
+/// with its text.
+pub(super) fn value_of(result: Value, wrapped: bool) -> Result<Value, String> {
+    let content = result
+        .get("content")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let texts: Vec<&str> = content
+        .iter()
+        .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|block| block.get("text").and_then(Value::as_str))
+        .collect();
+    let text = texts.join("\n");
+    if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        return Err(if text.is_empty() {
+            result
+                .get("structuredContent")
+                .map(Value::to_string)
+                .unwrap_or_else(|| "(no text)".to_owned())
+        } else {
+            text
+        });
+    }
+    if let Some(structured) = result.get("structuredContent") {
+        if wrapped && let Some(inner) = structured.get("result") {
+            return Ok(inner.clone());
+        }
+        return Ok(structured.clone());
+    }
+    if texts.len() < content.len() {
+        return Ok(Value::Array(content));
+    }
+    let structure = text.trim_start().starts_with(['{', '[']);
+    Ok(structure
+        .then(|| serde_json::from_str(&text).ok())
+        .flatten()
+        .unwrap_or(Value::String(text)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_result_is_its_structured_content_else_its_text_parsed_when_json() {
+        let structured = json!({"content": [{"type": "text", "text": "{\"n\": 1}"}],
+            "structuredContent": {"n": 2}});
+        assert_eq!(value_of(structured, false).unwrap(), json!({"n": 2}));
+        let json_text = json!({"content": [{"type": "text", "text": "[1, 2]"}]});
+        assert_eq!(value_of(json_text, false).unwrap(), json!([1, 2]));
+        let text = json!({"content": [{"type": "text", "text": "hello"}, {"type": "text", "text": "world"}]});
+        assert_eq!(value_of(text, false).unwrap(), json!("hello\nworld"));
+        // Text that happens to be a JSON scalar (an id, a count) stays text.
+        let id = json!({"content": [{"type": "text", "text": "0042"}]});
+        assert_eq!(value_of(id, false).unwrap(), json!("0042"));
+        let count = json!({"content": [{"type": "text", "text": "7"}]});
+        assert_eq!(value_of(count, false).unwrap(), json!("7"));
+        let image =
+            json!({"content": [{"type": "image", "data": "AA==", "mimeType": "image/png"}]});
+        assert_eq!(value_of(image.clone(), false).unwrap(), image["content"]);
+        let failed =
+            json!({"content": [{"type": "text", "text": "no such repo"}], "isError": true});
+        assert_eq!(value_of(failed, false).unwrap_err(), "no such repo");
+        // A wrapped primitive comes back as the primitive.
+        let wrapped = json!({"content": [{"type": "text", "text": "5"}],
+            "structuredContent": {"result": 5}});
+        assert_eq!(value_of(wrapped.clone(), true).unwrap(), json!(5));
+        assert_eq!(value_of(wrapped, false).unwrap(), json!({"result": 5}));
+    }
+}

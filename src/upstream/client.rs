@@ -21,7 +21,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitationCapability,
+    FormElicitationCapability, Implementation, ProtocolVersion, UrlElicitationCapability,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, Peer, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -29,8 +30,12 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::Value;
 use url::Url;
 
-use super::call::{CallError, ToolInfo};
+use super::asks::{
+    Answer, Answers, Asker, Asks, HELD_KEY, HeldCalls, Listeners, Listening, Resume, asks_of,
+};
+use super::call::{CallError, ToolInfo, value_of};
 use super::cancel::{Abandoned, Cancellations};
+use super::flight::{Flight, Step, tool_result};
 use super::{UpstreamConfig, UpstreamServer};
 use crate::BoxError;
 use crate::egress::{Policy, chain};
@@ -45,6 +50,16 @@ pub struct Upstreams {
     pub(super) catalog: tokio::sync::Mutex<Option<super::Cached>>,
     runtime: tokio::runtime::Handle,
     cancellations: Arc<Cancellations>,
+    /// Session-era calls whose upstream asked the person (`asks`).
+    held: HeldCalls<Held>,
+}
+
+/// A session-era call held while the person decides, with what it is.
+struct Held {
+    server: String,
+    tool: String,
+    wrapped: bool,
+    flight: Flight,
 }
 
 impl std::fmt::Debug for Upstreams {
@@ -72,6 +87,7 @@ impl Upstreams {
             catalog: tokio::sync::Mutex::new(None),
             runtime,
             cancellations,
+            held: HeldCalls::new(Duration::from_secs(config.held_secs.max(1))),
         }))
     }
 
@@ -116,15 +132,18 @@ impl Upstreams {
     }
 
     /// Calls `tool` of `server` with `args`, at most for `timeout`: the
-    /// result's value (see [`value_of`]). Logs one event per call, without
+    /// result's value (see [`value_of`]), or the questions the upstream
+    /// asked the person ([`super::asks`]); `answers` carries the person's
+    /// answers to the last ones. Logs one event per call, without
     /// arguments or results. Runs on [`Self::runtime`].
     pub async fn call(
         &self,
         server: &str,
         tool: &str,
         args: serde_json::Map<String, Value>,
+        answers: Option<Answers>,
         timeout: Duration,
-    ) -> Result<Value, CallError> {
+    ) -> Result<Answer, CallError> {
         let mut audit = Audit {
             server,
             tool,
@@ -132,14 +151,21 @@ impl Upstreams {
             ended: None,
         };
         let outcome = match self.server(server) {
-            Ok(found) => found.call(tool, args, timeout).await,
+            Ok(found) => found.call(tool, args, answers, timeout, &self.held).await,
             Err(error) => Err(error),
         };
         audit.ended = Some(match &outcome {
-            Ok((_, bytes)) => ("ok", *bytes),
+            Ok((Answer::Value(_), bytes)) => ("ok", *bytes),
+            Ok((Answer::Asks(_), _)) => ("asked", 0),
             Err(error) => (error.status(), 0),
         });
-        outcome.map(|(value, _)| value)
+        outcome.map(|(answer, _)| answer)
+    }
+
+    /// Drops the held call `token` names (the run could not ask the
+    /// person): it is cancelled at its upstream.
+    pub fn release(&self, token: &str) {
+        drop(self.held.take(token));
     }
 }
 
@@ -218,9 +244,11 @@ struct Server {
     secrets: Vec<String>,
     /// Largest answer read (`MCP_V8_MCP_MAX_RESPONSE_MB`).
     max_response_mb: usize,
-    connection: tokio::sync::Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
+    connection: tokio::sync::Mutex<Option<RunningService<RoleClient, Asker>>>,
     tools: tokio::sync::Mutex<Option<Arc<Vec<ToolInfo>>>>,
     cancellations: Arc<Cancellations>,
+    /// Calls in progress that listen for the upstream's questions.
+    listeners: Listeners,
 }
 
 impl Server {
@@ -286,6 +314,7 @@ impl Server {
             connection: tokio::sync::Mutex::new(None),
             tools: tokio::sync::Mutex::new(None),
             cancellations: cancellations.clone(),
+            listeners: Listeners::default(),
         })
     }
 
@@ -360,10 +389,21 @@ impl Server {
         config.max_json_response_size = read;
         config.max_sse_event_size = read;
         let transport = StreamableHttpClientTransport::with_client(self.client.clone(), config);
-        let info = ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("mcp-v8-lambda", env!("CARGO_PKG_VERSION")),
+        // Elicitation is declared so that an upstream may ask; each
+        // question goes to the run whose call it came on (`asks`).
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(
+            ElicitationCapability::new()
+                .with_form(FormElicitationCapability::default())
+                .with_url(UrlElicitationCapability::default()),
         );
+        let info = Asker {
+            info: ClientConfig::new(
+                capabilities,
+                Implementation::new("mcp-v8-lambda", env!("CARGO_PKG_VERSION")),
+            ),
+            listeners: self.listeners.clone(),
+        };
         let lifecycle = ClientLifecycleMode::Auto {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
             legacy_version: Some(ProtocolVersion::V_2025_11_25),
@@ -448,84 +488,147 @@ impl Server {
         }
     }
 
-    /// `tools/call` as rmcp's `Peer::call_tool` sends it, but cancelled
-    /// through [`Cancellations`] when the future is dropped (the run or
-    /// the call's timeout ended it), so that an engine worker can wait for
-    /// the cancel to be sent before it is ended.
-    async fn call_tool(
+    /// `tools/call` as rmcp's `Peer::call_tool` sends it, but in flight
+    /// until answered ([`Flight`]): cancelled through [`Cancellations`]
+    /// when dropped (the run or the call's timeout ended it), so that an
+    /// engine worker can wait for the cancel to be sent before it is ended.
+    async fn send_call(
         &self,
         peer: &Peer<RoleClient>,
         params: CallToolRequestParams,
-    ) -> Result<rmcp::model::CallToolResult, rmcp::ServiceError> {
-        use rmcp::model::{CallToolRequest, CallToolResult, ClientRequest, ServerResult};
+    ) -> Result<Flight, rmcp::ServiceError> {
+        use rmcp::model::{CallToolRequest, ClientRequest};
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = peer
             .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
             .await?;
+        let (listening, questions) = Listening::new(&self.listeners, handle.id.clone());
         let in_flight = Abandoned::start(peer, handle.id.clone(), &self.cancellations);
-        let answer = handle.await_response().await;
-        in_flight.answered();
-        // What rmcp's `call_tool` accepts as a result, contentless ones too;
-        // a custom result is read as a tool result whatever fields it has
-        // (rmcp's own accepts one with only `_meta`).
-        match answer? {
-            ServerResult::CallToolResult(result) => Ok(result),
-            ServerResult::EmptyResult(_) => Ok(CallToolResult::default()),
-            ServerResult::TaskAckResult(ack) => {
-                let mut result = CallToolResult::default();
-                result.result_type = Some(ack.result_type);
-                result.meta = ack.meta;
-                Ok(result)
-            }
-            ServerResult::CustomResult(custom) => {
-                serde_json::from_value(custom.0).map_err(|_| rmcp::ServiceError::UnexpectedResponse)
-            }
-            _ => Err(rmcp::ServiceError::UnexpectedResponse),
-        }
+        Ok(Flight {
+            response: Box::pin(handle.await_response()),
+            questions,
+            _listening: listening,
+            in_flight: Some(in_flight),
+            reply: None,
+        })
     }
 
     async fn call(
         &self,
         tool: &str,
         args: serde_json::Map<String, Value>,
+        answers: Option<Answers>,
         timeout: Duration,
-    ) -> Result<(Value, u64), CallError> {
+        held: &HeldCalls<Held>,
+    ) -> Result<(Answer, u64), CallError> {
         let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
         let timed_out = || CallError::TimedOut {
             server: self.name.clone(),
             tool: tool.to_owned(),
             ms,
         };
+        let failed = |reason: String| CallError::Failed {
+            server: self.name.clone(),
+            tool: tool.to_owned(),
+            reason,
+        };
         let work = async {
-            let mut tools = self.tools(false).await?;
-            if !tools.iter().any(|t| t.name == tool) {
-                tools = self.tools(true).await?;
-            }
-            let Some(info) = tools.iter().find(|t| t.name == tool) else {
-                let mut known: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-                known.sort_unstable();
-                return Err(CallError::UnknownTool {
-                    server: self.name.clone(),
-                    tool: tool.to_owned(),
-                    known: if known.is_empty() {
-                        "(none)".to_owned()
-                    } else {
-                        known.join(", ")
-                    },
-                });
+            let (wrapped, mut flight) = match answers {
+                Some(Answers {
+                    resume: Resume::Held { token },
+                    responses,
+                }) => {
+                    let Some(mut kept) = held
+                        .take(&token)
+                        .filter(|kept| kept.server == self.name && kept.tool == tool)
+                    else {
+                        return Err(failed(
+                            "the upstream (of the session era) keeps its question inside its \
+                             call, which was held by another process, or past \
+                             MCP_V8_SUSPENDED_RUN_TTL_SECS; call the tool again"
+                                .to_owned(),
+                        ));
+                    };
+                    let reply = responses
+                        .get(HELD_KEY)
+                        .cloned()
+                        .unwrap_or_else(|| serde_json::json!({ "action": "cancel" }));
+                    if let Some(waiting) = kept.flight.reply.take() {
+                        let _ = waiting.send(reply);
+                    }
+                    (kept.wrapped, kept.flight)
+                }
+                answers => {
+                    let mut tools = self.tools(false).await?;
+                    if !tools.iter().any(|t| t.name == tool) {
+                        tools = self.tools(true).await?;
+                    }
+                    let Some(info) = tools.iter().find(|t| t.name == tool) else {
+                        let mut known: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+                        known.sort_unstable();
+                        return Err(CallError::UnknownTool {
+                            server: self.name.clone(),
+                            tool: tool.to_owned(),
+                            known: if known.is_empty() {
+                                "(none)".to_owned()
+                            } else {
+                                known.join(", ")
+                            },
+                        });
+                    };
+                    let wrapped = info.wraps_result();
+                    let peer = self.peer().await?;
+                    let mut params =
+                        CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+                    if let Some(Answers {
+                        resume: Resume::Retry { request_state },
+                        responses,
+                    }) = answers
+                    {
+                        params.input_responses = Some(responses.into_iter().collect());
+                        params.request_state = request_state;
+                    }
+                    match self.send_call(&peer, params).await {
+                        Ok(flight) => (wrapped, flight),
+                        Err(error) => return Err(self.cause(tool, &error).await),
+                    }
+                }
             };
-            let wrapped = info.wraps_result();
-            let peer = self.peer().await?;
-            let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
-            let result = match self.call_tool(&peer, params).await {
+            let answer = match flight.next().await {
+                Step::Asked(params) => {
+                    let mut requests = serde_json::Map::new();
+                    requests.insert(
+                        HELD_KEY.to_owned(),
+                        serde_json::json!({ "method": super::asks::ELICIT, "params": params }),
+                    );
+                    let token = held.hold(Held {
+                        server: self.name.clone(),
+                        tool: tool.to_owned(),
+                        wrapped,
+                        flight,
+                    });
+                    return Ok((
+                        Answer::Asks(Asks {
+                            requests,
+                            resume: Resume::Held { token },
+                        }),
+                        0,
+                    ));
+                }
+                Step::Answered(answer) => *answer,
+            };
+            let result = match answer {
+                Ok(rmcp::model::ServerResult::InputRequiredResult(asked)) => {
+                    return asks_of(&self.name, tool, asked).map(|asks| (Answer::Asks(asks), 0));
+                }
+                Ok(answer) => tool_result(answer),
+                Err(error) => Err(error),
+            };
+            let result = match result {
                 Ok(result) => result,
                 Err(error) => return Err(self.cause(tool, &error).await),
             };
-            let raw = serde_json::to_value(&result).map_err(|e| CallError::Failed {
-                server: self.name.clone(),
-                tool: tool.to_owned(),
-                reason: e.to_string(),
-            })?;
+            let raw = serde_json::to_value(&result).map_err(|e| failed(e.to_string()))?;
             let bytes = raw.to_string().len() as u64;
             if bytes > (self.max_response_mb * 1024 * 1024) as u64 {
                 return Err(CallError::TooLarge {
@@ -535,7 +638,7 @@ impl Server {
                 });
             }
             value_of(raw, wrapped)
-                .map(|value| (value, bytes))
+                .map(|value| (Answer::Value(value), bytes))
                 .map_err(|text| CallError::Tool {
                     server: self.name.clone(),
                     tool: tool.to_owned(),
@@ -546,50 +649,6 @@ impl Server {
             .await
             .unwrap_or_else(|_| Err(timed_out()))
     }
-}
-
-/// What code gets of a `tools/call` result: `structuredContent` when there
-/// is one (its `result` when the output schema only wraps it: `wrapped`);
-/// otherwise the text of its text blocks, parsed when it is a JSON object
-/// or array (text such as `42` or `true` stays text); the content blocks
-/// themselves when any is not text (images). `Err`: the tool's `isError`,
-/// with its text.
-pub(crate) fn value_of(result: Value, wrapped: bool) -> Result<Value, String> {
-    let content = result
-        .get("content")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let texts: Vec<&str> = content
-        .iter()
-        .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
-        .filter_map(|block| block.get("text").and_then(Value::as_str))
-        .collect();
-    let text = texts.join("\n");
-    if result.get("isError").and_then(Value::as_bool) == Some(true) {
-        return Err(if text.is_empty() {
-            result
-                .get("structuredContent")
-                .map(Value::to_string)
-                .unwrap_or_else(|| "(no text)".to_owned())
-        } else {
-            text
-        });
-    }
-    if let Some(structured) = result.get("structuredContent") {
-        if wrapped && let Some(inner) = structured.get("result") {
-            return Ok(inner.clone());
-        }
-        return Ok(structured.clone());
-    }
-    if texts.len() < content.len() {
-        return Ok(Value::Array(content));
-    }
-    let structure = text.trim_start().starts_with(['{', '[']);
-    Ok(structure
-        .then(|| serde_json::from_str(&text).ok())
-        .flatten()
-        .unwrap_or(Value::String(text)))
 }
 
 /// The egress policy's resolver for an upstream's client: a name must
@@ -630,33 +689,6 @@ fn refusal_of_upstream(error: BoxError) -> BoxError {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn a_result_is_its_structured_content_else_its_text_parsed_when_json() {
-        let structured = json!({"content": [{"type": "text", "text": "{\"n\": 1}"}],
-            "structuredContent": {"n": 2}});
-        assert_eq!(value_of(structured, false).unwrap(), json!({"n": 2}));
-        let json_text = json!({"content": [{"type": "text", "text": "[1, 2]"}]});
-        assert_eq!(value_of(json_text, false).unwrap(), json!([1, 2]));
-        let text = json!({"content": [{"type": "text", "text": "hello"}, {"type": "text", "text": "world"}]});
-        assert_eq!(value_of(text, false).unwrap(), json!("hello\nworld"));
-        // Text that happens to be a JSON scalar (an id, a count) stays text.
-        let id = json!({"content": [{"type": "text", "text": "0042"}]});
-        assert_eq!(value_of(id, false).unwrap(), json!("0042"));
-        let count = json!({"content": [{"type": "text", "text": "7"}]});
-        assert_eq!(value_of(count, false).unwrap(), json!("7"));
-        let image =
-            json!({"content": [{"type": "image", "data": "AA==", "mimeType": "image/png"}]});
-        assert_eq!(value_of(image.clone(), false).unwrap(), image["content"]);
-        let failed =
-            json!({"content": [{"type": "text", "text": "no such repo"}], "isError": true});
-        assert_eq!(value_of(failed, false).unwrap_err(), "no such repo");
-        // A wrapped primitive comes back as the primitive.
-        let wrapped = json!({"content": [{"type": "text", "text": "5"}],
-            "structuredContent": {"result": 5}});
-        assert_eq!(value_of(wrapped.clone(), true).unwrap(), json!(5));
-        assert_eq!(value_of(wrapped, false).unwrap(), json!({"result": 5}));
-    }
 
     #[test]
     fn an_output_schema_that_only_wraps_the_result_is_told_apart() {

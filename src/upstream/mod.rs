@@ -6,6 +6,7 @@
 //!   HTTP, the protocol era negotiated; the calls of a run.
 //! - [`catalog`]: what the model reads about the upstreams: lines of
 //!   `run_js`'s description and TypeScript declarations of their tools.
+//! - [`asks`]: an upstream that asks the person during a call.
 //!
 //! # Contract
 //! - An upstream's headers (its credentials) are added by the host's HTTP
@@ -17,16 +18,19 @@
 //!   addresses) and again on every connection (a name must resolve to
 //!   public addresses; private ones are reached by IP literal only).
 
+pub mod asks;
 mod call;
 mod cancel;
 pub mod catalog;
 pub(crate) mod client;
+mod flight;
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use url::Url;
 
+pub use asks::{Answer, Answers, Asks, Resume};
 pub use call::{CallError, ToolInfo};
 pub use client::Upstreams;
 
@@ -77,6 +81,14 @@ pub struct UpstreamConfig {
     pub max_response_mb: u32,
     /// `AWS_LAMBDA_RUNTIME_API` (`host:port`), never reachable.
     pub runtime_api: Option<String>,
+    /// How long a session-era call whose upstream asked the person is held
+    /// for the answer (`MCP_V8_SUSPENDED_RUN_TTL_SECS`, as the run waits).
+    #[serde(default = "default_held_secs")]
+    pub held_secs: u64,
+}
+
+fn default_held_secs() -> u64 {
+    UpstreamConfig::DEFAULT_HELD_SECS
 }
 
 impl std::fmt::Debug for UpstreamConfig {
@@ -87,6 +99,7 @@ impl std::fmt::Debug for UpstreamConfig {
             .field("concurrency", &self.concurrency)
             .field("call_timeout_ms", &self.call_timeout_ms)
             .field("max_response_mb", &self.max_response_mb)
+            .field("held_secs", &self.held_secs)
             .finish_non_exhaustive()
     }
 }
@@ -111,6 +124,9 @@ impl UpstreamConfig {
     pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 30_000;
     /// The largest answer when `MCP_V8_MCP_MAX_RESPONSE_MB` is unset.
     pub const DEFAULT_MAX_RESPONSE_MB: u32 = 16;
+    /// A held call's longest wait when `MCP_V8_SUSPENDED_RUN_TTL_SECS` is
+    /// unset (the suspended run's default).
+    pub const DEFAULT_HELD_SECS: u64 = 3_600;
 
     /// Off: no upstream.
     pub fn off() -> Self {
@@ -119,6 +135,7 @@ impl UpstreamConfig {
             concurrency: Self::DEFAULT_CONCURRENCY,
             call_timeout_ms: Self::DEFAULT_CALL_TIMEOUT_MS,
             max_response_mb: Self::DEFAULT_MAX_RESPONSE_MB,
+            held_secs: Self::DEFAULT_HELD_SECS,
             ..Self::default()
         }
     }

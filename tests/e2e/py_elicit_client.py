@@ -14,6 +14,9 @@ answers each InputRequiredResult and retries the call). FLOW:
   it elsewhere (another process, a forged copy, twice).
 - `retry`: retries with the requestState and responses of argv[5] (JSON)
   and prints the tool's structured content, or its error text.
+- `code`: runs argv[5] (code mode: an upstream's tool that asks for a
+  confirmation, relayed as the run's own ask), the callback accepting with
+  `{"confirm": true}`; prints the outcome and the messages.
 """
 
 import asyncio
@@ -46,11 +49,18 @@ async def main(url: str, session: str, mode: str, flow: str, extra: list[str]) -
 
     async def on_elicit(_context, params):
         seen.append(params.message)
+        if "confirm" in (getattr(params, "requested_schema", None) or {}).get("properties", {}):
+            return types.ElicitResult(action="accept", content={"confirm": True})
         return types.ElicitResult(action="accept", content={"n": next(answers)})
 
     async with Client(url, mode=mode, elicitation_callback=on_elicit) as client:
         arguments = {"code": CODE, "session": session}
-        if flow == "loop":
+        if flow == "code":
+            arguments["code"] = extra[0]
+            result = await client.call_tool("run_js", arguments)
+            assert not result.is_error, result
+            print(json.dumps({"outcome": result.structured_content, "asked": seen}))
+        elif flow == "loop":
             result = await client.call_tool("run_js", arguments)
             assert not result.is_error, result
             print(json.dumps({"outcome": result.structured_content, "asked": seen}))

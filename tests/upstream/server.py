@@ -12,7 +12,10 @@ the header reached the upstream.
 Prints {"port": N} once listening, then one JSON line per event:
 {"event": "request", "protocol": <MCP-Protocol-Version header>},
 {"event": "start" | "end" | "cancelled", "tool": "slow"} around `slow`'s
-wait (cancelled: the call was cancelled mid-way).
+wait (cancelled: the call was cancelled mid-way), and {"event": "asked",
+"tool": "delete_rows"} each time `delete_rows` asks the person (its
+confirmation: an `elicitation/create` on the call's stream in the session
+era, an `InputRequiredResult` on 2026-07-28).
 """
 
 import asyncio
@@ -23,12 +26,20 @@ from typing import TypedDict
 
 import uvicorn
 
+from pydantic import BaseModel
+from typing_extensions import Annotated
+
 try:
     from mcp.server.mcpserver import MCPServer as Server  # mcp 2.x
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.resolve import Elicit, Resolve
+
+    MODERN = True
 except ImportError:
-    from mcp.server.fastmcp import FastMCP as Server  # mcp 1.x
+    from mcp.server.fastmcp import Context, FastMCP as Server  # mcp 1.x
     from mcp.server.fastmcp.exceptions import ToolError
+
+    MODERN = False
 
 TOKEN = sys.argv[1]
 
@@ -91,6 +102,39 @@ async def slow(ms: int) -> str:
         raise
     emit(event="end", tool="slow")
     return "done"
+
+
+class Confirm(BaseModel):
+    confirm: bool
+
+
+def outcome(rows: int, action: str, confirmed: bool) -> str:
+    if action == "accept" and confirmed:
+        return f"deleted {rows} rows"
+    return f"kept {rows} rows ({action})"
+
+
+if MODERN:
+    # 2.x: a resolver asks; on 2026-07-28 the framework answers the call
+    # with an InputRequiredResult and resumes on the retry.
+    def ask_confirm(rows: int) -> Elicit[Confirm]:
+        emit(event="asked", tool="delete_rows")
+        return Elicit(f"Delete {rows} rows?", Confirm)
+
+    @server.tool(structured_output=False)
+    def delete_rows(rows: int, answer: Annotated[Confirm, Resolve(ask_confirm)]) -> str:
+        """Deletes rows once the person confirms."""
+        return outcome(rows, "accept", answer.confirm)
+
+else:
+    # 1.x: elicitation/create on the call's stream, answered in the call.
+    @server.tool(structured_output=False)
+    async def delete_rows(rows: int, ctx: Context) -> str:
+        """Deletes rows once the person confirms."""
+        emit(event="asked", tool="delete_rows")
+        answer = await ctx.elicit(f"Delete {rows} rows?", Confirm)
+        confirmed = answer.action == "accept" and answer.data.confirm
+        return outcome(rows, answer.action, confirmed)
 
 
 def guarded(app):

@@ -2,7 +2,7 @@
 // MCP_V8_MCP_SERVERS, called from code (docs/engine.md, "Code mode"). The
 // host makes every request and adds the credentials; this object holds no
 // URL and no header, so a heap that keeps it keeps neither.
-(natives) => {
+(natives, load) => {
   "use strict";
   const { servers, start } = natives;
   // Node's util.inspect protocol, which console.log and results follow.
@@ -21,13 +21,41 @@
   };
 
   // An answer is JSON: {"ok": value} or {"error": {message, code, ...}}.
-  const settle = (text) => {
-    const answer = JSON.parse(text);
+  const settled = (answer) => {
     if (answer.error === undefined) return answer.ok;
     const { message, ...fields } = answer.error;
     const error = new Error(message);
     Object.assign(error, fields);
     throw error;
+  };
+  const settle = (text) => settled(JSON.parse(text));
+
+  // The upstream's question as `elicit` takes it: the spec's fields only.
+  const question = (params) =>
+    params.mode === "url"
+      ? { mode: "url", message: params.message, url: params.url }
+      : { message: params.message, requestedSchema: params.requestedSchema };
+
+  // An upstream that asks the person ({"asks", "resume"}): each question
+  // becomes the run's own elicit() (the run may be suspended as a heap
+  // while the person decides) and the answers go back to the call.
+  const relay = async (server, tool, json, answer) => {
+    while (answer.asks !== undefined) {
+      const keys = Object.keys(answer.asks);
+      let got;
+      try {
+        got = await Promise.all(keys.map((key) => load("elicit").elicit(question(answer.asks[key].params))));
+      } catch (cause) {
+        if (answer.resume.kind === "held") start("release", server, answer.resume.token);
+        const error = new Error(`${server}.${tool} asked the person, and ${cause.message}`);
+        Object.assign(error, { code: "MCP_CANNOT_ASK", server, tool });
+        throw error;
+      }
+      const responses = Object.fromEntries(keys.map((key, i) => [key, got[i]]));
+      const answers = JSON.stringify({ resume: answer.resume, responses });
+      answer = JSON.parse(await start("call", server, tool, json, answers));
+    }
+    return settled(answer);
   };
 
   const callTool = async (server, tool, args) => {
@@ -42,7 +70,8 @@
         `mcp.callTool("${server}", "${tool}", args): args is an object of the tool's arguments`,
       );
     }
-    return settle(await start("call", server, tool, JSON.stringify(args)));
+    const json = JSON.stringify(args);
+    return relay(server, tool, json, JSON.parse(await start("call", server, tool, json, "asks")));
   };
 
   const listTools = async (server) => {
@@ -79,7 +108,16 @@
           // Node's inspector (node_inspect.js) asks the proxy, not its target.
           if (tool === INSPECT) return _target[INSPECT];
           if (typeof tool !== "string" || NOT_TOOLS.has(tool)) return undefined;
-          return call(tool);
+          // A name the server does not list is no tool (`typeof` says
+          // "undefined"); a server that cannot list its tools still gets
+          // the call, whose error says why.
+          let names;
+          try {
+            names = toolNames(server);
+          } catch {
+            return call(tool);
+          }
+          return names.includes(tool) ? call(tool) : undefined;
         },
         // `Object.keys`, `for … in`, `in` and spreading see the tools.
         has(_target, tool) {

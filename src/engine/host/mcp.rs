@@ -17,7 +17,9 @@ use crate::engine::layer::bytes::{string, string_array};
 use crate::engine::layer::registry::Family;
 use crate::engine::layer::registry::Natives;
 use crate::engine::services::work::{HostWork, WorkSink};
-use crate::upstream::{CallError, McpCount, UpstreamConfig, Upstreams};
+use crate::upstream::{
+    Answer as Called, Answers, CallError, McpCount, Resume, UpstreamConfig, Upstreams,
+};
 
 pub(crate) fn natives() -> Natives {
     vec![
@@ -49,7 +51,7 @@ impl Capability for McpRun {
     const FAMILY: Option<&'static Family> = Some(&Family {
         name: "mcp",
         source: include_str!("mcp.js"),
-        deps: &[],
+        deps: &["elicit"],
         natives,
         globals: &["mcp"],
         version: 5,
@@ -114,7 +116,15 @@ impl Drop for McpRun {
 
 /// What the code asked for.
 enum Op {
-    Call(String, serde_json::Map<String, Value>),
+    /// A tool's call: its arguments; the person's answers when the call
+    /// goes on after its upstream asked; whether the code relays asks
+    /// (heaps made before relaying existed do not).
+    Call {
+        tool: String,
+        arguments: serde_json::Map<String, Value>,
+        answers: Option<Box<Answers>>,
+        relays: bool,
+    },
     List,
 }
 
@@ -242,8 +252,9 @@ fn upstreams_for(scope: &mut v8::PinScope<'_, '_>, server: &str) -> Option<Arc<U
     }
 }
 
-/// `start("call" | "list", server, tool, argsJson)` → a promise of the
-/// answer's JSON (`start("tools", server)`: see [`tools`]); throws when
+/// `start("call" | "list", server, tool, argsJson[, asks])` → a promise of
+/// the answer's JSON (`{"ok"}`, `{"error"}`, or the upstream's questions,
+/// `{"asks", "resume"}`, when the code relays them) (`start("tools", server)`: see [`tools`]); throws when
 /// the call may not start (no such server, `mcp` off, the run's call
 /// limit).
 fn start<'s>(
@@ -256,22 +267,57 @@ fn start<'s>(
     if kind == "tools" {
         return tools(scope, server, rv);
     }
+    // `start("release", server, token)`: the held call of a question the
+    // person cannot be asked is dropped (cancelled at its upstream).
+    if kind == "release" {
+        let token = args.get(2).to_rust_string_lossy(scope);
+        if let Some(Ok(upstreams)) = state(scope).map(|run| &run.upstreams) {
+            upstreams.release(&token);
+        }
+        return;
+    }
     let tool = args.get(2).to_rust_string_lossy(scope);
     let raw = args.get(3).to_rust_string_lossy(scope);
     let Some(upstreams) = upstreams_for(scope, &server) else {
         return;
     };
-    let Some(run) = state(scope) else {
-        return;
-    };
     let op = if kind == "call" {
-        if run.started >= run.max_calls {
-            let message = format!(
-                "mcp.callTool refused: this run has made its {} calls (MCP_V8_MCP_MAX_CALLS); return what you have and continue in another run",
-                run.max_calls
-            );
-            throw_error(scope, &message, "MCP_CALL_LIMIT");
+        // The fifth argument: absent from code that cannot relay the
+        // upstream's questions, "asks" from code that can, or the person's
+        // answers to the questions of this very call.
+        let extra = args.get(4);
+        let (relays, answers) = if extra.is_undefined() {
+            (false, None)
+        } else {
+            let text = extra.to_rust_string_lossy(scope);
+            if text == "asks" {
+                (true, None)
+            } else {
+                match serde_json::from_str::<Answers>(&text) {
+                    Ok(answers) => (true, Some(Box::new(answers))),
+                    Err(error) => {
+                        let message =
+                            format!("mcp.callTool: the answers are not readable: {error}");
+                        throw_error(scope, &message, "MCP_BAD_ARGS");
+                        return;
+                    }
+                }
+            }
+        };
+        let Some(run) = state(scope) else {
             return;
+        };
+        // An answered question goes on with the call it came in.
+        if answers.is_none() {
+            if run.started >= run.max_calls {
+                let message = format!(
+                    "mcp.callTool refused: this run has made its {} calls (MCP_V8_MCP_MAX_CALLS); return what you have and continue in another run",
+                    run.max_calls
+                );
+                throw_error(scope, &message, "MCP_CALL_LIMIT");
+                return;
+            }
+            run.started += 1;
         }
         let Ok(Value::Object(arguments)) = serde_json::from_str::<Value>(&raw) else {
             throw_error(
@@ -281,10 +327,17 @@ fn start<'s>(
             );
             return;
         };
-        run.started += 1;
-        Op::Call(tool, arguments)
+        Op::Call {
+            tool,
+            arguments,
+            answers,
+            relays,
+        }
     } else {
         Op::List
+    };
+    let Some(run) = state(scope) else {
+        return;
     };
     run.next_id += 1;
     let id = run.next_id;
@@ -294,7 +347,35 @@ fn start<'s>(
     let task = run.runtime.spawn(async move {
         let _permit = slots.acquire_owned().await;
         let answer = match op {
-            Op::Call(tool, arguments) => upstreams.call(&server, &tool, arguments, timeout).await,
+            Op::Call {
+                tool,
+                arguments,
+                answers,
+                relays,
+            } => match upstreams
+                .call(&server, &tool, arguments, answers.map(|a| *a), timeout)
+                .await
+            {
+                Ok(Called::Value(value)) => Ok(value),
+                Ok(Called::Asks(asks)) if relays => {
+                    let text = json!({ "asks": asks.requests, "resume": asks.resume });
+                    work.deliver(move |scope| deliver(scope, (id, text.to_string())));
+                    return;
+                }
+                Ok(Called::Asks(asks)) => {
+                    if let Resume::Held { token } = &asks.resume {
+                        upstreams.release(token);
+                    }
+                    Err(CallError::Failed {
+                        server: server.clone(),
+                        tool,
+                        reason: "the upstream asked the person, which code mode in this heap \
+                                 (made by an older build) cannot relay; continue in a new session"
+                            .to_owned(),
+                    })
+                }
+                Err(error) => Err(error),
+            },
             Op::List => match tokio::time::timeout(timeout, upstreams.tools(&server)).await {
                 Ok(listed) => {
                     listed.map(|tools| serde_json::to_value(&*tools).unwrap_or(Value::Null))

@@ -247,7 +247,8 @@ fn packages_that_need_node_module_names_load() {
 
 /// Code mode as an agent uses it: a tool that returns a number gives the
 /// number, conversions are text and no call, the server and its tools can
-/// be listed and printed.
+/// be listed and printed; a server or tool that is not there is an error
+/// that says where to look.
 #[test]
 fn code_mode_gives_values_and_shows_what_it_has() {
     let upstream = Upstream::modern();
@@ -256,9 +257,12 @@ fn code_mode_gives_values_and_shows_what_it_has() {
         {"code": "const total = await mcp.demo.count({ text: 'one two three' }); total + 1"},
         {"code": "['' + mcp.demo, `${mcp.demo}`, typeof mcp.demo.then, Object.keys(mcp.demo).sort(), 'count' in mcp.demo]"},
         {"code": "console.log(mcp.demo); 1"},
+        {"code": "await mcp.github.search({ q: 'x' })"},
+        {"code": "typeof mcp.demo.readResource + ' ' + typeof mcp.demo.echo"},
+        {"code": "await mcp.demo.readResource({ uri: 'x' })"},
     ]);
     for answers in answers_with(&calls, &env, |_| {}) {
-        let [count, probes, printed] = &answers[..] else {
+        let [count, probes, printed, no_server, kinds, no_tool] = &answers[..] else {
             panic!("{answers:?}")
         };
         assert_eq!(count["structured"]["result"], "4", "{count}");
@@ -269,7 +273,16 @@ fn code_mode_gives_values_and_shows_what_it_has() {
                 "[mcp server demo]",
                 "[mcp server demo]",
                 "undefined",
-                ["add", "code", "count", "echo", "fail", "numbers", "slow"],
+                [
+                    "add",
+                    "code",
+                    "count",
+                    "delete_rows",
+                    "echo",
+                    "fail",
+                    "numbers",
+                    "slow"
+                ],
                 true
             ]),
             "{probes}"
@@ -283,6 +296,20 @@ fn code_mode_gives_values_and_shows_what_it_has() {
         assert!(
             text.contains("mcp.demo { add(a, b), count(text), echo(text), code(n), "),
             "{printed}"
+        );
+        let said = no_server.to_string();
+        assert!(
+            said.contains("`mcp.github` is undefined") && said.contains("`mcp.servers` names"),
+            "{no_server}"
+        );
+        assert_eq!(
+            kinds["structured"]["result"], "\"undefined function\"",
+            "{kinds}"
+        );
+        let said = no_tool.to_string();
+        assert!(
+            said.contains("lists no tool") && said.contains("mcp.listTools("),
+            "{no_tool}"
         );
     }
 }

@@ -44,7 +44,7 @@ impl Drop for Upstream {
 
 impl Upstream {
     /// The session-era server (mcp 1.x).
-    fn session_era() -> Self {
+    pub(crate) fn session_era() -> Self {
         Self::start(".venv")
     }
 
@@ -90,7 +90,7 @@ impl Upstream {
         format!("http://127.0.0.1:{}/mcp", self.port)
     }
 
-    fn events(&self, kind: &str) -> Vec<Value> {
+    pub(crate) fn events(&self, kind: &str) -> Vec<Value> {
         self.events
             .lock()
             .unwrap()
@@ -221,7 +221,16 @@ async fn runs_call_tools_of_both_eras_and_get_values() {
         assert_eq!(got["numbers"], json!({"items": [0, 1, 2]}), "{server}");
         assert_eq!(
             got["tools"],
-            json!(["add", "code", "count", "echo", "fail", "numbers", "slow"]),
+            json!([
+                "add",
+                "code",
+                "count",
+                "delete_rows",
+                "echo",
+                "fail",
+                "numbers",
+                "slow"
+            ]),
             "{server}"
         );
         assert_eq!(got["schema"], json!(["a", "b"]), "{server}");
@@ -250,7 +259,16 @@ async fn runs_call_tools_of_both_eras_and_get_values() {
             ["listTools", "callTool", "legacy", "modern"],
             "[object mcp server]",
             true,
-            ["add", "code", "count", "echo", "fail", "numbers", "slow"],
+            [
+                "add",
+                "code",
+                "count",
+                "delete_rows",
+                "echo",
+                "fail",
+                "numbers",
+                "slow"
+            ],
             true,
             false,
             "function"
@@ -322,7 +340,8 @@ async fn errors_carry_the_tool_text_and_name_what_exists() {
           tool: await caught(() => mcp.modern.fail({ message: "the repo is archived" })),
           legacyTool: await caught(() => mcp.callTool("legacy", "fail", { message: "quota" })),
           server: await caught(() => mcp.callTool("github", "search", {})),
-          tool404: await caught(() => mcp.modern.search_issues({ q: 1 })),
+          tool404: await caught(() => mcp.callTool("modern", "search_issues", { q: 1 })),
+          proxyTool: [typeof mcp.modern.search_issues, typeof mcp.modern.add],
           badArgs: await caught(() => mcp.callTool("modern", "add", [1, 2])),
           proxy: typeof mcp.github,
           then: typeof mcp.modern.then,
@@ -363,12 +382,14 @@ async fn errors_carry_the_tool_text_and_name_what_exists() {
     let missing = value["tool404"]["message"].as_str().unwrap();
     assert!(
         missing.contains("\"search_issues\"")
-            && missing.contains("add, code, count, echo, fail, numbers, slow"),
+            && missing.contains("add, code, count, delete_rows, echo, fail, numbers, slow"),
         "{missing}"
     );
     assert_eq!(value["tool404"]["code"], "MCP_UNKNOWN_TOOL");
     assert_eq!(value["badArgs"]["name"], "TypeError", "{value}");
     assert_eq!(value["proxy"], "undefined");
+    // A proxy has the tools its server lists, and no others.
+    assert_eq!(value["proxyTool"], json!(["undefined", "function"]));
     assert_eq!(value["then"], "undefined");
     // Only calls that reached an upstream's tool list count: the fail calls,
     // the unknown tool; not the unknown server or the refused arguments.

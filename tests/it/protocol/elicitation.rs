@@ -268,7 +268,7 @@ async fn a_run_that_cannot_ask_is_told_why() {
 }
 
 /// `tests/e2e/py_elicit_client.py` against `url` with `args`.
-fn python(url: &str, args: &[&str]) -> Value {
+pub(crate) fn python(url: &str, args: &[&str]) -> Value {
     let venv = project().join(".venv-mcp2/bin/python");
     assert!(
         venv.exists(),

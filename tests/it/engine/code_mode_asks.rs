@@ -1,0 +1,75 @@
+//! Code mode against upstreams that ask the person (src/upstream/asks.rs):
+//! an upstream tool's confirmation reaches the client as the run's own ask
+//! and the answer reaches the upstream, whichever era each side speaks.
+//! The upstreams are tests/upstream/server.py's `delete_rows` under the
+//! Python `mcp` 1.x (`elicitation/create` on the call's stream) and 2.x
+//! (an `InputRequiredResult`); the client is the official Python SDK 2.x
+//! with its `elicitation_callback`, in both of its modes.
+
+use serde_json::json;
+
+use crate::common::process::Serve;
+use crate::engine::code_mode::{Upstream, servers_json};
+use crate::protocol::elicitation::python;
+
+/// Each pairing of client era and upstream era: the person is asked once,
+/// the upstream hears the confirmation, and the run goes on to its next
+/// upstream call and its result.
+#[test]
+fn an_upstream_that_asks_is_answered_by_the_person_in_every_pairing_of_eras() {
+    let legacy = Upstream::session_era();
+    let modern = Upstream::modern();
+    let servers = servers_json(&[("legacy", &legacy), ("modern", &modern)]);
+    let serve = Serve::start(&[], &[("MCP_V8_MCP_SERVERS", &servers)]);
+    let url = format!("http://127.0.0.1:{}/mcp", serve.port);
+    for mode in ["2026-07-28", "legacy"] {
+        for server in ["legacy", "modern"] {
+            let code = format!(
+                "const said = await mcp.{server}.delete_rows({{ rows: 300 }}); \
+                 const {{ sum }} = await mcp.callTool('{server}', 'add', {{ a: 1, b: 2 }}); \
+                 [said, sum]"
+            );
+            let session = format!("asks-{mode}-{server}");
+            let done = python(&url, &[&session, mode, "code", &code]);
+            assert_eq!(
+                done["asked"],
+                json!(["Delete 300 rows?"]),
+                "{mode}/{server}: {done}"
+            );
+            let outcome = &done["outcome"];
+            assert_eq!(outcome["status"], "completed", "{mode}/{server}: {done}");
+            assert_eq!(outcome["result"], r#"["deleted 300 rows",3]"#, "{done}");
+        }
+    }
+    // The session-era upstream asked once per call; the 2.x one's resolver
+    // may run again on the retry.
+    assert_eq!(legacy.events("asked").len(), 2);
+    assert!(modern.events("asked").len() >= 2);
+}
+
+/// A client that cannot be asked gets an error naming the upstream's tool
+/// and why, and the session-era upstream's held call is let go.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upstream_that_asks_a_client_that_cannot_be_asked_is_an_error_that_says_so() {
+    let legacy = Upstream::session_era();
+    let modern = Upstream::modern();
+    let servers = servers_json(&[("legacy", &legacy), ("modern", &modern)]);
+    let serve = Serve::start(&[], &[("MCP_V8_MCP_SERVERS", &servers)]);
+    for server in ["legacy", "modern"] {
+        let code = format!(
+            "try {{ await mcp.{server}.delete_rows({{ rows: 3 }}); 'no error' }} \
+             catch (e) {{ [e.code, e.message] }}"
+        );
+        let done = serve
+            .run_js(json!({ "code": code, "session": format!("mute-{server}") }))
+            .await;
+        assert_eq!(done["status"], "completed", "{done}");
+        let said: Vec<String> = serde_json::from_str(done["result"].as_str().unwrap()).unwrap();
+        assert_eq!(said[0], "MCP_CANNOT_ASK", "{done}");
+        assert!(
+            said[1].starts_with(&format!("{server}.delete_rows asked the person, and ")),
+            "{said:?}"
+        );
+        assert!(said[1].contains("elicitation"), "{said:?}");
+    }
+}
