@@ -183,10 +183,18 @@ fn progress(token: &Value, started: Instant, control: &RunControl) -> String {
         ProgressParams {
             progress_token: token.clone(),
             progress: (elapsed * 10.0).round() / 10.0,
-            message: format!(
-                "running for {elapsed:.0} s; {lines} console line{} so far",
-                if lines == 1 { "" } else { "s" }
-            ),
+            message: {
+                let mut message = format!(
+                    "running for {elapsed:.0} s; {lines} console line{} so far",
+                    if lines == 1 { "" } else { "s" }
+                );
+                // What an upstream tool the run waits on said last.
+                if let Some(note) = control.note() {
+                    message.push_str("; ");
+                    message.push_str(&note);
+                }
+                message
+            },
         },
     );
     serde_json::to_string(&notification).expect("notifications serialize")

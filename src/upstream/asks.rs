@@ -23,8 +23,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use super::call::CallError;
-use rmcp::model::{ClientConfig, ElicitRequestParams, ElicitResult, ErrorData, RequestId};
-use rmcp::service::{InboundStreamOrigin, RequestContext, RoleClient};
+use rmcp::model::{
+    ClientConfig, ElicitRequestParams, ElicitResult, ErrorData, ProgressNotificationParam,
+    ProgressToken, RequestId,
+};
+use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
@@ -87,8 +90,19 @@ pub(super) struct Question {
     pub(super) reply: oneshot::Sender<Value>,
 }
 
-/// Calls waiting for their upstream's questions, by request id.
-pub(super) type Listeners = Arc<Mutex<HashMap<RequestId, mpsc::UnboundedSender<Question>>>>;
+/// Where a call's upstream progress goes: `"3/5 Analyzing"`, as said.
+pub type ProgressSink = Arc<dyn Fn(String) + Send + Sync>;
+
+/// Calls in progress: where each one's questions go, by request id, and
+/// its progress, by progress token.
+#[derive(Default)]
+pub(super) struct Registry {
+    questions: HashMap<RequestId, mpsc::UnboundedSender<Question>>,
+    progress: HashMap<ProgressToken, ProgressSink>,
+}
+
+/// The registry a connection's client shares with its calls.
+pub(super) type Listeners = Arc<Mutex<Registry>>;
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // Every use leaves the map whole.
@@ -104,23 +118,33 @@ pub(super) struct Asker {
     pub(super) listeners: Listeners,
 }
 
-/// Registers a call for its questions until dropped.
+/// Registers a call for its questions and progress until dropped.
 pub(super) struct Listening {
     listeners: Listeners,
     id: RequestId,
+    token: ProgressToken,
 }
 
 impl Listening {
     pub(super) fn new(
         listeners: &Listeners,
         id: RequestId,
+        token: ProgressToken,
+        progress: Option<ProgressSink>,
     ) -> (Self, mpsc::UnboundedReceiver<Question>) {
         let (sender, receiver) = mpsc::unbounded_channel();
-        lock(listeners).insert(id.clone(), sender);
+        {
+            let mut registry = lock(listeners);
+            registry.questions.insert(id.clone(), sender);
+            if let Some(progress) = progress {
+                registry.progress.insert(token.clone(), progress);
+            }
+        }
         (
             Self {
                 listeners: listeners.clone(),
                 id,
+                token,
             },
             receiver,
         )
@@ -129,7 +153,9 @@ impl Listening {
 
 impl Drop for Listening {
     fn drop(&mut self) {
-        lock(&self.listeners).remove(&self.id);
+        let mut registry = lock(&self.listeners);
+        registry.questions.remove(&self.id);
+        registry.progress.remove(&self.token);
     }
 }
 
@@ -138,13 +164,35 @@ impl rmcp::ClientHandler for Asker {
         self.info.clone()
     }
 
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let sink = lock(&self.listeners)
+            .progress
+            .get(&params.progress_token)
+            .cloned();
+        if let Some(sink) = sink {
+            let mut said = match params.total {
+                Some(total) => format!("{}/{}", params.progress, total),
+                None => params.progress.to_string(),
+            };
+            if let Some(message) = params.message.filter(|m| !m.is_empty()) {
+                said.push(' ');
+                said.push_str(&message.chars().take(200).collect::<String>());
+            }
+            sink(said);
+        }
+    }
+
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         let listener = {
-            let listeners = lock(&self.listeners);
+            let listeners = &lock(&self.listeners).questions;
             match context.extensions.get::<InboundStreamOrigin>() {
                 Some(InboundStreamOrigin::OutboundRequest(id)) => listeners.get(id).cloned(),
                 // Not on a call's stream: only a single call can be meant.

@@ -31,7 +31,8 @@ use serde_json::Value;
 use url::Url;
 
 use super::asks::{
-    Answer, Answers, Asker, Asks, HELD_KEY, HeldCalls, Listeners, Listening, Resume, asks_of,
+    Answer, Answers, Asker, Asks, HELD_KEY, HeldCalls, Listeners, Listening, ProgressSink, Resume,
+    asks_of,
 };
 use super::call::{CallError, ToolInfo, value_of};
 use super::cancel::{Abandoned, Cancellations};
@@ -142,6 +143,7 @@ impl Upstreams {
         tool: &str,
         args: serde_json::Map<String, Value>,
         answers: Option<Answers>,
+        progress: Option<ProgressSink>,
         timeout: Duration,
     ) -> Result<Answer, CallError> {
         let mut audit = Audit {
@@ -151,7 +153,11 @@ impl Upstreams {
             ended: None,
         };
         let outcome = match self.server(server) {
-            Ok(found) => found.call(tool, args, answers, timeout, &self.held).await,
+            Ok(found) => {
+                found
+                    .call(tool, args, answers, progress, timeout, &self.held)
+                    .await
+            }
             Err(error) => Err(error),
         };
         audit.ended = Some(match &outcome {
@@ -496,13 +502,19 @@ impl Server {
         &self,
         peer: &Peer<RoleClient>,
         params: CallToolRequestParams,
+        progress: Option<ProgressSink>,
     ) -> Result<Flight, rmcp::ServiceError> {
         use rmcp::model::{CallToolRequest, ClientRequest};
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = peer
             .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
             .await?;
-        let (listening, questions) = Listening::new(&self.listeners, handle.id.clone());
+        let (listening, questions) = Listening::new(
+            &self.listeners,
+            handle.id.clone(),
+            handle.progress_token.clone(),
+            progress,
+        );
         let in_flight = Abandoned::start(peer, handle.id.clone(), &self.cancellations);
         Ok(Flight {
             response: Box::pin(handle.await_response()),
@@ -518,6 +530,7 @@ impl Server {
         tool: &str,
         args: serde_json::Map<String, Value>,
         answers: Option<Answers>,
+        progress: Option<ProgressSink>,
         timeout: Duration,
         held: &HeldCalls<Held>,
     ) -> Result<(Answer, u64), CallError> {
@@ -588,7 +601,7 @@ impl Server {
                         params.input_responses = Some(responses.into_iter().collect());
                         params.request_state = request_state;
                     }
-                    match self.send_call(&peer, params).await {
+                    match self.send_call(&peer, params, progress).await {
                         Ok(flight) => (wrapped, flight),
                         Err(error) => return Err(self.cause(tool, &error).await),
                     }

@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-pub use asks::{Answer, Answers, Asks, Resume};
+pub use asks::{Answer, Answers, Asks, ProgressSink, Resume};
 pub use call::{CallError, ToolInfo};
 pub use client::Upstreams;
 

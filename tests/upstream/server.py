@@ -12,7 +12,8 @@ the header reached the upstream.
 Prints {"port": N} once listening, then one JSON line per event:
 {"event": "request", "protocol": <MCP-Protocol-Version header>},
 {"event": "start" | "end" | "cancelled", "tool": "slow"} around `slow`'s
-wait (cancelled: the call was cancelled mid-way), and {"event": "asked",
+wait (cancelled: the call was cancelled mid-way; it reports progress every
+500 ms of it), and {"event": "asked",
 "tool": "delete_rows"} each time `delete_rows` asks the person (its
 confirmation: an `elicitation/create` on the call's stream in the session
 era, an `InputRequiredResult` on 2026-07-28).
@@ -30,7 +31,7 @@ from pydantic import BaseModel
 from typing_extensions import Annotated
 
 try:
-    from mcp.server.mcpserver import MCPServer as Server  # mcp 2.x
+    from mcp.server.mcpserver import Context, MCPServer as Server  # mcp 2.x
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.server.mcpserver.resolve import Elicit, Resolve
 
@@ -92,11 +93,16 @@ def fail(message: str) -> str:
 
 
 @server.tool(structured_output=False)
-async def slow(ms: int) -> str:
-    """Answers after ms milliseconds."""
+async def slow(ms: int, ctx: Context) -> str:
+    """Answers after ms milliseconds. It reports progress every 500 ms."""
     emit(event="start", tool="slow")
     try:
-        await asyncio.sleep(ms / 1000)
+        waited = 0
+        while waited < ms:
+            step = min(500, ms - waited)
+            await asyncio.sleep(step / 1000)
+            waited += step
+            await ctx.report_progress(waited, ms, f"waited {waited} ms")
     except asyncio.CancelledError:
         emit(event="cancelled", tool="slow")
         raise

@@ -16,6 +16,9 @@ pub struct RunControl {
     /// The run was answered ([`Self::settle`]): cancels change nothing.
     settled: AtomicBool,
     console_lines: AtomicU64,
+    /// The latest progress of work the run waits on (an upstream tool's
+    /// `notifications/progress`), for the caller's progress messages.
+    note: Mutex<Option<String>>,
     target: Mutex<Option<Target>>,
     /// Woken by [`Self::cancel`].
     cancels: tokio::sync::Notify,
@@ -113,6 +116,19 @@ impl RunControl {
 
     pub(crate) fn count_console_line(&self) {
         self.console_lines.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The latest progress of what the run waits on, if any reported.
+    pub fn note(&self) -> Option<String> {
+        self.note
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Sets [`Self::note`] (also as an engine worker reported it).
+    pub(crate) fn set_note(&self, note: String) {
+        *self.note.lock().unwrap_or_else(PoisonError::into_inner) = Some(note);
     }
 
     /// The count an engine worker reported for the run it executes.

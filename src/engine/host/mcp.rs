@@ -18,7 +18,7 @@ use crate::engine::layer::registry::Family;
 use crate::engine::layer::registry::Natives;
 use crate::engine::services::work::{HostWork, WorkSink};
 use crate::upstream::{
-    Answer as Called, Answers, CallError, McpCount, Resume, UpstreamConfig, Upstreams,
+    Answer as Called, Answers, CallError, McpCount, ProgressSink, Resume, UpstreamConfig, Upstreams,
 };
 
 pub(crate) fn natives() -> Natives {
@@ -45,6 +45,8 @@ pub(crate) struct McpRun {
     flights: HashMap<u32, (tokio::task::AbortHandle, v8::Global<v8::PromiseResolver>)>,
     work: WorkSink,
     runtime: tokio::runtime::Handle,
+    /// Where an upstream's progress is noted for the caller.
+    control: Option<Arc<crate::engine::RunControl>>,
 }
 
 impl Capability for McpRun {
@@ -88,6 +90,7 @@ impl Capability for McpRun {
             flights: HashMap::new(),
             work: run.work.clone(),
             runtime: run.host.runtime.clone(),
+            control: run.control.cloned(),
         });
     }
 
@@ -344,6 +347,7 @@ fn start<'s>(
     let work = run.work.clone();
     let slots = run.slots.clone();
     let timeout = run.call_timeout;
+    let control = run.control.clone();
     let task = run.runtime.spawn(async move {
         let _permit = slots.acquire_owned().await;
         let answer = match op {
@@ -352,30 +356,37 @@ fn start<'s>(
                 arguments,
                 answers,
                 relays,
-            } => match upstreams
-                .call(&server, &tool, arguments, answers.map(|a| *a), timeout)
-                .await
-            {
-                Ok(Called::Value(value)) => Ok(value),
-                Ok(Called::Asks(asks)) if relays => {
-                    let text = json!({ "asks": asks.requests, "resume": asks.resume });
-                    work.deliver(move |scope| deliver(scope, (id, text.to_string())));
-                    return;
-                }
-                Ok(Called::Asks(asks)) => {
-                    if let Resume::Held { token } = &asks.resume {
-                        upstreams.release(token);
+            } => {
+                // The upstream's progress shows in the caller's progress.
+                let progress = control.map(|control| {
+                    let named = format!("{server}.{tool}");
+                    Arc::new(move |said: String| control.set_note(format!("{named}: {said}")))
+                        as ProgressSink
+                });
+                let answers = answers.map(|a| *a);
+                let called = upstreams.call(&server, &tool, arguments, answers, progress, timeout);
+                match called.await {
+                    Ok(Called::Value(value)) => Ok(value),
+                    Ok(Called::Asks(asks)) if relays => {
+                        let text = json!({ "asks": asks.requests, "resume": asks.resume });
+                        work.deliver(move |scope| deliver(scope, (id, text.to_string())));
+                        return;
                     }
-                    Err(CallError::Failed {
-                        server: server.clone(),
-                        tool,
-                        reason: "the upstream asked the person, which code mode in this heap \
+                    Ok(Called::Asks(asks)) => {
+                        if let Resume::Held { token } = &asks.resume {
+                            upstreams.release(token);
+                        }
+                        Err(CallError::Failed {
+                            server: server.clone(),
+                            tool,
+                            reason: "the upstream asked the person, which code mode in this heap \
                                  (made by an older build) cannot relay; continue in a new session"
-                            .to_owned(),
-                    })
+                                .to_owned(),
+                        })
+                    }
+                    Err(error) => Err(error),
                 }
-                Err(error) => Err(error),
-            },
+            }
             Op::List => match tokio::time::timeout(timeout, upstreams.tools(&server)).await {
                 Ok(listed) => {
                     listed.map(|tools| serde_json::to_value(&*tools).unwrap_or(Value::Null))

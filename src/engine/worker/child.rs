@@ -233,23 +233,25 @@ fn run_job(
     warm.as_mut().expect("made above").run(&job, services)
 }
 
-/// Writes the running job's console count every [`PROGRESS_EVERY`] when it
-/// changed. Lives as long as the process.
+/// Writes the running job's console count and note every
+/// [`PROGRESS_EVERY`] when either changed. Lives as long as the process.
 fn report_progress(pipes: &Pipes) {
-    let mut reported: Option<(*const RunControl, u64)> = None;
+    let mut reported: Option<(*const RunControl, u64, Option<String>)> = None;
     loop {
         std::thread::sleep(PROGRESS_EVERY);
         let Some(control) = lock(&pipes.current).clone() else {
             continue;
         };
         let lines = control.console_lines();
-        let now = (Arc::as_ptr(&control), lines);
-        let fresh = reported.is_none_or(|(run, seen)| run != now.0 || seen != lines);
-        if lines > 0 && fresh {
-            reported = Some(now);
+        let note = control.note();
+        let now = (Arc::as_ptr(&control), lines, note);
+        let fresh = reported.as_ref() != Some(&now);
+        if (lines > 0 || now.2.is_some()) && fresh {
             let frame = WorkerFrame::Progress {
                 console_lines: lines,
+                note: now.2.clone(),
             };
+            reported = Some(now);
             // A failed write means the server is gone; the runner sees it too.
             let _ = wire::write_frame(&mut *lock(&pipes.output), &frame);
         }

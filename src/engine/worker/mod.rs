@@ -281,9 +281,15 @@ impl Worker {
                 })?
                 .unwrap_or_else(|| Err(std::io::ErrorKind::UnexpectedEof.into()))?;
             match frame {
-                WorkerFrame::Progress { console_lines } => {
+                WorkerFrame::Progress {
+                    console_lines,
+                    note,
+                } => {
                     if let Some(control) = &job.control {
                         control.report_console_lines(console_lines);
+                        if let Some(note) = note {
+                            control.set_note(note);
+                        }
                     }
                 }
                 WorkerFrame::NeedFile { key } => {

@@ -37,6 +37,9 @@ const MAX_SECTIONS: usize = 1 << 20;
 pub(super) enum WorkerFrame {
     Progress {
         console_lines: u64,
+        /// [`RunControl::note`](crate::engine::RunControl::note).
+        #[serde(default)]
+        note: Option<String>,
     },
     /// The bytes of a file the run opened; the server answers with a
     /// [`FileReply`] frame on the worker's stdin.

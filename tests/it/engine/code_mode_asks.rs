@@ -73,3 +73,59 @@ async fn an_upstream_that_asks_a_client_that_cannot_be_asked_is_an_error_that_sa
         assert!(said[1].contains("elicitation"), "{said:?}");
     }
 }
+
+/// An upstream tool's `notifications/progress` shows in the run's own
+/// progress messages, named by server and tool, in either upstream era.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upstreams_progress_reaches_the_client_in_the_runs_progress() {
+    let legacy = Upstream::session_era();
+    let modern = Upstream::modern();
+    let servers = servers_json(&[("legacy", &legacy), ("modern", &modern)]);
+    let serve = Serve::start(&[], &[("MCP_V8_MCP_SERVERS", &servers)]);
+    for server in ["legacy", "modern"] {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "run_js",
+        "arguments": { "code": format!("await mcp.{server}.slow({{ ms: 5000 }})") },
+        "_meta": {
+            "progressToken": "p1",
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"}
+        }}});
+        let text = reqwest::Client::new()
+            .post(format!("http://127.0.0.1:{}/mcp", serve.port))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "run_js")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let messages: Vec<serde_json::Value> = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .map(|data| serde_json::from_str(data).unwrap())
+            .collect();
+        let said: Vec<&str> = messages
+            .iter()
+            .filter(|m| m["method"] == "notifications/progress")
+            .filter_map(|m| m["params"]["message"].as_str())
+            .collect();
+        let prefix = format!("{server}.slow: ");
+        assert!(
+            said.iter()
+                .any(|m| m.contains(&prefix) && m.contains("/5000 waited ")),
+            "{server}: {said:?}"
+        );
+        let last = messages.last().unwrap();
+        assert_eq!(
+            last["result"]["structuredContent"]["result"], "\"done\"",
+            "{last}"
+        );
+    }
+}
