@@ -250,6 +250,8 @@ struct Server {
     secrets: Vec<String>,
     /// Largest answer read (`MCP_V8_MCP_MAX_RESPONSE_MB`).
     max_response_mb: usize,
+    /// The `ttl` a task-only tool's task is asked for.
+    task_ttl_ms: u64,
     connection: tokio::sync::Mutex<Option<RunningService<RoleClient, Asker>>>,
     tools: tokio::sync::Mutex<Option<Arc<Vec<ToolInfo>>>>,
     cancellations: Arc<Cancellations>,
@@ -317,6 +319,7 @@ impl Server {
             policy,
             secrets,
             max_response_mb: config.max_response_mb as usize,
+            task_ttl_ms: config.held_secs.saturating_mul(1000),
             connection: tokio::sync::Mutex::new(None),
             tools: tokio::sync::Mutex::new(None),
             cancellations: cancellations.clone(),
@@ -506,6 +509,47 @@ impl Server {
     ) -> Result<Flight, rmcp::ServiceError> {
         use rmcp::model::{CallToolRequest, ClientRequest};
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        self.send(peer, request, progress, false).await
+    }
+
+    /// A tool called as a 2025-11-25 task: `tools/call` with `task` (the
+    /// upstream answers at once with the task), then `tasks/result`, whose
+    /// stream carries the task's questions and then its result.
+    async fn send_task(
+        &self,
+        peer: &Peer<RoleClient>,
+        tool: &str,
+        args: &serde_json::Map<String, Value>,
+        progress: Option<ProgressSink>,
+    ) -> Result<Flight, rmcp::ServiceError> {
+        use rmcp::model::{ClientRequest, CustomRequest};
+        let params = serde_json::json!({
+            "name": tool, "arguments": args, "task": { "ttl": self.task_ttl_ms },
+        });
+        let created = peer
+            .send_request(ClientRequest::CustomRequest(CustomRequest::new(
+                "tools/call",
+                Some(params),
+            )))
+            .await?;
+        let created = serde_json::to_value(&created).unwrap_or(Value::Null);
+        let Some(task) = created.pointer("/task/taskId").and_then(Value::as_str) else {
+            return Err(rmcp::ServiceError::UnexpectedResponse);
+        };
+        let result = serde_json::json!({ "taskId": task });
+        let request =
+            ClientRequest::CustomRequest(CustomRequest::new("tasks/result", Some(result)));
+        self.send(peer, request, progress, true).await
+    }
+
+    /// Sends `request` as a [`Flight`] (`task`: a task's `tasks/result`).
+    async fn send(
+        &self,
+        peer: &Peer<RoleClient>,
+        request: rmcp::model::ClientRequest,
+        progress: Option<ProgressSink>,
+        task: bool,
+    ) -> Result<Flight, rmcp::ServiceError> {
         let handle = peer
             .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
             .await?;
@@ -522,6 +566,7 @@ impl Server {
             _listening: listening,
             in_flight: Some(in_flight),
             reply: None,
+            task,
         })
     }
 
@@ -592,7 +637,7 @@ impl Server {
                     let wrapped = info.wraps_result();
                     let peer = self.peer().await?;
                     let mut params =
-                        CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+                        CallToolRequestParams::new(tool.to_owned()).with_arguments(args.clone());
                     if let Some(Answers {
                         resume: Resume::Retry { request_state },
                         responses,
@@ -601,34 +646,51 @@ impl Server {
                         params.input_responses = Some(responses.into_iter().collect());
                         params.request_state = request_state;
                     }
-                    match self.send_call(&peer, params, progress).await {
+                    match self.send_call(&peer, params, progress.clone()).await {
                         Ok(flight) => (wrapped, flight),
                         Err(error) => return Err(self.cause(tool, &error).await),
                     }
                 }
             };
-            let answer = match flight.next().await {
-                Step::Asked(params) => {
-                    let mut requests = serde_json::Map::new();
-                    requests.insert(
-                        HELD_KEY.to_owned(),
-                        serde_json::json!({ "method": super::asks::ELICIT, "params": params }),
-                    );
-                    let token = held.hold(Held {
-                        server: self.name.clone(),
-                        tool: tool.to_owned(),
-                        wrapped,
-                        flight,
-                    });
-                    return Ok((
-                        Answer::Asks(Asks {
-                            requests,
-                            resume: Resume::Held { token },
-                        }),
-                        0,
-                    ));
-                }
-                Step::Answered(answer) => *answer,
+            let answer = loop {
+                let params = match flight.next().await {
+                    Step::Asked(params) => params,
+                    Step::Answered(answer) => match *answer {
+                        // A tool that runs only as a task (2025-11-25's
+                        // `execution.taskSupport: "required"`, which rmcp's
+                        // listing drops) refused the plain call before it
+                        // ran: it is called again as a task.
+                        refused if !flight.task && requires_task(&refused) => {
+                            let peer = self.peer().await?;
+                            flight =
+                                match self.send_task(&peer, tool, &args, progress.clone()).await {
+                                    Ok(flight) => flight,
+                                    Err(error) => return Err(self.cause(tool, &error).await),
+                                };
+                            continue;
+                        }
+                        answer => break answer,
+                    },
+                };
+                // The upstream asked: the call is held for the answer.
+                let mut requests = serde_json::Map::new();
+                requests.insert(
+                    HELD_KEY.to_owned(),
+                    serde_json::json!({ "method": super::asks::ELICIT, "params": params }),
+                );
+                let token = held.hold(Held {
+                    server: self.name.clone(),
+                    tool: tool.to_owned(),
+                    wrapped,
+                    flight,
+                });
+                return Ok((
+                    Answer::Asks(Asks {
+                        requests,
+                        resume: Resume::Held { token },
+                    }),
+                    0,
+                ));
             };
             let result = match answer {
                 Ok(rmcp::model::ServerResult::InputRequiredResult(asked)) => {
@@ -661,6 +723,25 @@ impl Server {
         tokio::time::timeout(timeout, work)
             .await
             .unwrap_or_else(|_| Err(timed_out()))
+    }
+}
+
+/// Whether a `tools/call` was refused because the tool runs only as a
+/// task: the TypeScript SDK's -32601 "… requires task augmentation", as a
+/// JSON-RPC error or (its servers' way) as the text of an `isError` result.
+fn requires_task(answer: &Result<rmcp::model::ServerResult, rmcp::ServiceError>) -> bool {
+    const SAID: &str = "requires task augmentation";
+    match answer {
+        Err(rmcp::ServiceError::McpError(refusal)) => {
+            refusal.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND
+                && refusal.message.contains(SAID)
+        }
+        Ok(rmcp::model::ServerResult::CallToolResult(result)) => {
+            result.is_error == Some(true)
+                && serde_json::to_string(&result.content)
+                    .is_ok_and(|text| text.contains(SAID) && text.contains("-32601"))
+        }
+        _ => false,
     }
 }
 

@@ -18,6 +18,8 @@ pub(super) struct Flight {
     pub(super) in_flight: Option<Abandoned>,
     /// Where the answer to the question asked last goes.
     pub(super) reply: Option<tokio::sync::oneshot::Sender<Value>>,
+    /// A task's `tasks/result`, not a plain `tools/call`.
+    pub(super) task: bool,
 }
 
 /// What a [`Flight`] did next.

@@ -16,7 +16,8 @@ answers each InputRequiredResult and retries the call). FLOW:
   and prints the tool's structured content, or its error text.
 - `code`: runs argv[5] (code mode: an upstream's tool that asks for a
   confirmation, relayed as the run's own ask), the callback accepting with
-  `{"confirm": true}`; prints the outcome and the messages.
+  `{"confirm": true}` (or the first `interpretation` offered); prints the
+  outcome and the messages.
 """
 
 import asyncio
@@ -49,8 +50,13 @@ async def main(url: str, session: str, mode: str, flow: str, extra: list[str]) -
 
     async def on_elicit(_context, params):
         seen.append(params.message)
-        if "confirm" in (getattr(params, "requested_schema", None) or {}).get("properties", {}):
+        properties = (getattr(params, "requested_schema", None) or {}).get("properties", {})
+        if "confirm" in properties:
             return types.ElicitResult(action="accept", content={"confirm": True})
+        if "interpretation" in properties:
+            # The everything server's research query: its first choice.
+            choice = properties["interpretation"]["oneOf"][0]["const"]
+            return types.ElicitResult(action="accept", content={"interpretation": choice})
         return types.ElicitResult(action="accept", content={"n": next(answers)})
 
     async with Client(url, mode=mode, elicitation_callback=on_elicit) as client:

@@ -129,3 +129,78 @@ async fn an_upstreams_progress_reaches_the_client_in_the_runs_progress() {
         );
     }
 }
+
+/// `@modelcontextprotocol/server-everything` (the TypeScript SDK's
+/// reference server, session era) on loopback; killed when dropped.
+struct Everything {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Everything {
+    fn start() -> Self {
+        let project = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let entry = project
+            .join("tests/e2e/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        assert!(
+            entry.exists(),
+            "server-everything is missing: run scripts/install-test-deps.sh"
+        );
+        let port = crate::common::net::free_port();
+        let child = std::process::Command::new("node")
+            .arg(entry)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("starting server-everything");
+        crate::common::net::wait_listening(
+            port,
+            "server-everything",
+            std::time::Duration::from_secs(30),
+        );
+        Self { child, port }
+    }
+}
+
+impl Drop for Everything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The reference server's task-only tool (`simulate-research-query`,
+/// `taskSupport: "required"`) completes from a run: code mode calls it as
+/// a task, and the task's question (an ambiguous topic) reaches the person
+/// through the run and its answer the task, with the client in either era.
+#[test]
+fn a_task_only_upstream_tool_completes_and_its_question_reaches_the_person() {
+    let everything = Everything::start();
+    let servers =
+        json!({ "everything": { "url": format!("http://127.0.0.1:{}/mcp", everything.port) } });
+    let serve = Serve::start(&[], &[("MCP_V8_MCP_SERVERS", &servers.to_string())]);
+    let url = format!("http://127.0.0.1:{}/mcp", serve.port);
+    for mode in ["2026-07-28", "legacy"] {
+        let code = "const plain = await mcp.callTool('everything', 'simulate-research-query', \
+                    { topic: 'rust' }); \
+                    const asked = await mcp.callTool('everything', 'simulate-research-query', \
+                    { topic: 'python', ambiguous: true }); \
+                    [plain.split('\\n')[0], asked.split('\\n')[0]]";
+        let session = format!("research-{mode}");
+        let done = python(&url, &[&session, mode, "code", code]);
+        let outcome = &done["outcome"];
+        assert_eq!(outcome["status"], "completed", "{mode}: {done}");
+        let heads: Vec<String> = serde_json::from_str(outcome["result"].as_str().unwrap()).unwrap();
+        assert_eq!(heads[0], "# Research Report: rust", "{done}");
+        // The person's choice reached the task and shows in its report.
+        assert!(
+            heads[1].starts_with("# Research Report: python (") && !heads[1].contains("default"),
+            "{done}"
+        );
+        let asked = done["asked"].as_array().unwrap();
+        assert_eq!(asked.len(), 1, "{done}");
+        assert!(asked[0].as_str().unwrap().contains("\"python\""), "{done}");
+    }
+}
