@@ -217,6 +217,50 @@ pub(super) fn value_of(result: Value, wrapped: bool) -> Result<Value, String> {
         .unwrap_or(Value::String(text)))
 }
 
+/// `text` without the Rust type names rmcp puts in its transport errors
+/// (`Transport [rmcp::transport::worker::WorkerTransport<…>] error: `),
+/// which mean nothing to code or the model.
+pub(super) fn without_rust_types(text: &str) -> String {
+    const OPEN: &str = "Transport [";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(OPEN) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + OPEN.len()..];
+        // The type name nests brackets and angle brackets; it ends at the
+        // `]` that closes the one opened.
+        let mut depth = 1usize;
+        let mut end = None;
+        for (i, c) in after.char_indices() {
+            match c {
+                '[' => depth += 1,
+                ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = Some(i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(end) = end else {
+            out.push_str(&rest[at..]);
+            return out;
+        };
+        rest = &after[end + 1..];
+        rest = rest.strip_prefix(" error: ").unwrap_or(rest);
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The last cause of an error chain (`a: b: connection refused`), the one
+/// that says what happened in the fewest words.
+pub(super) fn innermost(chain: &str) -> &str {
+    chain.rsplit(": ").next().unwrap_or(chain).trim()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,5 +291,33 @@ mod tests {
             "structuredContent": {"result": 5}});
         assert_eq!(value_of(wrapped.clone(), true).unwrap(), json!(5));
         assert_eq!(value_of(wrapped, false).unwrap(), json!({"result": 5}));
+    }
+
+    #[test]
+    fn the_last_cause_is_the_plain_one() {
+        assert_eq!(
+            innermost(
+                "Transport send error: Client error: tcp connect error: Connection refused (os error 111)"
+            ),
+            "Connection refused (os error 111)"
+        );
+        assert_eq!(innermost("closed"), "closed");
+    }
+
+    #[test]
+    fn transport_errors_lose_their_rust_type_names() {
+        let said = "Transport send error: Transport [rmcp::transport::worker::WorkerTransport<\
+                    rmcp::transport::streamable_http_client::StreamableHttpClientWorker<\
+                    reqwest::async_impl::client::Client>>] error: Client error: connection refused";
+        let plain = without_rust_types(said);
+        assert_eq!(
+            plain,
+            "Transport send error: Client error: connection refused"
+        );
+        assert_eq!(without_rust_types("no types here"), "no types here");
+        assert_eq!(
+            without_rust_types("Transport [unclosed"),
+            "Transport [unclosed"
+        );
     }
 }

@@ -57,6 +57,9 @@ pub(super) struct Abandoned {
     peer: Option<Peer<RoleClient>>,
     id: RequestId,
     cancellations: Arc<Cancellations>,
+    /// The upstream task the request waits on (a task-only tool's), which
+    /// `tasks/cancel` ends too.
+    task: Option<String>,
 }
 
 impl Abandoned {
@@ -71,7 +74,14 @@ impl Abandoned {
             peer: Some(peer.clone()),
             id,
             cancellations: cancellations.clone(),
+            task: None,
         }
+    }
+
+    /// Dropped unanswered, also cancels the upstream task `task`.
+    pub(super) fn with_task(mut self, task: String) -> Self {
+        self.task = Some(task);
+        self
     }
 
     /// The answer came: nothing to cancel.
@@ -91,10 +101,21 @@ impl Drop for Abandoned {
             Some(self.id.clone()),
             Some("request abandoned by the caller".to_owned()),
         ));
+        let task = self.task.take();
         let runtime = cancellations.runtime.clone();
         runtime.spawn(async move {
             // A closed connection has nothing left to cancel.
             let _ = peer.send_notification(notification.into()).await;
+            if let Some(task) = task {
+                use rmcp::model::{ClientRequest, CustomRequest};
+                let cancel =
+                    CustomRequest::new("tasks/cancel", Some(serde_json::json!({ "taskId": task })));
+                let _ = tokio::time::timeout(
+                    std::time::Duration::from_secs(2),
+                    peer.send_request(ClientRequest::CustomRequest(cancel)),
+                )
+                .await;
+            }
             cancellations.settle_one();
         });
     }

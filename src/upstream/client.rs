@@ -35,10 +35,12 @@ use super::asks::{
     asks_of,
 };
 use super::call::{CallError, ToolInfo, value_of};
+use super::call::{innermost, without_rust_types};
 use super::cancel::{Abandoned, Cancellations};
+use super::flight::requires_task;
 use super::flight::{Flight, Step, tool_result};
+use super::resolve::{Resolver, refusal_of_upstream};
 use super::{UpstreamConfig, UpstreamServer};
-use crate::BoxError;
 use crate::egress::{Policy, chain};
 
 /// How long connecting (the handshake included) may take.
@@ -193,50 +195,6 @@ impl Drop for Audit<'_> {
         tracing::info!(target: "mcp_v8_lambda::mcp", server, tool, status, ms, bytes,
             "upstream tool call");
     }
-}
-
-/// `text` without the Rust type names rmcp puts in its transport errors
-/// (`Transport [rmcp::transport::worker::WorkerTransport<…>] error: `),
-/// which mean nothing to code or the model.
-fn without_rust_types(text: &str) -> String {
-    const OPEN: &str = "Transport [";
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(OPEN) {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + OPEN.len()..];
-        // The type name nests brackets and angle brackets; it ends at the
-        // `]` that closes the one opened.
-        let mut depth = 1usize;
-        let mut end = None;
-        for (i, c) in after.char_indices() {
-            match c {
-                '[' => depth += 1,
-                ']' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        end = Some(i);
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        let Some(end) = end else {
-            out.push_str(&rest[at..]);
-            return out;
-        };
-        rest = &after[end + 1..];
-        rest = rest.strip_prefix(" error: ").unwrap_or(rest);
-    }
-    out.push_str(rest);
-    out
-}
-
-/// The last cause of an error chain (`a: b: connection refused`), the one
-/// that says what happened in the fewest words.
-fn innermost(chain: &str) -> &str {
-    chain.rsplit(": ").next().unwrap_or(chain).trim()
 }
 
 /// One upstream: its HTTP client (headers inside), its connection and its
@@ -509,7 +467,7 @@ impl Server {
     ) -> Result<Flight, rmcp::ServiceError> {
         use rmcp::model::{CallToolRequest, ClientRequest};
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        self.send(peer, request, progress, false).await
+        self.send(peer, request, progress, None).await
     }
 
     /// A tool called as a 2025-11-25 task: `tools/call` with `task` (the
@@ -539,16 +497,18 @@ impl Server {
         let result = serde_json::json!({ "taskId": task });
         let request =
             ClientRequest::CustomRequest(CustomRequest::new("tasks/result", Some(result)));
-        self.send(peer, request, progress, true).await
+        self.send(peer, request, progress, Some(task.to_owned()))
+            .await
     }
 
-    /// Sends `request` as a [`Flight`] (`task`: a task's `tasks/result`).
+    /// Sends `request` as a [`Flight`] (`task`: a task's `tasks/result`,
+    /// the task cancelled too if the flight is dropped unanswered).
     async fn send(
         &self,
         peer: &Peer<RoleClient>,
         request: rmcp::model::ClientRequest,
         progress: Option<ProgressSink>,
-        task: bool,
+        task: Option<String>,
     ) -> Result<Flight, rmcp::ServiceError> {
         let handle = peer
             .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
@@ -559,14 +519,17 @@ impl Server {
             handle.progress_token.clone(),
             progress,
         );
-        let in_flight = Abandoned::start(peer, handle.id.clone(), &self.cancellations);
+        let mut in_flight = Abandoned::start(peer, handle.id.clone(), &self.cancellations);
+        if let Some(task) = &task {
+            in_flight = in_flight.with_task(task.clone());
+        }
         Ok(Flight {
             response: Box::pin(handle.await_response()),
             questions,
             _listening: listening,
             in_flight: Some(in_flight),
             reply: None,
-            task,
+            task: task.is_some(),
         })
     }
 
@@ -726,59 +689,6 @@ impl Server {
     }
 }
 
-/// Whether a `tools/call` was refused because the tool runs only as a
-/// task: the TypeScript SDK's -32601 "… requires task augmentation", as a
-/// JSON-RPC error or (its servers' way) as the text of an `isError` result.
-fn requires_task(answer: &Result<rmcp::model::ServerResult, rmcp::ServiceError>) -> bool {
-    const SAID: &str = "requires task augmentation";
-    match answer {
-        Err(rmcp::ServiceError::McpError(refusal)) => {
-            refusal.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND
-                && refusal.message.contains(SAID)
-        }
-        Ok(rmcp::model::ServerResult::CallToolResult(result)) => {
-            result.is_error == Some(true)
-                && serde_json::to_string(&result.content)
-                    .is_ok_and(|text| text.contains(SAID) && text.contains("-32601"))
-        }
-        _ => false,
-    }
-}
-
-/// The egress policy's resolver for an upstream's client: a name must
-/// resolve to addresses the policy allows, and those are connected to.
-struct Resolver {
-    policy: Arc<Policy>,
-}
-
-impl reqwest_013::dns::Resolve for Resolver {
-    fn resolve(&self, name: reqwest_013::dns::Name) -> reqwest_013::dns::Resolving {
-        let policy = self.policy.clone();
-        let host = name.as_str().to_ascii_lowercase();
-        Box::pin(async move {
-            let allowed = crate::egress::resolve_checked(&policy, &host, None)
-                .await
-                .map_err(refusal_of_upstream)?;
-            Ok(Box::new(allowed.into_iter()) as reqwest_013::dns::Addrs)
-        })
-    }
-}
-
-/// The policy's refusal in words for an upstream (its own text names
-/// fetch's variable); other errors as they are.
-fn refusal_of_upstream(error: BoxError) -> BoxError {
-    match error.downcast::<crate::egress::PolicyError>() {
-        Ok(refusal) => match *refusal {
-            crate::egress::PolicyError::Refused(why) => format!(
-                "refused by the egress policy: {why} (an upstream on a loopback or private address is named by its IP literal)"
-            )
-            .into(),
-            other => Box::new(other),
-        },
-        Err(other) => other,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -817,17 +727,6 @@ mod tests {
     }
 
     #[test]
-    fn the_last_cause_is_the_plain_one() {
-        assert_eq!(
-            innermost(
-                "Transport send error: Client error: tcp connect error: Connection refused (os error 111)"
-            ),
-            "Connection refused (os error 111)"
-        );
-        assert_eq!(innermost("closed"), "closed");
-    }
-
-    #[test]
     fn messages_never_hold_the_url_or_header_values() {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let server = Server::new(
@@ -849,22 +748,5 @@ mod tests {
             "{scrubbed}"
         );
         assert!(scrubbed.contains("[redacted]"));
-    }
-
-    #[test]
-    fn transport_errors_lose_their_rust_type_names() {
-        let said = "Transport send error: Transport [rmcp::transport::worker::WorkerTransport<\
-                    rmcp::transport::streamable_http_client::StreamableHttpClientWorker<\
-                    reqwest::async_impl::client::Client>>] error: Client error: connection refused";
-        let plain = without_rust_types(said);
-        assert_eq!(
-            plain,
-            "Transport send error: Client error: connection refused"
-        );
-        assert_eq!(without_rust_types("no types here"), "no types here");
-        assert_eq!(
-            without_rust_types("Transport [unclosed"),
-            "Transport [unclosed"
-        );
     }
 }

@@ -67,3 +67,24 @@ pub(super) fn tool_result(
         _ => Err(rmcp::ServiceError::UnexpectedResponse),
     }
 }
+
+/// Whether a `tools/call` was refused because the tool runs only as a
+/// task: the TypeScript SDK's -32601 "… requires task augmentation", as a
+/// JSON-RPC error or (its servers' way) as the text of an `isError` result.
+pub(super) fn requires_task(
+    answer: &Result<rmcp::model::ServerResult, rmcp::ServiceError>,
+) -> bool {
+    const SAID: &str = "requires task augmentation";
+    match answer {
+        Err(rmcp::ServiceError::McpError(refusal)) => {
+            refusal.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND
+                && refusal.message.contains(SAID)
+        }
+        Ok(rmcp::model::ServerResult::CallToolResult(result)) => {
+            result.is_error == Some(true)
+                && serde_json::to_string(&result.content)
+                    .is_ok_and(|text| text.contains(SAID) && text.contains("-32601"))
+        }
+        _ => false,
+    }
+}

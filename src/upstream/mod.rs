@@ -24,6 +24,7 @@ mod cancel;
 pub mod catalog;
 pub(crate) mod client;
 mod flight;
+mod resolve;
 
 use std::collections::BTreeMap;
 

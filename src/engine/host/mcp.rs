@@ -46,7 +46,7 @@ pub(crate) struct McpRun {
     work: WorkSink,
     runtime: tokio::runtime::Handle,
     /// Where an upstream's progress is noted for the caller.
-    control: Option<Arc<crate::engine::RunControl>>,
+    control: Option<Arc<crate::engine::capability::control::RunControl>>,
 }
 
 impl Capability for McpRun {

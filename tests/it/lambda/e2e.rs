@@ -1195,7 +1195,8 @@ fn under_cargo_lambda_watch_a_session_survives_a_new_instance_and_every_event_an
 /// prints), then `cargo lambda watch` with the flags the docs give. A 25 s
 /// run reports progress through the streamed function URL, and a run the
 /// client makes a task is handed to a new invocation through the
-/// emulator's own Invoke API and completes.
+/// emulator's own Invoke API and completes. A session's run that asks the
+/// person sends its asks on the streamed response and gets the replies.
 #[test]
 fn under_cargo_lambda_watch_the_documented_local_stack_streams_progress_and_runs_a_task() {
     use std::os::unix::process::CommandExt;
@@ -1279,4 +1280,16 @@ fn under_cargo_lambda_watch_the_documented_local_stack_streams_progress_and_runs
         events[0]["messages"][0], "taskCreated",
         "the run became a task: {events:?}"
     );
+    // A 2025-11-25 session whose run asks twice: each elicitation/create
+    // goes out on the call's streamed function URL response, and each reply
+    // (a POST that may reach another instance) comes back to the run.
+    let mut asks = node();
+    asks.args([watch.url().as_str(), "asks"]);
+    let done = finish(asks);
+    assert_eq!(
+        done["asked"],
+        serde_json::json!(["Factor 1?", "Factor 2?"]),
+        "{done}"
+    );
+    assert_eq!(done["result"], "210", "{done}");
 }
