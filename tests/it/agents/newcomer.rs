@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::common;
 use crate::common::npm;
-use crate::engine::code_mode::{Upstream, servers_json};
+use crate::engine::code_mode::{TOOLS, Upstream, servers_json};
 use crate::lambda::e2e::{Serve, finish, node};
 
 /// The answers to `calls`, over HTTP and over stdio (each on its own data
@@ -273,16 +273,7 @@ fn code_mode_gives_values_and_shows_what_it_has() {
                 "[mcp server demo]",
                 "[mcp server demo]",
                 "undefined",
-                [
-                    "add",
-                    "code",
-                    "count",
-                    "delete_rows",
-                    "echo",
-                    "fail",
-                    "numbers",
-                    "slow"
-                ],
+                TOOLS,
                 true
             ]),
             "{probes}"

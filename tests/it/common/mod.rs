@@ -372,6 +372,43 @@ pub fn logical(name: &str) -> mcp_v8_lambda::session::LogicalSession {
 /// The JSON-RPC answer of a 2026-07-28 request of `method` (naming `name`,
 /// for a tool call) with `params`, posted to the MCP endpoint on loopback
 /// `port`, as a client of that protocol sends it.
+/// A 2026-07-28 request to `url` as an SDK client sends it: its headers,
+/// and `_meta` naming the protocol version and the client's
+/// `capabilities` (beside whatever `_meta` `params` already has).
+pub fn request_2026(
+    url: &str,
+    method: &str,
+    name: &str,
+    mut params: serde_json::Value,
+    capabilities: serde_json::Value,
+) -> reqwest::RequestBuilder {
+    if !params["_meta"].is_object() {
+        params["_meta"] = serde_json::json!({});
+    }
+    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = "2026-07-28".into();
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities;
+    reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .header("mcp-name", name)
+        .json(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+}
+
+/// The JSON-RPC message of the first whole server-sent event in `pending`,
+/// taken out of it; `None` until an event is whole.
+pub fn take_event(pending: &mut String) -> Option<serde_json::Value> {
+    let end = pending.find("\n\n")?;
+    let event: String = pending.drain(..end + 2).collect();
+    let data: String = event
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .collect();
+    Some(serde_json::from_str(&data).unwrap())
+}
+
 pub async fn post_2026(
     port: u16,
     method: &str,

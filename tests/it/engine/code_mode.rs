@@ -114,6 +114,18 @@ impl Upstream {
     }
 }
 
+/// The tools of tests/upstream/server.py, sorted by name.
+pub(crate) const TOOLS: [&str; 8] = [
+    "add",
+    "code",
+    "count",
+    "delete_rows",
+    "echo",
+    "fail",
+    "numbers",
+    "slow",
+];
+
 /// `MCP_V8_MCP_SERVERS` naming each `(name, upstream)` with the token.
 pub(crate) fn servers_json(upstreams: &[(&str, &Upstream)]) -> String {
     let mut servers = serde_json::Map::new();
@@ -219,20 +231,7 @@ async fn runs_call_tools_of_both_eras_and_get_values() {
         assert_eq!(got["code"], "0042", "{server}: {value}");
         assert_eq!(got["echo"], "hi", "{server}");
         assert_eq!(got["numbers"], json!({"items": [0, 1, 2]}), "{server}");
-        assert_eq!(
-            got["tools"],
-            json!([
-                "add",
-                "code",
-                "count",
-                "delete_rows",
-                "echo",
-                "fail",
-                "numbers",
-                "slow"
-            ]),
-            "{server}"
-        );
+        assert_eq!(got["tools"], json!(TOOLS), "{server}");
         assert_eq!(got["schema"], json!(["a", "b"]), "{server}");
     }
     assert_eq!(out.mcp_calls, Some(McpCount { count: 10 }));
@@ -259,16 +258,7 @@ async fn runs_call_tools_of_both_eras_and_get_values() {
             ["listTools", "callTool", "legacy", "modern"],
             "[object mcp server]",
             true,
-            [
-                "add",
-                "code",
-                "count",
-                "delete_rows",
-                "echo",
-                "fail",
-                "numbers",
-                "slow"
-            ],
+            TOOLS,
             true,
             false,
             "function"
@@ -381,8 +371,7 @@ async fn errors_carry_the_tool_text_and_name_what_exists() {
     assert_eq!(value["server"]["code"], "MCP_UNKNOWN_SERVER");
     let missing = value["tool404"]["message"].as_str().unwrap();
     assert!(
-        missing.contains("\"search_issues\"")
-            && missing.contains("add, code, count, delete_rows, echo, fail, numbers, slow"),
+        missing.contains("\"search_issues\"") && missing.contains(&TOOLS.join(", ")),
         "{missing}"
     );
     assert_eq!(value["tool404"]["code"], "MCP_UNKNOWN_TOOL");

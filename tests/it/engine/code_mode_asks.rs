@@ -83,34 +83,16 @@ async fn an_upstreams_progress_reaches_the_client_in_the_runs_progress() {
     let servers = servers_json(&[("legacy", &legacy), ("modern", &modern)]);
     let serve = Serve::start(&[], &[("MCP_V8_MCP_SERVERS", &servers)]);
     for server in ["legacy", "modern"] {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "run_js",
-        "arguments": { "code": format!("await mcp.{server}.slow({{ ms: 5000 }})") },
-        "_meta": {
-            "progressToken": "p1",
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"}
-        }}});
-        let text = reqwest::Client::new()
-            .post(format!("http://127.0.0.1:{}/mcp", serve.port))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", "run_js")
-            .body(body.to_string())
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        let messages: Vec<serde_json::Value> = text
-            .lines()
-            .filter_map(|line| line.strip_prefix("data: "))
-            .map(|data| serde_json::from_str(data).unwrap())
-            .collect();
+        let params = json!({
+            "name": "run_js",
+            "arguments": { "code": format!("await mcp.{server}.slow({{ ms: 5000 }})") },
+            "_meta": { "progressToken": "p1" },
+        });
+        let url = format!("http://127.0.0.1:{}/mcp", serve.port);
+        let request = crate::common::request_2026(&url, "tools/call", "run_js", params, json!({}));
+        let mut text = request.send().await.unwrap().text().await.unwrap();
+        let messages: Vec<serde_json::Value> =
+            std::iter::from_fn(|| crate::common::take_event(&mut text)).collect();
         let said: Vec<&str> = messages
             .iter()
             .filter(|m| m["method"] == "notifications/progress")

@@ -340,13 +340,8 @@ async fn initialize_asking(server: &Server) -> String {
 async fn next_event(body: &mut Body, pending: &mut String) -> Value {
     use http_body_util::BodyExt;
     loop {
-        if let Some(end) = pending.find("\n\n") {
-            let event: String = pending.drain(..end + 2).collect();
-            let data: String = event
-                .lines()
-                .filter_map(|line| line.strip_prefix("data: "))
-                .collect();
-            return serde_json::from_str(&data).unwrap();
+        if let Some(event) = crate::common::take_event(pending) {
+            return event;
         }
         let frame = tokio::time::timeout(std::time::Duration::from_secs(60), body.frame())
             .await

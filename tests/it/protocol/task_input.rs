@@ -16,19 +16,11 @@ const LIMIT: Duration = Duration::from_secs(120);
 
 /// A 2026-07-28 request of a client that declares the tasks extension and
 /// form elicitation.
-fn request(url: &str, method: &str, name: &str, mut params: Value) -> reqwest::RequestBuilder {
-    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {
-            "extensions": {"io.modelcontextprotocol/tasks": {}},
-            "elicitation": {"form": {}}}});
-    reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", method)
-        .header("mcp-name", name)
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+fn request(url: &str, method: &str, name: &str, params: Value) -> reqwest::RequestBuilder {
+    let capabilities = json!({
+        "extensions": {"io.modelcontextprotocol/tasks": {}},
+        "elicitation": {"form": {}}});
+    crate::common::request_2026(url, method, name, params, capabilities)
 }
 
 async fn answer(request: reqwest::RequestBuilder) -> Value {
@@ -182,13 +174,8 @@ async fn a_run_that_asks_before_it_becomes_a_task_takes_its_answer_into_the_task
 /// The next JSON-RPC message of a `text/event-stream` response.
 async fn next_event(response: &mut reqwest::Response, pending: &mut String) -> Value {
     loop {
-        if let Some(end) = pending.find("\n\n") {
-            let event: String = pending.drain(..end + 2).collect();
-            let data: String = event
-                .lines()
-                .filter_map(|line| line.strip_prefix("data: "))
-                .collect();
-            return serde_json::from_str(&data).unwrap();
+        if let Some(event) = crate::common::take_event(pending) {
+            return event;
         }
         let chunk = tokio::time::timeout(LIMIT, response.chunk())
             .await

@@ -443,23 +443,14 @@ fn declaring_request(
     url: &str,
     method: &str,
     name: &str,
-    mut params: Value,
+    params: Value,
     more: &[&str],
 ) -> reqwest::RequestBuilder {
     let mut extensions = json!({"io.modelcontextprotocol/tasks": {}});
     for extension in more {
         extensions[*extension] = json!({});
     }
-    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"extensions": extensions}});
-    reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", method)
-        .header("mcp-name", name)
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+    crate::common::request_2026(url, method, name, params, json!({"extensions": extensions}))
 }
 
 /// A 2026-07-28 `tools/call` of `run_js` declaring the tasks extension.
