@@ -45,6 +45,9 @@ pub struct Stores {
     pub prelude: Option<Arc<dyn PreludeSource>>,
     /// The bytes of `/work` files; `None` for a stateless server.
     pub files: Option<Arc<dyn FileStore>>,
+    /// Runs' whole output and results, kept with their execution records
+    /// (`records/` beside the files); `None` for a stateless server.
+    pub records: Option<Arc<dyn FileStore>>,
     /// MCP tasks: in the metadata store's database or tables.
     pub tasks: Arc<dyn TaskStore>,
     /// Where a task's run goes when it cannot stay in this process: under
@@ -150,6 +153,20 @@ impl Stores {
             ))),
             (Some(_), None) => Some(Arc::new(DirFileStore::new(data_dir.join("work")))),
         };
+        // Beside them, `records/`, which expires with the execution records.
+        let records: Option<Arc<dyn FileStore>> = match (&heaps, &config.stores.heap_bucket) {
+            (None, _) => None,
+            (Some(_), Some(bucket)) => Some(Arc::new(S3FileStore::records(
+                aws()?.s3.clone(),
+                bucket,
+                &config.stores.heap_prefix,
+            ))),
+            (Some(_), None) => {
+                let store = DirFileStore::records(data_dir.join("records"));
+                keep_records_retention(store.clone(), config.stores.execution_ttl_secs);
+                Some(Arc::new(store))
+            }
+        };
         Ok(Self {
             sessions,
             meta,
@@ -157,6 +174,7 @@ impl Stores {
             packages: Arc::new(Packages::new(store, local, fill)),
             prelude,
             files,
+            records,
             tasks,
             handoff: handoff(config, aws_clients_given)?,
             offers_tasks: !config.under_lambda || config.stores.table_prefix.is_some(),
@@ -249,6 +267,29 @@ fn keep_retention(store: FileHeapStore, days: u64) {
     });
 }
 
+/// Sweeps the embedded store's kept run texts now and every hour: a text
+/// last named by a record more than the records' lifetime (and a day) ago
+/// belongs to no record a reader can still get.
+fn keep_records_retention(store: DirFileStore, execution_ttl_secs: i64) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let max_age = std::time::Duration::from_secs(execution_ttl_secs.max(0) as u64 + 86_400);
+    runtime.spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(3600));
+        loop {
+            every.tick().await;
+            let store = store.clone();
+            match tokio::task::spawn_blocking(move || store.sweep(max_age)).await {
+                Ok(Ok(0)) => {}
+                Ok(Ok(removed)) => tracing::info!(removed, "removed run texts past their records' lifetime"),
+                Ok(Err(e)) => tracing::warn!(error = %e, "the run texts' retention sweep failed; it runs again in an hour"),
+                Err(e) => tracing::warn!(error = %e, "the run texts' retention sweep task failed"),
+            }
+        }
+    });
+}
+
 /// The heap store of a stateful server, with its caches, and the embedded
 /// directory store when that is the one below them.
 pub fn heap_store<'a>(
@@ -335,6 +376,9 @@ pub fn engine_config(config: &Config) -> EngineConfig {
             process: ProcessSettings {
                 env: Arc::new(config.engine.process_env.clone()),
             },
+            console: crate::engine::ConsoleSettings {
+                max_output_bytes: config.engine.record_max_mb * 1024 * 1024,
+            },
             files: FileLimits {
                 max_file_bytes: config.files.max_file_mb * 1024 * 1024,
                 max_tree_bytes: config.files.max_work_mb * 1024 * 1024,
@@ -400,6 +444,7 @@ fn build(config: &Config, engine_config: EngineConfig, stores: Stores) -> (App, 
         meta: stores.meta,
         packages: Some(stores.packages),
         files: stores.files,
+        records: stores.records,
         mcp: config.mcp.enabled().then(|| Arc::new(config.mcp.clone())),
         clients,
         stateless: config.stateless,

@@ -21,6 +21,7 @@ pub fn read(uri: &str) -> Option<ReadResourceResult> {
             mime_type: MIME_TYPE.to_owned(),
             text: Some(RUN_VIEW.to_owned()),
             blob: None,
+            meta: None,
         }],
     })
 }

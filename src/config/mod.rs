@@ -132,8 +132,13 @@ pub struct EngineSettings {
     /// `AWS_LAMBDA_MAX_CONCURRENCY`: invocations Lambda hands this instance
     /// at once (Lambda Managed Instances); 1 on standard Lambda and outside.
     pub lambda_max_concurrency: usize,
-    /// `MCP_V8_MAX_RESULT_BYTES`: longest `result` a run returns; longer ones
-    /// are cut with a marker.
+    /// `MCP_V8_RECORD_MAX_MB`: most MiB of a run's console output, and
+    /// again of its result, that its record keeps (the answer shows what
+    /// fits its budget and links the rest); past it, the ends of the output
+    /// and the start of the result, with a marker naming the whole size.
+    pub record_max_mb: usize,
+    /// `MCP_V8_MAX_RESULT_BYTES`: longest `result` a run returns (by
+    /// default `MCP_V8_RECORD_MAX_MB`); longer ones are cut with a marker.
     pub max_result_bytes: usize,
     /// `MCP_V8_ANSWER_BUDGET_KB`: most KiB of JSON a run's answer gives its
     /// text, and again its `structuredContent`; the rest is kept with the
@@ -467,7 +472,12 @@ impl EngineSettings {
                 None
             },
             lambda_max_concurrency,
-            max_result_bytes: vars.number("MCP_V8_MAX_RESULT_BYTES", 1024 * 1024, Least::One)?,
+            record_max_mb: vars.number("MCP_V8_RECORD_MAX_MB", 32, Least::One)?,
+            max_result_bytes: vars.number(
+                "MCP_V8_MAX_RESULT_BYTES",
+                vars.number("MCP_V8_RECORD_MAX_MB", 32, Least::One)? * 1024 * 1024,
+                Least::One,
+            )?,
             answer_budget_kb: vars.answer_budget_kb()?,
             ready_heaps_mb_set: vars
                 .get("MCP_V8_READY_HEAPS_MB")

@@ -56,6 +56,9 @@ pub enum FileStoreError {
 ///   read and returns [`FileStoreError::Corrupt`] rather than other bytes.
 /// - Each [`Tenant`] has its own namespace: bytes `put` by one tenant are
 ///   `Ok(None)` to every other, exactly as bytes never stored.
+/// - A records store (`records`: runs' kept texts) restarts the age of
+///   bytes put again, so its retention counts from the newest record that
+///   named them; a `work/` store never rewrites them.
 #[async_trait]
 pub trait FileStore: Send + Sync + fmt::Debug + 'static {
     /// Stores `bytes` in `tenant`'s namespace; their key.

@@ -1,7 +1,9 @@
 //! File bytes in S3: `<prefix>work/<key>` for the anonymous tenant,
 //! `<prefix>work/tenants/<id>/<key>` for the others. The prefix matches no
 //! lifecycle rule: heaps expire by the first hex digit of their key, and a
-//! file may be named by heaps made long after it was written.
+//! file may be named by heaps made long after it was written. Runs' kept
+//! texts live the same way under `<prefix>records/`, which a lifecycle rule
+//! expires with the execution records that name them.
 
 use async_trait::async_trait;
 use aws_sdk_s3::Client;
@@ -20,6 +22,10 @@ pub struct S3FileStore {
     client: Client,
     bucket: String,
     prefix: String,
+    area: &'static str,
+    /// Every `put` writes, so an object's age (which its lifecycle rule
+    /// counts) restarts when a newer record names it.
+    refresh: bool,
 }
 
 impl S3FileStore {
@@ -29,13 +35,26 @@ impl S3FileStore {
             client,
             bucket: bucket.into(),
             prefix: prefix.into(),
+            area: "work/",
+            refresh: false,
+        }
+    }
+
+    /// Runs' kept texts under `<prefix>records/` in `bucket`: every `put`
+    /// writes, so the bucket's lifecycle rule for `records/` counts from
+    /// the newest record that named the bytes.
+    pub fn records(client: Client, bucket: impl Into<String>, prefix: impl Into<String>) -> Self {
+        Self {
+            area: "records/",
+            refresh: true,
+            ..Self::new(client, bucket, prefix)
         }
     }
 
     /// The object key of `key` in `tenant`'s namespace.
     pub fn object_key(&self, tenant: &Tenant, key: &ContentKey) -> String {
         let folder = tenant.heap_folder().unwrap_or_default();
-        format!("{}work/{folder}{key}", self.prefix)
+        format!("{}{}{folder}{key}", self.prefix, self.area)
     }
 
     fn backend(key: &str, source: BoxError) -> FileStoreError {
@@ -53,15 +72,28 @@ impl FileStore for S3FileStore {
         let key = ContentKey::of(bytes);
         let object = self.object_key(tenant, &key);
         let body = ByteStream::from(bytes.clone());
-        s3_put_once(
-            &self.client,
-            &self.bucket,
-            &object,
-            body,
-            "application/octet-stream",
-        )
-        .await
-        .map_err(|source| Self::backend(key.as_str(), source))?;
+        let written = if self.refresh {
+            self.client
+                .put_object()
+                .bucket(&self.bucket)
+                .key(&object)
+                .body(body)
+                .content_type("application/octet-stream")
+                .send()
+                .await
+                .map(drop)
+                .map_err(|e| BoxError::from(aws_sdk_s3::error::DisplayErrorContext(e).to_string()))
+        } else {
+            s3_put_once(
+                &self.client,
+                &self.bucket,
+                &object,
+                body,
+                "application/octet-stream",
+            )
+            .await
+        };
+        written.map_err(|source| Self::backend(key.as_str(), source))?;
         Ok(key)
     }
 

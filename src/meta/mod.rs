@@ -96,6 +96,31 @@ pub struct ExecutionRecord {
     pub completed_at: String,
     /// Unix seconds after which the record is gone.
     pub expires_at: i64,
+    /// The run's output and result kept apart from the record (the
+    /// outcome then holds them empty), in the records store beside its
+    /// files; absent from records of short texts and of older builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<KeptTexts>,
+}
+
+/// A run's texts kept apart from its [`ExecutionRecord`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeptTexts {
+    /// Its console output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<KeptText>,
+    /// Its result's text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<KeptText>,
+}
+
+/// One text kept apart: the key of its bytes and their length.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeptText {
+    /// The key of its UTF-8 bytes in the records store.
+    pub key: crate::backends::content::ContentKey,
+    /// Their length.
+    pub bytes: u64,
 }
 
 /// What can go wrong with the metadata store.

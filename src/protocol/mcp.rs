@@ -508,6 +508,9 @@ pub struct ResourceContents {
     /// Base64 of binary contents.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blob: Option<String>,
+    /// Where a page of a longer text lies in it.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Value>,
 }
 
 /// `tools/call` result.

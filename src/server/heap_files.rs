@@ -35,6 +35,7 @@ pub(super) fn contents(uri: String, mime_type: String, bytes: &[u8]) -> Resource
         mime_type,
         text,
         blob,
+        meta: None,
     }
 }
 
@@ -90,6 +91,7 @@ fn listing(heap: &HeapKey, path: &str, tree: &[TreeEntry]) -> ResourceContents {
         mime_type: "application/json".into(),
         text: Some(json!({ "path": path, "entries": entries }).to_string()),
         blob: None,
+        meta: None,
     }
 }
 

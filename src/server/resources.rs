@@ -19,6 +19,8 @@ use crate::tools::{CallContext, ExecutionView, HeapName, Toolbox};
 use crate::upstream::catalog;
 
 const JSON: &str = "application/json";
+/// The `_meta` key of a page's place in the whole text it is part of.
+const PAGE_META: &str = "mcp-v8-lambda/page";
 const TYPESCRIPT: &str = "application/typescript";
 /// Resources per `resources/list` page.
 const PAGE: usize = 100;
@@ -226,42 +228,32 @@ pub(super) async fn read(
         }
         Some(Named::Execution(id)) => {
             let record = execution(tools, context, id, &uri).await?;
+            let record = crate::tools::whole_record(tools, context.tenant, record)
+                .await
+                .map_err(MethodError::internal)?;
             let view = serde_json::to_value(ExecutionView::from(record))
                 .expect("execution views serialize");
             (view, Freshness::Stable)
         }
         Some(Named::RunText(id, part, page)) => {
             let record = execution(tools, context, id, &uri).await?;
-            let text = match record.outcome.get(part.as_str()) {
-                Some(serde_json::Value::String(text)) => text.as_str(),
-                _ => return Err(not_found(&uri)),
-            };
-            let size = tools.answer_budget_bytes;
-            let text = match page {
-                None => text,
-                Some(n) => crate::tools::page(text, n, size).ok_or_else(|| {
-                    let pages = crate::tools::pages(text.len(), size);
-                    MethodError::new(
-                        code::INVALID_PARAMS,
-                        format!(
-                            "{uri} names no page: the {} of execution {id} has {pages} pages of {size} \
-                             bytes, ?page=1 to ?page={pages}",
-                            part.as_str()
-                        ),
-                    )
-                    .with_data(json!({ "uri": uri }))
-                })?,
-            };
-            let mime_type = match part {
-                uri::RunText::Result if serde_json::from_str::<serde_json::Value>(text).is_ok() => {
-                    JSON
+            let read = match page {
+                None => crate::tools::run_text(tools, context.tenant, &record, part)
+                    .await
+                    .map_err(MethodError::internal)?
+                    .map(|text| whole_text(uri.clone(), part, text)),
+                Some(number) => {
+                    let size = tools.answer_budget_bytes;
+                    crate::tools::paged_run_text(tools, context.tenant, &record, part, size)
+                        .await
+                        .map_err(MethodError::internal)?
+                        .map(|paged| text_page(uri.clone(), id, part, &paged, number))
+                        .transpose()?
                 }
-                _ => "text/plain",
             };
-            return Ok((
-                text_read(uri, mime_type, text.to_owned()),
-                Freshness::Stable,
-            ));
+            return read
+                .map(|read| (read, Freshness::Stable))
+                .ok_or_else(|| not_found(&uri));
         }
         Some(Named::HeapFile(heap, path)) => {
             let heap = match tools.heap_named(context.tenant, &heap).await {
@@ -325,8 +317,55 @@ fn text_read(uri: String, mime_type: &str, text: String) -> ReadResourceResult {
             mime_type: mime_type.into(),
             text: Some(text),
             blob: None,
+            meta: None,
         }],
     }
+}
+
+/// A run's whole `part`: JSON when it parses (a result), else text.
+fn whole_text(uri: String, part: uri::RunText, text: String) -> ReadResourceResult {
+    let mime_type = match part {
+        uri::RunText::Result if serde_json::from_str::<serde_json::Value>(&text).is_ok() => JSON,
+        _ => "text/plain",
+    };
+    text_read(uri, mime_type, text)
+}
+
+/// Page `number` of a run's `part` (pages that each parse: docs/tools.md,
+/// "The answer budget"), with its place in the whole in `_meta`.
+fn text_page(
+    uri: String,
+    id: Uuid,
+    part: uri::RunText,
+    paged: &crate::tools::Paged,
+    number: usize,
+) -> Result<ReadResourceResult, MethodError> {
+    let (pages, shape) = (paged.count(), paged.shape());
+    let page = paged.page(number).ok_or_else(|| {
+        MethodError::new(
+            code::INVALID_PARAMS,
+            format!(
+                "{uri} names no page: the {} of execution {id} has {pages} pages, each {}: \
+                 ?page=1 to ?page={pages}",
+                part.as_str(),
+                shape.each_page()
+            ),
+        )
+        .with_data(json!({ "uri": uri }))
+    })?;
+    let mut meta = json!({ "page": page.number, "pages": page.pages });
+    if let Some((from, to, of)) = page.items {
+        meta["items"] = json!({ "from": from, "to": to, "of": of });
+    }
+    Ok(ReadResourceResult {
+        contents: vec![ResourceContents {
+            uri,
+            mime_type: shape.mime_type().into(),
+            text: Some(page.text),
+            blob: None,
+            meta: Some(json!({ PAGE_META: meta })),
+        }],
+    })
 }
 
 #[cfg(test)]

@@ -46,19 +46,30 @@ impl Kept {
         }
     }
 
-    /// Where `part`, `len` bytes long, is, for a note.
-    fn place(self, part: RunText, len: usize, budget: usize) -> String {
+    /// Where `part`, whose kept text is `text`, is, for a note: exactly
+    /// what its link opens, whole and in pages.
+    fn place(self, part: RunText, text: &str, budget: usize) -> String {
         match self {
             Self::Record(id) => {
-                let pages = pages(len, budget);
+                let paged = super::pages::Paged::new(text, part, budget);
+                let pages = paged.count();
                 let whole = uri::run_text_uri(id, part, None);
+                let cut = match engine_cut(text, part) {
+                    Some((total, unit)) => format!(
+                        " (only its first {} bytes: the value has {total} {unit}, past \
+                         MCP_V8_RECORD_MAX_MB, which bounds what the record keeps)",
+                        text.len()
+                    ),
+                    None => String::new(),
+                };
                 if pages > 1 {
                     format!(
-                        "the whole is kept with the run: resources/read {whole} (or in {pages} pages of \
-                         {budget} bytes: {whole}?page=1 to ?page={pages})"
+                        "the whole{cut} is kept with the run: resources/read {whole}, or in {pages} pages of about \
+                         {budget} bytes, each {}: {whole}?page=1 to ?page={pages}",
+                        paged.shape().each_page()
                     )
                 } else {
-                    format!("the whole is kept with the run: resources/read {whole}")
+                    format!("the whole{cut} is kept with the run: resources/read {whole}")
                 }
             }
             Self::Nowhere(why) => format!("the rest is not kept ({why})"),
@@ -66,9 +77,25 @@ impl Kept {
     }
 }
 
-/// Pages of `budget` bytes that `len` bytes take.
-pub fn pages(len: usize, budget: usize) -> usize {
-    len.div_ceil(budget.max(1)).max(1)
+/// The whole size of `part` and its unit (`bytes`, or `characters` for a
+/// result the engine measured in UTF-16 units) when the engine cut it at
+/// the record's bound, from the marker it ends with (a result) or is split
+/// by (output).
+fn engine_cut(text: &str, part: RunText) -> Option<(usize, &'static str)> {
+    let marker = format!("\n[{} truncated: ", part.as_str());
+    let at = text.rfind(&marker)? + marker.len();
+    // "N bytes, the first M shown]", "D of N bytes dropped from the middle; …",
+    // "JSON of N characters, …", "a string of N characters, …".
+    let said = text[at..].split([',', ';', ']']).next()?;
+    let words: Vec<&str> = said.split_whitespace().collect();
+    words.windows(2).rev().find_map(|pair| {
+        let unit = match pair[1] {
+            "bytes" => "bytes",
+            "characters" => "characters",
+            _ => return None,
+        };
+        Some((pair[0].parse().ok()?, unit))
+    })
 }
 
 /// The tool result of a run outcome's JSON `json` within `budget`: its
@@ -210,7 +237,7 @@ impl Parts {
                      (MCP_V8_ANSWER_BUDGET_KB); {shown}; {}. To work with it, keep it in a variable \
                      (heap: \"latest\") or write it to a /work file, and return a summary",
                     text.len(),
-                    kept.place(RunText::Result, text.len(), budget)
+                    kept.place(RunText::Result, text, budget)
                 ));
                 value
             }
@@ -228,7 +255,7 @@ impl Parts {
                  (MCP_V8_ANSWER_BUDGET_KB); its first and last {} bytes are shown; {}",
                 self.output.len(),
                 raw / 2,
-                kept.place(RunText::Output, self.output.len(), budget)
+                kept.place(RunText::Output, &self.output, budget)
             ));
             cut
         };
@@ -332,24 +359,13 @@ fn stand_in(text: &str, preview: &str, uri: Option<String>) -> StandIn {
     };
     StandIn {
         kind: kind.to_owned(),
-        bytes: text.len(),
+        // Past the record's bound, the whole size the engine measured.
+        bytes: engine_cut(text, RunText::Result)
+            .map_or(text.len(), |(total, _)| total.max(text.len())),
         length,
         preview: preview.to_owned(),
         uri,
     }
-}
-
-/// Page `page` (from 1) of `text` in pages of `size` bytes, cut at
-/// character boundaries; `None` past the last page.
-pub fn page(text: &str, page: usize, size: usize) -> Option<&str> {
-    let size = size.max(4);
-    let start = (page.checked_sub(1)?).checked_mul(size)?;
-    if page > pages(text.len(), size) {
-        return None;
-    }
-    let from = text.floor_char_boundary(start.min(text.len()));
-    let to = text.floor_char_boundary((start + size).min(text.len()));
-    Some(&text[from..to])
 }
 
 #[cfg(test)]
@@ -471,13 +487,22 @@ mod tests {
     }
 
     #[test]
-    fn pages_cover_the_text_at_character_boundaries() {
-        let text = "aé".repeat(10);
-        let all: String = (1..=pages(text.len(), 4))
-            .map(|n| page(&text, n, 4).unwrap())
-            .collect();
-        assert_eq!(all, text);
-        assert_eq!(page(&text, 0, 4), None);
-        assert_eq!(page(&text, pages(text.len(), 4) + 1, 4), None);
+    fn a_text_the_engine_cut_names_its_whole_size() {
+        let result = crate::engine::cap_text("x".repeat(100), 10, "result");
+        assert_eq!(engine_cut(&result, RunText::Result), Some((100, "bytes")));
+        let output = crate::engine::cap_text_ends("y".repeat(100), 10, "output");
+        assert_eq!(engine_cut(&output, RunText::Output), Some((100, "bytes")));
+        let json = "[1,2\n[result truncated: JSON of 5000 characters, the first 4 shown]";
+        assert_eq!(
+            engine_cut(json, RunText::Result),
+            Some((5000, "characters"))
+        );
+        assert_eq!(
+            engine_cut(
+                "a log that says [result truncated: 5 bytes",
+                RunText::Result
+            ),
+            None
+        );
     }
 }

@@ -223,6 +223,7 @@ fn block_of(displayed: &Displayed, bytes: &[u8], index: usize, target: &Target<'
             mime_type,
             text: None,
             blob: Some(STANDARD.encode(bytes)),
+            meta: None,
         },
     }
 }

@@ -84,6 +84,10 @@ pub(super) async fn get(
         .await
     {
         Ok(Some(record)) => {
+            let record = match super::run_texts::whole(toolbox, context.tenant, record).await {
+                Ok(record) => record,
+                Err(why) => return CallToolResult::error(why),
+            };
             // The same budget as the run's own answer, and the same links.
             let json = serde_json::to_value(ExecutionView::from(record))
                 .expect("execution views serialize");

@@ -12,8 +12,10 @@ mod executions;
 mod fixtures;
 mod heap_tags;
 mod lifecycle;
+mod pages;
 mod routes;
 mod run_js;
+mod run_texts;
 mod saving;
 mod schema;
 mod session_log;
@@ -28,7 +30,6 @@ use crate::protocol::mcp::{
 };
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
-pub use budget::{page, pages};
 pub use calls::{TaskSupport, ToolCallError};
 /// How many times a displayed table's file was parsed in this process
 /// (tests count what the page tool's cache saves).
@@ -36,7 +37,9 @@ pub use calls::{TaskSupport, ToolCallError};
 pub use display_page::parses_of as display_table_parses;
 pub use executions::ExecutionView;
 pub use lifecycle::Lifecycle;
+pub use pages::{Page, Paged, Shape};
 pub use run_js::ANSWERED_DIRECTLY_IF;
+pub use run_texts::{paged as paged_run_text, text as run_text, whole as whole_record};
 pub use saving::{Saves, UnsavedBounds};
 pub use toolbox::{CallContext, HeapName, MAX_READ_FILE_BYTES, MAX_RESULT_JSON_BYTES, Toolbox};
 use toolbox::{fits_one_response, result_json_len};

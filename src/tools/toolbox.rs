@@ -26,6 +26,9 @@ pub struct Toolbox {
     /// Where the bytes of `/work` files live, when files are kept (read
     /// by the heap file resources).
     pub files: Option<Arc<dyn FileStore>>,
+    /// Where runs' whole output and results are kept beside their
+    /// records (`None`: inside the records, as the engine capped them).
+    pub records: Option<Arc<dyn FileStore>>,
     /// The upstream MCP servers of code mode, when any is configured.
     pub mcp: Option<Arc<UpstreamConfig>>,
     /// The connections to them, shared with the engine's runs.
@@ -303,6 +306,7 @@ pub(super) fn for_tests(
         meta: Arc::new(crate::meta::RedbMetaStore::new(db).unwrap()),
         packages: None,
         files: None,
+        records: None,
         mcp: None,
         clients: Arc::default(),
         stateless,

@@ -29,7 +29,7 @@
 //   node ts_client.mjs URL budget    three answers over the answer budget (3 MB of output, a 2 MB string,
 //                                    200k rows): each within it, structuredContent valid against run_js's
 //                                    output schema (the SDK checks), the link in the answer read back whole
-//                                    and by page with readResource
+//                                    and page by page with readResource (lines; JSON arrays of whole rows)
 //   node ts_client.mjs URL asks
 //   node ts_client.mjs BINARY asks DATA_DIR
 //                                    2025-11-25, the client declaring form elicitation: a run_js that asks twice
@@ -486,19 +486,47 @@ async function budget() {
     const uri = note.match(/mcp-v8:\/\/executions\/[0-9a-f-]+\/(output|result)/)[0];
     const whole = (await client.readResource({ uri })).contents[0].text;
     assert.ok(whole.length > BUDGET, `${name}: the whole is ${whole.length}`);
-    const first = (await client.readResource({ uri: `${uri}?page=1` })).contents[0].text;
-    assert.ok(first.length <= BUDGET && whole.startsWith(first), `${name}: page 1`);
+    assert.ok(!whole.includes("truncated"), `${name}: the link opens the whole`);
+    // Page by page: every page within the budget and whole (lines, or a
+    // JSON array of whole rows), together the whole.
+    const pages = [];
+    for (let n = 1; ; n++) {
+      const read = (await client.readResource({ uri: `${uri}?page=${n}` })).contents[0];
+      const place = read._meta["mcp-v8-lambda/page"];
+      assert.equal(place.page, n, name);
+      assert.ok(read.text.length <= BUDGET, `${name}: page ${n} of ${read.text.length}`);
+      pages.push(read.text);
+      if (n === place.pages) break;
+    }
+    assert.ok(pages.length > 1, name);
     if (name === "output") {
+      assert.equal(pages.join(""), whole, "the output's pages are its lines");
+      assert.ok(whole.includes("\nline 15000\n"), "line 15000");
       assert.ok(whole.trimEnd().endsWith("line 299999"), whole.slice(-100));
       assert.ok(outcome.output.trimEnd().endsWith("line 299999"), outcome.output.slice(-100));
       assert.equal(outcome.result, '"logged"');
+    } else if (name === "string") {
+      const value = JSON.parse(whole);
+      assert.equal(pages.join(""), value, "the string's pages are its text");
+      assert.equal(value.length, 2 << 20);
+      assert.ok(pages.at(-1).endsWith("ab"));
     } else {
+      const rows = pages.flatMap((page) => JSON.parse(page));
+      assert.equal(rows.length, 200000);
+      assert.equal(JSON.parse(pages.at(-1)).at(-1).id, 199999, "the last page holds the last row");
+      assert.deepEqual(rows[123456], { id: 123456, name: "row 123456", value: 246912 });
+    }
+    if (name !== "output") {
       assert.equal(typeof outcome.result, "object", `${name}: ${JSON.stringify(outcome.result).slice(0, 200)}`);
       assert.equal(outcome.result.uri, uri);
       assert.equal(outcome.result.type, name === "string" ? "string" : "array");
+      assert.equal(outcome.result.bytes, whole.length, `${name}: the stand-in's bytes`);
+      assert.equal(outcome.result.length, name === "string" ? 2 << 20 : 200000, `${name}: its length`);
       assert.ok(whole.startsWith(outcome.result.preview), name);
     }
-    seen[name] = { text: text.length, structured: JSON.stringify(outcome).length, whole: whole.length };
+    const pagesSaid = note.match(/in (\d+) pages/);
+    assert.ok(pagesSaid && Number(pagesSaid[1]) === pages.length, `${name}: the note names ${pages.length} pages: ${note}`);
+    seen[name] = { text: text.length, structured: JSON.stringify(outcome).length, whole: whole.length, pages: pages.length };
   }
   await transport.close();
   say({ event: "done", ...seen });

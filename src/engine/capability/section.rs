@@ -106,3 +106,106 @@ pub(crate) mod section_opt {
         Ok(Option::<Section>::deserialize(d)?.map(|section| section.0))
     }
 }
+
+/// A text that crosses a worker frame as a [`Section`] when long ([`text`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub(crate) struct Text(#[serde(with = "text")] pub String);
+
+/// A `String` field that travels as a [`Section`] inside a worker frame
+/// when it is long (console output, a result: up to the record's bound,
+/// where JSON escaping could grow a header several times over), and as a
+/// JSON string everywhere else.
+pub(crate) mod text {
+    use serde::de::{self, MapAccess, Visitor};
+    use serde::ser::SerializeMap;
+    use serde::{Deserializer, Serializer};
+
+    use super::{Section, TABLE};
+
+    /// Shorter texts stay inline: a section costs a table entry.
+    const INLINE_MAX: usize = 4096;
+    const FIELD: &str = "section";
+
+    pub(crate) fn serialize<S: Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
+        let in_frame = TABLE.with(|t| t.borrow().is_some());
+        if !in_frame || text.len() <= INLINE_MAX {
+            return s.serialize_str(text);
+        }
+        let mut map = s.serialize_map(Some(1))?;
+        map.serialize_entry(
+            FIELD,
+            &Section(bytes::Bytes::copy_from_slice(text.as_bytes())),
+        )?;
+        map.end()
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        d.deserialize_any(TextVisitor)
+    }
+
+    struct TextVisitor;
+
+    impl<'de> Visitor<'de> for TextVisitor {
+        type Value = String;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a string or a byte section")
+        }
+
+        fn visit_str<E: de::Error>(self, text: &str) -> Result<String, E> {
+            Ok(text.to_owned())
+        }
+
+        fn visit_string<E: de::Error>(self, text: String) -> Result<String, E> {
+            Ok(text)
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<String, A::Error> {
+            let mut section = None;
+            while let Some(key) = map.next_key::<String>()? {
+                if key == FIELD {
+                    section = Some(map.next_value::<Section>()?);
+                } else {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+            }
+            let section = section.ok_or_else(|| de::Error::missing_field(FIELD))?;
+            String::from_utf8(section.0.to_vec())
+                .map_err(|_| de::Error::custom("a text section is not UTF-8"))
+        }
+    }
+
+    /// An `Option<String>` field carried as [`text`](self).
+    pub(crate) mod opt {
+        use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+        #[derive(Deserialize)]
+        #[serde(transparent)]
+        struct Text(#[serde(with = "super")] String);
+
+        struct Borrowed<'a>(&'a str);
+
+        impl Serialize for Borrowed<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                super::serialize(self.0, s)
+            }
+        }
+
+        pub(crate) fn serialize<S: Serializer>(
+            text: &Option<String>,
+            s: S,
+        ) -> Result<S::Ok, S::Error> {
+            match text {
+                Some(text) => s.serialize_some(&Borrowed(text)),
+                None => s.serialize_none(),
+            }
+        }
+
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<Option<String>, D::Error> {
+            Ok(Option::<Text>::deserialize(d)?.map(|t| t.0))
+        }
+    }
+}

@@ -153,6 +153,9 @@ impl Job {
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct JobResult {
     pub status: RunStatus,
+    /// Up to the record's bound (`MCP_V8_RECORD_MAX_MB`): a section of the
+    /// frame when long.
+    #[serde(default, with = "crate::engine::capability::section::text::opt")]
     pub result: Option<String>,
     /// The completion value as Node's REPL shows it (completed runs).
     pub repl: Option<String>,

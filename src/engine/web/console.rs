@@ -12,6 +12,7 @@ use super::inspect::inspect;
 use crate::engine::capability::control::RunControl;
 use crate::engine::capability::outcome::RunReport;
 use crate::engine::capability::positions::Positions;
+use crate::engine::capability::section::Text;
 use crate::engine::capability::{Call, Capability, RunScope};
 use crate::engine::layer::bytes::string;
 use crate::engine::layer::registry::{Family, LoaderSlot, Natives, define};
@@ -67,15 +68,15 @@ impl Capability for Console {
     });
     type Settings = ConsoleSettings;
     type Ask = ConsoleSettings;
-    /// What the run printed.
-    type Report = String;
+    /// What the run printed: a section of its worker's frame when long.
+    type Report = Text;
 
     fn ask(settings: &ConsoleSettings, _: &mut Call<'_>) -> Result<ConsoleSettings, String> {
         Ok(*settings)
     }
 
-    fn show(output: &mut String, shown: &mut RunReport) {
-        shown.outcome.output = std::mem::take(output);
+    fn show(output: &mut Text, shown: &mut RunReport) {
+        shown.outcome.output = std::mem::take(&mut output.0);
     }
 
     fn begin(isolate: &mut v8::Isolate, ask: &ConsoleSettings, run: &RunScope<'_>) {
@@ -86,15 +87,17 @@ impl Capability for Console {
         });
     }
 
-    fn end(isolate: &mut v8::Isolate) -> String {
-        isolate
-            .remove_slot::<Console>()
-            .map(|console| console.output.into_text())
-            .unwrap_or_default()
+    fn end(isolate: &mut v8::Isolate) -> Text {
+        Text(
+            isolate
+                .remove_slot::<Console>()
+                .map(|console| console.output.into_text())
+                .unwrap_or_default(),
+        )
     }
 
-    fn remap(output: &mut String, positions: &Positions) {
-        positions.remap_in_place(output, false);
+    fn remap(output: &mut Text, positions: &Positions) {
+        positions.remap_in_place(&mut output.0, false);
     }
 }
 

@@ -225,6 +225,7 @@ pub(super) async fn read_frame_async<T: DeserializeOwned>(
 mod tests {
     use super::*;
     use crate::engine::capability::outcome::RunStatus;
+    use crate::engine::capability::section::Text;
     use crate::engine::contract::{Job, Task};
 
     fn result(blob: Option<Vec<u8>>) -> JobResult {
@@ -232,7 +233,7 @@ mod tests {
         result.status = RunStatus::Completed;
         result.error = None;
         result.result = Some("2".into());
-        result.reports.console = "log\n".into();
+        result.reports.console = Text("log\n".into());
         result.blob = blob.map(Section::from);
         result.listing = Some(vec![crate::engine::host::TreeEntry {
             path: "/work/a".into(),
@@ -256,12 +257,32 @@ mod tests {
                 panic!("a result frame")
             };
             assert_eq!(read.result.as_deref(), Some("2"));
-            assert_eq!(read.reports.console, "log\n");
+            assert_eq!(read.reports.console.0, "log\n");
             assert_eq!(read.blob.map(|b| b.to_vec()), blob);
             assert_eq!(read.reports.files[0].1.as_ref(), b"file");
             assert_eq!(read.listing.unwrap()[0].mtime_ms, 1764121471348.582);
         }
         assert!(input.is_empty(), "every section was read");
+    }
+
+    #[tokio::test]
+    async fn long_output_and_results_cross_as_sections_not_escaped_json() {
+        // Escaping would grow this output sixfold inside the header.
+        let output = "\u{1}".repeat(3 << 20);
+        let value = format!("\"{}\"", "é\\n".repeat(1 << 20));
+        let mut sent = result(None);
+        sent.reports.console = Text(output.clone());
+        sent.result = Some(value.clone());
+        let frame = encode(&WorkerFrame::Result(Box::new(sent))).unwrap();
+        assert!(frame.start.len() < 64 * 1024, "{}", frame.start.len());
+        let mut wire = Vec::new();
+        write_encoded(&mut wire, &frame).unwrap();
+        let WorkerFrame::Result(read) = read_frame_async(&mut wire.as_slice()).await.unwrap()
+        else {
+            panic!("a result frame")
+        };
+        assert_eq!(read.reports.console.0, output);
+        assert_eq!(read.result, Some(value));
     }
 
     #[test]

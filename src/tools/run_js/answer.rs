@@ -214,13 +214,16 @@ pub(super) async fn record(
         )),
         _ => None,
     };
-    let execution = ExecutionRecord {
+    let mut execution = ExecutionRecord {
         execution_id: outcome.execution_id,
         outcome: outcome_fields(outcome),
         started_at: rfc3339(started),
         completed_at: rfc3339(completed_at),
         expires_at: unix_now() + toolbox.execution_ttl_secs,
+        kept: None,
     };
+    execution.kept =
+        crate::tools::run_texts::keep_apart(toolbox, tenant, &mut execution.outcome).await;
     match toolbox.meta.record_run(tenant, log, &execution).await {
         Ok(index) => logged_at = index,
         Err(e) => {

@@ -37,6 +37,7 @@ fn harness() -> &'static Harness {
             meta: Arc::new(RedbMetaStore::new(db).unwrap()),
             packages: None,
             files: None,
+            records: None,
             mcp: None,
             clients: Default::default(),
             stateless: false,

@@ -284,6 +284,7 @@ pub fn execution_record(
         started_at: started_at.to_owned(),
         completed_at: completed_at.to_owned(),
         expires_at,
+        kept: None,
     }
 }
 
@@ -298,6 +299,11 @@ pub fn post() -> axum::http::request::Builder {
 }
 
 impl Server {
+    /// The server's data directory (its embedded stores).
+    pub fn data_dir(&self) -> &std::path::Path {
+        self._dir.path()
+    }
+
     pub async fn send(&self, request: Request<Body>) -> Reply {
         reply(router(self.app.clone()).oneshot(request).await.unwrap()).await
     }

@@ -231,6 +231,11 @@ fn data_is_retained_and_costs_stop_growing() {
             overflow_days > execution_ttl_days,
             "{overflow_days} days, after the records"
         );
+        let texts_days = enabled("records/").expect("runs' kept texts expire");
+        assert!(
+            texts_days > execution_ttl_days,
+            "{texts_days} days, after the records that name them"
+        );
         assert_eq!(
             enabled("overflow/"),
             None,

@@ -7,6 +7,7 @@ pub(crate) mod asking;
 pub(crate) mod deployment;
 pub(crate) mod e2e;
 pub(crate) mod post_response;
+pub(crate) mod records;
 
 use crate::common;
 

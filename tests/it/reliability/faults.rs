@@ -47,6 +47,7 @@ fn faulty_server_within(
             packages: stores.packages,
             prelude: stores.prelude,
             files: stores.files,
+            records: stores.records,
             tasks: stores.tasks,
             handoff: stores.handoff,
             offers_tasks: stores.offers_tasks,
