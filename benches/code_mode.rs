@@ -1,5 +1,5 @@
 //! What code mode adds to one upstream tool call on loopback: `cargo bench
-//! --bench code_mode [-- --runs N] [--python PATH]`.
+//! --bench benches -- code_mode [--runs N] [--python PATH]`.
 //!
 //! Starts tests/upstream/server.py (under `.venv-mcp2`, the 2026-07-28
 //! server; scripts/install-test-deps.sh makes it) and interleaves three
@@ -22,9 +22,6 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
 #[cfg(feature = "mimalloc")]
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 const TOKEN: &str = "bench-token";
 
 fn p50(mut samples: Vec<Duration>) -> f64 {
@@ -33,10 +30,10 @@ fn p50(mut samples: Vec<Duration>) -> f64 {
 }
 
 fn arg(name: &str) -> Option<String> {
-    std::env::args().skip_while(|a| a != name).nth(1)
+    crate::args().skip_while(|a| a != name).nth(1)
 }
 
-fn main() {
+pub(crate) fn main() {
     let runs: usize = arg("--runs").and_then(|n| n.parse().ok()).unwrap_or(300);
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let python =

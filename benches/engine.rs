@@ -1,5 +1,5 @@
-//! Engine benchmark: `cargo bench --bench engine [-- --quick | --prelude |
-//! --files]`.
+//! Engine benchmark: `cargo bench --bench benches -- engine [--quick |
+//! --prelude | --files]`.
 //!
 //! Prints one markdown table per `FunctionCodeHandling` mode with latency
 //! percentiles of each scenario and the stored snapshot sizes; the figures in
@@ -16,9 +16,6 @@ use mcp_v8_lambda::tenant::Tenant;
 
 // The binary's allocator (src/main.rs), so the figures are the server's.
 #[cfg(feature = "mimalloc")]
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 struct Bench {
     engine: Engine,
     store: FileHeapStore,
@@ -248,14 +245,14 @@ fn files(n: usize) {
     }
 }
 
-fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
+pub(crate) fn main() {
+    let quick = crate::args().any(|a| a == "--quick");
     let n = if quick { 10 } else { 100 };
-    if std::env::args().any(|a| a == "--prelude") {
+    if crate::args().any(|a| a == "--prelude") {
         prelude(n * 2);
         return;
     }
-    if std::env::args().any(|a| a == "--files") {
+    if crate::args().any(|a| a == "--files") {
         files(n / 2);
         return;
     }

@@ -1,5 +1,5 @@
-//! What `fetch` adds to a small loopback GET: `cargo bench --bench fetch
-//! [-- --runs N]`.
+//! What `fetch` adds to a small loopback GET: `cargo bench --bench benches -- fetch
+//! [--runs N]`.
 //!
 //! Three series, interleaved so the VM's drift hits them alike: a run whose
 //! code awaits one `fetch` and reads its text; the same run shape without
@@ -14,16 +14,13 @@ use mcp_v8_lambda::egress::FetchConfig;
 use mcp_v8_lambda::engine::{Engine, EngineConfig, RunRequest, RunStatus};
 
 #[cfg(feature = "mimalloc")]
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn p50(mut samples: Vec<Duration>) -> f64 {
     samples.sort();
     samples[samples.len() / 2].as_secs_f64() * 1000.0
 }
 
-fn main() {
-    let runs: usize = std::env::args()
+pub(crate) fn main() {
+    let runs: usize = crate::args()
         .skip_while(|a| a != "--runs")
         .nth(1)
         .and_then(|n| n.parse().ok())

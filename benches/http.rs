@@ -4,7 +4,7 @@
 //! plus cold start. Run it through `scripts/bench.sh`, which installs the
 //! reference; by hand:
 //!
-//!     cargo bench --bench http -- [--clients 1] [--calls 1000] [--only SCENARIO,...] [--no-reference] [--no-cold-start] [--server PATH]
+//!     cargo bench --bench benches -- http [--clients 1] [--calls 1000] [--only SCENARIO,...] [--no-reference] [--no-cold-start] [--server PATH]
 //!
 //! Scenarios, each a fixed count of `tools/call`s (or `tools/list`s) shared
 //! by the clients, after a warm-up of 20 calls per client:
@@ -52,20 +52,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "../tests/it/common/delay_proxy.rs"]
-mod delay_proxy;
-#[path = "support/mcp.rs"]
-mod mcp;
-#[allow(dead_code, unreachable_pub)]
-#[path = "../tests/it/common/moto.rs"]
-mod moto;
-#[allow(dead_code, unreachable_pub)]
-#[path = "../tests/it/common/net.rs"]
-mod net;
-#[allow(dead_code, unreachable_pub)]
-#[path = "../tests/it/common/runtime_api.rs"]
-mod runtime_api;
+use crate::delay_proxy;
+use crate::mcp;
+use crate::moto;
+use crate::net;
+use crate::runtime_api;
 
 const WARM_UP_CALLS: usize = 20;
 /// 120k small objects: about 10 MiB of heap, as in benches/engine.rs.
@@ -119,7 +110,7 @@ fn args() -> Args {
         memory_mb: 1024,
         freeze: true,
     };
-    let mut it = std::env::args().skip(1);
+    let mut it = crate::args();
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--clients" => {
@@ -952,7 +943,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 }
 
 #[tokio::main]
-async fn main() {
+pub(crate) async fn main() {
     let args = args();
     let named = |s: Scenario| {
         args.only

@@ -2,7 +2,7 @@
 //! `serve` on loopback, on the embedded store or on S3 and DynamoDB (moto),
 //! for a fixed time, twice on the same server.
 //!
-//!     cargo bench --bench load -- [--store embedded|moto] [--sessions 32] [--seconds 60] [--rounds 2]
+//!     cargo bench --bench benches -- load [--store embedded|moto] [--sessions 32] [--seconds 60] [--rounds 2]
 //!
 //! Each session initializes (2025-11-25, its own X-MCP-Session-Id), then
 //! threads a counter through heaps until the time is up. Afterwards every
@@ -17,14 +17,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-#[path = "support/mcp.rs"]
-mod mcp;
-#[allow(dead_code, unreachable_pub)]
-#[path = "../tests/it/common/moto.rs"]
-mod moto;
-#[allow(dead_code, unreachable_pub)]
-#[path = "../tests/it/common/net.rs"]
-mod net;
+use crate::mcp;
+use crate::moto;
+use crate::net;
 
 struct Args {
     store: String,
@@ -40,7 +35,7 @@ fn args() -> Args {
         seconds: 60,
         rounds: 2,
     };
-    let mut it = std::env::args().skip(1);
+    let mut it = crate::args();
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--store" => args.store = it.next().expect("--store embedded|moto"),
@@ -277,7 +272,7 @@ async fn round(url: &str, sessions: &mut Vec<Client>, seconds: u64) -> Tally {
 }
 
 #[tokio::main]
-async fn main() {
+pub(crate) async fn main() {
     let args = args();
     let serve = start(&args.store);
     let pid = serve.child.id();

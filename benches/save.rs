@@ -3,7 +3,7 @@
 //! embedded store and on S3 (moto), for heaps of about 5, 50 and 200 MB,
 //! first stored and then with one record changed. By hand:
 //!
-//!     cargo bench --bench save -- [--objects 60000,600000,2400000] [--runs 3] [--no-s3]
+//!     cargo bench --bench benches -- save [--objects 60000,600000,2400000] [--runs 3] [--no-s3]
 //!
 //! The heaps are made by the engine in this process (`engine_workers = 0`:
 //! the same isolate code an engine worker runs), each of `--objects` small
@@ -22,18 +22,10 @@ use mcp_v8_lambda::engine::{Engine, EngineConfig, RunRequest, RunStatus};
 use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore, S3HeapStore, Snapshot};
 use mcp_v8_lambda::tenant::Tenant;
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "../tests/it/common/moto.rs"]
-mod moto;
-#[allow(dead_code, unreachable_pub)]
-#[path = "../tests/it/common/net.rs"]
-mod net;
+use crate::moto;
 
 // The binary's allocator (src/main.rs), so the figures are the server's.
 #[cfg(feature = "mimalloc")]
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 struct Args {
     objects: Vec<usize>,
     runs: usize,
@@ -46,7 +38,7 @@ fn args() -> Args {
         runs: 3,
         s3: true,
     };
-    let mut it = std::env::args().skip(1);
+    let mut it = crate::args();
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--objects" => {
@@ -239,7 +231,7 @@ async fn save(target: &Target, tenant: &Tenant, payload: &[u8]) -> Duration {
     started.elapsed()
 }
 
-fn main() {
+pub(crate) fn main() {
     let args = args();
     use tracing_subscriber::layer::{Layer as _, SubscriberExt};
     let blobs = Blobs::default();

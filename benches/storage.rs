@@ -5,7 +5,7 @@
 //! first-byte latency to each request, as S3 and DynamoDB have over a
 //! network. By hand:
 //!
-//!     cargo bench --profile dev --bench storage -- [--runs 20] [--latency-ms 0] [--mbps 0] [--only small,unchanged,large,cold] [--server PATH]
+//!     cargo bench --profile dev --bench benches -- storage [--runs 20] [--latency-ms 0] [--mbps 0] [--only small,unchanged,large,cold] [--server PATH]
 //!
 //! Scenarios:
 //! - `small`: a counter threaded through small heaps, one run per call;
@@ -27,14 +27,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-#[path = "support/mcp.rs"]
-mod mcp;
-#[allow(dead_code, unreachable_pub)]
-#[path = "../tests/it/common/moto.rs"]
-mod moto;
-#[allow(dead_code, unreachable_pub)]
-#[path = "../tests/it/common/net.rs"]
-mod net;
+use crate::mcp;
+use crate::moto;
+use crate::net;
 
 const LARGE_HEAP: &str = "globalThis.rows = Array.from({length: 60000}, (_, i) => ({id: i, name: 'row-' + i, v: i % 97})); rows.length";
 
@@ -55,7 +50,7 @@ fn args() -> Args {
         only: None,
         server: env!("CARGO_BIN_EXE_mcp-v8-lambda").into(),
     };
-    let mut it = std::env::args().skip(1);
+    let mut it = crate::args();
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--runs" => args.runs = it.next().and_then(|v| v.parse().ok()).expect("--runs N"),
@@ -323,7 +318,7 @@ fn row(name: &str, p50_ms: f64, bytes: f64, traffic: Traffic, runs: usize) {
 }
 
 #[tokio::main]
-async fn main() {
+pub(crate) async fn main() {
     let args = args();
     let wanted = |name: &str| {
         args.only

@@ -10,4 +10,4 @@ cd "$(dirname "$0")/.."
 
 scripts/install-test-deps.sh --bench
 
-exec cargo bench --bench http -- "$@"
+exec cargo bench --bench benches -- http "$@"
