@@ -121,7 +121,7 @@ pub(crate) mod text {
     use serde::ser::SerializeMap;
     use serde::{Deserializer, Serializer};
 
-    use super::{Section, TABLE};
+    use crate::engine::capability::section::{Section, TABLE};
 
     /// Shorter texts stay inline: a section costs a table entry.
     const INLINE_MAX: usize = 4096;
@@ -182,13 +182,13 @@ pub(crate) mod text {
 
         #[derive(Deserialize)]
         #[serde(transparent)]
-        struct Text(#[serde(with = "super")] String);
+        struct Text(#[serde(with = "crate::engine::capability::section::text")] String);
 
         struct Borrowed<'a>(&'a str);
 
         impl Serialize for Borrowed<'_> {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                super::serialize(self.0, s)
+                crate::engine::capability::section::text::serialize(self.0, s)
             }
         }
 

@@ -284,6 +284,29 @@ async fn small_heaps_and_calls_that_do_not_continue_latest_keep_their_key_in_the
 const LARGE: &str =
     "globalThis.items = Array.from({length: 600000}, (_, i) => ({i, s: 'item' + i})); items.length";
 
+/// An answer that waited for its heap's save counts the save in
+/// `duration_ms` (loading, running and storing the heap, as run_js's output
+/// schema says), so a large heap's cost is not hidden: the field is most
+/// of the call's wall time, where the code alone takes a fraction of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duration_ms_of_an_answer_that_waited_for_its_save_counts_the_save() {
+    let s = common::server();
+    let sid = s.initialize().await;
+    let wall = std::time::Instant::now();
+    let large = run(&s, &sid, json!({ "code": LARGE })).await;
+    let wall_ms = wall.elapsed().as_millis() as u64;
+    let large = outcome(&large);
+    assert!(
+        large["heap"].is_string(),
+        "the answer waited for the save: {large}"
+    );
+    let duration = large["duration_ms"].as_u64().unwrap();
+    assert!(
+        duration * 10 >= wall_ms * 7,
+        "duration_ms {duration} of a call that took {wall_ms} ms"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_killed_during_a_save_makes_the_next_latest_say_so() {
     let mut serve = Serve::start(&[], &[]);

@@ -185,8 +185,8 @@ async fn tools_are_listed_in_a_fixed_order_with_titles_and_true_annotations() {
     for limit in [
         "at most 300 s",
         "64 MiB by default",
-        "output kept up to 1 MiB",
-        "result up to 1 MiB",
+        "output kept up to 32 MiB",
+        "result up to 32 MiB",
         "`session` argument",
         // What code can use (docs/engine.md, "The Web platform").
         "URLSearchParams",
