@@ -143,28 +143,25 @@ impl Stores {
                 None => Some(Arc::new(FilePrelude(PathBuf::from(location)))),
             },
         };
-        // Beside the heaps: `work/` in the bucket, `<data_dir>/work` here.
-        let files: Option<Arc<dyn FileStore>> = match (&heaps, &config.stores.heap_bucket) {
-            (None, _) => None,
-            (Some(_), Some(bucket)) => Some(Arc::new(S3FileStore::new(
-                aws()?.s3.clone(),
-                bucket,
-                &config.stores.heap_prefix,
-            ))),
-            (Some(_), None) => Some(Arc::new(DirFileStore::new(data_dir.join("work")))),
-        };
-        // Beside them, `records/`, which expires with the execution records.
-        let records: Option<Arc<dyn FileStore>> = match (&heaps, &config.stores.heap_bucket) {
-            (None, _) => None,
-            (Some(_), Some(bucket)) => Some(Arc::new(S3FileStore::records(
-                aws()?.s3.clone(),
-                bucket,
-                &config.stores.heap_prefix,
-            ))),
+        // Beside the heaps: `work/` in the bucket, `<data_dir>/work` here,
+        // and `records/` beside them, which expires with the execution records.
+        type Both = (Option<Arc<dyn FileStore>>, Option<Arc<dyn FileStore>>);
+        let (files, records): Both = match (&heaps, &config.stores.heap_bucket) {
+            (None, _) => (None, None),
+            (Some(_), Some(bucket)) => {
+                let (s3, prefix) = (&aws()?.s3, &config.stores.heap_prefix);
+                (
+                    Some(Arc::new(S3FileStore::new(s3.clone(), bucket, prefix))),
+                    Some(Arc::new(S3FileStore::records(s3.clone(), bucket, prefix))),
+                )
+            }
             (Some(_), None) => {
-                let store = DirFileStore::records(data_dir.join("records"));
-                keep_records_retention(store.clone(), config.stores.execution_ttl_secs);
-                Some(Arc::new(store))
+                let records = DirFileStore::records(data_dir.join("records"));
+                keep_records_retention(records.clone(), config.stores.execution_ttl_secs);
+                (
+                    Some(Arc::new(DirFileStore::new(data_dir.join("work")))),
+                    Some(Arc::new(records)),
+                )
             }
         };
         Ok(Self {
@@ -243,27 +240,22 @@ pub fn package_store<'a>(
 /// Sweeps the embedded heap store by `days` (0: never) now and every hour,
 /// on the blocking pool: `.mcp-v8/heaps` then stops growing without bound.
 fn keep_retention(store: FileHeapStore, days: u64) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
     if days == 0 {
         return;
     }
     let max_age = std::time::Duration::from_secs(days * 86_400);
-    runtime.spawn(async move {
-        let mut every = tokio::time::interval(std::time::Duration::from_secs(3600));
-        loop {
-            every.tick().await;
-            let store = store.clone();
-            match tokio::task::spawn_blocking(move || store.sweep(max_age)).await {
-                Ok(Ok(swept)) if swept.heaps + swept.chunks > 0 => {
-                    tracing::info!(heaps = swept.heaps, chunks = swept.chunks, bytes = swept.bytes, days, "removed heaps past MCP_V8_HEAP_RETENTION_DAYS")
-                }
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => tracing::warn!(error = %e, "the heap retention sweep failed; it runs again in an hour"),
-                Err(e) => tracing::warn!(error = %e, "the heap retention sweep task failed"),
-            }
+    every_hour("heap retention", move || {
+        let swept = store.sweep(max_age)?;
+        if swept.heaps + swept.chunks > 0 {
+            tracing::info!(
+                heaps = swept.heaps,
+                chunks = swept.chunks,
+                bytes = swept.bytes,
+                days,
+                "removed heaps past MCP_V8_HEAP_RETENTION_DAYS"
+            );
         }
+        Ok(())
     });
 }
 
@@ -271,20 +263,35 @@ fn keep_retention(store: FileHeapStore, days: u64) {
 /// last named by a record more than the records' lifetime (and a day) ago
 /// belongs to no record a reader can still get.
 fn keep_records_retention(store: DirFileStore, execution_ttl_secs: i64) {
+    let max_age = std::time::Duration::from_secs(execution_ttl_secs.max(0) as u64 + 86_400);
+    every_hour("run texts' retention", move || {
+        let removed = store.sweep(max_age)?;
+        if removed > 0 {
+            tracing::info!(removed, "removed run texts past their records' lifetime");
+        }
+        Ok(())
+    });
+}
+
+/// Runs `sweep` now and every hour on the blocking pool, logging a failure
+/// of the `what` sweep; nothing outside a Tokio runtime.
+fn every_hour(
+    what: &'static str,
+    sweep: impl Fn() -> std::io::Result<()> + Clone + Send + 'static,
+) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return;
     };
-    let max_age = std::time::Duration::from_secs(execution_ttl_secs.max(0) as u64 + 86_400);
     runtime.spawn(async move {
         let mut every = tokio::time::interval(std::time::Duration::from_secs(3600));
         loop {
             every.tick().await;
-            let store = store.clone();
-            match tokio::task::spawn_blocking(move || store.sweep(max_age)).await {
-                Ok(Ok(0)) => {}
-                Ok(Ok(removed)) => tracing::info!(removed, "removed run texts past their records' lifetime"),
-                Ok(Err(e)) => tracing::warn!(error = %e, "the run texts' retention sweep failed; it runs again in an hour"),
-                Err(e) => tracing::warn!(error = %e, "the run texts' retention sweep task failed"),
+            match tokio::task::spawn_blocking(sweep.clone()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, what, "the sweep failed; it runs again in an hour")
+                }
+                Err(e) => tracing::warn!(error = %e, what, "the sweep task failed"),
             }
         }
     });

@@ -171,6 +171,7 @@ pub(super) fn fit(view: &mut Value, budget: usize, kept: Kept, form: ResultForm)
                 .collect(),
             _ => Vec::new(),
         },
+        places: Default::default(),
     };
     cap_error(fields, budget / 4);
     let base = json_len(fields) + r#","result":null,"output":"","warnings":[]"#.len();
@@ -209,6 +210,9 @@ struct Parts {
     result: Option<String>,
     output: String,
     warnings: Vec<String>,
+    /// Where the result and the output are kept, for their notes: saying
+    /// it pages the whole text, so it is worked out once, not every round.
+    places: [std::cell::OnceCell<String>; 2],
 }
 
 impl Parts {
@@ -237,7 +241,7 @@ impl Parts {
                      (MCP_V8_ANSWER_BUDGET_KB); {shown}; {}. To work with it, keep it in a variable \
                      (heap: \"latest\") or write it to a /work file, and return a summary",
                     text.len(),
-                    kept.place(RunText::Result, text, budget)
+                    self.places[0].get_or_init(|| kept.place(RunText::Result, text, budget))
                 ));
                 value
             }
@@ -255,7 +259,7 @@ impl Parts {
                  (MCP_V8_ANSWER_BUDGET_KB); its first and last {} bytes are shown; {}",
                 self.output.len(),
                 raw / 2,
-                kept.place(RunText::Output, &self.output, budget)
+                self.places[1].get_or_init(|| kept.place(RunText::Output, &self.output, budget))
             ));
             cut
         };
