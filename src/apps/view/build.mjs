@@ -1,7 +1,7 @@
 // Builds the run View, src/apps/run.html, which the server embeds: rolldown
-// bundles view.js with the parts of Chart.js it imports into one minified
-// script, and index.html gets it and view.css inline, so the document loads
-// nothing from elsewhere. `node build.mjs --check` compares what it would
+// bundles view.js with the parts of Chart.js it imports and DOMPurify into
+// one minified script, and index.html gets it and view.css inline, so the
+// document loads nothing from elsewhere. `node build.mjs --check` compares what it would
 // write with the committed file and fails when they differ (a test runs it).
 import fs from "node:fs";
 import path from "node:path";
@@ -18,11 +18,11 @@ const bundle = await rolldown({
 });
 const { output } = await bundle.generate({ format: "iife", minify: true });
 await bundle.close();
-const chartVersion = JSON.parse(fs.readFileSync(path.join(here, "node_modules/chart.js/package.json"), "utf8")).version;
+const versionOf = (name) => JSON.parse(fs.readFileSync(path.join(here, "node_modules", name, "package.json"), "utf8")).version;
 // `</script` would end the inline element early; `<\/script` is the same
 // string to JavaScript.
 const script = output[0].code.replaceAll("</script", "<\\/script").trim();
-const notice = `/* The run View of mcp-v8-lambda, built by src/apps/view/build.mjs. Includes Chart.js ${chartVersion} (https://www.chartjs.org), (c) Chart.js Contributors, MIT License. */`;
+const notice = `/* The run View of mcp-v8-lambda, built by src/apps/view/build.mjs. Includes Chart.js ${versionOf("chart.js")} (https://www.chartjs.org), (c) Chart.js Contributors, MIT License; and DOMPurify ${versionOf("dompurify")} (https://github.com/cure53/DOMPurify), (c) Cure53 and other contributors, Apache License 2.0 or MPL 2.0. */`;
 const css = fs.readFileSync(path.join(here, "view.css"), "utf8").trim();
 const template = fs.readFileSync(path.join(here, "index.html"), "utf8");
 for (const marker of ["/* style */", "/* script */"]) {

@@ -17,6 +17,7 @@ import {
   Title,
   Tooltip,
 } from "chart.js";
+import DOMPurify from "dompurify";
 
 Chart.register(
   BarController,
@@ -61,6 +62,10 @@ const el = (tag, attrs = {}, ...children) => {
 };
 const section = (title, ...children) => el("section", {}, el("h2", { text: title }), ...children);
 
+// The last result shown: drawn again when the host's theme changes, so
+// that charts take the new colours.
+let shownResult = null;
+
 function applyContext(context) {
   if (!context) return;
   if (context.theme) document.documentElement.style.colorScheme = context.theme;
@@ -70,8 +75,34 @@ function applyContext(context) {
       if (value) document.documentElement.style.setProperty(name, value);
     }
   }
-  Chart.defaults.color = getComputedStyle(document.documentElement).getPropertyValue("--color-text-secondary").trim() || Chart.defaults.color;
+  if (shownResult && (context.theme || variables)) render(shownResult);
 }
+
+// A theme colour as a canvas takes it: Chart.js draws on a canvas, which
+// cannot read a CSS variable (the defaults are light-dark(...) pairs), so
+// the browser computes the colour of an element styled with it.
+function themeColor(variable) {
+  const probe = document.createElement("span");
+  probe.style.color = `var(${variable}, CanvasText)`;
+  document.body.append(probe);
+  const color = getComputedStyle(probe).color;
+  probe.remove();
+  return color;
+}
+
+const formatBytes = (bytes) =>
+  bytes < 1024 ? `${bytes} bytes` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KB` : `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+
+// What a block is, in a word, for its heading when it has no title.
+const kindOf = (mime) =>
+  mime === "text/html" ? "HTML" :
+  mime === CHART_MIME ? "Chart" :
+  mime.startsWith("image/") ? "Image" :
+  mime === "text/markdown" ? "Markdown" :
+  mime === "text/csv" ? "CSV" :
+  mime.startsWith("text/") ? "Text" :
+  mime === "application/json" || mime.endsWith("+json") ? "JSON" : "File";
+const heading = (kind, name) => (name ? `${kind} · ${name}` : kind);
 
 const isRow = (row) => row !== null && typeof row === "object" && !Array.isArray(row);
 
@@ -175,12 +206,19 @@ function tree(value, label) {
 }
 
 function html(markup) {
-  // Markup from a run goes in a frame of its own, without scripts or the
-  // View's origin: it cannot reach the View or the host.
-  const frame = el("iframe", { class: "html", sandbox: "", title: "HTML display" });
-  frame.srcdoc = markup;
-  frame.style.height = "240px";
-  return frame;
+  // Markup from a run, sanitized by DOMPurify (no scripts, event handlers,
+  // javascript: URLs, frames or external styles: it cannot script the View
+  // or reach the host), in a shadow root, where its styles apply to it
+  // alone. The box is as tall as its content up to a bound (view.css), then
+  // scrolls: a frame without scripts could not be measured.
+  const box = el("div", { class: "html" });
+  const shadow = box.attachShadow({ mode: "open" });
+  // Ids are kept as written (SANITIZE_DOM off): in a shadow root they
+  // clobber no property of the View's document or window.
+  const page = DOMPurify.sanitize(markup, { WHOLE_DOCUMENT: true, RETURN_DOM: true, SANITIZE_DOM: false });
+  const body = page.querySelector("body");
+  shadow.append(...page.querySelectorAll("head style"), ...(body ? [...body.childNodes] : []));
+  return box;
 }
 
 // Charts are drawn once their canvas is in the document, where Chart.js
@@ -199,6 +237,15 @@ function chart(spec) {
     pointRadius: spec.chart === "scatter" ? 3 : spec.data.length > 200 ? 0 : 2,
   }));
   charts.push(() => {
+    // Text and lines in the theme's colours, resolved when drawn.
+    const text = themeColor("--color-text-secondary");
+    const lines = themeColor("--color-border-primary");
+    const axis = (title) => ({
+      title: { ...title, color: text },
+      ticks: { color: text },
+      grid: { color: lines },
+      border: { color: lines },
+    });
     const drawn = new Chart(canvas, {
       type: spec.chart,
       data: linear ? { datasets } : { labels: xs.map(String), datasets },
@@ -206,13 +253,17 @@ function chart(spec) {
         animation: false,
         responsive: true,
         maintainAspectRatio: false,
+        // No chart-wide borderColor: with one, the Colors plugin would
+        // leave the datasets uncoloured.
+        color: text,
         scales: {
-          x: { type: linear ? "linear" : "category", title: { display: true, text: spec.x } },
-          y: { title: { display: spec.y.length === 1, text: spec.y[0] } },
+          x: { type: linear ? "linear" : "category", ...axis({ display: true, text: spec.x }) },
+          y: axis({ display: spec.y.length === 1, text: spec.y[0] }),
         },
         plugins: {
-          title: { display: Boolean(spec.title), text: spec.title },
-          legend: { display: spec.y.length > 1 },
+          // The block's heading is the chart's title: drawn once.
+          title: { display: false },
+          legend: { display: spec.y.length > 1, labels: { color: text } },
         },
       },
     });
@@ -225,47 +276,81 @@ const isChart = (value) =>
   isRow(value) && ["line", "bar", "scatter"].includes(value.chart) && typeof value.x === "string" &&
   Array.isArray(value.y) && Array.isArray(value.data) && value.data.every(isRow);
 
-function display(entry, content) {
+function display(entry, content, note) {
   const mime = (entry.mimeType || "").split(";")[0].trim().toLowerCase();
-  const kind = mime === CHART_MIME ? "chart" : mime;
-  const titled = (node) => section(entry.name ? `${entry.name} · ${kind}` : kind, el("div", { class: "block", "data-mime": mime }, node));
-  if (!content) return titled(el("p", { text: "not in this answer (see the warnings)" }));
+  const titled = (title, node, said) =>
+    section(title, ...(said ? [el("p", { class: "note", text: said })] : []), el("div", { class: "block", "data-mime": mime }, node));
+  const plain = heading(kindOf(mime), entry.name);
+  if (!content) {
+    return titled(plain, el("p", { text: `Too large to show here (${formatBytes(entry.size)}).` }));
+  }
   if (content.type === "image") {
-    return titled(el("img", { src: `data:${content.mimeType};base64,${content.data}`, alt: entry.name || "image" }));
+    return titled(plain, el("img", { src: `data:${content.mimeType};base64,${content.data}`, alt: entry.name || "image" }));
   }
   if (content.type === "resource_link") {
+    const kept = `Too large for the answer (${formatBytes(entry.size)}): shown from the copy kept with the run.`;
     // A JSON table too large for the answer is paged from its /work file.
-    if (mime === "application/json") return titled(table(remoteRows(content.uri)));
+    if (mime === "application/json") return titled(heading("Table", entry.name), table(remoteRows(content.uri)), kept);
     // Other blocks over the answer budget are read from their file (hosts
-    // pass resources/read on from MCP Apps 1.2); until then, the link.
-    const holder = el("div", {}, el("p", { class: "link", text: `${content.description || ""} (${content.uri})` }));
+    // pass resources/read on from MCP Apps 1.2); until then, where it is.
+    const holder = el("div", {}, el("p", { class: "link", text: `Kept as ${content.uri}` }));
+    const shown = titled(plain, holder, kept);
     request("resources/read", { uri: content.uri }).then((read) => {
       const file = read && (read.contents || [])[0];
       if (!file || typeof file.text !== "string") return;
       const drawn = charts.length;
-      holder.replaceChildren(display(entry, { type: "text", text: file.text }));
+      shown.replaceWith(display(entry, { type: "text", text: file.text }, kept));
       for (const draw of charts.splice(drawn)) draw();
     }, () => {});
-    return titled(holder);
+    return shown;
   }
   const text = content.type === "text" ? content.text : content.resource && content.resource.text;
-  if (typeof text !== "string") return titled(el("p", { text: `${mime}, ${entry.size} bytes` }));
-  if (mime === "text/html") return titled(html(text));
+  if (typeof text !== "string") return titled(plain, el("p", { text: `${mime}, ${formatBytes(entry.size)}` }));
+  if (mime === "text/html") return titled(plain, html(text), note);
   if (mime === "image/svg+xml") {
-    return titled(el("img", { src: `data:image/svg+xml;charset=utf-8,${encodeURIComponent(text)}`, alt: entry.name || "SVG" }));
+    return titled(plain, el("img", { src: `data:image/svg+xml;charset=utf-8,${encodeURIComponent(text)}`, alt: entry.name || "SVG" }), note);
   }
   if (mime === "application/json" || mime.endsWith("+json")) {
     try {
       const value = JSON.parse(text);
-      if (mime === CHART_MIME && isChart(value)) return titled(chart(value));
-      if (Array.isArray(value) && value.length > 0 && value.every(isRow)) return titled(table(localRows(value)));
-      if (value && typeof value === "object") return titled(tree(value));
+      if (mime === CHART_MIME && isChart(value)) {
+        return titled(value.title || heading("Chart", entry.name), chart(value), note);
+      }
+      if (Array.isArray(value) && value.length > 0 && value.every(isRow)) {
+        return titled(heading("Table", entry.name), table(localRows(value)), note);
+      }
+      if (value && typeof value === "object") return titled(heading("JSON", entry.name), tree(value), note);
     } catch (_) { /* shown as text below */ }
   }
-  return titled(el("pre", { text }));
+  return titled(plain, el("pre", { text }), note);
+}
+
+// The server's notes are written for the model (what to call, which
+// variable to set); the person reads what they mean here. Each pattern is
+// one the server writes (tools/budget.rs, tools/display.rs); other
+// warnings are the run's own and are shown as they are.
+function personNotes(warnings) {
+  const notes = [];
+  for (const warning of warnings) {
+    if (/^display \d+ \(/.test(warning)) continue; // said at the block
+    if (/^result: \d+ bytes, over/.test(warning)) continue; // said at the result
+    const output = /^output: (\d+) bytes, over/.exec(warning);
+    if (output) {
+      notes.push(`The console printed ${formatBytes(Number(output[1]))}: its first and last lines are shown, and the whole is kept with the run.`);
+      continue;
+    }
+    const more = /^(\d+) more warnings did not fit/.exec(warning);
+    if (more) {
+      notes.push(`${more[1]} more notes are kept with the run.`);
+      continue;
+    }
+    notes.push(warning);
+  }
+  return notes;
 }
 
 function render(result) {
+  shownResult = result;
   const outcome = result.structuredContent || {};
   const shown = [];
   charts = [];
@@ -274,8 +359,10 @@ function render(result) {
   const value = outcome.result;
   if (value && typeof value === "object") {
     // A result over the answer budget: its stand-in.
-    const size = `${value.type}${value.length !== undefined ? ` of ${value.length}` : ""}, ${value.bytes} bytes`;
-    shown.push(section("Result", el("pre", { class: "result", text: `${value.preview}…` }), el("p", { class: "link", text: `${size}; the whole: ${value.uri || "not kept"}` })));
+    const items = value.length !== undefined ? `${value.length} ${value.type === "string" ? "characters" : "items"}, ` : "";
+    const kept = value.uri ? "the whole is kept with the run" : "the whole was not kept";
+    shown.push(section("Result", el("pre", { class: "result", text: `${value.preview}…` }),
+      el("p", { class: "note", text: `Only the start is shown (${items}${formatBytes(value.bytes)} in all); ${kept}.` })));
   } else if (value !== undefined && value !== null) shown.push(section("Result", el("pre", { class: "result", text: value })));
   if (outcome.output) shown.push(section("Console", el("pre", { class: "console", text: outcome.output })));
   if (outcome.error) {
@@ -285,9 +372,8 @@ function render(result) {
     const first = (result.content || []).find((c) => c.type === "text");
     shown.push(el("section", { class: "error" }, el("h2", { text: "Error" }), el("pre", { text: first ? first.text : "the call failed" })));
   }
-  if (Array.isArray(outcome.warnings) && outcome.warnings.length) {
-    shown.push(section("Warnings", el("ul", { class: "warnings" }, ...outcome.warnings.map((w) => el("li", { text: w })))));
-  }
+  const notes = personNotes(Array.isArray(outcome.warnings) ? outcome.warnings : []);
+  if (notes.length) shown.push(section("Notes", el("ul", { class: "warnings" }, ...notes.map((w) => el("li", { text: w })))));
   // Without the server's list (a result read back from a task), the
   // blocks after the run's own text are shown by their content type.
   const displays = (result._meta && result._meta[DISPLAYS_META]) ||

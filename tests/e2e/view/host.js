@@ -6,6 +6,11 @@
 import { AppBridge, PostMessageTransport } from "@modelcontextprotocol/ext-apps/app-bridge";
 
 window.sizes = [];
+// Messages a run's markup might post to the host: none may arrive.
+window.pwned = false;
+window.addEventListener("message", (event) => {
+  if (event.data && event.data.method === "pwned") window.pwned = true;
+});
 
 window.startHost = async ({ html, csp, input, result }) => {
   const frame = document.getElementById("view");
@@ -25,6 +30,8 @@ window.startHost = async ({ html, csp, input, result }) => {
     await bridge.sendToolResult(result);
     window.resultSent = true;
   };
+  // The person switches the host's theme: the View is told what changed.
+  window.setHostContext = (context) => bridge.setHostContext(context);
   await bridge.connect(new PostMessageTransport(frame.contentWindow, frame.contentWindow));
   // The spec's CSP for a resource that declares no `_meta.ui.csp`.
   const meta = `<meta http-equiv="Content-Security-Policy" content="${csp}">`;

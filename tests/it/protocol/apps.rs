@@ -392,9 +392,11 @@ async fn the_page_tool_pages_and_sorts_a_table_in_work() {
 
 /// The View rendered by a host, in headless Chromium, after a real run_js
 /// through `serve`: tests/e2e/view/view_in_chromium.mjs checks what a person
-/// sees (HTML rendered, the SVG drawn, a 50-row table, a chart, a 100k-row
-/// table paged through the page tool) and that nothing was refused.
-/// `MCP_V8_VIEW_SCREENSHOT=path.png` keeps a screenshot (docs/tools.md's).
+/// sees (blocks headed by name or kind, sanitized HTML as tall as its
+/// content, the SVG drawn, a 50-row table, a chart legible in light and
+/// dark themes, a 100k-row table paged through the page tool) and that
+/// nothing was refused. `MCP_V8_VIEW_SCREENSHOT=path.png` keeps a
+/// screenshot of each theme (docs/tools.md's).
 #[test]
 fn a_host_renders_a_run_in_chromium() {
     let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
