@@ -47,14 +47,16 @@ if grep -q "Conformance fixture" target/lambda/mcp-v8-lambda/bootstrap; then
     echo "the release artifact contains the conformance fixture tools" >&2
     exit 1
 fi
-# The conformance suite's fixture tools (listed only when a test sets
-# MCP_V8_CONFORMANCE_FIXTURES=1) in every test build and in the benches;
-# never in the release artifact above.
-build=(--locked --release --features conformance-fixtures)
+# The tests build exactly what the artifact above built (no feature of their
+# own), so the library compiled for it is the one they link: the crate is
+# compiled once for the artifact and once as its unit tests, not a third
+# time (docs/performance.md, "CI time").
+build=(--locked --release)
 # The library, the binary (what `cargo lambda watch` runs in tests/it/lambda/e2e.rs;
-# building it here keeps that compile out of any test's time), the tests and
-# the benches, linted as they build.
-cargo build "${build[@]}" --lib --bins --tests --benches
+# building it here keeps that compile out of any test's time), the tests, the
+# benches and the conformance suite's fixture server
+# (examples/conformance_fixtures), linted as they build.
+cargo build "${build[@]}" --lib --bins --tests --benches --examples
 # `--exact` and the count check keep a renamed test from turning this into
 # a smoke test that runs nothing.
 smoke="$(MCP_V8_LAMBDA_BINARY="$PWD/target/lambda/mcp-v8-lambda/bootstrap" \

@@ -444,7 +444,9 @@ async fn run_lambda(config: Config) -> anyhow::Result<()> {
     .context("serving Lambda invocations")
 }
 
-fn main() -> anyhow::Result<()> {
+// `pub(crate)`: the conformance fixtures' server (examples/) compiles this
+// file as a module and calls it.
+pub(crate) fn main() -> anyhow::Result<()> {
     // A worker of a serving process (engine::worker): before anything else,
     // since its stdout carries frames and it needs no configuration.
     if std::env::args_os()

@@ -8,8 +8,7 @@ mod calls;
 mod display;
 mod display_page;
 mod executions;
-#[cfg(feature = "conformance-fixtures")]
-mod fixtures;
+pub mod extra;
 mod heap_tags;
 mod lifecycle;
 mod pages;
@@ -41,7 +40,9 @@ pub use pages::{Page, Paged, Shape};
 pub use run_js::ANSWERED_DIRECTLY_IF;
 pub use run_texts::{paged as paged_run_text, text as run_text, whole as whole_record};
 pub use saving::{Saves, UnsavedBounds};
-pub use toolbox::{CallContext, HeapName, MAX_READ_FILE_BYTES, MAX_RESULT_JSON_BYTES, Toolbox};
+pub use toolbox::{
+    Answer, CallContext, HeapName, Instead, MAX_READ_FILE_BYTES, MAX_RESULT_JSON_BYTES, Toolbox,
+};
 use toolbox::{fits_one_response, result_json_len};
 
 /// What `tools/call` answers: the tool's result, or (2026-07-28) what the
@@ -83,14 +84,14 @@ impl Toolbox {
                 tool
             })
             .collect();
-        // The suite's fixtures, before the View's own tool.
-        #[cfg(feature = "conformance-fixtures")]
-        if fixtures::enabled() {
+        // Tools this build adds (the conformance fixtures' server), before
+        // the View's own tool.
+        if let Some(extra) = extra::installed() {
             let at = tools
                 .iter()
                 .position(|tool| tool.name == display_page::NAME)
                 .unwrap_or(tools.len());
-            tools.splice(at..at, fixtures::describe());
+            tools.splice(at..at, extra.describe());
         }
         if !structured {
             for tool in &mut tools {
@@ -153,10 +154,11 @@ impl Toolbox {
         };
         let found = routes::route(name);
         let Some(route) = found.filter(|route| self.has(route, context)) else {
-            #[cfg(feature = "conformance-fixtures")]
-            if fixtures::enabled() && fixtures::is_fixture(name) {
-                let answer = fixtures::call(self, context, name, raw).await?;
-                return called(name, answer);
+            if found.is_none()
+                && let Some(call) =
+                    extra::installed().and_then(|extra| extra.call(self, context, name, raw))
+            {
+                return called(name, call.await?);
             }
             return Err(match found {
                 Some(route) if route.shown == routes::Shown::Stateful => {
@@ -195,11 +197,12 @@ impl Toolbox {
 
     /// Whether calls of `tool` may become tasks (its route says).
     pub fn task_support(&self, tool: &str) -> TaskSupport {
-        #[cfg(feature = "conformance-fixtures")]
-        if let Some(support) = fixtures::task_support(self, tool) {
-            return support;
+        if let Some(route) = routes::route(tool) {
+            return route.task_support;
         }
-        routes::route(tool).map_or(TaskSupport::Forbidden, |route| route.task_support)
+        extra::installed()
+            .and_then(|extra| extra.task_support(tool))
+            .unwrap_or(TaskSupport::Forbidden)
     }
 
     /// Whether this server has `route` for a caller of `context`.

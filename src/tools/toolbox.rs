@@ -225,15 +225,19 @@ pub const MAX_READ_FILE_BYTES: usize = (MAX_RESULT_JSON_BYTES - 64 * 1024) / 4 *
 /// A tool's result, with the length of its JSON when the tool measured it
 /// while shaping it (run_js's answer with its `display()` blocks): the
 /// response limit reads that instead of serializing the result again.
-pub(super) struct Answer {
-    pub(super) result: CallToolResult,
-    pub(super) json_len: Option<usize>,
+#[derive(Debug)]
+pub struct Answer {
+    /// The tool's result.
+    pub result: CallToolResult,
+    /// The length of `result`'s JSON, when the tool measured it.
+    pub json_len: Option<usize>,
     /// What the call answers instead of `result`, when not a result.
-    pub(super) instead: Option<Instead>,
+    pub instead: Option<Instead>,
 }
 
 /// A call's answer that is not a tool result.
-pub(super) enum Instead {
+#[derive(Debug)]
+pub enum Instead {
     /// The run asks the person first (2026-07-28).
     Ask(crate::protocol::mcp::InputRequiredResult),
     /// The call's protocol fields are wrong (a `requestState` this server

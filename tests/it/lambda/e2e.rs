@@ -23,6 +23,26 @@ pub(crate) struct Serve {
     port: u16,
     data_dir: PathBuf,
     env: Vec<(String, String)>,
+    program: PathBuf,
+}
+
+/// The conformance suite's fixture server (examples/conformance_fixtures:
+/// the binary with the suite's fixture tools), built beside this test
+/// binary by scripts/test.sh.
+fn fixture_server() -> PathBuf {
+    let deps = std::env::current_exe().unwrap();
+    let program = deps
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("examples/conformance_fixtures");
+    assert!(
+        program.exists(),
+        "the conformance fixtures' server is not built at {}: run scripts/test.sh, or cargo build \
+         --release --examples",
+        program.display()
+    );
+    program
 }
 
 impl Serve {
@@ -31,7 +51,26 @@ impl Serve {
     }
 
     pub(crate) fn start_with(data_dir: &Path, port: u16, env: Vec<(String, String)>) -> Self {
-        let child = Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
+        Self::start_program(
+            env!("CARGO_BIN_EXE_mcp-v8-lambda").into(),
+            data_dir,
+            port,
+            env,
+        )
+    }
+
+    /// `serve` of the conformance fixtures' server.
+    fn start_fixtures(data_dir: &Path, port: u16) -> Self {
+        Self::start_program(fixture_server(), data_dir, port, Vec::new())
+    }
+
+    fn start_program(
+        program: PathBuf,
+        data_dir: &Path,
+        port: u16,
+        env: Vec<(String, String)>,
+    ) -> Self {
+        let child = Command::new(&program)
             .args(["serve", "--port", &port.to_string(), "--data-dir"])
             .arg(data_dir)
             .envs(env.iter().cloned())
@@ -46,7 +85,19 @@ impl Serve {
             port,
             data_dir: data_dir.to_owned(),
             env,
+            program,
         }
+    }
+
+    /// A new process of the same program on the same port, data and
+    /// environment.
+    fn again(&self) -> Self {
+        Self::start_program(
+            self.program.clone(),
+            &self.data_dir,
+            self.port,
+            self.env.clone(),
+        )
     }
 
     pub(crate) fn url(&self) -> String {
@@ -70,7 +121,7 @@ impl Serve {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        *self = Serve::start_with(&self.data_dir.clone(), self.port, self.env.clone());
+        *self = self.again();
     }
 
     /// Stops the process as a service manager does (SIGTERM), asserts it
@@ -94,7 +145,7 @@ impl Serve {
             std::thread::sleep(Duration::from_millis(20));
         };
         assert!(status.success(), "serve ended {status} on SIGTERM");
-        *self = Serve::start_with(&self.data_dir.clone(), self.port, self.env.clone());
+        *self = self.again();
     }
 }
 
@@ -610,7 +661,7 @@ fn sigkill_under_load_leaves_every_logged_heap_stored_and_verifiable() {
 }
 
 /// The official conformance suite against `serve` with the suite's
-/// fixture tools (the `conformance-fixtures` feature), once per protocol
+/// fixture tools (the fixtures' server, [`fixture_server`]), once per protocol
 /// version: 2025-11-25 and 2026-07-28 run exactly what their revisions
 /// require, the older versions the active suite at their wire version. A
 /// check may fail only when tests/conformance/expected-failures-*.yaml lists
@@ -624,13 +675,9 @@ fn the_mcp_conformance_suite_passes_but_for_the_listed_expected_failures() {
         "the conformance suite is not installed: run scripts/test.sh (it runs npm ci in tests/conformance)"
     );
     let dir = tempfile::tempdir().unwrap();
-    // The suite's fixture tools (the `conformance-fixtures` feature), so
-    // its scenarios check how our layer carries what they ask.
-    let serve = Serve::start_with(
-        dir.path(),
-        common::net::free_port(),
-        vec![("MCP_V8_CONFORMANCE_FIXTURES".into(), "1".into())],
-    );
+    // The suite's fixture tools, so its scenarios check how our layer
+    // carries what they ask.
+    let serve = Serve::start_fixtures(dir.path(), common::net::free_port());
     // With the checks each selection passed on 2026-11-29 (the suite
     // 0.2.0-alpha.12, pinned in tests/conformance): fewer means it selected
     // less, which would pass unnoticed. 2025-03-26 selects one scenario.
@@ -681,9 +728,8 @@ fn the_mcp_conformance_suite_passes_but_for_the_listed_expected_failures() {
 
 /// The conformance suite's tasks-extension scenarios against `serve` with
 /// the fixture tools they call (`greet`, `slow_compute`, `failing_job`,
-/// `protocol_error_job`: the `conformance-fixtures` feature, listed with
-/// `MCP_V8_CONFORMANCE_FIXTURES=1`), each a run through the engine and the
-/// task store. A check may fail only when
+/// `protocol_error_job`: the fixtures' server, [`fixture_server`]), each a
+/// run through the engine and the task store. A check may fail only when
 /// tests/conformance/expected-failures-tasks.yaml lists it with its reason.
 #[test]
 fn the_conformance_suite_tasks_scenarios_pass_but_for_the_listed_expected_failures() {
@@ -712,11 +758,7 @@ fn the_conformance_suite_tasks_scenarios_pass_but_for_the_listed_expected_failur
         "expected the tasks-* scenarios, found {scenarios:?}"
     );
     let dir = tempfile::tempdir().unwrap();
-    let serve = Serve::start_with(
-        dir.path(),
-        common::net::free_port(),
-        vec![("MCP_V8_CONFORMANCE_FIXTURES".into(), "1".into())],
-    );
+    let serve = Serve::start_fixtures(dir.path(), common::net::free_port());
     for scenario in &scenarios {
         let output = Command::new(&node)
             .arg(&cli)
@@ -919,19 +961,14 @@ struct Watch {
 /// them (ring reruns when `CARGO_MANIFEST_DIR` changes), so with them every
 /// crate above ring was rebuilt inside the test, minutes of CI's time.
 /// How this test binary's crate was built, for the `cargo run` under
-/// `cargo lambda watch`: the features scripts/test.sh builds with, and its
-/// release profile when the tests are built in it, so that the watch finds
-/// the binary built and rebuilds nothing. (The target and the flags come
-/// from the environment scripts/test.sh exports.)
-const BUILT_AS: [&str; 3] = [
-    "--features",
-    "conformance-fixtures",
-    if cfg!(debug_assertions) {
-        ""
-    } else {
-        "--release"
-    },
-];
+/// `cargo lambda watch`: its release profile when the tests are built in
+/// it, so that the watch finds the binary built and rebuilds nothing. (The
+/// target and the flags come from the environment scripts/test.sh exports.)
+const BUILT_AS: [&str; 1] = [if cfg!(debug_assertions) {
+    ""
+} else {
+    "--release"
+}];
 
 fn set_by_cargo_test(name: &str) -> bool {
     matches!(
