@@ -18,6 +18,7 @@ use tracing::Instrument;
 use crate::transport::{App, Invocation, Principal, refusal, router};
 
 pub mod post_response;
+pub mod shape;
 
 /// What a caller that nobody authenticated is told: how to configure auth.
 pub const UNAUTHENTICATED: &str = "this function authenticates no one: its function URL has no \
@@ -220,26 +221,46 @@ pub async fn run(
     let mark = post_response::MarkFinishedLayer(extension.is_some().then_some(finished));
     let tracing = lambda_http::lambda_runtime::layers::TracingLayer::new();
     let runtime = async move {
-        if streaming {
-            // A function URL with `InvokeMode: RESPONSE_STREAM`: bodies go out
-            // as they are written, so progress events arrive before the result.
-            return lambda_http::streaming_runtime_concurrent(service(app, allow_unauthenticated))
-                .layer(tracing)
-                .layer(mark)
-                .run_concurrent()
-                .await;
-        }
+        let served = service(app, allow_unauthenticated);
         // Concurrent invocations need a `Sync` answer, which axum's streaming
         // body is not: buffer it here, as lambda_http buffers it for a
         // sequential run anyway (function URLs answer with the whole body).
         let buffered = ServiceExt::<lambda_http::Request>::and_then(
-            service(app, allow_unauthenticated),
+            served.clone(),
             |response: Response| async move {
                 Ok::<_, std::convert::Infallible>(
                     lambda_http::IntoResponse::into_response(response).await,
                 )
             },
         );
+        if streaming {
+            // A function URL with `InvokeMode: RESPONSE_STREAM`: bodies go out
+            // as they are written, so progress events arrive before the
+            // result; an event sent with the Invoke API that asks for it is
+            // answered whole, in the shape `cargo lambda invoke` reads
+            // ([`shape`]).
+            let either = tower::service_fn(
+                move |event: lambda_http::LambdaEvent<lambda_http::request::LambdaRequest>| {
+                    let direct = shape::is_direct_invoke(&event.payload);
+                    let served = served.clone();
+                    let whole = lambda_http::Adapter::from(buffered.clone());
+                    async move {
+                        use lambda_http::lambda_runtime::FunctionResponse;
+                        Ok::<_, std::convert::Infallible>(if direct {
+                            FunctionResponse::BufferedResponse(whole.oneshot(event).await?)
+                        } else {
+                            let response = served.oneshot(shape::request_of(event)).await?;
+                            FunctionResponse::StreamingResponse(shape::streamed(response))
+                        })
+                    }
+                },
+            );
+            return lambda_http::lambda_runtime::Runtime::new(either)
+                .layer(tracing)
+                .layer(mark)
+                .run_concurrent()
+                .await;
+        }
         lambda_http::runtime_concurrent(buffered)
             .layer(tracing)
             .layer(mark)

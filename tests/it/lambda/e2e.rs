@@ -1329,4 +1329,115 @@ fn under_cargo_lambda_watch_the_documented_local_stack_streams_progress_and_runs
         "{done}"
     );
     assert_eq!(done["result"], "210", "{done}");
+    events_readme_commands_answer_as_its_table_says(&watch);
+}
+
+/// events/README.md's commands, run as written against the documented
+/// emulator (its port and a scratch directory for `/tmp/` are the only
+/// changes): each row of its table gets the status it names, read from the
+/// response `cargo lambda invoke` prints, though the function URL streams.
+fn events_readme_commands_answer_as_its_table_says(watch: &Watch) {
+    let readme = std::fs::read_to_string(project().join("events/README.md")).unwrap();
+    let commands: Vec<&str> = readme
+        .lines()
+        .filter_map(|line| line.strip_prefix("    "))
+        .filter(|line| line.starts_with("cargo lambda invoke") || line.starts_with("sed "))
+        .collect();
+    let [initialize, substitute, invoke] = commands[..] else {
+        panic!("events/README.md gives initialize, a sed and an invoke: {commands:?}");
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let path = format!(
+        "{}:{}",
+        project().join(".venv/bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = |script: String, session: &str| -> Value {
+        let script = script.replace("/tmp/", &format!("{}/", scratch.path().display()));
+        let output = Command::new("bash")
+            .args(["-euo", "pipefail", "-c", &script])
+            .current_dir(project())
+            .env("PATH", &path)
+            .env("SESSION", session)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{script}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{script} printed no response ({e}): {}",
+                String::from_utf8_lossy(&output.stdout)
+            )
+        })
+    };
+    let port = format!(" --invoke-port {}", watch.port);
+    let mut session = String::new();
+    let mut rows = 0;
+    for row in readme.lines().filter(|line| line.starts_with("| `")) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let file = cells[1].trim_matches('`');
+        let expected: u16 = cells[3]
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .and_then(|status| status.parse().ok())
+            .unwrap_or_else(|| panic!("{row}: the expected column starts with a status"));
+        let response = if file == "initialize.json" {
+            assert!(
+                initialize.contains("events/initialize.json"),
+                "{initialize}"
+            );
+            run(format!("{initialize}{port}"), "")
+        } else {
+            let name = file.trim_end_matches(".json");
+            let script = format!(
+                "{}\n{}{port}",
+                substitute.replace("run-js", name),
+                invoke.replace("run-js", name)
+            );
+            run(script, &session)
+        };
+        rows += 1;
+        assert_eq!(response["statusCode"], expected, "{file}: {response}");
+        let body: Value =
+            serde_json::from_str(response["body"].as_str().unwrap_or("null")).unwrap_or_default();
+        match file {
+            "initialize.json" => {
+                session = response["headers"]["mcp-session-id"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("no mcp-session-id header: {response}"))
+                    .to_owned();
+            }
+            "run-js.json" => {
+                assert_eq!(body["result"]["structuredContent"]["result"], "1", "{body}");
+                assert!(
+                    body["result"]["structuredContent"]["heap"].is_string(),
+                    "{body}"
+                );
+            }
+            "unknown-session.json" => assert_eq!(body["error"]["code"], -32001, "{body}"),
+            "run-js-2026.json" => {
+                assert_eq!(
+                    body["result"]["structuredContent"]["result"], "42",
+                    "{body}"
+                );
+                assert_eq!(body["result"]["resultType"], "complete", "{body}");
+            }
+            _ => {}
+        }
+    }
+    let files = std::fs::read_dir(project().join("events"))
+        .unwrap()
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".json")
+        })
+        .count();
+    assert_eq!(rows, files, "the table has a row for every event file");
 }
