@@ -75,6 +75,8 @@ pub mod method {
     pub const PROMPTS_LIST: &str = "prompts/list";
     /// One prompt, filled in.
     pub const PROMPTS_GET: &str = "prompts/get";
+    /// Values for an argument of a prompt or a resource template.
+    pub const COMPLETION_COMPLETE: &str = "completion/complete";
 }
 
 /// Header names.
@@ -179,6 +181,10 @@ pub struct ServerCapabilities {
     /// The `resume_session` prompt, when the server keeps session logs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompts: Option<PromptsCapability>,
+    /// `completion/complete` for the prompts' arguments and the resource
+    /// templates' variables, when the server keeps session logs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completions: Option<Value>,
     /// 2025-11-25's experimental tasks: `tasks/list`, `tasks/cancel` and
     /// task-augmented `tools/call`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -325,8 +331,8 @@ pub struct GetPromptParams {
 pub struct PromptMessage {
     /// `user`.
     pub role: &'static str,
-    /// What it says.
-    pub content: TextContent,
+    /// What it says: text, an image, audio or an embedded resource.
+    pub content: Content,
 }
 
 /// `prompts/get` result.
@@ -420,16 +426,6 @@ pub struct CallToolParams {
     pub request_state: Option<String>,
 }
 
-/// One entry of `content`.
-#[derive(Debug, Clone, Serialize)]
-pub struct TextContent {
-    /// Always `"text"`.
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    /// The text.
-    pub text: String,
-}
-
 /// One block of a tool result's `content`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(
@@ -448,6 +444,13 @@ pub enum Content {
         /// Base64 of the image's bytes.
         data: String,
         /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+        mime_type: String,
+    },
+    /// Audio the model hears (protocol 2025-03-26 on).
+    Audio {
+        /// Base64 of the audio's bytes.
+        data: String,
+        /// `audio/wav`, `audio/mpeg`, ...
         mime_type: String,
     },
     /// A resource carried in the result.
@@ -480,7 +483,7 @@ impl Content {
     pub fn payload_len(&self) -> usize {
         match self {
             Self::Text { text } => text.len(),
-            Self::Image { data, .. } => data.len(),
+            Self::Image { data, .. } | Self::Audio { data, .. } => data.len(),
             Self::Resource { resource } => resource
                 .blob
                 .as_ref()

@@ -1,6 +1,7 @@
 //! The wire: JSON-RPC envelopes and MCP messages.
 
 pub mod apps;
+pub mod completion;
 pub mod jsonrpc;
 pub mod mcp;
 pub mod media;

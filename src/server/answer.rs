@@ -5,6 +5,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
+use crate::protocol::completion::CompleteResult;
 use crate::protocol::jsonrpc::{code, plain_json_error};
 use crate::protocol::mcp::{
     CacheHints, CallToolResult, DiscoverResult, EmptyResult, GetPromptResult, InputRequiredResult,
@@ -61,6 +62,8 @@ pub enum MethodResult {
     Prompts(ListPromptsResult),
     /// `prompts/get`.
     Prompt(GetPromptResult),
+    /// `completion/complete`.
+    Complete(CompleteResult),
     /// The tasks extension's `CreateTaskResult` (its `resultType` is `task`).
     TaskCreated(ExtensionTask),
     /// The tasks extension's `tasks/get`.
@@ -104,7 +107,7 @@ impl MethodResult {
             Self::Discover(_) | Self::Tools(_) | Self::ResourceTemplates(_) | Self::Prompts(_) => {
                 Some(PUBLIC_CACHE)
             }
-            Self::Resources(_) | Self::Prompt(_) => Some(PRIVATE_NO_REUSE),
+            Self::Resources(_) | Self::Prompt(_) | Self::Complete(_) => Some(PRIVATE_NO_REUSE),
             Self::Read(read) => Some(match read.freshness {
                 Freshness::Changing => PRIVATE_NO_REUSE,
                 Freshness::Stable => PRIVATE_STABLE,

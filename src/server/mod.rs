@@ -5,6 +5,8 @@
 //! here and nowhere else (`resources` and `prompts` hold those families).
 
 mod answer;
+mod completions;
+pub mod extra;
 mod heap_files;
 mod prompts;
 mod resources;
@@ -99,6 +101,7 @@ impl McpServer {
             prompts: stateful.then_some(PromptsCapability {
                 list_changed: false,
             }),
+            completions: stateful.then(|| serde_json::json!({})),
             tasks: (tasks && version == TASKS_VERSION).then(|| {
                 serde_json::json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
             }),
@@ -167,24 +170,57 @@ impl McpServer {
                     }
                 })
             }
-            method::RESOURCES_LIST if stateful => Ok(MethodResult::Resources(
-                resources::list(&self.tools, context, list_params(params)?).await?,
-            )),
+            method::RESOURCES_LIST if stateful => {
+                let params = list_params(params)?;
+                let first = params.cursor.is_none();
+                let mut listed = resources::list(&self.tools, context, params).await?;
+                // Resources this build adds (the conformance fixtures'
+                // server), on the first page.
+                if first && let Some(extra) = extra::installed() {
+                    listed.resources.splice(0..0, extra.resources());
+                }
+                Ok(MethodResult::Resources(listed))
+            }
             method::RESOURCE_TEMPLATES_LIST if stateful => {
                 list_params(params)?;
-                Ok(MethodResult::ResourceTemplates(resources::templates()))
+                let mut templates = resources::templates();
+                if let Some(extra) = extra::installed() {
+                    templates.resource_templates.extend(extra.templates());
+                }
+                Ok(MethodResult::ResourceTemplates(templates))
             }
             method::RESOURCES_READ if stateful => {
-                let (result, freshness) =
-                    resources::read(&self.tools, context, params_of(params)?).await?;
+                let read: crate::protocol::mcp::ReadResourceParams = params_of(params)?;
+                if let Some(result) = extra::installed().and_then(|extra| extra.read(&read.uri)) {
+                    return Ok(MethodResult::Read(ReadAnswer {
+                        result,
+                        freshness: answer::Freshness::Stable,
+                    }));
+                }
+                let (result, freshness) = resources::read(&self.tools, context, read).await?;
                 Ok(MethodResult::Read(ReadAnswer { result, freshness }))
             }
             method::PROMPTS_LIST if stateful => {
                 list_params(params)?;
-                Ok(MethodResult::Prompts(prompts::list()))
+                let mut listed = prompts::list();
+                if let Some(extra) = extra::installed() {
+                    listed.prompts.extend(extra.prompts());
+                }
+                Ok(MethodResult::Prompts(listed))
             }
-            method::PROMPTS_GET if stateful => Ok(MethodResult::Prompt(
-                prompts::get(&self.tools, context, params_of(params)?).await?,
+            method::PROMPTS_GET if stateful => {
+                let get: crate::protocol::mcp::GetPromptParams = params_of(params)?;
+                if let Some(answer) = extra::installed().and_then(|extra| extra.get_prompt(&get)) {
+                    return answer
+                        .map(MethodResult::Prompt)
+                        .map_err(|message| MethodError::new(code::INVALID_PARAMS, message));
+                }
+                Ok(MethodResult::Prompt(
+                    prompts::get(&self.tools, context, get).await?,
+                ))
+            }
+            method::COMPLETION_COMPLETE if stateful => Ok(MethodResult::Complete(
+                completions::complete(&self.tools, context, params_of(params)?).await?,
             )),
             method::INITIALIZE if !sessionless => Err(MethodError::new(
                 code::INVALID_REQUEST,

@@ -5,13 +5,13 @@
 use super::answer::MethodError;
 use crate::protocol::jsonrpc::code;
 use crate::protocol::mcp::{
-    GetPromptParams, GetPromptResult, ListPromptsResult, Prompt, PromptArgument, PromptMessage,
-    TextContent,
+    Content, GetPromptParams, GetPromptResult, ListPromptsResult, Prompt, PromptArgument,
+    PromptMessage,
 };
 use crate::session::LogicalSession;
 use crate::tools::{CallContext, Toolbox};
 
-const RESUME_SESSION: &str = "resume_session";
+pub(super) const RESUME_SESSION: &str = "resume_session";
 /// Longest code the prompt quotes, in bytes; longer code is cut with a note.
 const MAX_QUOTED_CODE: usize = 16 * 1024;
 
@@ -86,7 +86,7 @@ pub(super) async fn get(
         description: format!("Resume logical session {quoted}"),
         messages: vec![PromptMessage {
             role: "user",
-            content: TextContent { kind: "text", text },
+            content: Content::text(text),
         }],
     })
 }

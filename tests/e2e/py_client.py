@@ -30,7 +30,13 @@ import httpx
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CancelledNotification, CancelledNotificationParams, ClientNotification
+from mcp.types import (
+    CancelledNotification,
+    CancelledNotificationParams,
+    ClientNotification,
+    PromptReference,
+    ResourceTemplateReference,
+)
 
 
 async def main(url: str) -> None:
@@ -203,7 +209,27 @@ async def surface(url: str) -> None:
             log = json.loads(read_result.contents[0].text)
             assert log["session"] == "py-surface", log
             assert log["entries"][-1]["output_heap"] == long.structuredContent["heap"], log
-            print(json.dumps({"event": "done", "progress": len(seen)}))
+
+            # A person typing a session's name in a host: the prompt's
+            # argument and the log template's variable complete to the
+            # caller's sessions that start with what was typed.
+            by_prompt = await session.complete(
+                PromptReference(type="ref/prompt", name="resume_session"),
+                {"name": "session", "value": "py-sur"},
+            )
+            assert "py-surface" in by_prompt.completion.values, by_prompt
+            assert all(v.startswith("py-sur") for v in by_prompt.completion.values), by_prompt
+            by_template = await session.complete(
+                ResourceTemplateReference(type="ref/resource", uri="mcp-v8://sessions/{name}/log"),
+                {"name": "name", "value": "py-"},
+            )
+            assert "py-surface" in by_template.completion.values, by_template
+            nobody = await session.complete(
+                PromptReference(type="ref/prompt", name="resume_session"),
+                {"name": "session", "value": "zz-nobody-"},
+            )
+            assert nobody.completion.values == [], nobody
+            print(json.dumps({"event": "done", "progress": len(seen), "completed": by_prompt.completion.values}))
 
 
 async def tasks(url: str) -> None:

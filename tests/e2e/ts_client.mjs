@@ -261,7 +261,26 @@ async function surface() {
   const logged = (code) => log.entries.find((e) => e.code === code);
   assert.ok(logged("n += 1; n")?.input_heap, read.contents[0].text);
   assert.equal(logged("n += 1; n").input_heap, logged("globalThis.n = 1; n").output_heap, read.contents[0].text);
-  say({ event: "resource", entries: log.entries.length });
+  // A person typing a session's name in a host: the prompt's argument and
+  // the log template's variable complete to the caller's sessions that
+  // start with what was typed.
+  const byPrompt = await client.complete({
+    ref: { type: "ref/prompt", name: "resume_session" },
+    argument: { name: "session", value: "ts-sur" },
+  });
+  assert.ok(byPrompt.completion.values.includes("ts-surface"), JSON.stringify(byPrompt));
+  assert.ok(byPrompt.completion.values.every((v) => v.startsWith("ts-sur")), JSON.stringify(byPrompt));
+  const byTemplate = await client.complete({
+    ref: { type: "ref/resource", uri: "mcp-v8://sessions/{name}/log" },
+    argument: { name: "name", value: "ts-" },
+  });
+  assert.ok(byTemplate.completion.values.includes("ts-surface"), JSON.stringify(byTemplate));
+  const nobody = await client.complete({
+    ref: { type: "ref/prompt", name: "resume_session" },
+    argument: { name: "session", value: "zz-nobody-" },
+  });
+  assert.deepEqual(nobody.completion.values, []);
+  say({ event: "resource", entries: log.entries.length, completed: byPrompt.completion.values });
 
   if (withCancel) {
     const before = (await structured(client, "list_session_snapshots", { fields: "index" })).entries.length;

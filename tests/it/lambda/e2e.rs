@@ -678,14 +678,16 @@ fn the_mcp_conformance_suite_passes_but_for_the_listed_expected_failures() {
     // The suite's fixture tools, so its scenarios check how our layer
     // carries what they ask.
     let serve = Serve::start_fixtures(dir.path(), common::net::free_port());
-    // With the checks each selection passed on 2026-11-29 (the suite
-    // 0.2.0-alpha.12, pinned in tests/conformance): fewer means it selected
-    // less, which would pass unnoticed. 2025-03-26 selects one scenario.
+    // With the checks each selection passed on 2026-11-30 (the suite
+    // 0.2.0-alpha.12, pinned in tests/conformance), with the fixtures'
+    // content tools, prompts and resources and completions: fewer means it
+    // selected less, which would pass unnoticed. 2025-03-26 selects one
+    // scenario.
     let runs = [
         (["--spec-version", "2025-03-26"], "2025-11-25", 3),
-        (["--spec-version", "2025-06-18"], "2025-11-25", 36),
-        (["--requirements", "2025-11-25"], "2025-11-25", 53),
-        (["--requirements", "2026-07-28"], "2026-07-28", 145),
+        (["--spec-version", "2025-06-18"], "2025-11-25", 50),
+        (["--requirements", "2025-11-25"], "2025-11-25", 74),
+        (["--requirements", "2026-07-28"], "2026-07-28", 167),
     ];
     for (selection, baseline, least) in runs {
         let results = tempfile::tempdir().unwrap();

@@ -335,3 +335,97 @@ async fn list_and_read_results_carry_caching_hints() {
         "mcp-v8://sessions/none/log"
     );
 }
+
+/// `completion/complete` in both eras: `resume_session`'s `session` and the
+/// log template's `{name}` complete to the caller's session names with the
+/// typed start, other arguments to nothing, an unknown prompt or template
+/// is -32602; a stateless server declares no completions and has none.
+#[tokio::test]
+async fn session_names_complete_in_both_eras_and_unknown_references_are_refused() {
+    let s = server();
+    let (sid, _) = with_two_sessions(&s).await;
+    let complete = |reference: Value, name: &str, value: &str| json!({"ref": reference, "argument": {"name": name, "value": value}});
+    let prompt = json!({"type": "ref/prompt", "name": "resume_session"});
+    let template = json!({"type": "ref/resource", "uri": "mcp-v8://sessions/{name}/log"});
+    let session_era = s
+        .rpc(
+            Some(&sid),
+            rpc(
+                "completion/complete",
+                complete(prompt.clone(), "session", "be"),
+            ),
+        )
+        .await;
+    assert_eq!(
+        session_era.body["result"]["completion"],
+        json!({"values": ["beta"], "total": 1, "hasMore": false}),
+        "{}",
+        session_era.body
+    );
+    let every = sessionless(
+        &s,
+        "completion/complete",
+        complete(template.clone(), "name", ""),
+    )
+    .await;
+    assert_eq!(
+        every.body["result"]["completion"]["values"],
+        json!(["alpha/one", "beta"]),
+        "{}",
+        every.body
+    );
+    assert_eq!(every.body["result"]["resultType"], "complete");
+    let other = s
+        .rpc(
+            Some(&sid),
+            rpc(
+                "completion/complete",
+                complete(
+                    json!({"type": "ref/resource", "uri": "mcp-v8://executions/{id}"}),
+                    "id",
+                    "1",
+                ),
+            ),
+        )
+        .await;
+    assert_eq!(other.body["result"]["completion"]["values"], json!([]));
+    for unknown in [
+        json!({"type": "ref/prompt", "name": "no_such_prompt"}),
+        json!({"type": "ref/resource", "uri": "test://nothing/{id}"}),
+    ] {
+        let refused = s
+            .rpc(
+                Some(&sid),
+                rpc("completion/complete", complete(unknown.clone(), "x", "")),
+            )
+            .await;
+        assert_eq!(
+            refused.body["error"]["code"], -32602,
+            "{unknown}: {}",
+            refused.body
+        );
+    }
+    let init = s
+        .rpc(
+            None,
+            rpc(
+                "initialize",
+                json!({"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}),
+            ),
+        )
+        .await;
+    assert_eq!(
+        init.body["result"]["capabilities"]["completions"],
+        json!({})
+    );
+
+    let stateless = server_with(3600, true, None);
+    let sid = stateless.initialize_as("2025-11-25", &[]).await;
+    let reply = stateless
+        .rpc(
+            Some(&sid),
+            rpc("completion/complete", complete(prompt, "session", "")),
+        )
+        .await;
+    assert_eq!(reply.body["error"]["code"], -32601);
+}

@@ -204,6 +204,22 @@ async fn second_caller_sees_nothing_of_the_first(host: Host, alice: Who, bob: Wh
     // Her resources and the prompt on her session: as if they did not exist.
     let listed = b.rpc("resources/list", json!({})).await;
     assert_eq!(listed["result"]["resources"], json!([]), "{listed}");
+    // Her session names complete for her, not for him.
+    let names = json!({"ref": {"type": "ref/prompt", "name": "resume_session"},
+                       "argument": {"name": "session", "value": ""}});
+    let hers = a.rpc("completion/complete", names.clone()).await;
+    assert!(
+        hers["result"]["completion"]["values"]
+            .as_array()
+            .is_some_and(|values| values.contains(&json!(project))),
+        "{hers}"
+    );
+    let completed = b.rpc("completion/complete", names).await;
+    assert_eq!(
+        completed["result"]["completion"]["values"],
+        json!([]),
+        "{completed}"
+    );
     let log_uri = format!("mcp-v8://sessions/{project}/log");
     let unknown_log = b
         .rpc(
