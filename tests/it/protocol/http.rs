@@ -337,7 +337,7 @@ async fn unknown_methods_are_method_not_found() {
     let reply = s
         .rpc(
             Some(&sid),
-            json!({"jsonrpc":"2.0","id":"x","method":"completion/complete"}),
+            json!({"jsonrpc":"2.0","id":"x","method":"mcp-v8/no_such_method"}),
         )
         .await;
     assert_eq!(reply.status, StatusCode::OK);
