@@ -6,10 +6,10 @@
 //! layer carries each kind of content; what they answer is the reference
 //! server's.
 
+use crate::fixtures::tool;
 use mcp_v8_lambda::protocol::mcp::{
     CallToolResult, Content, GetPromptParams, GetPromptResult, Prompt, PromptArgument,
     PromptMessage, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Tool,
-    ToolAnnotations,
 };
 use mcp_v8_lambda::server::extra::ExtraContent;
 use serde_json::{Value, json};
@@ -26,24 +26,6 @@ const EMBEDDED: &str = "test_embedded_resource";
 const MIXED: &str = "test_multiple_content_types";
 const ERROR: &str = "test_error_handling";
 const SCHEMA_2020_12: &str = "json_schema_2020_12_tool";
-
-fn tool(name: &'static str, description: &'static str, input: Value) -> Tool {
-    Tool {
-        name,
-        title: name,
-        description: description.into(),
-        input_schema: input,
-        output_schema: None,
-        execution: None,
-        meta: None,
-        annotations: ToolAnnotations {
-            read_only_hint: true,
-            destructive_hint: false,
-            idempotent_hint: true,
-            open_world_hint: false,
-        },
-    }
-}
 
 fn no_arguments() -> Value {
     json!({ "type": "object", "properties": {} })

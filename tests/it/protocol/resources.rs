@@ -15,6 +15,18 @@ fn rpc(method: &str, params: Value) -> Value {
     json!({"jsonrpc":"2.0","id":3,"method":method,"params":params})
 }
 
+/// The `initialize` result of a 2025-11-25 session on `s`.
+async fn initialize(s: &Server) -> Reply {
+    s.rpc(
+        None,
+        rpc(
+            "initialize",
+            json!({"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}),
+        ),
+    )
+    .await
+}
+
 async fn sessionless(s: &Server, method: &str, mut params: Value) -> Reply {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -54,15 +66,7 @@ async fn with_two_sessions(s: &Server) -> (String, String) {
 #[tokio::test]
 async fn capabilities_name_resources_and_prompts_only_where_logs_are_kept() {
     let s = server();
-    let init = s
-        .rpc(
-            None,
-            rpc(
-                "initialize",
-                json!({"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}),
-            ),
-        )
-        .await;
+    let init = initialize(&s).await;
     let capabilities = &init.body["result"]["capabilities"];
     assert_eq!(
         capabilities["resources"],
@@ -77,15 +81,7 @@ async fn capabilities_name_resources_and_prompts_only_where_logs_are_kept() {
 
     let stateless = server_with(3600, true, None);
     let sid = stateless.initialize_as("2025-11-25", &[]).await;
-    let init = stateless
-        .rpc(
-            None,
-            rpc(
-                "initialize",
-                json!({"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}),
-            ),
-        )
-        .await;
+    let init = initialize(&stateless).await;
     assert!(init.body["result"]["capabilities"]["resources"].is_null());
     assert!(init.body["result"]["capabilities"]["prompts"].is_null());
     for method in ["resources/list", "prompts/list"] {
@@ -405,15 +401,7 @@ async fn session_names_complete_in_both_eras_and_unknown_references_are_refused(
             refused.body
         );
     }
-    let init = s
-        .rpc(
-            None,
-            rpc(
-                "initialize",
-                json!({"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}),
-            ),
-        )
-        .await;
+    let init = initialize(&s).await;
     assert_eq!(
         init.body["result"]["capabilities"]["completions"],
         json!({})
