@@ -53,10 +53,12 @@ fi
 # time (docs/performance.md, "CI time").
 build=(--locked --release)
 # The library, the binary (what `cargo lambda watch` runs in tests/it/lambda/e2e.rs;
-# building it here keeps that compile out of any test's time), the tests, the
-# benches and the conformance suite's fixture server
-# (examples/conformance_fixtures), linted as they build.
-cargo build "${build[@]}" --lib --bins --tests --benches --examples
+# building it here keeps that compile out of any test's time), the tests and
+# the conformance suite's fixture server (examples/conformance_fixtures),
+# linted as they build. Not the benches: no test runs them, and their
+# binary took about 80 s of CI's 45 minutes; `cargo bench` and
+# scripts/bench.sh build them (docs/performance.md, "CI time").
+cargo build "${build[@]}" --lib --bins --tests --examples
 # `--exact` and the count check keep a renamed test from turning this into
 # a smoke test that runs nothing.
 smoke="$(MCP_V8_LAMBDA_BINARY="$PWD/target/lambda/mcp-v8-lambda/bootstrap" \
