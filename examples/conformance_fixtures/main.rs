@@ -11,6 +11,7 @@
 
 mod asking;
 mod content;
+mod diagnostics;
 mod fixtures;
 mod run;
 

@@ -16,9 +16,9 @@
 //! | `worker/` | engine worker processes: the pool, the worker's side, the frames, the forked save |
 //! | `run/` | the run core: setup, evaluation, the event loop, how a run ended (`mod.rs`); the snapshot path (`isolate.rs`), plain and warm isolates (`plain.rs`), heaps kept ready (`ready.rs`), the watchdog, top-level `await` (`repl.rs`), TypeScript, unhandled rejections, V8's platform and checksum, a package's load check |
 //! | `contract/` | the run contract: `Job`, `JobResult`, `Task` as the worker pipe carries them (`mod.rs`); the capabilities' registration and the layer's table (`registration.rs`) |
-//! | `capability/` | the trait each capability implements (`mod.rs`) and what every capability works with: `control` (progress, cancel), `outcome` (status, errors, the report), `positions` (positions as sent), `section` (bytes beside a frame) |
+//! | `capability/` | the trait each capability implements (`mod.rs`) and what every capability works with: `control` (progress, cancel), `reports` (what a run reports while it runs: console lines as log messages, its own progress), `outcome` (status, errors, the report), `positions` (positions as sent), `section` (bytes beside a frame) |
 //! | `layer/` | the JavaScript layer of every context: lazy globals, loading a family, the one table of natives |
-//! | `web/`, `node/`, `host/` | the families: the Web platform (and `thrown.rs`, a thrown value read as text), Node's modules and `process`, the host's `/work`, `display()` and `mcp` |
+//! | `web/`, `node/`, `host/` | the families: the Web platform (and `thrown.rs`, a thrown value read as text), Node's modules and `process`, the host's `/work`, `display()`, `elicit()`, `reportProgress()` and `mcp` |
 //! | `services/` | what the host lends a run: a runtime, the file store, the clients, the memory budget host-held bytes count against (`memory.rs`), the one source of host work (`work.rs`) |
 
 mod admission;
@@ -58,6 +58,7 @@ pub use capability::outcome::{
     Displayed, EngineError, RunError, RunOutcome, RunReport, RunStatus, StandIn, cap_text,
     cap_text_ends,
 };
+pub use capability::reports::{LogEntry, LogLevel, RunProgress};
 use config::MIB;
 pub use config::{EngineConfig, MAX_HEAP_LIMIT_MB, MIN_HEAP_LIMIT_MB, RunRequest};
 pub use contract::registration::CapabilitySettings;
@@ -327,6 +328,10 @@ impl Engine {
             stateful: request.stateful,
             timeout: limits.timeout,
             heap_limit_bytes: limits.heap_limit_mb * MIB,
+            log_level: request
+                .control
+                .as_ref()
+                .and_then(|control| control.forwarded_level()),
             control: request.control.clone(),
             ..self.job(std::mem::take(&mut prepared.js), asks)
         };

@@ -246,6 +246,7 @@ pub(super) fn job_within(
         max_result_bytes: config.max_result_bytes,
         code_handling: config.code_handling,
         control: None,
+        log_level: None,
         egress,
         asks,
     }

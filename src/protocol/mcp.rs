@@ -47,6 +47,8 @@ pub fn negotiate(requested: &str) -> &'static str {
         .unwrap_or(SUPPORTED_VERSIONS[SUPPORTED_VERSIONS.len() - 1])
 }
 
+pub use super::progress::{ProgressParams, progress_token};
+
 /// Method names.
 pub mod method {
     /// Handshake.
@@ -181,6 +183,10 @@ pub struct ServerCapabilities {
     /// The `resume_session` prompt, when the server keeps session logs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompts: Option<PromptsCapability>,
+    /// Runs' console lines as `notifications/message`, for a client that
+    /// asks (`logging/setLevel`, or 2026-07-28's per-request `logLevel`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logging: Option<Value>,
     /// `completion/complete` for the prompts' arguments and the resource
     /// templates' variables, when the server keeps session logs.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -359,39 +365,6 @@ pub struct ServerInfo {
     pub name: &'static str,
     /// Crate version.
     pub version: &'static str,
-}
-
-/// The `_meta.progressToken` of a request's params: the client asks for
-/// `notifications/progress` about the request, naming it with this token
-/// (a string or a number, echoed as sent).
-pub fn progress_token(params: Option<&serde_json::value::RawValue>) -> Option<Value> {
-    #[derive(Deserialize)]
-    struct Params {
-        #[serde(rename = "_meta", default)]
-        meta: Option<Meta>,
-    }
-    #[derive(Deserialize)]
-    struct Meta {
-        #[serde(rename = "progressToken", default)]
-        progress_token: Option<Value>,
-    }
-    let params: Params = serde_json::from_str(params?.get()).ok()?;
-    params
-        .meta?
-        .progress_token
-        .filter(|token| token.is_string() || token.is_number())
-}
-
-/// `notifications/progress` params.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ProgressParams {
-    /// The request's `_meta.progressToken`.
-    pub progress_token: Value,
-    /// Grows with every notification: seconds the request has run.
-    pub progress: f64,
-    /// For people.
-    pub message: String,
 }
 
 /// `notifications/cancelled` params.

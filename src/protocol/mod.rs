@@ -3,8 +3,10 @@
 pub mod apps;
 pub mod completion;
 pub mod jsonrpc;
+pub mod logging;
 pub mod mcp;
 pub mod media;
+pub mod progress;
 pub mod tasks;
 pub mod uri;
 

@@ -181,6 +181,14 @@ impl From<ToolCallError> for MethodError {
             ToolCallError::NotAvailable(_) => code::METHOD_NOT_FOUND,
             ToolCallError::Failed(_) => code::INTERNAL_ERROR,
             ToolCallError::InvalidParams(_) => code::INVALID_PARAMS,
+            ToolCallError::HeaderMismatch(_) => code::HEADER_MISMATCH,
+            ToolCallError::MissingClientCapability(ref capability) => {
+                // 2026-07-28's MissingRequiredClientCapabilityError: the data
+                // is a ClientCapabilities object of what is missing.
+                let data = serde_json::json!({"requiredCapabilities": {capability: {}}});
+                return Self::new(code::MISSING_REQUIRED_CLIENT_CAPABILITY, error.to_string())
+                    .with_data(data);
+            }
         };
         Self::new(code, error.to_string())
     }

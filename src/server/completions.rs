@@ -1,8 +1,11 @@
 //! `completion/complete`: values for what a person types in a host, scoped
 //! by tenant as the tools are. `resume_session`'s `session` argument and
 //! the session-log template's `{name}` complete to the caller's session
-//! names that start with what was typed; other arguments of known prompts
-//! and templates have no values to offer (an empty list, not an error).
+//! names that start with what was typed; the heap-files template's
+//! `{heap}` to the newest heap of each of the caller's sessions; the run
+//! text template's `{part}` to `output` and `result`. Other arguments of
+//! known prompts and templates (execution ids, which no store lists by
+//! caller) have no values to offer: an empty list, not an error.
 
 use super::answer::MethodError;
 use super::extra;
@@ -16,9 +19,18 @@ const MAX_VALUES: usize = 100;
 /// Session names read for one completion: a bound on its cost.
 const MAX_SESSIONS_READ: usize = 1000;
 
+/// Sessions whose newest heap a heap completion offers: a bound on its
+/// reads (one per session).
+const MAX_SESSIONS_FOR_HEAPS: usize = 50;
+
 /// What the completed argument names.
 enum Completes {
     SessionNames,
+    /// The newest heap of each of the caller's sessions: the heaps an
+    /// agent continues.
+    Heaps,
+    /// `output` or `result`, the parts of a run's text.
+    RunTextParts,
     Nothing,
 }
 
@@ -75,10 +87,11 @@ pub(super) async fn complete(
                     ),
                 ));
             }
-            if template == uri::SESSION_LOG_TEMPLATE && argument == "name" {
-                Completes::SessionNames
-            } else {
-                Completes::Nothing
+            match (template.as_str(), argument) {
+                (uri::SESSION_LOG_TEMPLATE, "name") => Completes::SessionNames,
+                (uri::HEAP_FILES_TEMPLATE, "heap") => Completes::Heaps,
+                (uri::RUN_TEXT_TEMPLATE, "part") => Completes::RunTextParts,
+                _ => Completes::Nothing,
             }
         }
     };
@@ -93,6 +106,12 @@ pub(super) async fn complete(
             .map(|name| name.as_str().to_owned())
             .filter(|name| name.starts_with(&params.argument.value))
             .collect(),
+        Completes::Heaps => newest_heaps(tools, context, &params.argument.value).await?,
+        Completes::RunTextParts => [uri::RunText::Output, uri::RunText::Result]
+            .into_iter()
+            .map(|part| part.as_str().to_owned())
+            .filter(|part| part.starts_with(&params.argument.value))
+            .collect(),
     };
     Ok(CompleteResult {
         completion: Completion {
@@ -101,4 +120,36 @@ pub(super) async fn complete(
             values: values.into_iter().take(MAX_VALUES).collect(),
         },
     })
+}
+
+/// The newest heap of each of the caller's sessions (the first
+/// [`MAX_SESSIONS_FOR_HEAPS`] by name) that starts with `typed`, once each.
+async fn newest_heaps(
+    tools: &Toolbox,
+    context: CallContext<'_>,
+    typed: &str,
+) -> Result<Vec<String>, MethodError> {
+    let failed = |e: crate::meta::MetaStoreError| {
+        MethodError::internal(format!("could not read the session logs: {e}"))
+    };
+    let sessions = tools
+        .meta
+        .list_sessions(context.tenant, None, MAX_SESSIONS_FOR_HEAPS)
+        .await
+        .map_err(failed)?;
+    let mut heaps: Vec<String> = Vec::new();
+    for session in &sessions {
+        let newest = tools
+            .meta
+            .last_log_entry(context.tenant, session)
+            .await
+            .map_err(failed)?;
+        if let Some(entry) = newest {
+            let heap = entry.output_heap.as_str().to_owned();
+            if heap.starts_with(typed) && !heaps.contains(&heap) {
+                heaps.push(heap);
+            }
+        }
+    }
+    Ok(heaps)
 }

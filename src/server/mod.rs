@@ -101,6 +101,7 @@ impl McpServer {
             prompts: stateful.then_some(PromptsCapability {
                 list_changed: false,
             }),
+            logging: Some(serde_json::json!({})),
             completions: stateful.then(|| serde_json::json!({})),
             tasks: (tasks && version == TASKS_VERSION).then(|| {
                 serde_json::json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})

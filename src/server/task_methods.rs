@@ -64,6 +64,8 @@ impl Execute for ToolExecutor {
             tasks_extension: false,
             ui_extension: request.ui_extension,
             elicitation: crate::elicit::Declared::of_capability(request.elicitation.as_ref()),
+            client_capabilities: None,
+            param_headers: None,
             retry: None,
         };
         let arguments = request

@@ -43,6 +43,10 @@ pub struct InitState {
     pub principal: Option<String>,
     /// Set by `notifications/initialized`.
     pub initialized: bool,
+    /// `logging/setLevel`: the session's calls stream their runs' console
+    /// lines as log messages from this level up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_level: Option<crate::protocol::logging::LoggingLevel>,
     /// Unix seconds.
     pub created_at: i64,
     /// Unix seconds; the state is gone from this moment on.

@@ -16,6 +16,14 @@ pub enum ToolCallError {
     /// The call's protocol fields are wrong; the message says how.
     #[error("{0}")]
     InvalidParams(String),
+    /// The call needs a capability the client did not declare (its name,
+    /// as in `ClientCapabilities`: `sampling`, `elicitation`, `roots`).
+    #[error("this call needs the client capability {0:?}, which the request did not declare")]
+    MissingClientCapability(String),
+    /// An argument mirrored in an `Mcp-Param-*` header disagrees with it
+    /// (SEP-2243); the message says which.
+    #[error("{0}")]
+    HeaderMismatch(String),
 }
 
 pub use crate::protocol::tasks::TaskSupport;

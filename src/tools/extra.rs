@@ -51,6 +51,26 @@ pub(super) fn installed() -> Option<&'static dyn ExtraTools> {
     INSTALLED.get().map(|tools| &**tools)
 }
 
+/// Checks the request's `Mcp-Param-*` `headers` against the arguments of
+/// a call of `tool`, one of `extra`'s, as its input schema declares them
+/// ([`super::param_headers`]).
+pub(super) fn check_param_headers(
+    extra: &dyn ExtraTools,
+    tool: &str,
+    arguments: Option<&RawValue>,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<(), String> {
+    let Some(listed) = extra
+        .describe()
+        .into_iter()
+        .find(|listed| listed.name == tool)
+    else {
+        return Ok(());
+    };
+    let arguments = arguments.and_then(|raw| serde_json::from_str(raw.get()).ok());
+    super::param_headers::check(&listed.input_schema, arguments.as_ref(), headers)
+}
+
 /// `run_js` of `code` for this call from a fresh isolate (no heap kept),
 /// within `timeout_secs`: its whole answer. A run that asks the person
 /// answers with its asks, as `run_js` does.

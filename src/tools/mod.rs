@@ -11,7 +11,9 @@ mod executions;
 pub mod extra;
 mod heap_tags;
 mod lifecycle;
+mod log_level;
 mod pages;
+pub mod param_headers;
 mod routes;
 mod run_js;
 mod run_texts;
@@ -36,6 +38,7 @@ pub use calls::{TaskSupport, ToolCallError};
 pub use display_page::parses_of as display_table_parses;
 pub use executions::ExecutionView;
 pub use lifecycle::Lifecycle;
+pub use log_level::{engine_log_level, wire_log_level};
 pub use pages::{Page, Paged, Shape};
 pub use run_js::ANSWERED_DIRECTLY_IF;
 pub use run_texts::{paged as paged_run_text, text as run_text, whole as whole_record};
@@ -155,9 +158,15 @@ impl Toolbox {
         let found = routes::route(name);
         let Some(route) = found.filter(|route| self.has(route, context)) else {
             if found.is_none()
-                && let Some(call) =
-                    extra::installed().and_then(|extra| extra.call(self, context, name, raw))
+                && let Some(extra) = extra::installed()
+                && let Some(call) = extra.call(self, context, name, raw)
             {
+                // The server's own tools mirror no argument in a header;
+                // a tool that does is checked against the request's.
+                if let Some(headers) = context.param_headers {
+                    extra::check_param_headers(extra, name, raw, headers)
+                        .map_err(ToolCallError::HeaderMismatch)?;
+                }
                 return called(name, call.await?);
             }
             return Err(match found {

@@ -209,6 +209,14 @@ pub struct CallContext<'a> {
     pub ui_extension: bool,
     /// Whom a run of this call could ask (`elicit()`).
     pub elicitation: crate::elicit::Declared,
+    /// The capabilities the client declared (`initialize`'s, or a
+    /// 2026-07-28 request's), where the call has them (a task's later
+    /// rounds do not).
+    pub client_capabilities: Option<&'a serde_json::Map<String, serde_json::Value>>,
+    /// A 2026-07-28 request's `Mcp-Param-*` headers, by lowercased name
+    /// after the prefix: arguments mirrored for gateways (SEP-2243), which
+    /// must agree with the body.
+    pub param_headers: Option<&'a std::collections::BTreeMap<String, String>>,
     /// The responses and state of a 2026-07-28 retry of a call that asked.
     pub retry: Option<&'a crate::elicit::Retry>,
 }
@@ -341,6 +349,8 @@ pub(super) fn context_for_tests<'a>(
         tasks_extension: false,
         ui_extension: false,
         elicitation: crate::elicit::Declared::default(),
+        client_capabilities: None,
+        param_headers: None,
         retry: None,
     }
 }

@@ -1,7 +1,8 @@
 //! One method call, made the same way in both protocol eras: a
 //! `tools/call` is registered so that a cancel or a client that goes away
-//! stops it, a call with a progress token is answered as an event stream
-//! where the request and the deployment allow one, and any other answer is
+//! stops it, a call with a progress token or whose client asked for log
+//! messages is answered as an event stream where the request and the
+//! deployment allow one, and any other answer is
 //! handed back to the era that shapes it.
 
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use super::asking;
 use super::headers::Principal;
 use super::stream::{self, Calls};
 use crate::protocol::jsonrpc::RequestId;
+use crate::protocol::logging::LoggingLevel;
 use crate::protocol::mcp::{self, CallToolResult, method};
 use crate::server::{McpServer, MethodError, MethodResult};
 use crate::session::{LogicalSession, SessionId, SessionStore};
@@ -53,6 +55,14 @@ pub(super) struct RequestContext {
     /// The elicitation modes the client declared, and why its calls cannot
     /// wait for an answer when they cannot.
     pub elicitation: crate::elicit::Declared,
+    /// The capabilities the client declared.
+    pub client_capabilities: Option<serde_json::Map<String, serde_json::Value>>,
+    /// A 2026-07-28 request's `Mcp-Param-*` headers (SEP-2243).
+    pub param_headers: Option<std::collections::BTreeMap<String, String>>,
+    /// The client asked for log messages from this level up: the session's
+    /// `logging/setLevel`, or the request's
+    /// `_meta["io.modelcontextprotocol/logLevel"]`.
+    pub log_level: Option<LoggingLevel>,
 }
 
 impl RequestContext {
@@ -66,6 +76,8 @@ impl RequestContext {
             tasks_extension: self.tasks_extension,
             ui_extension: self.ui_extension,
             elicitation: self.elicitation,
+            client_capabilities: self.client_capabilities.as_ref(),
+            param_headers: self.param_headers.as_ref(),
             retry: None,
         }
     }
@@ -127,7 +139,15 @@ pub(super) async fn call(
     let key = request.session.as_ref().map(|(session, _)| (session, id));
     let registration = calls.inflight.register(key);
     let token = mcp::progress_token(params);
-    if request.may_stream && token.is_some() {
+    // A client that asked for log messages gets the run's console lines as
+    // they are written, which only a stream can carry.
+    let logs = request.log_level.filter(|_| request.may_stream);
+    if let Some(level) = logs {
+        registration
+            .control()
+            .forward_console(crate::tools::engine_log_level(level));
+    }
+    if request.may_stream && (token.is_some() || logs.is_some()) {
         let call = streamed(request);
         return Answer::Streamed(stream::respond(
             token,

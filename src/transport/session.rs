@@ -15,6 +15,7 @@ use super::headers::{self, Principal};
 use super::stream::{self, Calls};
 use crate::clock::unix_now;
 use crate::protocol::jsonrpc::{self, Incoming, Message, RequestId, code, plain_json_error};
+use crate::protocol::logging::{self, LoggingLevel};
 use crate::protocol::mcp::{self, BATCHING_VERSION, InitializeParams, method};
 use crate::server::McpServer;
 use crate::server::MethodResult;
@@ -146,6 +147,11 @@ pub(super) async fn post(
         match message {
             Message::Request { id, method, params } => {
                 tracing::Span::current().record("rpc.method", method.as_str());
+                if method == logging::SET_LEVEL {
+                    let answer = set_level(sessions, &mut state, params.as_deref()).await?;
+                    responses.push(answer_of(id, answer));
+                    continue;
+                }
                 let request = RequestContext {
                     protocol_version: state.protocol_version.clone(),
                     tenant: post.tenant.clone(),
@@ -156,6 +162,9 @@ pub(super) async fn post(
                     tasks_extension: false,
                     ui_extension: crate::protocol::apps::declares(Some(&state.client_capabilities)),
                     elicitation: elicitation(&state, !batch && calls.streaming),
+                    client_capabilities: Some(state.client_capabilities.clone()),
+                    param_headers: None,
+                    log_level: state.log_level,
                 };
                 match call::call(
                     request,
@@ -234,6 +243,7 @@ async fn initialize(
         mcp_headers: captured,
         principal: principal.map(|p| p.0.clone()),
         initialized: false,
+        log_level: None,
         created_at: now,
         expires_at: now + sessions.ttl_secs,
     };
@@ -299,6 +309,41 @@ async fn cancel(
     if !found {
         stream::relay_cancel(sessions.store.as_ref(), session, &params.request_id).await;
     }
+}
+
+/// `logging/setLevel`: the session's later calls stream their runs'
+/// console lines from `level` up, on any instance (the level is part of
+/// the replayed state). A level the spec does not name is -32602 and
+/// changes nothing.
+async fn set_level(
+    sessions: &Sessions,
+    state: &mut InitState,
+    params: Option<&RawValue>,
+) -> Result<Result<MethodResult, crate::server::MethodError>, HttpError> {
+    let invalid = |message: String| {
+        Ok(Err(crate::server::MethodError::new(
+            code::INVALID_PARAMS,
+            message,
+        )))
+    };
+    let params: logging::SetLevelParams =
+        match serde_json::from_str(params.map_or("null", RawValue::get)) {
+            Ok(params) => params,
+            Err(e) => return invalid(format!("Invalid params: {}", plain_json_error(&e))),
+        };
+    let level = match LoggingLevel::parse(&params.level, "level") {
+        Ok(level) => level,
+        Err(why) => return invalid(why),
+    };
+    if state.log_level != Some(level) {
+        state.log_level = Some(level);
+        sessions
+            .store
+            .put(state)
+            .await
+            .map_err(|e| HttpError::store_failed("session", &e))?;
+    }
+    Ok(Ok(MethodResult::Empty(mcp::EmptyResult {})))
 }
 
 /// Whom a call of session `state` could ask: the modes its client declared

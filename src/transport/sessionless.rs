@@ -14,6 +14,7 @@ use super::call::{self, Answer, Post, RequestContext};
 use super::envelope::{HttpError, check_nesting, json, raw};
 use super::stream::Calls;
 use crate::protocol::jsonrpc::{self, Incoming, RequestId, code, plain_json_error};
+use crate::protocol::logging::{LoggingLevel, META_LOG_LEVEL};
 use crate::protocol::mcp::{
     self, ALL_VERSIONS, ClientInfo, STATELESS_VERSION, StatelessResult, UnsupportedVersionData,
     method,
@@ -63,6 +64,20 @@ struct RequestMeta {
     /// Optional (a SHOULD); read so a malformed one is refused.
     #[serde(rename = "io.modelcontextprotocol/clientInfo", default)]
     client_info: Option<ClientInfo>,
+    /// Opts the request in to log messages; kept raw so a level the spec
+    /// does not name is refused saying which exist.
+    #[serde(rename = "io.modelcontextprotocol/logLevel", default)]
+    log_level: Option<Value>,
+}
+
+/// What a 2026-07-28 request's envelope declares, once checked.
+struct Declared {
+    version: String,
+    tasks_extension: bool,
+    ui_extension: bool,
+    elicitation: crate::elicit::Declared,
+    client_capabilities: Map<String, Value>,
+    log_level: Option<LoggingLevel>,
 }
 
 /// The HTTP status the 2026-07-28 transport gives a JSON-RPC error code.
@@ -112,6 +127,10 @@ pub(super) enum Decoded {
         ui_extension: bool,
         /// The elicitation modes the client declared in this request.
         elicitation: crate::elicit::Declared,
+        /// The capabilities the client declared in this request.
+        client_capabilities: Map<String, Value>,
+        /// The request asked for log messages from this level up.
+        log_level: Option<LoggingLevel>,
     },
 }
 
@@ -150,18 +169,19 @@ pub(super) fn decode(headers: &HeaderMap, body: &[u8]) -> Result<Decoded, HttpEr
         }
         return Ok(Decoded::Notification);
     };
-    let (version, tasks_extension, ui_extension, elicitation) =
-        check_envelope(headers, &id, &method, incoming.params.as_deref())?;
-    if version != STATELESS_VERSION {
-        return Err(unsupported(Some(&id), &version));
+    let declared = check_envelope(headers, &id, &method, incoming.params.as_deref())?;
+    if declared.version != STATELESS_VERSION {
+        return Err(unsupported(Some(&id), &declared.version));
     }
     Ok(Decoded::Request {
         id,
         method,
         params: incoming.params,
-        tasks_extension,
-        ui_extension,
-        elicitation,
+        tasks_extension: declared.tasks_extension,
+        ui_extension: declared.ui_extension,
+        elicitation: declared.elicitation,
+        client_capabilities: declared.client_capabilities,
+        log_level: declared.log_level,
     })
 }
 
@@ -178,6 +198,8 @@ pub(super) async fn post(
         tasks_extension,
         ui_extension,
         elicitation,
+        client_capabilities,
+        log_level,
     } = decode(post.headers, post.body)?
     else {
         return Ok(StatusCode::ACCEPTED.into_response());
@@ -203,6 +225,9 @@ pub(super) async fn post(
         tasks_extension,
         ui_extension,
         elicitation,
+        client_capabilities: Some(client_capabilities),
+        param_headers: (rpc_method == method::TOOLS_CALL).then(|| param_headers(post.headers)),
+        log_level,
     };
     let answer = call::call(
         request,
@@ -266,15 +291,13 @@ fn unsupported(id: Option<&RequestId>, requested: &str) -> HttpError {
 
 /// Checks `params._meta` and the standard headers against the body, in the
 /// order the revision gives: a malformed envelope, then a client that
-/// disagrees with itself, before its version is judged. Returns the version,
-/// whether the client declared the tasks extension and MCP Apps, and the
-/// elicitation modes it declared.
+/// disagrees with itself, before its version is judged.
 fn check_envelope(
     headers: &HeaderMap,
     id: &RequestId,
     rpc_method: &str,
     params: Option<&RawValue>,
-) -> Result<(String, bool, bool, crate::elicit::Declared), HttpError> {
+) -> Result<Declared, HttpError> {
     let invalid = |message: String| error(id, code::INVALID_PARAMS, message);
     let envelope: Envelope = match params {
         None => {
@@ -358,11 +381,38 @@ fn check_envelope(
             mcp::meta::PROTOCOL_VERSION
         )));
     };
-    let tasks_extension =
-        crate::protocol::tasks::declares_extension(meta.client_capabilities.as_ref());
-    let ui_extension = crate::protocol::apps::declares(meta.client_capabilities.as_ref());
-    let elicitation = crate::elicit::Declared::of(meta.client_capabilities.as_ref());
-    Ok((version, tasks_extension, ui_extension, elicitation))
+    let log_level = meta
+        .log_level
+        .as_ref()
+        .map(|level| LoggingLevel::parse(level, META_LOG_LEVEL))
+        .transpose()
+        .map_err(invalid)?;
+    let capabilities = meta.client_capabilities.as_ref();
+    Ok(Declared {
+        version,
+        tasks_extension: crate::protocol::tasks::declares_extension(capabilities),
+        ui_extension: crate::protocol::apps::declares(capabilities),
+        elicitation: crate::elicit::Declared::of(capabilities),
+        client_capabilities: meta.client_capabilities.unwrap_or_default(),
+        log_level,
+    })
+}
+
+/// The request's `Mcp-Param-*` headers, by lowercased name after the
+/// prefix (a header sent twice keeps its first value: the tool's check
+/// compares that one).
+fn param_headers(headers: &HeaderMap) -> std::collections::BTreeMap<String, String> {
+    let mut found = std::collections::BTreeMap::new();
+    for (name, value) in headers {
+        if let Some(param) = name
+            .as_str()
+            .strip_prefix(crate::tools::param_headers::PREFIX)
+        {
+            let value = String::from_utf8_lossy(value.as_bytes()).trim().to_owned();
+            found.entry(param.to_owned()).or_insert(value);
+        }
+    }
+    found
 }
 
 /// A header's value as a message shows it: quoted, or that it is absent

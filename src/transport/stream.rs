@@ -1,7 +1,8 @@
 //! Long tool calls: the runs in flight (so `notifications/cancelled` and a
 //! client that goes away can stop them), and the answer as a
-//! `text/event-stream` of `notifications/progress` followed by the result,
-//! for a call that carries a progress token.
+//! `text/event-stream` of `notifications/progress` (for a call that carries
+//! a progress token) and `notifications/message` (for one whose client asked
+//! for log messages), followed by the result.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -18,6 +19,7 @@ use tokio::sync::mpsc;
 
 use crate::clock::unix_now;
 use crate::protocol::jsonrpc::{Notification, RequestId};
+use crate::protocol::logging::{self, LoggingMessageParams};
 use crate::protocol::mcp::{ProgressParams, method};
 use crate::session::{SessionId, SessionStore};
 use crate::tools::RunControl;
@@ -174,6 +176,43 @@ fn event(json: &str) -> Bytes {
     Bytes::from(format!("event: message\ndata: {json}\n\n"))
 }
 
+/// What the run reported since the last call: its progress as
+/// `notifications/progress` (with the call's progress `token`; without
+/// one they are dropped), and its console lines as `notifications/message`
+/// (only a call whose client asked for log messages keeps any).
+async fn send_reports(control: &RunControl, token: Option<&Value>, events: &mpsc::Sender<Bytes>) {
+    let reports = control.take_progress();
+    if let Some(token) = token {
+        for report in reports {
+            let notification = Notification::new(
+                method::PROGRESS,
+                ProgressParams {
+                    progress_token: token.clone(),
+                    progress: report.progress,
+                    total: report.total,
+                    message: report.message,
+                },
+            );
+            let json = serde_json::to_string(&notification).expect("notifications serialize");
+            // A closed stream has cancelled the run; the call ends soon.
+            let _ = events.send(event(&json)).await;
+        }
+    }
+    for entry in control.take_log() {
+        let message = Notification::new(
+            logging::MESSAGE,
+            LoggingMessageParams {
+                level: crate::tools::wire_log_level(entry.level),
+                logger: Some("console".to_owned()),
+                data: Value::String(entry.text),
+            },
+        );
+        let json = serde_json::to_string(&message).expect("notifications serialize");
+        // A closed stream has cancelled the run; the call ends soon.
+        let _ = events.send(event(&json)).await;
+    }
+}
+
 /// The progress of a run so far.
 fn progress(token: &Value, started: Instant, control: &RunControl) -> String {
     let elapsed = started.elapsed().as_secs_f64();
@@ -183,7 +222,8 @@ fn progress(token: &Value, started: Instant, control: &RunControl) -> String {
         ProgressParams {
             progress_token: token.clone(),
             progress: (elapsed * 10.0).round() / 10.0,
-            message: {
+            total: None,
+            message: Some({
                 let mut message = format!(
                     "running for {elapsed:.0} s; {lines} console line{} so far",
                     if lines == 1 { "" } else { "s" }
@@ -194,7 +234,7 @@ fn progress(token: &Value, started: Instant, control: &RunControl) -> String {
                     message.push_str(&note);
                 }
                 message
-            },
+            }),
         },
     );
     serde_json::to_string(&notification).expect("notifications serialize")
@@ -225,15 +265,20 @@ where
         let answer = loop {
             tokio::select! {
                 answer = &mut call => break answer,
-                _ = ticker.tick(), if token.is_some() => {
+                // Once the run reports its own progress, only its values
+                // go out: MCP requires each to be greater than the last.
+                _ = ticker.tick(), if token.is_some() && !control.reports_progress() => {
                     // A closed stream has already cancelled the run (its
                     // registration went with it); the call ends soon.
                     if let Some(token) = &token {
                         let _ = events.send(event(&progress(token, started, &control))).await;
                     }
                 }
+                _ = control.reported() => send_reports(&control, token.as_ref(), &events).await,
             }
         };
+        // A worker reports every line before its answer: none is left out.
+        send_reports(&control, token.as_ref(), &events).await;
         let _ = events.send(event(answer.get())).await;
         tracing::info!(
             stream_ms = started.elapsed().as_millis() as u64,

@@ -148,8 +148,13 @@ def busy(secs: int) -> str:
 
 async def surface(url: str) -> None:
     http = httpx.AsyncClient(headers={"X-MCP-Session-Id": "py-surface"}, timeout=60)
+    logs = []
+
+    async def on_log(params):
+        logs.append((params.level, params.data, params.logger))
+
     async with http, streamable_http_client(url, http_client=http) as (read, write, _):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, logging_callback=on_log) as session:
             await session.initialize()
             tools = {t.name: t for t in (await session.list_tools()).tools}
             assert tools["get_heap_tags"].annotations.readOnlyHint is True, tools
@@ -229,7 +234,27 @@ async def surface(url: str) -> None:
                 {"name": "session", "value": "zz-nobody-"},
             )
             assert nobody.completion.values == [], nobody
-            print(json.dumps({"event": "done", "progress": len(seen), "completed": by_prompt.completion.values}))
+
+            # Log messages: none before the session asks; after
+            # logging/setLevel("info") a run's console lines from info up
+            # arrive as notifications/message while it runs.
+            assert logs == [], logs
+            await session.set_logging_level("info")
+            logged = await session.call_tool(
+                "run_js", {"code": "console.debug('hidden'); console.log('first'); console.warn('careful'); 42"}
+            )
+            assert logged.structuredContent["result"] == "42", logged
+            assert logs == [("info", "first", "console"), ("warning", "careful", "console")], logs
+            print(
+                json.dumps(
+                    {
+                        "event": "done",
+                        "progress": len(seen),
+                        "completed": by_prompt.completion.values,
+                        "logs": len(logs),
+                    }
+                )
+            )
 
 
 async def tasks(url: str) -> None:

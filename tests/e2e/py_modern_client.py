@@ -8,8 +8,10 @@ Schema meta-schema (uniqueness included, as the SDK's validator does), then
 threads a counter through three heaps (starting from HEAP when given),
 naming the logical session with run_js's `session` argument, reads the
 session log back with list_session_snapshots, and calls every other listed
-tool, so the SDK validates each answer against its output schema. Prints
-one JSON line at the end; raises (exit 1) on any failed expectation.
+tool, so the SDK validates each answer against its output schema; then
+completes a session name, and checks that a run's console lines arrive as
+log messages only on a client that opts in with `log_level`. Prints one
+JSON line at the end; raises (exit 1) on any failed expectation.
 """
 
 import asyncio
@@ -18,6 +20,7 @@ import sys
 
 from jsonschema.validators import validator_for
 from mcp.client import Client
+from mcp.types import PromptReference
 
 
 def check_schemas(tools) -> None:
@@ -34,7 +37,13 @@ def check_schemas(tools) -> None:
 
 
 async def main(url: str, session: str, heap: str | None) -> None:
-    async with Client(url) as client:
+    logs = []
+
+    async def on_log(params) -> None:
+        logs.append((params.level, params.data))
+
+    # Without log_level the requests do not opt in: no log message arrives.
+    async with Client(url, logging_callback=on_log) as client:
         assert client.protocol_version == "2026-07-28", client.protocol_version
         tools = await client.list_tools()
         names = [t.name for t in tools.tools]
@@ -78,6 +87,21 @@ async def main(url: str, session: str, heap: str | None) -> None:
             assert result.structured_content is not None, (name, result)
             called.add(name)
         assert called == set(names), f"tools listed but not called here: {set(names) - called}"
+        assert logs == [], logs
+        # A person typing a session's name: it completes to this caller's
+        # sessions that start with what was typed.
+        completed = await client.complete(
+            PromptReference(type="ref/prompt", name="resume_session"), {"name": "session", "value": session[:3]}
+        )
+        assert session in completed.completion.values, completed
+    # With log_level every request carries io.modelcontextprotocol/logLevel:
+    # a run's console lines from that level up arrive while it runs.
+    async with Client(url, log_level="info", logging_callback=on_log) as client:
+        code = "console.debug('hidden'); console.log('first'); console.warn('careful'); 42"
+        result = await client.call_tool("run_js", {"code": code})
+        assert not result.is_error, result
+        assert result.structured_content["result"] == "42", result
+        assert logs == [("info", "first"), ("warning", "careful")], logs
         print(
             json.dumps(
                 {
@@ -86,6 +110,8 @@ async def main(url: str, session: str, heap: str | None) -> None:
                     "heap": heap,
                     "counter": start + 3,
                     "log": [e["output_heap"] for e in entries],
+                    "logs": len(logs),
+                    "completed": completed.completion.values,
                 }
             )
         )

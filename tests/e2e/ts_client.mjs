@@ -17,7 +17,8 @@
 //                                    in one run_js, its result kept in the heap
 //   node ts_client.mjs URL surface [cancel]
 //                                    annotations, heap "latest", progress under a 10 s request timeout,
-//                                    a resource read; with "cancel", an aborted call stops its run
+//                                    a resource read, completions, a run's console lines as log messages
+//                                    after logging/setLevel; with "cancel", an aborted call stops its run
 //   node ts_client.mjs URL calls CALLS_JSON|@FILE
 //   node ts_client.mjs BINARY calls CALLS_JSON|@FILE DATA_DIR [ENV_JSON]
 //                                    each run_js arguments object of CALLS_JSON as a newcomer's call, over HTTP
@@ -42,7 +43,7 @@ import readline from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [url, mode] = process.argv.slice(2);
 const say = (event) => console.log(JSON.stringify(event));
@@ -281,6 +282,21 @@ async function surface() {
   });
   assert.deepEqual(nobody.completion.values, []);
   say({ event: "resource", entries: log.entries.length, completed: byPrompt.completion.values });
+
+  // Log messages: after logging/setLevel("info"), a run's console lines
+  // from info up arrive as notifications/message while it runs; a level
+  // the spec does not name is refused.
+  const logs = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { logs.push(n.params); });
+  await client.setLoggingLevel("info");
+  const printed = await structured(client, "run_js", {
+    code: "console.debug('hidden'); console.log('first'); console.warn('careful'); 42",
+    heap: "latest",
+  });
+  assert.equal(printed.result, "42");
+  assert.deepEqual(logs.map((l) => [l.level, l.data, l.logger]), [["info", "first", "console"], ["warning", "careful", "console"]]);
+  await assert.rejects(client.setLoggingLevel("verbose"), /level must be one of/);
+  say({ event: "logging", logs: logs.length });
 
   if (withCancel) {
     const before = (await structured(client, "list_session_snapshots", { fields: "index" })).entries.length;

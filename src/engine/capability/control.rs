@@ -7,6 +7,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
+use super::reports::{ConsoleLog, LogEntry, LogLevel, RunProgress};
 use crate::engine::services::work::WorkSink;
 
 /// A run's control, shared between the caller and the thread running it.
@@ -22,6 +23,24 @@ pub struct RunControl {
     target: Mutex<Option<Target>>,
     /// Woken by [`Self::cancel`].
     cancels: tokio::sync::Notify,
+    /// Console lines the caller asked for as they are written
+    /// ([`Self::forward_console`]).
+    log: Mutex<Option<ConsoleLog>>,
+    /// The run's own progress reports (`reportProgress()`) not yet taken.
+    progress: Mutex<Progress>,
+    /// Woken when log lines or progress reports wait to be taken.
+    reported: tokio::sync::Notify,
+}
+
+/// Most progress reports waiting: past it the newest replaces the last
+/// waiting one, as only the latest matters to a progress bar.
+const MAX_WAITING_PROGRESS: usize = 64;
+
+#[derive(Debug, Default)]
+struct Progress {
+    waiting: Vec<RunProgress>,
+    /// The run reported progress at least once.
+    any: bool,
 }
 
 /// The signal that tells an engine worker to cancel the run it executes
@@ -129,6 +148,89 @@ impl RunControl {
     /// Sets [`Self::note`] (also as an engine worker reported it).
     pub(crate) fn set_note(&self, note: String) {
         *self.note.lock().unwrap_or_else(PoisonError::into_inner) = Some(note);
+    }
+
+    /// From now on, console lines from `min` up are kept for
+    /// [`Self::take_log`] (MCP log messages; a run in an engine worker
+    /// reports its lines about every half second, and all of them before
+    /// its answer).
+    pub fn forward_console(&self, min: LogLevel) {
+        *self.log_slot() = Some(ConsoleLog::new(min));
+    }
+
+    /// The level [`Self::forward_console`] was given, if it was called.
+    pub fn forwarded_level(&self) -> Option<LogLevel> {
+        self.log_slot().as_ref().map(ConsoleLog::min)
+    }
+
+    /// Keeps a console line the run wrote, when the caller asked for them.
+    pub(crate) fn log_console_line(&self, line: &str) {
+        let queued = self
+            .log_slot()
+            .as_mut()
+            .is_some_and(|log| log.push_line(line));
+        if queued {
+            self.reported.notify_one();
+        }
+    }
+
+    /// Lines an engine worker reported for the run it executes.
+    pub(crate) fn report_log(&self, entries: Vec<LogEntry>) {
+        if entries.is_empty() {
+            return;
+        }
+        if let Some(log) = self.log_slot().as_mut() {
+            log.push_entries(entries);
+            self.reported.notify_one();
+        }
+    }
+
+    /// The console lines kept since the last call, oldest first.
+    pub fn take_log(&self) -> Vec<LogEntry> {
+        self.log_slot()
+            .as_mut()
+            .map(ConsoleLog::take)
+            .unwrap_or_default()
+    }
+
+    /// Returns once log lines or progress reports were kept since the last
+    /// return of this (at once when some are waiting).
+    pub async fn reported(&self) {
+        self.reported.notified().await;
+    }
+
+    /// Keeps a progress report of the run (`reportProgress()`, or an
+    /// engine worker's report of one).
+    pub(crate) fn report_progress(&self, report: RunProgress) {
+        let mut progress = self.progress_slot();
+        progress.any = true;
+        if progress.waiting.len() >= MAX_WAITING_PROGRESS {
+            progress.waiting.pop();
+        }
+        progress.waiting.push(report);
+        drop(progress);
+        self.reported.notify_one();
+    }
+
+    /// The run's progress reports since the last call, oldest first.
+    pub fn take_progress(&self) -> Vec<RunProgress> {
+        std::mem::take(&mut self.progress_slot().waiting)
+    }
+
+    /// Whether the run reported its own progress: then the caller sends
+    /// only the run's values, which must increase.
+    pub fn reports_progress(&self) -> bool {
+        self.progress_slot().any
+    }
+
+    fn progress_slot(&self) -> std::sync::MutexGuard<'_, Progress> {
+        // Each push and take leaves the queue whole.
+        self.progress.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn log_slot(&self) -> std::sync::MutexGuard<'_, Option<ConsoleLog>> {
+        // Each push and take leaves the queue whole.
+        self.log.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The count an engine worker reported for the run it executes.

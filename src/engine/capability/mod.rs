@@ -35,6 +35,7 @@
 pub(super) mod control;
 pub(super) mod outcome;
 pub(super) mod positions;
+pub(crate) mod reports;
 pub(super) mod section;
 
 use std::fmt::Debug;

@@ -129,6 +129,11 @@ pub(crate) struct Job {
     /// ending the process.
     #[serde(skip)]
     pub control: Option<Arc<RunControl>>,
+    /// The caller asked for the run's console lines as they are written,
+    /// from this level up ([`RunControl::forward_console`]): an engine
+    /// worker's own control keeps and reports them.
+    #[serde(default)]
+    pub log_level: Option<crate::engine::capability::reports::LogLevel>,
     /// What the run may reach on the network (`fetch`, modules by URL);
     /// `None`: nothing.
     pub egress: Option<Arc<crate::egress::FetchConfig>>,

@@ -172,6 +172,7 @@ capabilities! {
     node: crate::engine::node::builtins::NodeLib,
     node_inspect: crate::engine::node::builtins::NodeInspect,
     elicit: crate::engine::host::elicit::ElicitRun,
+    progress: crate::engine::host::progress::ProgressRun,
     #[cfg(test)]
     toy: crate::engine::host::toy::Toy,
 }
@@ -243,6 +244,7 @@ mod tests {
             "process.v8Version",
             "process.memoryUsage",
             "elicit.check",
+            "progress.report",
         ];
         // The test-only capability's family comes after every real one.
         let pinned: Vec<&str> = pinned.into_iter().chain(["toy.double"]).collect();
@@ -368,12 +370,13 @@ mod tests {
             ("node", 7, vec!["Buffer"]),
             ("node_inspect", 1, vec![]),
             ("elicit", 8, vec!["elicit"]),
-            ("toy", 9, vec!["toy"]),
+            ("progress", 9, vec!["reportProgress"]),
+            ("toy", 10, vec!["toy"]),
         ];
         assert_eq!(declared, pinned);
         // The version heaps of the release before this table carry (1 +
         // the host families then, 7), so they are not reinstalled needlessly.
-        assert_eq!(LAYER.version(), 9, "8 without the test-only family");
+        assert_eq!(LAYER.version(), 10, "9 without the test-only family");
         for name in LAYER.guarded {
             assert!(LAYER.family_of(name).is_some(), "{name} has no family");
         }

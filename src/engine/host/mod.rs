@@ -1,11 +1,12 @@
 //! The host's capabilities beyond the Web platform and Node: `/work` files
-//! (`node:fs`), `display()` and `mcp`. The services they use (a runtime,
+//! (`node:fs`), `display()`, `elicit()`, `reportProgress()` and `mcp`. The services they use (a runtime,
 //! the file store, the clients) are lent to each run (`super::services`).
 
 pub(crate) mod display;
 pub(crate) mod elicit;
 pub(crate) mod fs;
 pub(crate) mod mcp;
+pub(crate) mod progress;
 #[cfg(test)]
 pub(crate) mod toy;
 

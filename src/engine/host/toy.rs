@@ -46,7 +46,7 @@ impl Capability for Toy {
         deps: &[],
         natives,
         globals: &["toy"],
-        version: 9,
+        version: 10,
     });
     const ARGUMENT: Option<Argument> = Some(Argument {
         name: "toy_factor",

@@ -219,15 +219,16 @@ pub(crate) fn print(scope: &mut v8::PinScope<'_, '_>, line: &str) {
     let Some(console) = scope.get_slot_mut::<Console>() else {
         return;
     };
+    if let Some(control) = &console.control {
+        control.count_console_line();
+        control.log_console_line(line);
+    }
     if console.group_depth == 0 {
         console.output.push_line(line);
     } else {
         let indent = "  ".repeat(console.group_depth);
         let indented: Vec<String> = line.lines().map(|l| format!("{indent}{l}")).collect();
         console.output.push_line(&indented.join("\n"));
-    }
-    if let Some(control) = &console.control {
-        control.count_console_line();
     }
 }
 

@@ -111,6 +111,9 @@ fn runner(
             return Ok(());
         };
         let control = Arc::new(RunControl::default());
+        if let Some(level) = job.log_level {
+            control.forward_console(level);
+        }
         job.control = Some(control.clone());
         *lock(&pipes.current) = Some(control.clone());
         let stateless = !job.touches_snapshots();
@@ -136,6 +139,7 @@ fn runner(
         let mut early = |answer: JobResult| {
             // The answer goes out while the heap is snapshotted; a failed
             // write means the server is gone, which the result's write sees.
+            report_log(pipes, &control);
             let frame = WorkerFrame::Ran(Box::new(answer));
             let _ = wire::write_frame(&mut *lock(&pipes.output), &frame);
         };
@@ -162,6 +166,8 @@ fn runner(
             ))
         });
         let blob = result.blob.clone();
+        // Every line the caller asked for arrives before the answer.
+        report_log(pipes, &control);
         wire::write_result(&mut *lock(&pipes.output), result)?;
         // The heap stays live here; the forked copy writes its snapshot to
         // the server. A copy that dies without writing it is told of here.
@@ -246,16 +252,40 @@ fn report_progress(pipes: &Pipes) {
         let note = control.note();
         let now = (Arc::as_ptr(&control), lines, note);
         let fresh = reported.as_ref() != Some(&now);
-        if (lines > 0 || now.2.is_some()) && fresh {
+        // Taken under the output's lock, so lines and reports reach the
+        // server in the order they were made, whichever thread sends them.
+        let mut output = lock(&pipes.output);
+        let (log, progress) = (control.take_log(), control.take_progress());
+        if (lines > 0 || now.2.is_some()) && fresh || !log.is_empty() || !progress.is_empty() {
             let frame = WorkerFrame::Progress {
                 console_lines: lines,
                 note: now.2.clone(),
+                log,
+                progress,
             };
             reported = Some(now);
             // A failed write means the server is gone; the runner sees it too.
-            let _ = wire::write_frame(&mut *lock(&pipes.output), &frame);
+            let _ = wire::write_frame(&mut *output, &frame);
         }
     }
+}
+
+/// Sends the console lines and progress reports `control` kept since the
+/// last report, if any.
+fn report_log(pipes: &Pipes, control: &RunControl) {
+    let mut output = lock(&pipes.output);
+    let (log, progress) = (control.take_log(), control.take_progress());
+    if log.is_empty() && progress.is_empty() {
+        return;
+    }
+    let frame = WorkerFrame::Progress {
+        console_lines: control.console_lines(),
+        note: control.note(),
+        log,
+        progress,
+    };
+    // A failed write means the server is gone; the result's write sees it.
+    let _ = wire::write_frame(&mut *output, &frame);
 }
 
 /// Files read through the server, which has the store: asked for on

@@ -284,9 +284,15 @@ impl Worker {
                 WorkerFrame::Progress {
                     console_lines,
                     note,
+                    log,
+                    progress,
                 } => {
                     if let Some(control) = &job.control {
                         control.report_console_lines(console_lines);
+                        control.report_log(log);
+                        for report in progress {
+                            control.report_progress(report);
+                        }
                         if let Some(note) = note {
                             control.set_note(note);
                         }

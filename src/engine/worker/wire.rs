@@ -40,6 +40,13 @@ pub(super) enum WorkerFrame {
         /// [`RunControl::note`](crate::engine::RunControl::note).
         #[serde(default)]
         note: Option<String>,
+        /// Console lines since the last report, for a caller that asked
+        /// for them ([`RunControl::forward_console`](crate::engine::RunControl::forward_console)).
+        #[serde(default)]
+        log: Vec<crate::engine::capability::reports::LogEntry>,
+        /// The run's progress reports since the last report.
+        #[serde(default)]
+        progress: Vec<crate::engine::capability::reports::RunProgress>,
     },
     /// The bytes of a file the run opened; the server answers with a
     /// [`FileReply`] frame on the worker's stdin.

@@ -41,7 +41,7 @@ pub(super) fn timeout(secs: f64) -> Result<Duration, String> {
 /// The arguments of `run_js`; its input schema is derived from them, and
 /// `describe` fills in the limits in force and drops what a stateless
 /// server does not offer.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Args {
     /// JavaScript or TypeScript source. The value of the last expression is the result; a promise is awaited. Top-level await works, and top-level declarations (var, let, const, function, class) persist as they do without it.
@@ -72,7 +72,7 @@ pub(crate) struct Args {
 
 /// The arguments of a `run_js` call: its own, and those its run's
 /// capabilities take (`files`), which the engine checks.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Call {
     pub(super) args: Args,
     pub(super) capabilities: serde_json::Map<String, serde_json::Value>,

@@ -44,7 +44,8 @@ after the result, in call order: PNG, JPEG, GIF or WebP bytes as an image you se
 bytes), strings and SVG as text, objects as JSON, other bytes as an embedded file; a block too large for the answer \
 (5 MiB in all) links to the /work file holding the same bytes, else is left out with a warning. \
 display.chart({ type: \"line\" | \"bar\" | \"scatter\", data: rows, x: \"column\", y: \"column\" or [columns], title }) \
-adds a chart, which hosts with MCP Apps draw (you read its rows as JSON). The other \
+adds a chart, which hosts with MCP Apps draw (you read its rows as JSON). reportProgress(progress, total?, message?) \
+shows the person how far a long run has come (each report must be greater than the last). The other \
 node: modules are node:buffer, node:events, node:util, node:stream (and stream/promises; fs.createReadStream and \
 createWriteStream over /work), node:string_decoder, node:assert, node:process, node:url, node:crypto, node:timers, \
 node:perf_hooks and node:console; Buffer and process are globals (process.env is empty unless the operator set it, \

@@ -40,6 +40,72 @@ pub(super) async fn call(
     call: Call,
     structured: bool,
 ) -> Answer {
+    match context.retry {
+        Some(retry) if retry.request_state.is_none() && retry.input_responses.is_some() => {
+            answered_up_front(toolbox, context, retry, call, structured).await
+        }
+        _ => call_once(toolbox, context, call, structured).await,
+    }
+}
+
+/// A call whose `inputResponses` came without a `requestState` (SEP-2322
+/// lets a client answer up front): the run starts fresh and, each time it
+/// asks only what those responses answer (by key: `elicit-1`, `elicit-2`,
+/// ...), it is resumed with them at once, as a retry naming its state
+/// would resume it. Keys nothing asked for are ignored; a question they do
+/// not answer, or answer with what its form refuses, goes to the client as
+/// usual.
+async fn answered_up_front(
+    toolbox: &Toolbox,
+    context: CallContext<'_>,
+    retry: &crate::elicit::Retry,
+    call: Call,
+    structured: bool,
+) -> Answer {
+    let given = retry.input_responses.clone().unwrap_or_default();
+    let fresh = CallContext {
+        retry: None,
+        ..context
+    };
+    let mut answer = call_once(toolbox, fresh, call.clone(), structured).await;
+    // Each round answers at least one key given, so there are no more
+    // rounds than keys.
+    for _ in 0..given.len() {
+        let Some(Instead::Ask(asked)) = &answer.instead else {
+            break;
+        };
+        // A response that would be refused (not an answer to its form) is
+        // not used: the question goes to the client again.
+        let answered = asked.input_requests.iter().all(|(key, request)| {
+            let params = request.get("params").unwrap_or(request);
+            given
+                .get(key)
+                .is_some_and(|response| crate::elicit::check_response(params, response).is_ok())
+        });
+        if !answered {
+            break;
+        }
+        let next = crate::elicit::Retry {
+            input_responses: Some(given.clone()),
+            request_state: Some(asked.request_state.clone()),
+        };
+        let round = CallContext {
+            retry: Some(&next),
+            ..context
+        };
+        answer = Box::pin(call_once(toolbox, round, call.clone(), structured)).await;
+    }
+    answer
+}
+
+/// One round of a call: a fresh run, or the resumption of the suspended
+/// run its retry names.
+async fn call_once(
+    toolbox: &Toolbox,
+    context: CallContext<'_>,
+    call: Call,
+    structured: bool,
+) -> Answer {
     // The code as sent: the advice, the digest a retry is checked against.
     let code = call.args.code.clone();
     let digest = crate::elicit::state::call_digest(NAME, &code);

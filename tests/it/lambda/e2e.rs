@@ -305,19 +305,27 @@ fn typescript_sdk_client_runs_a_code_mode_loop_of_ten_upstream_calls() {
     assert_eq!(done["calls"], 10, "{done}");
 }
 
+/// What the TypeScript client's `surface` mode says, in order.
+const SURFACE_EVENTS: [&str; 6] = [
+    "latest",
+    "progress",
+    "timed_out",
+    "resource",
+    "logging",
+    "done",
+];
+
 /// The MCP surface through the official TypeScript client and `serve`:
 /// annotations, `heap: "latest"`, a 25 s run completing under a 10 s
 /// request timeout that progress resets (and timing out without a progress
-/// token), a resource read, and an aborted call whose run stops.
+/// token), a resource read, completions, console lines as log messages
+/// after `logging/setLevel`, and an aborted call whose run stops.
 #[test]
 fn typescript_sdk_client_uses_progress_cancellation_latest_and_resources() {
     let dir = tempfile::tempdir().unwrap();
     let serve = Serve::start(dir.path(), common::net::free_port());
     let events = drive(&serve.url(), "surface", || unreachable!("no restart"));
-    assert_eq!(
-        names(&events),
-        ["latest", "progress", "timed_out", "resource", "done"]
-    );
+    assert_eq!(names(&events), SURFACE_EVENTS);
     let mut command = node();
     command.args([&serve.url(), "surface", "cancel"]);
     let output = command.output().unwrap();
@@ -366,7 +374,9 @@ fn both_clients_upload_a_csv_see_a_chart_and_read_files_back() {
 }
 
 /// The same surface through the Python `mcp` client: progress arrives,
-/// notifications/cancelled stops a run, a resource reads.
+/// notifications/cancelled stops a run, a resource reads, completions
+/// complete, and after `logging/setLevel` console lines arrive as log
+/// messages.
 #[test]
 fn python_mcp_client_uses_progress_cancellation_latest_and_resources() {
     let dir = tempfile::tempdir().unwrap();
@@ -376,6 +386,7 @@ fn python_mcp_client_uses_progress_cancellation_latest_and_resources() {
     let done = finish(command);
     assert_eq!(done["event"], "done");
     assert!(done["progress"].as_u64().unwrap() >= 2, "{done}");
+    assert_eq!(done["logs"], 2, "{done}");
 }
 
 /// A deployment with `MCP_V8_CONTINUE_SESSIONS=true`, through both
@@ -464,6 +475,18 @@ fn a_2025_11_25_client_and_a_2026_07_28_client_share_one_deployment_and_its_heap
     let log = modern["log"].as_array().unwrap();
     assert_eq!(log.len(), 3, "the session argument kept a log: {log:?}");
     assert_eq!(log[2], modern["heap"]);
+    // Completions and log messages in this era too: the session named by
+    // the run's argument completes, and console lines arrived only where
+    // the client opted in with the request's logLevel.
+    assert_eq!(modern["completed"], serde_json::json!(["py-modern"]));
+    assert_eq!(modern["logs"], 2, "{modern}");
+    // The same through the TypeScript SDK's 2026-07-28 client.
+    let mut typescript = node_script("ts_modern_client.mjs");
+    typescript.args([&serve.url(), "ts-modern"]);
+    let typescript = finish(typescript);
+    let completed = typescript["completed"].as_array().unwrap();
+    assert!(completed.contains(&"ts-modern".into()), "{typescript}");
+    assert_eq!(typescript["logs"], 2, "{typescript}");
     for heap in [&shared, modern["heap"].as_str().unwrap()] {
         assert!(dir.path().join("heaps").join(heap).exists(), "{heap}");
     }
@@ -679,15 +702,15 @@ fn the_mcp_conformance_suite_passes_but_for_the_listed_expected_failures() {
     // carries what they ask.
     let serve = Serve::start_fixtures(dir.path(), common::net::free_port());
     // With the checks each selection passed on 2026-11-30 (the suite
-    // 0.2.0-alpha.12, pinned in tests/conformance), with the fixtures'
-    // content tools, prompts and resources and completions: fewer means it
-    // selected less, which would pass unnoticed. 2025-03-26 selects one
-    // scenario.
+    // 0.2.0-alpha.12, pinned in tests/conformance), with every fixture of
+    // its reference server but those of input requests other than
+    // elicitation: fewer means it selected less, which would pass
+    // unnoticed. 2025-03-26 selects one scenario.
     let runs = [
         (["--spec-version", "2025-03-26"], "2025-11-25", 3),
-        (["--spec-version", "2025-06-18"], "2025-11-25", 50),
-        (["--requirements", "2025-11-25"], "2025-11-25", 74),
-        (["--requirements", "2026-07-28"], "2026-07-28", 167),
+        (["--spec-version", "2025-06-18"], "2025-11-25", 53),
+        (["--requirements", "2025-11-25"], "2025-11-25", 77),
+        (["--requirements", "2026-07-28"], "2026-07-28", 181),
     ];
     for (selection, baseline, least) in runs {
         let results = tempfile::tempdir().unwrap();
@@ -1172,10 +1195,7 @@ fn under_cargo_lambda_watch_progress_streams_and_resets_the_client_timeout() {
     common::moto::setup(&env);
     let watch = Watch::start(common::net::free_port(), env);
     let events = drive(&watch.url(), "surface", || unreachable!("no restart"));
-    assert_eq!(
-        names(&events),
-        ["latest", "progress", "timed_out", "resource", "done"]
-    );
+    assert_eq!(names(&events), SURFACE_EVENTS);
 }
 
 #[test]
@@ -1309,10 +1329,7 @@ fn under_cargo_lambda_watch_the_documented_local_stack_streams_progress_and_runs
     );
     let watch = Watch::start_with(common::net::free_port(), env, args);
     let events = drive(&watch.url(), "surface", || unreachable!("no restart"));
-    assert_eq!(
-        names(&events),
-        ["latest", "progress", "timed_out", "resource", "done"]
-    );
+    assert_eq!(names(&events), SURFACE_EVENTS);
     let events = drive(&watch.url(), "task", || unreachable!("no restart"));
     assert_eq!(names(&events), ["task_completed"]);
     assert_eq!(

@@ -172,10 +172,19 @@ async fn a_retry_continues_its_run_once_and_a_wrong_one_changes_nothing() {
         text.contains("elicit-1") && text.contains("refused"),
         "{text}"
     );
-    // Responses without a state name no run: the call starts over and asks
-    // again (a new run, under a new state).
+    // Responses without a state are answers given up front: the call starts
+    // over, and its run, asking what they answer, continues with them in
+    // the same call (a new run: its own count).
     let over = call(&server, None, form(), CODE, Some((accepted(7), ""))).await;
-    let (keys, other) = asked(&over);
+    assert_eq!(over["isError"], false, "{over}");
+    assert_eq!(
+        over["structuredContent"]["result"], r#"["accept",7,1]"#,
+        "{over}"
+    );
+    // Answers given up front that the form refuses are not used: the new
+    // run asks, under a new state.
+    let unused = call(&server, None, form(), CODE, Some((accepted(99), ""))).await;
+    let (keys, other) = asked(&unused);
     assert_eq!(keys, ["elicit-1"]);
     assert_ne!(other, state);
     // A retry without the response is asked again, under the same state.

@@ -1,4 +1,4 @@
-//! MCP on the wire: both eras over HTTP and stdio, auth, resources, progress, tasks, MCP Apps and the tools' answers.
+//! MCP on the wire: both eras over HTTP and stdio, auth, resources, progress, logging, tasks, MCP Apps and the tools' answers.
 
 pub(crate) mod answers;
 pub(crate) mod apps;
@@ -8,6 +8,7 @@ pub(crate) mod connections;
 pub(crate) mod elicitation;
 pub(crate) mod http;
 pub(crate) mod jwt;
+pub(crate) mod logging;
 pub(crate) mod progress;
 pub(crate) mod resources;
 pub(crate) mod sessionless;

@@ -409,3 +409,54 @@ async fn a_cancel_received_by_another_instance_reaches_the_run_through_the_store
     );
     assert_eq!(plan.calls("session.cancel_request"), 1);
 }
+
+/// A run that reports its own progress (`reportProgress`): each report is a
+/// notification of the call's token with the run's values, the 3 s ticker's
+/// elapsed seconds never mix in (the run runs past 3 s after its first
+/// report), and a report that does not grow throws in the run, naming both
+/// values, rather than being sent.
+#[tokio::test]
+async fn a_run_reports_its_own_progress_and_a_report_that_does_not_grow_throws() {
+    let s = common::server();
+    let sid = s.initialize_as("2025-11-25", &[]).await;
+    let token = json!("own");
+    let code = "reportProgress(1, 4, 'one'); const t = Date.now(); while (Date.now() - t < 3500) {} \
+                reportProgress(2, 4); try { reportProgress(2) } catch (e) { console.log(`${e.name}: ${e.message}`) } \
+                try { reportProgress('3') } catch (e) { console.log(e.name) } 'ok'";
+    let messages = streamed(
+        &s,
+        request(
+            Some(&sid),
+            &call(11, json!({"code": code}), Some(token.clone())),
+            &[],
+        ),
+    )
+    .await;
+    let (last, notes) = messages.split_last().unwrap();
+    let values: Vec<(f64, Option<f64>, Option<&str>)> = notes
+        .iter()
+        .map(|n| {
+            assert_eq!(n["method"], "notifications/progress", "{n}");
+            assert_eq!(n["params"]["progressToken"], token);
+            let p = &n["params"];
+            (
+                p["progress"].as_f64().unwrap(),
+                p["total"].as_f64(),
+                p["message"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        values,
+        [(1.0, Some(4.0), Some("one")), (2.0, Some(4.0), None)]
+    );
+    let output = last["result"]["structuredContent"]["output"]
+        .as_str()
+        .unwrap();
+    assert!(
+        output.contains("RangeError: reportProgress: progress must increase")
+            && output.contains("last reported 2, then 2")
+            && output.contains("TypeError"),
+        "{output}"
+    );
+}

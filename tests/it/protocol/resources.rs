@@ -73,6 +73,11 @@ async fn capabilities_name_resources_and_prompts_only_where_logs_are_kept() {
         json!({"subscribe": false, "listChanged": false})
     );
     assert_eq!(capabilities["prompts"], json!({"listChanged": false}));
+    assert_eq!(
+        capabilities["logging"],
+        json!({}),
+        "console lines as log messages"
+    );
     let discover = sessionless(&s, "server/discover", json!({})).await;
     assert_eq!(
         discover.body["result"]["capabilities"]["resources"],
@@ -385,6 +390,47 @@ async fn session_names_complete_in_both_eras_and_unknown_references_are_refused(
         )
         .await;
     assert_eq!(other.body["result"]["completion"]["values"], json!([]));
+    // A heap's files: the newest heap of each of the caller's sessions.
+    let beta = s
+        .tool(&sid, "list_session_snapshots", json!({"session": "beta"}))
+        .await;
+    let newest = beta["structuredContent"]["entries"][1]["output_heap"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let files = json!({"type": "ref/resource", "uri": "mcp-v8://heaps/{heap}/files/{+path}"});
+    let heaps = sessionless(
+        &s,
+        "completion/complete",
+        complete(files.clone(), "heap", ""),
+    )
+    .await;
+    let values = heaps.body["result"]["completion"]["values"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        values.len(),
+        2,
+        "alpha/one's heap and beta's newest: {values:?}"
+    );
+    assert!(values.contains(&json!(newest)), "{values:?}");
+    let typed = sessionless(
+        &s,
+        "completion/complete",
+        complete(files, "heap", &newest[..12]),
+    )
+    .await;
+    assert_eq!(
+        typed.body["result"]["completion"]["values"],
+        json!([newest])
+    );
+    let parts = json!({"type": "ref/resource", "uri": "mcp-v8://executions/{id}/{part}{?page}"});
+    let part = sessionless(&s, "completion/complete", complete(parts, "part", "o")).await;
+    assert_eq!(
+        part.body["result"]["completion"]["values"],
+        json!(["output"])
+    );
     for unknown in [
         json!({"type": "ref/prompt", "name": "no_such_prompt"}),
         json!({"type": "ref/resource", "uri": "test://nothing/{id}"}),

@@ -27,6 +27,8 @@ pub fn sample_state(logical_session: Option<&str>) -> InitState {
             .map(|name| LogicalSession::parse(name).expect("a valid name")),
         principal: None,
         initialized: false,
+        // A level set by logging/setLevel is part of what replays.
+        log_level: Some(mcp_v8_lambda::protocol::logging::LoggingLevel::Warning),
         created_at: NOW,
         expires_at: NOW + 3600,
     }
