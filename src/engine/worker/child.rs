@@ -139,7 +139,7 @@ fn runner(
         let mut early = |answer: JobResult| {
             // The answer goes out while the heap is snapshotted; a failed
             // write means the server is gone, which the result's write sees.
-            report_log(pipes, &control);
+            send_reports(pipes, &control);
             let frame = WorkerFrame::Ran(Box::new(answer));
             let _ = wire::write_frame(&mut *lock(&pipes.output), &frame);
         };
@@ -167,7 +167,7 @@ fn runner(
         });
         let blob = result.blob.clone();
         // Every line the caller asked for arrives before the answer.
-        report_log(pipes, &control);
+        send_reports(pipes, &control);
         wire::write_result(&mut *lock(&pipes.output), result)?;
         // The heap stays live here; the forked copy writes its snapshot to
         // the server. A copy that dies without writing it is told of here.
@@ -272,7 +272,7 @@ fn report_progress(pipes: &Pipes) {
 
 /// Sends the console lines and progress reports `control` kept since the
 /// last report, if any.
-fn report_log(pipes: &Pipes, control: &RunControl) {
+fn send_reports(pipes: &Pipes, control: &RunControl) {
     let mut output = lock(&pipes.output);
     let (log, progress) = (control.take_log(), control.take_progress());
     if log.is_empty() && progress.is_empty() {
