@@ -23,6 +23,7 @@ use crate::packages::{DirPackageStore, PackageStore, Packages, S3PackageStore};
 use crate::server::McpServer;
 use crate::server::ToolExecutor;
 use crate::session::{DynamoSessionStore, RedbSessionStore, SessionStore};
+use crate::skills::{Builtins, Skills};
 use crate::tasks::{Handoff, LambdaHandoff, TaskBook, TaskSettings, TaskStore, Tasks};
 use crate::tenant::Tenancy;
 use crate::tools::{Lifecycle, Toolbox};
@@ -486,7 +487,7 @@ fn build(config: &Config, engine_config: EngineConfig, stores: Stores) -> (App, 
         streaming: config.transport.response_streaming,
     };
     let lifecycle = Lifecycle::new(tools.saves.clone(), tools.engine.clone());
-    let server = McpServer::new(tools.clone());
+    let server = McpServer::new(tools.clone()).with_skills(skills(config));
     let server = if stores.offers_tasks {
         server.with_tasks(Tasks::new(
             TaskBook::new(stores.tasks),
@@ -498,6 +499,48 @@ fn build(config: &Config, engine_config: EngineConfig, stores: Stores) -> (App, 
         server
     };
     (App::new(transport, stores.sessions, server), lifecycle)
+}
+
+/// The skills `config` serves: the built-in ones that apply (none on a
+/// stateless server, which keeps none of the state they teach; code mode
+/// only with upstream servers), then the operator's from
+/// `MCP_V8_SKILLS_DIR`. A subdirectory that is no valid skill is left out
+/// with a warning naming it and why.
+pub fn skills(config: &Config) -> Skills {
+    let mut skills = if config.stateless {
+        Vec::new()
+    } else {
+        Builtins {
+            code_mode: config.mcp.enabled(),
+        }
+        .skills()
+    };
+    if let Some(dir) = &config.skills_dir {
+        match crate::skills::load_dir(dir) {
+            Ok((operators, rejected)) => {
+                for left_out in rejected {
+                    tracing::warn!(
+                        directory = %left_out.directory.display(),
+                        reason = %left_out.reason,
+                        "a skill in MCP_V8_SKILLS_DIR is not served: {}",
+                        left_out.reason
+                    );
+                }
+                tracing::info!(
+                    count = operators.len(),
+                    directory = %dir.display(),
+                    "serving the skills of MCP_V8_SKILLS_DIR"
+                );
+                skills.extend(operators);
+            }
+            Err(e) => tracing::error!(
+                directory = %dir.display(),
+                error = %e,
+                "MCP_V8_SKILLS_DIR cannot be read; its skills are not served"
+            ),
+        }
+    }
+    Skills::new(skills)
 }
 
 /// When calls become tasks and how long tasks live, as `config` says.

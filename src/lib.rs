@@ -5,7 +5,8 @@
 //! gives MCP methods their meaning, `session` replays the state of
 //! `initialize`, `tools` runs calls, `engine` runs code, `heap` stores
 //! snapshots and `meta` keeps the session log, tags and execution registry.
-//! Every store is scoped by the caller's `tenant`.
+//! Every store is scoped by the caller's `tenant`. `skills` holds the
+//! Agent Skills the server teaches with (its own and an operator's).
 //! `compose` wires them from a `config`; `backends` holds what the AWS and
 //! embedded stores share; `lambda` hosts the app on AWS Lambda.
 //! docs/architecture.md draws the layers.
@@ -30,6 +31,7 @@ pub mod packages;
 pub mod protocol;
 pub mod server;
 pub mod session;
+pub mod skills;
 pub mod tasks;
 pub mod tenant;
 pub mod tools;

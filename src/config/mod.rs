@@ -57,6 +57,9 @@ pub struct Config {
     pub files: FileSettings,
     /// When calls become MCP tasks and how long tasks live.
     pub tasks: TaskSettings,
+    /// `MCP_V8_SKILLS_DIR`: a directory whose subdirectories are the
+    /// operator's Agent Skills, served beside the server's own.
+    pub skills_dir: Option<std::path::PathBuf>,
 }
 
 /// MCP tasks (docs/configuration.md, "Tasks").
@@ -431,6 +434,7 @@ impl Config {
                 )?,
                 heartbeat_ms: vars.number("MCP_V8_TASK_HEARTBEAT_MS", 5000, Least::One)?,
             },
+            skills_dir: vars.directory("MCP_V8_SKILLS_DIR")?,
         })
     }
 }

@@ -67,6 +67,30 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
         }
     }
 
+    /// A directory that exists, unless unset or blank: a typo fails the
+    /// start rather than serving without what it names.
+    pub(super) fn directory(
+        &self,
+        name: &'static str,
+    ) -> Result<Option<std::path::PathBuf>, ConfigError> {
+        let Some(value) = self.non_empty(name) else {
+            return Ok(None);
+        };
+        match std::fs::metadata(&value) {
+            Ok(metadata) if metadata.is_dir() => Ok(Some(value.into())),
+            Ok(_) => Err(ConfigError {
+                name,
+                value,
+                reason: "expected a directory, and this is a file".into(),
+            }),
+            Err(e) => Err(ConfigError {
+                name,
+                value,
+                reason: format!("expected a directory that can be read: {e}").into(),
+            }),
+        }
+    }
+
     pub(super) fn list(&self, name: &str) -> Vec<String> {
         self.get(name)
             .map(|v| {

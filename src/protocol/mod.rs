@@ -7,6 +7,7 @@ pub mod logging;
 pub mod mcp;
 pub mod media;
 pub mod progress;
+pub mod skills;
 pub mod tasks;
 pub mod uri;
 

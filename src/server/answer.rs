@@ -12,6 +12,7 @@ use crate::protocol::mcp::{
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     ReadResourceResult,
 };
+use crate::protocol::skills::{GetSkillResult, ListSkillsResult, ReadDirectoryResult};
 use crate::protocol::tasks::{
     ExperimentalCreateTaskResult, ExperimentalTask, ExtensionTask, ListTasksResult,
 };
@@ -19,7 +20,7 @@ use crate::tools::ToolCallError;
 
 /// The tool, template and prompt lists and the discovery answer change only
 /// with a deployment, and are the same for every caller.
-const PUBLIC_CACHE: CacheHints = CacheHints {
+pub(super) const PUBLIC_CACHE: CacheHints = CacheHints {
     ttl_ms: 300_000,
     cache_scope: "public",
 };
@@ -64,6 +65,12 @@ pub enum MethodResult {
     Prompt(GetPromptResult),
     /// `completion/complete`.
     Complete(CompleteResult),
+    /// The Skills extension's `skills/list`.
+    Skills(ListSkillsResult),
+    /// The Skills extension's `skills/get`.
+    Skill(GetSkillResult),
+    /// The Skills extension's `resources/directory/read`.
+    Directory(ReadDirectoryResult),
     /// The tasks extension's `CreateTaskResult` (its `resultType` is `task`).
     TaskCreated(ExtensionTask),
     /// The tasks extension's `tasks/get`.
@@ -97,6 +104,9 @@ pub enum Freshness {
     Changing,
     /// It stays as it is while it exists (an execution record).
     Stable,
+    /// It is the same for every caller and changes only with a deployment
+    /// (a skill's file).
+    Public,
 }
 
 impl MethodResult {
@@ -104,13 +114,18 @@ impl MethodResult {
     /// carries them, `private` where the data is the caller's.
     pub fn cache_hints(&self) -> Option<CacheHints> {
         match self {
-            Self::Discover(_) | Self::Tools(_) | Self::ResourceTemplates(_) | Self::Prompts(_) => {
-                Some(PUBLIC_CACHE)
-            }
+            Self::Discover(_)
+            | Self::Tools(_)
+            | Self::ResourceTemplates(_)
+            | Self::Prompts(_)
+            | Self::Skills(_)
+            | Self::Skill(_)
+            | Self::Directory(_) => Some(PUBLIC_CACHE),
             Self::Resources(_) | Self::Prompt(_) | Self::Complete(_) => Some(PRIVATE_NO_REUSE),
             Self::Read(read) => Some(match read.freshness {
                 Freshness::Changing => PRIVATE_NO_REUSE,
                 Freshness::Stable => PRIVATE_STABLE,
+                Freshness::Public => PUBLIC_CACHE,
             }),
             Self::Empty(_)
             | Self::Call(_)
@@ -202,4 +217,14 @@ pub(super) fn params_of<T: DeserializeOwned>(params: Option<&RawValue>) -> Resul
             format!("Invalid params: {}", plain_json_error(&e)),
         )
     })
+}
+
+/// Params of a list, which may be absent altogether.
+pub(super) fn list_params(
+    params: Option<&RawValue>,
+) -> Result<crate::protocol::mcp::ListParams, MethodError> {
+    match params {
+        None => Ok(Default::default()),
+        Some(_) => params_of(params),
+    }
 }

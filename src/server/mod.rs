@@ -10,10 +10,11 @@ pub mod extra;
 mod heap_files;
 mod prompts;
 mod resources;
+mod skill_methods;
 mod task_methods;
 
-use answer::params_of;
 pub use answer::{Freshness, MethodError, MethodResult, ReadAnswer};
+use answer::{list_params, params_of};
 pub use task_methods::ToolExecutor;
 
 use serde_json::value::RawValue;
@@ -25,7 +26,9 @@ use crate::protocol::mcp::{
     PromptsCapability, ResourcesCapability, STATELESS_VERSION, ServerCapabilities, ServerInfo,
     TASKS_VERSION, ToolsCapability, method,
 };
+use crate::protocol::skills;
 use crate::session::LogicalSession;
+use crate::skills::Skills;
 use crate::tenant::Tenant;
 use crate::tools::{CallContext, Toolbox};
 
@@ -49,20 +52,26 @@ pub struct McpServer {
     tools: Toolbox,
     /// MCP tasks, when the server keeps them.
     tasks: Option<std::sync::Arc<crate::tasks::Tasks>>,
-}
-
-/// Params of a list, which may be absent altogether.
-fn list_params(params: Option<&RawValue>) -> Result<crate::protocol::mcp::ListParams, MethodError> {
-    match params {
-        None => Ok(Default::default()),
-        Some(_) => params_of(params),
-    }
+    /// The Agent Skills it serves (the Skills extension), when any.
+    skills: std::sync::Arc<Skills>,
 }
 
 impl McpServer {
     /// A server offering `tools`.
     pub fn new(tools: Toolbox) -> Self {
-        Self { tools, tasks: None }
+        Self {
+            tools,
+            tasks: None,
+            skills: Default::default(),
+        }
+    }
+
+    /// The same server, serving `skills`.
+    pub fn with_skills(self, skills: Skills) -> Self {
+        Self {
+            skills: std::sync::Arc::new(skills),
+            ..self
+        }
     }
 
     /// The same server, offering tasks kept by `tasks`.
@@ -84,17 +93,32 @@ impl McpServer {
     }
 
     /// What this server offers, in `initialize` and `server/discover` alike:
-    /// resources and prompts only where there are session logs; tasks in
-    /// the form of `version` (the experimental form in 2025-11-25, the
-    /// extension in 2026-07-28).
+    /// resources where there are session logs or skills, prompts only where
+    /// there are session logs; tasks in the form of `version` (the
+    /// experimental form in 2025-11-25, the extension in 2026-07-28); the
+    /// Skills extension in every era where there are skills.
     fn capabilities(&self, version: &str) -> ServerCapabilities {
         let stateful = !self.tools.stateless;
         let tasks = self.tasks.is_some();
+        let serves_skills = !self.skills.is_empty();
+        let mut extensions = serde_json::Map::new();
+        if tasks && version == STATELESS_VERSION {
+            extensions.insert(
+                crate::protocol::tasks::EXTENSION.into(),
+                serde_json::json!({}),
+            );
+        }
+        if serves_skills {
+            extensions.insert(
+                skills::EXTENSION.into(),
+                serde_json::json!({"directoryRead": true}),
+            );
+        }
         ServerCapabilities {
             tools: ToolsCapability {
                 list_changed: false,
             },
-            resources: stateful.then_some(ResourcesCapability {
+            resources: (stateful || serves_skills).then_some(ResourcesCapability {
                 subscribe: false,
                 list_changed: false,
             }),
@@ -106,8 +130,7 @@ impl McpServer {
             tasks: (tasks && version == TASKS_VERSION).then(|| {
                 serde_json::json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
             }),
-            extensions: (tasks && version == STATELESS_VERSION)
-                .then(|| serde_json::json!({ crate::protocol::tasks::EXTENSION: {} })),
+            extensions: (!extensions.is_empty()).then_some(serde_json::Value::Object(extensions)),
         }
     }
 
@@ -143,6 +166,7 @@ impl McpServer {
     ) -> Result<MethodResult, MethodError> {
         let sessionless = context.protocol_version == STATELESS_VERSION;
         let stateful = !self.tools.stateless;
+        let has_skills = !self.skills.is_empty();
         if let Some(tasks) = &self.tasks
             && let Some(answer) = task_methods::handle(tasks, context, rpc_method, params).await
         {
@@ -171,14 +195,24 @@ impl McpServer {
                     }
                 })
             }
-            method::RESOURCES_LIST if stateful => {
+            method::RESOURCES_LIST if stateful || has_skills => {
                 let params = list_params(params)?;
                 let first = params.cursor.is_none();
-                let mut listed = resources::list(&self.tools, context, params).await?;
-                // Resources this build adds (the conformance fixtures'
-                // server), on the first page.
-                if first && let Some(extra) = extra::installed() {
-                    listed.resources.splice(0..0, extra.resources());
+                let mut listed = if stateful {
+                    resources::list(&self.tools, context, params).await?
+                } else {
+                    crate::protocol::mcp::ListResourcesResult {
+                        resources: Vec::new(),
+                        next_cursor: None,
+                    }
+                };
+                // Each skill's SKILL.md, and the resources this build adds
+                // (the conformance fixtures' server), on the first page.
+                if first {
+                    listed.resources.splice(0..0, self.skills.resources());
+                    if let Some(extra) = extra::installed() {
+                        listed.resources.splice(0..0, extra.resources());
+                    }
                 }
                 Ok(MethodResult::Resources(listed))
             }
@@ -190,8 +224,19 @@ impl McpServer {
                 }
                 Ok(MethodResult::ResourceTemplates(templates))
             }
-            method::RESOURCES_READ if stateful => {
+            method::RESOURCES_READ if stateful || has_skills => {
                 let read: crate::protocol::mcp::ReadResourceParams = params_of(params)?;
+                if let Some(contents) = self.skills.read(&read.uri) {
+                    return Ok(MethodResult::Read(ReadAnswer {
+                        result: crate::protocol::mcp::ReadResourceResult {
+                            contents: vec![contents],
+                        },
+                        freshness: Freshness::Public,
+                    }));
+                }
+                if !stateful {
+                    return Err(resources::not_found(&read.uri));
+                }
                 if let Some(result) = extra::installed().and_then(|extra| extra.read(&read.uri)) {
                     return Ok(MethodResult::Read(ReadAnswer {
                         result,
@@ -219,6 +264,9 @@ impl McpServer {
                 Ok(MethodResult::Prompt(
                     prompts::get(&self.tools, context, get).await?,
                 ))
+            }
+            other if has_skills && skills::is_skills_method(other) => {
+                skill_methods::handle(&self.skills, other, params, !sessionless)
             }
             method::COMPLETION_COMPLETE if stateful => Ok(MethodResult::Complete(
                 completions::complete(&self.tools, context, params_of(params)?).await?,

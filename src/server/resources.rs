@@ -162,7 +162,7 @@ fn parse(uri: &str) -> Option<Named> {
 
 /// The error of a URI that names nothing the caller has (SEP-2164): the
 /// same for a malformed URI, an unknown one and another tenant's.
-fn not_found(uri: &str) -> MethodError {
+pub(super) fn not_found(uri: &str) -> MethodError {
     // A template read as it is listed (its variables unfilled) names
     // nothing; say what to put in their place.
     let message = if uri.contains('{') && uri.contains('}') {

@@ -40,11 +40,8 @@ streams, no WebAssembly and no environment. node:fs, node:fs/promises and node:p
 (relative paths resolve there; nothing outside it exists): a stateful run's /work is kept with its heap, so continuing \
 a heap sees its files, and a stateless run's starts empty; the `files` argument puts files there first, and \
 resources/read of mcp-v8://heaps/{heap}/files/{path} reads them back. display(data, { mimeType, name }) adds a block \
-after the result, in call order: PNG, JPEG, GIF or WebP bytes as an image you see (the type is recognised from the \
-bytes), strings and SVG as text, objects as JSON, other bytes as an embedded file; a block too large for the answer \
-(5 MiB in all) links to the /work file holding the same bytes, else is left out with a warning. \
-display.chart({ type: \"line\" | \"bar\" | \"scatter\", data: rows, x: \"column\", y: \"column\" or [columns], title }) \
-adds a chart, which hosts with MCP Apps draw (you read its rows as JSON). reportProgress(progress, total?, message?) \
+after the result (an image you see, SVG, text, JSON, a file); display.chart({ type, data: rows, x, y, title }) a chart \
+that hosts with MCP Apps draw. reportProgress(progress, total?, message?) \
 shows the person how far a long run has come (each report must be greater than the last). The other \
 node: modules are node:buffer, node:events, node:util, node:stream (and stream/promises; fs.createReadStream and \
 createWriteStream over /work), node:string_decoder, node:assert, node:process, node:url, node:crypto, node:timers, \
@@ -117,6 +114,21 @@ pub(crate) fn describe(
             }
         ),
         _ => base,
+    };
+    let base = if stateless {
+        base
+    } else {
+        // The skills that go deeper, by name, so a client without the
+        // Skills extension can still read them as resources.
+        let skills = crate::skills::Builtins {
+            code_mode: code_mode.is_some(),
+        }
+        .names()
+        .join(", ");
+        format!(
+            "{base} How to work here step by step is in skills (skills/list, or resources/read of \
+             skill://mcp-v8/NAME/SKILL.md): {skills}."
+        )
     };
     let base = if stateless {
         base

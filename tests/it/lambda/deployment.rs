@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
-use crate::common::sam::{cfn_lint, created, evaluate, function_statements, transformed};
+use crate::common::sam::{cfn_lint, created, evaluate, function_statements, resolve, transformed};
 
 fn project() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -513,4 +513,55 @@ fn managed_instances_are_one_parameter_away_and_absent_by_default() {
     );
 
     cfn_lint(&[&standard_path, &managed_path]);
+}
+
+/// An operator's skills layer: given, both forms of the function carry the
+/// layer and read /opt/skills; not given, neither has a layer or the
+/// variable (the built-in skills only).
+#[test]
+fn a_skills_layer_is_attached_and_read_where_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let arn = "arn:aws:lambda:us-east-1:123456789012:layer:team-skills:3";
+    for (given, with_layer) in [
+        (json!({"SkillsLayerArn": arn}), true),
+        (json!({}), false),
+        (
+            json!({"SkillsLayerArn": arn, "ManagedInstancesSubnetIds": "subnet-1",
+                   "ManagedInstancesSecurityGroupIds": "sg-1"}),
+            true,
+        ),
+    ] {
+        let output = dir.path().join(format!("{}.json", given.to_string().len()));
+        let template = transformed(&given, &output);
+        let resources = created(&template, &given);
+        let function = resources
+            .values()
+            .find(|r| r["Type"] == "AWS::Lambda::Function")
+            .expect("a function");
+        let properties = &function["Properties"];
+        // What CloudFormation deploys: AWS::NoValue drops the element.
+        let no_value = json!({"Ref": "AWS::NoValue"});
+        let layers: Vec<Value> = resolve(&template, &given, &properties["Layers"])
+            .as_array()
+            .expect("a list of layers")
+            .iter()
+            .filter(|layer| **layer != no_value)
+            .cloned()
+            .collect();
+        let skills_dir = resolve(
+            &template,
+            &given,
+            &properties["Environment"]["Variables"]["MCP_V8_SKILLS_DIR"],
+        );
+        if with_layer {
+            assert_eq!(layers, [json!(arn)], "{given}");
+            assert_eq!(skills_dir, json!("/opt/skills"), "{given}");
+        } else {
+            assert!(layers.is_empty(), "{layers:?}");
+            assert!(
+                skills_dir.is_null() || skills_dir == no_value,
+                "{skills_dir}"
+            );
+        }
+    }
 }

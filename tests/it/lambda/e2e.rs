@@ -691,12 +691,11 @@ fn sigkill_under_load_leaves_every_logged_heap_stored_and_verifiable() {
 /// it with its reason, and a listed check that passes fails the run too.
 #[test]
 fn the_mcp_conformance_suite_passes_but_for_the_listed_expected_failures() {
-    let suite = project().join("tests/conformance");
-    let node = suite.join("node_modules/.bin/node");
-    assert!(
-        node.exists(),
-        "the conformance suite is not installed: run scripts/test.sh (it runs npm ci in tests/conformance)"
-    );
+    let ConformanceSuite {
+        dir: suite,
+        node,
+        cli,
+    } = ConformanceSuite::installed();
     let dir = tempfile::tempdir().unwrap();
     // The suite's fixture tools, so its scenarios check how our layer
     // carries what they ask.
@@ -715,7 +714,7 @@ fn the_mcp_conformance_suite_passes_but_for_the_listed_expected_failures() {
     for (selection, baseline, least) in runs {
         let results = tempfile::tempdir().unwrap();
         let output = Command::new(&node)
-            .arg(suite.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"))
+            .arg(&cli)
             .args(["server", "--url", &serve.url()])
             .args(selection)
             .arg("--expected-failures")
@@ -758,15 +757,9 @@ fn the_mcp_conformance_suite_passes_but_for_the_listed_expected_failures() {
 /// tests/conformance/expected-failures-tasks.yaml lists it with its reason.
 #[test]
 fn the_conformance_suite_tasks_scenarios_pass_but_for_the_listed_expected_failures() {
-    let suite = project().join("tests/conformance");
-    let node = suite.join("node_modules/.bin/node");
-    assert!(
-        node.exists(),
-        "the conformance suite is not installed: run scripts/test.sh (it runs npm ci in tests/conformance)"
-    );
-    let cli = suite.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
-    let listed = Command::new(&node)
-        .arg(&cli)
+    let suite = ConformanceSuite::installed();
+    let listed = Command::new(&suite.node)
+        .arg(&suite.cli)
         .args(["list", "--server"])
         .output()
         .unwrap();
@@ -784,26 +777,88 @@ fn the_conformance_suite_tasks_scenarios_pass_but_for_the_listed_expected_failur
     );
     let dir = tempfile::tempdir().unwrap();
     let serve = Serve::start_fixtures(dir.path(), common::net::free_port());
+    let expected = suite.dir.join("expected-failures-tasks.yaml");
     for scenario in &scenarios {
-        let output = Command::new(&node)
-            .arg(&cli)
-            .args(["server", "--url", &serve.url(), "--scenario", scenario])
-            .arg("--expected-failures")
-            .arg(suite.join("expected-failures-tasks.yaml"))
-            .current_dir(&suite)
-            .output()
-            .unwrap();
+        suite.scenario(&serve.url(), scenario, Some(&expected));
+    }
+}
+
+/// The conformance suite's Skills-extension scenarios (SEP-2640:
+/// enumeration and retrieval, the SKILL.md manifest, directory reads)
+/// against `serve` with its built-in skills. None is listed as an expected
+/// failure, none warns (a SHOULD not met), and the checks they pass are
+/// counted, so a scenario that selects nothing fails.
+#[test]
+fn the_conformance_suite_skills_scenarios_pass() {
+    let suite = ConformanceSuite::installed();
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(dir.path(), common::net::free_port());
+    let mut passed = 0;
+    for scenario in [
+        "sep-2640-skills-enumeration",
+        "sep-2640-skills-manifest",
+        "sep-2640-skills-directory",
+    ] {
+        let line = suite.scenario(&serve.url(), scenario, None);
+        assert!(line.ends_with(", 0 warnings"), "{scenario}: {line}");
+        passed += line
+            .strip_prefix("Passed: ")
+            .and_then(|rest| rest.split(['/', ' ']).next())
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or_else(|| panic!("no count of checks: {line}"));
+    }
+    // Every check of the three scenarios, as counted on 2026-12-01 (the
+    // suite 0.2.0-alpha.12).
+    assert!(passed >= SKILLS_CHECKS, "{passed} skills checks passed");
+}
+
+/// How many checks the skills scenarios pass.
+const SKILLS_CHECKS: usize = 45;
+
+/// The official conformance suite as scripts/test.sh installs it.
+struct ConformanceSuite {
+    dir: PathBuf,
+    node: PathBuf,
+    cli: PathBuf,
+}
+
+impl ConformanceSuite {
+    fn installed() -> Self {
+        let dir = project().join("tests/conformance");
+        let node = dir.join("node_modules/.bin/node");
+        assert!(
+            node.exists(),
+            "the conformance suite is not installed: run scripts/test.sh (it runs npm ci in tests/conformance)"
+        );
+        let cli = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+        Self { dir, node, cli }
+    }
+
+    /// Runs `scenario` against `url`, where only what `expected` lists may
+    /// fail; returns its `Passed:` line.
+    fn scenario(&self, url: &str, scenario: &str, expected: Option<&Path>) -> String {
+        let mut command = Command::new(&self.node);
+        command
+            .arg(&self.cli)
+            .args(["server", "--url", url, "--scenario", scenario])
+            .current_dir(&self.dir);
+        if let Some(expected) = expected {
+            command.arg("--expected-failures").arg(expected);
+        }
+        let output = command.output().unwrap();
         let stdout = String::from_utf8_lossy(&output.stdout);
         let passed = stdout
             .lines()
             .find(|line| line.starts_with("Passed:"))
-            .unwrap_or("no total printed");
+            .unwrap_or("no total printed")
+            .to_owned();
         eprintln!("conformance {scenario}: {passed}");
         assert!(
             output.status.success(),
             "conformance {scenario} failed:\n{stdout}\n{}",
             String::from_utf8_lossy(&output.stderr)
         );
+        passed
     }
 }
 

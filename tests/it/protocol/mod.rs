@@ -1,4 +1,4 @@
-//! MCP on the wire: both eras over HTTP and stdio, auth, resources, progress, logging, tasks, MCP Apps and the tools' answers.
+//! MCP on the wire: both eras over HTTP and stdio, auth, resources, progress, logging, tasks, skills, MCP Apps and the tools' answers.
 
 pub(crate) mod answers;
 pub(crate) mod apps;
@@ -12,6 +12,7 @@ pub(crate) mod logging;
 pub(crate) mod progress;
 pub(crate) mod resources;
 pub(crate) mod sessionless;
+pub(crate) mod skills;
 pub(crate) mod stdio;
 pub(crate) mod task_input;
 pub(crate) mod tasks;

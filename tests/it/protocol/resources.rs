@@ -100,7 +100,15 @@ async fn session_logs_and_executions_are_listed_and_read() {
     let s = server();
     let (sid, execution) = with_two_sessions(&s).await;
     let list = s.rpc(Some(&sid), rpc("resources/list", json!({}))).await;
-    let resources = list.body["result"]["resources"].as_array().unwrap().clone();
+    // The skills' SKILL.md come first (protocol::skills); the caller's own
+    // resources follow.
+    let resources: Vec<Value> = list.body["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| !r["uri"].as_str().unwrap().starts_with("skill://"))
+        .cloned()
+        .collect();
     let uris: Vec<&str> = resources
         .iter()
         .map(|r| r["uri"].as_str().unwrap())
@@ -197,7 +205,12 @@ async fn the_resource_list_pages_by_cursor() {
     let sid = s.initialize_as("2025-11-25", &[]).await;
     let first = s.rpc(Some(&sid), rpc("resources/list", json!({}))).await;
     let first = &first.body["result"];
-    assert_eq!(first["resources"].as_array().unwrap().len(), 100);
+    let sessions = first["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["uri"].as_str().unwrap().starts_with("mcp-v8://sessions/"));
+    assert_eq!(sessions.count(), 100);
     assert_eq!(first["nextCursor"], "s099");
     let second = s
         .rpc(

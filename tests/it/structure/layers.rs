@@ -21,6 +21,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("packages", &["backends", "egress"]),
     ("upstream", &["egress", "protocol"]),
     ("logs", &[]),
+    ("skills", &["protocol"]),
     ("session", &["backends", "heap", "protocol"]),
     ("elicit", &["heap", "session", "tenant"]),
     (
@@ -44,14 +45,14 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "tools",
         &[
             "clock", "elicit", "engine", "files", "heap", "meta", "packages", "protocol",
-            "session", "tenant", "upstream",
+            "session", "skills", "tenant", "upstream",
         ],
     ),
     (
         "server",
         &[
             "apps", "clock", "elicit", "engine", "egress", "heap", "meta", "protocol", "session",
-            "tasks", "tenant", "tools", "upstream",
+            "skills", "tasks", "tenant", "tools", "upstream",
         ],
     ),
     (
@@ -84,6 +85,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "packages",
             "server",
             "session",
+            "skills",
             "tasks",
             "tenant",
             "tools",
