@@ -119,7 +119,8 @@ pub(crate) fn describe(
         base
     } else {
         // The skills that go deeper, by name, so a client without the
-        // Skills extension can still read them as resources.
+        // Skills extension can still read them as resources; then what
+        // only a stateful run can do, ask the person and wait.
         let skills = crate::skills::Builtins {
             code_mode: code_mode.is_some(),
         }
@@ -127,14 +128,7 @@ pub(crate) fn describe(
         .join(", ");
         format!(
             "{base} How to work here step by step is in skills (skills/list, or resources/read of \
-             skill://mcp-v8/NAME/SKILL.md): {skills}."
-        )
-    };
-    let base = if stateless {
-        base
-    } else {
-        format!(
-            "{base} await elicit({{ message, requestedSchema }}) asks the person (a flat form: string, number, integer, \
+             skill://mcp-v8/NAME/SKILL.md): {skills}. await elicit({{ message, requestedSchema }}) asks the person (a flat form: string, number, integer, \
              boolean, enum properties; or {{ mode: \"url\", message, url }}) and resolves to {{ action: \"accept\" | \"decline\" | \
              \"cancel\", content }}, where the client supports elicitation; the run waits as a stored \
              heap, its timeout paused, for up to {} min.",
