@@ -37,6 +37,8 @@ pub const SKILL_MD: &str = "SKILL.md";
 struct SkillFile {
     /// Relative to the skill's directory, `/`-separated.
     path: String,
+    /// Its resource URI, made once from the skill's path and its own.
+    uri: String,
     bytes: Cow<'static, [u8]>,
     /// `sha256:` and the hex digest of `bytes`.
     digest: String,
@@ -44,10 +46,16 @@ struct SkillFile {
 }
 
 impl SkillFile {
-    fn new(path: String, bytes: Cow<'static, [u8]>) -> Self {
+    /// The file at `path` in the skill at `skill_path`.
+    fn new(skill_path: &str, path: String, bytes: Cow<'static, [u8]>) -> Self {
         let digest = format!("sha256:{}", hex::encode(sha2::Sha256::digest(&bytes)));
         let mime_type = mime_type(&path, &bytes);
+        let segments: Vec<String> = format!("{skill_path}/{path}")
+            .split('/')
+            .map(uri::segment)
+            .collect();
         Self {
+            uri: format!("{SCHEME}{}", segments.join("/")),
             path,
             bytes,
             digest,
@@ -60,8 +68,6 @@ impl SkillFile {
 /// its directory's, and it is within the limits.
 #[derive(Debug, Clone)]
 pub struct Skill {
-    /// The skill path: an optional prefix, then the name.
-    path: String,
     name: String,
     description: String,
     frontmatter: Map<String, Value>,
@@ -88,7 +94,7 @@ impl Skill {
         }
         let mut files: Vec<SkillFile> = files
             .into_iter()
-            .map(|(path, bytes)| SkillFile::new(path, bytes))
+            .map(|(file, bytes)| SkillFile::new(path, file, bytes))
             .collect();
         files.sort_by(|a, b| (a.path != SKILL_MD, &a.path).cmp(&(b.path != SKILL_MD, &b.path)));
         let Some(skill_md) = files.first().filter(|file| file.path == SKILL_MD) else {
@@ -104,7 +110,6 @@ impl Skill {
             ));
         }
         Ok(Self {
-            path: path.to_owned(),
             name: parsed.name,
             description: parsed.description,
             frontmatter: parsed.fields,
@@ -117,32 +122,21 @@ impl Skill {
         &self.name
     }
 
-    /// The URI of its `SKILL.md`.
-    pub fn uri(&self) -> String {
-        self.file_uri(SKILL_MD)
-    }
-
-    fn file_uri(&self, file: &str) -> String {
-        let path = format!("{}/{file}", self.path);
-        format!(
-            "{SCHEME}{}",
-            path.split('/')
-                .map(uri::segment)
-                .collect::<Vec<_>>()
-                .join("/")
-        )
+    /// The URI of its `SKILL.md`, which is always its first file.
+    pub fn uri(&self) -> &str {
+        &self.files[0].uri
     }
 
     /// Its entry, as `skills/list` and `skills/get` give it.
     pub fn entry(&self) -> SkillEntry {
         SkillEntry {
-            uri: self.uri(),
+            uri: self.uri().to_owned(),
             frontmatter: self.frontmatter.clone(),
             resources: self
                 .files
                 .iter()
                 .map(|file| SkillResource {
-                    uri: self.file_uri(&file.path),
+                    uri: file.uri.clone(),
                     digest: file.digest.clone(),
                     size: file.bytes.len() as u64,
                 })
@@ -175,8 +169,7 @@ impl Skills {
         let mut directories: BTreeMap<String, BTreeSet<(String, bool)>> = BTreeMap::new();
         for (index, skill) in skills.iter().enumerate() {
             for (file, entry) in skill.files.iter().enumerate() {
-                let uri = skill.file_uri(&entry.path);
-                let after = &uri[SCHEME.len()..];
+                let after = &entry.uri[SCHEME.len()..];
                 let segments: Vec<&str> = after.split('/').collect();
                 for depth in 1..segments.len() {
                     let parent = format!("{SCHEME}{}", segments[..depth].join("/"));
@@ -187,7 +180,7 @@ impl Skills {
                         .or_default()
                         .insert((child, is_directory));
                 }
-                files.insert(uri, Located { skill: index, file });
+                files.insert(entry.uri.clone(), Located { skill: index, file });
             }
         }
         Self {
@@ -219,7 +212,7 @@ impl Skills {
         self.skills
             .iter()
             .map(|skill| Resource {
-                uri: skill.uri(),
+                uri: skill.uri().to_owned(),
                 name: skill.name.clone(),
                 title: format!("Skill: {}", skill.name),
                 description: skill.description.clone(),

@@ -5,9 +5,8 @@
 //! Lambda entry; an operator's skills from `MCP_V8_SKILLS_DIR`; and every
 //! example in the built-in skills run against the server.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use base64::Engine as _;
 use serde_json::{Value, json};
@@ -147,65 +146,23 @@ impl Host for Http {
 
 /// `stdio`: one process, one line per message.
 struct StdioHost {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    process: crate::protocol::stdio::Process,
     era: Era,
     id: u64,
 }
 
 impl StdioHost {
     fn start(data_dir: &Path, env: &[(&str, &str)], stderr: Stdio, era: Era) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
-            .arg("stdio")
-            .arg("--data-dir")
-            .arg(data_dir)
-            .envs(env.iter().copied())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .spawn()
-            .expect("starting stdio");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut host = Self {
-            child,
-            stdin,
-            stdout,
+        let mut process =
+            crate::protocol::stdio::Process::start_logging(data_dir, &[], env, stderr);
+        if era == Era::Sessions {
+            process.initialize();
+        }
+        Self {
+            process,
             era,
             id: 0,
-        };
-        if era == Era::Sessions {
-            host.exchange(initialize_body()).unwrap();
-            host.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         }
-        host
-    }
-
-    fn send(&mut self, message: &Value) {
-        writeln!(self.stdin, "{message}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    /// Sends `message` and reads lines up to its answer.
-    fn exchange(&mut self, message: Value) -> Result<Value, RpcError> {
-        let id = message["id"].clone();
-        self.send(&message);
-        loop {
-            let mut line = String::new();
-            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "stdio ended");
-            let answer: Value = serde_json::from_str(&line).unwrap();
-            if answer["id"] == id {
-                return outcome(answer);
-            }
-        }
-    }
-}
-
-impl Drop for StdioHost {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -215,7 +172,11 @@ impl Host for StdioHost {
             params["_meta"] = meta_2026();
         }
         self.id += 1;
-        self.exchange(json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params}))
+        let answer = self
+            .process
+            .request(json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params}));
+        assert_eq!(answer["id"], self.id, "{answer}");
+        outcome(answer)
     }
 }
 

@@ -19,7 +19,7 @@ fn project() -> PathBuf {
 }
 
 /// A `stdio` process and its pipes; killed when dropped.
-struct Process {
+pub(crate) struct Process {
     child: Child,
     stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
@@ -31,6 +31,16 @@ impl Process {
     }
 
     fn start_with(data_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::start_logging(data_dir, extra, env, Stdio::null())
+    }
+
+    /// [`Process::start_with`], its log on `stderr`.
+    pub(crate) fn start_logging(
+        data_dir: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+        stderr: Stdio,
+    ) -> Self {
         let mut child = Command::new(binary())
             .arg("stdio")
             .arg("--data-dir")
@@ -39,7 +49,7 @@ impl Process {
             .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("starting stdio");
         let stdin = child.stdin.take();
@@ -65,12 +75,12 @@ impl Process {
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"))
     }
 
-    fn request(&mut self, message: Value) -> Value {
+    pub(crate) fn request(&mut self, message: Value) -> Value {
         self.send(&message.to_string());
         self.receive()
     }
 
-    fn initialize(&mut self) {
+    pub(crate) fn initialize(&mut self) {
         let init = self.request(
             json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
