@@ -210,7 +210,7 @@ pub(super) fn start(
     if let Some(control) = &job.control {
         control.attach(Target::Isolate(isolate.thread_safe_handle(), sink));
     }
-    watchdog.arm(job.timeout);
+    watchdog.arm(deadline);
     Started { deadline }
 }
 
@@ -271,7 +271,7 @@ pub(super) fn settle(
     watchdog: &mut Watchdog,
     guard: &HeapGuard,
 ) -> (Classified, bool) {
-    let fired = watchdog.disarm();
+    let disarmed = watchdog.disarm();
     let stopped_at = watchdog.position();
     if let Some(control) = &job.control {
         control.detach();
@@ -283,7 +283,7 @@ pub(super) fn settle(
         classify(
             ended,
             guard.hit(),
-            fired,
+            disarmed.fired || disarmed.overdue,
             (job.timeout, stopped_at),
             job.heap_limit_bytes,
         )
@@ -291,7 +291,7 @@ pub(super) fn settle(
     if guard.budget.take_refused() {
         classified.name_buffer_limit(guard.budget.limit());
     }
-    (classified, fired || cancelled)
+    (classified, disarmed.fired || cancelled)
 }
 
 /// The run's result, with the capabilities' state taken out of `isolate`,

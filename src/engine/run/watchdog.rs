@@ -157,8 +157,9 @@ impl Watchdog {
         self.shared.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(crate) fn arm(&mut self, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
+    /// Counts down to `deadline`, the one the run's host work (fetch,
+    /// timers) also ends at, so neither sees the run's time up first.
+    pub(crate) fn arm(&mut self, deadline: Instant) {
         *self.position.lock().unwrap_or_else(PoisonError::into_inner) = None;
         let mut countdown = self.countdown();
         countdown.deadline = Some(deadline);
@@ -174,13 +175,29 @@ impl Watchdog {
         }
     }
 
-    /// Stops the countdown and says whether it had fired. After this returns
-    /// no termination can arrive late (e.g. during snapshot creation).
-    pub(crate) fn disarm(&mut self) -> bool {
+    /// Stops the countdown and says whether it had fired, and whether the
+    /// deadline had passed (a fetch that ran out of time can end a run just
+    /// before the thread wakes). After this returns no termination can
+    /// arrive late (e.g. during snapshot creation).
+    pub(crate) fn disarm(&mut self) -> Disarmed {
         let mut countdown = self.countdown();
-        countdown.deadline = None;
-        std::mem::take(&mut countdown.fired)
+        let overdue = countdown
+            .deadline
+            .take()
+            .is_some_and(|deadline| Instant::now() >= deadline);
+        Disarmed {
+            fired: std::mem::take(&mut countdown.fired),
+            overdue,
+        }
     }
+}
+
+/// What [`Watchdog::disarm`] found.
+pub(crate) struct Disarmed {
+    /// A termination was sent to the isolate.
+    pub(crate) fired: bool,
+    /// The run's deadline had passed, fired or not.
+    pub(crate) overdue: bool,
 }
 
 impl Drop for Watchdog {
@@ -229,5 +246,34 @@ unsafe extern "C" fn locate(mut isolate: v8::UnsafeRawIsolatePtr, data: *mut std
                 Some((frame.get_line_number(), frame.get_column()));
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_ended_past_its_deadline_is_overdue_though_the_watchdog_had_not_fired() {
+        crate::engine::run::platform::init();
+        let isolate = v8::Isolate::new(Default::default());
+        let mut watchdog = Watchdog::new(isolate.thread_safe_handle());
+
+        watchdog.arm(Instant::now() + Duration::from_secs(3600));
+        let disarmed = watchdog.disarm();
+        assert!(!disarmed.fired && !disarmed.overdue);
+
+        // The thread sleeps towards the first deadline; a run that ends past
+        // a second, earlier one before the thread wakes is still overdue.
+        watchdog.arm(Instant::now() + Duration::from_secs(3600));
+        {
+            let mut countdown = watchdog.countdown();
+            countdown.deadline = Some(Instant::now());
+        }
+        let disarmed = watchdog.disarm();
+        assert!(disarmed.overdue, "a deadline passed is overdue");
+        assert!(!disarmed.fired, "the thread had not woken");
+        drop(watchdog);
+        drop(isolate);
     }
 }
