@@ -8,6 +8,8 @@
 # (tests/parity/package-lock.json) and the Python `mcp` clients (venvs
 # at .venv and .venv-mcp2, pinned by tests/e2e/requirements*.txt).
 # With --bench, also the HTTP benchmark's reference server (benches/reference/).
+# With --build, only what the build itself needs (the .venv, which holds
+# cargo-lambda), so scripts/test.sh can install the rest while it compiles.
 # Re-running skips whatever is already installed at the pinned versions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +35,11 @@ venv_deps() {
     fi
 }
 
+# The Python mcp 1.x client, moto, cfn-lint and cargo-lambda.
+venv_deps .venv tests/e2e/requirements.txt
+if [ "${1:-}" = "--build" ]; then
+    exit 0
+fi
 # The TypeScript SDK client, and the ext-apps AppBridge, playwright-core and
 # rolldown of the View test.
 npm_deps tests/e2e
@@ -55,8 +62,6 @@ npm_deps tests/conformance
 # The package parity corpus (tests/it/agents/parity.rs), for Node 22; the test
 # serves the same files to `packages add`.
 npm_deps tests/parity
-# The Python mcp 1.x client, moto, cfn-lint and cargo-lambda.
-venv_deps .venv tests/e2e/requirements.txt
 # The Python mcp 2.x client, which speaks 2026-07-28; 1.x and 2.x cannot share a venv.
 venv_deps .venv-mcp2 tests/e2e/requirements-mcp2.txt
 if [ "${1:-}" = "--bench" ]; then

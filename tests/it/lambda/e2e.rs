@@ -316,7 +316,7 @@ const SURFACE_EVENTS: [&str; 6] = [
 ];
 
 /// The MCP surface through the official TypeScript client and `serve`:
-/// annotations, `heap: "latest"`, a 25 s run completing under a 10 s
+/// annotations, `heap: "latest"`, a 14 s run completing under a 10 s
 /// request timeout that progress resets (and timing out without a progress
 /// token), a resource read, completions, console lines as log messages
 /// after `logging/setLevel`, and an aborted call whose run stops.
@@ -324,18 +324,12 @@ const SURFACE_EVENTS: [&str; 6] = [
 fn typescript_sdk_client_uses_progress_cancellation_latest_and_resources() {
     let dir = tempfile::tempdir().unwrap();
     let serve = Serve::start(dir.path(), common::net::free_port());
-    let events = drive(&serve.url(), "surface", || unreachable!("no restart"));
-    assert_eq!(names(&events), SURFACE_EVENTS);
-    let mut command = node();
-    command.args([&serve.url(), "surface", "cancel"]);
-    let output = command.output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(String::from_utf8_lossy(&output.stdout).contains("\"cancelled\""));
+    let events = drive_with(&serve.url(), "surface", &["cancel"], || {
+        unreachable!("no restart")
+    });
+    let mut expected = SURFACE_EVENTS.to_vec();
+    expected.insert(expected.len() - 1, "cancelled");
+    assert_eq!(names(&events), expected);
 }
 
 /// The answer budget through the official TypeScript SDK: 3 MB of output,
@@ -877,9 +871,15 @@ fn run_with_restart_on(mut serve: Serve, mode: &str) -> Vec<Value> {
 
 /// Runs the TypeScript client in `mode` against `url`, calling `restart`
 /// when the client asks for a new server instance; returns its events.
-fn drive(url: &str, mode: &str, mut restart: impl FnMut()) -> Vec<Value> {
+fn drive(url: &str, mode: &str, restart: impl FnMut()) -> Vec<Value> {
+    drive_with(url, mode, &[], restart)
+}
+
+/// [`drive`] with the mode's further arguments.
+fn drive_with(url: &str, mode: &str, extra: &[&str], mut restart: impl FnMut()) -> Vec<Value> {
     let mut client = node()
         .args([url, mode])
+        .args(extra)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -1235,7 +1235,7 @@ fn event_file(name: &str, session: &str) -> String {
 static ONE_EMULATOR_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Response streaming through the Lambda entry, as a function URL with
-/// `InvokeMode: RESPONSE_STREAM` runs it: the TypeScript client's 25 s run
+/// `InvokeMode: RESPONSE_STREAM` runs it: the TypeScript client's 14 s run
 /// completes under its 10 s request timeout because progress arrives.
 #[test]
 fn under_cargo_lambda_watch_progress_streams_and_resets_the_client_timeout() {
@@ -1306,7 +1306,7 @@ fn under_cargo_lambda_watch_a_session_survives_a_new_instance_and_every_event_an
 
 /// docs/deployment.md's "Local development", as a new user runs it:
 /// `infra/local-stack.sh` (its build, moto, `setup`, the environment it
-/// prints), then `cargo lambda watch` with the flags the docs give. A 25 s
+/// prints), then `cargo lambda watch` with the flags the docs give. A 14 s
 /// run reports progress through the streamed function URL, and a run the
 /// client makes a task is handed to a new invocation through the
 /// emulator's own Invoke API and completes. A session's run that asks the
