@@ -11,8 +11,8 @@ use crate::backends::aws::{Clients, SESSIONS};
 use crate::backends::embedded::open_database_with_cache;
 use crate::config::Config;
 use crate::engine::{
-    CapabilitySettings, Engine, EngineConfig, FileLimits, FilePrelude, HostClients, ModuleSettings,
-    PreludeSource, ProcessSettings,
+    CapabilitySettings, DiskSettings, Engine, EngineConfig, FileLimits, FilePrelude, HostClients,
+    ModuleSettings, PreludeSource, ProcessSettings,
 };
 use crate::files::{DirFileStore, FileStore, S3FileStore};
 use crate::heap::{
@@ -49,6 +49,10 @@ pub struct Stores {
     /// Runs' whole output and results, kept with their execution records
     /// (`records/` beside the files); `None` for a stateless server.
     pub records: Option<Arc<dyn FileStore>>,
+    /// Where runs write their `/work` files as they go (`<data dir>/scratch`,
+    /// or the configured `MCP_V8_SCRATCH_DIR`), emptied when the stores are
+    /// opened; `None` keeps the engine configuration's.
+    pub scratch: Option<PathBuf>,
     /// MCP tasks: in the metadata store's database or tables.
     pub tasks: Arc<dyn TaskStore>,
     /// Where a task's run goes when it cannot stay in this process: under
@@ -165,6 +169,18 @@ impl Stores {
                 )
             }
         };
+        // One process owns its scratch folder (the data directory's lock,
+        // or a Lambda instance's `/tmp`): what is there is left by runs of
+        // a process that ended without removing it.
+        let scratch = files.as_ref().map(|_| {
+            let scratch = config
+                .files
+                .scratch_dir
+                .clone()
+                .unwrap_or_else(|| data_dir.join("scratch"));
+            crate::engine::sweep_scratch(&scratch);
+            scratch
+        });
         Ok(Self {
             sessions,
             meta,
@@ -173,6 +189,7 @@ impl Stores {
             prelude,
             files,
             records,
+            scratch,
             tasks,
             handoff: handoff(config, aws_clients_given)?,
             offers_tasks: !config.under_lambda || config.stores.table_prefix.is_some(),
@@ -392,6 +409,10 @@ pub fn engine_config(config: &Config) -> EngineConfig {
                 max_tree_bytes: config.files.max_work_mb * 1024 * 1024,
                 max_files: config.files.max_files,
             },
+            disk: DiskSettings {
+                scratch: config.files.scratch_dir.clone(),
+                run_bytes: config.files.run_disk_mb as u64 * 1024 * 1024,
+            },
             ..defaults.capabilities
         },
         ..defaults
@@ -427,6 +448,10 @@ pub fn host(
 }
 
 fn build(config: &Config, engine_config: EngineConfig, stores: Stores) -> (App, Lifecycle) {
+    let mut engine_config = engine_config;
+    if let Some(scratch) = &stores.scratch {
+        engine_config.capabilities.disk.scratch = Some(scratch.clone());
+    }
     // The host's clients (fetch, upstream connections) are one value, shared
     // by the engine's runs and the tools that list upstream servers.
     let clients = Arc::new(HostClients::default());

@@ -5,7 +5,7 @@ mod reach;
 mod vars;
 
 pub use vars::ConfigError;
-use vars::{Least, Vars, default_cache_mb};
+use vars::{Least, Vars, default_cache_mb, default_run_disk_mb};
 
 use std::path::PathBuf;
 
@@ -83,9 +83,15 @@ pub struct TaskSettings {
     pub heartbeat_ms: u64,
 }
 
-/// Caps on the files of a run's `/work`.
-#[derive(Debug, Clone, Copy)]
+/// Caps on the files of a run's `/work`, and where runs write them.
+#[derive(Debug, Clone)]
 pub struct FileSettings {
+    /// `MCP_V8_SCRATCH_DIR`: where runs write their files as they go (a
+    /// folder each); `None`: `<data dir>/scratch` (`serve`, `stdio`), or
+    /// `/tmp/mcp-v8-work` under Lambda (its ephemeral storage).
+    pub scratch_dir: Option<std::path::PathBuf>,
+    /// `MCP_V8_RUN_DISK_MB`: local bytes one run's files may hold at once.
+    pub run_disk_mb: usize,
     /// `MCP_V8_MAX_FILE_MB`: largest file.
     pub max_file_mb: usize,
     /// `MCP_V8_MAX_WORK_MB`: all files of a tree together.
@@ -418,8 +424,18 @@ impl Config {
                 prelude: vars.non_empty("MCP_V8_PRELUDE"),
             },
             files: FileSettings {
-                max_file_mb: vars.number("MCP_V8_MAX_FILE_MB", 10, Least::One)?,
-                max_work_mb: vars.number("MCP_V8_MAX_WORK_MB", 100, Least::One)?,
+                scratch_dir: vars
+                    .non_empty("MCP_V8_SCRATCH_DIR")
+                    .map(std::path::PathBuf::from)
+                    .or_else(|| under_lambda.then(|| "/tmp/mcp-v8-work".into())),
+                // Lambda's ephemeral storage is shared with the heap cache.
+                run_disk_mb: vars.number(
+                    "MCP_V8_RUN_DISK_MB",
+                    default_run_disk_mb(&vars, under_lambda)?,
+                    Least::One,
+                )?,
+                max_file_mb: vars.number("MCP_V8_MAX_FILE_MB", 4096, Least::One)?,
+                max_work_mb: vars.number("MCP_V8_MAX_WORK_MB", 8192, Least::One)?,
                 max_files: vars.number("MCP_V8_MAX_FILES", 1000, Least::One)?,
             },
             tasks: TaskSettings {
@@ -726,6 +742,9 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(larger.stores.heap_cache_max_mb, 1024);
+        // The other half of /tmp is the runs' local disk for /work.
+        assert_eq!(larger.files.run_disk_mb, 1024);
+        assert_eq!(from(&[]).unwrap().files.run_disk_mb, 4096, "serve");
         assert_eq!(from(&[]).unwrap().stores.heap_cache_max_mb, 512, "serve");
         assert_eq!(config.stores.heap_prefix, "");
         assert!(!config.stateless);

@@ -118,3 +118,19 @@ pub(super) fn default_cache_mb<F: Fn(&str) -> Option<String>>(
     let tmp_mb: u64 = vars.number("MCP_V8_EPHEMERAL_STORAGE_MB", 512, Least::One)?;
     Ok((tmp_mb / 2).max(1))
 }
+
+/// The local disk one run's `/work` files may hold when no bound is set:
+/// under Lambda the half of `/tmp` the heap cache leaves, shared by the
+/// invocations an instance takes at once (`AWS_LAMBDA_MAX_CONCURRENCY`);
+/// 4 GiB elsewhere.
+pub(super) fn default_run_disk_mb<F: Fn(&str) -> Option<String>>(
+    vars: &Vars<F>,
+    under_lambda: bool,
+) -> Result<usize, ConfigError> {
+    if !under_lambda {
+        return Ok(4096);
+    }
+    let tmp_mb: usize = vars.number("MCP_V8_EPHEMERAL_STORAGE_MB", 512, Least::One)?;
+    let at_once: usize = vars.number("AWS_LAMBDA_MAX_CONCURRENCY", 1, Least::One)?;
+    Ok((tmp_mb / 2 / at_once).max(1))
+}

@@ -64,7 +64,10 @@ pub use config::{EngineConfig, MAX_HEAP_LIMIT_MB, MIN_HEAP_LIMIT_MB, RunRequest}
 pub use contract::registration::CapabilitySettings;
 pub(crate) use contract::registration::arguments as call_arguments;
 pub use contract::{CodeHandling, restore_needs_mb};
-pub use host::{FileLimits, FileRead, FileSource, MAX_DISPLAY_BYTES, MAX_DISPLAYS, TreeEntry};
+pub use host::{
+    DiskKept, DiskSettings, FileLimits, FileRead, FileSource, MAX_DISPLAY_BYTES, MAX_DISPLAYS,
+    TreeEntry, sweep_scratch,
+};
 pub use node::modules::ModuleSettings;
 pub use node::process::ProcessSettings;
 pub use plan::time_before;

@@ -4,6 +4,7 @@
 //! files and a restore or a fork sees exactly the files it had; the bytes
 //! are read only when a run opens a file. docs/engine.md, "Files".
 
+pub mod chunked;
 mod fs;
 mod s3;
 
@@ -66,6 +67,30 @@ pub trait FileStore: Send + Sync + fmt::Debug + 'static {
     /// The bytes stored under `key` in `tenant`'s namespace, verified.
     async fn get(&self, tenant: &Tenant, key: &ContentKey)
     -> Result<Option<Bytes>, FileStoreError>;
+    /// Stores the local file at `path`, whose bytes the caller computed
+    /// `key` of, as [`put`](FileStore::put) would store them; the store
+    /// may move the file rather than copy it. Reads verify as always.
+    async fn put_file(
+        &self,
+        tenant: &Tenant,
+        key: &ContentKey,
+        path: &std::path::Path,
+    ) -> Result<(), FileStoreError> {
+        let backend = |e: std::io::Error| FileStoreError::Backend {
+            store: "local",
+            key: key.to_string(),
+            source: Box::new(e),
+        };
+        let bytes = tokio::fs::read(path).await.map_err(backend)?;
+        let stored = self.put(tenant, &Bytes::from(bytes)).await?;
+        if &stored != key {
+            return Err(FileStoreError::Corrupt {
+                key: key.to_string(),
+                actual: stored.to_string(),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// `bytes` if they hash to `key`.

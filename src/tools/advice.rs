@@ -7,6 +7,13 @@ use std::time::Duration;
 
 use crate::engine::{EngineConfig, EngineError, RunError, RunOutcome, RunReport, RunStatus};
 
+/// How to keep data out of memory: `/work` is a disk, and its streams
+/// hold a piece at a time.
+const STREAMS: &str = "stream large data through /work files, which live on disk, not in the \
+    run's memory: fs.createWriteStream(path) to write as you go, fs.createReadStream(path) (with \
+    node:readline's createInterface for lines) or fs.readSync with a position to read a piece at a time; readFileSync of \
+    a large file loads it whole";
+
 /// What a run had, as the engine reported it ([`RunReport`]): its limits
 /// after every adjustment (a continued heap's size, a ready heap, the
 /// host's deadline) and the code it was sent.
@@ -60,12 +67,12 @@ pub(super) fn advise(outcome: &mut RunOutcome, limits: &EngineConfig, had: &Had<
             error.message.push_str(&if had < max {
                 format!(
                     "; raise heap_memory_max_mb (this run had {had} MiB; at most {max} MiB), or keep \
-                     less in memory at once: write large data to /work files and read it in parts"
+                     less in memory at once: {STREAMS}"
                 )
             } else {
                 format!(
-                    "; {had} MiB is heap_memory_max_mb's maximum: keep less in memory at once (write \
-                     large data to /work files and read it in parts; drop what you no longer need)"
+                    "; {had} MiB is heap_memory_max_mb's maximum: keep less in memory at once \
+                     ({STREAMS}; drop what you no longer need)"
                 )
             });
         }
@@ -221,7 +228,7 @@ pub(super) fn refused(error: &EngineError) -> String {
             max_mb,
         } => format!(
             "heap_memory_max_mb must be from {min_mb} to {max_mb} (MiB) here, got {asked}: keep less \
-             in memory at once (write large data to /work files and read it in parts)"
+             in memory at once ({STREAMS})"
         ),
         EngineError::DeadlineTooSoon { left_ms } => format!(
             "this invocation ends in {:.1} s, too soon to run and store a heap; retry, or raise the \
@@ -247,6 +254,7 @@ const CORE_MODULES: &[&str] = &[
     "assert",
     "stream",
     "string_decoder",
+    "readline",
     "url",
     "timers",
     "perf_hooks",

@@ -167,16 +167,9 @@ impl Toolbox {
             .files
             .as_ref()
             .ok_or("this server keeps no file bytes (no file store)")?;
-        store
-            .get(tenant, key)
+        crate::files::chunked::read_all(store.as_ref(), tenant, key, entry.chunked, u64::MAX)
             .await
-            .map_err(|e| format!("could not read {}: {e}", entry.path))?
-            .ok_or_else(|| {
-                format!(
-                    "the bytes of {} are missing from the file store",
-                    entry.path
-                )
-            })
+            .map_err(|e| format!("could not read {}: {e}", entry.path))
     }
 }
 

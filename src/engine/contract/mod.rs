@@ -206,6 +206,7 @@ impl JobResult {
     pub(crate) fn answer(&mut self) -> JobResult {
         let mut reports = std::mem::take(&mut self.reports);
         self.reports.files = std::mem::take(&mut reports.files);
+        self.reports.disk = std::mem::take(&mut reports.disk);
         JobResult {
             status: self.status,
             result: self.result.take(),

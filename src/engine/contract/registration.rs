@@ -173,6 +173,8 @@ capabilities! {
     node_inspect: crate::engine::node::builtins::NodeInspect,
     elicit: crate::engine::host::elicit::ElicitRun,
     progress: crate::engine::host::progress::ProgressRun,
+    disk: crate::engine::host::disk::DiskRun,
+    digest: crate::engine::node::digest::Digests,
     #[cfg(test)]
     toy: crate::engine::host::toy::Toy,
 }
@@ -245,6 +247,19 @@ mod tests {
             "process.memoryUsage",
             "elicit.check",
             "progress.report",
+            "disk.create",
+            "disk.derive",
+            "disk.copy",
+            "disk.remove",
+            "disk.size",
+            "disk.write",
+            "disk.read",
+            "disk.readStored",
+            "disk.truncate",
+            "disk.seal",
+            "digest.start",
+            "digest.update",
+            "digest.finish",
         ];
         // The test-only capability's family comes after every real one.
         let pinned: Vec<&str> = pinned.into_iter().chain(["toy.double"]).collect();
@@ -371,6 +386,8 @@ mod tests {
             ("node_inspect", 1, vec![]),
             ("elicit", 8, vec!["elicit"]),
             ("progress", 9, vec!["reportProgress"]),
+            ("disk", 1, vec![]),
+            ("digest", 1, vec![]),
             ("toy", 10, vec!["toy"]),
         ];
         assert_eq!(declared, pinned);

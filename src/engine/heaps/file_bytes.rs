@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::backends::content::ContentKey;
 use crate::engine::capability::outcome::RunError;
 use crate::engine::capability::section::Section;
+use crate::engine::host::DiskKept;
 use crate::engine::services::{FileRead, FileSource};
 use crate::files::FileStore;
 use crate::tenant::Tenant;
@@ -29,13 +30,17 @@ impl FileSource for StoreFiles {
     }
 }
 
-/// Stores the bytes of the files a run left in `/work`.
+/// Stores the bytes of the files a run left in `/work`: those an `fs`
+/// from before the disk held in memory, and the chunks and manifests the
+/// run sealed on its local disk (`disk`), several at once.
 pub(crate) async fn keep(
     store: Option<&Arc<dyn FileStore>>,
     tenant: &Tenant,
     files: &[(ContentKey, Section)],
+    disk: &DiskKept,
 ) -> Result<(), RunError> {
-    if files.is_empty() {
+    use futures_util::{StreamExt, TryStreamExt, stream};
+    if files.is_empty() && disk.objects.is_empty() {
         return Ok(());
     }
     let Some(store) = store else {
@@ -44,14 +49,50 @@ pub(crate) async fn keep(
             "this server keeps no files (no file store is configured), so a run that leaves files in /work cannot be stored; remove them before the run ends",
         ));
     };
+    let failed = |e: String| {
+        RunError::new(
+            "StorageError",
+            format!("storing the files of /work failed; nothing was stored: {e}"),
+        )
+    };
     for (key, bytes) in files {
-        let stored = store.put(tenant, bytes).await.map_err(|e| {
-            RunError::new(
-                "StorageError",
-                format!("storing the files of /work failed; nothing was stored: {e}"),
-            )
-        })?;
+        let stored = store
+            .put(tenant, bytes)
+            .await
+            .map_err(|e| failed(e.to_string()))?;
         debug_assert_eq!(&stored, key);
     }
+    // Chunks and manifests go in any order: readers rely only on every
+    // object being stored before the heap that names them.
+    if disk.objects.is_empty() {
+        return Ok(());
+    }
+    let Some(dir) = disk.dir.clone() else {
+        return Err(failed("the run's sealed files have no folder".into()));
+    };
+    // Owned values in each future: a spawned save must be `Send` for any
+    // lifetime, which borrowed closures here are not.
+    let puts: Vec<_> = disk
+        .objects
+        .iter()
+        .map(|key| {
+            let (store, tenant, key) = (store.clone(), tenant.clone(), key.clone());
+            let path = dir.join("out").join(key.as_str());
+            async move {
+                store
+                    .put_file(&tenant, &key, &path)
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+        })
+        .collect();
+    stream::iter(puts)
+        .buffer_unordered(PARALLEL_PUTS)
+        .try_collect::<Vec<()>>()
+        .await
+        .map_err(failed)?;
     Ok(())
 }
+
+/// Objects of one run stored at once.
+const PARALLEL_PUTS: usize = 16;

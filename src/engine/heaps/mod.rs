@@ -117,6 +117,10 @@ impl Heaps<'_> {
                 live.send_replace(Some(kept_live));
             }
         };
+        // The run's sealed files wait in its scratch folder, which goes
+        // whatever becomes of the heap.
+        let mut executed = executed;
+        let disk = Discard(std::mem::take(&mut executed.result.reports.disk));
         let Some(heaps) = self.store else {
             say_live(false);
             return (executed.result, None);
@@ -127,7 +131,8 @@ impl Heaps<'_> {
             // The files first: the next run may read them from the live
             // heap before its snapshot is stored.
             if let Err(error) =
-                self::file_bytes::keep(self.files, tenant, &executed.result.reports.files).await
+                self::file_bytes::keep(self.files, tenant, &executed.result.reports.files, &disk.0)
+                    .await
             {
                 say_live(false);
                 return (executed.result, Some(Err(error)));
@@ -154,7 +159,8 @@ impl Heaps<'_> {
             say_live(false);
             return (result, None);
         };
-        if let Err(error) = self::file_bytes::keep(self.files, tenant, &result.reports.files).await
+        if let Err(error) =
+            self::file_bytes::keep(self.files, tenant, &result.reports.files, &disk.0).await
         {
             say_live(false);
             return (result, Some(Err(error)));
@@ -305,6 +311,16 @@ pub(super) enum Start {
     Stored(bytes::Bytes),
     /// A fresh isolate (or the prelude's heap).
     Fresh,
+}
+
+/// A run's sealed files, whose scratch folder is removed when this is
+/// dropped: once they are stored, or when they never will be.
+struct Discard(crate::engine::host::DiskKept);
+
+impl Drop for Discard {
+    fn drop(&mut self) {
+        self.0.discard();
+    }
 }
 
 /// What [`Heaps::keep`] needs of the job besides its result: how a heap

@@ -1,22 +1,34 @@
 // `/work`: `node:fs` and `node:fs/promises` over a tree kept in this
 // family's closure, so in the heap: a restore or a fork of a heap has
-// exactly its files. The tree holds each file's key (SHA-256) and size; the
-// bytes are the host's (`natives.put`/`natives.get`). Nothing here reaches
-// the host's file system: every path is resolved under /work first.
+// exactly its files. The tree holds each file's size and where its bytes
+// are: a stored file's key (a manifest of chunks, `m`; or, in heaps from
+// before chunking, the bytes stored whole), or, for a file written in this
+// run, its id on the run's local disk (`blob`, natives of the "disk"
+// family), sealed into chunks when the run's heap is kept. Bytes never
+// enter the heap or the run's memory but as the buffers code reads and
+// writes. Nothing here reaches the host's file system: every path is
+// resolved under /work first, and the disk knows files only by id.
 (function (natives, load) {
   "use strict";
   const ROOT = "/work";
-  // path -> { dir: true, mtimeMs, birthtimeMs } | { dir: false, key, size, mtimeMs, birthtimeMs }
+  const disk = load("disk");
+  // path -> { dir: true, mtimeMs, birthtimeMs }
+  //       | { dir: false, size, mtimeMs, birthtimeMs, key?, m?, sha?, blob? }
   const tree = new Map();
   const now = () => Date.now();
   tree.set(ROOT, { dir: true, mtimeMs: now(), birthtimeMs: now() });
+  // fd -> { entry, path, readable, writable, append, position }
+  const fds = new Map();
+  let nextFd = 3;
 
   const ERRNO = { ENOENT: -2, EACCES: -13, EEXIST: -17, ENOTDIR: -20, EISDIR: -21,
-    EINVAL: -22, EFBIG: -27, ENOSPC: -28, ENOTEMPTY: -39, EBUSY: -16 };
+    EINVAL: -22, EFBIG: -27, ENOSPC: -28, ENOTEMPTY: -39, EBUSY: -16, EBADF: -9, EIO: -5,
+    EROFS: -30 };
   const DESCRIPTION = { ENOENT: "no such file or directory", EACCES: "permission denied",
     EEXIST: "file already exists", ENOTDIR: "not a directory", EISDIR: "illegal operation on a directory",
     EINVAL: "invalid argument", EFBIG: "file too large", ENOSPC: "no space left on device",
-    ENOTEMPTY: "directory not empty", EBUSY: "resource busy or locked" };
+    ENOTEMPTY: "directory not empty", EBUSY: "resource busy or locked", EBADF: "bad file descriptor",
+    EIO: "i/o error", EROFS: "read-only file system" };
 
   function fsError(code, syscall, path, hint, dest) {
     let message = `${code}: ${DESCRIPTION[code]}, ${syscall} '${path}'`;
@@ -178,24 +190,111 @@
     return binary;
   }
 
-  function store(path, bytes, syscall, shown) {
+  // A native disk call, its error made Node's: the code, the syscall and
+  // the path the caller gave, and the disk's words (which name a setting).
+  function io(syscall, shown, call) {
+    try {
+      return call();
+    } catch (error) {
+      if (error && typeof error.code === "string" && ERRNO[error.code] !== undefined) {
+        const hint = String(error.message).replace(/^[A-Z]+: /, "");
+        throw fsError(error.code, syscall, shown, hint);
+      }
+      throw error;
+    }
+  }
+
+  // Caps checked before a file grows to `end` bytes: nothing is written
+  // when a write would pass one.
+  function roomFor(e, end, syscall, shown) {
     const [maxFile, maxTree] = natives.limits();
+    if (end > maxFile) {
+      throw fsError("EFBIG", syscall, shown,
+        `${end} bytes; a file holds at most ${maxFile / 1048576} MiB (MCP_V8_MAX_FILE_MB)`);
+    }
+    const growth = end - (e ? e.size : 0);
+    if (growth > 0) {
+      const used = totals().bytes;
+      if (used + growth > maxTree) {
+        throw fsError("ENOSPC", syscall, shown,
+          `/work holds at most ${maxTree / 1048576} MiB (MCP_V8_MAX_WORK_MB); it has ${used} bytes`);
+      }
+    }
+  }
+
+  // Whether an open descriptor holds `e`, so its bytes must outlive its path.
+  function held(e) {
+    for (const f of fds.values()) if (f.entry === e) return true;
+    return false;
+  }
+
+  // Gives back the local bytes of `e` unless a descriptor still reads them.
+  function release(e) {
+    if (e && !e.dir && e.blob !== undefined && !held(e)) {
+      disk.remove(e.blob);
+      e.blob = undefined;
+    }
+  }
+
+  // The file's local id, made now: a stored file is continued (its stored
+  // chunks kept, read when needed), an empty one starts empty.
+  function writable(e, syscall, shown) {
+    if (e.blob === undefined) {
+      e.blob = io(syscall, shown, () =>
+        e.key && e.size > 0 ? disk.derive(e.key, !!e.m) : disk.create());
+      delete e.key;
+      delete e.m;
+      delete e.sha;
+    }
+    return e.blob;
+  }
+
+  // Up to `length` bytes of `e` from `position`.
+  function readAt(e, position, length, syscall, shown) {
+    if (length <= 0 || position >= e.size) return new Uint8Array(0);
+    if (e.blob !== undefined) return io(syscall, shown, () => disk.read(e.blob, position, length));
+    if (e.key) return io(syscall, shown, () => disk.readStored(e.key, !!e.m, position, length));
+    return new Uint8Array(0);
+  }
+
+  // Writes `bytes` into `e` at `position`, within the caps.
+  function writeAt(e, position, bytes, syscall, shown) {
+    const end = position + bytes.length;
+    roomFor(e, end, syscall, shown);
+    if (bytes.length === 0) return 0;
+    const id = writable(e, syscall, shown);
+    e.size = io(syscall, shown, () => disk.write(id, bytes, position));
+    e.mtimeMs = now();
+    return bytes.length;
+  }
+
+  // Replaces the bytes of `path` with `bytes`, all or nothing: they go to a
+  // new local file first, so a write a cap refuses leaves the old bytes.
+  function store(path, bytes, syscall, shown) {
     const old = tree.get(path);
     if (old && old.dir) throw fsError("EISDIR", syscall, shown);
-    if (bytes.length > maxFile) {
-      throw fsError("EFBIG", syscall, shown,
-        `${bytes.length} bytes; a file holds at most ${maxFile / 1048576} MiB (MCP_V8_MAX_FILE_MB)`);
-    }
-    const used = totals().bytes;
-    if (used - (old ? old.size : 0) + bytes.length > maxTree) {
-      throw fsError("ENOSPC", syscall, shown,
-        `/work holds at most ${maxTree / 1048576} MiB (MCP_V8_MAX_WORK_MB); it has ${used} bytes`);
-    }
+    roomFor(old, bytes.length, syscall, shown);
     if (!old) roomForOne(syscall, shown);
-    const key = natives.put(bytes);
+    const id = io(syscall, shown, () => disk.create());
+    try {
+      if (bytes.length) io(syscall, shown, () => disk.write(id, bytes, 0));
+    } catch (error) {
+      disk.remove(id);
+      throw error;
+    }
     const time = now();
-    tree.set(path, { dir: false, key, size: bytes.length, mtimeMs: time,
-      birthtimeMs: old ? old.birthtimeMs : time });
+    if (old) {
+      // In place, as Node's truncating open: descriptors see the new bytes.
+      if (old.blob !== undefined) disk.remove(old.blob);
+      delete old.key;
+      delete old.m;
+      delete old.sha;
+      old.blob = id;
+      old.size = bytes.length;
+      old.mtimeMs = time;
+    } else {
+      tree.set(path, { dir: false, blob: id, size: bytes.length, mtimeMs: time, birthtimeMs: time });
+    }
     touch(parentOf(path));
   }
 
@@ -215,10 +314,17 @@
 
   // The operations, synchronous; the promise and callback forms wrap them.
   function readFile(path, options) {
-    const p = resolve(path, "open");
-    const e = entry(p, "open", path);
-    if (e.dir) throw fsError("EISDIR", "read", path);
-    const bytes = e.size === 0 ? new Uint8Array(0) : natives.get(e.key);
+    let e, shown = path;
+    if (typeof path === "number") {
+      const f = descriptor(path, "read", "read");
+      e = f.entry;
+      shown = f.path;
+    } else {
+      const p = resolve(path, "open");
+      e = entry(p, "open", path);
+    }
+    if (e.dir) throw fsError("EISDIR", "read", shown);
+    const bytes = readAt(e, 0, e.size, "read", shown);
     const encoding = encodingOf(options);
     if (encoding) return decode(bytes, encoding);
     // A Node Buffer, as Node's readFile gives (`Buffer.isBuffer`, `equals`,
@@ -227,6 +333,11 @@
   }
 
   function writeFile(path, data, options) {
+    if (typeof path === "number") {
+      const f = descriptor(path, "write", "write");
+      writeFd(f, toBytes(data, encodingOf(options)), null);
+      return;
+    }
     const p = resolve(path, "open");
     parentDir(p, "open", path);
     const flag = options && typeof options === "object" ? options.flag : undefined;
@@ -235,18 +346,192 @@
     store(p, toBytes(data, encodingOf(options)), "open", path);
   }
 
+  // Costs the bytes appended: the file's earlier bytes stay where they are.
   function appendFile(path, data, options) {
+    if (typeof path === "number") {
+      const f = descriptor(path, "write", "write");
+      const bytes = toBytes(data, encodingOf(options));
+      writeAt(f.entry, f.entry.size, bytes, "write", f.path);
+      return;
+    }
     const p = resolve(path, "open");
     parentDir(p, "open", path);
     const added = toBytes(data, encodingOf(options));
     const old = tree.get(p);
     if (old && old.dir) throw fsError("EISDIR", "open", path);
     if (!old) return store(p, added, "open", path);
-    const before = old.size === 0 ? new Uint8Array(0) : natives.get(old.key);
-    const joined = new Uint8Array(before.length + added.length);
-    joined.set(before, 0);
-    joined.set(added, before.length);
-    store(p, joined, "open", path);
+    writeAt(old, old.size, added, "write", path);
+    touch(parentOf(p));
+  }
+
+  function truncate(path, len) {
+    if (typeof path === "number") return ftruncate(path, len);
+    const p = resolve(path, "open");
+    const e = entry(p, "open", path);
+    if (e.dir) throw fsError("EISDIR", "open", path);
+    resize(e, len, path);
+  }
+
+  function resize(e, len = 0, shown) {
+    const n = Math.max(0, Math.trunc(Number(len) || 0));
+    if (n === e.size) return;
+    roomFor(e, n, "ftruncate", shown);
+    const id = writable(e, "ftruncate", shown);
+    io("ftruncate", shown, () => disk.truncate(id, n));
+    e.size = n;
+    e.mtimeMs = now();
+  }
+
+  // File descriptors: Node's flags, a position each, the file by entry (so
+  // a descriptor follows its file through a rename, as an inode would).
+  const FLAGS = {
+    r: [true, false, false, false, false, false], rs: [true, false, false, false, false, false],
+    sr: [true, false, false, false, false, false],
+    "r+": [true, true, false, false, false, false], "rs+": [true, true, false, false, false, false],
+    "sr+": [true, true, false, false, false, false],
+    w: [false, true, true, true, false, false], wx: [false, true, true, true, true, false],
+    xw: [false, true, true, true, true, false],
+    "w+": [true, true, true, true, false, false], "wx+": [true, true, true, true, true, false],
+    "xw+": [true, true, true, true, true, false],
+    a: [false, true, true, false, false, true], as: [false, true, true, false, false, true],
+    sa: [false, true, true, false, false, true], ax: [false, true, true, false, true, true],
+    xa: [false, true, true, false, true, true],
+    "a+": [true, true, true, false, false, true], "as+": [true, true, true, false, false, true],
+    "sa+": [true, true, true, false, false, true], "ax+": [true, true, true, false, true, true],
+    "xa+": [true, true, true, false, true, true],
+  };
+  const O = { O_RDONLY: 0, O_WRONLY: 1, O_RDWR: 2, O_CREAT: 64, O_EXCL: 128, O_TRUNC: 512,
+    O_APPEND: 1024, O_SYNC: 1052672, O_DSYNC: 4096, O_NOCTTY: 256, O_NONBLOCK: 2048 };
+
+  // [read, write, create, truncate, exclusive, append] of Node's `flags`.
+  function parseFlags(flags) {
+    if (flags === undefined || flags === null) return FLAGS.r;
+    if (typeof flags === "number") {
+      const access = flags & 3;
+      return [access !== O.O_WRONLY, access !== O.O_RDONLY, !!(flags & O.O_CREAT),
+        !!(flags & O.O_TRUNC), !!(flags & O.O_EXCL), !!(flags & O.O_APPEND)];
+    }
+    const found = FLAGS[flags];
+    if (!found) {
+      const error = new TypeError(`The value "${flags}" is invalid for option "flags"`);
+      error.code = "ERR_INVALID_ARG_VALUE";
+      throw error;
+    }
+    return found;
+  }
+
+  function open(path, flags, _mode) {
+    const [readable, writable_, create, trunc, exclusive, append] = parseFlags(flags);
+    const p = resolve(path, "open");
+    let e = tree.get(p);
+    if (e && exclusive) throw fsError("EEXIST", "open", path);
+    if (e && e.dir) {
+      if (writable_) throw fsError("EISDIR", "open", path);
+    } else if (!e) {
+      if (!create) throw fsError("ENOENT", "open", path);
+      parentDir(p, "open", path);
+      store(p, new Uint8Array(0), "open", path);
+      e = tree.get(p);
+    } else if (trunc) {
+      resize(e, 0, path);
+    }
+    const fd = nextFd++;
+    fds.set(fd, { entry: e, path: typeof path === "string" ? path : p, readable, writable: writable_,
+      append, position: 0 });
+    return fd;
+  }
+
+  function descriptor(fd, syscall, need) {
+    const f = fds.get(fd);
+    if (typeof fd !== "number" || !f) {
+      const error = new Error(`EBADF: bad file descriptor, ${syscall}`);
+      error.errno = ERRNO.EBADF;
+      error.code = "EBADF";
+      error.syscall = syscall;
+      throw error;
+    }
+    if ((need === "read" && !f.readable) || (need === "write" && !f.writable)) {
+      const error = new Error(`EBADF: bad file descriptor, ${syscall}`);
+      error.errno = ERRNO.EBADF;
+      error.code = "EBADF";
+      error.syscall = syscall;
+      throw error;
+    }
+    return f;
+  }
+
+  function close(fd) {
+    const f = descriptor(fd, "close");
+    fds.delete(fd);
+    // A file removed while open goes with its last descriptor.
+    if (![...tree.values()].includes(f.entry)) release(f.entry);
+  }
+
+  const isPosition = (p) => typeof p === "number" && p >= 0 || typeof p === "bigint";
+
+  // readSync(fd, buffer, offset?, length?, position?) or
+  // readSync(fd, buffer, { offset, length, position }).
+  function read(fd, buffer, offset, length, position) {
+    const f = descriptor(fd, "read", "read");
+    if (offset !== null && typeof offset === "object") {
+      ({ offset = 0, length = buffer.byteLength - offset, position = null } = offset);
+    }
+    if (!ArrayBuffer.isView(buffer)) {
+      const error = new TypeError(
+        `The "buffer" argument must be an instance of Buffer, TypedArray, or DataView. Received ${typeof buffer}`);
+      error.code = "ERR_INVALID_ARG_TYPE";
+      throw error;
+    }
+    offset = offset ?? 0;
+    length = length ?? buffer.byteLength - offset;
+    if (offset < 0 || length < 0 || offset + length > buffer.byteLength) {
+      const error = new RangeError(`The value of "length" is out of range. It must be >= 0 && <= ${buffer.byteLength - offset}. Received ${length}`);
+      error.code = "ERR_OUT_OF_RANGE";
+      throw error;
+    }
+    if (f.entry.dir) throw fsError("EISDIR", "read", f.path);
+    const at = isPosition(position) ? Number(position) : f.position;
+    const bytes = readAt(f.entry, at, length, "read", f.path);
+    new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength).set(bytes, offset);
+    if (!isPosition(position)) f.position = at + bytes.length;
+    return bytes.length;
+  }
+
+  function writeFd(f, bytes, position) {
+    const at = f.append ? f.entry.size : isPosition(position) ? Number(position) : f.position;
+    const written = writeAt(f.entry, at, bytes, "write", f.path);
+    if (f.append || !isPosition(position)) f.position = at + written;
+    return written;
+  }
+
+  // writeSync(fd, buffer, offset?, length?, position?),
+  // writeSync(fd, buffer, { offset, length, position }) or
+  // writeSync(fd, string, position?, encoding?).
+  function write(fd, data, offset, length, position) {
+    const f = descriptor(fd, "write", "write");
+    if (typeof data === "string") {
+      return writeFd(f, encode(data, typeof length === "string" ? length : "utf8"), offset);
+    }
+    if (offset !== null && typeof offset === "object") {
+      ({ offset = 0, length = data.byteLength - offset, position = null } = offset);
+    }
+    const bytes = toBytes(data);
+    offset = offset ?? 0;
+    length = length ?? bytes.length - offset;
+    return writeFd(f, bytes.subarray(offset, offset + length), position);
+  }
+
+  function ftruncate(fd, len = 0) {
+    const f = descriptor(fd, "ftruncate", "write");
+    resize(f.entry, len, f.path);
+  }
+
+  function fstat(fd) {
+    return new Stats(descriptor(fd, "fstat").entry);
+  }
+
+  function fsync(fd) {
+    descriptor(fd, "fsync");
   }
 
   // What `Dirent` and `Stats` say of a path's kind: only files and
@@ -335,10 +620,11 @@
       error.code = "ERR_FS_EISDIR";
       throw error;
     }
-    if (p === ROOT) {
-      for (const k of subtree(p)) if (k !== ROOT) tree.delete(k);
-    } else {
-      for (const k of subtree(p)) tree.delete(k);
+    for (const k of subtree(p)) {
+      if (k === ROOT) continue;
+      const gone = tree.get(k);
+      tree.delete(k);
+      release(gone);
     }
     touch(parentOf(p));
   }
@@ -358,6 +644,7 @@
     const e = entry(p, "unlink", path);
     if (e.dir) throw fsError("EISDIR", "unlink", path);
     tree.delete(p);
+    release(e);
     touch(parentOf(p));
   }
 
@@ -377,6 +664,7 @@
     const moved = subtree(a).map((k) => [k, tree.get(k)]);
     for (const [k] of moved) tree.delete(k);
     tree.delete(b);
+    if (target && !target.dir) release(target);
     for (const [k, v] of moved) tree.set(b + k.slice(a.length), v);
     touch(parentOf(a));
     touch(parentOf(b));
@@ -397,7 +685,13 @@
       throw fsError("ENOSPC", "copyfile", to, "/work is full (MCP_V8_MAX_WORK_MB)");
     }
     const time = now();
-    tree.set(b, { dir: false, key: e.key, size: e.size, mtimeMs: time, birthtimeMs: time });
+    // A stored file is shared by key; one written this run is copied on
+    // the local disk.
+    const copy = { dir: false, size: e.size, mtimeMs: time, birthtimeMs: time };
+    if (e.blob !== undefined) copy.blob = io("copyfile", from, () => disk.copy(e.blob));
+    else if (e.key) Object.assign(copy, { key: e.key, m: e.m, sha: e.sha });
+    if (target) release(target);
+    tree.set(b, copy);
     touch(parentOf(b));
   }
 
@@ -448,21 +742,30 @@
   }
 
   const operations = { readFile, writeFile, appendFile, readdir, mkdir, rm, rmdir, unlink, rename,
-    copyFile, stat, lstat: stat, access };
+    copyFile, stat, lstat: stat, access, truncate, open, close, ftruncate, fstat, fsync,
+    fdatasync: fsync };
 
   const promises = {};
-  const fs = { constants: Object.freeze({ F_OK: 0, R_OK: 4, W_OK: 2, X_OK: 1, COPYFILE_EXCL: 1 }) };
+  const fs = { constants: Object.freeze({ F_OK: 0, R_OK: 4, W_OK: 2, X_OK: 1, COPYFILE_EXCL: 1,
+    COPYFILE_FICLONE: 2, COPYFILE_FICLONE_FORCE: 4, ...O }) };
+  function callbackOf(args) {
+    const callback = args.pop();
+    if (typeof callback !== "function") {
+      const error = new TypeError(`The "cb" argument must be of type function. Received ${typeof callback}`);
+      error.code = "ERR_INVALID_ARG_TYPE";
+      throw error;
+    }
+    return callback;
+  }
   for (const [name, operation] of Object.entries(operations)) {
-    promises[name] = async (...args) => operation(...args);
+    if (name !== "open" && name !== "close" && name !== "fstat" && name !== "ftruncate"
+      && name !== "fsync" && name !== "fdatasync") {
+      promises[name] = async (...args) => operation(...args);
+    }
     fs[name + "Sync"] = (...args) => operation(...args);
     // Node's callback form: the last argument is the callback.
     fs[name] = (...args) => {
-      const callback = args.pop();
-      if (typeof callback !== "function") {
-        const error = new TypeError(`The "cb" argument must be of type function. Received ${typeof callback}`);
-        error.code = "ERR_INVALID_ARG_TYPE";
-        throw error;
-      }
+      const callback = callbackOf(args);
       let result, failure = null;
       try {
         result = operation(...args);
@@ -472,83 +775,183 @@
       queueMicrotask(() => (failure ? callback(failure) : callback(null, result)));
     };
   }
+  fs.readSync = read;
+  fs.writeSync = write;
+  // The callback forms of read and write give the count and the buffer.
+  fs.read = (fd, buffer, ...rest) => {
+    const callback = callbackOf(rest);
+    let count, failure = null;
+    try {
+      count = read(fd, buffer, ...rest);
+    } catch (error) {
+      failure = error;
+    }
+    queueMicrotask(() => (failure ? callback(failure) : callback(null, count, buffer)));
+  };
+  fs.write = (fd, data, ...rest) => {
+    const callback = callbackOf(rest);
+    let count, failure = null;
+    try {
+      count = write(fd, data, ...rest);
+    } catch (error) {
+      failure = error;
+    }
+    queueMicrotask(() => (failure ? callback(failure) : callback(null, count, data)));
+  };
+
+  // `fs.promises.open`'s handle.
+  class FileHandle {
+    constructor(fd) {
+      this.fd = fd;
+    }
+    async read(buffer, offset, length, position) {
+      if (buffer === undefined || (buffer !== null && typeof buffer === "object" && !ArrayBuffer.isView(buffer))) {
+        const options = buffer ?? {};
+        buffer = options.buffer ?? load("node").Buffer.alloc(16384);
+        ({ offset = 0, length = buffer.byteLength - offset, position = null } = options);
+      }
+      const bytesRead = read(this.fd, buffer, offset, length, position);
+      return { bytesRead, buffer };
+    }
+    async write(data, offset, length, position) {
+      const bytesWritten = write(this.fd, data, offset, length, position);
+      return { bytesWritten, buffer: data };
+    }
+    async readFile(options) {
+      return readFile(this.fd, options);
+    }
+    async writeFile(data, options) {
+      const f = descriptor(this.fd, "write", "write");
+      resize(f.entry, 0, f.path);
+      f.position = 0;
+      writeFd(f, toBytes(data, encodingOf(options)), null);
+    }
+    async appendFile(data, options) {
+      return appendFile(this.fd, data, options);
+    }
+    async stat() {
+      return fstat(this.fd);
+    }
+    async truncate(len) {
+      return ftruncate(this.fd, len);
+    }
+    async sync() {
+      return fsync(this.fd);
+    }
+    async datasync() {
+      return fsync(this.fd);
+    }
+    async close() {
+      if (fds.has(this.fd)) close(this.fd);
+    }
+    async [Symbol.asyncDispose]() {
+      return this.close();
+    }
+    createReadStream(options) {
+      return fs.createReadStream(null, { ...options, fd: this.fd });
+    }
+    createWriteStream(options) {
+      return fs.createWriteStream(null, { ...options, fd: this.fd });
+    }
+  }
+  promises.open = async (path, flags, mode) => new FileHandle(open(path, flags, mode));
+
   // Streams over /work, node:stream's (the "node" family, loaded on first
-  // use). A read stream gives the file in chunks; a write stream keeps what
-  // is written and stores it when it ends, so a file written in many chunks
-  // is hashed and stored once.
+  // use), through a descriptor as Node's are: a read stream reads its
+  // chunks as they are asked for, a write stream writes each to the local
+  // disk as it comes, so neither holds the file.
+  function streamOptions(options) {
+    return typeof options === "string" ? { encoding: options }
+      : options !== null && typeof options === "object" ? options : {};
+  }
   fs.createReadStream = (path, options) => {
     const site = new Error();
     const { Readable } = load("node").stream;
     const { Buffer } = load("node").buffer;
-    const opts = typeof options === "object" && options !== null ? options : {};
+    const opts = streamOptions(options);
     const chunk = opts.highWaterMark ?? 64 * 1024;
-    let bytes, at = opts.start ?? 0;
+    let fd = typeof opts.fd === "number" ? opts.fd : opts.fd?.fd ?? null;
+    let at = opts.start ?? 0;
+    const stop = opts.end === undefined || opts.end === Infinity ? Infinity : opts.end + 1;
     const stream = new Readable({
       highWaterMark: chunk,
-      encoding: encodingOf(options) ?? undefined,
-      read() {
+      encoding: opts.encoding ?? undefined,
+      construct(callback) {
         try {
-          bytes ??= readFile(path);
+          if (fd === null) fd = open(path, opts.flags ?? "r");
+          callback();
+        } catch (error) {
+          callback(calledAt(error, site));
+        }
+      },
+      read(size) {
+        try {
+          const f = descriptor(fd, "read", "read");
+          const want = Math.min(Math.max(size || chunk, 1), stop - at);
+          const bytes = want > 0 ? readAt(f.entry, at, want, "read", f.path) : new Uint8Array(0);
+          if (bytes.length === 0) {
+            this.push(null);
+            return;
+          }
+          at += bytes.length;
+          this.bytesRead += bytes.length;
+          this.push(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
         } catch (error) {
           this.destroy(calledAt(error, site));
-          return;
         }
-        const stop = Math.min(opts.end === undefined ? bytes.length : opts.end + 1, bytes.length);
-        if (at >= stop) {
-          this.push(null);
-          return;
-        }
-        const next = Math.min(at + chunk, stop);
-        this.push(Buffer.from(bytes.subarray(at, next)));
-        at = next;
+      },
+      destroy(error, callback) {
+        if (fd !== null && opts.autoClose !== false && fds.has(fd)) close(fd);
+        callback(error);
       },
     });
     stream.path = path;
+    stream.bytesRead = 0;
+    stream.pending = false;
     return stream;
   };
   fs.createWriteStream = (path, options) => {
     const site = new Error();
     const { Writable } = load("node").stream;
-    const opts = typeof options === "string" ? { encoding: options } : options ?? {};
-    const append = typeof opts.flags === "string" && opts.flags.startsWith("a");
-    const pending = [];
+    const opts = streamOptions(options);
+    let fd = typeof opts.fd === "number" ? opts.fd : opts.fd?.fd ?? null;
+    let at = opts.start;
     let bytesWritten = 0;
     const stream = new Writable({
       defaultEncoding: opts.encoding ?? "utf8",
+      highWaterMark: opts.highWaterMark,
       construct(callback) {
-        // Node opens (and truncates) the file first.
+        // Node opens (and truncates, or appends to) the file first.
         try {
-          if (append) appendFile(path, "");
-          else writeFile(path, "");
+          if (fd === null) fd = open(path, opts.flags ?? "w");
           callback();
         } catch (error) {
           callback(calledAt(error, site));
         }
       },
-      write(data, _encoding, callback) {
-        pending.push(data);
-        bytesWritten += data.length;
-        callback();
-      },
-      final(callback) {
+      write(data, encoding, callback) {
         try {
-          const total = pending.reduce((n, c) => n + c.length, 0);
-          const joined = new Uint8Array(total);
-          let at = 0;
-          for (const c of pending) {
-            joined.set(c, at);
-            at += c.length;
-          }
-          pending.length = 0;
-          appendFile(path, joined);
+          const bytes = typeof data === "string" ? encode(data, encoding) : data;
+          const n = writeFd(descriptor(fd, "write", "write"), bytes, at ?? null);
+          if (at !== undefined) at += n;
+          bytesWritten += n;
           callback();
         } catch (error) {
           callback(calledAt(error, site));
         }
+      },
+      destroy(error, callback) {
+        if (fd !== null && opts.autoClose !== false && fds.has(fd)) close(fd);
+        callback(error);
       },
     });
     stream.path = path;
+    stream.pending = false;
     Object.defineProperty(stream, "bytesWritten", { get: () => bytesWritten });
+    stream.close = (callback) => {
+      if (callback) stream.once("close", callback);
+      stream.end();
+    };
     return stream;
   };
   fs.existsSync = exists;
@@ -657,14 +1060,40 @@
     }
   }
 
+  // The host seals the files this run wrote before its heap is kept: each
+  // becomes a manifest of stored chunks. Descriptors stay open across
+  // runs; one whose file was removed keeps nothing after the run.
+  function seal() {
+    for (const [path, e] of tree) {
+      if (e.dir || e.blob === undefined) continue;
+      const [key, sha] = io("close", path, () => disk.seal(e.blob));
+      delete e.blob;
+      if (key) {
+        e.key = key;
+        e.m = 1;
+        if (sha) e.sha = sha;
+      } else {
+        delete e.key;
+        e.size = 0;
+      }
+    }
+    for (const f of fds.values()) {
+      if (f.entry.blob !== undefined) {
+        f.entry.blob = undefined;
+        f.entry.size = 0;
+      }
+    }
+  }
+
   return {
     fs,
     promises,
     path,
     writeInputs,
-    // The tree for the host: [path, isDir, key, size, mtimeMs] rows.
-    entries: () => [...tree].map(([p, e]) => [p, e.dir, e.dir || !(e.size > 0) ? null : e.key, e.dir ? 0 : e.size, e.mtimeMs]),
-    // The keys of the files the tree has now (heaps of layer 3 call this).
-    keys: () => [...new Set([...tree.values()].filter((e) => !e.dir && e.size > 0).map((e) => e.key))],
+    seal,
+    // The tree for the host: [path, isDir, key, size, mtimeMs, chunked,
+    // sha] rows (sealed files only: the host asks after `seal`).
+    entries: () => [...tree].map(([p, e]) => [p, e.dir, e.dir || !(e.size > 0) ? null : e.key ?? null,
+      e.dir ? 0 : e.size, e.mtimeMs, !!e.m, e.sha ?? null]),
   };
 })

@@ -44,8 +44,8 @@ pub struct FileLimits {
 impl Default for FileLimits {
     fn default() -> Self {
         Self {
-            max_file_bytes: 10 * 1024 * 1024,
-            max_tree_bytes: 100 * 1024 * 1024,
+            max_file_bytes: 4096 * 1024 * 1024,
+            max_tree_bytes: 8192 * 1024 * 1024,
             max_files: 1000,
         }
     }
@@ -125,7 +125,7 @@ impl Capability for FilesRun {
     const FAMILY: Option<&'static Family> = Some(&Family {
         name: "fs",
         source: include_str!("fs.js"),
-        deps: &["node"],
+        deps: &["disk", "node"],
         natives,
         globals: &[],
         version: 3,
@@ -362,6 +362,14 @@ pub struct TreeEntry {
     pub size: u64,
     /// Last modified, Unix milliseconds.
     pub mtime_ms: f64,
+    /// `key` names a manifest of chunks (`crate::files::chunked`), not the
+    /// bytes stored whole (files of heaps made before chunking).
+    #[serde(default)]
+    pub chunked: bool,
+    /// The SHA-256 of the whole bytes, where known (a chunked file sealed
+    /// small enough; `key` itself for one stored whole).
+    #[serde(default)]
+    pub whole: Option<ContentKey>,
 }
 
 /// The tree of `/work` in the current context; empty when the heap never
@@ -377,29 +385,62 @@ pub(crate) fn tree(scope: &mut v8::PinScope<'_, '_>) -> Option<Vec<TreeEntry>> {
         let row = v8::Local::<v8::Array>::try_from(list.get_index(scope, i)?).ok()?;
         let field = |n: u32| row.get_index(scope, n);
         let (path, dir, key, size, mtime) = (field(0)?, field(1)?, field(2)?, field(3)?, field(4)?);
+        // Rows of an `fs` before chunking have five fields.
+        let chunked = row.length() > 5 && field(5)?.is_true();
+        let whole = match row.length() > 6 {
+            true => field(6)?,
+            false => v8::undefined(scope).into(),
+        };
+        let key_text = key
+            .is_string()
+            .then(|| key.to_rust_string_lossy(scope))
+            .and_then(|text| ContentKey::parse(&text));
+        let whole = match chunked {
+            true => whole
+                .is_string()
+                .then(|| whole.to_rust_string_lossy(scope))
+                .and_then(|text| ContentKey::parse(&text)),
+            false => key_text.clone(),
+        };
         tree.push(TreeEntry {
             path: path.to_rust_string_lossy(scope),
             dir: dir.is_true(),
-            key: key
-                .is_string()
-                .then(|| key.to_rust_string_lossy(scope))
-                .and_then(|text| ContentKey::parse(&text)),
+            key: key_text,
             size: size.number_value(scope).unwrap_or(0.0) as u64,
             mtime_ms: mtime.number_value(scope).unwrap_or(0.0),
+            chunked,
+            whole,
         });
     }
     Some(tree)
 }
 
-/// The keys of the files `/work` has as the run leaves it, when the run
-/// used `/work` at all (their bytes go into the run's result), and the
-/// path of each, for `display()`'s links.
-pub(crate) fn files_kept(scope: &mut v8::PinScope<'_, '_>) {
+/// Seals the files the run wrote (their chunks and manifests made, for
+/// the host to store before the heap: `super::disk`), then gathers the
+/// keys of the files `/work` has as the run leaves it, when the run used
+/// `/work` at all (bytes held in memory by an `fs` before the disk go into
+/// the run's result), and the path of each, for `display()`'s links.
+pub(crate) fn files_kept(scope: &mut v8::PinScope<'_, '_>) -> Result<(), String> {
     let mut kept = KeptFiles::default();
+    if let Some(seal) = fs_export(scope, "seal") {
+        let receiver = v8::undefined(scope).into();
+        v8::tc_scope!(let tc, scope);
+        seal.call(tc, receiver, &[]);
+        if let Some(exception) = tc.exception() {
+            return Err(error_from(tc, exception, None).message);
+        }
+    }
     if let Some(entries) = tree(scope) {
         for entry in entries {
-            if let Some(key) = entry.key.filter(|_| !entry.dir && entry.size > 0) {
-                kept.paths.entry(key.clone()).or_insert(entry.path);
+            if entry.dir || entry.size == 0 {
+                continue;
+            }
+            if let Some(whole) = entry.whole {
+                kept.paths
+                    .entry(whole)
+                    .or_insert_with(|| entry.path.clone());
+            }
+            if let Some(key) = entry.key.filter(|_| !entry.chunked) {
                 kept.keys.push(key);
             }
         }
@@ -422,6 +463,7 @@ pub(crate) fn files_kept(scope: &mut v8::PinScope<'_, '_>) {
     kept.keys.sort_unstable();
     kept.keys.dedup();
     scope.set_slot(kept);
+    Ok(())
 }
 
 /// Writes the call's input files into `/work`; an exception (a path

@@ -7,5 +7,6 @@
 //! (`host/fs`).
 
 pub(crate) mod builtins;
+pub(crate) mod digest;
 pub(crate) mod modules;
 pub(crate) mod process;

@@ -102,6 +102,7 @@
     stream: () => load("node").stream.Stream,
     "stream/promises": () => load("node").stream.promises,
     string_decoder: () => load("node").string_decoder,
+    readline: () => readline(),
     assert: () => load("node").assert,
     "assert/strict": () => load("node").assert.strict,
     process: () => globalThis.process,
@@ -111,6 +112,122 @@
     path: () => load("fs").path,
   };
   const builtinCache = new Map();
+
+  // node:readline's createInterface over a readable stream: lines as
+  // 'line' events and by `for await`, the way large files are read a line
+  // at a time. Lines end at "\n" or "\r\n". The input is paused while
+  // more than LINES_AHEAD lines wait for an iterator, so a large file is
+  // never read ahead into memory.
+  function readline() {
+    const EventEmitter = load("node").events;
+    const { StringDecoder } = load("node").string_decoder;
+    const LINES_AHEAD = 1024;
+    class Interface extends EventEmitter {
+      constructor(input) {
+        super();
+        this.input = input;
+        this.closed = false;
+        const decoder = new StringDecoder("utf8");
+        let rest = "";
+        const emit = (line) => this.emit("line", line.endsWith("\r") ? line.slice(0, -1) : line);
+        this._onData = (chunk) => {
+          rest += typeof chunk === "string" ? chunk : decoder.write(chunk);
+          let at;
+          while (!this.closed && (at = rest.indexOf("\n")) !== -1) {
+            const line = rest.slice(0, at);
+            rest = rest.slice(at + 1);
+            emit(line);
+          }
+        };
+        this._onEnd = () => {
+          rest += decoder.end();
+          if (rest.length && !this.closed) emit(rest);
+          rest = "";
+          this.close();
+        };
+        this._onError = (error) => this.emit("error", error);
+        input.on("data", this._onData);
+        input.on("end", this._onEnd);
+        input.on("error", this._onError);
+      }
+      close() {
+        if (this.closed) return;
+        this.closed = true;
+        this.input.off?.("data", this._onData);
+        this.input.off?.("end", this._onEnd);
+        this.input.pause?.();
+        this.emit("close");
+      }
+      pause() {
+        this.input.pause?.();
+        return this;
+      }
+      resume() {
+        this.input.resume?.();
+        return this;
+      }
+      [Symbol.asyncIterator]() {
+        const queue = [];
+        let waiting = null, done = false, failure = null;
+        const settle = () => {
+          if (!waiting) return;
+          const { resolve, reject } = waiting;
+          if (queue.length) {
+            waiting = null;
+            resolve({ value: queue.shift(), done: false });
+          } else if (failure) {
+            waiting = null;
+            reject(failure);
+          } else if (done) {
+            waiting = null;
+            resolve({ value: undefined, done: true });
+          }
+        };
+        this.on("line", (line) => {
+          queue.push(line);
+          if (queue.length > LINES_AHEAD) this.input.pause?.();
+          settle();
+        });
+        this.on("close", () => {
+          done = true;
+          settle();
+        });
+        this.on("error", (error) => {
+          failure = error;
+          settle();
+        });
+        const self = this;
+        return {
+          next() {
+            if (queue.length) {
+              const value = queue.shift();
+              if (queue.length < LINES_AHEAD / 2 && !self.closed) self.input.resume?.();
+              return Promise.resolve({ value, done: false });
+            }
+            if (failure) return Promise.reject(failure);
+            if (done) return Promise.resolve({ value: undefined, done: true });
+            if (!self.closed) self.input.resume?.();
+            return new Promise((resolve, reject) => {
+              waiting = { resolve, reject };
+            });
+          },
+          return() {
+            self.close();
+            return Promise.resolve({ value: undefined, done: true });
+          },
+          [Symbol.asyncIterator]() {
+            return this;
+          },
+        };
+      }
+    }
+    const createInterface = (input, ...rest) => {
+      const options = input && typeof input === "object" && "input" in input ? input : { input };
+      void rest;
+      return new Interface(options.input);
+    };
+    return { createInterface, Interface };
+  }
 
   // Node's crypto.randomFillSync over getRandomValues, which fills at most
   // 64 KiB a call.
@@ -137,6 +254,7 @@
     #name;
     #key;
     #chunks = [];
+    #running;
     #done = false;
     constructor(algorithm, key) {
       const wanted = String(algorithm).toLowerCase().replace(/^rsa-/, "");
@@ -153,18 +271,28 @@
     }
     update(data, encoding) {
       if (this.#done) throw new Error("Digest already called");
-      this.#chunks.push(bytesOf(data, encoding));
+      // A hash runs as data comes (so a stream of any size is hashed while
+      // holding none of it); an HMAC keeps its data until digest().
+      if (this.#key === undefined) {
+        this.#running ??= load("digest").start(this.#name);
+        load("digest").update(this.#running, bytesOf(data, encoding));
+      } else {
+        this.#chunks.push(bytesOf(data, encoding));
+      }
       return this;
     }
     digest(encoding) {
       if (this.#done) throw new Error("Digest already called");
       this.#done = true;
       const { Buffer } = load("node");
-      const data = Buffer.concat(this.#chunks);
-      const { sync } = load("crypto");
-      const out = Buffer.from(this.#key === undefined
-        ? sync.digest(this.#name, data)
-        : sync.hmac(this.#name, this.#key, data));
+      let out;
+      if (this.#key === undefined) {
+        const digests = load("digest");
+        out = Buffer.from(digests.finish(this.#running ?? digests.start(this.#name)));
+      } else {
+        const { sync } = load("crypto");
+        out = Buffer.from(sync.hmac(this.#name, this.#key, Buffer.concat(this.#chunks)));
+      }
       return encoding === undefined || encoding === "buffer" ? out : out.toString(encoding);
     }
   }

@@ -79,7 +79,7 @@ impl Capability for ModuleRun {
     const FAMILY: Option<&'static Family> = Some(&Family {
         name: "modules",
         source: include_str!("modules.js"),
-        deps: &["crypto", "fs", "node", "node_inspect"],
+        deps: &["crypto", "digest", "fs", "node", "node_inspect"],
         natives,
         // `$__mcpv8_import` is what a run's static `import` declarations
         // become (engine/run/repl.rs).

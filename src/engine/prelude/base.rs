@@ -45,8 +45,10 @@ impl Prelude {
             .map_err(|e| format!("reading {location}: {e}"))?;
         let prepared = typescript::prepare(&code, Language::Auto)
             .map_err(|e| format!("{location}: SyntaxError: {e}"))?;
-        let result = run(job(prepared.js)?).await?;
-        if !result.reports.files.is_empty() {
+        let mut result = run(job(prepared.js)?).await?;
+        let sealed = !result.reports.disk.objects.is_empty();
+        result.reports.disk.discard();
+        if !result.reports.files.is_empty() || sealed {
             // The prelude's heap is kept in memory, not stored: bytes of its
             // files would have nowhere to live.
             return Err(format!(

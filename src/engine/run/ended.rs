@@ -65,6 +65,21 @@ impl Classified {
         )
     }
 
+    /// A completed run whose `/work` files could not be sealed for storing
+    /// (the local disk failed or filled): failed, as no heap may name
+    /// bytes that were never stored.
+    pub(super) fn files_unsealed(why: &str) -> Self {
+        Self::Ended(
+            RunStatus::Failed,
+            RunError::new(
+                "StorageError",
+                format!(
+                    "the run completed, but the files it wrote to /work could not be prepared                      for storing ({why}); nothing was stored and the input heap is unchanged.                      Write less to /work in one call, or remove files you no longer need"
+                ),
+            ),
+        )
+    }
+
     /// After the allocator refused a buffer: V8's bare "Array buffer
     /// allocation failed" says nothing of why, so the error (or, when the
     /// code caught it, a warning) names the limit and what counts.

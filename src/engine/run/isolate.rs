@@ -93,9 +93,15 @@ pub(crate) fn run(
         {
             classified = Classified::unsnapshottable(&kept);
         }
+        if creator
+            && job.stateful
+            && classified.keeps_heap()
+            && let Err(why) = files_kept(scope)
+        {
+            classified = Classified::files_unsealed(&why);
+        }
         if creator {
             if classified.keeps_heap() && job.stateful {
-                files_kept(scope);
                 // A small heap's snapshot costs less than a fork: it is made
                 // here and restored for the next call, as before. A
                 // suspended run's is made here too: its answer names it.

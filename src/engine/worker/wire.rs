@@ -248,6 +248,8 @@ mod tests {
             dir: false,
             size: 0,
             mtime_ms: 1764121471348.582,
+            chunked: true,
+            whole: None,
         }]);
         result.reports.files = vec![(ContentKey::of(b"file"), Section::from(b"file".to_vec()))];
         result

@@ -3,6 +3,7 @@
 pub(crate) mod allocator;
 pub(crate) mod code_mode;
 pub(crate) mod code_mode_asks;
+pub(crate) mod disk;
 pub(crate) mod display;
 pub(crate) mod fetch;
 pub(crate) mod files;

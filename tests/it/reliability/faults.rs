@@ -47,6 +47,7 @@ fn faulty_server_within(
             packages: stores.packages,
             prelude: stores.prelude,
             files: stores.files,
+            scratch: stores.scratch,
             records: stores.records,
             tasks: stores.tasks,
             handoff: stores.handoff,

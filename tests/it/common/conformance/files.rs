@@ -20,6 +20,26 @@ pub async fn run_all(store: Arc<dyn FileStore>) {
     a_key_never_stored_is_none(store.as_ref()).await;
     tenants_do_not_see_each_others_files(store.as_ref()).await;
     concurrent_writers_of_the_same_bytes_both_succeed(store.clone()).await;
+    a_local_file_is_stored_under_its_key(store.as_ref()).await;
+}
+
+/// `put_file` stores a local file as `put` stores its bytes (the file may
+/// be moved), per tenant, idempotently.
+pub async fn a_local_file_is_stored_under_its_key(store: &dyn FileStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let alice = tenant("alice");
+    let bytes = b"a sealed chunk".to_vec();
+    let key = ContentKey::of(&bytes);
+    for round in 0..2 {
+        let path = dir.path().join(format!("chunk{round}"));
+        std::fs::write(&path, &bytes).unwrap();
+        store.put_file(&alice, &key, &path).await.unwrap();
+    }
+    assert_eq!(
+        store.get(&alice, &key).await.unwrap(),
+        Some(Bytes::from(bytes))
+    );
+    assert!(store.get(&tenant("bob"), &key).await.unwrap().is_none());
 }
 
 pub async fn bytes_round_trip_under_their_hash(store: &dyn FileStore) {

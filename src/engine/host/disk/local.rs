@@ -1,0 +1,844 @@
+//! A run's local disk: the files it writes, as files of a folder of its
+//! own under the scratch root, never in its memory. A file written this
+//! run is a *blob*: optionally a stored prefix (the chunks of the stored
+//! file it continues, so appending to a 1 GiB file fetches and stores
+//! only its last chunk) and a local tail. When the run's heap is kept,
+//! each blob the tree still names is *sealed*: cut into content-defined
+//! chunks, each compressed and named by the SHA-256 of its stored bytes,
+//! written beside the blobs (`out/`) with the file's manifest, for the
+//! host to store before the heap (docs/storage.md, "Files of /work").
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use sha2::{Digest, Sha256};
+
+use crate::backends::content::ContentKey;
+use crate::files::chunked::{self, FileChunk, FileManifest};
+
+/// Reads a stored object by key, as the run's file source does.
+pub(crate) type Fetch<'a> = &'a mut dyn FnMut(&ContentKey) -> Result<Option<Bytes>, String>;
+
+/// What went wrong, as a Node error code and the words after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DiskError {
+    pub code: &'static str,
+    pub hint: String,
+}
+
+impl DiskError {
+    fn new(code: &'static str, hint: impl Into<String>) -> Self {
+        Self {
+            code,
+            hint: hint.into(),
+        }
+    }
+
+    fn io(what: &str, e: std::io::Error) -> Self {
+        let code = match e.raw_os_error() {
+            Some(libc::ENOSPC) => "ENOSPC",
+            _ => "EIO",
+        };
+        Self::new(code, format!("{what}: {e}"))
+    }
+}
+
+type DiskResult<T> = Result<T, DiskError>;
+
+/// How many decompressed chunks a run keeps for its next reads (2 MiB at
+/// most each): a stream reads a chunk in many small pieces.
+const CACHED_CHUNKS: usize = 8;
+
+/// Chunks compressed at once when a blob is sealed, on rayon's cores.
+const SEAL_BATCH: usize = 16;
+
+/// Files sealed by a run no larger than this get the SHA-256 of their whole
+/// bytes, which `display()` links blocks to files by.
+pub(crate) const WHOLE_DIGEST_UP_TO: u64 = 32 * 1024 * 1024;
+
+/// A stored prefix of a blob.
+#[derive(Debug, Clone, Default)]
+struct Base {
+    chunks: Vec<FileChunk>,
+    offsets: Vec<u64>,
+    len: u64,
+}
+
+impl Base {
+    fn of(manifest: &FileManifest) -> Self {
+        Self {
+            offsets: manifest.offsets(),
+            chunks: manifest.chunks.clone(),
+            len: manifest.len,
+        }
+    }
+}
+
+/// One file written in this run.
+#[derive(Debug)]
+struct Blob {
+    base: Base,
+    /// The local bytes after the base.
+    file: File,
+    path: PathBuf,
+    tail: u64,
+}
+
+impl Blob {
+    fn size(&self) -> u64 {
+        self.base.len + self.tail
+    }
+}
+
+/// A sealed file: its manifest's key (`None` for an empty file) and, when
+/// small enough, the SHA-256 of its whole bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Sealed {
+    pub manifest: Option<ContentKey>,
+    pub whole: Option<ContentKey>,
+}
+
+/// A run's local disk.
+#[derive(Debug)]
+pub(crate) struct Disk {
+    root: Option<PathBuf>,
+    dir: Option<PathBuf>,
+    quota: u64,
+    next: u32,
+    blobs: HashMap<u32, Blob>,
+    used: u64,
+    manifests: HashMap<ContentKey, Arc<Base>>,
+    chunks: VecDeque<(ContentKey, Arc<Vec<u8>>)>,
+    whole: Option<(ContentKey, Bytes)>,
+    /// Objects written to `out/`, for the host to store.
+    sealed: Vec<ContentKey>,
+    sealed_set: HashSet<ContentKey>,
+}
+
+impl Disk {
+    /// A disk under `root` (a folder of the run's own is made on first
+    /// write), holding at most `quota` local bytes at once.
+    pub(crate) fn new(root: Option<PathBuf>, quota: u64) -> Self {
+        Self {
+            root,
+            dir: None,
+            quota,
+            next: 1,
+            blobs: HashMap::new(),
+            used: 0,
+            manifests: HashMap::new(),
+            chunks: VecDeque::new(),
+            whole: None,
+            sealed: Vec::new(),
+            sealed_set: HashSet::new(),
+        }
+    }
+
+    /// The run's folder, made now if need be.
+    fn dir(&mut self) -> DiskResult<PathBuf> {
+        if let Some(dir) = &self.dir {
+            return Ok(dir.clone());
+        }
+        let root = self.root.clone().ok_or_else(|| {
+            DiskError::new(
+                "EROFS",
+                "this server has no local disk for /work (no scratch directory is configured)",
+            )
+        })?;
+        let dir = root.join(uuid::Uuid::new_v4().simple().to_string());
+        std::fs::create_dir_all(dir.join("out"))
+            .map_err(|e| DiskError::io("making the run's scratch folder", e))?;
+        self.dir = Some(dir.clone());
+        Ok(dir)
+    }
+
+    fn blob(&mut self, id: u32) -> DiskResult<&mut Blob> {
+        self.blobs
+            .get_mut(&id)
+            .ok_or_else(|| DiskError::new("EBADF", format!("file {id} is not open in this run")))
+    }
+
+    /// Room for `more` local bytes, or ENOSPC naming the setting.
+    fn reserve(&mut self, more: u64) -> DiskResult<()> {
+        if self.used + more > self.quota {
+            return Err(DiskError::new(
+                "ENOSPC",
+                format!(
+                    "a run's files hold at most {} MiB of local disk at once (MCP_V8_RUN_DISK_MB); this run holds {} bytes and the write needs {more} more",
+                    self.quota / (1024 * 1024),
+                    self.used
+                ),
+            ));
+        }
+        self.used += more;
+        Ok(())
+    }
+
+    /// A new empty file.
+    pub(crate) fn create(&mut self) -> DiskResult<u32> {
+        self.with_base(Base::default())
+    }
+
+    fn with_base(&mut self, base: Base) -> DiskResult<u32> {
+        let dir = self.dir()?;
+        let id = self.next;
+        self.next += 1;
+        let path = dir.join(format!("b{id}"));
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| DiskError::io("making a local file", e))?;
+        self.blobs.insert(
+            id,
+            Blob {
+                base,
+                file,
+                path,
+                tail: 0,
+            },
+        );
+        Ok(id)
+    }
+
+    /// A file that continues the stored file `key` (a manifest when
+    /// `chunked`, else bytes stored whole, which are copied locally).
+    pub(crate) fn derive(
+        &mut self,
+        key: &ContentKey,
+        chunked: bool,
+        fetch: Fetch,
+    ) -> DiskResult<u32> {
+        if chunked {
+            let base = self.manifest(key, fetch)?;
+            return self.with_base((*base).clone());
+        }
+        let bytes = self.whole(key, fetch)?;
+        let id = self.create()?;
+        self.write(id, Some(0), &bytes, fetch)?;
+        Ok(id)
+    }
+
+    /// A copy of file `id`.
+    pub(crate) fn copy(&mut self, id: u32) -> DiskResult<u32> {
+        let (base, path, tail) = {
+            let blob = self.blob(id)?;
+            (blob.base.clone(), blob.path.clone(), blob.tail)
+        };
+        self.reserve(tail)?;
+        let copy = self.with_base(base).inspect_err(|_| self.used -= tail)?;
+        let to = self.blobs[&copy].path.clone();
+        if let Err(e) = std::fs::copy(&path, &to) {
+            self.remove(copy);
+            return Err(DiskError::io("copying a local file", e));
+        }
+        self.blobs.get_mut(&copy).expect("just made").tail = tail;
+        Ok(copy)
+    }
+
+    /// Forgets file `id` and frees its local bytes.
+    pub(crate) fn remove(&mut self, id: u32) {
+        if let Some(blob) = self.blobs.remove(&id) {
+            self.used -= blob.tail;
+            let _ = std::fs::remove_file(&blob.path);
+        }
+    }
+
+    /// The size of file `id`.
+    pub(crate) fn size(&mut self, id: u32) -> DiskResult<u64> {
+        Ok(self.blob(id)?.size())
+    }
+
+    /// Writes `bytes` at `at` (the end when `None`); the file's new size.
+    /// Checked before anything is written: a write the quota refuses
+    /// changes nothing.
+    pub(crate) fn write(
+        &mut self,
+        id: u32,
+        at: Option<u64>,
+        bytes: &[u8],
+        fetch: Fetch,
+    ) -> DiskResult<u64> {
+        let (base_len, size) = {
+            let blob = self.blob(id)?;
+            (blob.base.len, blob.size())
+        };
+        let at = at.unwrap_or(size);
+        if at < base_len && !bytes.is_empty() {
+            self.materialize(id, fetch)?;
+            return self.write(id, Some(at), bytes, fetch);
+        }
+        let end = at + bytes.len() as u64;
+        self.reserve(end.saturating_sub(size))?;
+        let blob = self.blobs.get_mut(&id).expect("checked above");
+        let local = at - blob.base.len;
+        if let Err(e) = blob.file.write_all_at(bytes, local) {
+            // What the write added is given back; bytes already there stay.
+            let _ = blob.file.set_len(blob.tail);
+            self.used -= end.saturating_sub(size);
+            return Err(DiskError::io("writing a local file", e));
+        }
+        blob.tail = blob.tail.max(end - blob.base.len);
+        Ok(blob.size())
+    }
+
+    /// Sets file `id`'s size to `len`, cutting or adding zeros.
+    pub(crate) fn truncate(&mut self, id: u32, len: u64, fetch: Fetch) -> DiskResult<()> {
+        let (base_len, size) = {
+            let blob = self.blob(id)?;
+            (blob.base.len, blob.size())
+        };
+        if len == 0 && base_len > 0 {
+            // Cut to nothing: the stored part is dropped, not fetched.
+            let blob = self.blobs.get_mut(&id).expect("checked above");
+            blob.base = Base::default();
+            let tail = blob.tail;
+            blob.tail = 0;
+            self.used -= tail;
+            return blob
+                .file
+                .set_len(0)
+                .map_err(|e| DiskError::io("resizing a local file", e));
+        }
+        if len < base_len {
+            self.materialize(id, fetch)?;
+            return self.truncate(id, len, fetch);
+        }
+        self.reserve(len.saturating_sub(size))?;
+        let blob = self.blobs.get_mut(&id).expect("checked above");
+        let tail = len - base_len;
+        if let Err(e) = blob.file.set_len(tail) {
+            self.used -= len.saturating_sub(size);
+            return Err(DiskError::io("resizing a local file", e));
+        }
+        self.used -= blob.tail.saturating_sub(tail);
+        blob.tail = tail;
+        Ok(())
+    }
+
+    /// Makes file `id` wholly local: a write or cut inside its stored part.
+    fn materialize(&mut self, id: u32, fetch: Fetch) -> DiskResult<()> {
+        let base_len = self.blob(id)?.base.len;
+        self.reserve(base_len)?;
+        let dir = self.dir()?;
+        let path = dir.join(format!("m{id}"));
+        let made = (|| {
+            let mut file = File::options()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .map_err(|e| DiskError::io("making a local file", e))?;
+            let base = self.blobs[&id].base.clone();
+            for chunk in &base.chunks {
+                let raw = self.chunk(chunk, fetch)?;
+                file.write_all(&raw)
+                    .map_err(|e| DiskError::io("writing a local file", e))?;
+            }
+            let blob = &self.blobs[&id];
+            let mut tail = vec![0; 1024 * 1024];
+            let mut at = 0;
+            while at < blob.tail {
+                let n = (blob.tail - at).min(tail.len() as u64) as usize;
+                blob.file
+                    .read_exact_at(&mut tail[..n], at)
+                    .map_err(|e| DiskError::io("reading a local file", e))?;
+                file.write_all(&tail[..n])
+                    .map_err(|e| DiskError::io("writing a local file", e))?;
+                at += n as u64;
+            }
+            Ok(file)
+        })();
+        let file = match made {
+            Ok(file) => file,
+            Err(e) => {
+                self.used -= base_len;
+                let _ = std::fs::remove_file(&path);
+                return Err(e);
+            }
+        };
+        let blob = self.blobs.get_mut(&id).expect("checked above");
+        let _ = std::fs::remove_file(&blob.path);
+        std::fs::rename(&path, &blob.path)
+            .map_err(|e| DiskError::io("renaming a local file", e))?;
+        blob.file = file;
+        blob.tail += base_len;
+        blob.base = Base::default();
+        Ok(())
+    }
+
+    /// Up to `len` bytes of file `id` from `at`.
+    pub(crate) fn read(&mut self, id: u32, at: u64, len: u64, fetch: Fetch) -> DiskResult<Vec<u8>> {
+        let (base, size) = {
+            let blob = self.blob(id)?;
+            (blob.base.clone(), blob.size())
+        };
+        let end = size.min(at.saturating_add(len));
+        if at >= end {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::with_capacity((end - at) as usize);
+        if at < base.len {
+            self.read_base(&base, at, end.min(base.len), &mut out, fetch)?;
+        }
+        if end > base.len {
+            let from = at.max(base.len);
+            let blob = &self.blobs[&id];
+            let start = out.len();
+            out.resize(start + (end - from) as usize, 0);
+            blob.file
+                .read_exact_at(&mut out[start..], from - base.len)
+                .map_err(|e| DiskError::io("reading a local file", e))?;
+        }
+        Ok(out)
+    }
+
+    /// Up to `len` bytes from `at` of the stored file `key`.
+    pub(crate) fn read_stored(
+        &mut self,
+        key: &ContentKey,
+        chunked: bool,
+        at: u64,
+        len: u64,
+        fetch: Fetch,
+    ) -> DiskResult<Vec<u8>> {
+        if !chunked {
+            let bytes = self.whole(key, fetch)?;
+            let start = (at as usize).min(bytes.len());
+            let end = (at.saturating_add(len) as usize).min(bytes.len());
+            return Ok(bytes[start..end].to_vec());
+        }
+        let base = self.manifest(key, fetch)?;
+        let end = base.len.min(at.saturating_add(len));
+        let mut out = Vec::with_capacity(end.saturating_sub(at) as usize);
+        if at < end {
+            self.read_base(&base, at, end, &mut out, fetch)?;
+        }
+        Ok(out)
+    }
+
+    /// Bytes `at..end` of a stored prefix, appended to `out`.
+    fn read_base(
+        &mut self,
+        base: &Base,
+        at: u64,
+        end: u64,
+        out: &mut Vec<u8>,
+        fetch: Fetch,
+    ) -> DiskResult<()> {
+        let first = base.offsets.partition_point(|&o| o <= at).saturating_sub(1);
+        for (chunk, &start) in base.chunks.iter().zip(&base.offsets).skip(first) {
+            if start >= end {
+                break;
+            }
+            let raw = self.chunk(chunk, fetch)?;
+            let from = at.max(start) - start;
+            let to = (end.min(start + u64::from(chunk.len)) - start) as usize;
+            out.extend_from_slice(&raw[from as usize..to]);
+        }
+        Ok(())
+    }
+
+    fn missing(what: &str, key: &ContentKey) -> DiskError {
+        DiskError::new(
+            "EIO",
+            format!(
+                "the file's {what} {key} is missing from the store (it may have expired with its heap)"
+            ),
+        )
+    }
+
+    fn object(key: &ContentKey, what: &str, fetch: Fetch) -> DiskResult<Bytes> {
+        fetch(key)
+            .map_err(|why| DiskError::new("EIO", format!("reading the file failed: {why}")))?
+            .ok_or_else(|| Self::missing(what, key))
+    }
+
+    fn manifest(&mut self, key: &ContentKey, fetch: Fetch) -> DiskResult<Arc<Base>> {
+        if let Some(base) = self.manifests.get(key) {
+            return Ok(base.clone());
+        }
+        let bytes = Self::object(key, "manifest", fetch)?;
+        let manifest = FileManifest::decode(&bytes).map_err(|why| {
+            DiskError::new(
+                "EIO",
+                format!("the file's manifest {key} is damaged: {why}"),
+            )
+        })?;
+        let base = Arc::new(Base::of(&manifest));
+        self.manifests.insert(key.clone(), base.clone());
+        Ok(base)
+    }
+
+    fn chunk(&mut self, chunk: &FileChunk, fetch: Fetch) -> DiskResult<Arc<Vec<u8>>> {
+        if let Some(at) = self.chunks.iter().position(|(k, _)| *k == chunk.key) {
+            let hit = self.chunks.remove(at).expect("found");
+            self.chunks.push_front(hit.clone());
+            return Ok(hit.1);
+        }
+        let stored = Self::object(&chunk.key, "chunk", fetch)?;
+        let raw = Arc::new(
+            chunked::decompress(chunk, &stored).map_err(|why| DiskError::new("EIO", why))?,
+        );
+        self.chunks.push_front((chunk.key.clone(), raw.clone()));
+        self.chunks.truncate(CACHED_CHUNKS);
+        Ok(raw)
+    }
+
+    fn whole(&mut self, key: &ContentKey, fetch: Fetch) -> DiskResult<Bytes> {
+        if let Some((held, bytes)) = &self.whole
+            && held == key
+        {
+            return Ok(bytes.clone());
+        }
+        let bytes = Self::object(key, "contents", fetch)?;
+        self.whole = Some((key.clone(), bytes.clone()));
+        Ok(bytes)
+    }
+
+    /// Cuts file `id` into stored chunks and its manifest (written to
+    /// `out/`, for the host to store) and forgets its local bytes.
+    pub(crate) fn seal(&mut self, id: u32, fetch: Fetch) -> DiskResult<Sealed> {
+        let (base, tail, path) = {
+            let blob = self.blob(id)?;
+            (blob.base.clone(), blob.tail, blob.path.clone())
+        };
+        if base.len + tail == 0 {
+            self.remove(id);
+            return Ok(Sealed {
+                manifest: None,
+                whole: None,
+            });
+        }
+        // An append keeps the stored chunks but the last, which is cut
+        // again with the new bytes; a file with nothing stored is cut whole.
+        let mut chunks: Vec<FileChunk> = Vec::new();
+        let mut head: Vec<u8> = Vec::new();
+        if let Some((last, kept)) = base.chunks.split_last() {
+            if tail == 0 {
+                chunks = base.chunks.clone();
+            } else {
+                chunks.extend_from_slice(kept);
+                head = self.chunk(last, fetch)?.to_vec();
+            }
+        }
+        let mut whole = (base.chunks.is_empty() && tail <= WHOLE_DIGEST_UP_TO).then(Sha256::new);
+        if tail > 0 {
+            let file = File::open(&path).map_err(|e| DiskError::io("reading a local file", e))?;
+            let source = std::io::Cursor::new(head).chain(file.take(tail));
+            let cuts = fastcdc::v2020::StreamCDC::new(
+                source,
+                chunked::MIN_CHUNK,
+                chunked::AVG_CHUNK,
+                chunked::MAX_CHUNK,
+            );
+            let mut batch = Vec::with_capacity(SEAL_BATCH);
+            for cut in cuts {
+                let cut =
+                    cut.map_err(|e| DiskError::new("EIO", format!("reading a local file: {e}")))?;
+                if let Some(hash) = &mut whole {
+                    hash.update(&cut.data);
+                }
+                batch.push(cut.data);
+                if batch.len() == SEAL_BATCH {
+                    self.store_chunks(&mut batch, &mut chunks)?;
+                }
+            }
+            self.store_chunks(&mut batch, &mut chunks)?;
+        }
+        let manifest = FileManifest::of(chunks).encode();
+        let key = ContentKey::of(&manifest);
+        self.put_out(&key, &manifest)?;
+        self.remove(id);
+        Ok(Sealed {
+            manifest: Some(key),
+            whole: whole.map(|hash| {
+                ContentKey::parse(&hex::encode(hash.finalize())).expect("a digest is a key")
+            }),
+        })
+    }
+
+    /// Compresses `batch` in parallel, writes what `out/` lacks, names
+    /// each chunk in `chunks`.
+    fn store_chunks(
+        &mut self,
+        batch: &mut Vec<Vec<u8>>,
+        chunks: &mut Vec<FileChunk>,
+    ) -> DiskResult<()> {
+        use rayon::prelude::*;
+        let stored: Vec<(Bytes, u32)> = batch
+            .par_iter()
+            .map(|raw| (chunked::compress(raw), raw.len() as u32))
+            .collect();
+        batch.clear();
+        for (bytes, len) in stored {
+            let key = ContentKey::of(&bytes);
+            self.put_out(&key, &bytes)?;
+            chunks.push(FileChunk { key, len });
+        }
+        Ok(())
+    }
+
+    fn put_out(&mut self, key: &ContentKey, bytes: &[u8]) -> DiskResult<()> {
+        if self.sealed_set.contains(key) {
+            return Ok(());
+        }
+        let dir = self.dir()?;
+        std::fs::write(dir.join("out").join(key.as_str()), bytes)
+            .map_err(|e| DiskError::io("writing a sealed chunk", e))?;
+        self.sealed_set.insert(key.clone());
+        self.sealed.push(key.clone());
+        Ok(())
+    }
+
+    /// Ends the disk: the local files go; what was sealed stays in the
+    /// run's folder for the host, which removes the folder once stored
+    /// ([`Kept::dir`]).
+    pub(crate) fn finish(mut self) -> Kept {
+        for id in self.blobs.keys().copied().collect::<Vec<_>>() {
+            self.remove(id);
+        }
+        let dir = self.dir.take();
+        if self.sealed.is_empty() {
+            if let Some(dir) = &dir {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            return Kept::default();
+        }
+        Kept {
+            dir,
+            objects: std::mem::take(&mut self.sealed),
+        }
+    }
+}
+
+impl Drop for Disk {
+    // A run that ends without `finish` (its isolate thrown away) leaves
+    // nothing behind.
+    fn drop(&mut self) {
+        if let Some(dir) = self.dir.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// What a run sealed: objects in `<dir>/out/`, by key, to be stored before
+/// its heap; then the folder is removed.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct Kept {
+    /// The run's scratch folder.
+    pub dir: Option<PathBuf>,
+    /// The sealed objects' keys.
+    pub objects: Vec<ContentKey>,
+}
+
+impl Kept {
+    /// Where the object `key` waits.
+    pub fn path_of(&self, key: &ContentKey) -> Option<PathBuf> {
+        self.dir
+            .as_ref()
+            .map(|dir| dir.join("out").join(key.as_str()))
+    }
+
+    /// Removes the run's folder (after its objects are stored, or when
+    /// they never will be).
+    pub fn discard(&mut self) {
+        self.objects.clear();
+        if let Some(dir) = self.dir.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// Empties the scratch root `root` of folders left by runs of an earlier
+/// process (a crash, a kill): called once when a server starts on it.
+pub fn sweep_scratch(root: &Path) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let removed = if path.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        if let Err(e) = removed {
+            tracing::warn!(path = %path.display(), error = %e, "could not remove a run's leftover scratch files");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Stored objects in memory, read as a run's file source would.
+    #[derive(Default)]
+    struct Objects(HashMap<ContentKey, Bytes>, usize);
+
+    impl Objects {
+        fn store(&mut self, disk: &Kept) {
+            for key in &disk.objects {
+                let bytes = std::fs::read(disk.path_of(key).unwrap()).unwrap();
+                assert_eq!(ContentKey::of(&bytes), *key);
+                self.0.insert(key.clone(), bytes.into());
+            }
+        }
+        fn fetch(&mut self) -> impl FnMut(&ContentKey) -> Result<Option<Bytes>, String> + '_ {
+            |key| {
+                self.1 += 1;
+                Ok(self.0.get(key).cloned())
+            }
+        }
+    }
+
+    fn data(len: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x % 61 + 32) as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_file_written_sealed_and_appended_to_keeps_its_bytes_and_most_chunks() {
+        let root = tempfile::tempdir().unwrap();
+        let mut objects = Objects::default();
+        let bytes = data(9 * 1024 * 1024, 3);
+        let mut disk = Disk::new(Some(root.path().into()), 64 << 20);
+        let id = disk.create().unwrap();
+        for piece in bytes.chunks(1 << 20) {
+            disk.write(id, None, piece, &mut objects.fetch()).unwrap();
+        }
+        assert_eq!(
+            disk.read(id, 5, 10, &mut objects.fetch()).unwrap(),
+            bytes[5..15]
+        );
+        let sealed = disk.seal(id, &mut objects.fetch()).unwrap();
+        let key = sealed.manifest.unwrap();
+        assert_eq!(sealed.whole, Some(ContentKey::of(&bytes)));
+        let mut kept = disk.finish();
+        objects.store(&kept);
+        kept.discard();
+        let first = objects.0.len();
+        assert!(first > 4, "9 MiB is several chunks, got {first} objects");
+
+        // A later run appends a line: one chunk or two are new.
+        let mut disk = Disk::new(Some(root.path().into()), 64 << 20);
+        let id = disk.derive(&key, true, &mut objects.fetch()).unwrap();
+        assert_eq!(disk.size(id).unwrap(), bytes.len() as u64);
+        disk.write(id, None, b"one more line\n", &mut objects.fetch())
+            .unwrap();
+        let middle = disk.read(id, 4_000_000, 100, &mut objects.fetch()).unwrap();
+        assert_eq!(middle, bytes[4_000_000..4_000_100]);
+        let appended = disk
+            .seal(id, &mut objects.fetch())
+            .unwrap()
+            .manifest
+            .unwrap();
+        let mut kept = disk.finish();
+        let added: Vec<_> = kept
+            .objects
+            .iter()
+            .filter(|k| !objects.0.contains_key(k))
+            .cloned()
+            .collect();
+        assert!(
+            added.len() <= 3,
+            "an append stores its manifest and a chunk or two, got {}",
+            added.len()
+        );
+        objects.store(&kept);
+        kept.discard();
+        let mut expected = bytes.clone();
+        expected.extend_from_slice(b"one more line\n");
+        let mut disk = Disk::new(Some(root.path().into()), 64 << 20);
+        let all = disk
+            .read_stored(&appended, true, 0, u64::MAX, &mut objects.fetch())
+            .unwrap();
+        assert_eq!(all, expected);
+        // A write in the middle of the stored part brings the file local.
+        let id = disk.derive(&appended, true, &mut objects.fetch()).unwrap();
+        disk.write(id, Some(10), b"XY", &mut objects.fetch())
+            .unwrap();
+        expected[10..12].copy_from_slice(b"XY");
+        assert_eq!(
+            disk.read(id, 0, u64::MAX, &mut objects.fetch()).unwrap(),
+            expected
+        );
+        disk.truncate(id, 100, &mut objects.fetch()).unwrap();
+        assert_eq!(
+            disk.read(id, 0, u64::MAX, &mut objects.fetch()).unwrap(),
+            expected[..100]
+        );
+        drop(disk);
+        assert_eq!(
+            std::fs::read_dir(root.path()).unwrap().count(),
+            0,
+            "nothing left"
+        );
+    }
+
+    #[test]
+    fn a_write_past_the_quota_is_refused_and_changes_nothing() {
+        let root = tempfile::tempdir().unwrap();
+        let mut objects = Objects::default();
+        let mut disk = Disk::new(Some(root.path().into()), 1 << 20);
+        let id = disk.create().unwrap();
+        disk.write(id, None, &[1; 1000], &mut objects.fetch())
+            .unwrap();
+        let refused = disk
+            .write(id, None, &vec![2; 1 << 20], &mut objects.fetch())
+            .unwrap_err();
+        assert_eq!(refused.code, "ENOSPC");
+        assert!(
+            refused.hint.contains("MCP_V8_RUN_DISK_MB"),
+            "{}",
+            refused.hint
+        );
+        assert_eq!(disk.size(id).unwrap(), 1000);
+        // Removing a file gives its room back.
+        disk.remove(id);
+        let id = disk.create().unwrap();
+        disk.write(id, None, &vec![3; 1 << 20], &mut objects.fetch())
+            .unwrap();
+        assert_eq!(disk.finish().objects.len(), 0);
+        assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_missing_chunk_is_an_eio_that_names_it() {
+        let root = tempfile::tempdir().unwrap();
+        let mut objects = Objects::default();
+        let mut disk = Disk::new(Some(root.path().into()), 64 << 20);
+        let id = disk.create().unwrap();
+        disk.write(id, None, &data(3 << 20, 9), &mut objects.fetch())
+            .unwrap();
+        let key = disk
+            .seal(id, &mut objects.fetch())
+            .unwrap()
+            .manifest
+            .unwrap();
+        let kept = disk.finish();
+        objects.store(&kept);
+        let chunk = kept.objects.iter().find(|k| **k != key).unwrap().clone();
+        objects.0.remove(&chunk);
+        let mut disk = Disk::new(Some(root.path().into()), 64 << 20);
+        let error = disk
+            .read_stored(&key, true, 0, u64::MAX, &mut objects.fetch())
+            .unwrap_err();
+        assert_eq!(error.code, "EIO");
+        assert!(error.hint.contains(chunk.as_str()), "{}", error.hint);
+    }
+}
