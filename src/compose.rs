@@ -163,10 +163,13 @@ impl Stores {
             (Some(_), None) => {
                 let records = DirFileStore::records(data_dir.join("records"));
                 keep_records_retention(records.clone(), config.stores.execution_ttl_secs);
-                (
-                    Some(Arc::new(DirFileStore::new(data_dir.join("work")))),
-                    Some(Arc::new(records)),
-                )
+                let work = DirFileStore::new(data_dir.join("work"));
+                keep_files_collected(
+                    work.clone(),
+                    data_dir.join("heaps"),
+                    config.stores.heap_retention_days,
+                );
+                (Some(Arc::new(work)), Some(Arc::new(records)))
             }
         };
         // One process owns its scratch folder (the data directory's lock,
@@ -272,6 +275,29 @@ fn keep_retention(store: FileHeapStore, days: u64) {
                 days,
                 "removed heaps past MCP_V8_HEAP_RETENTION_DAYS"
             );
+        }
+        Ok(())
+    });
+}
+
+/// Collects the embedded store's `/work` objects no retained heap names,
+/// now and every hour, when heaps expire at all (`days`): a heap's record
+/// goes with the heap, then what no record names. An hour's grace covers
+/// the objects of a heap being stored.
+fn keep_files_collected(store: DirFileStore, heaps: PathBuf, days: u64) {
+    if days == 0 {
+        return;
+    }
+    every_hour("/work files' collection", move || {
+        let kept = |tenant: &crate::tenant::Tenant, heap: &str| {
+            heaps
+                .join(tenant.heap_folder().unwrap_or_default())
+                .join(heap)
+                .exists()
+        };
+        let removed = store.collect(&kept, std::time::Duration::from_secs(3600))?;
+        if removed > 0 {
+            tracing::info!(removed, "removed /work file objects no retained heap names");
         }
         Ok(())
     });

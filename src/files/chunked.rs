@@ -222,6 +222,48 @@ pub async fn read_all(
     Ok(Bytes::from(out))
 }
 
+/// Bytes `start..end` (clamped to the file) of the file `key` names,
+/// fetching only the chunks they cover.
+pub async fn read_range(
+    store: &dyn FileStore,
+    tenant: &Tenant,
+    key: &ContentKey,
+    chunked: bool,
+    start: u64,
+    end: u64,
+) -> Result<Bytes, ReadError> {
+    let object = |what: &'static str, key: &ContentKey| {
+        let key = key.clone();
+        async move {
+            store
+                .get(tenant, &key)
+                .await?
+                .ok_or(ReadError::Missing { what, key })
+        }
+    };
+    if !chunked {
+        let bytes = object("file", key).await?;
+        let end = (end as usize).min(bytes.len());
+        return Ok(bytes.slice((start as usize).min(end)..end));
+    }
+    let manifest =
+        FileManifest::decode(&object("manifest", key).await?).map_err(ReadError::Damaged)?;
+    let end = end.min(manifest.len);
+    let mut out = Vec::with_capacity(end.saturating_sub(start) as usize);
+    for (chunk, at) in manifest.chunks.iter().zip(manifest.offsets()) {
+        let stop = at + u64::from(chunk.len);
+        if stop <= start || at >= end {
+            continue;
+        }
+        let raw =
+            decompress(chunk, &object("chunk", &chunk.key).await?).map_err(ReadError::Damaged)?;
+        let from = start.max(at) - at;
+        let to = end.min(stop) - at;
+        out.extend_from_slice(&raw[from as usize..to as usize]);
+    }
+    Ok(Bytes::from(out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,7 @@
 //! File bytes in a directory: `<dir>/<key>` for the anonymous tenant,
 //! `<dir>/tenants/<id>/<key>` for the others (the heaps' layout).
 
+use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -69,6 +70,119 @@ impl DirFileStore {
         Ok(removed)
     }
 
+    /// Records that the heap `heap` of `tenant` names `keys` (its `/work`
+    /// files' manifests, or bytes stored whole), synced, for
+    /// [`Self::collect`]; the manifests named are marked as just used, so a
+    /// collection that runs before the record is read keeps them.
+    pub fn write_names(&self, tenant: &Tenant, heap: &str, keys: &[ContentKey]) -> io::Result<()> {
+        let names = self.dir.join(NAMES);
+        if !names.join(SINCE).exists() {
+            std::fs::create_dir_all(&names)?;
+            match std::fs::File::create_new(names.join(SINCE)) {
+                Ok(file) => file.sync_all()?,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let folder = names.join(tenant.heap_folder().unwrap_or_default());
+        let text: String = keys.iter().map(|k| format!("{k}\n")).collect();
+        write_atomically(&folder.join(heap), text.as_bytes())?;
+        let now = std::time::SystemTime::now();
+        for key in keys {
+            if let Ok(file) = std::fs::File::options()
+                .write(true)
+                .open(self.path_of(tenant, key))
+            {
+                file.set_modified(now)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the file objects no retained heap names: a heap's record
+    /// ([`Self::write_names`]) goes once `heap_kept` says the heap is gone,
+    /// then every object is removed that no remaining record names, is
+    /// named by no kept manifest, was stored after the first record was
+    /// ever written (objects of heaps from before are kept: no record
+    /// names them) and is older than `grace` (an object stored for a heap
+    /// that is being stored now is not named yet). How many it removed.
+    pub fn collect(
+        &self,
+        heap_kept: &dyn Fn(&Tenant, &str) -> bool,
+        grace: std::time::Duration,
+    ) -> io::Result<usize> {
+        let names = self.dir.join(NAMES);
+        let Ok(since) = std::fs::metadata(names.join(SINCE)).and_then(|m| m.modified()) else {
+            return Ok(0);
+        };
+        let young = std::time::SystemTime::now()
+            .checked_sub(grace)
+            .unwrap_or(std::time::UNIX_EPOCH);
+        let mut removed = 0;
+        for (tenant, folder) in self.folders()? {
+            let mut live: HashSet<String> = HashSet::new();
+            let records = names.join(tenant.heap_folder().unwrap_or_default());
+            for entry in read_dir_or_empty(&records)? {
+                let entry = entry?;
+                let heap = entry.file_name().to_string_lossy().into_owned();
+                if !entry.metadata()?.is_file() || heap.starts_with('.') {
+                    continue;
+                }
+                if heap_kept(&tenant, &heap) {
+                    let text = std::fs::read_to_string(entry.path())?;
+                    live.extend(text.lines().map(str::to_owned));
+                } else {
+                    std::fs::remove_file(entry.path())?;
+                }
+            }
+            // Objects kept: named, young, or from before any record; then
+            // the chunks every kept manifest names.
+            let mut objects = Vec::new();
+            let mut kept_chunks: HashSet<String> = HashSet::new();
+            for entry in read_dir_or_empty(&folder)? {
+                let entry = entry?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let meta = entry.metadata()?;
+                if !meta.is_file() || ContentKey::parse(&name).is_none() {
+                    continue;
+                }
+                let modified = meta.modified()?;
+                let kept = live.contains(&name) || modified >= young || modified < since;
+                if kept
+                    && let Ok(bytes) = std::fs::read(entry.path())
+                    && let Ok(manifest) = super::chunked::FileManifest::decode(&bytes)
+                {
+                    kept_chunks.extend(manifest.chunks.iter().map(|c| c.key.to_string()));
+                }
+                objects.push((entry.path(), name, kept));
+            }
+            for (path, name, kept) in objects {
+                if kept || kept_chunks.contains(&name) {
+                    continue;
+                }
+                match std::fs::remove_file(&path) {
+                    Ok(()) => removed += 1,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Each tenant's folder of objects: the anonymous one and `tenants/*`.
+    fn folders(&self) -> io::Result<Vec<(Tenant, PathBuf)>> {
+        let mut folders = vec![(Tenant::anonymous(), self.dir.clone())];
+        for entry in read_dir_or_empty(&self.dir.join("tenants"))? {
+            let entry = entry?;
+            let id = entry.file_name().to_string_lossy().into_owned();
+            if let Some(tenant) = Tenant::from_id(&id) {
+                folders.push((tenant, entry.path()));
+            }
+        }
+        Ok(folders)
+    }
+
     /// Where `key` of `tenant` lives.
     pub fn path_of(&self, tenant: &Tenant, key: &ContentKey) -> PathBuf {
         match tenant.heap_folder() {
@@ -83,6 +197,20 @@ impl DirFileStore {
             key: key.to_owned(),
             source: Box::new(source),
         }
+    }
+}
+
+/// Where heaps' records of the files they name live, beside the objects.
+const NAMES: &str = "names";
+/// Made with the first record: objects older than it belong to heaps from
+/// before records, which no record names.
+const SINCE: &str = ".since";
+
+fn read_dir_or_empty(dir: &Path) -> io::Result<Vec<io::Result<std::fs::DirEntry>>> {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => Ok(entries.collect()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
     }
 }
 
@@ -157,6 +285,20 @@ impl FileStore for DirFileStore {
         .map_err(|e| Self::backend(&written, e))
     }
 
+    async fn name_heap(
+        &self,
+        tenant: &Tenant,
+        heap: &str,
+        keys: &[ContentKey],
+    ) -> Result<(), FileStoreError> {
+        let (store, tenant, heap_key, keys) =
+            (self.clone(), tenant.clone(), heap.to_owned(), keys.to_vec());
+        tokio::task::spawn_blocking(move || store.write_names(&tenant, &heap_key, &keys))
+            .await
+            .map_err(|e| Self::backend(heap, io::Error::other(e)))?
+            .map_err(|e| Self::backend(heap, e))
+    }
+
     async fn get(
         &self,
         tenant: &Tenant,
@@ -177,6 +319,80 @@ impl FileStore for DirFileStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file named only by a heap that is gone is collected, chunks and
+    /// manifest; one a retained heap names stays, and so do objects from
+    /// before any record (heaps made before records name them).
+    #[tokio::test]
+    async fn objects_no_retained_heap_names_are_collected() {
+        use crate::files::chunked::{FileChunk, FileManifest, compress};
+        let dir = tempfile::tempdir().unwrap();
+        let store = DirFileStore::new(dir.path());
+        let alice = Tenant::of_principal("alice");
+        let legacy = store
+            .put(&alice, &Bytes::from_static(b"old whole file"))
+            .await
+            .unwrap();
+        let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(86_400);
+        std::fs::File::options()
+            .write(true)
+            .open(store.path_of(&alice, &legacy))
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
+        let (kept_heap, gone_heap) = ("a".repeat(64), "b".repeat(64));
+        store.write_names(&alice, &kept_heap, &[]).unwrap();
+        let file = |raw: &'static [u8]| {
+            let stored = compress(raw);
+            let chunk = FileChunk {
+                key: ContentKey::of(&stored),
+                len: raw.len() as u32,
+            };
+            let manifest = Bytes::from(FileManifest::of(vec![chunk.clone()]).encode());
+            (stored, chunk.key, manifest)
+        };
+        let (kept_chunk, kept_chunk_key, kept_manifest) = file(b"kept file");
+        let (gone_chunk, gone_chunk_key, gone_manifest) = file(b"gone file");
+        let mut keys = Vec::new();
+        for bytes in [kept_chunk, kept_manifest, gone_chunk, gone_manifest] {
+            keys.push(store.put(&alice, &bytes).await.unwrap());
+        }
+        store
+            .write_names(&alice, &kept_heap, &[keys[1].clone()])
+            .unwrap();
+        store
+            .write_names(&alice, &gone_heap, &[keys[3].clone()])
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let removed = store
+            .collect(&|_, heap| heap == kept_heap, std::time::Duration::ZERO)
+            .unwrap();
+        assert_eq!(removed, 2, "the gone file's chunk and manifest");
+        for key in [&kept_chunk_key, &keys[1], &legacy] {
+            assert!(
+                store.get(&alice, key).await.unwrap().is_some(),
+                "{key} stays"
+            );
+        }
+        for key in [&gone_chunk_key, &keys[3]] {
+            assert!(
+                store.get(&alice, key).await.unwrap().is_none(),
+                "{key} is collected"
+            );
+        }
+        // Within the grace, nothing unnamed goes.
+        let young = store
+            .put(&alice, &Bytes::from_static(b"being stored"))
+            .await
+            .unwrap();
+        store
+            .collect(
+                &|_, heap| heap == kept_heap,
+                std::time::Duration::from_secs(3600),
+            )
+            .unwrap();
+        assert!(store.get(&alice, &young).await.unwrap().is_some());
+    }
 
     /// A records store's bytes put again count their age from then, and
     /// the sweep removes only what is older than its bound.

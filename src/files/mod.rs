@@ -67,6 +67,19 @@ pub trait FileStore: Send + Sync + fmt::Debug + 'static {
     /// The bytes stored under `key` in `tenant`'s namespace, verified.
     async fn get(&self, tenant: &Tenant, key: &ContentKey)
     -> Result<Option<Bytes>, FileStoreError>;
+    /// Records that the stored heap `heap` of `tenant` names the file
+    /// objects `keys` (its files' manifests), for a store that collects
+    /// objects no retained heap names (the directory store); others keep
+    /// every object and record nothing.
+    async fn name_heap(
+        &self,
+        tenant: &Tenant,
+        heap: &str,
+        keys: &[ContentKey],
+    ) -> Result<(), FileStoreError> {
+        let _ = (tenant, heap, keys);
+        Ok(())
+    }
     /// Stores the local file at `path`, whose bytes the caller computed
     /// `key` of, as [`put`](FileStore::put) would store them; the store
     /// may move the file rather than copy it. Reads verify as always.

@@ -101,6 +101,7 @@ pub const ENGINE_BUILTINS: &[&str] = &[
     "stream",
     "stream/promises",
     "string_decoder",
+    "readline",
     "assert",
     "assert/strict",
     "process",

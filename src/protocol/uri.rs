@@ -124,6 +124,9 @@ pub enum Resource {
         heap: String,
         /// `/work` or a path under it; never `.`, `..` or an empty segment.
         path: String,
+        /// `?page=N` of a large file (`Some(0)` for a page that is not a
+        /// positive number, which no file has).
+        page: Option<usize>,
     },
     /// The log of the session of this (decoded) name.
     SessionLog(String),
@@ -154,6 +157,11 @@ pub enum Resource {
 /// What `uri` names, when it is one of this server's resource URIs.
 pub fn parse(uri: &str) -> Option<Resource> {
     if let Some(rest) = uri.strip_prefix(HEAPS) {
+        let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let page = match query {
+            "" => None,
+            query => Some(query.strip_prefix("page=")?.parse().unwrap_or(0)),
+        };
         let (heap, path) = rest.split_once(FILES).or_else(|| {
             // `…/files` names /work itself.
             rest.strip_suffix("/files").map(|heap| (heap, ""))
@@ -170,6 +178,7 @@ pub fn parse(uri: &str) -> Option<Resource> {
         return Some(Resource::HeapFile {
             heap: heap.to_owned(),
             path: absolute,
+            page,
         });
     }
     if let Some(rest) = uri.strip_prefix(DISPLAYS) {
@@ -246,6 +255,7 @@ mod tests {
             Some(Resource::HeapFile {
                 heap: key.clone(),
                 path: path.into(),
+                page: None,
             })
         };
         assert_eq!(at("data.csv"), file("/work/data.csv"));
@@ -263,6 +273,16 @@ mod tests {
             parse(&file_uri(&key, "/work/ü n/%.txt")),
             file("/work/ü n/%.txt")
         );
+        // A large file reads by pages.
+        assert_eq!(
+            at("big.csv?page=3"),
+            Some(Resource::HeapFile {
+                heap: key.clone(),
+                path: "/work/big.csv".into(),
+                page: Some(3),
+            })
+        );
+        assert_eq!(at("big.csv?offset=3"), None);
     }
 
     #[test]

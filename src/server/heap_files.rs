@@ -47,6 +47,7 @@ pub(super) async fn read(
     uri: &str,
     heap: &HeapKey,
     path: &str,
+    page: Option<usize>,
 ) -> Result<Option<ReadResourceResult>, MethodError> {
     let tree = tools
         .engine
@@ -61,7 +62,10 @@ pub(super) async fn read(
         None if path == "/work" => listing(heap, path, &tree),
         None => return Ok(None),
         Some(entry) if entry.dir => listing(heap, path, &tree),
-        Some(entry) => file(tools, context, uri, entry).await?,
+        Some(entry) => match page {
+            Some(number) => file_page(tools, context, uri, entry, number).await?,
+            None => file(tools, context, uri, entry).await?,
+        },
     };
     Ok(Some(ReadResourceResult {
         contents: vec![contents],
@@ -103,12 +107,14 @@ async fn file(
 ) -> Result<ResourceContents, MethodError> {
     let mime_type = media_type(&entry.path);
     if entry.size as usize > MAX_READ_FILE_BYTES {
+        let pages = entry.size.div_ceil(PAGE_BYTES);
         return Err(MethodError::new(
             crate::protocol::jsonrpc::code::INVALID_PARAMS,
             format!(
                 "{} is {} bytes; resources/read answers with files of at most {MAX_READ_FILE_BYTES} bytes \
-                 (one answer carries 5 MiB, base64 included). Read it in a run_js call on this heap \
-                 (fs.readFileSync) and return the part you need",
+                 (one answer carries 5 MiB, base64 included). Read it by pages, {uri}?page=1 to \
+                 ?page={pages} (each the lines that start in its {PAGE_BYTES} bytes), or in a run_js \
+                 call on this heap (fs.createReadStream) and return the part you need",
                 entry.path, entry.size
             ),
         ));
@@ -118,4 +124,68 @@ async fn file(
         .await
         .map_err(MethodError::internal)?;
     Ok(contents(uri.to_owned(), mime_type, &bytes))
+}
+
+/// A page of a large file: what one answer carries, base64 included.
+const PAGE_BYTES: u64 = MAX_READ_FILE_BYTES as u64;
+
+/// How far past a page's end its last line may run; a longer line is cut
+/// where the page ends (and the next page starts there).
+const LINE_SLACK: u64 = 64 * 1024;
+
+/// Page `number` (from 1) of a large file: the lines of a text file that
+/// start in its `number`-th [`PAGE_BYTES`], or those bytes of another
+/// file, so every page of a text file holds whole lines and is found
+/// without reading the pages before it.
+async fn file_page(
+    tools: &Toolbox,
+    context: CallContext<'_>,
+    uri: &str,
+    entry: &TreeEntry,
+    number: usize,
+) -> Result<ResourceContents, MethodError> {
+    let pages = entry.size.div_ceil(PAGE_BYTES).max(1);
+    let base = uri.split_once('?').map_or(uri, |(base, _)| base);
+    if number == 0 || number as u64 > pages {
+        return Err(MethodError::new(
+            crate::protocol::jsonrpc::code::INVALID_PARAMS,
+            format!(
+                "{uri} names no page: {} is {} bytes, {pages} pages of {PAGE_BYTES} bytes: \
+                 {base}?page=1 to ?page={pages}",
+                entry.path, entry.size
+            ),
+        ));
+    }
+    let mime_type = media_type(&entry.path);
+    let text = is_text(&essence(&mime_type));
+    let (from, to) = ((number as u64 - 1) * PAGE_BYTES, number as u64 * PAGE_BYTES);
+    let read = |start: u64, end: u64| tools.file_range(context.tenant, entry, start, end);
+    let (start, end) = if text {
+        // Both ends move to the start of the line they fall in, found in a
+        // read that begins a byte before them.
+        let edge = |at: u64, bytes: &[u8]| -> u64 {
+            if at == 0 || at >= entry.size {
+                return at.min(entry.size);
+            }
+            match bytes.iter().position(|b| *b == b'\n') {
+                Some(newline) => at + newline as u64,
+                None => at,
+            }
+        };
+        let head = read(from.saturating_sub(1), from.saturating_sub(1) + LINE_SLACK)
+            .await
+            .map_err(MethodError::internal)?;
+        let tail = read(to.saturating_sub(1), to.saturating_sub(1) + LINE_SLACK)
+            .await
+            .map_err(MethodError::internal)?;
+        (edge(from, &head), edge(to, &tail))
+    } else {
+        (from, to.min(entry.size))
+    };
+    let bytes = read(start, end).await.map_err(MethodError::internal)?;
+    let mut contents = contents(uri.to_owned(), mime_type, &bytes);
+    contents.meta = Some(json!({
+        "mcp-v8-lambda/page": { "page": number, "pages": pages, "bytes": [start, end], "of": entry.size }
+    }));
+    Ok(contents)
 }

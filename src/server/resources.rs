@@ -50,7 +50,9 @@ entries or about 1 MiB; list_session_snapshots pages further). {name} is the ses
                 description: "A file or directory of /work as one of your heaps holds it (the heap key run_js \
 returned, or the run's execution_id, which waits for a heap still being stored; the path under /work; \
 segments percent-encoded). A text file reads as text, other files as a base64 blob, \
-a directory as JSON listing its entries with their URIs. Files up to about 3.7 MiB fit one answer.",
+a directory as JSON listing its entries with their URIs. Files up to about 3.7 MiB fit one answer; a larger one \
+reads by pages, ?page=N (from 1): the lines of a text file that start in its N-th 3.7 MiB, or those bytes of \
+another file, with the page's place in _meta.",
                 mime_type: "application/octet-stream",
             },
             ResourceTemplate {
@@ -139,7 +141,7 @@ enum Named {
     /// A `/work` path of a heap named by its key or by the execution id of
     /// the run that left it (readable as soon as the answer, which has the
     /// id and not always the key): [`Toolbox::heap_named`].
-    HeapFile(HeapName, String),
+    HeapFile(HeapName, String, Option<usize>),
     /// A run's output or result as its record keeps it, whole or a page.
     RunText(Uuid, uri::RunText, Option<usize>),
     Declarations(String),
@@ -151,7 +153,9 @@ enum Named {
 /// What `uri` names, its names checked by their own types.
 fn parse(uri: &str) -> Option<Named> {
     Some(match uri::parse(uri)? {
-        uri::Resource::HeapFile { heap, path } => Named::HeapFile(HeapName::parse(&heap)?, path),
+        uri::Resource::HeapFile { heap, path, page } => {
+            Named::HeapFile(HeapName::parse(&heap)?, path, page)
+        }
         uri::Resource::SessionLog(name) => Named::Log(LogicalSession::parse(&name).ok()?),
         uri::Resource::Execution(id) => Named::Execution(id),
         uri::Resource::RunText { id, part, page } => Named::RunText(id, part, page),
@@ -255,14 +259,14 @@ pub(super) async fn read(
                 .map(|read| (read, Freshness::Stable))
                 .ok_or_else(|| not_found(&uri));
         }
-        Some(Named::HeapFile(heap, path)) => {
+        Some(Named::HeapFile(heap, path, page)) => {
             let heap = match tools.heap_named(context.tenant, &heap).await {
                 Ok(Some(heap)) => heap,
                 Ok(None) => return Err(not_found(&uri)),
                 Err(why) => return Err(MethodError::internal(why)),
             };
             // A heap is immutable, so its files are.
-            return match super::heap_files::read(tools, context, &uri, &heap, &path).await? {
+            return match super::heap_files::read(tools, context, &uri, &heap, &path, page).await? {
                 Some(result) => Ok((result, Freshness::Stable)),
                 None => Err(not_found(&uri)),
             };

@@ -171,6 +171,27 @@ impl Toolbox {
             .await
             .map_err(|e| format!("could not read {}: {e}", entry.path))
     }
+
+    /// Bytes `start..end` of the `/work` file `entry`, fetching only the
+    /// chunks they cover.
+    pub async fn file_range(
+        &self,
+        tenant: &Tenant,
+        entry: &crate::engine::TreeEntry,
+        start: u64,
+        end: u64,
+    ) -> Result<bytes::Bytes, String> {
+        let Some(key) = &entry.key else {
+            return Ok(bytes::Bytes::new());
+        };
+        let store = self
+            .files
+            .as_ref()
+            .ok_or("this server keeps no file bytes (no file store)")?;
+        crate::files::chunked::read_range(store.as_ref(), tenant, key, entry.chunked, start, end)
+            .await
+            .map_err(|e| format!("could not read {}: {e}", entry.path))
+    }
 }
 
 /// What a tool call knows of its caller: the protocol version (which shapes

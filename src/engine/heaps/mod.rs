@@ -142,7 +142,10 @@ impl Heaps<'_> {
                 result, snapshot, ..
             } = executed;
             let stored = match snapshot.expect("checked above").await {
-                Ok(Ok(blob)) => self.store(heaps.as_ref(), tenant, blob).await,
+                Ok(Ok(blob)) => {
+                    let stored = self.store(heaps.as_ref(), tenant, blob).await;
+                    self.name_files(tenant, stored, &disk.0.names).await
+                }
                 Ok(Err(why)) => Err(RunError::new("SnapshotError", why)),
                 Err(_) => Err(RunError::new(
                     "SnapshotError",
@@ -184,10 +187,36 @@ impl Heaps<'_> {
         });
         say_live(ready.is_some());
         let stored = self.store(heaps.as_ref(), tenant, blob).await;
+        let stored = self.name_files(tenant, stored, &disk.0.names).await;
         if let Some((id, workers)) = ready {
             workers.name_ready(id, kept.run, stored.as_ref().ok().cloned());
         }
         (result, Some(stored))
+    }
+
+    /// Records with the file store which files the stored heap names
+    /// (what collects unnamed files reads it); a heap whose record could
+    /// not be written is not given to the caller, as its files could be
+    /// collected under it.
+    async fn name_files(
+        &self,
+        tenant: &Tenant,
+        stored: Result<HeapKey, RunError>,
+        names: &[crate::backends::content::ContentKey],
+    ) -> Result<HeapKey, RunError> {
+        let key = stored?;
+        if let (Some(files), false) = (self.files, names.is_empty()) {
+            files
+                .name_heap(tenant, key.as_str(), names)
+                .await
+                .map_err(|e| {
+                    RunError::new(
+                        "StorageError",
+                        format!("recording the files heap {key} names failed: {e}"),
+                    )
+                })?;
+        }
+        Ok(key)
     }
 
     /// Makes the heap an engine worker keeps live after `executed` ready

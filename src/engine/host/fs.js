@@ -23,12 +23,12 @@
 
   const ERRNO = { ENOENT: -2, EACCES: -13, EEXIST: -17, ENOTDIR: -20, EISDIR: -21,
     EINVAL: -22, EFBIG: -27, ENOSPC: -28, ENOTEMPTY: -39, EBUSY: -16, EBADF: -9, EIO: -5,
-    EROFS: -30 };
+    EROFS: -30, ENOMEM: -12 };
   const DESCRIPTION = { ENOENT: "no such file or directory", EACCES: "permission denied",
     EEXIST: "file already exists", ENOTDIR: "not a directory", EISDIR: "illegal operation on a directory",
     EINVAL: "invalid argument", EFBIG: "file too large", ENOSPC: "no space left on device",
     ENOTEMPTY: "directory not empty", EBUSY: "resource busy or locked", EBADF: "bad file descriptor",
-    EIO: "i/o error", EROFS: "read-only file system" };
+    EIO: "i/o error", EROFS: "read-only file system", ENOMEM: "not enough memory" };
 
   function fsError(code, syscall, path, hint, dest) {
     let message = `${code}: ${DESCRIPTION[code]}, ${syscall} '${path}'`;
@@ -777,6 +777,17 @@
   }
   fs.readSync = read;
   fs.writeSync = write;
+  // Node's fs.close takes its callback optionally.
+  fs.close = (fd, callback) => {
+    let failure = null;
+    try {
+      close(fd);
+    } catch (error) {
+      failure = error;
+    }
+    if (typeof callback === "function") queueMicrotask(() => callback(failure));
+    else if (failure) throw failure;
+  };
   // The callback forms of read and write give the count and the buffer.
   fs.read = (fd, buffer, ...rest) => {
     const callback = callbackOf(rest);
@@ -880,6 +891,10 @@
         try {
           if (fd === null) fd = open(path, opts.flags ?? "r");
           callback();
+          queueMicrotask(() => {
+            stream.emit("open", fd);
+            stream.emit("ready");
+          });
         } catch (error) {
           callback(calledAt(error, site));
         }
@@ -925,6 +940,10 @@
         try {
           if (fd === null) fd = open(path, opts.flags ?? "w");
           callback();
+          queueMicrotask(() => {
+            stream.emit("open", fd);
+            stream.emit("ready");
+          });
         } catch (error) {
           callback(calledAt(error, site));
         }

@@ -440,8 +440,11 @@ pub(crate) fn files_kept(scope: &mut v8::PinScope<'_, '_>) -> Result<(), String>
                     .entry(whole)
                     .or_insert_with(|| entry.path.clone());
             }
-            if let Some(key) = entry.key.filter(|_| !entry.chunked) {
-                kept.keys.push(key);
+            if let Some(key) = entry.key {
+                kept.names.push(key.clone());
+                if !entry.chunked {
+                    kept.keys.push(key);
+                }
             }
         }
     } else if let Some(keys) = fs_export(scope, "keys") {
@@ -455,6 +458,7 @@ pub(crate) fn files_kept(scope: &mut v8::PinScope<'_, '_>) -> Result<(), String>
                 if let Some(value) = list.get_index(scope, i)
                     && let Some(key) = ContentKey::parse(&value.to_rust_string_lossy(scope))
                 {
+                    kept.names.push(key.clone());
                     kept.keys.push(key);
                 }
             }
@@ -462,6 +466,8 @@ pub(crate) fn files_kept(scope: &mut v8::PinScope<'_, '_>) -> Result<(), String>
     }
     kept.keys.sort_unstable();
     kept.keys.dedup();
+    kept.names.sort_unstable();
+    kept.names.dedup();
     scope.set_slot(kept);
     Ok(())
 }
@@ -495,6 +501,8 @@ fn write_inputs(scope: &mut v8::PinScope<'_, '_>, inputs: &[(String, Section)], 
 #[derive(Default)]
 pub(crate) struct KeptFiles {
     keys: Vec<ContentKey>,
+    /// Every file's key the tree names (manifests, bytes stored whole).
+    pub(crate) names: Vec<ContentKey>,
     /// Key → a path holding it.
     pub(crate) paths: HashMap<ContentKey, String>,
 }

@@ -108,7 +108,7 @@ async fn page(toolbox: &Toolbox, context: CallContext<'_>, args: PageArgs) -> Re
             args.uri
         )
     };
-    let Some(uri::Resource::HeapFile { heap, path }) = uri::parse(&args.uri) else {
+    let Some(uri::Resource::HeapFile { heap, path, .. }) = uri::parse(&args.uri) else {
         return Err(not_found());
     };
     let heap = HeapName::parse(&heap).ok_or_else(not_found)?;

@@ -45,6 +45,11 @@ impl Serve {
         self.child.id()
     }
 
+    /// Its data directory.
+    pub fn data_dir(&self) -> &std::path::Path {
+        self._dir.path()
+    }
+
     /// Whether the process is still running.
     pub fn alive(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()

@@ -135,6 +135,16 @@ async fn a_streamed_file_is_written_read_back_appended_to_and_read_at_a_position
     assert_eq!(completed(append, &outcome), ((96 << 20) + 14).to_string());
     let grown = bytes_under(&dir.path().join("work")) - before;
     assert!(grown < 16 << 20, "an append stored {grown} bytes");
+    // Reading it whole is more than the run's memory: refused before any
+    // of it is read, saying how to read it instead.
+    let whole = "require('fs').readFileSync('data.bin')";
+    let error = error_text(whole, &run(&engine, whole, outcome.heap.as_ref()).await);
+    assert!(
+        error.contains("ENOMEM")
+            && error.contains("createReadStream")
+            && error.contains("'data.bin'"),
+        "{error}"
+    );
     let tail = "const f3 = require('fs'); const fd3 = f3.openSync('data.bin', 'r'); const t3 = Buffer.alloc(14);\n\
         f3.readSync(fd3, t3, 0, 14, f3.fstatSync(fd3).size - 14); t3.toString()";
     let outcome = run(&engine, tail, outcome.heap.as_ref()).await;
@@ -162,8 +172,9 @@ async fn forty_appends_of_a_mib_and_a_sixty_mib_pipeline_fit_the_default_heap_li
     );
     let check = format!(
         "{CHUNK_JS}const fs2 = require('fs'); const fd = fs2.openSync('log.bin', 'r'); const b = new Uint8Array(1 << 20);\n\
-         fs2.readSync(fd, b, 0, b.length, 39 << 20);\n\
-         [Buffer.from(b).equals(Buffer.from(chunk(39, 1 << 20))), fs2.readFileSync('piped.bin', {{ encoding: null }}).length]"
+         fs2.readSync(fd, b, 0, b.length, 39 << 20); const first = Buffer.from(b).equals(Buffer.from(chunk(39, 1 << 20)));\n\
+         const p = fs2.openSync('piped.bin', 'r'); fs2.readSync(p, b, 0, b.length, 59 << 20);\n\
+         [first && Buffer.from(b).equals(Buffer.from(chunk(159, 1 << 20))), fs2.fstatSync(p).size]"
     );
     let outcome = run(&engine, &check, outcome.heap.as_ref()).await;
     assert_eq!(completed(&check, &outcome), format!("[true,{}]", 60 << 20));
@@ -269,5 +280,109 @@ async fn a_csv_written_by_lines_is_read_back_by_readline() {
     assert_eq!(
         completed(read, &outcome),
         format!("[\"n,double\",300000,{}]", 299_999u64 * 300_000)
+    );
+}
+
+/// One run filling its disk never fails another caller's: the bound is
+/// per run, and the other run completes beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_past_its_disk_quota_fails_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(dir.path(), 16);
+    let run_as = |code: &'static str, tenant: &str| {
+        let request = RunRequest {
+            code: code.into(),
+            stateful: true,
+            tenant: mcp_v8_lambda::tenant::Tenant::of_principal(tenant),
+            timeout: Some(Duration::from_secs(60)),
+            ..Default::default()
+        };
+        let engine = &engine;
+        async move { engine.run(request).await.expect("accepted").outcome }
+    };
+    let greedy = "const w = require('fs').createWriteStream('fill.bin'); const b = new Uint8Array(1 << 20);\n\
+        for (let i = 0; i < 64; i++) if (!w.write(b)) await new Promise((r, j) => { w.once('drain', r); w.once('error', j); });\n\
+        await new Promise((r, j) => { w.on('error', j); w.end(r); })";
+    let modest = "require('fs').writeFileSync('mine.bin', new Uint8Array(12 << 20));\n\
+        await new Promise((r) => setTimeout(r, 200)); require('fs').statSync('mine.bin').size";
+    let (greedy_outcome, modest_outcome) =
+        tokio::join!(run_as(greedy, "alice"), run_as(modest, "bob"));
+    let error = error_text(greedy, &greedy_outcome);
+    assert!(
+        error.contains("ENOSPC") && error.contains("MCP_V8_RUN_DISK_MB"),
+        "{error}"
+    );
+    assert_eq!(completed(modest, &modest_outcome), (12 << 20).to_string());
+}
+
+/// A server killed mid-run leaves its run's local bytes behind; the next
+/// process on the same data directory removes them when it starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_bytes_left_by_a_killed_server_are_swept_at_start() {
+    let mut serve = crate::common::process::Serve::start(&[], &[]);
+    let scratch = serve.data_dir().join("scratch");
+    let port = serve.port;
+    let call = tokio::spawn(async move {
+        let params = serde_json::json!({"name": "run_js", "arguments": {"execution_timeout_secs": 60, "code":
+            "require('fs').writeFileSync('left.bin', new Uint8Array(8 << 20));\n\
+             await new Promise((r) => setTimeout(r, 30000))"}});
+        crate::common::post_2026(port, "tools/call", Some("run_js"), params).await
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while bytes_under(&scratch) < 8 << 20 {
+        if call.is_finished() {
+            panic!("the call ended first: {:?}", call.await);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run's bytes never reached {}",
+            scratch.display()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    serve.restart_after_kill(&[], &[]);
+    call.abort();
+    assert_eq!(
+        bytes_under(&scratch),
+        0,
+        "the new process swept the scratch folder"
+    );
+    let after = serve
+        .run_js(serde_json::json!({"code": "require('fs').writeFileSync('x', 'y'); 1"}))
+        .await;
+    assert_eq!(after["status"], "completed", "{after}");
+}
+
+/// A heap stored before `/work` was a disk (tests/fixtures/legacy-work,
+/// made by the build before it) restores with its files: they read back,
+/// and its `fs`, the one it loaded then, writes and appends as it did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heap_made_before_the_disk_keeps_its_files() {
+    const HEAP: &str = "928f418fe2ea7db0c3f48a6ddb43b1e2059c0e305337b99e9a646e66ff2d08d3";
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/legacy-work");
+    for store in ["heaps", "work"] {
+        std::fs::create_dir_all(dir.path().join(store)).unwrap();
+        for entry in std::fs::read_dir(fixture.join(store)).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), dir.path().join(store).join(entry.file_name())).unwrap();
+        }
+    }
+    let engine = engine(dir.path(), 64);
+    let heap = HeapKey::parse(HEAP).unwrap();
+    let read = "const fs1 = require('fs'); const t1 = fs1.readFileSync('data/table.bin');\n\
+        let ok1 = t1.length === 300000; for (let i = 0; i < t1.length; i++) ok1 &&= t1[i] === (i * 7919) % 251;\n\
+        fs1.appendFileSync('notes.txt', 'and after it\\n'); fs1.writeFileSync('new.txt', 'new');\n\
+        [kept, ok1, fs1.readFileSync('notes.txt', 'utf8')]";
+    let outcome = run(&engine, read, Some(&heap)).await;
+    assert_eq!(
+        completed(read, &outcome),
+        r#"[42,true,"written before the disk\nand after it\n"]"#
+    );
+    let again = "const fs2 = require('fs'); [fs2.readFileSync('notes.txt', 'utf8'), fs2.readFileSync('new.txt', 'utf8'), fs2.statSync('data/table.bin').size]";
+    let outcome = run(&engine, again, outcome.heap.as_ref()).await;
+    assert_eq!(
+        completed(again, &outcome),
+        r#"["written before the disk\nand after it\n","new",300000]"#
     );
 }

@@ -460,3 +460,54 @@ async fn display_past_the_budget_is_a_link_that_reads_back_whole() {
         }
     }
 }
+
+/// A file past what one answer carries reads by pages: each page of a text
+/// file holds whole lines, the pages together are the file, and a read
+/// without a page, or past the last, says which pages there are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_file_reads_back_by_pages_of_whole_lines() {
+    let server = crate::common::server();
+    let session = server.initialize().await;
+    let code = "const w = require('fs').createWriteStream('rows.csv');\n\
+        for (let i = 0; i < 400000; i++) if (!w.write(`${i},${'x'.repeat(i % 40)}\\n`)) await new Promise((r) => w.once('drain', r));\n\
+        await new Promise((r) => w.end(r)); require('fs').statSync('rows.csv').size";
+    let result = server.call(&session, json!({"code": code})).await;
+    assert_eq!(result["isError"], false, "{result:#}");
+    let heap = result["structuredContent"]["heap"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let size: u64 = result["structuredContent"]["result"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let uri = format!("mcp-v8://heaps/{heap}/files/rows.csv");
+    let whole = read(&server, &session, &uri).await;
+    let message = whole["error"]["message"].as_str().unwrap_or_default();
+    let pages = size.div_ceil(mcp_v8_lambda::tools::MAX_READ_FILE_BYTES as u64);
+    assert!(message.contains(&format!("?page={pages}")), "{whole:#}");
+    let mut text = String::new();
+    for page in 1..=pages {
+        let answer = read(&server, &session, &format!("{uri}?page={page}")).await;
+        let contents = &answer["result"]["contents"][0];
+        let part = contents["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{answer:#}"));
+        assert!(part.ends_with('\n'), "page {page} ends with a whole line");
+        assert_eq!(contents["_meta"]["mcp-v8-lambda/page"]["pages"], pages);
+        text.push_str(part);
+    }
+    assert_eq!(text.len() as u64, size);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 400000);
+    assert_eq!(lines[123456], format!("123456,{}", "x".repeat(123456 % 40)));
+    let past = read(&server, &session, &format!("{uri}?page={}", pages + 1)).await;
+    assert!(
+        past["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&format!("?page=1 to ?page={pages}")),
+        "{past:#}"
+    );
+}

@@ -61,6 +61,23 @@ const SEAL_BATCH: usize = 16;
 /// bytes, which `display()` links blocks to files by.
 pub(crate) const WHOLE_DIGEST_UP_TO: u64 = 32 * 1024 * 1024;
 
+/// `ENOMEM` unless a read of `len` bytes fits the `room` the run's memory
+/// has: said before anything is read, with how to read less at once.
+fn fits(len: u64, room: u64) -> DiskResult<()> {
+    if len <= room {
+        return Ok(());
+    }
+    Err(DiskError::new(
+        "ENOMEM",
+        format!(
+            "reading {len} bytes at once needs more than the run's memory has left ({room} bytes of \
+             heap_memory_max_mb, ArrayBuffers included): read the file in pieces, with \
+             fs.createReadStream(path) (node:readline's createInterface for lines) or fs.readSync \
+             with a position, or raise heap_memory_max_mb"
+        ),
+    ))
+}
+
 /// A stored prefix of a blob.
 #[derive(Debug, Clone, Default)]
 struct Base {
@@ -373,8 +390,16 @@ impl Disk {
         Ok(())
     }
 
-    /// Up to `len` bytes of file `id` from `at`.
-    pub(crate) fn read(&mut self, id: u32, at: u64, len: u64, fetch: Fetch) -> DiskResult<Vec<u8>> {
+    /// Up to `len` bytes of file `id` from `at`, refused (`ENOMEM`) past
+    /// `room`, what the run's memory can still take.
+    pub(crate) fn read(
+        &mut self,
+        id: u32,
+        at: u64,
+        len: u64,
+        room: u64,
+        fetch: Fetch,
+    ) -> DiskResult<Vec<u8>> {
         let (base, size) = {
             let blob = self.blob(id)?;
             (blob.base.clone(), blob.size())
@@ -383,6 +408,7 @@ impl Disk {
         if at >= end {
             return Ok(Vec::new());
         }
+        fits(end - at, room)?;
         let mut out = Vec::with_capacity((end - at) as usize);
         if at < base.len {
             self.read_base(&base, at, end.min(base.len), &mut out, fetch)?;
@@ -406,16 +432,19 @@ impl Disk {
         chunked: bool,
         at: u64,
         len: u64,
+        room: u64,
         fetch: Fetch,
     ) -> DiskResult<Vec<u8>> {
         if !chunked {
             let bytes = self.whole(key, fetch)?;
             let start = (at as usize).min(bytes.len());
             let end = (at.saturating_add(len) as usize).min(bytes.len());
+            fits((end - start) as u64, room)?;
             return Ok(bytes[start..end].to_vec());
         }
         let base = self.manifest(key, fetch)?;
         let end = base.len.min(at.saturating_add(len));
+        fits(end.saturating_sub(at), room)?;
         let mut out = Vec::with_capacity(end.saturating_sub(at) as usize);
         if at < end {
             self.read_base(&base, at, end, &mut out, fetch)?;
@@ -614,6 +643,7 @@ impl Disk {
         Kept {
             dir,
             objects: std::mem::take(&mut self.sealed),
+            names: Vec::new(),
         }
     }
 }
@@ -636,6 +666,9 @@ pub struct Kept {
     pub dir: Option<PathBuf>,
     /// The sealed objects' keys.
     pub objects: Vec<ContentKey>,
+    /// What the tree names as the run leaves it (manifests, or bytes
+    /// stored whole), recorded with the heap it is stored in.
+    pub names: Vec<ContentKey>,
 }
 
 impl Kept {
@@ -650,6 +683,7 @@ impl Kept {
     /// they never will be).
     pub fn discard(&mut self) {
         self.objects.clear();
+        self.names.clear();
         if let Some(dir) = self.dir.take() {
             let _ = std::fs::remove_dir_all(dir);
         }
@@ -722,7 +756,8 @@ mod tests {
             disk.write(id, None, piece, &mut objects.fetch()).unwrap();
         }
         assert_eq!(
-            disk.read(id, 5, 10, &mut objects.fetch()).unwrap(),
+            disk.read(id, 5, 10, u64::MAX, &mut objects.fetch())
+                .unwrap(),
             bytes[5..15]
         );
         let sealed = disk.seal(id, &mut objects.fetch()).unwrap();
@@ -740,7 +775,9 @@ mod tests {
         assert_eq!(disk.size(id).unwrap(), bytes.len() as u64);
         disk.write(id, None, b"one more line\n", &mut objects.fetch())
             .unwrap();
-        let middle = disk.read(id, 4_000_000, 100, &mut objects.fetch()).unwrap();
+        let middle = disk
+            .read(id, 4_000_000, 100, u64::MAX, &mut objects.fetch())
+            .unwrap();
         assert_eq!(middle, bytes[4_000_000..4_000_100]);
         let appended = disk
             .seal(id, &mut objects.fetch())
@@ -765,7 +802,7 @@ mod tests {
         expected.extend_from_slice(b"one more line\n");
         let mut disk = Disk::new(Some(root.path().into()), 64 << 20);
         let all = disk
-            .read_stored(&appended, true, 0, u64::MAX, &mut objects.fetch())
+            .read_stored(&appended, true, 0, u64::MAX, u64::MAX, &mut objects.fetch())
             .unwrap();
         assert_eq!(all, expected);
         // A write in the middle of the stored part brings the file local.
@@ -774,12 +811,14 @@ mod tests {
             .unwrap();
         expected[10..12].copy_from_slice(b"XY");
         assert_eq!(
-            disk.read(id, 0, u64::MAX, &mut objects.fetch()).unwrap(),
+            disk.read(id, 0, u64::MAX, u64::MAX, &mut objects.fetch())
+                .unwrap(),
             expected
         );
         disk.truncate(id, 100, &mut objects.fetch()).unwrap();
         assert_eq!(
-            disk.read(id, 0, u64::MAX, &mut objects.fetch()).unwrap(),
+            disk.read(id, 0, u64::MAX, u64::MAX, &mut objects.fetch())
+                .unwrap(),
             expected[..100]
         );
         drop(disk);
@@ -836,7 +875,7 @@ mod tests {
         objects.0.remove(&chunk);
         let mut disk = Disk::new(Some(root.path().into()), 64 << 20);
         let error = disk
-            .read_stored(&key, true, 0, u64::MAX, &mut objects.fetch())
+            .read_stored(&key, true, 0, u64::MAX, u64::MAX, &mut objects.fetch())
             .unwrap_err();
         assert_eq!(error.code, "EIO");
         assert!(error.hint.contains(chunk.as_str()), "{}", error.hint);

@@ -18,6 +18,7 @@ use crate::backends::content::ContentKey;
 use crate::engine::capability::{Capability, RunScope};
 use crate::engine::layer::bytes::{bytes_of, string, uint8_array};
 use crate::engine::layer::registry::{Family, Natives, throw_error_with_code, throw_type_error};
+use crate::engine::services::memory::Budget;
 use crate::engine::services::work::{HostWork, Interrupted};
 use crate::engine::services::{FileRead, FileSource};
 use local::{Disk, DiskError};
@@ -79,10 +80,16 @@ impl Capability for DiskRun {
     }
 
     fn end(isolate: &mut v8::Isolate) -> Kept {
-        isolate
+        let mut kept = isolate
             .remove_slot::<Self>()
             .map(|run| run.disk.finish())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        // `fs` set what the tree names before the snapshot (files_kept),
+        // for the store's record of the heap.
+        if let Some(files) = isolate.get_slot::<super::fs::KeptFiles>() {
+            kept.names = files.names.clone();
+        }
+        kept
     }
 
     fn cancelled(kept: &mut Kept) {
@@ -154,6 +161,14 @@ fn with_disk<T>(
             None
         }
     }
+}
+
+/// What the run's ArrayBuffer budget can still take: a read larger than
+/// that is refused before it is made, saying how to read less at once.
+fn room(scope: &mut v8::PinScope<'_, '_>) -> u64 {
+    scope.get_slot::<Arc<Budget>>().map_or(u64::MAX, |budget| {
+        budget.limit().saturating_sub(budget.used()) as u64
+    })
 }
 
 fn id_of(scope: &mut v8::PinScope<'_, '_>, value: v8::Local<'_, v8::Value>) -> u32 {
@@ -266,7 +281,8 @@ fn read<'s>(
     let id = id_of(scope, args.get(0));
     let at = offset(scope, args.get(1)).unwrap_or(0);
     let len = offset(scope, args.get(2)).unwrap_or(u64::MAX);
-    if let Some(bytes) = with_disk(scope, |disk, fetch| disk.read(id, at, len, fetch))
+    let room = room(scope);
+    if let Some(bytes) = with_disk(scope, |disk, fetch| disk.read(id, at, len, room, fetch))
         && let Some(array) = uint8_array(scope, &bytes)
     {
         rv.set(array.into());
@@ -285,8 +301,9 @@ fn read_stored<'s>(
     let chunked = args.get(1).is_true();
     let at = offset(scope, args.get(2)).unwrap_or(0);
     let len = offset(scope, args.get(3)).unwrap_or(u64::MAX);
+    let room = room(scope);
     if let Some(bytes) = with_disk(scope, |disk, fetch| {
-        disk.read_stored(&key, chunked, at, len, fetch)
+        disk.read_stored(&key, chunked, at, len, room, fetch)
     }) && let Some(array) = uint8_array(scope, &bytes)
     {
         rv.set(array.into());

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""p50 of fresh and chained runs that touch no files, for builds compared
+back to back.
+
+    python3 benches/runs_p50.py --runs 100 --rounds 5 BEFORE AFTER
+
+Each binary serves over stdio on its own data directory; the builds take
+turns by rounds of RUNS calls each, so the machine's drift hits them alike.
+A call is timed from the tools/call request to its answer. "fresh" is a
+stateless `1 + 1` (a server with MCP_V8_STATELESS); "chained" continues the
+previous call's heap with `globalThis.n = (globalThis.n ?? 0) + 1`.
+"""
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from stdio_client import StdioClient  # noqa: E402
+
+
+def timed(client, arguments):
+    started = time.perf_counter()
+    answer = client.call("run_js", arguments)
+    elapsed = (time.perf_counter() - started) * 1000
+    content = answer["result"]["structuredContent"]
+    assert content["status"] == "completed", answer
+    return elapsed, content
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("binaries", nargs="+")
+    args = parser.parse_args()
+    fresh = {b: StdioClient(b, tempfile.mkdtemp(prefix="p50-fresh-"), "p50",
+                            env={"MCP_V8_STATELESS": "true"}) for b in args.binaries}
+    chained = {b: StdioClient(b, tempfile.mkdtemp(prefix="p50-chained-"), "p50")
+               for b in args.binaries}
+    heaps = {b: None for b in args.binaries}
+    times = {(b, kind): [] for b in args.binaries for kind in ("fresh", "chained")}
+    for _ in range(args.rounds):
+        for binary in args.binaries:
+            for i in range(args.runs + 1):
+                elapsed, _ = timed(fresh[binary], {"code": "1 + 1"})
+                if i:
+                    times[(binary, "fresh")].append(elapsed)
+            for i in range(args.runs + 1):
+                call = {"code": "globalThis.n = (globalThis.n ?? 0) + 1"}
+                if heaps[binary]:
+                    call["heap"] = heaps[binary]
+                elapsed, content = timed(chained[binary], call)
+                heaps[binary] = content["heap"]
+                if i:
+                    times[(binary, "chained")].append(elapsed)
+    for client in list(fresh.values()) + list(chained.values()):
+        client.close()
+    for kind in ("fresh", "chained"):
+        first = statistics.median(times[(args.binaries[0], kind)])
+        for binary in args.binaries:
+            p50 = statistics.median(times[(binary, kind)])
+            print(f"{kind:8} {p50:8.2f} ms  {p50 / first:5.2f}x  {binary}")
+
+
+if __name__ == "__main__":
+    main()
