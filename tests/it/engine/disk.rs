@@ -386,3 +386,70 @@ async fn a_heap_made_before_the_disk_keeps_its_files() {
         r#"["written before the disk\nand after it\n","new",300000]"#
     );
 }
+
+/// Bytes under `prefix` of `bucket`.
+async fn bucket_bytes(s3: &aws_sdk_s3::Client, bucket: &str, prefix: &str) -> i64 {
+    let mut total = 0;
+    let mut pages = s3
+        .list_objects_v2()
+        .bucket(bucket)
+        .prefix(prefix)
+        .into_paginator()
+        .send();
+    while let Some(page) = pages.next().await {
+        total += page
+            .unwrap()
+            .contents()
+            .iter()
+            .map(|o| o.size().unwrap_or(0))
+            .sum::<i64>();
+    }
+    total
+}
+
+/// The same on S3 (moto): a file streamed in, hashed as it streams, read
+/// back from another engine (nothing cached) with the same SHA-256, and an
+/// appended line that stores a chunk or two.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_s3_a_streamed_file_reads_back_whole_and_an_append_stores_little() {
+    use mcp_v8_lambda::files::S3FileStore;
+    use mcp_v8_lambda::heap::S3HeapStore;
+    let (s3, _, bucket, _) = crate::common::moto::provisioned().await;
+    let dir = tempfile::tempdir().unwrap();
+    let engine = || {
+        let heaps: Arc<dyn HeapStore> = Arc::new(S3HeapStore::new(s3.clone(), &bucket, ""));
+        let config = EngineConfig {
+            capabilities: CapabilitySettings {
+                disk: DiskSettings {
+                    scratch: Some(dir.path().join("scratch")),
+                    run_bytes: 1 << 30,
+                },
+                ..Default::default()
+            },
+            ..EngineConfig::default()
+        };
+        crate::common::engine::on_workers(config, Some(heaps))
+            .with_files(Arc::new(S3FileStore::new(s3.clone(), &bucket, "")))
+    };
+    let write = format!(
+        "{CHUNK_JS}const h = require('crypto').createHash('sha256'); const out = require('fs').createWriteStream('s3.bin');\n\
+         for (let i = 0; i < 12; i++) {{ const c = chunk(i, 4 << 20); h.update(c); if (!out.write(c)) await new Promise((r) => out.once('drain', r)); }}\n\
+         await new Promise((r) => out.end(r)); h.digest('hex')"
+    );
+    let first = engine();
+    let outcome = run(&first, &write, None).await;
+    let sha = completed(&write, &outcome);
+    let heap = outcome.heap.unwrap();
+    let read = "const h2 = require('crypto').createHash('sha256'); let n2 = 0;\n\
+        for await (const piece of require('fs').createReadStream('s3.bin')) { h2.update(piece); n2 += piece.length; }\n\
+        [n2, h2.digest('hex')]";
+    let outcome = run(&engine(), read, Some(&heap)).await;
+    assert_eq!(completed(read, &outcome), format!("[{},{sha}]", 48 << 20));
+    let before = bucket_bytes(&s3, &bucket, "work/").await;
+    let append =
+        "require('fs').appendFileSync('s3.bin', 'tail\\n'); require('fs').statSync('s3.bin').size";
+    let outcome = run(&first, append, Some(&heap)).await;
+    assert_eq!(completed(append, &outcome), ((48 << 20) + 5).to_string());
+    let grown = bucket_bytes(&s3, &bucket, "work/").await - before;
+    assert!(grown < 16 << 20, "an append stored {grown} bytes");
+}

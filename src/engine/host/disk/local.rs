@@ -2,21 +2,19 @@
 //! own under the scratch root, never in its memory. A file written this
 //! run is a *blob*: optionally a stored prefix (the chunks of the stored
 //! file it continues, so appending to a 1 GiB file fetches and stores
-//! only its last chunk) and a local tail. When the run's heap is kept,
-//! each blob the tree still names is *sealed*: cut into content-defined
-//! chunks, each compressed and named by the SHA-256 of its stored bytes,
-//! written beside the blobs (`out/`) with the file's manifest, for the
-//! host to store before the heap (docs/storage.md, "Files of /work").
+//! only its last chunk) and a local tail; stored files are read a chunk at
+//! a time. When the run's heap is kept, each blob the tree still names is
+//! sealed ([`super::seal`]) for the host to store before the heap
+//! (docs/storage.md, "Files of /work").
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use sha2::{Digest, Sha256};
 
 use crate::backends::content::ContentKey;
 use crate::files::chunked::{self, FileChunk, FileManifest};
@@ -32,14 +30,14 @@ pub(crate) struct DiskError {
 }
 
 impl DiskError {
-    fn new(code: &'static str, hint: impl Into<String>) -> Self {
+    pub(super) fn new(code: &'static str, hint: impl Into<String>) -> Self {
         Self {
             code,
             hint: hint.into(),
         }
     }
 
-    fn io(what: &str, e: std::io::Error) -> Self {
+    pub(super) fn io(what: &str, e: std::io::Error) -> Self {
         let code = match e.raw_os_error() {
             Some(libc::ENOSPC) => "ENOSPC",
             _ => "EIO",
@@ -48,21 +46,14 @@ impl DiskError {
     }
 }
 
-type DiskResult<T> = Result<T, DiskError>;
+pub(super) type DiskResult<T> = Result<T, DiskError>;
 
 /// How many decompressed chunks a run keeps for its next reads (2 MiB at
 /// most each): a stream reads a chunk in many small pieces.
 const CACHED_CHUNKS: usize = 8;
 
-/// Chunks compressed at once when a blob is sealed, on rayon's cores.
-const SEAL_BATCH: usize = 16;
-
-/// Files sealed by a run no larger than this get the SHA-256 of their whole
-/// bytes, which `display()` links blocks to files by.
-pub(crate) const WHOLE_DIGEST_UP_TO: u64 = 32 * 1024 * 1024;
-
 /// `ENOMEM` unless a read of `len` bytes fits the `room` the run's memory
-/// has: said before anything is read, with how to read less at once.
+/// holds: said before anything is read, with how to read less at once.
 fn fits(len: u64, room: u64) -> DiskResult<()> {
     if len <= room {
         return Ok(());
@@ -70,7 +61,7 @@ fn fits(len: u64, room: u64) -> DiskResult<()> {
     Err(DiskError::new(
         "ENOMEM",
         format!(
-            "reading {len} bytes at once needs more than the run's memory has left ({room} bytes of \
+            "reading {len} bytes at once needs more than the run's memory holds ({room} bytes, \
              heap_memory_max_mb, ArrayBuffers included): read the file in pieces, with \
              fs.createReadStream(path) (node:readline's createInterface for lines) or fs.readSync \
              with a position, or raise heap_memory_max_mb"
@@ -80,10 +71,10 @@ fn fits(len: u64, room: u64) -> DiskResult<()> {
 
 /// A stored prefix of a blob.
 #[derive(Debug, Clone, Default)]
-struct Base {
-    chunks: Vec<FileChunk>,
-    offsets: Vec<u64>,
-    len: u64,
+pub(super) struct Base {
+    pub(super) chunks: Vec<FileChunk>,
+    pub(super) offsets: Vec<u64>,
+    pub(super) len: u64,
 }
 
 impl Base {
@@ -98,12 +89,12 @@ impl Base {
 
 /// One file written in this run.
 #[derive(Debug)]
-struct Blob {
-    base: Base,
+pub(super) struct Blob {
+    pub(super) base: Base,
     /// The local bytes after the base.
-    file: File,
-    path: PathBuf,
-    tail: u64,
+    pub(super) file: File,
+    pub(super) path: PathBuf,
+    pub(super) tail: u64,
 }
 
 impl Blob {
@@ -112,29 +103,21 @@ impl Blob {
     }
 }
 
-/// A sealed file: its manifest's key (`None` for an empty file) and, when
-/// small enough, the SHA-256 of its whole bytes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Sealed {
-    pub manifest: Option<ContentKey>,
-    pub whole: Option<ContentKey>,
-}
-
 /// A run's local disk.
 #[derive(Debug)]
 pub(crate) struct Disk {
-    root: Option<PathBuf>,
-    dir: Option<PathBuf>,
-    quota: u64,
-    next: u32,
-    blobs: HashMap<u32, Blob>,
-    used: u64,
-    manifests: HashMap<ContentKey, Arc<Base>>,
-    chunks: VecDeque<(ContentKey, Arc<Vec<u8>>)>,
-    whole: Option<(ContentKey, Bytes)>,
+    pub(super) root: Option<PathBuf>,
+    pub(super) dir: Option<PathBuf>,
+    pub(super) quota: u64,
+    pub(super) next: u32,
+    pub(super) blobs: HashMap<u32, Blob>,
+    pub(super) used: u64,
+    pub(super) manifests: HashMap<ContentKey, Arc<Base>>,
+    pub(super) chunks: VecDeque<(ContentKey, Arc<Vec<u8>>)>,
+    pub(super) whole: Option<(ContentKey, Bytes)>,
     /// Objects written to `out/`, for the host to store.
-    sealed: Vec<ContentKey>,
-    sealed_set: HashSet<ContentKey>,
+    pub(super) sealed: Vec<ContentKey>,
+    pub(super) sealed_set: HashSet<ContentKey>,
 }
 
 impl Disk {
@@ -157,7 +140,7 @@ impl Disk {
     }
 
     /// The run's folder, made now if need be.
-    fn dir(&mut self) -> DiskResult<PathBuf> {
+    pub(super) fn dir(&mut self) -> DiskResult<PathBuf> {
         if let Some(dir) = &self.dir {
             return Ok(dir.clone());
         }
@@ -174,7 +157,7 @@ impl Disk {
         Ok(dir)
     }
 
-    fn blob(&mut self, id: u32) -> DiskResult<&mut Blob> {
+    pub(super) fn blob(&mut self, id: u32) -> DiskResult<&mut Blob> {
         self.blobs
             .get_mut(&id)
             .ok_or_else(|| DiskError::new("EBADF", format!("file {id} is not open in this run")))
@@ -391,7 +374,7 @@ impl Disk {
     }
 
     /// Up to `len` bytes of file `id` from `at`, refused (`ENOMEM`) past
-    /// `room`, what the run's memory can still take.
+    /// `room`, what the run's memory holds at most.
     pub(crate) fn read(
         &mut self,
         id: u32,
@@ -505,7 +488,7 @@ impl Disk {
         Ok(base)
     }
 
-    fn chunk(&mut self, chunk: &FileChunk, fetch: Fetch) -> DiskResult<Arc<Vec<u8>>> {
+    pub(super) fn chunk(&mut self, chunk: &FileChunk, fetch: Fetch) -> DiskResult<Arc<Vec<u8>>> {
         if let Some(at) = self.chunks.iter().position(|(k, _)| *k == chunk.key) {
             let hit = self.chunks.remove(at).expect("found");
             self.chunks.push_front(hit.clone());
@@ -530,122 +513,6 @@ impl Disk {
         self.whole = Some((key.clone(), bytes.clone()));
         Ok(bytes)
     }
-
-    /// Cuts file `id` into stored chunks and its manifest (written to
-    /// `out/`, for the host to store) and forgets its local bytes.
-    pub(crate) fn seal(&mut self, id: u32, fetch: Fetch) -> DiskResult<Sealed> {
-        let (base, tail, path) = {
-            let blob = self.blob(id)?;
-            (blob.base.clone(), blob.tail, blob.path.clone())
-        };
-        if base.len + tail == 0 {
-            self.remove(id);
-            return Ok(Sealed {
-                manifest: None,
-                whole: None,
-            });
-        }
-        // An append keeps the stored chunks but the last, which is cut
-        // again with the new bytes; a file with nothing stored is cut whole.
-        let mut chunks: Vec<FileChunk> = Vec::new();
-        let mut head: Vec<u8> = Vec::new();
-        if let Some((last, kept)) = base.chunks.split_last() {
-            if tail == 0 {
-                chunks = base.chunks.clone();
-            } else {
-                chunks.extend_from_slice(kept);
-                head = self.chunk(last, fetch)?.to_vec();
-            }
-        }
-        let mut whole = (base.chunks.is_empty() && tail <= WHOLE_DIGEST_UP_TO).then(Sha256::new);
-        if tail > 0 {
-            let file = File::open(&path).map_err(|e| DiskError::io("reading a local file", e))?;
-            let source = std::io::Cursor::new(head).chain(file.take(tail));
-            let cuts = fastcdc::v2020::StreamCDC::new(
-                source,
-                chunked::MIN_CHUNK,
-                chunked::AVG_CHUNK,
-                chunked::MAX_CHUNK,
-            );
-            let mut batch = Vec::with_capacity(SEAL_BATCH);
-            for cut in cuts {
-                let cut =
-                    cut.map_err(|e| DiskError::new("EIO", format!("reading a local file: {e}")))?;
-                if let Some(hash) = &mut whole {
-                    hash.update(&cut.data);
-                }
-                batch.push(cut.data);
-                if batch.len() == SEAL_BATCH {
-                    self.store_chunks(&mut batch, &mut chunks)?;
-                }
-            }
-            self.store_chunks(&mut batch, &mut chunks)?;
-        }
-        let manifest = FileManifest::of(chunks).encode();
-        let key = ContentKey::of(&manifest);
-        self.put_out(&key, &manifest)?;
-        self.remove(id);
-        Ok(Sealed {
-            manifest: Some(key),
-            whole: whole.map(|hash| {
-                ContentKey::parse(&hex::encode(hash.finalize())).expect("a digest is a key")
-            }),
-        })
-    }
-
-    /// Compresses `batch` in parallel, writes what `out/` lacks, names
-    /// each chunk in `chunks`.
-    fn store_chunks(
-        &mut self,
-        batch: &mut Vec<Vec<u8>>,
-        chunks: &mut Vec<FileChunk>,
-    ) -> DiskResult<()> {
-        use rayon::prelude::*;
-        let stored: Vec<(Bytes, u32)> = batch
-            .par_iter()
-            .map(|raw| (chunked::compress(raw), raw.len() as u32))
-            .collect();
-        batch.clear();
-        for (bytes, len) in stored {
-            let key = ContentKey::of(&bytes);
-            self.put_out(&key, &bytes)?;
-            chunks.push(FileChunk { key, len });
-        }
-        Ok(())
-    }
-
-    fn put_out(&mut self, key: &ContentKey, bytes: &[u8]) -> DiskResult<()> {
-        if self.sealed_set.contains(key) {
-            return Ok(());
-        }
-        let dir = self.dir()?;
-        std::fs::write(dir.join("out").join(key.as_str()), bytes)
-            .map_err(|e| DiskError::io("writing a sealed chunk", e))?;
-        self.sealed_set.insert(key.clone());
-        self.sealed.push(key.clone());
-        Ok(())
-    }
-
-    /// Ends the disk: the local files go; what was sealed stays in the
-    /// run's folder for the host, which removes the folder once stored
-    /// ([`Kept::dir`]).
-    pub(crate) fn finish(mut self) -> Kept {
-        for id in self.blobs.keys().copied().collect::<Vec<_>>() {
-            self.remove(id);
-        }
-        let dir = self.dir.take();
-        if self.sealed.is_empty() {
-            if let Some(dir) = &dir {
-                let _ = std::fs::remove_dir_all(dir);
-            }
-            return Kept::default();
-        }
-        Kept {
-            dir,
-            objects: std::mem::take(&mut self.sealed),
-            names: Vec::new(),
-        }
-    }
 }
 
 impl Drop for Disk {
@@ -658,60 +525,10 @@ impl Drop for Disk {
     }
 }
 
-/// What a run sealed: objects in `<dir>/out/`, by key, to be stored before
-/// its heap; then the folder is removed.
-#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct Kept {
-    /// The run's scratch folder.
-    pub dir: Option<PathBuf>,
-    /// The sealed objects' keys.
-    pub objects: Vec<ContentKey>,
-    /// What the tree names as the run leaves it (manifests, or bytes
-    /// stored whole), recorded with the heap it is stored in.
-    pub names: Vec<ContentKey>,
-}
-
-impl Kept {
-    /// Where the object `key` waits.
-    pub fn path_of(&self, key: &ContentKey) -> Option<PathBuf> {
-        self.dir
-            .as_ref()
-            .map(|dir| dir.join("out").join(key.as_str()))
-    }
-
-    /// Removes the run's folder (after its objects are stored, or when
-    /// they never will be).
-    pub fn discard(&mut self) {
-        self.objects.clear();
-        self.names.clear();
-        if let Some(dir) = self.dir.take() {
-            let _ = std::fs::remove_dir_all(dir);
-        }
-    }
-}
-
-/// Empties the scratch root `root` of folders left by runs of an earlier
-/// process (a crash, a kill): called once when a server starts on it.
-pub fn sweep_scratch(root: &Path) {
-    let Ok(entries) = std::fs::read_dir(root) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let removed = if path.is_dir() {
-            std::fs::remove_dir_all(&path)
-        } else {
-            std::fs::remove_file(&path)
-        };
-        if let Err(e) = removed {
-            tracing::warn!(path = %path.display(), error = %e, "could not remove a run's leftover scratch files");
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::host::disk::seal::Kept;
 
     /// Stored objects in memory, read as a run's file source would.
     #[derive(Default)]

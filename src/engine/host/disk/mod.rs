@@ -7,6 +7,7 @@
 //! the heap. docs/engine.md, "Files".
 
 pub(crate) mod local;
+pub(crate) mod seal;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,7 +23,7 @@ use crate::engine::services::memory::Budget;
 use crate::engine::services::work::{HostWork, Interrupted};
 use crate::engine::services::{FileRead, FileSource};
 use local::{Disk, DiskError};
-pub use local::{Kept, sweep_scratch};
+pub use seal::{Kept, sweep_scratch};
 
 /// Where runs' local bytes go and how many one run may hold.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -163,12 +164,14 @@ fn with_disk<T>(
     }
 }
 
-/// What the run's ArrayBuffer budget can still take: a read larger than
-/// that is refused before it is made, saying how to read less at once.
+/// What the run's ArrayBuffer budget holds at most: a read larger than
+/// that could never fit and is refused before it is made, saying how to
+/// read less at once. A smaller one is left to V8, which collects garbage
+/// buffers (a stream's earlier pieces) before it gives up on an allocation.
 fn room(scope: &mut v8::PinScope<'_, '_>) -> u64 {
-    scope.get_slot::<Arc<Budget>>().map_or(u64::MAX, |budget| {
-        budget.limit().saturating_sub(budget.used()) as u64
-    })
+    scope
+        .get_slot::<Arc<Budget>>()
+        .map_or(u64::MAX, |budget| budget.limit() as u64)
 }
 
 fn id_of(scope: &mut v8::PinScope<'_, '_>, value: v8::Local<'_, v8::Value>) -> u32 {
