@@ -178,6 +178,38 @@ pub enum ReadError {
     },
 }
 
+/// The stored object `key` (a `what` of a file), or [`ReadError::Missing`].
+async fn object(
+    store: &dyn FileStore,
+    tenant: &Tenant,
+    what: &'static str,
+    key: &ContentKey,
+) -> Result<Bytes, ReadError> {
+    store
+        .get(tenant, key)
+        .await?
+        .ok_or_else(|| ReadError::Missing {
+            what,
+            key: key.clone(),
+        })
+}
+
+/// The length of the file `key` names, from its manifest when `chunked`.
+async fn length(
+    store: &dyn FileStore,
+    tenant: &Tenant,
+    key: &ContentKey,
+    chunked: bool,
+) -> Result<u64, ReadError> {
+    if !chunked {
+        return Ok(object(store, tenant, "file", key).await?.len() as u64);
+    }
+    let manifest = object(store, tenant, "manifest", key).await?;
+    Ok(FileManifest::decode(&manifest)
+        .map_err(ReadError::Damaged)?
+        .len)
+}
+
 /// The whole file `key` names (a manifest when `chunked`, else the bytes
 /// stored whole), at most `max` bytes of it.
 pub async fn read_all(
@@ -187,39 +219,11 @@ pub async fn read_all(
     chunked: bool,
     max: u64,
 ) -> Result<Bytes, ReadError> {
-    let object = |what: &'static str, key: &ContentKey| {
-        let key = key.clone();
-        async move {
-            store
-                .get(tenant, &key)
-                .await?
-                .ok_or(ReadError::Missing { what, key })
-        }
-    };
-    if !chunked {
-        let bytes = object("file", key).await?;
-        if bytes.len() as u64 > max {
-            return Err(ReadError::TooLarge {
-                len: bytes.len() as u64,
-                max,
-            });
-        }
-        return Ok(bytes);
+    let len = length(store, tenant, key, chunked).await?;
+    if len > max {
+        return Err(ReadError::TooLarge { len, max });
     }
-    let manifest =
-        FileManifest::decode(&object("manifest", key).await?).map_err(ReadError::Damaged)?;
-    if manifest.len > max {
-        return Err(ReadError::TooLarge {
-            len: manifest.len,
-            max,
-        });
-    }
-    let mut out = Vec::with_capacity(manifest.len as usize);
-    for chunk in &manifest.chunks {
-        let stored = object("chunk", &chunk.key).await?;
-        out.extend_from_slice(&decompress(chunk, &stored).map_err(ReadError::Damaged)?);
-    }
-    Ok(Bytes::from(out))
+    read_range(store, tenant, key, chunked, 0, len).await
 }
 
 /// Bytes `start..end` (clamped to the file) of the file `key` names,
@@ -232,22 +236,13 @@ pub async fn read_range(
     start: u64,
     end: u64,
 ) -> Result<Bytes, ReadError> {
-    let object = |what: &'static str, key: &ContentKey| {
-        let key = key.clone();
-        async move {
-            store
-                .get(tenant, &key)
-                .await?
-                .ok_or(ReadError::Missing { what, key })
-        }
-    };
     if !chunked {
-        let bytes = object("file", key).await?;
+        let bytes = object(store, tenant, "file", key).await?;
         let end = (end as usize).min(bytes.len());
         return Ok(bytes.slice((start as usize).min(end)..end));
     }
-    let manifest =
-        FileManifest::decode(&object("manifest", key).await?).map_err(ReadError::Damaged)?;
+    let manifest = FileManifest::decode(&object(store, tenant, "manifest", key).await?)
+        .map_err(ReadError::Damaged)?;
     let end = end.min(manifest.len);
     let mut out = Vec::with_capacity(end.saturating_sub(start) as usize);
     for (chunk, at) in manifest.chunks.iter().zip(manifest.offsets()) {
@@ -255,8 +250,8 @@ pub async fn read_range(
         if stop <= start || at >= end {
             continue;
         }
-        let raw =
-            decompress(chunk, &object("chunk", &chunk.key).await?).map_err(ReadError::Damaged)?;
+        let stored = object(store, tenant, "chunk", &chunk.key).await?;
+        let raw = decompress(chunk, &stored).map_err(ReadError::Damaged)?;
         let from = start.max(at) - at;
         let to = end.min(stop) - at;
         out.extend_from_slice(&raw[from as usize..to as usize]);

@@ -160,16 +160,7 @@ impl Toolbox {
         tenant: &Tenant,
         entry: &crate::engine::TreeEntry,
     ) -> Result<bytes::Bytes, String> {
-        let Some(key) = &entry.key else {
-            return Ok(bytes::Bytes::new());
-        };
-        let store = self
-            .files
-            .as_ref()
-            .ok_or("this server keeps no file bytes (no file store)")?;
-        crate::files::chunked::read_all(store.as_ref(), tenant, key, entry.chunked, u64::MAX)
-            .await
-            .map_err(|e| format!("could not read {}: {e}", entry.path))
+        self.file_range(tenant, entry, 0, u64::MAX).await
     }
 
     /// Bytes `start..end` of the `/work` file `entry`, fetching only the

@@ -875,33 +875,50 @@
     return typeof options === "string" ? { encoding: options }
       : options !== null && typeof options === "object" ? options : {};
   }
-  fs.createReadStream = (path, options) => {
-    const site = new Error();
-    const { Readable } = load("node").stream;
-    const { Buffer } = load("node").buffer;
-    const opts = streamOptions(options);
-    const chunk = opts.highWaterMark ?? 64 * 1024;
-    let fd = typeof opts.fd === "number" ? opts.fd : opts.fd?.fd ?? null;
-    let at = opts.start ?? 0;
-    const stop = opts.end === undefined || opts.end === Infinity ? Infinity : opts.end + 1;
-    const stream = new Readable({
-      highWaterMark: chunk,
-      encoding: opts.encoding ?? undefined,
-      construct(callback) {
+  // A stream's descriptor: the one given (`fd`, or a FileHandle), or one
+  // opened when the stream is constructed with `flags` (by default
+  // `flags`), announced with 'open' and 'ready' as Node does; closed with
+  // the stream unless `autoClose` is false.
+  function streamFile(path, opts, flags, site) {
+    const file = {
+      fd: typeof opts.fd === "number" ? opts.fd : opts.fd?.fd ?? null,
+      open(stream, callback) {
         try {
-          if (fd === null) fd = open(path, opts.flags ?? "r");
+          if (file.fd === null) file.fd = open(path, opts.flags ?? flags);
           callback();
           queueMicrotask(() => {
-            stream.emit("open", fd);
+            stream.emit("open", file.fd);
             stream.emit("ready");
           });
         } catch (error) {
           callback(calledAt(error, site));
         }
       },
+      close(error, callback) {
+        if (file.fd !== null && opts.autoClose !== false && fds.has(file.fd)) close(file.fd);
+        callback(error);
+      },
+    };
+    return file;
+  }
+  fs.createReadStream = (path, options) => {
+    const site = new Error();
+    const { Readable } = load("node").stream;
+    const { Buffer } = load("node").buffer;
+    const opts = streamOptions(options);
+    const chunk = opts.highWaterMark ?? 64 * 1024;
+    const file = streamFile(path, opts, "r", site);
+    let at = opts.start ?? 0;
+    const stop = opts.end === undefined || opts.end === Infinity ? Infinity : opts.end + 1;
+    const stream = new Readable({
+      highWaterMark: chunk,
+      encoding: opts.encoding ?? undefined,
+      construct(callback) {
+        file.open(stream, callback);
+      },
       read(size) {
         try {
-          const f = descriptor(fd, "read", "read");
+          const f = descriptor(file.fd, "read", "read");
           const want = Math.min(Math.max(size || chunk, 1), stop - at);
           const bytes = want > 0 ? readAt(f.entry, at, want, "read", f.path) : new Uint8Array(0);
           if (bytes.length === 0) {
@@ -916,8 +933,7 @@
         }
       },
       destroy(error, callback) {
-        if (fd !== null && opts.autoClose !== false && fds.has(fd)) close(fd);
-        callback(error);
+        file.close(error, callback);
       },
     });
     stream.path = path;
@@ -929,29 +945,20 @@
     const site = new Error();
     const { Writable } = load("node").stream;
     const opts = streamOptions(options);
-    let fd = typeof opts.fd === "number" ? opts.fd : opts.fd?.fd ?? null;
+    // Node opens (and truncates, or appends to) the file first.
+    const file = streamFile(path, opts, "w", site);
     let at = opts.start;
     let bytesWritten = 0;
     const stream = new Writable({
       defaultEncoding: opts.encoding ?? "utf8",
       highWaterMark: opts.highWaterMark,
       construct(callback) {
-        // Node opens (and truncates, or appends to) the file first.
-        try {
-          if (fd === null) fd = open(path, opts.flags ?? "w");
-          callback();
-          queueMicrotask(() => {
-            stream.emit("open", fd);
-            stream.emit("ready");
-          });
-        } catch (error) {
-          callback(calledAt(error, site));
-        }
+        file.open(stream, callback);
       },
       write(data, encoding, callback) {
         try {
           const bytes = typeof data === "string" ? encode(data, encoding) : data;
-          const n = writeFd(descriptor(fd, "write", "write"), bytes, at ?? null);
+          const n = writeFd(descriptor(file.fd, "write", "write"), bytes, at ?? null);
           if (at !== undefined) at += n;
           bytesWritten += n;
           callback();
@@ -960,8 +967,7 @@
         }
       },
       destroy(error, callback) {
-        if (fd !== null && opts.autoClose !== false && fds.has(fd)) close(fd);
-        callback(error);
+        file.close(error, callback);
       },
     });
     stream.path = path;

@@ -17,9 +17,8 @@ use crate::engine::capability::{Argument, Call, Capability, RunScope};
 use crate::engine::layer::bytes::{bytes_of, string, uint8_array};
 use crate::engine::layer::registry::{Family, Loader, registry_key};
 use crate::engine::layer::registry::{Natives, throw_error_with_code, throw_type_error};
+use crate::engine::services::FileSource;
 use crate::engine::services::memory::Budget;
-use crate::engine::services::work::{HostWork, Interrupted};
-use crate::engine::services::{FileRead, FileSource};
 use crate::engine::web::thrown::error_from;
 
 pub(crate) fn natives() -> Natives {
@@ -268,25 +267,12 @@ fn get<'s>(
         throw_type_error(scope, "files are not available outside a run");
         return;
     };
-    let read = match run.written.get(&key) {
-        Some(bytes) => FileRead::Ready(Ok(Some(bytes.clone()))),
-        None => match &run.source {
-            Some(source) => source.read(&key),
-            None => FileRead::Ready(Ok(None)),
-        },
-    };
-    let found = match read {
-        FileRead::Ready(found) => found,
-        FileRead::Pending(work) => match scope.get_slot_mut::<HostWork>() {
-            Some(host) => host.block_on(work).unwrap_or_else(|why| {
-                Err(match why {
-                    Interrupted::Deadline => "the run's time ran out while the file was read",
-                    Interrupted::Cancelled => "the run was cancelled while the file was read",
-                }
-                .to_owned())
-            }),
-            None => Err("files are not available outside a run".to_owned()),
-        },
+    let found = match run.written.get(&key) {
+        Some(bytes) => Ok(Some(bytes.clone())),
+        None => {
+            let source = run.source.clone();
+            super::disk::fetch(scope, source.as_ref(), &key)
+        }
     };
     let bytes = match found {
         Ok(Some(bytes)) => bytes,

@@ -113,8 +113,9 @@ fn natives() -> Natives {
     ]
 }
 
-/// Reads a stored object for the run, within its time and cancel.
-fn fetch(
+/// Reads a stored object for the run, within its time and cancel (also
+/// `fs`'s own reader of files stored whole, for heaps from before the disk).
+pub(crate) fn fetch(
     scope: &mut v8::PinScope<'_, '_>,
     source: Option<&Arc<dyn FileSource>>,
     key: &ContentKey,
