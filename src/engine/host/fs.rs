@@ -271,7 +271,7 @@ fn get<'s>(
         Some(bytes) => Ok(Some(bytes.clone())),
         None => {
             let source = run.source.clone();
-            super::disk::fetch(scope, source.as_ref(), &key)
+            super::stored::fetch(scope, source.as_ref(), &key)
         }
     };
     let bytes = match found {

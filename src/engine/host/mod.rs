@@ -8,6 +8,7 @@ pub(crate) mod elicit;
 pub(crate) mod fs;
 pub(crate) mod mcp;
 pub(crate) mod progress;
+pub(crate) mod stored;
 #[cfg(test)]
 pub(crate) mod toy;
 

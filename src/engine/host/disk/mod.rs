@@ -17,11 +17,11 @@ use v8::MapFnTo;
 
 use crate::backends::content::ContentKey;
 use crate::engine::capability::{Capability, RunScope};
+use crate::engine::host::stored::fetch;
 use crate::engine::layer::bytes::{bytes_of, string, uint8_array};
 use crate::engine::layer::registry::{Family, Natives, throw_error_with_code, throw_type_error};
+use crate::engine::services::FileSource;
 use crate::engine::services::memory::Budget;
-use crate::engine::services::work::{HostWork, Interrupted};
-use crate::engine::services::{FileRead, FileSource};
 use local::{Disk, DiskError};
 pub use seal::{Kept, sweep_scratch};
 
@@ -111,32 +111,6 @@ fn natives() -> Natives {
         ("truncate", truncate.map_fn_to()),
         ("seal", seal.map_fn_to()),
     ]
-}
-
-/// Reads a stored object for the run, within its time and cancel (also
-/// `fs`'s own reader of files stored whole, for heaps from before the disk).
-pub(crate) fn fetch(
-    scope: &mut v8::PinScope<'_, '_>,
-    source: Option<&Arc<dyn FileSource>>,
-    key: &ContentKey,
-) -> Result<Option<bytes::Bytes>, String> {
-    let read = match source {
-        Some(source) => source.read(key),
-        None => return Ok(None),
-    };
-    match read {
-        FileRead::Ready(found) => found,
-        FileRead::Pending(work) => match scope.get_slot_mut::<HostWork>() {
-            Some(host) => host.block_on(work).unwrap_or_else(|why| {
-                Err(match why {
-                    Interrupted::Deadline => "the run's time ran out while the file was read",
-                    Interrupted::Cancelled => "the run was cancelled while the file was read",
-                }
-                .to_owned())
-            }),
-            None => Err("files are not available outside a run".to_owned()),
-        },
-    }
 }
 
 /// Runs `op` on the run's disk, with a reader of stored objects; the
