@@ -8,7 +8,9 @@ Each binary serves over stdio on its own data directory; the builds take
 turns by rounds of RUNS calls each, so the machine's drift hits them alike.
 A call is timed from the tools/call request to its answer. "fresh" is a
 stateless `1 + 1` (a server with MCP_V8_STATELESS); "chained" continues the
-previous call's heap with `globalThis.n = (globalThis.n ?? 0) + 1`.
+previous call's heap with `globalThis.n = (globalThis.n ?? 0) + 1`. With
+--with-file the chain's first call writes a 1 MiB file to /work, which
+every later heap of the chain keeps without touching it.
 """
 import argparse
 import os
@@ -34,6 +36,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--with-file", action="store_true")
     parser.add_argument("binaries", nargs="+")
     args = parser.parse_args()
     fresh = {b: StdioClient(b, tempfile.mkdtemp(prefix="p50-fresh-"), "p50",
@@ -41,6 +44,11 @@ def main():
     chained = {b: StdioClient(b, tempfile.mkdtemp(prefix="p50-chained-"), "p50")
                for b in args.binaries}
     heaps = {b: None for b in args.binaries}
+    if args.with_file:
+        for binary in args.binaries:
+            _, content = timed(chained[binary], {"code": "require('fs').writeFileSync('kept.bin', "
+                                                          "new Uint8Array(1 << 20)); 1"})
+            heaps[binary] = content["heap"]
     times = {(b, kind): [] for b in args.binaries for kind in ("fresh", "chained")}
     for _ in range(args.rounds):
         for binary in args.binaries:

@@ -164,11 +164,7 @@ impl Stores {
                 let records = DirFileStore::records(data_dir.join("records"));
                 keep_records_retention(records.clone(), config.stores.execution_ttl_secs);
                 let work = DirFileStore::new(data_dir.join("work"));
-                keep_files_collected(
-                    work.clone(),
-                    data_dir.join("heaps"),
-                    config.stores.heap_retention_days,
-                );
+                keep_files_collected(work.clone(), config.stores.heap_retention_days);
                 (Some(Arc::new(work)), Some(Arc::new(records)))
             }
         };
@@ -281,21 +277,16 @@ fn keep_retention(store: FileHeapStore, days: u64) {
 }
 
 /// Collects the embedded store's `/work` objects no retained heap names,
-/// now and every hour, when heaps expire at all (`days`): a heap's record
-/// goes with the heap, then what no record names. An hour's grace covers
-/// the objects of a heap being stored.
-fn keep_files_collected(store: DirFileStore, heaps: PathBuf, days: u64) {
+/// now and every hour, when heaps expire at all (`days`): a record of the
+/// files heaps name lives a day longer than the heaps, as chunks do. An
+/// hour's grace covers the objects of a heap being stored.
+fn keep_files_collected(store: DirFileStore, days: u64) {
     if days == 0 {
         return;
     }
+    let max_age = std::time::Duration::from_secs((days + 1) * 86_400);
     every_hour("/work files' collection", move || {
-        let kept = |tenant: &crate::tenant::Tenant, heap: &str| {
-            heaps
-                .join(tenant.heap_folder().unwrap_or_default())
-                .join(heap)
-                .exists()
-        };
-        let removed = store.collect(&kept, std::time::Duration::from_secs(3600))?;
+        let removed = store.collect(max_age, std::time::Duration::from_secs(3600))?;
         if removed > 0 {
             tracing::info!(removed, "removed /work file objects no retained heap names");
         }
@@ -435,8 +426,14 @@ pub fn engine_config(config: &Config) -> EngineConfig {
                 max_tree_bytes: config.files.max_work_mb * 1024 * 1024,
                 max_files: config.files.max_files,
             },
+            // A server with a file store writes in its own scratch folder
+            // (`build`); a stateless one still gives runs a throwaway disk.
             disk: DiskSettings {
-                scratch: config.files.scratch_dir.clone(),
+                scratch: config
+                    .files
+                    .scratch_dir
+                    .clone()
+                    .or_else(|| DiskSettings::default().scratch),
                 run_bytes: config.files.run_disk_mb as u64 * 1024 * 1024,
             },
             ..defaults.capabilities

@@ -70,11 +70,14 @@ impl DirFileStore {
         Ok(removed)
     }
 
-    /// Records that the heap `heap` of `tenant` names `keys` (its `/work`
-    /// files' manifests, or bytes stored whole), synced, for
-    /// [`Self::collect`]; the manifests named are marked as just used, so a
-    /// collection that runs before the record is read keeps them.
-    pub fn write_names(&self, tenant: &Tenant, heap: &str, keys: &[ContentKey]) -> io::Result<()> {
+    /// Records that a heap of `tenant` stored now names `keys` (its
+    /// `/work` files' manifests, or bytes stored whole), for
+    /// [`Self::collect`]: a record per set of keys, named by their SHA-256
+    /// and aged like the heaps that name it. A set already recorded only
+    /// has its time renewed (no write, no sync), so a chain of runs over
+    /// the same files costs a `utimes` each; a new set is written and
+    /// synced once.
+    pub fn write_names(&self, tenant: &Tenant, keys: &[ContentKey]) -> io::Result<()> {
         let names = self.dir.join(NAMES);
         if !names.join(SINCE).exists() {
             std::fs::create_dir_all(&names)?;
@@ -84,51 +87,54 @@ impl DirFileStore {
                 Err(e) => return Err(e),
             }
         }
-        let folder = names.join(tenant.heap_folder().unwrap_or_default());
-        let text: String = keys.iter().map(|k| format!("{k}\n")).collect();
-        write_atomically(&folder.join(heap), text.as_bytes())?;
-        let now = std::time::SystemTime::now();
-        for key in keys {
-            if let Ok(file) = std::fs::File::options()
-                .write(true)
-                .open(self.path_of(tenant, key))
-            {
-                file.set_modified(now)?;
+        let mut sorted: Vec<&ContentKey> = keys.iter().collect();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let text: String = sorted.iter().map(|k| format!("{k}\n")).collect();
+        let record = names
+            .join(tenant.heap_folder().unwrap_or_default())
+            .join(ContentKey::of(text.as_bytes()).as_str());
+        match std::fs::File::options().write(true).open(&record) {
+            Ok(file) => file.set_modified(std::time::SystemTime::now()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                write_atomically(&record, text.as_bytes())
             }
+            Err(e) => Err(e),
         }
-        Ok(())
     }
 
-    /// Removes the file objects no retained heap names: a heap's record
-    /// ([`Self::write_names`]) goes once `heap_kept` says the heap is gone,
-    /// then every object is removed that no remaining record names, is
-    /// named by no kept manifest, was stored after the first record was
-    /// ever written (objects of heaps from before are kept: no record
-    /// names them) and is older than `grace` (an object stored for a heap
-    /// that is being stored now is not named yet). How many it removed.
+    /// Removes the file objects no retained heap names: a record
+    /// ([`Self::write_names`]) not renewed within `max_age` (the heaps'
+    /// retention and a day, as chunks outlive their heaps) goes, then every
+    /// object is removed that no remaining record names, is named by no
+    /// kept manifest, was stored after the first record was ever written
+    /// (objects of heaps from before are kept: no record names them) and is
+    /// older than `grace` (an object stored for a heap that is being stored
+    /// now is not named yet). How many it removed.
     pub fn collect(
         &self,
-        heap_kept: &dyn Fn(&Tenant, &str) -> bool,
+        max_age: std::time::Duration,
         grace: std::time::Duration,
     ) -> io::Result<usize> {
         let names = self.dir.join(NAMES);
         let Ok(since) = std::fs::metadata(names.join(SINCE)).and_then(|m| m.modified()) else {
             return Ok(0);
         };
-        let young = std::time::SystemTime::now()
-            .checked_sub(grace)
-            .unwrap_or(std::time::UNIX_EPOCH);
+        let now = std::time::SystemTime::now();
+        let young = now.checked_sub(grace).unwrap_or(std::time::UNIX_EPOCH);
+        let expired = now.checked_sub(max_age).unwrap_or(std::time::UNIX_EPOCH);
         let mut removed = 0;
         for (tenant, folder) in self.folders()? {
             let mut live: HashSet<String> = HashSet::new();
             let records = names.join(tenant.heap_folder().unwrap_or_default());
             for entry in read_dir_or_empty(&records)? {
                 let entry = entry?;
-                let heap = entry.file_name().to_string_lossy().into_owned();
-                if !entry.metadata()?.is_file() || heap.starts_with('.') {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let meta = entry.metadata()?;
+                if !meta.is_file() || name.starts_with('.') {
                     continue;
                 }
-                if heap_kept(&tenant, &heap) {
+                if meta.modified()? >= expired {
                     let text = std::fs::read_to_string(entry.path())?;
                     live.extend(text.lines().map(str::to_owned));
                 } else {
@@ -291,9 +297,8 @@ impl FileStore for DirFileStore {
         heap: &str,
         keys: &[ContentKey],
     ) -> Result<(), FileStoreError> {
-        let (store, tenant, heap_key, keys) =
-            (self.clone(), tenant.clone(), heap.to_owned(), keys.to_vec());
-        tokio::task::spawn_blocking(move || store.write_names(&tenant, &heap_key, &keys))
+        let (store, tenant, keys) = (self.clone(), tenant.clone(), keys.to_vec());
+        tokio::task::spawn_blocking(move || store.write_names(&tenant, &keys))
             .await
             .map_err(|e| Self::backend(heap, io::Error::other(e)))?
             .map_err(|e| Self::backend(heap, e))
@@ -334,14 +339,16 @@ mod tests {
             .await
             .unwrap();
         let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(86_400);
-        std::fs::File::options()
-            .write(true)
-            .open(store.path_of(&alice, &legacy))
-            .unwrap()
-            .set_modified(long_ago)
-            .unwrap();
-        let (kept_heap, gone_heap) = ("a".repeat(64), "b".repeat(64));
-        store.write_names(&alice, &kept_heap, &[]).unwrap();
+        let age = |path: std::path::PathBuf| {
+            std::fs::File::options()
+                .write(true)
+                .open(path)
+                .unwrap()
+                .set_modified(long_ago)
+                .unwrap();
+        };
+        age(store.path_of(&alice, &legacy));
+        store.write_names(&alice, &[]).unwrap();
         let file = |raw: &'static [u8]| {
             let stored = compress(raw);
             let chunk = FileChunk {
@@ -357,16 +364,19 @@ mod tests {
         for bytes in [kept_chunk, kept_manifest, gone_chunk, gone_manifest] {
             keys.push(store.put(&alice, &bytes).await.unwrap());
         }
-        store
-            .write_names(&alice, &kept_heap, &[keys[1].clone()])
-            .unwrap();
-        store
-            .write_names(&alice, &gone_heap, &[keys[3].clone()])
-            .unwrap();
+        // The gone file's record was last renewed long ago (the heaps that
+        // named it are gone), and the empty set's; the kept one's now, and
+        // naming it again renews it without writing it.
+        store.write_names(&alice, &[keys[3].clone()]).unwrap();
+        let records = dir.path().join(NAMES).join(alice.heap_folder().unwrap());
+        for entry in std::fs::read_dir(&records).unwrap() {
+            age(entry.unwrap().path());
+        }
+        store.write_names(&alice, &[keys[1].clone()]).unwrap();
+        store.write_names(&alice, &[keys[1].clone()]).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
-        let removed = store
-            .collect(&|_, heap| heap == kept_heap, std::time::Duration::ZERO)
-            .unwrap();
+        let hour = std::time::Duration::from_secs(3600);
+        let removed = store.collect(hour, std::time::Duration::ZERO).unwrap();
         assert_eq!(removed, 2, "the gone file's chunk and manifest");
         for key in [&kept_chunk_key, &keys[1], &legacy] {
             assert!(
@@ -385,12 +395,7 @@ mod tests {
             .put(&alice, &Bytes::from_static(b"being stored"))
             .await
             .unwrap();
-        store
-            .collect(
-                &|_, heap| heap == kept_heap,
-                std::time::Duration::from_secs(3600),
-            )
-            .unwrap();
+        store.collect(hour, hour).unwrap();
         assert!(store.get(&alice, &young).await.unwrap().is_some());
     }
 

@@ -453,3 +453,17 @@ async fn on_s3_a_streamed_file_reads_back_whole_and_an_append_stores_little() {
     let grown = bucket_bytes(&s3, &bucket, "work/").await - before;
     assert!(grown < 16 << 20, "an append stored {grown} bytes");
 }
+
+/// A stateless server keeps no files, but its runs still have a disk for
+/// the length of the run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateless_servers_runs_write_and_read_files() {
+    let serve = crate::common::process::Serve::start(&[], &[("MCP_V8_STATELESS", "true")]);
+    let answer = serve
+        .run_js(serde_json::json!({"code":
+            "const fs = require('fs'); fs.writeFileSync('t.txt', 'x'.repeat(3 << 20)); fs.appendFileSync('t.txt', 'y');\n\
+             fs.statSync('t.txt').size"}))
+        .await;
+    assert_eq!(answer["status"], "completed", "{answer}");
+    assert_eq!(answer["result"], ((3 << 20) + 1).to_string(), "{answer}");
+}
