@@ -151,7 +151,7 @@ pub fn decompress(chunk: &FileChunk, stored: &[u8]) -> Result<Vec<u8>, String> {
     Ok(raw)
 }
 
-/// Why a stored file could not be read whole.
+/// Why a stored file could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     /// The store failed.
@@ -168,14 +168,6 @@ pub enum ReadError {
     /// The manifest or a chunk is damaged.
     #[error("{0}")]
     Damaged(String),
-    /// The file is larger than the caller takes.
-    #[error("the file is {len} bytes, over the {max} this read takes")]
-    TooLarge {
-        /// Its length.
-        len: u64,
-        /// What the caller takes.
-        max: u64,
-    },
 }
 
 /// The stored object `key` (a `what` of a file), or [`ReadError::Missing`].
@@ -194,40 +186,9 @@ async fn object(
         })
 }
 
-/// The length of the file `key` names, from its manifest when `chunked`.
-async fn length(
-    store: &dyn FileStore,
-    tenant: &Tenant,
-    key: &ContentKey,
-    chunked: bool,
-) -> Result<u64, ReadError> {
-    if !chunked {
-        return Ok(object(store, tenant, "file", key).await?.len() as u64);
-    }
-    let manifest = object(store, tenant, "manifest", key).await?;
-    Ok(FileManifest::decode(&manifest)
-        .map_err(ReadError::Damaged)?
-        .len)
-}
-
-/// The whole file `key` names (a manifest when `chunked`, else the bytes
-/// stored whole), at most `max` bytes of it.
-pub async fn read_all(
-    store: &dyn FileStore,
-    tenant: &Tenant,
-    key: &ContentKey,
-    chunked: bool,
-    max: u64,
-) -> Result<Bytes, ReadError> {
-    let len = length(store, tenant, key, chunked).await?;
-    if len > max {
-        return Err(ReadError::TooLarge { len, max });
-    }
-    read_range(store, tenant, key, chunked, 0, len).await
-}
-
-/// Bytes `start..end` (clamped to the file) of the file `key` names,
-/// fetching only the chunks they cover.
+/// Bytes `start..end` (clamped to the file) of the file `key` names (a
+/// manifest when `chunked`, else the bytes stored whole), fetching only the
+/// chunks they cover.
 pub async fn read_range(
     store: &dyn FileStore,
     tenant: &Tenant,

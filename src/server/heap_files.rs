@@ -159,30 +159,28 @@ async fn file_page(
     let mime_type = media_type(&entry.path);
     let text = is_text(&essence(&mime_type));
     let (from, to) = ((number as u64 - 1) * PAGE_BYTES, number as u64 * PAGE_BYTES);
-    let read = |start: u64, end: u64| tools.file_range(context.tenant, entry, start, end);
-    let (start, end) = if text {
-        // Both ends move to the start of the line they fall in, found in a
-        // read that begins a byte before them.
-        let edge = |at: u64, bytes: &[u8]| -> u64 {
-            if at == 0 || at >= entry.size {
-                return at.min(entry.size);
-            }
-            match bytes.iter().position(|b| *b == b'\n') {
-                Some(newline) => at + newline as u64,
-                None => at,
-            }
-        };
-        let head = read(from.saturating_sub(1), from.saturating_sub(1) + LINE_SLACK)
-            .await
-            .map_err(MethodError::internal)?;
-        let tail = read(to.saturating_sub(1), to.saturating_sub(1) + LINE_SLACK)
-            .await
-            .map_err(MethodError::internal)?;
-        (edge(from, &head), edge(to, &tail))
-    } else {
-        (from, to.min(entry.size))
+    // One read covers the page and, for text, the byte before each end and
+    // the slack after it, where the ends move to the start of their line.
+    let (lo, hi) = match text {
+        true => (from.saturating_sub(1), to.saturating_sub(1) + LINE_SLACK),
+        false => (from, to),
     };
-    let bytes = read(start, end).await.map_err(MethodError::internal)?;
+    let read = tools
+        .file_range(context.tenant, entry, lo, hi)
+        .await
+        .map_err(MethodError::internal)?;
+    let edge = |at: u64| -> u64 {
+        if !text || at == 0 || at >= entry.size {
+            return at.min(entry.size);
+        }
+        let window = (at - 1 - lo) as usize;
+        let found = read[window..read.len().min(window + LINE_SLACK as usize)]
+            .iter()
+            .position(|b| *b == b'\n');
+        found.map_or(at, |newline| at + newline as u64)
+    };
+    let (start, end) = (edge(from), edge(to));
+    let bytes = read.slice((start - lo) as usize..(end - lo) as usize);
     let mut contents = contents(uri.to_owned(), mime_type, &bytes);
     contents.meta = Some(json!({
         "mcp-v8-lambda/page": { "page": number, "pages": pages, "bytes": [start, end], "of": entry.size }

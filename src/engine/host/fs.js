@@ -789,26 +789,18 @@
     else if (failure) throw failure;
   };
   // The callback forms of read and write give the count and the buffer.
-  fs.read = (fd, buffer, ...rest) => {
+  const counting = (operation) => (fd, data, ...rest) => {
     const callback = callbackOf(rest);
     let count, failure = null;
     try {
-      count = read(fd, buffer, ...rest);
-    } catch (error) {
-      failure = error;
-    }
-    queueMicrotask(() => (failure ? callback(failure) : callback(null, count, buffer)));
-  };
-  fs.write = (fd, data, ...rest) => {
-    const callback = callbackOf(rest);
-    let count, failure = null;
-    try {
-      count = write(fd, data, ...rest);
+      count = operation(fd, data, ...rest);
     } catch (error) {
       failure = error;
     }
     queueMicrotask(() => (failure ? callback(failure) : callback(null, count, data)));
   };
+  fs.read = counting(read);
+  fs.write = counting(write);
 
   // `fs.promises.open`'s handle.
   class FileHandle {

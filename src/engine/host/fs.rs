@@ -358,6 +358,17 @@ pub struct TreeEntry {
     pub whole: Option<ContentKey>,
 }
 
+/// The key a tree row's field holds, if it holds one.
+fn content_key(
+    scope: &mut v8::PinScope<'_, '_>,
+    value: v8::Local<'_, v8::Value>,
+) -> Option<ContentKey> {
+    value
+        .is_string()
+        .then(|| value.to_rust_string_lossy(scope))
+        .and_then(|text| ContentKey::parse(&text))
+}
+
 /// The tree of `/work` in the current context; empty when the heap never
 /// used `/work`, `None` when its `fs` predates `entries()` (layer 3).
 pub(crate) fn tree(scope: &mut v8::PinScope<'_, '_>) -> Option<Vec<TreeEntry>> {
@@ -377,15 +388,9 @@ pub(crate) fn tree(scope: &mut v8::PinScope<'_, '_>) -> Option<Vec<TreeEntry>> {
             true => field(6)?,
             false => v8::undefined(scope).into(),
         };
-        let key_text = key
-            .is_string()
-            .then(|| key.to_rust_string_lossy(scope))
-            .and_then(|text| ContentKey::parse(&text));
+        let key_text = content_key(scope, key);
         let whole = match chunked {
-            true => whole
-                .is_string()
-                .then(|| whole.to_rust_string_lossy(scope))
-                .and_then(|text| ContentKey::parse(&text)),
+            true => content_key(scope, whole),
             false => key_text.clone(),
         };
         tree.push(TreeEntry {

@@ -90,7 +90,9 @@ impl Base {
 /// One file written in this run.
 #[derive(Debug)]
 pub(super) struct Blob {
-    pub(super) base: Base,
+    /// Shared with the manifest cache and copies: reads clone the handle,
+    /// not the chunk list.
+    pub(super) base: Arc<Base>,
     /// The local bytes after the base.
     pub(super) file: File,
     pub(super) path: PathBuf,
@@ -181,10 +183,10 @@ impl Disk {
 
     /// A new empty file.
     pub(crate) fn create(&mut self) -> DiskResult<u32> {
-        self.with_base(Base::default())
+        self.with_base(Arc::default())
     }
 
-    fn with_base(&mut self, base: Base) -> DiskResult<u32> {
+    fn with_base(&mut self, base: Arc<Base>) -> DiskResult<u32> {
         let dir = self.dir()?;
         let id = self.next;
         self.next += 1;
@@ -217,7 +219,7 @@ impl Disk {
     ) -> DiskResult<u32> {
         if chunked {
             let base = self.manifest(key, fetch)?;
-            return self.with_base((*base).clone());
+            return self.with_base(base);
         }
         let bytes = self.whole(key, fetch)?;
         let id = self.create()?;
@@ -297,7 +299,7 @@ impl Disk {
         if len == 0 && base_len > 0 {
             // Cut to nothing: the stored part is dropped, not fetched.
             let blob = self.blobs.get_mut(&id).expect("checked above");
-            blob.base = Base::default();
+            blob.base = Arc::default();
             let tail = blob.tail;
             blob.tail = 0;
             self.used -= tail;
@@ -369,7 +371,7 @@ impl Disk {
             .map_err(|e| DiskError::io("renaming a local file", e))?;
         blob.file = file;
         blob.tail += base_len;
-        blob.base = Base::default();
+        blob.base = Arc::default();
         Ok(())
     }
 

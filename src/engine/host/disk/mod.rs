@@ -87,8 +87,8 @@ impl Capability for DiskRun {
             .unwrap_or_default();
         // `fs` set what the tree names before the snapshot (files_kept),
         // for the store's record of the heap.
-        if let Some(files) = isolate.get_slot::<super::fs::KeptFiles>() {
-            kept.names = files.names.clone();
+        if let Some(files) = isolate.get_slot_mut::<super::fs::KeptFiles>() {
+            kept.names = std::mem::take(&mut files.names);
         }
         kept
     }
