@@ -13,6 +13,15 @@ pub fn system_clock() -> Clock {
     Arc::new(SystemTime::now)
 }
 
+/// The UTC day number of `time`: the unit S3's lifecycle rules expire by.
+pub fn utc_day(time: SystemTime) -> u32 {
+    let secs = time
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    (secs / 86_400) as u32
+}
+
 /// Current Unix time in seconds.
 pub fn unix_now() -> i64 {
     SystemTime::now()

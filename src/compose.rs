@@ -435,6 +435,7 @@ pub fn engine_config(config: &Config) -> EngineConfig {
                     .clone()
                     .or_else(|| DiskSettings::default().scratch),
                 run_bytes: config.files.run_disk_mb as u64 * 1024 * 1024,
+                tenant_bytes: config.files.tenant_disk_mb as u64 * 1024 * 1024,
             },
             ..defaults.capabilities
         },

@@ -19,7 +19,7 @@ pub(crate) fn status<E>(error: &SdkError<E, HttpResponse>) -> Option<u16> {
 
 /// A failed call as the stores report it: the context chain names the
 /// operation, the status and the service code.
-fn failure<E>(error: SdkError<E, HttpResponse>) -> BoxError
+pub(crate) fn failure<E>(error: SdkError<E, HttpResponse>) -> BoxError
 where
     E: std::error::Error + Send + Sync + 'static,
 {

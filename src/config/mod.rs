@@ -5,7 +5,7 @@ mod reach;
 mod vars;
 
 pub use vars::ConfigError;
-use vars::{Least, Vars, default_cache_mb, default_run_disk_mb};
+use vars::{Least, Vars, default_cache_mb, default_run_disk_mb, default_tenant_disk_mb};
 
 use std::path::PathBuf;
 
@@ -92,6 +92,9 @@ pub struct FileSettings {
     pub scratch_dir: Option<std::path::PathBuf>,
     /// `MCP_V8_RUN_DISK_MB`: local bytes one run's files may hold at once.
     pub run_disk_mb: usize,
+    /// `MCP_V8_TENANT_DISK_MB`: local bytes a tenant's runs on one process
+    /// (one Lambda instance) may hold together.
+    pub tenant_disk_mb: usize,
     /// `MCP_V8_MAX_FILE_MB`: largest file.
     pub max_file_mb: usize,
     /// `MCP_V8_MAX_WORK_MB`: all files of a tree together.
@@ -434,6 +437,11 @@ impl Config {
                     default_run_disk_mb(&vars, under_lambda)?,
                     Least::One,
                 )?,
+                tenant_disk_mb: vars.number(
+                    "MCP_V8_TENANT_DISK_MB",
+                    default_tenant_disk_mb(&vars, under_lambda)?,
+                    Least::One,
+                )?,
                 max_file_mb: vars.number("MCP_V8_MAX_FILE_MB", 4096, Least::One)?,
                 max_work_mb: vars.number("MCP_V8_MAX_WORK_MB", 8192, Least::One)?,
                 max_files: vars.number("MCP_V8_MAX_FILES", 1000, Least::One)?,
@@ -744,7 +752,9 @@ mod tests {
         assert_eq!(larger.stores.heap_cache_max_mb, 1024);
         // The other half of /tmp is the runs' local disk for /work.
         assert_eq!(larger.files.run_disk_mb, 1024);
+        assert_eq!(larger.files.tenant_disk_mb, 1024, "all of the runs' half");
         assert_eq!(from(&[]).unwrap().files.run_disk_mb, 4096, "serve");
+        assert_eq!(from(&[]).unwrap().files.tenant_disk_mb, 8192, "serve");
         assert_eq!(from(&[]).unwrap().stores.heap_cache_max_mb, 512, "serve");
         assert_eq!(config.stores.heap_prefix, "");
         assert!(!config.stateless);

@@ -134,3 +134,17 @@ pub(super) fn default_run_disk_mb<F: Fn(&str) -> Option<String>>(
     let at_once: usize = vars.number("AWS_LAMBDA_MAX_CONCURRENCY", 1, Least::One)?;
     Ok((tmp_mb / 2 / at_once).max(1))
 }
+
+/// The local disk a tenant's runs on one process may hold together when no
+/// bound is set: under Lambda all of the runs' half of `/tmp` (each run
+/// is bound by its own share already); 8 GiB elsewhere, two runs' worth.
+pub(super) fn default_tenant_disk_mb<F: Fn(&str) -> Option<String>>(
+    vars: &Vars<F>,
+    under_lambda: bool,
+) -> Result<usize, ConfigError> {
+    if !under_lambda {
+        return Ok(8192);
+    }
+    let tmp_mb: usize = vars.number("MCP_V8_EPHEMERAL_STORAGE_MB", 512, Least::One)?;
+    Ok((tmp_mb / 2).max(1))
+}

@@ -258,6 +258,7 @@ impl Engine {
                 arguments: serde_json::Map::new(),
                 packages,
                 elicitation: Default::default(),
+                tenant: Tenant::default(),
             },
         )
     }

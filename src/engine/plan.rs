@@ -70,6 +70,7 @@ pub(super) fn begin(
             reach: request.elicitation.reach.clone(),
             asked_before: request.elicitation.asked_before,
         },
+        tenant: request.tenant.clone(),
     };
     let asks = registration::asks(&config.capabilities, call).map_err(EngineError::Argument)?;
     let mut report = RunReport::new(&request.code, request.heap.clone());

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 pub use fs::DirFileStore;
-pub use s3::S3FileStore;
+pub use s3::{EXPIRES_TAG, S3FileStore};
 
 use crate::BoxError;
 /// The key of a file's bytes.
@@ -32,6 +32,13 @@ pub enum FileStoreError {
         key: String,
         /// What the bytes hash to.
         actual: String,
+    },
+    /// An object a retained heap names is no longer in the store (expired
+    /// or deleted), so a heap naming it cannot be stored.
+    #[error("file object {key} is missing from the store (expired or deleted)")]
+    Missing {
+        /// The object's key.
+        key: String,
     },
     /// The backend itself failed.
     #[error("{store} file store failed for file {key}: {source}")]
@@ -59,7 +66,8 @@ pub enum FileStoreError {
 ///   `Ok(None)` to every other, exactly as bytes never stored.
 /// - A records store (`records`: runs' kept texts) restarts the age of
 ///   bytes put again, so its retention counts from the newest record that
-///   named them; a `work/` store never rewrites them.
+///   named them; a `work/` store never rewrites them, and after
+///   `keep_named` succeeds every object named outlives a heap stored now.
 #[async_trait]
 pub trait FileStore: Send + Sync + fmt::Debug + 'static {
     /// Stores `bytes` in `tenant`'s namespace; their key.
@@ -78,6 +86,15 @@ pub trait FileStore: Send + Sync + fmt::Debug + 'static {
         keys: &[ContentKey],
     ) -> Result<(), FileStoreError> {
         let _ = (tenant, heap, keys);
+        Ok(())
+    }
+    /// Makes the objects `keys` (what a heap about to be stored names:
+    /// manifests, or bytes stored whole) and every chunk a manifest among
+    /// them names last at least as long as that heap, for a store that
+    /// expires objects by age (S3 restarts their age once a day); `Missing`
+    /// when one is gone. Others keep what a retained heap names anyway.
+    async fn keep_named(&self, tenant: &Tenant, keys: &[ContentKey]) -> Result<(), FileStoreError> {
+        let _ = (tenant, keys);
         Ok(())
     }
     /// Stores the local file at `path`, whose bytes the caller computed

@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -87,8 +87,7 @@ fn folder(tenant: &Tenant) -> String {
 /// The generation of chunks written at `now`: the UTC day number, the unit
 /// of S3's lifecycle expiry (see docs/storage.md, "Retention").
 pub fn generation_at(now: SystemTime) -> u32 {
-    let secs = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
-    (secs / 86_400) as u32
+    crate::clock::utc_day(now)
 }
 
 /// Decodes the manifest stored under `key`, mapped to the seam's error.
@@ -205,7 +204,8 @@ mod tests {
 
     #[test]
     fn generations_are_utc_days() {
-        let day = |secs: u64| generation_at(UNIX_EPOCH + std::time::Duration::from_secs(secs));
+        let day =
+            |secs: u64| generation_at(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs));
         assert_eq!(day(0), 0);
         assert_eq!(day(86_399), 0);
         assert_eq!(day(86_400), 1);

@@ -205,6 +205,8 @@ pub(crate) struct Call<'a> {
     pub packages: Option<&'a Arc<crate::packages::PackageView>>,
     /// Whom the run's `elicit()` can ask.
     pub elicitation: crate::elicit::ElicitAsk,
+    /// Whose run it is (the anonymous tenant for the engine's own).
+    pub tenant: crate::tenant::Tenant,
 }
 
 impl Call<'_> {

@@ -32,7 +32,9 @@ impl FileSource for StoreFiles {
 
 /// Stores the bytes of the files a run left in `/work`: those an `fs`
 /// from before the disk held in memory, and the chunks and manifests the
-/// run sealed on its local disk (`disk`), several at once.
+/// run sealed on its local disk (`disk`), several at once; then makes
+/// every object the tree names outlive the heap about to name it (a store
+/// that collects by age refreshes them: `FileStore::keep_named`).
 pub(crate) async fn keep(
     store: Option<&Arc<dyn FileStore>>,
     tenant: &Tenant,
@@ -40,20 +42,23 @@ pub(crate) async fn keep(
     disk: &DiskKept,
 ) -> Result<(), RunError> {
     use futures_util::{StreamExt, TryStreamExt, stream};
-    if files.is_empty() && disk.objects.is_empty() {
+    if files.is_empty() && disk.objects.is_empty() && disk.names.is_empty() {
         return Ok(());
     }
-    let Some(store) = store else {
-        return Err(RunError::new(
-            "StorageError",
-            "this server keeps no files (no file store is configured), so a run that leaves files in /work cannot be stored; remove them before the run ends",
-        ));
-    };
     let failed = |e: String| {
         RunError::new(
             "StorageError",
             format!("storing the files of /work failed; nothing was stored: {e}"),
         )
+    };
+    let Some(store) = store else {
+        if files.is_empty() && disk.objects.is_empty() {
+            return Ok(());
+        }
+        return Err(RunError::new(
+            "StorageError",
+            "this server keeps no files (no file store is configured), so a run that leaves files in /work cannot be stored; remove them before the run ends",
+        ));
     };
     for (key, bytes) in files {
         let stored = store
@@ -62,36 +67,51 @@ pub(crate) async fn keep(
             .map_err(|e| failed(e.to_string()))?;
         debug_assert_eq!(&stored, key);
     }
-    // Chunks and manifests go in any order: readers rely only on every
-    // object being stored before the heap that names them.
-    if disk.objects.is_empty() {
-        return Ok(());
+    if !disk.objects.is_empty() {
+        let Some(dir) = disk.dir.clone() else {
+            return Err(failed("the run's sealed files have no folder".into()));
+        };
+        // Chunks before the manifests naming them, so a store that marks a
+        // manifest fresh (S3) has made its chunks fresh first; readers rely
+        // only on every object being stored before the heap.
+        let (manifests, chunks): (Vec<_>, Vec<_>) = disk
+            .objects
+            .iter()
+            .partition(|key| disk.names.binary_search(key).is_ok());
+        for batch in [chunks, manifests] {
+            // Owned values in each future: a spawned save must be `Send`
+            // for any lifetime, which borrowed closures here are not.
+            let puts: Vec<_> = batch
+                .into_iter()
+                .map(|key| {
+                    let (store, tenant, key) = (store.clone(), tenant.clone(), key.clone());
+                    let path = dir.join("out").join(key.as_str());
+                    async move {
+                        store
+                            .put_file(&tenant, &key, &path)
+                            .await
+                            .map_err(|e| e.to_string())
+                    }
+                })
+                .collect();
+            stream::iter(puts)
+                .buffer_unordered(PARALLEL_PUTS)
+                .try_collect::<Vec<()>>()
+                .await
+                .map_err(failed)?;
+        }
     }
-    let Some(dir) = disk.dir.clone() else {
-        return Err(failed("the run's sealed files have no folder".into()));
-    };
-    // Owned values in each future: a spawned save must be `Send` for any
-    // lifetime, which borrowed closures here are not.
-    let puts: Vec<_> = disk
-        .objects
-        .iter()
-        .map(|key| {
-            let (store, tenant, key) = (store.clone(), tenant.clone(), key.clone());
-            let path = dir.join("out").join(key.as_str());
-            async move {
-                store
-                    .put_file(&tenant, &key, &path)
-                    .await
-                    .map_err(|e| e.to_string())
-            }
-        })
-        .collect();
-    stream::iter(puts)
-        .buffer_unordered(PARALLEL_PUTS)
-        .try_collect::<Vec<()>>()
+    store
+        .keep_named(tenant, &disk.names)
         .await
-        .map_err(failed)?;
-    Ok(())
+        .map_err(|e| match e {
+            crate::files::FileStoreError::Missing { .. } => failed(format!(
+                "{e}: a file in /work names bytes the store no longer has (its heap outlived \
+                 the retention, or the object was deleted), and reading it fails too; remove \
+                 it (fs.rmSync) and the run's heap is stored again"
+            )),
+            e => failed(e.to_string()),
+        })
 }
 
 /// Objects of one run stored at once.

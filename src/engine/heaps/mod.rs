@@ -355,11 +355,15 @@ impl Drop for Discard {
 /// What [`Heaps::keep`] needs of the job besides its result: how a heap
 /// restored for the next call is limited, the limit a live heap has, the
 /// run that made it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub(super) struct Kept {
     pub ready: Option<contract::ReadyLimits>,
     pub heap_limit_bytes: usize,
     pub run: uuid::Uuid,
+    /// The run's local folder, removed when this goes: after its files
+    /// are stored, or when the run failed, its engine worker killed
+    /// included (the worker never reports a folder then).
+    _scratch: Scratch,
 }
 
 impl Kept {
@@ -369,6 +373,22 @@ impl Kept {
             ready: job.keep_ready,
             heap_limit_bytes: job.heap_limit_bytes,
             run,
+            _scratch: Scratch(job.asks.disk.run_dir.clone()),
+        }
+    }
+}
+
+/// A run's scratch folder, removed on drop.
+#[derive(Debug)]
+struct Scratch(Option<std::path::PathBuf>);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0.take()
+            && let Err(e) = std::fs::remove_dir_all(&dir)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(path = %dir.display(), error = %e, "could not remove a run's scratch folder");
         }
     }
 }

@@ -18,12 +18,18 @@ use crate::common::engine::error_text;
 /// A stateful engine on workers over a directory's heaps and files, its
 /// runs' local disk in `<dir>/scratch` holding at most `run_mb` MiB.
 fn engine(dir: &Path, run_mb: u64) -> Engine {
+    engine_with(dir, run_mb, 8192)
+}
+
+/// The same, a tenant's runs holding at most `tenant_mb` MiB together.
+fn engine_with(dir: &Path, run_mb: u64, tenant_mb: u64) -> Engine {
     let heaps: Arc<dyn HeapStore> = Arc::new(FileHeapStore::new(dir.join("heaps")));
     let config = EngineConfig {
         capabilities: CapabilitySettings {
             disk: DiskSettings {
                 scratch: Some(dir.join("scratch")),
                 run_bytes: run_mb << 20,
+                tenant_bytes: tenant_mb << 20,
             },
             ..Default::default()
         },
@@ -55,6 +61,7 @@ fn completed(code: &str, outcome: &RunOutcome) -> String {
 
 /// Bytes under `dir`, recursively.
 fn bytes_under(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
@@ -62,7 +69,8 @@ fn bytes_under(dir: &Path) -> u64 {
         .flatten()
         .map(|entry| match entry.metadata() {
             Ok(meta) if meta.is_dir() => bytes_under(&entry.path()),
-            Ok(meta) => meta.len(),
+            // Blocks held, not lengths: a run's grant file is sparse.
+            Ok(meta) => meta.blocks() * 512,
             Err(_) => 0,
         })
         .sum()
@@ -315,6 +323,57 @@ async fn a_run_past_its_disk_quota_fails_alone() {
     assert_eq!(completed(modest, &modest_outcome), (12 << 20).to_string());
 }
 
+/// A tenant's runs share its bound on the machine's disk: with one run
+/// holding 12 MiB of its 20, its second run's 12 MiB write is refused
+/// naming the setting, while another tenant's run writes as much.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_runs_share_its_disk_quota_and_another_tenant_is_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Arc::new(engine_with(dir.path(), 16, 20));
+    let request = |code: &str, tenant: &str| RunRequest {
+        code: code.into(),
+        stateful: true,
+        tenant: mcp_v8_lambda::tenant::Tenant::of_principal(tenant),
+        timeout: Some(Duration::from_secs(60)),
+        ..Default::default()
+    };
+    let control = Arc::new(mcp_v8_lambda::engine::RunControl::default());
+    let holding = {
+        let engine = engine.clone();
+        let request = RunRequest {
+            control: Some(control.clone()),
+            ..request(
+                "require('fs').writeFileSync('held.bin', new Uint8Array(12 << 20)); console.log('holding');\n\
+                 await new Promise((r) => setTimeout(r, 50000))",
+                "alice",
+            )
+        };
+        tokio::spawn(async move { engine.run(request).await.expect("accepted").outcome })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while control.console_lines() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first run never wrote"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let write = "require('fs').writeFileSync('more.bin', new Uint8Array(12 << 20)); require('fs').statSync('more.bin').size";
+    let second = engine.run(request(write, "alice")).await.unwrap().outcome;
+    let error = error_text(write, &second);
+    assert!(
+        error.contains("ENOSPC") && error.contains("MCP_V8_TENANT_DISK_MB"),
+        "{error}"
+    );
+    let other = engine.run(request(write, "bob")).await.unwrap().outcome;
+    assert_eq!(completed(write, &other), (12 << 20).to_string());
+    control.cancel();
+    holding.await.unwrap();
+    // Its share is free once it ended.
+    let again = engine.run(request(write, "alice")).await.unwrap().outcome;
+    assert_eq!(completed(write, &again), (12 << 20).to_string());
+}
+
 /// A server killed mid-run leaves its run's local bytes behind; the next
 /// process on the same data directory removes them when it starts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -423,6 +482,7 @@ async fn on_s3_a_streamed_file_reads_back_whole_and_an_append_stores_little() {
                 disk: DiskSettings {
                     scratch: Some(dir.path().join("scratch")),
                     run_bytes: 1 << 30,
+                    ..Default::default()
                 },
                 ..Default::default()
             },
@@ -452,6 +512,34 @@ async fn on_s3_a_streamed_file_reads_back_whole_and_an_append_stores_little() {
     assert_eq!(completed(append, &outcome), ((48 << 20) + 5).to_string());
     let grown = bucket_bytes(&s3, &bucket, "work/").await - before;
     assert!(grown < 16 << 20, "an append stored {grown} bytes");
+    // Every object a heap names is made to outlive it before it is stored:
+    // with the file's objects gone (expired), a chained run that touches
+    // no file on another instance stores no heap naming them, and says so.
+    let appended = outcome.heap.unwrap();
+    let mut pages = s3
+        .list_objects_v2()
+        .bucket(&bucket)
+        .prefix("work/")
+        .into_paginator()
+        .send();
+    while let Some(page) = pages.next().await {
+        for object in page.unwrap().contents() {
+            s3.delete_object()
+                .bucket(&bucket)
+                .key(object.key().unwrap())
+                .send()
+                .await
+                .unwrap();
+        }
+    }
+    let outcome = run(&engine(), "globalThis.untouched = 1", Some(&appended)).await;
+    assert_eq!(outcome.heap, None, "{outcome:?}");
+    let error = outcome.error.expect("no heap is stored");
+    assert_eq!(error.name, "StorageError", "{error:?}");
+    assert!(
+        error.message.contains("missing from the store") && error.message.contains("rmSync"),
+        "{error:?}"
+    );
 }
 
 /// A stateless server keeps no files, but its runs still have a disk for

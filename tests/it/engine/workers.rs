@@ -32,6 +32,13 @@ fn fixture_with(workers: usize, max_jobs: u64) -> Fixture {
             engine_workers: workers,
             worker_program: Some(program.clone()),
             worker_max_jobs: max_jobs,
+            capabilities: mcp_v8_lambda::engine::CapabilitySettings {
+                disk: mcp_v8_lambda::engine::DiskSettings {
+                    scratch: Some(dir.path().join("scratch")),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
             ..EngineConfig::default()
         },
         Some(store.clone()),
@@ -215,6 +222,68 @@ async fn a_killed_worker_fails_its_run_only_and_the_next_run_starts_a_new_one() 
     let pids = worker_pids(&f.program);
     assert_eq!(pids.len(), 1);
     assert_ne!(pids[0], pid, "a new worker");
+}
+
+/// A worker killed mid-run never reports its run's local folder; the
+/// server removes it anyway, and with it the run's share of its tenant's
+/// disk (docs/engine.md, "Files").
+#[tokio::test]
+async fn a_killed_workers_local_bytes_are_removed_with_its_run() {
+    let f = fixture(1);
+    let scratch = f.program.parent().unwrap().join("scratch");
+    let engine = Arc::new(f.engine);
+    let control = Arc::new(mcp_v8_lambda::engine::RunControl::default());
+    let spinning = {
+        let engine = engine.clone();
+        let request = RunRequest {
+            code: "require('fs').writeFileSync('big.bin', new Uint8Array(3 << 20));\n\
+                   console.log('spinning'); while (true) {}"
+                .into(),
+            stateful: true,
+            timeout: Some(Duration::from_secs(20)),
+            control: Some(control.clone()),
+            ..Default::default()
+        };
+        tokio::spawn(async move { engine.run(request).await.expect("accepted").outcome })
+    };
+    spinning_started(&control).await;
+    let held: u64 = walk(&scratch)
+        .iter()
+        .map(|p| std::os::unix::fs::MetadataExt::blocks(&p.metadata().unwrap()) * 512)
+        .sum();
+    assert!(held >= 3 << 20, "the run's bytes are on disk: {held}");
+    let [pid] = worker_pids(&f.program)[..] else {
+        panic!("one worker: {:?}", worker_pids(&f.program));
+    };
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = spinning.await.unwrap();
+    assert_eq!(out.status, RunStatus::Failed, "{out:#?}");
+    let left: Vec<_> = walk(&scratch)
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n != ".lock"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return files;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
 }
 
 #[tokio::test]

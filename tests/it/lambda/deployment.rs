@@ -259,6 +259,26 @@ fn data_is_retained_and_costs_stop_growing() {
             (retention > 0).then_some(retention + 1),
             "heaps' chunks outlive them by a day"
         );
+        // /work objects too, those tagged for it only: untagged ones, from
+        // before collection, may be named by retained heaps.
+        let work = rules
+            .iter()
+            .find(|r| r["Prefix"] == "work/")
+            .expect("a rule for /work objects");
+        assert_eq!(
+            enabled("work/"),
+            (retention > 0).then_some(retention + 1),
+            "/work objects outlive the heaps naming them by a day"
+        );
+        let tag = &work["TagFilters"][0];
+        assert_eq!(
+            format!(
+                "{}={}",
+                tag["Key"].as_str().unwrap(),
+                tag["Value"].as_str().unwrap()
+            ),
+            mcp_v8_lambda::files::EXPIRES_TAG
+        );
         // Session-log overflow goes with the log: only with a log retention.
         let expiring_log_overflow: Vec<i64> = rules
             .iter()

@@ -53,9 +53,9 @@ async fn s3_file_store_passes_the_conformance_suite() {
         "under/a/prefix/",
     )))
     .await;
-    // Beside the heaps, under a prefix no lifecycle rule matches (heaps'
-    // rules match a key's first hex digit): a file outlives the heap that
-    // wrote it while later heaps name it.
+    // Beside the heaps, under a prefix heaps' rules do not match (those
+    // match a key's first hex digit): its own rule expires it by age, which
+    // later heaps naming it restart (tests/it/stores/work_expiry.rs).
     let store = S3FileStore::new(s3.clone(), &bucket, "");
     let bytes = bytes::Bytes::from_static(b"x,y\n");
     let key = store.put(&Tenant::anonymous(), &bytes).await.unwrap();

@@ -6,3 +6,4 @@ pub(crate) mod heap_store;
 pub(crate) mod iam;
 pub(crate) mod meta_store;
 pub(crate) mod session_store;
+pub(crate) mod work_expiry;

@@ -16,7 +16,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("clock", &[]),
     ("backends", &[]),
     ("heap", &["backends", "clock", "tenant"]),
-    ("files", &["backends", "tenant"]),
+    ("files", &["backends", "clock", "tenant"]),
     ("egress", &[]),
     ("packages", &["backends", "egress"]),
     ("upstream", &["egress", "protocol"]),

@@ -19,34 +19,12 @@ use bytes::Bytes;
 use crate::backends::content::ContentKey;
 use crate::files::chunked::{self, FileChunk, FileManifest};
 
+use super::quota::Quota;
+
 /// Reads a stored object by key, as the run's file source does.
 pub(crate) type Fetch<'a> = &'a mut dyn FnMut(&ContentKey) -> Result<Option<Bytes>, String>;
 
-/// What went wrong, as a Node error code and the words after it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct DiskError {
-    pub code: &'static str,
-    pub hint: String,
-}
-
-impl DiskError {
-    pub(super) fn new(code: &'static str, hint: impl Into<String>) -> Self {
-        Self {
-            code,
-            hint: hint.into(),
-        }
-    }
-
-    pub(super) fn io(what: &str, e: std::io::Error) -> Self {
-        let code = match e.raw_os_error() {
-            Some(libc::ENOSPC) => "ENOSPC",
-            _ => "EIO",
-        };
-        Self::new(code, format!("{what}: {e}"))
-    }
-}
-
-pub(super) type DiskResult<T> = Result<T, DiskError>;
+pub(crate) use super::error::{DiskError, DiskResult};
 
 /// How many decompressed chunks a run keeps for its next reads (2 MiB at
 /// most each): a stream reads a chunk in many small pieces.
@@ -108,9 +86,10 @@ impl Blob {
 /// A run's local disk.
 #[derive(Debug)]
 pub(crate) struct Disk {
-    pub(super) root: Option<PathBuf>,
+    /// The run's folder, made on first write.
+    pub(super) home: Option<PathBuf>,
     pub(super) dir: Option<PathBuf>,
-    pub(super) quota: u64,
+    pub(super) quota: Quota,
     pub(super) next: u32,
     pub(super) blobs: HashMap<u32, Blob>,
     pub(super) used: u64,
@@ -123,11 +102,11 @@ pub(crate) struct Disk {
 }
 
 impl Disk {
-    /// A disk under `root` (a folder of the run's own is made on first
-    /// write), holding at most `quota` local bytes at once.
-    pub(crate) fn new(root: Option<PathBuf>, quota: u64) -> Self {
+    /// A disk in the folder `home` (made on first write; `None`: no local
+    /// disk), holding what `quota` allows.
+    pub(crate) fn new(home: Option<PathBuf>, quota: Quota) -> Self {
         Self {
-            root,
+            home,
             dir: None,
             quota,
             next: 1,
@@ -146,13 +125,12 @@ impl Disk {
         if let Some(dir) = &self.dir {
             return Ok(dir.clone());
         }
-        let root = self.root.clone().ok_or_else(|| {
+        let dir = self.home.clone().ok_or_else(|| {
             DiskError::new(
                 "EROFS",
                 "this server has no local disk for /work (no scratch directory is configured)",
             )
         })?;
-        let dir = root.join(uuid::Uuid::new_v4().simple().to_string());
         std::fs::create_dir_all(dir.join("out"))
             .map_err(|e| DiskError::io("making the run's scratch folder", e))?;
         self.dir = Some(dir.clone());
@@ -167,16 +145,8 @@ impl Disk {
 
     /// Room for `more` local bytes, or ENOSPC naming the setting.
     fn reserve(&mut self, more: u64) -> DiskResult<()> {
-        if self.used + more > self.quota {
-            return Err(DiskError::new(
-                "ENOSPC",
-                format!(
-                    "a run's files hold at most {} MiB of local disk at once (MCP_V8_RUN_DISK_MB); this run holds {} bytes and the write needs {more} more",
-                    self.quota / (1024 * 1024),
-                    self.used
-                ),
-            ));
-        }
+        let dir = self.dir()?;
+        self.quota.reserve(&dir, self.used, more)?;
         self.used += more;
         Ok(())
     }
@@ -569,7 +539,10 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let mut objects = Objects::default();
         let bytes = data(9 * 1024 * 1024, 3);
-        let mut disk = Disk::new(Some(root.path().into()), 64 << 20);
+        let mut disk = Disk::new(
+            Some(root.path().join("run")),
+            Quota::new(64 << 20, u64::MAX),
+        );
         let id = disk.create().unwrap();
         for piece in bytes.chunks(1 << 20) {
             disk.write(id, None, piece, &mut objects.fetch()).unwrap();
@@ -589,7 +562,10 @@ mod tests {
         assert!(first > 4, "9 MiB is several chunks, got {first} objects");
 
         // A later run appends a line: one chunk or two are new.
-        let mut disk = Disk::new(Some(root.path().into()), 64 << 20);
+        let mut disk = Disk::new(
+            Some(root.path().join("run")),
+            Quota::new(64 << 20, u64::MAX),
+        );
         let id = disk.derive(&key, true, &mut objects.fetch()).unwrap();
         assert_eq!(disk.size(id).unwrap(), bytes.len() as u64);
         disk.write(id, None, b"one more line\n", &mut objects.fetch())
@@ -619,7 +595,10 @@ mod tests {
         kept.discard();
         let mut expected = bytes.clone();
         expected.extend_from_slice(b"one more line\n");
-        let mut disk = Disk::new(Some(root.path().into()), 64 << 20);
+        let mut disk = Disk::new(
+            Some(root.path().join("run")),
+            Quota::new(64 << 20, u64::MAX),
+        );
         let all = disk
             .read_stored(&appended, true, 0, u64::MAX, u64::MAX, &mut objects.fetch())
             .unwrap();
@@ -642,7 +621,11 @@ mod tests {
         );
         drop(disk);
         assert_eq!(
-            std::fs::read_dir(root.path()).unwrap().count(),
+            std::fs::read_dir(root.path())
+                .unwrap()
+                .flatten()
+                .filter(|e| e.file_name() != ".lock")
+                .count(),
             0,
             "nothing left"
         );
@@ -652,7 +635,7 @@ mod tests {
     fn a_write_past_the_quota_is_refused_and_changes_nothing() {
         let root = tempfile::tempdir().unwrap();
         let mut objects = Objects::default();
-        let mut disk = Disk::new(Some(root.path().into()), 1 << 20);
+        let mut disk = Disk::new(Some(root.path().join("run")), Quota::new(1 << 20, u64::MAX));
         let id = disk.create().unwrap();
         disk.write(id, None, &[1; 1000], &mut objects.fetch())
             .unwrap();
@@ -672,14 +655,17 @@ mod tests {
         disk.write(id, None, &vec![3; 1 << 20], &mut objects.fetch())
             .unwrap();
         assert_eq!(disk.finish().objects.len(), 0);
-        assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+        assert!(!root.path().join("run").exists());
     }
 
     #[test]
     fn a_missing_chunk_is_an_eio_that_names_it() {
         let root = tempfile::tempdir().unwrap();
         let mut objects = Objects::default();
-        let mut disk = Disk::new(Some(root.path().into()), 64 << 20);
+        let mut disk = Disk::new(
+            Some(root.path().join("run")),
+            Quota::new(64 << 20, u64::MAX),
+        );
         let id = disk.create().unwrap();
         disk.write(id, None, &data(3 << 20, 9), &mut objects.fetch())
             .unwrap();
@@ -692,7 +678,10 @@ mod tests {
         objects.store(&kept);
         let chunk = kept.objects.iter().find(|k| **k != key).unwrap().clone();
         objects.0.remove(&chunk);
-        let mut disk = Disk::new(Some(root.path().into()), 64 << 20);
+        let mut disk = Disk::new(
+            Some(root.path().join("run")),
+            Quota::new(64 << 20, u64::MAX),
+        );
         let error = disk
             .read_stored(&key, true, 0, u64::MAX, u64::MAX, &mut objects.fetch())
             .unwrap_err();

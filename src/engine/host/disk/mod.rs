@@ -6,7 +6,9 @@
 //! the heap then names their manifests), and the host stores them before
 //! the heap. docs/engine.md, "Files".
 
+pub(crate) mod error;
 pub(crate) mod local;
+pub(crate) mod quota;
 pub(crate) mod seal;
 
 use std::path::PathBuf;
@@ -23,6 +25,7 @@ use crate::engine::layer::registry::{Family, Natives, throw_error_with_code, thr
 use crate::engine::services::FileSource;
 use crate::engine::services::memory::Budget;
 use local::{Disk, DiskError};
+use quota::Quota;
 pub use seal::{Kept, sweep_scratch};
 
 /// Where runs' local bytes go and how many one run may hold.
@@ -35,6 +38,9 @@ pub struct DiskSettings {
     pub scratch: Option<PathBuf>,
     /// Local bytes one run may hold at once (`MCP_V8_RUN_DISK_MB`).
     pub run_bytes: u64,
+    /// Local bytes a tenant's runs on this machine may hold together
+    /// (`MCP_V8_TENANT_DISK_MB`).
+    pub tenant_bytes: u64,
 }
 
 impl Default for DiskSettings {
@@ -42,8 +48,30 @@ impl Default for DiskSettings {
         Self {
             scratch: Some(std::env::temp_dir().join("mcp-v8-scratch")),
             run_bytes: 4096 * 1024 * 1024,
+            tenant_bytes: 8192 * 1024 * 1024,
         }
     }
+}
+
+/// One run's disk: its folder, `<scratch>/<tenant's folder>/<run>`, which
+/// the host removes when the run ends however it ends
+/// ([`DiskAsk::run_dir`]), and its bounds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct DiskAsk {
+    /// The run's folder; `None`: no local disk.
+    pub(crate) run_dir: Option<PathBuf>,
+    /// As [`DiskSettings::run_bytes`].
+    pub(crate) run_bytes: u64,
+    /// As [`DiskSettings::tenant_bytes`].
+    pub(crate) tenant_bytes: u64,
+}
+
+/// The folder of `tenant`'s runs under a scratch root: a digest of its
+/// partition, so no tenant id becomes a path.
+pub(crate) fn tenant_folder(tenant: &crate::tenant::Tenant) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(tenant.partition().as_bytes());
+    format!("t-{}", &hex::encode(digest)[..32])
 }
 
 /// A run's disk (an isolate slot) and where stored bytes come from.
@@ -62,20 +90,31 @@ impl Capability for DiskRun {
         version: 1,
     });
     type Settings = DiskSettings;
-    type Ask = DiskSettings;
+    type Ask = DiskAsk;
     /// What the run sealed, stored before its heap.
     type Report = Kept;
 
     fn ask(
         settings: &DiskSettings,
-        _: &mut crate::engine::capability::Call<'_>,
-    ) -> Result<DiskSettings, String> {
-        Ok(settings.clone())
+        call: &mut crate::engine::capability::Call<'_>,
+    ) -> Result<DiskAsk, String> {
+        let run = uuid::Uuid::new_v4().simple().to_string();
+        Ok(DiskAsk {
+            run_dir: settings
+                .scratch
+                .as_ref()
+                .map(|root| root.join(tenant_folder(&call.tenant)).join(run)),
+            run_bytes: settings.run_bytes,
+            tenant_bytes: settings.tenant_bytes,
+        })
     }
 
-    fn begin(isolate: &mut v8::Isolate, ask: &DiskSettings, run: &RunScope<'_>) {
+    fn begin(isolate: &mut v8::Isolate, ask: &DiskAsk, run: &RunScope<'_>) {
         isolate.set_slot(Self {
-            disk: Disk::new(ask.scratch.clone(), ask.run_bytes),
+            disk: Disk::new(
+                ask.run_dir.clone(),
+                Quota::new(ask.run_bytes, ask.tenant_bytes),
+            ),
             source: run.host.files.clone(),
         });
     }
