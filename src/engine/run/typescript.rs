@@ -5,6 +5,8 @@
 use std::path::Path;
 
 use oxc::allocator::Allocator;
+use oxc::ast::ast::{Decorator, Program, Statement};
+use oxc::ast_visit::Visit;
 use oxc::codegen::{Codegen, CodegenOptions};
 use oxc::diagnostics::OxcDiagnostic;
 use oxc::parser::Parser;
@@ -77,6 +79,15 @@ pub(crate) fn prepare(code: &str, language: Language) -> Result<Prepared, Source
     let mut prepared = match language {
         Language::Javascript => match javascript_error(&code) {
             None => as_is(),
+            // TypeScript sent as JavaScript fails on its first type; the
+            // model learns what to send instead.
+            Some(mut error) if strip_types(&code).is_ok() => {
+                error.message.push_str(
+                    ": the code is TypeScript (it parses as TypeScript, not as JavaScript); \
+                     send language: \"typescript\", or leave language out to have it detected",
+                );
+                return Err(error);
+            }
             Some(error) => return Err(error),
         },
         Language::Typescript => strip_types(&code)?,
@@ -91,6 +102,12 @@ pub(crate) fn prepare(code: &str, language: Language) -> Result<Prepared, Source
             },
         },
     };
+    if prepared.positions.is_none()
+        && code.contains('@')
+        && let Some(error) = javascript_decorators(&code)
+    {
+        return Err(error);
+    }
     if fenced {
         prepared.warnings.push(
             "the code was wrapped in a Markdown fence (```); the fence lines were ignored: send the code alone"
@@ -177,6 +194,9 @@ fn strip_types(code: &str) -> Result<Prepared, SourceError> {
         return Err(locate(code, first));
     }
     let mut program = parsed.program;
+    if let Some(error) = decorators(code, &program) {
+        return Err(error);
+    }
     let semantic = SemanticBuilder::new().build(&program);
     let scoping = semantic.semantic.into_scoping();
     let mut options = TransformOptions::default();
@@ -188,6 +208,12 @@ fn strip_types(code: &str) -> Result<Prepared, SourceError> {
     if let Some(first) = transformed.diagnostics.first() {
         return Err(locate(code, first));
     }
+    // A module whose imports were all type-only keeps an `export {}` to
+    // stay a module; run_js code is a script, and would refuse it.
+    program.body.retain(|statement| {
+        !matches!(statement, Statement::ExportNamedDeclaration(export)
+            if export.specifiers.is_empty())
+    });
     let generated = Codegen::new()
         .with_options(CodegenOptions {
             source_map_path: Some("run_js.ts".into()),
@@ -201,22 +227,56 @@ fn strip_types(code: &str) -> Result<Prepared, SourceError> {
     })
 }
 
+/// The first decorator of `program`, refused in words: V8 does not run
+/// decorators yet, and the TypeScript transform here keeps them as written.
+fn decorators(code: &str, program: &Program<'_>) -> Option<SourceError> {
+    #[derive(Default)]
+    struct First(Option<u32>);
+    impl<'a> Visit<'a> for First {
+        fn visit_decorator(&mut self, it: &Decorator<'a>) {
+            self.0.get_or_insert(it.span.start);
+        }
+    }
+    let mut first = First::default();
+    first.visit_program(program);
+    let offset = first.0? as usize;
+    Some(at(
+        code,
+        offset,
+        "decorators (@name on a class or its members) are not supported: V8 does not run them \
+         and they are not compiled away here; call the function yourself (m = logged(m)) or wrap \
+         the class"
+            .to_owned(),
+    ))
+}
+
+/// [`decorators`] of `code` read as JavaScript.
+fn javascript_decorators(code: &str) -> Option<SourceError> {
+    let allocator = Allocator::default();
+    let parsed = Parser::new(&allocator, code, SourceType::mjs()).parse();
+    decorators(code, &parsed.program)
+}
+
+fn at(code: &str, offset: usize, message: String) -> SourceError {
+    let offset = offset.min(code.len());
+    let before = &code[..code.floor_char_boundary(offset)];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    SourceError {
+        message,
+        line,
+        column,
+        offset,
+    }
+}
+
 fn locate(code: &str, diagnostic: &OxcDiagnostic) -> SourceError {
     let offset = diagnostic
         .labels
         .first()
         .map(|label| label.offset() as usize)
-        .unwrap_or(0)
-        .min(code.len());
-    let before = &code[..code.floor_char_boundary(offset)];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    SourceError {
-        message: diagnostic.message.to_string(),
-        line,
-        column,
-        offset,
-    }
+        .unwrap_or(0);
+    at(code, offset, diagnostic.message.to_string())
 }
 
 #[cfg(test)]
@@ -246,6 +306,51 @@ mod tests {
         assert!(!out.js.contains("interface"), "{}", out.js);
         assert!(!out.js.contains("export"), "{}", out.js);
         assert!(out.js.contains("id(p.x)"), "{}", out.js);
+    }
+
+    #[test]
+    fn type_only_imports_and_exports_leave_nothing_behind() {
+        for code in [
+            "import type { Stats } from 'node:fs';\nconst s: Stats | null = null; s",
+            "import type { Stats } from 'node:fs'\nimport type * as L from 'lodash';\nlet n: number = 1; n",
+            "import { type Stats } from 'node:fs';\nconst s: Stats | null = null; s",
+            "export type Row = { a: number };\nexport interface P { x: number }\nconst r: Row = { a: 1 }; r.a",
+            "import fs, { type Stats } from 'node:fs';\nconst s: Stats = fs.statSync('.'); s.size",
+        ] {
+            for language in [Language::Auto, Language::Typescript] {
+                let out = prepare(code, language).unwrap();
+                assert!(!out.js.contains("export"), "{code}: {}", out.js);
+                assert!(!out.js.contains("import type"), "{code}: {}", out.js);
+                assert!(!out.js.contains("Stats }"), "{code}: {}", out.js);
+            }
+        }
+        // A value import stays, for this run and later ones.
+        let out = prepare(
+            "import fs, { type Stats } from 'node:fs';\nlet n: number = 1",
+            Language::Auto,
+        )
+        .unwrap();
+        assert!(out.js.contains("import fs from"), "{}", out.js);
+    }
+
+    #[test]
+    fn decorators_are_refused_in_words() {
+        let code = "function logged(v: any, c: any) { return v }\nclass A {\n  @logged\n  m() { return 1 }\n}\nnew A().m()";
+        for language in [Language::Auto, Language::Typescript] {
+            let err = prepare(code, language).unwrap_err();
+            assert!(err.message.contains("decorators"), "{err}");
+            assert_eq!(err.line, 3, "{err}");
+        }
+    }
+
+    #[test]
+    fn typescript_sent_as_javascript_is_told_to_say_so() {
+        let err = prepare("const a: number = 1;\na", Language::Javascript).unwrap_err();
+        assert!(err.message.contains("language: \"typescript\""), "{err}");
+        assert_eq!(err.line, 1, "{err}");
+        // Plain JavaScript errors say nothing of TypeScript.
+        let err = prepare("const a = ;", Language::Javascript).unwrap_err();
+        assert!(!err.message.contains("typescript"), "{err}");
     }
 
     #[test]

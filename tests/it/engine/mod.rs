@@ -159,6 +159,27 @@ async fn typescript_is_stripped_before_running() {
     );
 }
 
+/// The trial's probe: `import type` on short code, twice on one heap (the
+/// second from a heap whose run imported a value), runs.
+#[tokio::test]
+async fn import_type_runs_and_keeps_running_on_the_heap() {
+    let f = fixture();
+    let first = f
+        .stateful(
+            "import type { Stats } from 'node:fs';\nimport { statSync } from 'node:fs';\nglobalThis.size = (s: Stats) => s.isDirectory(); typeof statSync",
+            None,
+        )
+        .await;
+    assert_eq!(completed(&first), "\"function\"");
+    let second = f
+        .stateful(
+            "import type { Stats } from 'node:fs';\nlet t: string = typeof size; t",
+            first.heap.as_ref(),
+        )
+        .await;
+    assert_eq!(completed(&second), "\"function\"");
+}
+
 #[tokio::test]
 async fn typescript_syntax_error_names_line_and_column() {
     let f = fixture();
