@@ -235,21 +235,31 @@ impl Saves {
                     .filter(|save| save.going())
                     .collect();
                 let bytes: u64 = all.iter().map(|save| save.bytes).sum();
+                // Words for the model, which can change neither bound; the
+                // operator's log names them.
                 if mine.len() >= bounds.per_session.max(1) {
+                    tracing::info!(
+                        session = session.as_str(),
+                        waiting = mine.len(),
+                        bound = bounds.per_session,
+                        "a call waits for earlier heaps of its session to be stored (MCP_V8_UNSAVED_HEAPS)"
+                    );
                     why = Some(format!(
-                        "{} earlier heaps of session {:?} were still being stored, the most a session \
-                         may have waiting (MCP_V8_UNSAVED_HEAPS={})",
+                        "{} earlier heaps of this session were still being stored, the most this \
+                         server lets one session have waiting; calls spaced a little further apart \
+                         do not wait",
                         mine.len(),
-                        session.as_str(),
-                        bounds.per_session
                     ));
                     mine.first().map(|save| (*save).clone())
                 } else if bytes > bounds.process_bytes && !all.is_empty() {
+                    tracing::info!(
+                        mib = bytes.div_ceil(1024 * 1024),
+                        bound_mib = bounds.process_bytes / (1024 * 1024),
+                        "a call waits for heaps being stored (MCP_V8_UNSAVED_HEAPS_MB)"
+                    );
                     why = Some(format!(
-                        "heaps of {} MiB in all were still being stored in this server process, over \
-                         MCP_V8_UNSAVED_HEAPS_MB={}",
+                        "this server was still storing {} MiB of heaps, the most it holds waiting",
                         bytes.div_ceil(1024 * 1024),
-                        bounds.process_bytes / (1024 * 1024)
                     ));
                     all.first().map(|save| (*save).clone())
                 } else {

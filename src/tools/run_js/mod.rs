@@ -28,6 +28,9 @@ use crate::protocol::mcp::CallToolResult;
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
 
+/// The shortest wait for earlier saves a warning tells the model of.
+const SAID_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
 pub(super) const NAME: &str = "run_js";
 
 /// What a model is told to change for a run to be answered directly
@@ -191,10 +194,17 @@ async fn call_once(
     outcome.warnings.append(&mut planned.warnings);
     if let Some((waited, why)) = planned.save_wait.take() {
         outcome.save_wait_ms = Some(waited.as_millis() as u64);
-        outcome.warnings.push(format!(
-            "this call waited {:.1} s before it ran, for earlier heaps to be stored: {why}",
-            waited.as_secs_f64()
-        ));
+        // A wait too short to matter is in save_wait_ms only.
+        if waited >= SAID_WAIT {
+            let waited = if waited < std::time::Duration::from_secs(1) {
+                format!("{} ms", waited.as_millis())
+            } else {
+                format!("{:.1} s", waited.as_secs_f64())
+            };
+            outcome.warnings.push(format!(
+                "this call waited {waited} before it ran, for earlier heaps to be stored: {why}"
+            ));
+        }
     }
     let first = match (save, &planned.logical_session) {
         // A caller that continues `latest` continues with it; one that
@@ -243,14 +253,11 @@ async fn call_once(
             outcome.execution_id,
             (report.heap_used_bytes, save.live()),
         );
+        // Short: every answer on a large heap carries it.
         outcome.heap_saving = Some(format!(
-            "the heap is being stored after this answer (it holds {} MiB); continue with heap: \"latest\" \
-             in session {:?}, which continues from it. Its key will be the next run's input_heap and is listed by \
-             list_session_snapshots; its files are readable now as mcp-v8://heaps/{}/files/PATH (this \
-             run's execution_id in place of the key), and get_execution waits for its record",
-            report.heap_used_bytes.div_ceil(1024 * 1024),
+            "stored after this answer: continue with heap: \"latest\" in session {:?}; until then \
+             this run's execution_id stands for the key in mcp-v8://heaps/ URIs",
             session.as_str(),
-            outcome.execution_id
         ));
         let after = AfterAnswer {
             toolbox: toolbox.clone(),
