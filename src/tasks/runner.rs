@@ -348,6 +348,9 @@ impl Tasks {
         let _registered = Registered(&self.running, id);
         let mut poll = tokio::time::interval(self.settings.cancel_poll);
         let mut last_beat = Instant::now();
+        // Progress the status message has said (a new report is written at
+        // the next poll, not the next beat).
+        let mut said = 0;
         // The host ends the process at its deadline; a run still going a
         // moment before then is ended here, so the task says why.
         let cutoff = deadline.map(|deadline| {
@@ -365,7 +368,9 @@ impl Tasks {
                     break None;
                 }
                 _ = poll.tick() => {
-                    let beat = last_beat.elapsed() >= self.settings.heartbeat;
+                    let reported = control.latest_progress().map_or(0, |(count, _)| count);
+                    let beat = last_beat.elapsed() >= self.settings.heartbeat || reported != said;
+                    said = reported;
                     if self.watch(tenant, id, beat.then(|| progress(started, &control))).await {
                         // Cancelled: stop the run, let it unwind, keep nothing.
                         control.cancel();
@@ -543,9 +548,31 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
     }
 }
 
+/// A running task's status message: its time, the run's latest
+/// `reportProgress()`, its console lines.
 fn progress(started: Instant, control: &RunControl) -> String {
+    let reported = control
+        .latest_progress()
+        .map(|(_, report)| {
+            let number = |n: f64| {
+                if n.fract() == 0.0 && n.abs() < 1e15 {
+                    format!("{}", n as i64)
+                } else {
+                    format!("{n}")
+                }
+            };
+            let how_far = match report.total {
+                Some(total) => format!("{} of {}", number(report.progress), number(total)),
+                None => number(report.progress),
+            };
+            match report.message {
+                Some(message) => format!(" {message} ({how_far})."),
+                None => format!(" Progress: {how_far}."),
+            }
+        })
+        .unwrap_or_default();
     format!(
-        "Running for {} s; {} console lines written so far.",
+        "Running for {} s.{reported} {} console lines written so far.",
         started.elapsed().as_secs(),
         control.console_lines()
     )

@@ -41,6 +41,10 @@ struct Progress {
     waiting: Vec<RunProgress>,
     /// The run reported progress at least once.
     any: bool,
+    /// The latest report and how many came, for whoever shows where the
+    /// run is without taking the queue (a task's status message).
+    latest: Option<RunProgress>,
+    count: u64,
 }
 
 /// The signal that tells an engine worker to cancel the run it executes
@@ -207,9 +211,21 @@ impl RunControl {
         if progress.waiting.len() >= MAX_WAITING_PROGRESS {
             progress.waiting.pop();
         }
+        progress.latest = Some(report.clone());
+        progress.count += 1;
         progress.waiting.push(report);
         drop(progress);
         self.reported.notify_one();
+    }
+
+    /// The run's latest progress report and how many it made, without
+    /// taking them from [`Self::take_progress`].
+    pub fn latest_progress(&self) -> Option<(u64, RunProgress)> {
+        let progress = self.progress_slot();
+        progress
+            .latest
+            .clone()
+            .map(|latest| (progress.count, latest))
     }
 
     /// The run's progress reports since the last call, oldest first.

@@ -556,6 +556,48 @@ async fn a_task_for_an_mcp_apps_host_ends_with_the_views_meta() {
     assert_eq!(with_view["content"][1], without["content"][1]);
 }
 
+/// The trial's probe: a run's `reportProgress()` reaches its task's
+/// status message at the next poll, not only at the next beat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tasks_status_message_carries_the_runs_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = serve_with_tasks(dir.path());
+    let url = serve.url();
+    let id = started_task(
+        &url,
+        "await new Promise(r => setTimeout(r, 1500)); reportProgress(40, 100, 'loading rows');\n\
+         await new Promise(r => setTimeout(r, 30000)); 1",
+    )
+    .await;
+    let started = Instant::now();
+    loop {
+        let got = answer(extension_request(
+            &url,
+            "tasks/get",
+            &id,
+            json!({"taskId": id}),
+        ))
+        .await;
+        let message = got["result"]["statusMessage"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if message.contains("loading rows (40 of 100)") {
+            assert_eq!(got["result"]["status"], "working", "{got}");
+            break;
+        }
+        assert!(started.elapsed() < LIMIT, "{got}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = answer(extension_request(
+        &url,
+        "tasks/cancel",
+        &id,
+        json!({"taskId": id}),
+    ))
+    .await;
+}
+
 /// `tasks/get` is a complete result whatever the task's state (the second
 /// masked check).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
