@@ -59,6 +59,18 @@ pub struct RequestState {
     /// Unix seconds after which the state is refused.
     #[serde(rename = "e")]
     pub expires_at: i64,
+    /// How many times an answer to this run's requests was refused and
+    /// asked again ([`MAX_REFUSALS`]); absent in states made before.
+    #[serde(rename = "r", default, skip_serializing_if = "is_zero")]
+    pub refused: u32,
+}
+
+/// How many times a refused answer is asked again before the run gets
+/// `{ action: "cancel" }` with the reason.
+pub const MAX_REFUSALS: u32 = 3;
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Why a request state is refused. Each message says what to do.
@@ -156,6 +168,7 @@ mod tests {
             suspension: Uuid::new_v4(),
             call: call_digest("run_js", "await elicit(x)"),
             expires_at: 2_000,
+            refused: 0,
         }
     }
 

@@ -17,7 +17,9 @@
     const json = JSON.stringify(params === undefined ? null : params);
     const checked = natives.check(json ?? "null", waiting.size);
     made += 1;
-    const key = `elicit-${made}`;
+    // Keys count per call, from 1: the host numbers the call's requests
+    // (this heap's earlier calls asked too).
+    const key = `elicit-${typeof natives.count === "number" ? natives.count : made}`;
     return new Promise((resolve) => {
       waiting.set(key, { params: checked, resolve });
     });

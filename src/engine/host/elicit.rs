@@ -104,6 +104,15 @@ fn check<'s>(
     match checked {
         Ok(sent) => {
             run.made += 1;
+            // The request's number in this call, which names its key: the
+            // family reads it from `natives.count` (heaps whose family
+            // came before count in the heap, across calls).
+            let count = (run.ask.asked_before + run.made) as i32;
+            let receiver = args.this();
+            if let Some(name) = v8::String::new(scope, "count") {
+                let count = v8::Integer::new(scope, count);
+                receiver.set(scope, name.into(), count.into());
+            }
             if let Some(text) = v8::String::new(scope, &sent.to_string()) {
                 rv.set(text.into());
             }
@@ -233,13 +242,18 @@ mod tests {
               sum += i * r.content.n; console.log('got', r.content.n); \
             } \
             sum";
-        let run = |task, restore| run(job(task, restore), &services);
-        let first = run(Task::Run { code: code.into() }, None);
+        // Each round carries what the call asked before, as the tool does.
+        let run = |task, restore, asked_before| {
+            let mut job = job(task, restore);
+            job.asks.elicit.asked_before = asked_before;
+            run(job, &services)
+        };
+        let first = run(Task::Run { code: code.into() }, None, 0);
         assert_eq!(first.status, RunStatus::InputRequired, "{first:?}");
         let waiting = first.reports.elicit.clone().expect("its requests");
         assert_eq!(waiting.requests.len(), 1);
         assert_eq!(waiting.requests["elicit-1"]["message"], "n1?");
-        let resume = |blob, key: &str, n: i64| {
+        let resume = |blob, key: &str, n: i64, asked_before| {
             let responses =
                 serde_json::json!({ key: { "action": "accept", "content": { "n": n } } });
             run(
@@ -248,9 +262,10 @@ mod tests {
                     responses: responses.to_string(),
                 },
                 blob,
+                asked_before,
             )
         };
-        let second = resume(first.blob, "elicit-1", 10);
+        let second = resume(first.blob, "elicit-1", 10, waiting.asked);
         assert_eq!(second.status, RunStatus::InputRequired, "{second:?}");
         assert!(
             second
@@ -261,10 +276,11 @@ mod tests {
                 .requests
                 .contains_key("elicit-2")
         );
-        let third = resume(second.blob, "elicit-2", 100);
+        let asked = second.reports.elicit.as_ref().unwrap().asked;
+        let third = resume(second.blob, "elicit-2", 100, asked);
         assert_eq!(third.status, RunStatus::Completed, "{third:?}");
         assert_eq!(third.result.as_deref(), Some("210"));
-        let again = resume(third.blob, "elicit-2", 100);
+        let again = resume(third.blob, "elicit-2", 100, asked);
         assert_eq!(again.status, RunStatus::Failed, "{again:?}");
         assert!(again.error.unwrap().message.contains("no run waiting"));
     }

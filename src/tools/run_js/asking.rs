@@ -116,11 +116,49 @@ pub(super) async fn resume(
         }));
     }
     let mut responses = Map::new();
+    let mut refused = Vec::new();
     for (key, request) in &suspension.requests {
-        let response = &given[key];
-        let checked = crate::elicit::check_response(request, response)
-            .map_err(|why| format!("the response to {key:?} was refused: {why}"))?;
-        responses.insert(key.clone(), checked);
+        match crate::elicit::check_response(request, &given[key]) {
+            Ok(checked) => {
+                responses.insert(key.clone(), checked);
+            }
+            Err(why) => refused.push((key.clone(), why)),
+        }
+    }
+    if !refused.is_empty() {
+        use crate::elicit::state::MAX_REFUSALS;
+        // The person is asked again, told why, under a state that counts
+        // the refusals; past the bound the run decides.
+        if state.refused + 1 < MAX_REFUSALS {
+            let mut requests = input_requests(&suspension.requests);
+            for (key, why) in &refused {
+                if let Some(params) = requests.get_mut(key).and_then(|r| r.get_mut("params")) {
+                    let asked = params["message"].as_str().unwrap_or_default();
+                    params["message"] = Value::from(format!(
+                        "The answer given was not accepted ({why}); please answer again. {asked}"
+                    ));
+                }
+            }
+            let again = RequestState {
+                refused: state.refused + 1,
+                ..state
+            };
+            return Err(NotResumed::AskAgain(InputRequiredResult {
+                input_requests: requests,
+                request_state: again.seal(&key),
+            }));
+        }
+        for (key, why) in refused {
+            responses.insert(
+                key,
+                json!({
+                    "action": "cancel",
+                    "reason": format!(
+                        "the person's answer was not accepted {MAX_REFUSALS} times; the last: {why}"
+                    ),
+                }),
+            );
+        }
     }
     let claimed = toolbox
         .meta
@@ -283,6 +321,7 @@ pub(super) async fn suspended(
         suspension: suspension.id,
         call: call.digest.to_owned(),
         expires_at: suspension.expires_at,
+        refused: 0,
     };
     ask(InputRequiredResult {
         input_requests: input_requests(&suspension.requests),

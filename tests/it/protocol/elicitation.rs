@@ -165,12 +165,19 @@ async fn a_retry_continues_its_run_once_and_a_wrong_one_changes_nothing() {
     // Another call's: other code.
     let refused = invalid(&server, None, "1", (accepted(7), &state)).await;
     assert!(refused.contains("another call"), "{refused}");
-    // A response the schema refuses (over its maximum).
+    // A response the schema refuses (over its maximum) is asked again,
+    // the person told why, under a state that counts it; no internal key
+    // in what the person reads.
     let refused = call(&server, None, form(), CODE, Some((accepted(99), &state))).await;
-    let text = error_text(&refused);
+    let (keys, recounted) = asked(&refused);
+    assert_eq!(keys, ["elicit-1"]);
+    assert_ne!(recounted, state);
+    let message = refused["inputRequests"]["elicit-1"]["params"]["message"]
+        .as_str()
+        .unwrap();
     assert!(
-        text.contains("elicit-1") && text.contains("refused"),
-        "{text}"
+        message.contains("not accepted") && message.ends_with("n?") && !message.contains("elicit-"),
+        "{message}"
     );
     // Responses without a state are answers given up front: the call starts
     // over, and its run, asking what they answer, continues with them in
@@ -217,6 +224,58 @@ async fn a_retry_continues_its_run_once_and_a_wrong_one_changes_nothing() {
         done["structuredContent"]["result"], r#"["decline",null,1]"#,
         "{done}"
     );
+}
+
+/// The trial's probe: an answer the form refuses is asked again (twice),
+/// then the run gets `{ action: "cancel" }` with the reason and decides; a
+/// refused answer followed by a good one completes; and a later call on
+/// the heap of a run that asked numbers its asks from 1 again.
+#[tokio::test]
+async fn a_refused_answer_is_asked_again_then_cancelled_and_keys_count_per_call() {
+    let server = common::server();
+    let code = "globalThis.a = await elicit({ message: 'n?', requestedSchema: { type: 'object', \
+        properties: { n: { type: 'integer', maximum: 50 } }, required: ['n'] } }); \
+        [a.action, a.content?.n ?? null, a.reason ?? null]";
+    let (_, mut state) = asked(&call(&server, None, form(), code, None).await);
+    for _ in 0..2 {
+        let again = call(&server, None, form(), code, Some((accepted(99), &state))).await;
+        state = asked(&again).1;
+    }
+    let done = call(&server, None, form(), code, Some((accepted(99), &state))).await;
+    assert_eq!(done["isError"], false, "{done}");
+    let result = done["structuredContent"]["result"].as_str().unwrap();
+    assert!(
+        result.starts_with(r#"["cancel",null,"#) && result.contains("maximum"),
+        "{done}"
+    );
+    // Refused once, then answered: the run completes with the answer.
+    let (_, state) = asked(&call(&server, None, form(), code, None).await);
+    let again = call(&server, None, form(), code, Some((accepted(99), &state))).await;
+    let (_, state) = asked(&again);
+    let done = call(&server, None, form(), code, Some((accepted(7), &state))).await;
+    assert_eq!(
+        done["structuredContent"]["result"], r#"["accept",7,null]"#,
+        "{done}"
+    );
+    // On a session's heap: the second call's ask is elicit-1 again.
+    let in_session = |code: &str| json!({"code": code, "session": "keys", "heap": "latest"});
+    let first = call_with(&server, None, form(), in_session(code), None).await;
+    let (keys, state) = asked(&first);
+    assert_eq!(keys, ["elicit-1"]);
+    let done = call_with(
+        &server,
+        None,
+        form(),
+        in_session(code),
+        Some((accepted(3), &state)),
+    )
+    .await;
+    assert_eq!(
+        done["structuredContent"]["result"], r#"["accept",3,null]"#,
+        "{done}"
+    );
+    let second = call_with(&server, None, form(), in_session(code), None).await;
+    assert_eq!(asked(&second).0, ["elicit-1"], "{second}");
 }
 
 /// A suspended run past `MCP_V8_SUSPENDED_RUN_TTL_SECS` is dropped: its
