@@ -131,9 +131,7 @@ pub(crate) fn describe(
              skill://mcp-v8/NAME/SKILL.md): {skills}. await elicit({{ message, requestedSchema }}) asks the person (a flat form: string, number, integer, \
              boolean, enum properties; or {{ mode: \"url\", message, url }}) and resolves to {{ action: \"accept\" | \"decline\" | \
              \"cancel\", content }}, where the client supports elicitation; the run waits as a stored \
-             heap, its timeout paused, for up to {} min, but only while the client keeps the call \
-             open (a client that times the call out, often after 60 s, ends the wait and the answer \
-             is lost; the retry form of 2026-07-28 and tasks wait the whole time).",
+             heap, its timeout paused, for up to {} min, only while the client keeps the call open.",
             toolbox.suspended_run_ttl_secs / 60
         )
     };

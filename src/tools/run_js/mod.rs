@@ -255,9 +255,10 @@ async fn call_once(
         );
         // Short: every answer on a large heap carries it.
         outcome.heap_saving = Some(format!(
-            "stored after this answer: continue with heap: \"latest\" in session {:?}; until then \
-             this run's execution_id stands for the key in mcp-v8://heaps/ URIs",
+            "stored after this answer: continue with heap: \"latest\" in session {:?}; its files \
+             read now as mcp-v8://heaps/{}/files/PATH",
             session.as_str(),
+            outcome.execution_id
         ));
         let after = AfterAnswer {
             toolbox: toolbox.clone(),
