@@ -69,6 +69,29 @@ pub struct RequestState {
 /// `{ action: "cancel" }` with the reason.
 pub const MAX_REFUSALS: u32 = 3;
 
+/// The message of a request asked again after its answer was refused for
+/// `why`: the reason first, then what was asked (without the reason of an
+/// earlier refusal).
+pub fn asked_again(message: &str, why: &str) -> String {
+    let asked = message
+        .strip_prefix(AGAIN_START)
+        .and_then(|rest| rest.split_once(AGAIN_END))
+        .map_or(message, |(_, asked)| asked);
+    format!("{AGAIN_START}{why}{AGAIN_END}{asked}")
+}
+
+const AGAIN_START: &str = "The answer given was not accepted (";
+const AGAIN_END: &str = "); please answer again. ";
+
+/// A refused answer's stand-in once it was refused [`MAX_REFUSALS`]
+/// times: the run gets it and decides.
+pub fn refused_for_good(why: &str) -> serde_json::Value {
+    serde_json::json!({
+        "action": "cancel",
+        "reason": format!("the person's answer was not accepted {MAX_REFUSALS} times; the last: {why}"),
+    })
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }

@@ -307,14 +307,17 @@ pub struct RefusedResponse {
 impl TaskBook {
     /// Gives a task in `input_required` the `responses` (by key; keys it
     /// did not ask are ignored), each checked against the request it
-    /// answers first: a response its schema refuses changes nothing.
+    /// answers first. A response its schema refuses takes none of them:
+    /// its request is asked again, its message saying why, and past
+    /// [`MAX_REFUSALS`](crate::elicit::state::MAX_REFUSALS) the run gets
+    /// `{ action: "cancel", reason }` for it instead.
     pub async fn answer(
         &self,
         tenant: &Tenant,
         id: Uuid,
         responses: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<Result<Answered, RefusedResponse>, TaskStoreError> {
-        loop {
+        'read: loop {
             let Some(read) = self.read_live(tenant, id).await? else {
                 return Ok(Ok(Answered::Missing));
             };
@@ -335,10 +338,34 @@ impl TaskBook {
                     Ok(checked) => {
                         input.responses.insert(key.clone(), checked);
                     }
+                    Err(why) if input.refused + 1 >= crate::elicit::state::MAX_REFUSALS => {
+                        input.refused += 1;
+                        let stand_in = crate::elicit::state::refused_for_good(&why);
+                        input.responses.insert(key.clone(), stand_in);
+                    }
                     Err(why) => {
-                        let key = key.clone();
+                        // None of this update's responses is taken; the
+                        // person sees why on the next tasks/get.
+                        let mut again = read.record.clone();
+                        if let Some(input) = again.input.as_mut() {
+                            input.refused += 1;
+                            if let Some(params) = input
+                                .requests
+                                .get_mut(key)
+                                .and_then(|request| request.get_mut("params"))
+                            {
+                                let asked = params["message"].as_str().unwrap_or_default();
+                                params["message"] = serde_json::Value::from(
+                                    crate::elicit::state::asked_again(asked, &why),
+                                );
+                            }
+                        }
+                        again.last_updated_at = rfc3339_millis(i128::from(now_ms()));
+                        if !self.store.replace(tenant, &again, read.version).await? {
+                            continue 'read;
+                        }
                         return Ok(Err(RefusedResponse {
-                            key,
+                            key: key.clone(),
                             why: why.to_string(),
                         }));
                     }

@@ -81,6 +81,14 @@ pub struct TaskInput {
     /// The signed state naming the suspended run; never sent to the
     /// client, which answers the task instead.
     pub request_state: String,
+    /// Answers refused so far (a request is asked again, saying why, up to
+    /// [`crate::elicit::state::MAX_REFUSALS`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub refused: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl TaskInput {

@@ -389,6 +389,7 @@ impl Tasks {
                     requests: asked.input_requests,
                     responses: serde_json::Map::new(),
                     request_state: asked.request_state,
+                    refused: 0,
                 },
             },
             Some(Ran::Ended(TaskOutcome::Result(result))) => TaskChange::Finish {

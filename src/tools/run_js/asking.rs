@@ -134,9 +134,7 @@ pub(super) async fn resume(
             for (key, why) in &refused {
                 if let Some(params) = requests.get_mut(key).and_then(|r| r.get_mut("params")) {
                     let asked = params["message"].as_str().unwrap_or_default();
-                    params["message"] = Value::from(format!(
-                        "The answer given was not accepted ({why}); please answer again. {asked}"
-                    ));
+                    params["message"] = Value::from(crate::elicit::state::asked_again(asked, why));
                 }
             }
             let again = RequestState {
@@ -149,15 +147,7 @@ pub(super) async fn resume(
             }));
         }
         for (key, why) in refused {
-            responses.insert(
-                key,
-                json!({
-                    "action": "cancel",
-                    "reason": format!(
-                        "the person's answer was not accepted {MAX_REFUSALS} times; the last: {why}"
-                    ),
-                }),
-            );
+            responses.insert(key, crate::elicit::state::refused_for_good(&why));
         }
     }
     let claimed = toolbox

@@ -102,10 +102,27 @@ async fn an_extension_task_that_asks_is_answered_with_tasks_update_and_completes
         "the request state stays with the server: {waiting}"
     );
 
-    let refused = update(&url, &id, json!({ "elicit-1": accept(json!("four")) })).await;
+    // A refused response is -32602 for the client; the task takes none of
+    // the update and asks again, its message saying why.
+    let refused = update(
+        &url,
+        &id,
+        json!({ "elicit-1": accept(json!("four")), "elicit-2": accept(json!(2)) }),
+    )
+    .await;
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
-    let unchanged = settled(&url, &id).await;
-    assert_eq!(unchanged["inputRequests"], waiting["inputRequests"]);
+    let asked_again = settled(&url, &id).await;
+    assert_eq!(asked_again["status"], "input_required", "{asked_again}");
+    let again = &asked_again["inputRequests"];
+    assert_eq!(again["elicit-2"], waiting["inputRequests"]["elicit-2"]);
+    let message = again["elicit-1"]["params"]["message"].as_str().unwrap();
+    let asked = waiting["inputRequests"]["elicit-1"]["params"]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        message.starts_with("The answer given was not accepted") && message.ends_with(asked),
+        "{message}"
+    );
 
     let ack = update(
         &url,
