@@ -183,6 +183,33 @@ impl S3FileStore {
         if self.is_fresh(&object, day) {
             return Ok(());
         }
+        // Its first bytes say whether it is a manifest: bytes stored whole
+        // (files from before chunks, up to the file limit) are not read.
+        let probe = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(&object)
+            .range(format!("bytes=0-{}", FILE_MAGIC.len() - 1))
+            .send()
+            .await;
+        let head = match probe {
+            Ok(output) => output
+                .body
+                .collect()
+                .await
+                .map_err(|e| Self::backend(key.as_str(), e.into()))?
+                .into_bytes(),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => {
+                return Err(FileStoreError::Missing {
+                    key: key.to_string(),
+                });
+            }
+            Err(e) => return Err(Self::backend(key.as_str(), failure(e))),
+        };
+        if head.as_ref() != FILE_MAGIC.as_slice() {
+            return self.refresh_object(&key, object, day).await;
+        }
         let bytes = match s3_get_object(&self.client, &self.bucket, &object).await {
             Ok(Some((bytes, _))) => verified(&key, bytes)?,
             Ok(None) => {
@@ -192,21 +219,19 @@ impl S3FileStore {
             }
             Err(source) => return Err(Self::backend(key.as_str(), source)),
         };
-        if bytes.starts_with(FILE_MAGIC) {
-            let manifest = FileManifest::decode(&bytes).map_err(|why| {
-                Self::backend(
-                    key.as_str(),
-                    format!("its manifest does not decode: {why}").into(),
-                )
-            })?;
-            stream::iter(manifest.chunks.into_iter().map(|chunk| {
-                let object = self.object_key(tenant, &chunk.key);
-                async move { self.refresh_object(&chunk.key, object, day).await }
-            }))
-            .buffer_unordered(PARALLEL_REFRESHES)
-            .try_collect::<Vec<()>>()
-            .await?;
-        }
+        let manifest = FileManifest::decode(&bytes).map_err(|why| {
+            Self::backend(
+                key.as_str(),
+                format!("its manifest does not decode: {why}").into(),
+            )
+        })?;
+        stream::iter(manifest.chunks.into_iter().map(|chunk| {
+            let object = self.object_key(tenant, &chunk.key);
+            async move { self.refresh_object(&chunk.key, object, day).await }
+        }))
+        .buffer_unordered(PARALLEL_REFRESHES)
+        .try_collect::<Vec<()>>()
+        .await?;
         self.refresh_object(&key, object, day).await
     }
 
