@@ -115,7 +115,14 @@ pub(super) fn default_cache_mb<F: Fn(&str) -> Option<String>>(
     if !under_lambda {
         return Ok(512);
     }
-    let tmp_mb: u64 = vars.number("MCP_V8_EPHEMERAL_STORAGE_MB", 512, Least::One)?;
+    half_of_tmp_mb(vars).map(|mb| mb as u64)
+}
+
+/// Half the function's `/tmp` in MB (`MCP_V8_EPHEMERAL_STORAGE_MB`,
+/// Lambda's default 512 when unset), at least 1: the heap cache's share,
+/// and the runs' local disk's.
+fn half_of_tmp_mb<F: Fn(&str) -> Option<String>>(vars: &Vars<F>) -> Result<usize, ConfigError> {
+    let tmp_mb: usize = vars.number("MCP_V8_EPHEMERAL_STORAGE_MB", 512, Least::One)?;
     Ok((tmp_mb / 2).max(1))
 }
 
@@ -130,9 +137,8 @@ pub(super) fn default_run_disk_mb<F: Fn(&str) -> Option<String>>(
     if !under_lambda {
         return Ok(4096);
     }
-    let tmp_mb: usize = vars.number("MCP_V8_EPHEMERAL_STORAGE_MB", 512, Least::One)?;
     let at_once: usize = vars.number("AWS_LAMBDA_MAX_CONCURRENCY", 1, Least::One)?;
-    Ok((tmp_mb / 2 / at_once).max(1))
+    Ok((half_of_tmp_mb(vars)? / at_once).max(1))
 }
 
 /// The local disk a tenant's runs on one process may hold together when no
@@ -145,6 +151,5 @@ pub(super) fn default_tenant_disk_mb<F: Fn(&str) -> Option<String>>(
     if !under_lambda {
         return Ok(8192);
     }
-    let tmp_mb: usize = vars.number("MCP_V8_EPHEMERAL_STORAGE_MB", 512, Least::One)?;
-    Ok((tmp_mb / 2).max(1))
+    half_of_tmp_mb(vars)
 }

@@ -204,6 +204,18 @@ impl DirFileStore {
             source: Box::new(source),
         }
     }
+
+    /// `work` on the blocking pool (the store's file I/O), its failure
+    /// named by `key`.
+    async fn blocking<T: Send + 'static>(
+        key: &str,
+        work: impl FnOnce() -> io::Result<T> + Send + 'static,
+    ) -> Result<T, FileStoreError> {
+        tokio::task::spawn_blocking(work)
+            .await
+            .map_err(|e| Self::backend(key, io::Error::other(e)))?
+            .map_err(|e| Self::backend(key, e))
+    }
 }
 
 /// Where heaps' records of the files they name live, beside the objects.
@@ -238,9 +250,8 @@ impl FileStore for DirFileStore {
         let key = ContentKey::of(bytes);
         let path = self.path_of(tenant, &key);
         let owned = bytes.clone();
-        let written = key.to_string();
         let refresh = self.refresh;
-        tokio::task::spawn_blocking(move || {
+        Self::blocking(key.as_str(), move || {
             if path.exists() {
                 if refresh {
                     std::fs::File::options()
@@ -252,9 +263,7 @@ impl FileStore for DirFileStore {
             }
             write_atomically(&path, &owned)
         })
-        .await
-        .map_err(|e| Self::backend(&written, io::Error::other(e)))?
-        .map_err(|e| Self::backend(&written, e))?;
+        .await?;
         Ok(key)
     }
 
@@ -269,8 +278,7 @@ impl FileStore for DirFileStore {
     ) -> Result<(), FileStoreError> {
         let path = self.path_of(tenant, key);
         let from = from.to_owned();
-        let written = key.to_string();
-        tokio::task::spawn_blocking(move || {
+        Self::blocking(key.as_str(), move || {
             if path.exists() {
                 return Ok(());
             }
@@ -287,8 +295,6 @@ impl FileStore for DirFileStore {
             }
         })
         .await
-        .map_err(|e| Self::backend(&written, io::Error::other(e)))?
-        .map_err(|e| Self::backend(&written, e))
     }
 
     async fn name_heap(
@@ -298,10 +304,7 @@ impl FileStore for DirFileStore {
         keys: &[ContentKey],
     ) -> Result<(), FileStoreError> {
         let (store, tenant, keys) = (self.clone(), tenant.clone(), keys.to_vec());
-        tokio::task::spawn_blocking(move || store.write_names(&tenant, &keys))
-            .await
-            .map_err(|e| Self::backend(heap, io::Error::other(e)))?
-            .map_err(|e| Self::backend(heap, e))
+        Self::blocking(heap, move || store.write_names(&tenant, &keys)).await
     }
 
     async fn get(

@@ -117,10 +117,10 @@ impl Heaps<'_> {
                 live.send_replace(Some(kept_live));
             }
         };
-        // The run's sealed files wait in its scratch folder, which goes
-        // whatever becomes of the heap.
+        // The run's sealed files wait in its scratch folder, which `kept`
+        // removes when it goes, whatever becomes of the heap.
         let mut executed = executed;
-        let disk = Discard(std::mem::take(&mut executed.result.reports.disk));
+        let disk = std::mem::take(&mut executed.result.reports.disk);
         let Some(heaps) = self.store else {
             say_live(false);
             return (executed.result, None);
@@ -131,7 +131,7 @@ impl Heaps<'_> {
             // The files first: the next run may read them from the live
             // heap before its snapshot is stored.
             if let Err(error) =
-                self::file_bytes::keep(self.files, tenant, &executed.result.reports.files, &disk.0)
+                self::file_bytes::keep(self.files, tenant, &executed.result.reports.files, &disk)
                     .await
             {
                 say_live(false);
@@ -144,7 +144,7 @@ impl Heaps<'_> {
             let stored = match snapshot.expect("checked above").await {
                 Ok(Ok(blob)) => {
                     let stored = self.store(heaps.as_ref(), tenant, blob).await;
-                    self.name_files(tenant, stored, &disk.0.names).await
+                    self.name_files(tenant, stored, &disk.names).await
                 }
                 Ok(Err(why)) => Err(RunError::new("SnapshotError", why)),
                 Err(_) => Err(RunError::new(
@@ -163,7 +163,7 @@ impl Heaps<'_> {
             return (result, None);
         };
         if let Err(error) =
-            self::file_bytes::keep(self.files, tenant, &result.reports.files, &disk.0).await
+            self::file_bytes::keep(self.files, tenant, &result.reports.files, &disk).await
         {
             say_live(false);
             return (result, Some(Err(error)));
@@ -187,7 +187,7 @@ impl Heaps<'_> {
         });
         say_live(ready.is_some());
         let stored = self.store(heaps.as_ref(), tenant, blob).await;
-        let stored = self.name_files(tenant, stored, &disk.0.names).await;
+        let stored = self.name_files(tenant, stored, &disk.names).await;
         if let Some((id, workers)) = ready {
             workers.name_ready(id, kept.run, stored.as_ref().ok().cloned());
         }
@@ -340,16 +340,6 @@ pub(super) enum Start {
     Stored(bytes::Bytes),
     /// A fresh isolate (or the prelude's heap).
     Fresh,
-}
-
-/// A run's sealed files, whose scratch folder is removed when this is
-/// dropped: once they are stored, or when they never will be.
-struct Discard(crate::engine::host::DiskKept);
-
-impl Drop for Discard {
-    fn drop(&mut self) {
-        self.0.discard();
-    }
 }
 
 /// What [`Heaps::keep`] needs of the job besides its result: how a heap

@@ -86,6 +86,19 @@ fn worker_pids(program: &Path) -> Vec<u32> {
 
 /// Waits until the run `control` watches has written its first console
 /// line: its code is running in a worker.
+/// Kills the one worker of `program` the way the OOM killer would; its pid.
+fn kill_the_worker(program: &Path) -> u32 {
+    let [pid] = worker_pids(program)[..] else {
+        panic!("one worker: {:?}", worker_pids(program));
+    };
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    pid
+}
+
 async fn spinning_started(control: &mcp_v8_lambda::engine::RunControl) {
     let started = Instant::now();
     while control.console_lines() == 0 {
@@ -201,14 +214,7 @@ async fn a_killed_worker_fails_its_run_only_and_the_next_run_starts_a_new_one() 
     };
     // Once the run says it spins, kill its worker the way the OOM killer would.
     spinning_started(&control).await;
-    let [pid] = worker_pids(&f.program)[..] else {
-        panic!("one worker: {:?}", worker_pids(&f.program));
-    };
-    let killed = std::process::Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    let pid = kill_the_worker(&f.program);
 
     let out = spinning.await.unwrap();
     assert_eq!(out.status, RunStatus::Failed, "{out:#?}");
@@ -252,14 +258,7 @@ async fn a_killed_workers_local_bytes_are_removed_with_its_run() {
         .map(|p| std::os::unix::fs::MetadataExt::blocks(&p.metadata().unwrap()) * 512)
         .sum();
     assert!(held >= 3 << 20, "the run's bytes are on disk: {held}");
-    let [pid] = worker_pids(&f.program)[..] else {
-        panic!("one worker: {:?}", worker_pids(&f.program));
-    };
-    let killed = std::process::Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    kill_the_worker(&f.program);
     let out = spinning.await.unwrap();
     assert_eq!(out.status, RunStatus::Failed, "{out:#?}");
     let left: Vec<_> = walk(&scratch)

@@ -509,17 +509,16 @@ async fn started_task(url: &str, code: &str) -> String {
     created["result"]["taskId"].as_str().unwrap().to_owned()
 }
 
+/// `method` (`tasks/get`, `tasks/cancel`) of task `id`, as answered.
+async fn on_task(url: &str, method: &str, id: &str) -> Value {
+    answer(extension_request(url, method, id, json!({"taskId": id}))).await
+}
+
 /// Task `id` once it has ended, as `tasks/get` answers it.
 async fn ended(url: &str, id: &str) -> Value {
     let started = Instant::now();
     loop {
-        let got = answer(extension_request(
-            url,
-            "tasks/get",
-            id,
-            json!({"taskId": id}),
-        ))
-        .await;
+        let got = on_task(url, "tasks/get", id).await;
         if got["result"]["status"] != "working" {
             return got;
         }
@@ -571,13 +570,7 @@ async fn a_tasks_status_message_carries_the_runs_progress() {
     .await;
     let started = Instant::now();
     loop {
-        let got = answer(extension_request(
-            &url,
-            "tasks/get",
-            &id,
-            json!({"taskId": id}),
-        ))
-        .await;
+        let got = on_task(&url, "tasks/get", &id).await;
         let message = got["result"]["statusMessage"]
             .as_str()
             .unwrap_or_default()
@@ -589,13 +582,7 @@ async fn a_tasks_status_message_carries_the_runs_progress() {
         assert!(started.elapsed() < LIMIT, "{got}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let _ = answer(extension_request(
-        &url,
-        "tasks/cancel",
-        &id,
-        json!({"taskId": id}),
-    ))
-    .await;
+    let _ = on_task(&url, "tasks/cancel", &id).await;
 }
 
 /// `tasks/get` is a complete result whatever the task's state (the second
@@ -606,14 +593,7 @@ async fn tasks_get_is_a_complete_result() {
     let serve = serve_with_tasks(dir.path());
     let url = serve.url();
     let id = started_task(&url, "await new Promise(r => setTimeout(r, 1500)); 6 * 7").await;
-    let get = || {
-        answer(extension_request(
-            &url,
-            "tasks/get",
-            &id,
-            json!({"taskId": id}),
-        ))
-    };
+    let get = || on_task(&url, "tasks/get", &id);
     let working = get().await;
     assert_eq!(working["result"]["resultType"], "complete", "{working}");
     assert_eq!(working["result"]["status"], "working", "{working}");
@@ -634,13 +614,7 @@ async fn tasks_cancel_under_serve_stops_the_run_and_frees_its_worker() {
     let serve = serve_with_tasks(dir.path());
     let url = serve.url();
     let id = started_task(&url, "await new Promise(r => setTimeout(r, 60000)); 1").await;
-    let ack = answer(extension_request(
-        &url,
-        "tasks/cancel",
-        &id,
-        json!({"taskId": id}),
-    ))
-    .await;
+    let ack = on_task(&url, "tasks/cancel", &id).await;
     assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
     // Answered directly, or as a task when the worker took a moment to be
     // free again; either way within the queue's 5 s wait.
@@ -656,13 +630,7 @@ async fn tasks_cancel_under_serve_stops_the_run_and_frees_its_worker() {
         next["structuredContent"]["result"], "42",
         "the cancelled run still held the one worker: {next}"
     );
-    let got = answer(extension_request(
-        &url,
-        "tasks/get",
-        &id,
-        json!({"taskId": id}),
-    ))
-    .await;
+    let got = on_task(&url, "tasks/get", &id).await;
     assert_eq!(got["result"]["status"], "cancelled", "{got}");
 }
 
@@ -693,13 +661,7 @@ async fn a_task_running_when_serve_is_stopped_fails_saying_the_server_stopped() 
     assert_eq!(created["result"]["resultType"], "task", "{created}");
     let id = created["result"]["taskId"].as_str().unwrap().to_owned();
     serve.stop_and_restart(Duration::from_secs(20));
-    let got = answer(extension_request(
-        &url,
-        "tasks/get",
-        &id,
-        json!({"taskId": id}),
-    ))
-    .await;
+    let got = on_task(&url, "tasks/get", &id).await;
     assert_eq!(
         got["result"]["status"], "failed",
         "at once, not after its silence: {got}"
