@@ -55,8 +55,8 @@ use saving::AbortOnDrop;
 pub(crate) use capability::Argument as CallArgument;
 pub use capability::control::RunControl;
 pub use capability::outcome::{
-    Displayed, EngineError, RunError, RunOutcome, RunReport, RunStatus, StandIn, cap_text,
-    cap_text_ends,
+    Displayed, EngineError, RunError, RunOutcome, RunReport, RunStatus, StandIn, Superseded,
+    cap_text, cap_text_ends,
 };
 pub use capability::reports::{LogEntry, LogLevel, RunProgress};
 use config::MIB;
@@ -73,7 +73,7 @@ pub use node::process::ProcessSettings;
 pub use plan::time_before;
 pub use prelude::{FilePrelude, PreludeSource};
 pub use run::typescript::Language;
-pub use saving::{Ran, Saving};
+pub use saving::{Ran, SaveEnded, Saving};
 pub use services::Clients as HostClients;
 pub use web::console::ConsoleSettings;
 pub use worker::{WORKER_ARG, serve_worker};

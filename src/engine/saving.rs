@@ -44,6 +44,16 @@ impl Saving {
         self.live.clone()
     }
 
+    /// How the save ended: the heap stored, replaced by a newer run's
+    /// before its snapshot began, or failed.
+    pub async fn ended(self) -> SaveEnded {
+        match self.wait().await {
+            Ok(key) => SaveEnded::Stored(key),
+            Err(error) if error == RunError::superseded() => SaveEnded::Superseded,
+            Err(error) => SaveEnded::Failed(error),
+        }
+    }
+
     /// The stored heap's key, or why there is none (V8 could not snapshot
     /// the heap, the store failed, the engine process died).
     pub async fn wait(self) -> Result<HeapKey, RunError> {
@@ -59,6 +69,19 @@ impl Saving {
             )),
         }
     }
+}
+
+/// How the save of a heap answered for first ended.
+#[derive(Debug)]
+pub enum SaveEnded {
+    /// Stored under this key.
+    Stored(HeapKey),
+    /// Never snapshotted: a newer run that continued the heap live
+    /// completed before its snapshot began, and that run's heap holds its
+    /// effects (docs/protocol.md, "Coalesced saves").
+    Superseded,
+    /// Not stored, and why.
+    Failed(RunError),
 }
 
 /// Aborts a task when dropped, unless disarmed.

@@ -40,6 +40,37 @@ pub struct LogEntry {
     pub code: String,
     /// RFC 3339 UTC time of the write.
     pub timestamp: String,
+    /// Only when the run's own heap was never stored (saves coalesce):
+    /// the run whose stored heap, `output_heap`, holds its effects;
+    /// `input_heap` is then the nearest stored heap before it. Out of the
+    /// tools' schema, whose size is bounded: readers get a `note` in words
+    /// beside it ([`LogEntry::shown`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub superseded_by: Option<Uuid>,
+}
+
+impl LogEntry {
+    /// The entry as a reader gets it: with a superseded run's entry, what
+    /// its heaps mean in words (`note`).
+    pub fn shown(self) -> serde_json::Map<String, serde_json::Value> {
+        let note = self.superseded_by.map(|by| {
+            format!(
+                "this run's heap was never stored on its own (saves coalesce: run {by}, which \
+                 continued it, completed first); output_heap, that run's, holds its effects, and \
+                 input_heap is the stored heap before it"
+            )
+        });
+        let serde_json::Value::Object(mut shown) =
+            serde_json::to_value(self).expect("log entries serialize")
+        else {
+            unreachable!("a struct serializes to an object")
+        };
+        if let Some(note) = note {
+            shown.insert("note".into(), note.into());
+        }
+        shown
+    }
 }
 
 /// A heap whose run was answered before the heap was stored: written
@@ -66,6 +97,11 @@ pub struct PendingSave {
     /// time, was read before that entry was written.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cleared: bool,
+    /// Runs of the session answered before it whose effects only its heap
+    /// would hold (their own were superseded, or were still being
+    /// stored): lost with it when it is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier: Vec<Uuid>,
 }
 
 /// A log entry before it has an index.
@@ -79,6 +115,8 @@ pub struct NewLogEntry {
     pub code: String,
     /// See [`LogEntry::timestamp`].
     pub timestamp: String,
+    /// See [`LogEntry::superseded_by`].
+    pub superseded_by: Option<Uuid>,
 }
 
 /// A run as the execution registry keeps it: the store needs only its id

@@ -131,6 +131,7 @@ fn append_in(
         output_heap: entry.output_heap,
         code: entry.code,
         timestamp: entry.timestamp,
+        superseded_by: entry.superseded_by,
     };
     let bytes = serde_json::to_vec(&record).map_err(backend)?;
     tx.open_table(LOG)

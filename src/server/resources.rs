@@ -220,7 +220,7 @@ pub(super) async fn read(
                 &name,
                 PageStart::Up(0),
                 page::MAX_ENTRIES,
-                |entry| entry,
+                crate::meta::LogEntry::shown,
             )
             .await
             .map_err(|e| MethodError::internal(format!("could not read the session log: {e}")))?;

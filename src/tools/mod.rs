@@ -5,6 +5,7 @@ mod advice;
 mod args;
 mod budget;
 mod calls;
+mod coalesced;
 mod display;
 mod display_page;
 mod executions;

@@ -40,6 +40,8 @@ pub(super) struct GoingSave {
     bytes: u64,
     /// Whether an engine worker keeps the run's heap live, once known.
     live: watch::Receiver<Option<bool>>,
+    /// Its heap was superseded: it holds nothing waiting to be stored.
+    superseded: watch::Receiver<bool>,
 }
 
 impl GoingSave {
@@ -66,6 +68,11 @@ impl GoingSave {
 
     fn going(&self) -> bool {
         self.ended.borrow().is_none()
+    }
+
+    /// Going, and holding a heap still to be stored (not superseded).
+    fn storing(&self) -> bool {
+        self.going() && !*self.superseded.borrow()
     }
 }
 
@@ -108,6 +115,8 @@ pub struct Saves {
     /// Names this process in the pending saves it writes.
     owner: String,
     going: Mutex<Going>,
+    /// Runs whose heaps were superseded, until their line's heap is stored.
+    pub(super) coalesced: super::coalesced::Coalesced,
 }
 
 impl Default for Saves {
@@ -115,6 +124,7 @@ impl Default for Saves {
         Self {
             owner: Uuid::new_v4().to_string(),
             going: Mutex::default(),
+            coalesced: Default::default(),
         }
     }
 }
@@ -125,6 +135,7 @@ pub(super) struct Ticket {
     sender: watch::Sender<Ended>,
     abandoned: watch::Receiver<Option<String>>,
     key: watch::Sender<Option<HeapKey>>,
+    superseded: watch::Sender<bool>,
 }
 
 impl Ticket {
@@ -135,6 +146,11 @@ impl Ticket {
     /// Where the save says its heap's key, once stored.
     pub(super) fn key_sender(&self) -> watch::Sender<Option<HeapKey>> {
         self.key.clone()
+    }
+
+    /// Where the save says its heap was superseded, as soon as it knows.
+    pub(super) fn superseded_sender(&self) -> watch::Sender<bool> {
+        self.superseded.clone()
     }
 
     /// Resolves with why, once the host gives the save up ([`Saves::abandon`]).
@@ -174,6 +190,7 @@ impl Saves {
         let (sender, receiver) = watch::channel(None);
         let (abandon, abandoned) = watch::channel(None);
         let (key, keyed) = watch::channel(None);
+        let (superseded, replaced) = watch::channel(false);
         let mut going = self.going();
         let list = going
             .entry((tenant.clone(), session.as_str().to_owned()))
@@ -188,12 +205,14 @@ impl Saves {
             key: keyed,
             bytes,
             live,
+            superseded: replaced,
         });
         (
             Ticket {
                 sender,
                 abandoned,
                 key,
+                superseded,
             },
             previous,
         )
@@ -227,12 +246,12 @@ impl Saves {
                 let key = (tenant.clone(), session.as_str().to_owned());
                 let mine: Vec<&GoingSave> = going
                     .get(&key)
-                    .map(|list| list.iter().filter(|save| save.going()).collect())
+                    .map(|list| list.iter().filter(|save| save.storing()).collect())
                     .unwrap_or_default();
                 let all: Vec<&GoingSave> = going
                     .values()
                     .flatten()
-                    .filter(|save| save.going())
+                    .filter(|save| save.storing())
                     .collect();
                 let bytes: u64 = all.iter().map(|save| save.bytes).sum();
                 // Words for the model, which can change neither bound; the
@@ -308,7 +327,8 @@ impl Saves {
     /// Waits for the save of run `execution_id`'s heap when this process
     /// has it going (or had it, among the ones not yet forgotten): `None`
     /// when it has none, else how it ended (`Err` says why the heap was not
-    /// stored).
+    /// stored). A superseded run is waited for until its record is written
+    /// with that of the run whose heap holds its effects.
     pub async fn wait_for_run(
         &self,
         tenant: &Tenant,
@@ -321,7 +341,35 @@ impl Saves {
             .flat_map(|(_, saves)| saves)
             .find(|save| save.id == execution_id)
             .cloned()?;
-        Some(ended_as(save.ended).await)
+        let ended = ended_as(save.ended).await;
+        while let Some(session) = self.coalesced.session_of(tenant, execution_id) {
+            // Held until its line's newest save ends, which takes it.
+            let failed = self.wait(tenant, &session).await;
+            if self.coalesced.session_of(tenant, execution_id).is_some() {
+                if self.newest(tenant, &session).is_none() {
+                    return Some(Err(failed.first().map_or_else(
+                        || "the heap holding its effects was not stored".to_owned(),
+                        |(_, why)| why.clone(),
+                    )));
+                }
+                tokio::task::yield_now().await;
+            }
+        }
+        Some(ended)
+    }
+
+    /// The runs of `session` answered before their heaps were stored whose
+    /// effects no stored heap holds yet: the saves going and the runs
+    /// superseded (for a pending save, so that a lost one names them all).
+    pub(super) fn unstored(&self, tenant: &Tenant, session: &LogicalSession) -> Vec<Uuid> {
+        let mut ids: Vec<Uuid> = self.coalesced.ids(tenant, session);
+        if let Some(list) = self
+            .going()
+            .get(&(tenant.clone(), session.as_str().to_owned()))
+        {
+            ids.extend(list.iter().filter(|save| save.going()).map(|save| save.id));
+        }
+        ids
     }
 
     /// Waits for every save going in this process (before it exits).
@@ -352,6 +400,9 @@ pub(super) struct Lost {
     pub completed_at: String,
     /// Why it was not stored.
     pub why: String,
+    /// Runs answered before it whose effects only its heap would have
+    /// held ([`PendingSave::earlier`]).
+    pub earlier: Vec<Uuid>,
 }
 
 /// Reads `session`'s pending save and newest log entry, and waits while
@@ -399,6 +450,7 @@ pub(super) async fn lost_save(
             execution_id: pending.execution_id,
             completed_at: pending.completed_at.clone(),
             why,
+            earlier: pending.earlier.clone(),
         };
         if let Some(why) = &pending.failed {
             return Ok((Some(lost(why.clone())), last));
@@ -433,7 +485,7 @@ pub(super) async fn lost_save(
 /// Lambda invocation storing it, after which nothing in that invocation runs.
 pub(super) fn pending(
     saves: &Saves,
-    execution_id: Uuid,
+    (execution_id, earlier): (Uuid, Vec<Uuid>),
     completed_at: String,
     deadline: Option<std::time::SystemTime>,
 ) -> PendingSave {
@@ -452,6 +504,7 @@ pub(super) fn pending(
         expires_at: deadline.map_or(bound, |d| d.min(bound)),
         failed: None,
         cleared: false,
+        earlier,
     }
 }
 
@@ -463,10 +516,15 @@ mod tests {
     fn a_pending_save_expires_with_the_invocation_that_stores_it() {
         let saves = Saves::default();
         let now = crate::clock::unix_now();
-        let anywhere = pending(&saves, Uuid::new_v4(), String::new(), None);
+        let anywhere = pending(&saves, (Uuid::new_v4(), Vec::new()), String::new(), None);
         assert!(anywhere.expires_at >= now + SAVE_BOUND_SECS);
         let deadline = std::time::SystemTime::now() + Duration::from_secs(10);
-        let lambda = pending(&saves, Uuid::new_v4(), String::new(), Some(deadline));
+        let lambda = pending(
+            &saves,
+            (Uuid::new_v4(), Vec::new()),
+            String::new(),
+            Some(deadline),
+        );
         assert!(
             (now + 10..=now + 12).contains(&lambda.expires_at),
             "nothing of the invocation runs past its deadline: {}",
@@ -645,6 +703,7 @@ mod tests {
             output_heap: HeapKey::parse(&output.to_string().repeat(64)).unwrap(),
             code: String::new(),
             timestamp: timestamp.into(),
+            superseded_by: None,
         }
     }
 
@@ -665,7 +724,12 @@ mod tests {
             .unwrap();
         let id = Uuid::new_v4();
         let other = Saves::default();
-        let marker = pending(&other, id, "2026-11-27T10:00:05.000Z".into(), None);
+        let marker = pending(
+            &other,
+            (id, Vec::new()),
+            "2026-11-27T10:00:05.000Z".into(),
+            None,
+        );
         store
             .put_pending_save(&tenant, &session, &marker)
             .await

@@ -178,11 +178,10 @@ fn entries_schema() -> Value {
 
 /// An entry reduced to the fields asked for (the only place log entries are
 /// shaped by a runtime list).
+/// A superseded run's entry keeps what says so whatever the fields.
 fn project(entry: LogEntry, fields: &[&str]) -> Map<String, Value> {
-    let Value::Object(mut all) = serde_json::to_value(entry).expect("log entries serialize") else {
-        unreachable!("a struct serializes to an object")
-    };
-    all.retain(|key, _| fields.contains(&key.as_str()));
+    let mut all = entry.shown();
+    all.retain(|key, _| fields.contains(&key.as_str()) || key == "superseded_by" || key == "note");
     all
 }
 

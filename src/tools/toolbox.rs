@@ -117,8 +117,19 @@ impl Toolbox {
             .get_execution(tenant, execution_id, crate::clock::unix_now())
             .await
             .map_err(|e| format!("could not read the execution registry: {e}"))?;
+        // A superseded run's effects, files included, are in the heap
+        // of the run that superseded it.
+        let heap = |record: &crate::meta::ExecutionRecord| {
+            let outcome = &record.outcome;
+            let key = outcome
+                .get("heap")
+                .filter(|key| !key.is_null())
+                .or_else(|| outcome.get("superseded")?.get("heap_after"))?;
+            key.as_str().map(str::to_owned)
+        };
         Ok(record
-            .and_then(|record| record.outcome.get("heap")?.as_str().map(str::to_owned))
+            .as_ref()
+            .and_then(heap)
             .and_then(|key| crate::heap::HeapKey::parse(&key).ok()))
     }
 

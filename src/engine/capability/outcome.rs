@@ -66,7 +66,19 @@ impl RunError {
             stack: None,
         }
     }
+
+    /// A heap never snapshotted because a newer run of its line completed
+    /// first ([`Saving::ended`](crate::engine::Saving::ended) tells it apart).
+    pub(crate) fn superseded() -> Self {
+        Self::new(
+            SUPERSEDED,
+            "a newer run that continued this heap completed before its snapshot began",
+        )
+    }
 }
+
+/// The name of [`RunError::superseded`].
+const SUPERSEDED: &str = "HeapSuperseded";
 
 /// What a run produced; the `run_js` tool returns it as is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -100,6 +112,12 @@ pub struct RunOutcome {
     /// Time the call waited, before it ran, for earlier heaps of its session to be stored: present only when too many were still being stored (a warning says which bound).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub save_wait_ms: Option<u64>,
+    /// In the execution record of a run whose heap was never stored
+    /// because a newer run that continued it completed first: where its
+    /// effects are (absent from answers, and from the tool's schema).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub superseded: Option<Superseded>,
     /// Requests `fetch` made and the response bytes it read; absent when
     /// the run made none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -112,6 +130,43 @@ pub struct RunOutcome {
     /// name beside the fields above.
     #[serde(flatten)]
     pub reports: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Where the effects of a run whose heap was superseded are: saves
+/// coalesce (docs/protocol.md, "Coalesced saves").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Superseded {
+    /// What a model reads: what happened, and what to pass as `heap`.
+    pub note: String,
+    /// The run whose stored heap holds this run's effects.
+    pub by_execution_id: Uuid,
+    /// That heap: the nearest stored heap after this run.
+    pub heap_after: HeapKey,
+    /// The nearest stored heap before this run (null: the line began in a
+    /// fresh isolate).
+    pub heap_before: Option<HeapKey>,
+}
+
+impl Superseded {
+    /// Where `by`'s stored heap `after` holds the effects of a run that
+    /// began from `before`.
+    pub fn new(by: Uuid, after: HeapKey, before: Option<HeapKey>) -> Self {
+        let before_words = match &before {
+            Some(key) => format!("heap {key} is the state before it"),
+            None => "the state before it was a fresh isolate".to_owned(),
+        };
+        Self {
+            note: format!(
+                "this run's heap was never stored on its own: run {by}, which continued it, \
+                 completed before its snapshot began, and that run's heap {after} holds this \
+                 run's effects (and that run's). Pass heap: \"{after}\" to continue from there; \
+                 {before_words}"
+            ),
+            by_execution_id: by,
+            heap_after: after,
+            heap_before: before,
+        }
+    }
 }
 
 impl RunOutcome {
@@ -210,6 +265,7 @@ impl RunReport {
                 duration_ms: 0,
                 save_wait_ms: None,
                 saved_after_ms: None,
+                superseded: None,
                 fetches: None,
                 mcp_calls: None,
                 reports: serde_json::Map::new(),

@@ -146,7 +146,8 @@ impl Heaps<'_> {
                     let stored = self.store(heaps.as_ref(), tenant, blob).await;
                     self.name_files(tenant, stored, &disk.names).await
                 }
-                Ok(Err(why)) => Err(RunError::new("SnapshotError", why)),
+                Ok(Err(worker::Unwritten::Superseded)) => Err(RunError::superseded()),
+                Ok(Err(worker::Unwritten::Failed(why))) => Err(RunError::new("SnapshotError", why)),
                 Err(_) => Err(RunError::new(
                     "SnapshotError",
                     "the heap's snapshot never came from its engine process",

@@ -12,7 +12,7 @@ use std::time::Duration;
 use super::wire::{self, FileReply, WorkerFrame};
 use crate::backends::content::ContentKey;
 use crate::engine::capability::control::RunControl;
-use crate::engine::capability::outcome::RunError;
+use crate::engine::capability::outcome::{RunError, RunStatus};
 use crate::engine::contract::{Job, JobResult};
 use crate::engine::run;
 use crate::engine::run::isolate;
@@ -105,6 +105,9 @@ fn runner(
 ) -> io::Result<()> {
     let mut warm = warm_heap_bytes.map(PlainIsolate::new);
     let mut ready: Option<Ready> = None;
+    let gate = Arc::new(super::gate::Gate::default());
+    // The line of the heap `ready` holds: the job that began it.
+    let mut line = 0;
     loop {
         let job = wire::read_frame::<Job>(&mut *lock(&pipes.input))?;
         let Some(mut job) = job else {
@@ -117,6 +120,7 @@ fn runner(
         job.control = Some(control.clone());
         *lock(&pipes.current) = Some(control.clone());
         let stateless = !job.touches_snapshots();
+        let continues_line = job.from_ready;
         let heap_limit_bytes = job.heap_limit_bytes;
         let keep_ready = job.keep_ready;
         let seq = job.seq;
@@ -166,17 +170,36 @@ fn runner(
             ))
         });
         let blob = result.blob.clone();
+        let completed = result.status == RunStatus::Completed;
         // Every line the caller asked for arrives before the answer.
         send_reports(pipes, &control);
         wire::write_result(&mut *lock(&pipes.output), result)?;
+        if !continues_line {
+            line = seq;
+        }
+        // A completed run that keeps its heap replaces the heaps of its
+        // line still waiting to be snapshotted: they are never written.
+        if completed && (blob.is_some() || forked.is_some()) {
+            for replaced in gate.replaced(line) {
+                let frame = WorkerFrame::Superseded { seq: replaced };
+                wire::write_frame(&mut *lock(&pipes.output), &frame)?;
+            }
+        }
         // The heap stays live here; the forked copy writes its snapshot to
-        // the server. A copy that dies without writing it is told of here.
-        if let Some(forked) = forked.take() {
+        // the server in its turn. A copy that dies without writing it is
+        // told of here.
+        if let Some(mut forked) = forked.take() {
+            if let Some(go) = forked.take_go() {
+                gate.add(seq, line, go);
+            }
             let pipes = pipes.clone();
+            let gate = gate.clone();
             std::thread::Builder::new()
                 .name("worker-snapshot".into())
                 .spawn(move || {
-                    if let Some(why) = forked.wait() {
+                    let died = forked.wait();
+                    gate.ended(seq);
+                    if let Some(why) = died {
                         let frame = WorkerFrame::Snapshot {
                             seq,
                             blob: Err(why),

@@ -46,13 +46,21 @@ pub(crate) fn forks() -> bool {
     SNAPSHOTS.get().is_some()
 }
 
-/// A forked copy of the worker writing a heap's snapshot.
+/// A forked copy of the worker holding a heap's snapshot to write: it
+/// waits for its turn (`gate.rs`) on `go`.
 #[derive(Debug)]
 pub(crate) struct Forked {
     pid: libc::pid_t,
+    go: Option<std::os::fd::OwnedFd>,
 }
 
 impl Forked {
+    /// Where the copy is told to make its blob or leave without one
+    /// (`gate::GO`, `gate::DROP`); taken once.
+    pub(crate) fn take_go(&mut self) -> Option<std::os::fd::OwnedFd> {
+        self.go.take()
+    }
+
     /// Waits for the copy to end, ending it past [`SNAPSHOT_WITHIN`]: `None`
     /// when it wrote the snapshot, else why it did not (it then wrote
     /// nothing, or a frame cut short).
@@ -127,6 +135,7 @@ pub(super) fn fork_snapshot(
         return Err(std::io::Error::other("this process does not fork"));
     };
     copy_on_fork();
+    let (turn, go) = std::io::pipe()?;
     // SAFETY: fork(2) with V8 idle on this thread and running no other
     // (`--single-threaded`, `allow_fork`). The child touches only what this
     // thread owns (the isolate, the context) and the two descriptors, and
@@ -147,6 +156,15 @@ pub(super) fn fork_snapshot(
             libc::close(0);
             libc::close(1);
         }
+        // Its own copy of the write end would keep it waiting forever.
+        drop(go);
+        if !my_turn(turn) {
+            // SAFETY: as below; a heap a newer run replaced is not written.
+            #[allow(unsafe_code)]
+            unsafe {
+                libc::_exit(0)
+            }
+        }
         let code = write_snapshot(isolate, context, handling, seq, (pipe, lock));
         // SAFETY: ends the forked copy at once, as fork(2) asks of a child
         // of a multi-threaded process.
@@ -155,7 +173,28 @@ pub(super) fn fork_snapshot(
             libc::_exit(code)
         }
     }
-    Ok(Forked { pid })
+    drop(turn);
+    Ok(Forked {
+        pid,
+        go: Some(go.into()),
+    })
+}
+
+/// Waits on the go pipe for the worker's word: `false` when told to leave
+/// unwritten. The pipe's end (the worker is gone) means write: the copy
+/// may hold the only state of an answered run.
+fn my_turn(turn: std::io::PipeReader) -> bool {
+    use std::io::Read;
+    let mut word = [0u8; 1];
+    let mut turn = turn;
+    loop {
+        match turn.read(&mut word) {
+            Ok(0) => return true,
+            Ok(_) => return word[0] != super::gate::DROP,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return true,
+        }
+    }
 }
 
 /// The forked copy's work: the blob of the heap, written to `pipe` as a

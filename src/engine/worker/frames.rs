@@ -15,7 +15,19 @@ use tokio::sync::{mpsc, oneshot};
 use super::wire::{self, WorkerFrame};
 
 /// How a heap's snapshot came: its blob, or why there is none.
-pub(crate) type Blob = Result<Bytes, String>;
+pub(crate) type Blob = Result<Bytes, Unwritten>;
+
+/// Why a heap's snapshot did not come.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Unwritten {
+    /// It could not be made or written: why.
+    #[error("{0}")]
+    Failed(String),
+    /// A newer run of its line completed before its turn: the newer
+    /// heap holds its effects (`gate.rs`).
+    #[error("a newer run of its line completed before its snapshot began")]
+    Superseded,
+}
 
 /// The snapshots a worker still owes, by job.
 #[derive(Debug, Default)]
@@ -43,7 +55,7 @@ impl Owed {
             .clone();
         match ended {
             Some(why) => {
-                let _ = sender.send(Err(why));
+                let _ = sender.send(Err(Unwritten::Failed(why)));
             }
             None => {
                 self.lock().insert(seq, sender);
@@ -66,7 +78,7 @@ impl Owed {
     fn end(&self, why: &str) {
         *self.ended.lock().unwrap_or_else(PoisonError::into_inner) = Some(why.to_owned());
         for (_, sender) in self.lock().drain() {
-            let _ = sender.send(Err(why.to_owned()));
+            let _ = sender.send(Err(Unwritten::Failed(why.to_owned())));
         }
     }
 
@@ -92,8 +104,12 @@ pub(super) async fn read(
     loop {
         match wire::read_frame_async::<WorkerFrame>(&mut output).await {
             Ok(WorkerFrame::Snapshot { seq, blob }) => {
-                owed.deliver(seq, blob.map(|section| section.0));
+                owed.deliver(
+                    seq,
+                    blob.map(|section| section.0).map_err(Unwritten::Failed),
+                );
             }
+            Ok(WorkerFrame::Superseded { seq }) => owed.deliver(seq, Err(Unwritten::Superseded)),
             // A frame nobody waits for any more (the run's caller left).
             Ok(frame) => drop(frames.send(Ok(frame))),
             Err(error) => {

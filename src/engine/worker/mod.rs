@@ -17,10 +17,11 @@
 mod child;
 mod fork;
 mod frames;
+mod gate;
 mod pool;
 mod wire;
 
-pub(crate) use frames::Blob;
+pub(crate) use frames::{Blob, Unwritten};
 pub(crate) use pool::WorkerPool;
 
 use std::collections::VecDeque;
@@ -315,7 +316,7 @@ impl Worker {
                 // before reading it.
                 WorkerFrame::Readied { .. } => self.restoring = false,
                 // Delivered by the reader, never here.
-                WorkerFrame::Snapshot { .. } => {}
+                WorkerFrame::Snapshot { .. } | WorkerFrame::Superseded { .. } => {}
             }
         }
     }

@@ -70,6 +70,11 @@ pub(super) enum WorkerFrame {
         seq: u64,
         blob: Result<Section, String>,
     },
+    /// Job `seq`'s heap will never be snapshotted: a newer run of its line
+    /// completed before its forked copy's turn came (`gate.rs`).
+    Superseded {
+        seq: u64,
+    },
 }
 
 /// The server's answer to [`WorkerFrame::NeedFile`].

@@ -59,6 +59,7 @@ impl DynamoMetaStore {
                 output_heap: entry.output_heap.clone(),
                 code: entry.code.clone(),
                 timestamp: entry.timestamp.clone(),
+                superseded_by: entry.superseded_by,
             };
             let json = serde_json::to_string(&record).map_err(backend)?;
             let (attribute, value) = self

@@ -202,14 +202,20 @@ pub(super) async fn record(
         (RunStatus::Completed, Some(heap)) => Some(heap.clone()),
         _ => None,
     };
-    let log = match (&completed_heap, logical_session) {
+    // A superseded run's entry names the stored heaps nearest it.
+    let superseded = outcome.superseded.as_ref();
+    let logged_heap = completed_heap
+        .clone()
+        .or_else(|| superseded.map(|s| s.heap_after.clone()));
+    let log = match (logged_heap, logical_session) {
         (Some(output_heap), Some(name)) => Some((
             name,
             NewLogEntry {
                 input_heap: outcome.input_heap.clone(),
-                output_heap: output_heap.clone(),
+                output_heap,
                 code: executed_code,
                 timestamp: rfc3339(completed_at),
+                superseded_by: superseded.map(|s| s.by_execution_id),
             },
         )),
         _ => None,

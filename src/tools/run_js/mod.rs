@@ -3,6 +3,7 @@
 //! their plan (`plan`), the run then its save (here), and the answer and
 //! what it leaves behind (`answer`).
 
+mod after;
 mod answer;
 mod arguments;
 mod asking;
@@ -23,10 +24,7 @@ use tracing::Instrument;
 use super::saving;
 use crate::engine::{Ran, RunOutcome, RunStatus, Saving, stored_in};
 use crate::heap::HeapKey;
-use crate::meta::{PendingSave, Tags};
 use crate::protocol::mcp::CallToolResult;
-use crate::session::LogicalSession;
-use crate::tenant::Tenant;
 
 /// The shortest wait for earlier saves a warning tells the model of.
 const SAID_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
@@ -112,6 +110,11 @@ async fn call_once(
     // The code as sent: the advice, the digest a retry is checked against.
     let code = call.args.code.clone();
     let digest = crate::elicit::state::call_digest(NAME, &code);
+    if let Some(heap) = call.args.heap.as_deref()
+        && let Some(message) = plan::heap_given_as_run(toolbox, context, heap).await
+    {
+        return CallToolResult::error(message).into();
+    }
     let mut planned = match plan(toolbox, context, call) {
         Ok(planned) => planned,
         Err(message) => return CallToolResult::error(message).into(),
@@ -217,9 +220,10 @@ async fn call_once(
                     report.heap_used_bytes >= least || planned.continued.is_some()
                 }) =>
         {
+            let earlier = toolbox.saves.unstored(context.tenant, session);
             let marker = saving::pending(
                 &toolbox.saves,
-                outcome.execution_id,
+                (outcome.execution_id, earlier),
                 rfc3339(completed_at),
                 context.deadline,
             );
@@ -260,7 +264,7 @@ async fn call_once(
             session.as_str(),
             outcome.execution_id
         ));
-        let after = AfterAnswer {
+        let after = after::AfterAnswer {
             toolbox: toolbox.clone(),
             tenant: context.tenant.clone(),
             outcome: outcome.clone(),
@@ -272,6 +276,7 @@ async fn call_once(
             previous,
             continued: planned.continued.take(),
             key: ticket.key_sender(),
+            superseded: ticket.superseded_sender(),
             answered: std::time::Instant::now(),
         };
         tokio::spawn(
@@ -322,122 +327,6 @@ async fn call_once(
         shape.kept = Kept::Nowhere("the run's record was not written");
     }
     with_displays(toolbox, context.tenant, outcome, repl, displays, shape).await
-}
-
-/// What storing a heap answered for first needs: the run as answered, and
-/// what its record and log entry carry.
-struct AfterAnswer {
-    /// When the answer left: the record says how long the save took after.
-    pub(super) answered: std::time::Instant,
-    pub(super) toolbox: Toolbox,
-    pub(super) tenant: Tenant,
-    pub(super) outcome: RunOutcome,
-    pub(super) times: (i128, i128),
-    pub(super) code: String,
-    pub(super) session: LogicalSession,
-    pub(super) tags: Option<Tags>,
-    pub(super) marker: PendingSave,
-    /// The session's save going before this one: this one is logged after
-    /// it, so a save never becomes `latest` before the one it continues.
-    pub(super) previous: Option<saving::GoingSave>,
-    /// The save of the heap this run continued live, not yet stored as
-    /// the run began: its key is this run's `input_heap`. Kept apart from
-    /// `previous`, which may have ended, and been forgotten, by the time
-    /// this run's save begins.
-    pub(super) continued: Option<saving::GoingSave>,
-    /// Where this save says its heap's key, once stored.
-    pub(super) key: tokio::sync::watch::Sender<Option<HeapKey>>,
-}
-
-impl AfterAnswer {
-    /// Waits for the heap to be stored, then writes what the run leaves
-    /// behind; a save that failed, or that the host gave up (`abandoned`
-    /// resolves with why), is written into the session's pending save, so
-    /// that the next `latest` says so. `Err` says why the heap was not
-    /// stored.
-    async fn save(
-        mut self,
-        save: Saving,
-        abandoned: impl std::future::Future<Output = String>,
-    ) -> Result<(), String> {
-        let why = tokio::select! {
-            why = self.store(save) => why,
-            why = abandoned => Some(why),
-        };
-        let Some(why) = why else {
-            return Ok(());
-        };
-        tracing::error!(why, "a heap answered for before its save was not stored");
-        self.marker.failed = Some(why.clone());
-        if let Err(e) = self
-            .toolbox
-            .meta
-            .put_pending_save(&self.tenant, &self.session, &self.marker)
-            .await
-        {
-            tracing::error!(error = %e, "a failed save could not be recorded in the session");
-        }
-        Err(why)
-    }
-
-    /// Stores the heap and its records; `Some` says why it was not stored.
-    async fn store(&mut self, save: Saving) -> Option<String> {
-        let meta = self.toolbox.meta.clone();
-        let stored = save.wait().await;
-        self.outcome.heap_saving = None;
-        if let Ok(key) = &stored {
-            self.key.send_replace(Some(key.clone()));
-        }
-        if let Some(previous) = self.previous.take() {
-            let _ = previous.ended().await;
-        }
-        if let Some(continued) = self.continued.take() {
-            match (continued.ended().await, continued.key()) {
-                (Ok(()), Some(key)) => self.outcome.input_heap = Some(key),
-                (ended, _) => self.outcome.warnings.push(format!(
-                    "this run continued the heap of run {} before it was stored, and that heap \
-                     was not stored ({}): this run's heap holds its state",
-                    continued.id,
-                    ended.err().unwrap_or_else(|| "no key".to_owned())
-                )),
-            }
-        }
-        match stored {
-            Ok(key) => {
-                self.outcome.heap = Some(key);
-                self.outcome.saved_after_ms =
-                    Some(u64::try_from(self.answered.elapsed().as_millis()).unwrap_or(u64::MAX));
-                let recorded = record(
-                    &self.toolbox,
-                    &self.tenant,
-                    &mut self.outcome,
-                    self.times,
-                    std::mem::take(&mut self.code),
-                    Some(&self.session),
-                    self.tags.as_ref(),
-                )
-                .await;
-                if recorded.logged_at.is_some() {
-                    if let Err(e) = meta
-                        .clear_pending_save(&self.tenant, &self.session, self.outcome.execution_id)
-                        .await
-                    {
-                        // Its log entry is newer than it: `latest` reads past it.
-                        tracing::warn!(error = %e, "a stored heap's pending save was not cleared");
-                    }
-                    return None;
-                }
-                Some(format!(
-                    "its log entry was not written ({})",
-                    self.outcome.warnings.last().map_or("", String::as_str)
-                ))
-            }
-            Err(error) => Some(format!(
-                "storing it failed ({}: {})",
-                error.name, error.message
-            )),
-        }
-    }
 }
 
 /// Waits for `save` and puts its outcome into `outcome`, counting the wait

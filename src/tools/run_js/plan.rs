@@ -165,10 +165,29 @@ pub(super) async fn resolve_latest(
             ),
             None => "This session has no stored heap: pass heap: \"\" to start fresh".to_owned(),
         };
+        // Of the runs answered before it, those whose records were written
+        // had their effects stored.
+        let mut earlier = Vec::new();
+        for id in &lost.earlier {
+            let recorded = toolbox
+                .meta
+                .get_execution(context.tenant, *id, crate::clock::unix_now())
+                .await;
+            if !matches!(recorded, Ok(Some(_))) {
+                earlier.push(id.to_string());
+            }
+        }
+        let earlier = match earlier.len() {
+            0 => String::new(),
+            _ => format!(
+                " Also lost, answered before it with their heaps not stored on their own: run(s) {}.",
+                earlier.join(", ")
+            ),
+        };
         return Err(format!(
             "heap \"latest\" of session {:?} is lost: run {} (its code ended at {}) was answered before \
-             its heap was stored, and {}. Nothing that run, or any run of the session answered after the \
-             last heap stored, defined exists. {stored}.",
+             its heap was stored, and {}.{earlier} Nothing that run, or any run of the session answered \
+             after the last heap stored, defined exists. {stored}.",
             session.as_str(),
             lost.execution_id,
             lost.completed_at,
@@ -222,4 +241,64 @@ pub(super) async fn fresh_start_warning(
         session.as_str(),
         earlier
     ))
+}
+
+/// The tool error for a `heap` argument that is a run's execution id
+/// rather than a heap key (a model reading the session log or a record
+/// may pass one): what that run's heap is, or, for a run whose heap was
+/// superseded (saves coalesce), the stored heaps nearest it. `None` when
+/// it names no run of this caller.
+pub(super) async fn heap_given_as_run(
+    toolbox: &Toolbox,
+    context: CallContext<'_>,
+    heap: &str,
+) -> Option<String> {
+    let id = uuid::Uuid::parse_str(heap.trim()).ok()?;
+    if let Some(Err(why)) = toolbox.saves.wait_for_run(context.tenant, id).await {
+        return Some(format!(
+            "heap \"{heap}\" is the execution id of a run whose heap was not stored ({why}); \
+             pass a heap key (64 hex characters) from list_session_snapshots, or heap: \"\" to \
+             start fresh"
+        ));
+    }
+    let record = toolbox
+        .meta
+        .get_execution(context.tenant, id, crate::clock::unix_now())
+        .await
+        .ok()??;
+    let field = |name: &str| record.outcome.get(name).cloned();
+    if let Some(superseded) = field("superseded")
+        .and_then(|value| serde_json::from_value::<crate::engine::Superseded>(value).ok())
+    {
+        let before = match &superseded.heap_before {
+            Some(key) => format!("heap: \"{key}\" for the state before it"),
+            None => "heap: \"\" for the fresh isolate it began from".to_owned(),
+        };
+        return Some(format!(
+            "heap \"{heap}\" names run {id}, whose heap was never stored: saves coalesce, and run \
+             {} continued it and completed before its snapshot began. The nearest stored heaps are \
+             {} before it and {} after it, which holds its effects (and that run's). Pass heap: \
+             \"{}\" to continue with its effects, or {before}",
+            superseded.by_execution_id,
+            superseded
+                .heap_before
+                .as_ref()
+                .map_or("none (a fresh isolate)", HeapKey::as_str),
+            superseded.heap_after,
+            superseded.heap_after,
+        ));
+    }
+    Some(
+        match field("heap").and_then(|key| key.as_str().map(str::to_owned)) {
+            Some(key) => format!(
+                "heap \"{heap}\" is the execution id of a run, not a heap key: that run's heap is \
+             {key}; pass heap: \"{key}\""
+            ),
+            None => format!(
+                "heap \"{heap}\" is the execution id of a run that stored no heap (get_execution says \
+             why); pass a heap key (64 hex characters) from list_session_snapshots, or heap: \"\" \
+             to start fresh"
+            ),
+        },
+    )
 }

@@ -755,9 +755,10 @@ async fn a_failed_save_under_a_live_continuation_leaves_the_newer_heap_and_says_
 }
 
 /// `serve` killed with SIGKILL while the saves of several quick calls are
-/// queued: after a restart, `latest` says which answered run was lost and
-/// names the last stored heap, or continues the last one stored; it never
-/// continues an older heap without a word.
+/// queued (and coalesced): after a restart, `latest` says which answered
+/// run was lost, with every answered run whose effects no stored heap
+/// holds, and names the last stored heap, or continues the last one
+/// stored; it never continues an older heap without a word.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_killed_during_queued_saves_never_continues_an_older_heap_silently() {
     let mut serve = Serve::start(&["--engine-workers", "1"], &[]);
@@ -770,12 +771,14 @@ async fn a_server_killed_during_queued_saves_never_continues_an_older_heap_silen
         .await;
     assert_eq!(large["status"], "completed", "{large}");
     let mut last = String::new();
-    for expected in ["2", "3", "4"] {
+    let mut answered = vec![large["execution_id"].as_str().unwrap().to_owned()];
+    for expected in 2..=8 {
         let next = serve
             .run_js(json!({"code": "small += 1; small", "session": "queued", "heap": "latest", "heap_memory_max_mb": 512}))
             .await;
-        assert_eq!(next["result"], expected, "{next}");
+        assert_eq!(next["result"], expected.to_string(), "{next}");
         last = next["execution_id"].as_str().unwrap().to_owned();
+        answered.push(last.clone());
     }
     serve.restart_after_kill(&["--engine-workers", "1"], &[]);
     let next = serve
@@ -783,13 +786,24 @@ async fn a_server_killed_during_queued_saves_never_continues_an_older_heap_silen
         .await;
     match next["result"].as_str() {
         // Every save was over before the kill: the newest state.
-        Some(result) => assert_eq!(result, "4", "{next}"),
+        Some(result) => assert_eq!(result, "8", "{next}"),
         None => {
             let text = next["error_text"].as_str().unwrap_or_default();
             assert!(
                 text.contains("is lost") && text.contains(&last),
                 "names the newest answered run as lost: {next}"
             );
+            // Each answered run either has its record (its effects are in
+            // a stored heap) or is named as lost.
+            for id in &answered {
+                let record = serve
+                    .tool("get_execution", json!({"execution_id": id}))
+                    .await;
+                assert!(
+                    record["error_text"].is_null() || text.contains(id.as_str()),
+                    "run {id} has no record and is not named as lost: {next}"
+                );
+            }
             assert!(
                 text.contains(&stored) || text.contains("log entry"),
                 "names the last stored heap: {next}"

@@ -66,6 +66,18 @@ impl Serve {
             _ => json!({"error_text": result["content"][0]["text"], "answer": answer}),
         }
     }
+
+    /// Any tool as a 2026-07-28 call: its structured content, or the tool
+    /// error's text under `"error_text"`.
+    pub async fn tool(&self, name: &str, arguments: Value) -> Value {
+        let params = json!({"name": name, "arguments": arguments});
+        let answer = super::post_2026(self.port, "tools/call", Some(name), params).await;
+        let result = &answer["result"];
+        match result.get("structuredContent") {
+            Some(content) if !content.is_null() && result["isError"] != true => content.clone(),
+            _ => json!({"error_text": result["content"][0]["text"], "answer": answer}),
+        }
+    }
 }
 
 /// `serve` on `dir` and `port` with `args` and `env`, once it listens.

@@ -196,6 +196,7 @@ async fn the_resource_list_pages_by_cursor() {
             output_heap: mcp_v8_lambda::heap::HeapKey::parse(&"c".repeat(64)).unwrap(),
             code: "1".into(),
             timestamp: "2026-11-24T00:00:00.000Z".into(),
+            superseded_by: None,
         };
         s.meta
             .append_log(&tenant, &common::logical(&format!("s{n:03}")), entry)

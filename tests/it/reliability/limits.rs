@@ -122,6 +122,7 @@ async fn a_log_of_1000_entries_of_100_kib_is_listed_in_pages_that_fit_a_response
             output_heap: mcp_v8_lambda::heap::HeapKey::of_payload(&n.to_le_bytes()),
             code: code.clone(),
             timestamp: "2026-11-24T00:00:00.000Z".into(),
+            superseded_by: None,
         };
         s.meta
             .append_log(&Tenant::anonymous(), &session, entry)

@@ -273,6 +273,7 @@ async fn a_session_from_before_the_index_is_listed_after_its_next_append() {
         output_heap: HeapKey::parse(&format!("{n:064x}")).unwrap(),
         code: format!("{n}"),
         timestamp: "2026-11-20T00:00:00Z".into(),
+        superseded_by: None,
     };
     // What an earlier version left: an entry and a head, nothing indexed.
     store
@@ -533,6 +534,7 @@ async fn fields_too_large_for_an_item_go_to_s3_and_come_back_whole() {
         output_heap: heap.clone(),
         code: big_code.clone(),
         timestamp: "2026-11-22T00:00:00Z".into(),
+        superseded_by: None,
     };
     store
         .append_log(&Tenant::anonymous(), &common::logical("big"), entry)
@@ -560,6 +562,7 @@ async fn fields_too_large_for_an_item_go_to_s3_and_come_back_whole() {
             duration_ms: 1,
             save_wait_ms: None,
             saved_after_ms: None,
+            superseded: None,
             fetches: None,
             mcp_calls: None,
             reports: Default::default(),
@@ -639,6 +642,7 @@ fn log_entry(n: u64) -> NewLogEntry {
         output_heap: HeapKey::of_payload(&n.to_le_bytes()),
         code: format!("step({n})"),
         timestamp: "2026-11-24T00:00:00Z".into(),
+        superseded_by: None,
     }
 }
 

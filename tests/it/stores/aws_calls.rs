@@ -183,6 +183,7 @@ async fn list_sessions_is_one_query_of_the_callers_partition_and_no_scan() {
         output_heap: mcp_v8_lambda::heap::HeapKey::parse(&"a".repeat(64)).unwrap(),
         code: "1".into(),
         timestamp: "2026-11-24T00:00:00Z".into(),
+        superseded_by: None,
     };
     // Other tenants' sessions, which no listing of this caller may read.
     for n in 0..30 {

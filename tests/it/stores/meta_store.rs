@@ -86,6 +86,7 @@ mod execution_records {
                 duration_ms: 0,
                 save_wait_ms: None,
                 saved_after_ms: None,
+                superseded: None,
                 fetches: None,
                 mcp_calls: None,
                 reports: Default::default(),
@@ -174,6 +175,7 @@ mod execution_records {
             output_heap: mcp_v8_lambda::heap::HeapKey::parse(&"a".repeat(64)).unwrap(),
             code: "1".into(),
             timestamp: "2026-11-22T12:00:00Z".into(),
+            superseded_by: None,
         };
         store
             .record_run(

@@ -26,6 +26,7 @@ fn entry(n: u64) -> NewLogEntry {
         output_heap: heap(n),
         code: format!("step({n})"),
         timestamp: "2026-11-22T12:00:00Z".into(),
+        superseded_by: None,
     }
 }
 
@@ -203,6 +204,7 @@ fn pending_save(execution_id: Uuid) -> PendingSave {
         expires_at: 1_900_000_000,
         failed: None,
         cleared: false,
+        earlier: vec![Uuid::new_v4()],
     }
 }
 
@@ -420,6 +422,7 @@ pub async fn executions_round_trip_and_expire(store: &dyn MetaStore) {
             duration_ms: 7,
             save_wait_ms: None,
             saved_after_ms: None,
+            superseded: None,
             fetches: None,
             mcp_calls: None,
             reports: Default::default(),
@@ -558,6 +561,7 @@ pub async fn tenants_see_nothing_of_each_other(store: &dyn MetaStore) {
             duration_ms: 1,
             save_wait_ms: None,
             saved_after_ms: None,
+            superseded: None,
             fetches: None,
             mcp_calls: None,
             reports: Default::default(),
