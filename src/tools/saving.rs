@@ -405,10 +405,14 @@ pub(super) struct Lost {
     pub earlier: Vec<Uuid>,
 }
 
+/// What [`lost_save`] found: the lost save, when the heap it answered for
+/// will never be stored; the session's newest entry; and how long it
+/// waited for another process's save, with that process's name.
+pub(super) type Found = (Option<Lost>, Option<LogEntry>, Option<(Duration, String)>);
+
 /// Reads `session`'s pending save and newest log entry, and waits while
-/// another live process is still storing a save newer than that entry;
-/// the lost save, when the heap it answered for will never be stored, and
-/// the newest entry. A save of this process was waited for before
+/// another live process is still storing a save newer than that entry
+/// ([`Found`]). A save of this process was waited for before
 /// ([`Saves::wait`]).
 ///
 /// The pending save and the entry are read at once, one round trip to the
@@ -420,11 +424,14 @@ pub(super) async fn lost_save(
     saves: &Saves,
     tenant: &Tenant,
     session: &LogicalSession,
-) -> Result<(Option<Lost>, Option<LogEntry>), String> {
+) -> Result<Found, String> {
     let read = |e: crate::meta::MetaStoreError| {
         format!("could not read the session's pending save for heap \"latest\": {e}")
     };
     let mut pause = FIRST_POLL;
+    let started = std::time::Instant::now();
+    let mut other: Option<String> = None;
+    let waited = |other: &Option<String>| other.clone().map(|owner| (started.elapsed(), owner));
     loop {
         let (pending, last) = tokio::join!(
             meta.pending_save(tenant, session),
@@ -432,7 +439,7 @@ pub(super) async fn lost_save(
         );
         let (pending, last) = (pending.map_err(read)?, last?);
         let Some(pending) = pending else {
-            return Ok((None, last));
+            return Ok((None, last, waited(&other)));
         };
         // The entry of the same run carries the same time; anything logged
         // since makes the pending save old news.
@@ -440,11 +447,15 @@ pub(super) async fn lost_save(
             .as_ref()
             .is_some_and(|entry| entry.timestamp >= pending.completed_at)
         {
-            return Ok((None, last));
+            return Ok((None, last, waited(&other)));
         }
         if pending.cleared {
             // Its entry was written after the read of the log began.
-            return Ok((None, last_entry(meta, tenant, session).await?));
+            return Ok((
+                None,
+                last_entry(meta, tenant, session).await?,
+                waited(&other),
+            ));
         }
         let lost = |why: String| Lost {
             execution_id: pending.execution_id,
@@ -453,7 +464,7 @@ pub(super) async fn lost_save(
             earlier: pending.earlier.clone(),
         };
         if let Some(why) = &pending.failed {
-            return Ok((Some(lost(why.clone())), last));
+            return Ok((Some(lost(why.clone())), last, waited(&other)));
         }
         if pending.owner == saves.owner() {
             // Waited for already: it ended without its entry, or its
@@ -461,6 +472,7 @@ pub(super) async fn lost_save(
             return Ok((
                 Some(lost("its save ended without a log entry".to_owned())),
                 last,
+                waited(&other),
             ));
         }
         if meta.exclusive() || crate::clock::unix_now() > pending.expires_at {
@@ -473,8 +485,10 @@ pub(super) async fn lost_save(
                         .to_owned()
                 })),
                 last,
+                waited(&other),
             ));
         }
+        other = Some(pending.owner.clone());
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(LAST_POLL);
     }
@@ -745,7 +759,7 @@ mod tests {
         )
         .await
         .expect("the two reads were not made at once");
-        let (lost, last) = read.unwrap();
+        let (lost, last, _) = read.unwrap();
         assert!(lost.is_none(), "{lost:?}");
         assert_eq!(
             last.map(|e| e.index),

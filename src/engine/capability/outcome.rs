@@ -109,7 +109,7 @@ pub struct RunOutcome {
     /// In the execution record of a run answered with `heap_saving`: how long storing its heap took after the answer (absent from answers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saved_after_ms: Option<u64>,
-    /// Time the call waited, before it ran, for earlier heaps of its session to be stored: present only when too many were still being stored (a warning says which bound).
+    /// Time the call waited, before it ran, for earlier heaps of its session to be stored: too many here, or the heap it continues by another instance (a warning says which).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub save_wait_ms: Option<u64>,
     /// In the execution record of a run whose heap was never stored

@@ -142,7 +142,7 @@ pub(super) async fn resolve_latest(
     }
     // A save this process answered for first is waited for.
     let failed = toolbox.saves.wait(context.tenant, session).await;
-    let (lost, last) = if toolbox.answer_before_save_bytes.is_some() || !failed.is_empty() {
+    let (lost, last, waited) = if toolbox.answer_before_save_bytes.is_some() || !failed.is_empty() {
         saving::lost_save(
             toolbox.meta.as_ref(),
             &toolbox.saves,
@@ -151,11 +151,28 @@ pub(super) async fn resolve_latest(
         )
         .await?
     } else {
-        (
-            None,
-            saving::last_entry(toolbox.meta.as_ref(), context.tenant, session).await?,
-        )
+        let last = saving::last_entry(toolbox.meta.as_ref(), context.tenant, session).await?;
+        (None, last, None)
     };
+    // Another instance was still storing the heap this call continues
+    // (standard Lambda: the call landed elsewhere): the wait is said.
+    if let Some((waited, owner)) = waited
+        && planned.save_wait.is_none()
+    {
+        tracing::info!(
+            session = session.as_str(),
+            waited_ms = waited.as_millis() as u64,
+            instance = owner,
+            "a latest call waited for another instance's save of the heap it continues"
+        );
+        planned.save_wait = Some((
+            waited,
+            format!(
+                "another instance of this server (process {owner}) was still storing the heap \
+                 it continues, and only that save was waited for"
+            ),
+        ));
+    }
     if let Some(lost) = lost {
         let stored = match &last {
             Some(entry) => format!(

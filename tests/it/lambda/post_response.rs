@@ -212,8 +212,10 @@ async fn two_instances_on_slow_s3(
 
 /// Lambda hands an event only to an idle environment, so a call that
 /// follows while the first instance still stores its heap runs on another:
-/// it waits there for the pending save (read through DynamoDB) and
-/// continues the state, and so does the call after it on the first.
+/// it waits there for the pending save (read through DynamoDB), only for
+/// that save, says so in `save_wait_ms` and a warning naming another
+/// instance, and continues the state; so does the call after it on the
+/// first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_with_no_pause_on_two_instances_each_continue_the_state_before() {
     let (proxy, mut a, mut b, _cache) = two_instances_on_slow_s3("b2b").await;
@@ -231,6 +233,19 @@ async fn calls_with_no_pause_on_two_instances_each_continue_the_state_before() {
     let given = Instant::now();
     let (second, second_id, _) = b.run_js(call("n += 1; n")).await;
     assert_eq!(outcome(&second)["result"], "2", "{second}");
+    // The S3 write held 1.5 s: most of it is the wait, which is said.
+    assert!(
+        outcome(&second)["save_wait_ms"]
+            .as_u64()
+            .is_some_and(|ms| ms >= 500),
+        "{second}"
+    );
+    assert!(
+        outcome(&second)["warnings"]
+            .to_string()
+            .contains("another instance"),
+        "{second}"
+    );
     let over = a.api.phase_over(&first_id, LIMIT).await;
     assert!(
         over > given,
