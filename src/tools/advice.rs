@@ -21,6 +21,9 @@ pub(super) struct Had<'a> {
     pub timeout: Duration,
     pub heap_limit_mb: usize,
     pub code: &'a str,
+    /// It continued a heap kept live whose key was not known yet (its
+    /// `input_heap` is then `null`).
+    pub continued_live: bool,
 }
 
 impl<'a> Had<'a> {
@@ -30,6 +33,7 @@ impl<'a> Had<'a> {
             timeout: report.timeout,
             heap_limit_mb: report.heap_limit_mb,
             code,
+            continued_live: false,
         }
     }
 }
@@ -40,7 +44,7 @@ pub(super) fn advise(outcome: &mut RunOutcome, limits: &EngineConfig, had: &Had<
         .started_without_its_heap()
         .then(|| outcome.input_heap.clone())
         .flatten();
-    let continued = outcome.input_heap.is_some() && missing.is_none();
+    let continued = (outcome.input_heap.is_some() && missing.is_none()) || had.continued_live;
     let status = outcome.status;
     let Some(error) = outcome.error.as_mut() else {
         return;

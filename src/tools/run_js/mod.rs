@@ -189,7 +189,8 @@ async fn call_once(
         return asking::suspended(toolbox, context, &mut report, call).await;
     }
     let completed_at = crate::clock::unix_now_millis();
-    let had = super::advice::Had::of(&report, &code);
+    let mut had = super::advice::Had::of(&report, &code);
+    had.continued_live = planned.continued.is_some();
     let mut outcome = report.outcome;
     super::advice::advise(&mut outcome, toolbox.engine.config(), &had);
     let repl = report.repl;

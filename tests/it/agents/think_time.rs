@@ -811,3 +811,28 @@ async fn a_server_killed_during_queued_saves_never_continues_an_older_heap_silen
         }
     }
 }
+
+/// A run that continues a live heap whose key is not known yet (its
+/// `input_heap` is `null`) still gets the advice of a continued heap: a
+/// cell run twice names the earlier run's declaration. Before, the advice
+/// took a `null` input as a fresh isolate and said nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_continuation_gets_the_advice_of_a_continued_heap() {
+    let plan = FaultPlan::new();
+    let s = live_with_workers(&plan, |_| {});
+    let sid = s.initialize().await;
+    plan.hold("heap.put");
+    let call = |code: &str| json!({"code": code, "session": "advice", "heap": "latest"});
+    let cell = "const sales = [1, 2, 3]; sales.length";
+    let first = run(&s, &sid, call(cell)).await;
+    assert_eq!(outcome(&first)["result"], "3", "{first}");
+    let again = run(&s, &sid, call(cell)).await;
+    let answered = outcome(&again);
+    assert!(answered["input_heap"].is_null(), "continued live: {again}");
+    let error = answered["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("an earlier run of this heap declared `sales`"),
+        "{again}"
+    );
+    plan.release("heap.put");
+}
