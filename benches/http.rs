@@ -34,9 +34,10 @@
 //! process group between invocations (tests/it/common/runtime_api.rs),
 //! stores on moto behind a proxy that adds `--latency-ms` (0) before every
 //! S3 and DynamoDB request, in a function of `--memory-mb` (1024; with
-//! `--no-freeze` the environment is never stopped): what the
-//! client waits, and the post-response phase after the answer (what Lambda
-//! bills besides).
+//! `--no-freeze` the environment is never stopped; with `--max-concurrency
+//! N` it is a Lambda Managed Instance taking N invocations at once, never
+//! stopped): what the client waits, and the post-response phase after the
+//! answer (what Lambda bills besides).
 //!
 //! Cold start, from spawning to the first answer: `serve`; the Lambda entry
 //! against a minimal Runtime API served by the bench; and the project's
@@ -91,6 +92,9 @@ struct Args {
     /// With `--lambda-frozen`, never freeze (`--no-freeze`): what the
     /// freeze itself costs.
     freeze: bool,
+    /// With `--lambda-frozen`, a Lambda Managed Instance instead
+    /// (`--max-concurrency N`): `AWS_LAMBDA_MAX_CONCURRENCY=N`, never frozen.
+    max_concurrency: Option<usize>,
 }
 
 fn args() -> Args {
@@ -109,6 +113,7 @@ fn args() -> Args {
         think_limit_mb: None,
         memory_mb: 1024,
         freeze: true,
+        max_concurrency: None,
     };
     let mut it = crate::args();
     while let Some(arg) = it.next() {
@@ -141,6 +146,15 @@ fn args() -> Args {
             }
             "--lambda-frozen" => args.lambda_frozen = true,
             "--no-freeze" => args.freeze = false,
+            "--max-concurrency" => {
+                let n = it
+                    .next()
+                    .expect("--max-concurrency N")
+                    .parse()
+                    .expect("a count");
+                args.max_concurrency = Some(n);
+                args.freeze = false;
+            }
             "--memory-mb" => {
                 args.memory_mb = it
                     .next()
@@ -860,6 +874,10 @@ async fn frozen_think_time(args: &Args, scenario: Scenario) {
         )
         .env("AWS_ENDPOINT_URL", &proxy.endpoint)
         .env("RUST_LOG", "warn")
+        .envs(
+            args.max_concurrency
+                .map(|n| ("AWS_LAMBDA_MAX_CONCURRENCY", n.to_string())),
+        )
         .stdout(Stdio::null())
         .process_group(0)
         .spawn()
@@ -895,17 +913,33 @@ async fn frozen_think_time(args: &Args, scenario: Scenario) {
         let body: Value = serde_json::from_str(response["body"].as_str().unwrap_or("{}")).unwrap();
         let result = body["result"]["structuredContent"]["result"].clone();
         assert_eq!(result, json!(i.to_string()), "call {i} continued the state");
-        // The phase after the call before, over by now.
-        let over = api.phase_over(&id, Duration::from_secs(120)).await;
         if i > 2 {
             waits.push((answer.at - given).as_secs_f64() * 1000.0);
-            phases.push(over.saturating_duration_since(answered).as_secs_f64() * 1000.0);
+        }
+        // The phase after the call before, over by now (a Managed Instance
+        // has none: it registers no extension).
+        if args.max_concurrency.is_none() {
+            let over = api.phase_over(&id, Duration::from_secs(120)).await;
+            if i > 2 {
+                phases.push(over.saturating_duration_since(answered).as_secs_f64() * 1000.0);
+            }
         }
         (id, answered) = (next, answer.at);
     }
+    let mut sorted = waits.clone();
+    sorted.sort_by(f64::total_cmp);
+    let p90 = sorted
+        .get((sorted.len() * 9).div_ceil(10).saturating_sub(1))
+        .copied()
+        .unwrap_or_default();
     println!(
-        "| {} | Lambda, frozen between calls, +{} ms per AWS request | client waits p50 {:.1} ms (max {:.1}) | post-response p50 {:.1} ms (max {:.1}) | {} calls, {} s pauses, {} freezes |",
+        "| {} | Lambda{}, +{} ms per AWS request | client waits p50 {:.1} ms, p90 {p90:.1} (max {:.1}) | post-response p50 {:.1} ms (max {:.1}) | {} calls, {} s pauses, {} freezes |",
         scenario.name(),
+        match args.max_concurrency {
+            Some(n) => format!(" Managed Instance (AWS_LAMBDA_MAX_CONCURRENCY={n})"),
+            None if args.freeze => ", frozen between calls".to_owned(),
+            None => ", never frozen".to_owned(),
+        },
         args.latency.as_millis(),
         median(waits.clone()),
         waits.iter().cloned().fold(0.0, f64::max),
@@ -939,7 +973,7 @@ fn frozen_event(arguments: Value) -> String {
 
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 #[tokio::main]

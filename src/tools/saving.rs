@@ -25,6 +25,11 @@ pub(super) const SAVE_BOUND_SECS: i64 = 120;
 const FIRST_POLL: Duration = Duration::from_millis(10);
 const LAST_POLL: Duration = Duration::from_millis(100);
 
+/// How many times, [`FIRST_POLL`] apart, a superseded run is looked at
+/// while no save of its session is going, before its effects are taken as
+/// lost: a second for the save of the run that superseded it to begin.
+const HELD_LOOKS: u32 = 100;
+
 /// How a save ended: `Err` says why its heap was not stored.
 type Ended = Option<Result<(), String>>;
 
@@ -342,17 +347,23 @@ impl Saves {
             .find(|save| save.id == execution_id)
             .cloned()?;
         let ended = ended_as(save.ended).await;
+        // The save of the run that superseded it may begin a moment after
+        // it was held (that run's answer is being shaped meanwhile).
+        let mut looks = 0;
         while let Some(session) = self.coalesced.session_of(tenant, execution_id) {
             // Held until its line's newest save ends, which takes it.
             let failed = self.wait(tenant, &session).await;
-            if self.coalesced.session_of(tenant, execution_id).is_some() {
-                if self.newest(tenant, &session).is_none() {
+            if self.coalesced.session_of(tenant, execution_id).is_some()
+                && self.newest(tenant, &session).is_none()
+            {
+                looks += 1;
+                if looks > HELD_LOOKS {
                     return Some(Err(failed.first().map_or_else(
                         || "the heap holding its effects was not stored".to_owned(),
                         |(_, why)| why.clone(),
                     )));
                 }
-                tokio::task::yield_now().await;
+                tokio::time::sleep(FIRST_POLL).await;
             }
         }
         Some(ended)
