@@ -239,7 +239,10 @@ pub(super) async fn record(
             written = false;
         }
     }
-    if let (Some(output_heap), Some(tags)) = (&completed_heap, tags)
+    // A superseded run's tags go to the heap holding its effects; the run
+    // that holds them sets its own after, as a newer run's tags replace.
+    let tagged_heap = completed_heap.or_else(|| superseded.map(|s| s.heap_after.clone()));
+    if let (Some(output_heap), Some(tags)) = (&tagged_heap, tags)
         && let Err(e) = toolbox.meta.set_tags(tenant, output_heap, tags).await
     {
         outcome.warnings.push(format!("the tags were not set: {e}"));

@@ -47,7 +47,13 @@ async fn a_burst_stores_fewer_heaps_than_runs_and_every_run_says_where_its_effec
     assert_eq!(outcome(&made)["result"], "300000", "{made}");
     let mut ids = Vec::new();
     for expected in 1..=20 {
-        let next = run(&s, &sid, call("n += 1; n")).await;
+        // Only the first carries tags: superseded, they go to the heap
+        // holding its effects.
+        let mut arguments = call("n += 1; n");
+        if expected == 1 {
+            arguments["tags"] = json!({"first": "yes"});
+        }
+        let next = run(&s, &sid, arguments).await;
         let answered = outcome(&next);
         assert_eq!(answered["result"], expected.to_string(), "{next}");
         assert!(answered["save_wait_ms"].is_null(), "no call waits: {next}");
@@ -132,6 +138,28 @@ async fn a_burst_stores_fewer_heaps_than_runs_and_every_run_says_where_its_effec
         said["note"].as_str().unwrap().contains("never stored")
             && distinct.iter().any(|h| h.as_str() == after),
         "{record}"
+    );
+    // The first run's tags are not lost with its heap.
+    let first = s
+        .tool(&sid, "get_execution", json!({"execution_id": ids[0]}))
+        .await;
+    let first_heap = outcome(&first)["superseded"]["heap_after"]
+        .as_str()
+        .or(outcome(&first)["heap"].as_str())
+        .unwrap()
+        .to_owned();
+    let tags = s
+        .meta
+        .get_tags(
+            &tenant,
+            &mcp_v8_lambda::heap::HeapKey::parse(&first_heap).unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        tags.get("first").map(String::as_str),
+        Some("yes"),
+        "{first}"
     );
     // Passed as heap, its id answers with the stored heaps nearest it.
     let wrong = s
