@@ -69,15 +69,19 @@ pub struct RequestState {
 /// `{ action: "cancel" }` with the reason.
 pub const MAX_REFUSALS: u32 = 3;
 
-/// The message of a request asked again after its answer was refused for
-/// `why`: the reason first, then what was asked (without the reason of an
-/// earlier refusal).
-pub fn asked_again(message: &str, why: &str) -> String {
+/// Rewrites the message of `request` (`{ method, params }`), whose answer
+/// was refused for `why`, to be asked again: the reason first, then what
+/// was asked (without the reason of an earlier refusal).
+pub fn ask_again(request: &mut serde_json::Value, why: &str) {
+    let Some(params) = request.get_mut("params") else {
+        return;
+    };
+    let message = params["message"].as_str().unwrap_or_default();
     let asked = message
         .strip_prefix(AGAIN_START)
         .and_then(|rest| rest.split_once(AGAIN_END))
         .map_or(message, |(_, asked)| asked);
-    format!("{AGAIN_START}{why}{AGAIN_END}{asked}")
+    params["message"] = format!("{AGAIN_START}{why}{AGAIN_END}{asked}").into();
 }
 
 const AGAIN_START: &str = "The answer given was not accepted (";
@@ -92,7 +96,8 @@ pub fn refused_for_good(why: &str) -> serde_json::Value {
     })
 }
 
-fn is_zero(n: &u32) -> bool {
+/// For `skip_serializing_if` of counts that start at zero.
+pub(crate) fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 

@@ -349,15 +349,8 @@ impl TaskBook {
                         let mut again = read.record.clone();
                         if let Some(input) = again.input.as_mut() {
                             input.refused += 1;
-                            if let Some(params) = input
-                                .requests
-                                .get_mut(key)
-                                .and_then(|request| request.get_mut("params"))
-                            {
-                                let asked = params["message"].as_str().unwrap_or_default();
-                                params["message"] = serde_json::Value::from(
-                                    crate::elicit::state::asked_again(asked, &why),
-                                );
+                            if let Some(request) = input.requests.get_mut(key) {
+                                crate::elicit::state::ask_again(request, &why);
                             }
                         }
                         again.last_updated_at = rfc3339_millis(i128::from(now_ms()));

@@ -83,12 +83,8 @@ pub struct TaskInput {
     pub request_state: String,
     /// Answers refused so far (a request is asked again, saying why, up to
     /// [`crate::elicit::state::MAX_REFUSALS`]).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::elicit::state::is_zero")]
     pub refused: u32,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
 }
 
 impl TaskInput {

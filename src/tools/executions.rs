@@ -7,8 +7,7 @@ use uuid::Uuid;
 
 use super::budget::{self, Kept};
 use super::schema;
-use super::toolbox::{CallContext, Toolbox};
-use crate::clock::unix_now;
+use super::toolbox::{CallContext, RunRecordError, Toolbox};
 use crate::meta::ExecutionRecord;
 use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
 
@@ -73,16 +72,7 @@ pub(super) async fn get(
     };
     // A run answered before its heap was stored is recorded once it is:
     // wait for that, as heap "latest" does.
-    if let Some(Err(why)) = toolbox.saves.wait_for_run(context.tenant, id).await {
-        return CallToolResult::error(format!(
-            "execution {id} ran, but its heap was not stored, so it has no record: {why}"
-        ));
-    }
-    match toolbox
-        .meta
-        .get_execution(context.tenant, id, unix_now())
-        .await
-    {
+    match toolbox.record_of_run(context.tenant, id).await {
         Ok(Some(record)) => {
             let record = match super::run_texts::whole(toolbox, context.tenant, record).await {
                 Ok(record) => record,
@@ -97,6 +87,11 @@ pub(super) async fn get(
         Ok(None) => CallToolResult::error(format!(
             "no execution {id} (unknown, or expired from the registry)"
         )),
-        Err(e) => CallToolResult::error(format!("could not read the execution registry: {e}")),
+        Err(RunRecordError::NotStored(why)) => CallToolResult::error(format!(
+            "execution {id} ran, but its heap was not stored, so it has no record: {why}"
+        )),
+        Err(RunRecordError::Unreadable(e)) => {
+            CallToolResult::error(format!("could not read the execution registry: {e}"))
+        }
     }
 }

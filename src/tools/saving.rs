@@ -441,16 +441,16 @@ pub(super) async fn lost_save(
     };
     let mut pause = FIRST_POLL;
     let started = std::time::Instant::now();
+    // The other process whose save was waited for, once one was.
     let mut other: Option<String> = None;
-    let waited = |other: &Option<String>| other.clone().map(|owner| (started.elapsed(), owner));
-    loop {
+    let (lost, last) = loop {
         let (pending, last) = tokio::join!(
             meta.pending_save(tenant, session),
             last_entry(meta, tenant, session)
         );
         let (pending, last) = (pending.map_err(read)?, last?);
         let Some(pending) = pending else {
-            return Ok((None, last, waited(&other)));
+            break (None, last);
         };
         // The entry of the same run carries the same time; anything logged
         // since makes the pending save old news.
@@ -458,15 +458,11 @@ pub(super) async fn lost_save(
             .as_ref()
             .is_some_and(|entry| entry.timestamp >= pending.completed_at)
         {
-            return Ok((None, last, waited(&other)));
+            break (None, last);
         }
         if pending.cleared {
             // Its entry was written after the read of the log began.
-            return Ok((
-                None,
-                last_entry(meta, tenant, session).await?,
-                waited(&other),
-            ));
+            break (None, last_entry(meta, tenant, session).await?);
         }
         let lost = |why: String| Lost {
             execution_id: pending.execution_id,
@@ -475,19 +471,18 @@ pub(super) async fn lost_save(
             earlier: pending.earlier.clone(),
         };
         if let Some(why) = &pending.failed {
-            return Ok((Some(lost(why.clone())), last, waited(&other)));
+            break (Some(lost(why.clone())), last);
         }
         if pending.owner == saves.owner() {
             // Waited for already: it ended without its entry, or its
             // clearing failed after it was logged (the entry read above).
-            return Ok((
+            break (
                 Some(lost("its save ended without a log entry".to_owned())),
                 last,
-                waited(&other),
-            ));
+            );
         }
         if meta.exclusive() || crate::clock::unix_now() > pending.expires_at {
-            return Ok((
+            break (
                 Some(lost(if meta.exclusive() {
                     "the server process storing it ended before the heap was stored".to_owned()
                 } else {
@@ -496,13 +491,13 @@ pub(super) async fn lost_save(
                         .to_owned()
                 })),
                 last,
-                waited(&other),
-            ));
+            );
         }
         other = Some(pending.owner.clone());
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(LAST_POLL);
-    }
+    };
+    Ok((lost, last, other.map(|owner| (started.elapsed(), owner))))
 }
 
 /// The pending save written before `execution_id`'s answer. It expires

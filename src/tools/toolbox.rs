@@ -98,39 +98,52 @@ impl Toolbox {
         }
     }
 
-    /// The output heap of `tenant`'s run `execution_id`, waiting for its
-    /// save when this process is storing it (an answer that carried
-    /// `heap_saving`): `Ok(None)` for a run with no heap or no record, `Err`
-    /// with why when its heap was not stored.
+    /// The record of `tenant`'s run `execution_id`, waiting for its save
+    /// when this process is storing it (an answer that carried
+    /// `heap_saving`): `Ok(None)` for no record.
+    pub(super) async fn record_of_run(
+        &self,
+        tenant: &Tenant,
+        execution_id: uuid::Uuid,
+    ) -> Result<Option<crate::meta::ExecutionRecord>, RunRecordError> {
+        if let Some(Err(why)) = self.saves.wait_for_run(tenant, execution_id).await {
+            return Err(RunRecordError::NotStored(why));
+        }
+        self.meta
+            .get_execution(tenant, execution_id, crate::clock::unix_now())
+            .await
+            .map_err(|e| RunRecordError::Unreadable(e.to_string()))
+    }
+
+    /// The output heap of `tenant`'s run `execution_id` ([`Self::record_of_run`]):
+    /// `Ok(None)` for a run with no heap or no record, `Err` with why when
+    /// its heap was not stored. A superseded run's effects, files
+    /// included, are in the heap of the run that superseded it.
     pub async fn heap_of_run(
         &self,
         tenant: &Tenant,
         execution_id: uuid::Uuid,
     ) -> Result<Option<crate::heap::HeapKey>, String> {
-        if let Some(Err(why)) = self.saves.wait_for_run(tenant, execution_id).await {
-            return Err(format!(
-                "the heap of execution {execution_id} was not stored: {why}"
-            ));
-        }
-        let record = self
-            .meta
-            .get_execution(tenant, execution_id, crate::clock::unix_now())
-            .await
-            .map_err(|e| format!("could not read the execution registry: {e}"))?;
-        // A superseded run's effects, files included, are in the heap
-        // of the run that superseded it.
-        let heap = |record: &crate::meta::ExecutionRecord| {
-            let outcome = &record.outcome;
-            let key = outcome
-                .get("heap")
-                .filter(|key| !key.is_null())
-                .or_else(|| outcome.get("superseded")?.get("heap_after"))?;
-            key.as_str().map(str::to_owned)
+        let record = match self.record_of_run(tenant, execution_id).await {
+            Ok(record) => record,
+            Err(RunRecordError::NotStored(why)) => {
+                return Err(format!(
+                    "the heap of execution {execution_id} was not stored: {why}"
+                ));
+            }
+            Err(RunRecordError::Unreadable(e)) => {
+                return Err(format!("could not read the execution registry: {e}"));
+            }
         };
-        Ok(record
-            .as_ref()
-            .and_then(heap)
-            .and_then(|key| crate::heap::HeapKey::parse(&key).ok()))
+        let Some(record) = record else {
+            return Ok(None);
+        };
+        let own = record
+            .outcome
+            .get("heap")
+            .and_then(|key| key.as_str())
+            .and_then(|key| crate::heap::HeapKey::parse(key).ok());
+        Ok(own.or_else(|| superseded_of(&record).map(|s| s.heap_after)))
     }
 
     /// The heap `name` names: the key itself, or the output heap of the run
@@ -369,4 +382,20 @@ pub(super) fn context_for_tests<'a>(
         param_headers: None,
         retry: None,
     }
+}
+
+/// Why [`Toolbox::record_of_run`] has no record to give.
+#[derive(Debug)]
+pub(super) enum RunRecordError {
+    /// The run's heap was not stored, so it has no record: why.
+    NotStored(String),
+    /// The execution registry could not be read: why.
+    Unreadable(String),
+}
+
+/// Where a superseded run's effects are, from its record (saves coalesce).
+pub(super) fn superseded_of(
+    record: &crate::meta::ExecutionRecord,
+) -> Option<crate::engine::Superseded> {
+    serde_json::from_value(record.outcome.get("superseded")?.clone()).ok()
 }

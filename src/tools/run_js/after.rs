@@ -100,13 +100,13 @@ impl AfterAnswer {
         }
         let coalesced = &self.toolbox.saves.coalesced;
         if let Some(continued) = self.continued.take() {
-            match (continued.ended().await, continued.key()) {
+            let ended = continued.ended().await;
+            // Superseded, and held: this run began where its line did.
+            let held_before = || coalesced.before(&self.tenant, &self.session);
+            match (ended, continued.key()) {
                 (Ok(()), Some(key)) => self.outcome.input_heap = Some(key),
-                // Superseded, and held: this run began where its line did.
-                (Ok(()), None) if coalesced.before(&self.tenant, &self.session).is_some() => {
-                    self.outcome.input_heap = coalesced
-                        .before(&self.tenant, &self.session)
-                        .unwrap_or_default();
+                (Ok(()), None) if let Some(before) = held_before() => {
+                    self.outcome.input_heap = before;
                 }
                 (ended, _) => self.outcome.warnings.push(format!(
                     "this run continued the heap of run {} before it was stored, and that heap \

@@ -202,17 +202,18 @@ pub(super) async fn record(
         (RunStatus::Completed, Some(heap)) => Some(heap.clone()),
         _ => None,
     };
-    // A superseded run's entry names the stored heaps nearest it.
+    // The heap holding the run's effects: a superseded run's is the
+    // stored heap after it, which its log entry names and its tags go to
+    // (the run that holds them sets its own after, as a newer run's tags
+    // replace).
     let superseded = outcome.superseded.as_ref();
-    let logged_heap = completed_heap
-        .clone()
-        .or_else(|| superseded.map(|s| s.heap_after.clone()));
-    let log = match (logged_heap, logical_session) {
+    let effects_heap = completed_heap.or_else(|| superseded.map(|s| s.heap_after.clone()));
+    let log = match (&effects_heap, logical_session) {
         (Some(output_heap), Some(name)) => Some((
             name,
             NewLogEntry {
                 input_heap: outcome.input_heap.clone(),
-                output_heap,
+                output_heap: output_heap.clone(),
                 code: executed_code,
                 timestamp: rfc3339(completed_at),
                 superseded_by: superseded.map(|s| s.by_execution_id),
@@ -239,10 +240,7 @@ pub(super) async fn record(
             written = false;
         }
     }
-    // A superseded run's tags go to the heap holding its effects; the run
-    // that holds them sets its own after, as a newer run's tags replace.
-    let tagged_heap = completed_heap.or_else(|| superseded.map(|s| s.heap_after.clone()));
-    if let (Some(output_heap), Some(tags)) = (&tagged_heap, tags)
+    if let (Some(output_heap), Some(tags)) = (&effects_heap, tags)
         && let Err(e) = toolbox.meta.set_tags(tenant, output_heap, tags).await
     {
         outcome.warnings.push(format!("the tags were not set: {e}"));

@@ -132,9 +132,8 @@ pub(super) async fn resume(
         if state.refused + 1 < MAX_REFUSALS {
             let mut requests = input_requests(&suspension.requests);
             for (key, why) in &refused {
-                if let Some(params) = requests.get_mut(key).and_then(|r| r.get_mut("params")) {
-                    let asked = params["message"].as_str().unwrap_or_default();
-                    params["message"] = Value::from(crate::elicit::state::asked_again(asked, why));
+                if let Some(request) = requests.get_mut(key) {
+                    crate::elicit::state::ask_again(request, why);
                 }
             }
             let again = RequestState {

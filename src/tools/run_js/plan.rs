@@ -5,7 +5,7 @@
 use super::arguments::Call;
 use std::time::Duration;
 
-use crate::tools::toolbox::{CallContext, Toolbox};
+use crate::tools::toolbox::{CallContext, RunRecordError, Toolbox, superseded_of};
 
 use crate::engine::RunRequest;
 use crate::heap::HeapKey;
@@ -271,22 +271,18 @@ pub(super) async fn heap_given_as_run(
     heap: &str,
 ) -> Option<String> {
     let id = uuid::Uuid::parse_str(heap.trim()).ok()?;
-    if let Some(Err(why)) = toolbox.saves.wait_for_run(context.tenant, id).await {
-        return Some(format!(
-            "heap \"{heap}\" is the execution id of a run whose heap was not stored ({why}); \
-             pass a heap key (64 hex characters) from list_session_snapshots, or heap: \"\" to \
-             start fresh"
-        ));
-    }
-    let record = toolbox
-        .meta
-        .get_execution(context.tenant, id, crate::clock::unix_now())
-        .await
-        .ok()??;
-    let field = |name: &str| record.outcome.get(name).cloned();
-    if let Some(superseded) = field("superseded")
-        .and_then(|value| serde_json::from_value::<crate::engine::Superseded>(value).ok())
-    {
+    let record = match toolbox.record_of_run(context.tenant, id).await {
+        Ok(record) => record?,
+        Err(RunRecordError::NotStored(why)) => {
+            return Some(format!(
+                "heap \"{heap}\" is the execution id of a run whose heap was not stored ({why}); \
+                 pass a heap key (64 hex characters) from list_session_snapshots, or heap: \"\" to \
+                 start fresh"
+            ));
+        }
+        Err(RunRecordError::Unreadable(_)) => return None,
+    };
+    if let Some(superseded) = superseded_of(&record) {
         let before = match &superseded.heap_before {
             Some(key) => format!("heap: \"{key}\" for the state before it"),
             None => "heap: \"\" for the fresh isolate it began from".to_owned(),
@@ -306,7 +302,7 @@ pub(super) async fn heap_given_as_run(
         ));
     }
     Some(
-        match field("heap").and_then(|key| key.as_str().map(str::to_owned)) {
+        match record.outcome.get("heap").and_then(|key| key.as_str()) {
             Some(key) => format!(
                 "heap \"{heap}\" is the execution id of a run, not a heap key: that run's heap is \
              {key}; pass heap: \"{key}\""
