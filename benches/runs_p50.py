@@ -10,7 +10,8 @@ A call is timed from the tools/call request to its answer. "fresh" is a
 stateless `1 + 1` (a server with MCP_V8_STATELESS); "chained" continues the
 previous call's heap with `globalThis.n = (globalThis.n ?? 0) + 1`. With
 --with-file the chain's first call writes a 1 MiB file to /work, which
-every later heap of the chain keeps without touching it.
+every later heap of the chain keeps without touching it. --fresh-code
+replaces the fresh call's code (`URL` parsing, say).
 """
 import argparse
 import os
@@ -37,6 +38,7 @@ def main():
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--with-file", action="store_true")
+    parser.add_argument("--fresh-code", default="1 + 1")
     parser.add_argument("binaries", nargs="+")
     args = parser.parse_args()
     fresh = {b: StdioClient(b, tempfile.mkdtemp(prefix="p50-fresh-"), "p50",
@@ -53,7 +55,7 @@ def main():
     for _ in range(args.rounds):
         for binary in args.binaries:
             for i in range(args.runs + 1):
-                elapsed, _ = timed(fresh[binary], {"code": "1 + 1"})
+                elapsed, _ = timed(fresh[binary], {"code": args.fresh_code})
                 if i:
                     times[(binary, "fresh")].append(elapsed)
             for i in range(args.runs + 1):

@@ -5,8 +5,9 @@
 # View's bundler (src/apps/view/package-lock.json), the Node modules' ports
 # and their bundler (scripts/node-builtins/package-lock.json), the MCP conformance suite
 # (tests/conformance/package-lock.json), the package parity corpus
-# (tests/parity/package-lock.json) and the Python `mcp` clients (venvs
-# at .venv and .venv-mcp2, pinned by tests/e2e/requirements*.txt).
+# (tests/parity/package-lock.json), the web-platform-tests' URL data
+# (tests/wpt/url, from a crate on crates.io) and the Python `mcp` clients
+# (venvs at .venv and .venv-mcp2, pinned by tests/e2e/requirements*.txt).
 # With --bench, also the HTTP benchmark's reference server (benches/reference/).
 # With --build, only what the build itself needs (the .venv, which holds
 # cargo-lambda), so scripts/test.sh can install the rest while it compiles.
@@ -59,6 +60,25 @@ if ! command -v chromium >/dev/null; then
 fi
 # The MCP conformance suite, and the Node 22 it needs (npm package node@22).
 npm_deps tests/conformance
+# The web-platform-tests' URL data (tests/it/engine/wpt_url.rs), as the `url`
+# crate 2.5.7 ships it on crates.io, checked against the registry's checksum.
+wpt_url() {
+    local crate=url-2.5.7 sum=08bc136a29a3d1758e07a9cca267be308aeebf5cfd5a10f3f67ab2097683ef5b
+    local dir=tests/wpt/url
+    if [ "$(cat "$dir/.installed-from" 2>/dev/null)" = "$sum" ]; then
+        return
+    fi
+    local tmp
+    tmp=$(mktemp -d)
+    curl -sSfL --retry 3 -o "$tmp/$crate.crate" "https://static.crates.io/crates/url/$crate.crate"
+    echo "$sum  $tmp/$crate.crate" | sha256sum --check --quiet
+    mkdir -p "$dir"
+    tar -xzf "$tmp/$crate.crate" -C "$tmp" "$crate/tests/urltestdata.json" "$crate/tests/setters_tests.json"
+    mv "$tmp/$crate/tests/"*.json "$dir/"
+    rm -rf "$tmp"
+    echo "$sum" > "$dir/.installed-from"
+}
+wpt_url
 # The package parity corpus (tests/it/agents/parity.rs), for Node 22; the test
 # serves the same files to `packages add`.
 npm_deps tests/parity

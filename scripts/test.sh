@@ -50,6 +50,20 @@ export RUSTFLAGS="-C target-cpu=haswell"
 # (here with the plain cargo compiler, no zig). Smoke-tested below against
 # the test Runtime API before the whole suite runs.
 .venv/bin/cargo-lambda lambda build --release --compiler cargo --locked
+# What the artifact needs of the system is what provided.al2023 has: glibc
+# up to 2.34 (AL2023's), and besides it only libgcc_s and libstdc++ (ada's,
+# for `URL`; GLIBCXX up to 3.4.29, AL2023's gcc 11) (docs/deployment.md).
+needed="$(objdump -p target/lambda/mcp-v8-lambda/bootstrap | awk '/NEEDED/ {print $2}' | sort | tr '\n' ' ')"
+if [ "$needed" != "ld-linux-x86-64.so.2 libc.so.6 libgcc_s.so.1 libm.so.6 libstdc++.so.6 " ]; then
+    echo "the release artifact needs other shared libraries: $needed" >&2
+    exit 1
+fi
+newest() { objdump -T target/lambda/mcp-v8-lambda/bootstrap | grep -o "$1[0-9.]*" | sort -V | tail -1; }
+if [ "$(printf '%s\n' "$(newest GLIBC_2)" GLIBC_2.34 | sort -V | tail -1)" != GLIBC_2.34 ] \
+    || [ "$(printf '%s\n' "$(newest GLIBCXX_)" GLIBCXX_3.4.29 | sort -V | tail -1)" != GLIBCXX_3.4.29 ]; then
+    echo "the release artifact needs a newer glibc or libstdc++ than provided.al2023's: $(newest GLIBC_2) $(newest GLIBCXX_)" >&2
+    exit 1
+fi
 # The conformance fixtures never ship: the artifact holds none of their text.
 if grep -q "Conformance fixture" target/lambda/mcp-v8-lambda/bootstrap; then
     echo "the release artifact contains the conformance fixture tools" >&2

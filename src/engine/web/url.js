@@ -1,5 +1,5 @@
-// URL and URLSearchParams (URL Standard). Parsing and setters are the `url`
-// crate's, through natives that return the components array:
+// URL and URLSearchParams (URL Standard). Parsing and setters are ada's (as
+// in Node 22), through natives that return the components array:
 // [href, origin, protocol, username, password, host, hostname, port,
 //  pathname, search, hash].
 (function (natives, load) {

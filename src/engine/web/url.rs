@@ -1,7 +1,9 @@
-//! Natives of `URL` and `URLSearchParams`: WHATWG parsing, setters and
-//! `application/x-www-form-urlencoded`, all by the `url` crate.
+//! Natives of `URL` and `URLSearchParams`. WHATWG parsing and setters are
+//! ada's (the `ada-url` crate), the parser Node uses, so a URL parses here
+//! as it does in Node 22; `application/x-www-form-urlencoded` is the `url`
+//! crate's.
 
-use url::{Url, quirks};
+use ada_url::Url;
 use v8::MapFnTo;
 
 use crate::engine::capability::family_capability;
@@ -45,21 +47,22 @@ fn usv(
 
 /// The order of the components array the JavaScript side indexes.
 fn components<'s>(scope: &mut v8::PinScope<'s, '_>, url: &Url) -> v8::Local<'s, v8::Value> {
+    let origin = url.origin();
     let parts = [
-        quirks::href(url).to_owned(),
-        quirks::origin(url),
-        quirks::protocol(url).to_owned(),
-        quirks::username(url).to_owned(),
-        quirks::password(url).to_owned(),
-        quirks::host(url).to_owned(),
-        quirks::hostname(url).to_owned(),
-        quirks::port(url).to_owned(),
-        quirks::pathname(url).to_owned(),
-        quirks::search(url).to_owned(),
-        quirks::hash(url).to_owned(),
+        url.href(),
+        &origin,
+        url.protocol(),
+        url.username(),
+        url.password(),
+        url.host(),
+        url.hostname(),
+        url.port(),
+        url.pathname(),
+        url.search(),
+        url.hash(),
     ];
     let values: Vec<v8::Local<v8::Value>> = parts
-        .iter()
+        .into_iter()
         .map(|part| match string(scope, part) {
             Some(s) => s.into(),
             None => v8::undefined(scope).into(),
@@ -78,12 +81,12 @@ fn parse<'s>(
         return;
     };
     let parsed = if args.get(1).is_undefined() {
-        Url::parse(&input)
+        Url::parse(input.as_str(), None)
     } else {
         let Some((base, _held)) = usv(scope, args.get(1)) else {
             return;
         };
-        Url::parse(&base).and_then(|base| Url::options().base_url(Some(&base)).parse(&input))
+        Url::parse(input.as_str(), Some(&base))
     };
     if let Ok(url) = parsed {
         rv.set(components(scope, &url));
@@ -102,58 +105,50 @@ fn set<'s>(
     let Some((href, _held)) = usv(scope, args.get(0)) else {
         return;
     };
-    let Ok(mut url) = Url::parse(&href) else {
+    let Ok(mut url) = Url::parse(href.as_str(), None) else {
         return;
     };
     let index = args.get(1).uint32_value(scope).unwrap_or(u32::MAX);
     let Some((value, _held)) = usv(scope, args.get(2)) else {
         return;
     };
-    let applied = match index {
-        0 => quirks::set_href(&mut url, &value).is_ok(),
-        2 => {
-            let _ = quirks::set_protocol(&mut url, &value);
-            true
-        }
-        3 => {
-            let _ = quirks::set_username(&mut url, &value);
-            true
-        }
-        4 => {
-            let _ = quirks::set_password(&mut url, &value);
-            true
-        }
-        5 => {
-            let _ = quirks::set_host(&mut url, &value);
-            true
-        }
-        6 => {
-            let _ = quirks::set_hostname(&mut url, &value);
-            true
-        }
-        7 => {
-            let _ = quirks::set_port(&mut url, &value);
-            true
-        }
-        8 => {
-            quirks::set_pathname(&mut url, &value);
-            true
-        }
+    // As Node hands each setter's value to ada: a value a setter cannot
+    // apply leaves the URL as it was (the URL Standard's setters), and
+    // only `href` throws.
+    let value = value.as_str();
+    let _ = match index {
+        0 => return set_href(scope, &mut rv, url, value),
+        2 => url.set_protocol(value),
+        3 => url.set_username(Some(value)),
+        4 => url.set_password(Some(value)),
+        5 => url.set_host(Some(value)),
+        6 => url.set_hostname(Some(value)),
+        7 => url.set_port(Some(value)),
+        8 => url.set_pathname(Some(value)),
         9 => {
-            quirks::set_search(&mut url, &value);
-            true
+            url.set_search(Some(value));
+            Ok(())
         }
         10 => {
-            quirks::set_hash(&mut url, &value);
-            true
+            url.set_hash(Some(value));
+            Ok(())
         }
-        _ => false,
+        _ => return,
     };
-    if applied {
+    rv.set(components(scope, &url));
+}
+
+/// `href`'s setter, the one that fails the whole assignment.
+fn set_href<'s>(
+    scope: &mut v8::PinScope<'s, '_>,
+    rv: &mut v8::ReturnValue<'s, v8::Value>,
+    mut url: Url,
+    value: &str,
+) {
+    if url.set_href(value).is_ok() {
         rv.set(components(scope, &url));
     }
 }
-
 /// `formParse(query)` → `[name, value, name, value, …]`.
 fn form_parse<'s>(
     scope: &mut v8::PinScope<'s, '_>,

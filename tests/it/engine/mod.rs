@@ -14,6 +14,7 @@ pub(crate) mod url_modules;
 pub(crate) mod warm;
 pub(crate) mod web;
 pub(crate) mod workers;
+pub(crate) mod wpt_url;
 
 use std::sync::Arc;
 use std::time::Duration;
