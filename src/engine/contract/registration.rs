@@ -175,6 +175,7 @@ capabilities! {
     progress: crate::engine::host::progress::ProgressRun,
     disk: crate::engine::host::disk::DiskRun,
     digest: crate::engine::node::digest::Digests,
+    microtasks: crate::engine::web::microtasks::Uncaught,
     #[cfg(test)]
     toy: crate::engine::host::toy::Toy,
 }
@@ -260,6 +261,7 @@ mod tests {
             "digest.start",
             "digest.update",
             "digest.finish",
+            "microtasks.call",
         ];
         // The test-only capability's family comes after every real one.
         let pinned: Vec<&str> = pinned.into_iter().chain(["toy.double"]).collect();
@@ -388,6 +390,7 @@ mod tests {
             ("progress", 9, vec!["reportProgress"]),
             ("disk", 1, vec![]),
             ("digest", 1, vec![]),
+            ("microtasks", 1, vec![]),
             ("toy", 10, vec!["toy"]),
         ];
         assert_eq!(declared, pinned);

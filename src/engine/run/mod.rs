@@ -533,6 +533,10 @@ fn run_event_loop(
         if tc.is_execution_terminating() {
             return Err(Ended::Terminated);
         }
+        if let Some(mut error) = super::web::microtasks::take(tc) {
+            add_package_hint(tc, &mut error);
+            return Err(Ended::Threw(error));
+        }
         let waiting = registration::pending(tc);
         let next_timer = tc.get_slot::<Timers>().and_then(|timers| {
             if waiting {

@@ -11,6 +11,7 @@ pub(crate) mod encoding;
 pub(crate) mod fetch;
 pub(crate) mod guard;
 pub(crate) mod inspect;
+pub(crate) mod microtasks;
 pub(crate) mod performance;
 pub(crate) mod thrown;
 pub(crate) mod timers;

@@ -289,7 +289,7 @@ fn queue_microtask<'s>(
     _rv: v8::ReturnValue<'s, v8::Value>,
 ) {
     match v8::Local::<v8::Function>::try_from(args.get(0)) {
-        Ok(callback) => scope.enqueue_microtask(callback),
+        Ok(callback) => super::microtasks::enqueue(scope, callback),
         Err(_) => throw_type_error(scope, "queueMicrotask: the callback must be a function"),
     }
 }

@@ -1013,3 +1013,50 @@ async fn a_console_value_past_64_kib_is_cut_with_a_marker() {
         &display[display.len() - 200..]
     );
 }
+
+/// A throw inside a `queueMicrotask` or `process.nextTick` callback fails
+/// the run with the error and where it was thrown, as Node ends its process
+/// with it, where the run used to complete as if nothing had happened. A
+/// stateful run that fails so keeps no heap; an exception caught inside the
+/// callback is the code's own business.
+#[tokio::test]
+async fn a_throw_in_a_microtask_or_next_tick_fails_the_run() {
+    let f = fixture();
+    for (code, name, message, line) in [
+        (
+            "let seen = 1;\nqueueMicrotask(() => { throw new Error('boom in a microtask') });\n'after'",
+            "Error",
+            "boom in a microtask",
+            "run_js.js:2",
+        ),
+        (
+            "process.nextTick(() => {\n  null.x;\n});\n'after'",
+            "TypeError",
+            "Cannot read properties of null (reading 'x')",
+            "run_js.js:2",
+        ),
+        (
+            "setTimeout(() => queueMicrotask(() => { throw new RangeError('later') }), 5);\n'after'",
+            "RangeError",
+            "later",
+            "run_js.js:1",
+        ),
+    ] {
+        let out = f.stateful(code, None).await;
+        assert_eq!(out.status, RunStatus::Failed, "{code}: {out:#?}");
+        assert_eq!(out.heap, None, "{code}");
+        let error = out.error.unwrap();
+        assert_eq!(error.name, name, "{code}");
+        assert_eq!(error.message, message, "{code}");
+        let stack = error.stack.unwrap_or_default();
+        assert!(stack.contains(line), "{code}: {stack}");
+    }
+    let caught = f
+        .stateless("let n = 0; queueMicrotask(() => { try { throw new Error('x') } catch { n = 1 } }); await null; n")
+        .await;
+    assert_eq!(completed(&caught), "1");
+    // A thrown value that is not an Error says what it was.
+    let out = f.stateless("queueMicrotask(() => { throw 42 }); 1").await;
+    assert_eq!(out.status, RunStatus::Failed, "{out:#?}");
+    assert!(out.error.unwrap().message.contains("42"));
+}
