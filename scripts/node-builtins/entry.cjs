@@ -42,14 +42,39 @@ function stream() {
   return mod;
 }
 
+// Node's `events.errorMonitor` (since 13.6), which the port (3.3.0) lacks:
+// its listeners hear an 'error' event before the 'error' listeners do, and
+// do not count as handling it. Made once.
+let eventsReady = false;
+function events() {
+  const EventEmitter = require("events/");
+  if (eventsReady) return EventEmitter;
+  eventsReady = true;
+  const errorMonitor = Symbol("events.errorMonitor");
+  Object.defineProperty(EventEmitter, "errorMonitor", {
+    value: errorMonitor, writable: false, configurable: true, enumerable: true,
+  });
+  const { emit } = EventEmitter.prototype;
+  EventEmitter.prototype.emit = function (type) {
+    if (type === "error" && this._events !== undefined && this._events[errorMonitor] !== undefined) {
+      const args = Array.prototype.slice.call(arguments, 1);
+      emit.call(this, errorMonitor, ...args);
+    }
+    return emit.apply(this, arguments);
+  };
+  return EventEmitter;
+}
+
 module.exports = {
   get Buffer() { return buffer().Buffer; },
   get buffer() { return buffer(); },
-  get events() { return require("events/"); },
+  get events() { return events(); },
   get util() { return require("util/"); },
   // Node's deep equality (util.isDeepStrictEqual), from the assert port.
   get comparisons() { return require("assert/build/internal/util/comparisons"); },
   get stream() { return stream(); },
   get string_decoder() { return require("string_decoder/"); },
   get assert() { return require("assert/"); },
+  // Node's lib/punycode.js is this library (2.1.0 there).
+  get punycode() { return require("punycode/punycode.js"); },
 };

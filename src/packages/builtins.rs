@@ -6,6 +6,11 @@ use std::path::Path;
 /// Node's built-in modules by their bare names: a bundle leaves them as
 /// `require` calls for the engine to answer (only those it provides work).
 pub const NODE_BUILTINS: &[&str] = &[
+    "_stream_duplex",
+    "_stream_passthrough",
+    "_stream_readable",
+    "_stream_transform",
+    "_stream_writable",
     "assert",
     "async_hooks",
     "buffer",
@@ -100,6 +105,12 @@ pub const ENGINE_BUILTINS: &[&str] = &[
     "events",
     "stream",
     "stream/promises",
+    "_stream_duplex",
+    "_stream_passthrough",
+    "_stream_readable",
+    "_stream_transform",
+    "_stream_writable",
+    "punycode",
     "string_decoder",
     "readline",
     "assert",
@@ -108,6 +119,7 @@ pub const ENGINE_BUILTINS: &[&str] = &[
     "fs",
     "fs/promises",
     "path",
+    "path/posix",
 ];
 
 /// Node's built-in modules that are a subpath of another.

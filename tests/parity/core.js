@@ -340,6 +340,29 @@ const expressions = [
   'Array.isArray(process.execArgv)',
   'typeof process.stdout.write',
   'process.release.name',
+  // node:punycode (deprecated in Node, kept for the packages that use it)
+  'require("punycode").toASCII("mañana.com")',
+  'require("punycode").toUnicode("xn--maana-pta.com")',
+  'require("punycode").encode("mañana")',
+  'require("punycode").decode("maana-pta")',
+  'require("punycode").ucs2.decode("\u{1F600}a")',
+  'require("punycode").ucs2.encode([0x1F600, 97])',
+  'require("node:punycode") === require("punycode")',
+  // events.errorMonitor: heard before 'error' listeners, handles nothing
+  'typeof events.errorMonitor',
+  'String(events.errorMonitor)',
+  'events.errorMonitor === require("events").EventEmitter.errorMonitor',
+  '(() => { const e = new events(); const seen = []; e.on(events.errorMonitor, (x) => seen.push("monitor " + x.message)); e.on("error", (x) => seen.push("error " + x.message)); e.emit("error", new Error("m")); return seen; })()',
+  '(() => { const e = new events(); let seen = 0; e.on(events.errorMonitor, () => seen++); try { e.emit("error", new Error("unhandled")); } catch (x) { return [seen, x.message]; } })()',
+  // Node's aliases of the stream classes, and path/posix
+  'require("_stream_readable") === stream.Readable',
+  'require("_stream_writable") === stream.Writable',
+  'require("_stream_duplex") === stream.Duplex',
+  'require("_stream_transform") === stream.Transform',
+  'require("_stream_passthrough") === stream.PassThrough',
+  'require("node:_stream_readable") === stream.Readable',
+  'require("path/posix") === require("path").posix',
+  'require("node:path/posix").join("/a", "b/../c")',
 ];
 
 // One value written down the same way in both: a type and a text that

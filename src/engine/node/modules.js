@@ -101,6 +101,15 @@
     // classes and `promises` on it (the port's own stream.js).
     stream: () => load("node").stream.Stream,
     "stream/promises": () => load("node").stream.promises,
+    // Node's aliases of the stream classes, which older packages require.
+    _stream_duplex: () => load("node").stream.Duplex,
+    _stream_passthrough: () => load("node").stream.PassThrough,
+    _stream_readable: () => load("node").stream.Readable,
+    _stream_transform: () => load("node").stream.Transform,
+    _stream_writable: () => load("node").stream.Writable,
+    // Node's lib/punycode.js is punycode.js (node_lib.js), deprecated there
+    // for the WHATWG URL's own IDNA and kept for the packages that use it.
+    punycode: () => load("node").punycode,
     string_decoder: () => load("node").string_decoder,
     readline: () => readline(),
     assert: () => load("node").assert,
@@ -110,6 +119,7 @@
     fs: () => load("fs").fs,
     "fs/promises": () => load("fs").promises,
     path: () => load("fs").path,
+    "path/posix": () => load("fs").path.posix,
   };
   const builtinCache = new Map();
 

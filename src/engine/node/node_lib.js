@@ -10124,6 +10124,306 @@ var require_assert = /* @__PURE__ */ __commonJSMin(((exports, module) => {
 	assert.strict.strict = assert.strict;
 }));
 
+// node_modules/punycode/punycode.js
+var require_punycode = /* @__PURE__ */ __commonJSMin(((exports, module) => {
+	/** Highest positive signed 32-bit float value */
+	const maxInt = 2147483647;
+	/** Bootstring parameters */
+	const base = 36;
+	const tMin = 1;
+	const tMax = 26;
+	const skew = 38;
+	const damp = 700;
+	const initialBias = 72;
+	const initialN = 128;
+	const delimiter = "-";
+	/** Regular expressions */
+	const regexPunycode = /^xn--/;
+	const regexNonASCII = /[^\0-\x7F]/;
+	const regexSeparators = /[\x2E\u3002\uFF0E\uFF61]/g;
+	/** Error messages */
+	const errors = {
+		"overflow": "Overflow: input needs wider integers to process",
+		"not-basic": "Illegal input >= 0x80 (not a basic code point)",
+		"invalid-input": "Invalid input"
+	};
+	/** Convenience shortcuts */
+	const baseMinusTMin = 35;
+	const floor = Math.floor;
+	const stringFromCharCode = String.fromCharCode;
+	/**
+	* A generic error utility function.
+	* @private
+	* @param {String} type The error type.
+	* @returns {Error} Throws a `RangeError` with the applicable error message.
+	*/
+	function error(type) {
+		throw new RangeError(errors[type]);
+	}
+	/**
+	* A generic `Array#map` utility function.
+	* @private
+	* @param {Array} array The array to iterate over.
+	* @param {Function} callback The function that gets called for every array
+	* item.
+	* @returns {Array} A new array of values returned by the callback function.
+	*/
+	function map(array, callback) {
+		const result = [];
+		let length = array.length;
+		while (length--) result[length] = callback(array[length]);
+		return result;
+	}
+	/**
+	* A simple `Array#map`-like wrapper to work with domain name strings or email
+	* addresses.
+	* @private
+	* @param {String} domain The domain name or email address.
+	* @param {Function} callback The function that gets called for every
+	* character.
+	* @returns {String} A new string of characters returned by the callback
+	* function.
+	*/
+	function mapDomain(domain, callback) {
+		const parts = domain.split("@");
+		let result = "";
+		if (parts.length > 1) {
+			result = parts[0] + "@";
+			domain = parts[1];
+		}
+		domain = domain.replace(regexSeparators, ".");
+		const encoded = map(domain.split("."), callback).join(".");
+		return result + encoded;
+	}
+	/**
+	* Creates an array containing the numeric code points of each Unicode
+	* character in the string. While JavaScript uses UCS-2 internally,
+	* this function will convert a pair of surrogate halves (each of which
+	* UCS-2 exposes as separate characters) into a single code point,
+	* matching UTF-16.
+	* @see `punycode.ucs2.encode`
+	* @see <https://mathiasbynens.be/notes/javascript-encoding>
+	* @memberOf punycode.ucs2
+	* @name decode
+	* @param {String} string The Unicode input string (UCS-2).
+	* @returns {Array} The new array of code points.
+	*/
+	function ucs2decode(string) {
+		const output = [];
+		let counter = 0;
+		const length = string.length;
+		while (counter < length) {
+			const value = string.charCodeAt(counter++);
+			if (value >= 55296 && value <= 56319 && counter < length) {
+				const extra = string.charCodeAt(counter++);
+				if ((extra & 64512) == 56320) output.push(((value & 1023) << 10) + (extra & 1023) + 65536);
+				else {
+					output.push(value);
+					counter--;
+				}
+			} else output.push(value);
+		}
+		return output;
+	}
+	/**
+	* Creates a string based on an array of numeric code points.
+	* @see `punycode.ucs2.decode`
+	* @memberOf punycode.ucs2
+	* @name encode
+	* @param {Array} codePoints The array of numeric code points.
+	* @returns {String} The new Unicode string (UCS-2).
+	*/
+	const ucs2encode = (codePoints) => String.fromCodePoint(...codePoints);
+	/**
+	* Converts a basic code point into a digit/integer.
+	* @see `digitToBasic()`
+	* @private
+	* @param {Number} codePoint The basic numeric code point value.
+	* @returns {Number} The numeric value of a basic code point (for use in
+	* representing integers) in the range `0` to `base - 1`, or `base` if
+	* the code point does not represent a value.
+	*/
+	const basicToDigit = function(codePoint) {
+		if (codePoint >= 48 && codePoint < 58) return 26 + (codePoint - 48);
+		if (codePoint >= 65 && codePoint < 91) return codePoint - 65;
+		if (codePoint >= 97 && codePoint < 123) return codePoint - 97;
+		return base;
+	};
+	/**
+	* Converts a digit/integer into a basic code point.
+	* @see `basicToDigit()`
+	* @private
+	* @param {Number} digit The numeric value of a basic code point.
+	* @returns {Number} The basic code point whose value (when used for
+	* representing integers) is `digit`, which needs to be in the range
+	* `0` to `base - 1`. If `flag` is non-zero, the uppercase form is
+	* used; else, the lowercase form is used. The behavior is undefined
+	* if `flag` is non-zero and `digit` has no uppercase form.
+	*/
+	const digitToBasic = function(digit, flag) {
+		return digit + 22 + 75 * (digit < 26) - ((flag != 0) << 5);
+	};
+	/**
+	* Bias adaptation function as per section 3.4 of RFC 3492.
+	* https://tools.ietf.org/html/rfc3492#section-3.4
+	* @private
+	*/
+	const adapt = function(delta, numPoints, firstTime) {
+		let k = 0;
+		delta = firstTime ? floor(delta / damp) : delta >> 1;
+		delta += floor(delta / numPoints);
+		for (; delta > 455; k += base) delta = floor(delta / baseMinusTMin);
+		return floor(k + 36 * delta / (delta + skew));
+	};
+	/**
+	* Converts a Punycode string of ASCII-only symbols to a string of Unicode
+	* symbols.
+	* @memberOf punycode
+	* @param {String} input The Punycode string of ASCII-only symbols.
+	* @returns {String} The resulting string of Unicode symbols.
+	*/
+	const decode = function(input) {
+		const output = [];
+		const inputLength = input.length;
+		let i = 0;
+		let n = initialN;
+		let bias = initialBias;
+		let basic = input.lastIndexOf(delimiter);
+		if (basic < 0) basic = 0;
+		for (let j = 0; j < basic; ++j) {
+			if (input.charCodeAt(j) >= 128) error("not-basic");
+			output.push(input.charCodeAt(j));
+		}
+		for (let index = basic > 0 ? basic + 1 : 0; index < inputLength;) {
+			const oldi = i;
+			for (let w = 1, k = base;; k += base) {
+				if (index >= inputLength) error("invalid-input");
+				const digit = basicToDigit(input.charCodeAt(index++));
+				if (digit >= base) error("invalid-input");
+				if (digit > floor((maxInt - i) / w)) error("overflow");
+				i += digit * w;
+				const t = k <= bias ? tMin : k >= bias + tMax ? tMax : k - bias;
+				if (digit < t) break;
+				const baseMinusT = base - t;
+				if (w > floor(maxInt / baseMinusT)) error("overflow");
+				w *= baseMinusT;
+			}
+			const out = output.length + 1;
+			bias = adapt(i - oldi, out, oldi == 0);
+			if (floor(i / out) > maxInt - n) error("overflow");
+			n += floor(i / out);
+			i %= out;
+			output.splice(i++, 0, n);
+		}
+		return String.fromCodePoint(...output);
+	};
+	/**
+	* Converts a string of Unicode symbols (e.g. a domain name label) to a
+	* Punycode string of ASCII-only symbols.
+	* @memberOf punycode
+	* @param {String} input The string of Unicode symbols.
+	* @returns {String} The resulting Punycode string of ASCII-only symbols.
+	*/
+	const encode = function(input) {
+		const output = [];
+		input = ucs2decode(input);
+		const inputLength = input.length;
+		let n = initialN;
+		let delta = 0;
+		let bias = initialBias;
+		for (const currentValue of input) if (currentValue < 128) output.push(stringFromCharCode(currentValue));
+		const basicLength = output.length;
+		let handledCPCount = basicLength;
+		if (basicLength) output.push(delimiter);
+		while (handledCPCount < inputLength) {
+			let m = maxInt;
+			for (const currentValue of input) if (currentValue >= n && currentValue < m) m = currentValue;
+			const handledCPCountPlusOne = handledCPCount + 1;
+			if (m - n > floor((maxInt - delta) / handledCPCountPlusOne)) error("overflow");
+			delta += (m - n) * handledCPCountPlusOne;
+			n = m;
+			for (const currentValue of input) {
+				if (currentValue < n && ++delta > maxInt) error("overflow");
+				if (currentValue === n) {
+					let q = delta;
+					for (let k = base;; k += base) {
+						const t = k <= bias ? tMin : k >= bias + tMax ? tMax : k - bias;
+						if (q < t) break;
+						const qMinusT = q - t;
+						const baseMinusT = base - t;
+						output.push(stringFromCharCode(digitToBasic(t + qMinusT % baseMinusT, 0)));
+						q = floor(qMinusT / baseMinusT);
+					}
+					output.push(stringFromCharCode(digitToBasic(q, 0)));
+					bias = adapt(delta, handledCPCountPlusOne, handledCPCount === basicLength);
+					delta = 0;
+					++handledCPCount;
+				}
+			}
+			++delta;
+			++n;
+		}
+		return output.join("");
+	};
+	/**
+	* Converts a Punycode string representing a domain name or an email address
+	* to Unicode. Only the Punycoded parts of the input will be converted, i.e.
+	* it doesn't matter if you call it on a string that has already been
+	* converted to Unicode.
+	* @memberOf punycode
+	* @param {String} input The Punycoded domain name or email address to
+	* convert to Unicode.
+	* @returns {String} The Unicode representation of the given Punycode
+	* string.
+	*/
+	const toUnicode = function(input) {
+		return mapDomain(input, function(string) {
+			return regexPunycode.test(string) ? decode(string.slice(4).toLowerCase()) : string;
+		});
+	};
+	/**
+	* Converts a Unicode string representing a domain name or an email address to
+	* Punycode. Only the non-ASCII parts of the domain name will be converted,
+	* i.e. it doesn't matter if you call it with a domain that's already in
+	* ASCII.
+	* @memberOf punycode
+	* @param {String} input The domain name or email address to convert, as a
+	* Unicode string.
+	* @returns {String} The Punycode representation of the given domain name or
+	* email address.
+	*/
+	const toASCII = function(input) {
+		return mapDomain(input, function(string) {
+			return regexNonASCII.test(string) ? "xn--" + encode(string) : string;
+		});
+	};
+	/** Define the public API */
+	const punycode = {
+		/**
+		* A string representing the current Punycode.js version number.
+		* @memberOf punycode
+		* @type String
+		*/
+		"version": "2.3.1",
+		/**
+		* An object of methods to convert from JavaScript's internal character
+		* representation (UCS-2) to Unicode code points, and back.
+		* @see <https://mathiasbynens.be/notes/javascript-encoding>
+		* @memberOf punycode
+		* @type Object
+		*/
+		"ucs2": {
+			"decode": ucs2decode,
+			"encode": ucs2encode
+		},
+		"decode": decode,
+		"encode": encode,
+		"toASCII": toASCII,
+		"toUnicode": toUnicode
+	};
+	module.exports = punycode;
+}));
+
 // entry.cjs
 let bufferReady = false;
 function buffer() {
@@ -10161,6 +10461,28 @@ function stream() {
 	}
 	return mod;
 }
+let eventsReady = false;
+function events() {
+	const EventEmitter = require_events();
+	if (eventsReady) return EventEmitter;
+	eventsReady = true;
+	const errorMonitor = Symbol("events.errorMonitor");
+	Object.defineProperty(EventEmitter, "errorMonitor", {
+		value: errorMonitor,
+		writable: false,
+		configurable: true,
+		enumerable: true
+	});
+	const { emit } = EventEmitter.prototype;
+	EventEmitter.prototype.emit = function(type) {
+		if (type === "error" && this._events !== void 0 && this._events[errorMonitor] !== void 0) {
+			const args = Array.prototype.slice.call(arguments, 1);
+			emit.call(this, errorMonitor, ...args);
+		}
+		return emit.apply(this, arguments);
+	};
+	return EventEmitter;
+}
 module.exports = {
 	get Buffer() {
 		return buffer().Buffer;
@@ -10169,7 +10491,7 @@ module.exports = {
 		return buffer();
 	},
 	get events() {
-		return require_events();
+		return events();
 	},
 	get util() {
 		return require_util();
@@ -10185,6 +10507,9 @@ module.exports = {
 	},
 	get assert() {
 		return require_assert();
+	},
+	get punycode() {
+		return require_punycode();
 	}
 };
 return module.exports;
