@@ -65,6 +65,53 @@ function events() {
   return EventEmitter;
 }
 
+// Node's POSIX path is the port's (Node 10's lib/path.js) but for what
+// Node changed since: arguments checked with Node's ERR_INVALID_ARG_TYPE,
+// `format` adding the dot an `ext` lacks, and `toNamespacedPath`. Made once.
+let pathReady = false;
+function path() {
+  const mod = require("path-browserify");
+  if (pathReady) return mod;
+  pathReady = true;
+  const received = (value) => {
+    if (value == null) return `Received ${value}`;
+    if (typeof value === "function") return `Received function ${value.name}`;
+    if (typeof value === "object") return `Received an instance of ${value.constructor?.name ?? "Object"}`;
+    return `Received type ${typeof value} (${String(value)})`;
+  };
+  const check = (value, name, type = "string") => {
+    if (type === "object" ? value === null || typeof value !== "object" : typeof value !== type) {
+      const error = new TypeError(`The "${name}" argument must be of type ${type}. ${received(value)}`);
+      error.code = "ERR_INVALID_ARG_TYPE";
+      throw error;
+    }
+  };
+  const checked = (name, names) => {
+    const original = mod[name];
+    mod[name] = function (...args) {
+      names(args).forEach(([value, argument]) => check(value, argument));
+      return original.apply(this, args);
+    };
+  };
+  checked("resolve", (args) => args.map((a, i) => [a, `paths[${i}]`]));
+  checked("join", (args) => args.map((a) => [a, "path"]));
+  checked("relative", ([from, to]) => [[from, "from"], [to, "to"]]);
+  for (const name of ["normalize", "isAbsolute", "dirname", "extname", "parse"]) {
+    checked(name, ([p]) => [[p, "path"]]);
+  }
+  checked("basename", ([p, ext]) => (ext === undefined ? [[p, "path"]] : [[p, "path"], [ext, "suffix"]]));
+  mod.format = function format(pathObject) {
+    check(pathObject, "pathObject", "object");
+    const dir = pathObject.dir || pathObject.root;
+    const ext = pathObject.ext ? `${pathObject.ext[0] === "." ? "" : "."}${pathObject.ext}` : "";
+    const base = pathObject.base || `${pathObject.name || ""}${ext}`;
+    if (!dir) return base;
+    return dir === pathObject.root ? `${dir}${base}` : `${dir}/${base}`;
+  };
+  mod.toNamespacedPath = (p) => p;
+  return mod;
+}
+
 module.exports = {
   get Buffer() { return buffer().Buffer; },
   get buffer() { return buffer(); },
@@ -77,4 +124,7 @@ module.exports = {
   get assert() { return require("assert/"); },
   // Node's lib/punycode.js is this library (2.1.0 there).
   get punycode() { return require("punycode/punycode.js"); },
+  // Node's POSIX path (its lib/path.js, as of Node 10, which is Node 22's
+  // in behaviour); `resolve` starts from process.cwd(), /work in a run.
+  get path() { return path(); },
 };

@@ -978,96 +978,6 @@
   Object.freeze(promises);
   Object.freeze(fs);
 
-  // `node:path`, POSIX, with /work as the working directory.
-  function normalizeParts(path) {
-    const absolute = path.startsWith("/");
-    const parts = [];
-    for (const part of path.split("/")) {
-      if (part === "" || part === ".") continue;
-      if (part === "..") {
-        if (parts.length && parts[parts.length - 1] !== "..") parts.pop();
-        else if (!absolute) parts.push("..");
-      } else parts.push(part);
-    }
-    return { absolute, parts };
-  }
-  function checkPath(p) {
-    if (typeof p !== "string") {
-      const error = new TypeError(`The "path" argument must be of type string. Received ${typeof p}`);
-      error.code = "ERR_INVALID_ARG_TYPE";
-      throw error;
-    }
-    return p;
-  }
-  const path = {
-    sep: "/",
-    delimiter: ":",
-    normalize(p) {
-      checkPath(p);
-      if (p === "") return ".";
-      const { absolute, parts } = normalizeParts(p);
-      const joined = (absolute ? "/" : "") + parts.join("/");
-      const trailing = p.endsWith("/") && parts.length ? "/" : "";
-      return (joined || (absolute ? "/" : ".")) + trailing;
-    },
-    join(...parts) {
-      const joined = parts.map(checkPath).filter((p) => p !== "").join("/");
-      return joined === "" ? "." : path.normalize(joined);
-    },
-    resolve(...parts) {
-      let resolved = "";
-      for (let i = parts.length - 1; i >= 0 && !resolved.startsWith("/"); i--) {
-        const p = checkPath(parts[i]);
-        if (p) resolved = resolved ? p + "/" + resolved : p;
-      }
-      if (!resolved.startsWith("/")) resolved = ROOT + (resolved ? "/" + resolved : "");
-      const { parts: normal } = normalizeParts(resolved);
-      return "/" + normal.join("/");
-    },
-    isAbsolute: (p) => checkPath(p).startsWith("/"),
-    dirname(p) {
-      checkPath(p);
-      const trimmed = p.length > 1 ? p.replace(/\/+$/, "") : p;
-      const i = trimmed.lastIndexOf("/");
-      if (i === -1) return ".";
-      if (i === 0) return "/";
-      return trimmed.slice(0, i);
-    },
-    basename(p, ext) {
-      checkPath(p);
-      const trimmed = p.length > 1 ? p.replace(/\/+$/, "") : p;
-      let base = trimmed.slice(trimmed.lastIndexOf("/") + 1);
-      if (ext && base.endsWith(ext) && base !== ext) base = base.slice(0, -ext.length);
-      return base;
-    },
-    extname(p) {
-      const base = path.basename(p);
-      const i = base.lastIndexOf(".");
-      return i <= 0 ? "" : base.slice(i);
-    },
-    relative(from, to) {
-      const a = path.resolve(from).split("/").filter(Boolean);
-      const b = path.resolve(to).split("/").filter(Boolean);
-      let i = 0;
-      while (i < a.length && i < b.length && a[i] === b[i]) i++;
-      return [...Array(a.length - i).fill(".."), ...b.slice(i)].join("/");
-    },
-    parse(p) {
-      const root = checkPath(p).startsWith("/") ? "/" : "";
-      const base = path.basename(p);
-      const ext = path.extname(p);
-      const dir = p.includes("/") ? path.dirname(p) : "";
-      return { root, dir, base, ext, name: ext ? base.slice(0, -ext.length) : base };
-    },
-    format(o) {
-      const dir = o.dir || o.root || "";
-      const base = o.base || (o.name || "") + (o.ext || "");
-      return dir ? (dir === o.root ? dir + base : dir + "/" + base) : base;
-    },
-  };
-  path.posix = path;
-  Object.freeze(path);
-
   // The call's `files`, written before the code runs.
   function writeInputs(inputs) {
     for (const [path, bytes] of inputs) {
@@ -1105,7 +1015,6 @@
   return {
     fs,
     promises,
-    path,
     writeInputs,
     seal,
     // The tree for the host: [path, isDir, key, size, mtimeMs, chunked,

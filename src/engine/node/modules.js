@@ -118,8 +118,9 @@
     // /work, the run's file tree (fs.js).
     fs: () => load("fs").fs,
     "fs/promises": () => load("fs").promises,
-    path: () => load("fs").path,
-    "path/posix": () => load("fs").path.posix,
+    // Node's own POSIX path (node_lib.js); paths are /work's.
+    path: () => load("node").path,
+    "path/posix": () => load("node").path,
   };
   const builtinCache = new Map();
 
