@@ -20,11 +20,10 @@ fn parity_dir() -> PathBuf {
 
 /// What Node 22 prints running `code` in tests/parity, in UTC.
 fn node_prints(code: &str, cwd: &Path) -> String {
-    let node =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/node_modules/.bin/node");
+    let node = npm::node22();
     assert!(
-        node.exists() && parity_dir().join("node_modules").exists(),
-        "Node 22 or the corpus is not installed: run scripts/install-test-deps.sh"
+        parity_dir().join("node_modules").exists(),
+        "the corpus is not installed: run scripts/install-test-deps.sh"
     );
     let output = std::process::Command::new(node)
         .args(["-e", code])

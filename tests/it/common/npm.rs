@@ -16,6 +16,18 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 use sha2::Digest;
 
+/// Node 22, the reference the tests compare runs with: the `node` package
+/// the conformance suite installs (scripts/install-test-deps.sh).
+pub fn node22() -> PathBuf {
+    let node =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/node_modules/.bin/node");
+    assert!(
+        node.exists(),
+        "Node 22 is not installed: run scripts/install-test-deps.sh"
+    );
+    node
+}
+
 /// The fixture tarball of `name`.
 pub fn fixture(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/npm");

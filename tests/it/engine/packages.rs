@@ -821,12 +821,7 @@ async fn an_es_module_is_required_as_node_22_does() {
 /// scripts/test.sh), from `files` as `node_modules/{name}`: what the
 /// JSON-returning `expression` (an async function body's last line) gives.
 fn node_gives(name: &str, files: &[(&str, &str)], expression: &str) -> String {
-    let node = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/conformance/node_modules/.bin/node");
-    assert!(
-        node.exists(),
-        "Node 22 is not installed: run scripts/install-test-deps.sh"
-    );
+    let node = crate::common::npm::node22();
     let dir = tempfile::tempdir().unwrap();
     let package = dir.path().join("node_modules").join(name);
     for (file, text) in files {

@@ -52,11 +52,7 @@ fn tally(json: &str) -> (u64, BTreeMap<String, String>) {
 }
 
 fn node_runs() -> String {
-    let node = root().join("tests/conformance/node_modules/.bin/node");
-    assert!(
-        node.exists(),
-        "Node 22 is not installed: run scripts/install-test-deps.sh"
-    );
+    let node = crate::common::npm::node22();
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("wpt_url.js");
     std::fs::write(&script, wpt_code("process.stdout.write")).unwrap();
