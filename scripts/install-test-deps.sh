@@ -79,6 +79,32 @@ wpt_url() {
     echo "$sum" > "$dir/.installed-from"
 }
 wpt_url
+# Node 22's own source, for the slice of its test/parallel that
+# tests/it/engine/node_tests.rs runs (tests/node/slice.txt names the files)
+# and the lib/ files scripts/node-builtins bundles: node-v22.22.1 as Ubuntu
+# 26.04 LTS ships it (Debian's +dfsg orig tarball, which keeps test/ and
+# lib/), checked by its SHA-256. Ubuntu keeps a release's files for its whole
+# life, where nodejs.org and GitHub are out of this CI's reach.
+node_source() {
+    local sum=3b0dc941e4145fcb4c4a904a4c6149829e6255c05d0e01dbe8acda03277e2e74
+    local file='nodejs_22.22.1+dfsg+~cs22.19.15.orig.tar.xz'
+    local dir=tests/node/source
+    if [ "$(cat "$dir/.installed-from" 2>/dev/null)" = "$sum" ]; then
+        return
+    fi
+    local tmp
+    tmp=$(mktemp -d)
+    curl -sSfL --retry 3 -o "$tmp/node.tar.xz" \
+        "http://archive.ubuntu.com/ubuntu/pool/universe/n/nodejs/${file//+/%2B}"
+    echo "$sum  $tmp/node.tar.xz" | sha256sum --check --quiet
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    tar -xJf "$tmp/node.tar.xz" -C "$dir" --strip-components=1 \
+        node-v22.22.1/LICENSE node-v22.22.1/lib node-v22.22.1/test/parallel
+    rm -rf "$tmp"
+    echo "$sum" > "$dir/.installed-from"
+}
+node_source
 # The package parity corpus (tests/it/agents/parity.rs), for Node 22; the test
 # serves the same files to `packages add`.
 npm_deps tests/parity

@@ -1,7 +1,8 @@
 // What the "node" family exports: each module made on first use.
 
 // Node 22's additions to the buffer port (6.0.3): the `base64url`
-// encoding (its decoder already reads the URL alphabet), made once.
+// encoding (its decoder already reads the URL alphabet) and
+// ERR_UNKNOWN_ENCODING from `toString`, made once.
 let bufferReady = false;
 function buffer() {
   const mod = require("buffer/");
@@ -20,6 +21,13 @@ function buffer() {
   };
   Buffer.isEncoding = (encoding) => url(encoding) || isEncoding.call(Buffer, encoding);
   Buffer.prototype.toString = function (encoding, start, end) {
+    // Node names an encoding it does not know, where the port reads a
+    // falsy one as utf8 (`toString(0, 1, 2)`).
+    if (arguments.length > 0 && encoding !== undefined && !Buffer.isEncoding(encoding)) {
+      const error = new TypeError(`Unknown encoding: ${encoding}`);
+      error.code = "ERR_UNKNOWN_ENCODING";
+      throw error;
+    }
     if (!url(encoding)) return toString.apply(this, arguments);
     return toString.call(this, "base64", start, end).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
   };
@@ -27,6 +35,39 @@ function buffer() {
     const args = Array.from(arguments).map((a) => (url(a) ? "base64" : a));
     return write.apply(this, args);
   };
+  return mod;
+}
+
+// The string_decoder port (1.3.0) with Node 22's `base64url`: base64,
+// written in the URL alphabet without padding. Made once.
+let decoderReady = false;
+function stringDecoder() {
+  const mod = require("string_decoder/");
+  if (decoderReady) return mod;
+  decoderReady = true;
+  const Port = mod.StringDecoder;
+  const toUrl = (text) => text.replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  // A function, as Node's is (`StringDecoder.call(target)` works); the
+  // port sets `end` on each decoder, so it is wrapped there.
+  function StringDecoder(encoding) {
+    const url = typeof encoding === "string" && encoding.toLowerCase() === "base64url";
+    Port.call(this, url ? "base64" : encoding);
+    if (url) {
+      this.encoding = "base64url";
+      const end = this.end;
+      this.end = function (buf) {
+        return toUrl(end.call(this, buf));
+      };
+    }
+  }
+  StringDecoder.prototype = Object.create(Port.prototype, {
+    constructor: { value: StringDecoder, writable: true, configurable: true },
+  });
+  StringDecoder.prototype.write = function (buf) {
+    const text = Port.prototype.write.call(this, buf);
+    return this.encoding === "base64url" ? toUrl(text) : text;
+  };
+  mod.StringDecoder = StringDecoder;
   return mod;
 }
 
@@ -50,6 +91,10 @@ function events() {
   const EventEmitter = require("events/");
   if (eventsReady) return EventEmitter;
   eventsReady = true;
+  // Node's `process` is an EventEmitter: the run's (process.js) has the
+  // methods as its own, and EventEmitter.prototype for `instanceof`.
+  const proc = require("process/");
+  if (Object.getPrototypeOf(proc) === Object.prototype) Object.setPrototypeOf(proc, EventEmitter.prototype);
   const errorMonitor = Symbol("events.errorMonitor");
   Object.defineProperty(EventEmitter, "errorMonitor", {
     value: errorMonitor, writable: false, configurable: true, enumerable: true,
@@ -65,53 +110,6 @@ function events() {
   return EventEmitter;
 }
 
-// Node's POSIX path is the port's (Node 10's lib/path.js) but for what
-// Node changed since: arguments checked with Node's ERR_INVALID_ARG_TYPE,
-// `format` adding the dot an `ext` lacks, and `toNamespacedPath`. Made once.
-let pathReady = false;
-function path() {
-  const mod = require("path-browserify");
-  if (pathReady) return mod;
-  pathReady = true;
-  const received = (value) => {
-    if (value == null) return `Received ${value}`;
-    if (typeof value === "function") return `Received function ${value.name}`;
-    if (typeof value === "object") return `Received an instance of ${value.constructor?.name ?? "Object"}`;
-    return `Received type ${typeof value} (${String(value)})`;
-  };
-  const check = (value, name, type = "string") => {
-    if (type === "object" ? value === null || typeof value !== "object" : typeof value !== type) {
-      const error = new TypeError(`The "${name}" argument must be of type ${type}. ${received(value)}`);
-      error.code = "ERR_INVALID_ARG_TYPE";
-      throw error;
-    }
-  };
-  const checked = (name, names) => {
-    const original = mod[name];
-    mod[name] = function (...args) {
-      names(args).forEach(([value, argument]) => check(value, argument));
-      return original.apply(this, args);
-    };
-  };
-  checked("resolve", (args) => args.map((a, i) => [a, `paths[${i}]`]));
-  checked("join", (args) => args.map((a) => [a, "path"]));
-  checked("relative", ([from, to]) => [[from, "from"], [to, "to"]]);
-  for (const name of ["normalize", "isAbsolute", "dirname", "extname", "parse"]) {
-    checked(name, ([p]) => [[p, "path"]]);
-  }
-  checked("basename", ([p, ext]) => (ext === undefined ? [[p, "path"]] : [[p, "path"], [ext, "suffix"]]));
-  mod.format = function format(pathObject) {
-    check(pathObject, "pathObject", "object");
-    const dir = pathObject.dir || pathObject.root;
-    const ext = pathObject.ext ? `${pathObject.ext[0] === "." ? "" : "."}${pathObject.ext}` : "";
-    const base = pathObject.base || `${pathObject.name || ""}${ext}`;
-    if (!dir) return base;
-    return dir === pathObject.root ? `${dir}${base}` : `${dir}/${base}`;
-  };
-  mod.toNamespacedPath = (p) => p;
-  return mod;
-}
-
 module.exports = {
   get Buffer() { return buffer().Buffer; },
   get buffer() { return buffer(); },
@@ -120,11 +118,8 @@ module.exports = {
   // Node's deep equality (util.isDeepStrictEqual), from the assert port.
   get comparisons() { return require("assert/build/internal/util/comparisons"); },
   get stream() { return stream(); },
-  get string_decoder() { return require("string_decoder/"); },
+  get string_decoder() { return stringDecoder(); },
   get assert() { return require("assert/"); },
   // Node's lib/punycode.js is this library (2.1.0 there).
   get punycode() { return require("punycode/punycode.js"); },
-  // Node's POSIX path (its lib/path.js, as of Node 10, which is Node 22's
-  // in behaviour); `resolve` starts from process.cwd(), /work in a run.
-  get path() { return path(); },
 };

@@ -99,6 +99,7 @@ pub const ENGINE_BUILTINS: &[&str] = &[
     "crypto",
     "perf_hooks",
     "timers",
+    "timers/promises",
     "url",
     "util",
     "buffer",
@@ -120,6 +121,8 @@ pub const ENGINE_BUILTINS: &[&str] = &[
     "fs/promises",
     "path",
     "path/posix",
+    "path/win32",
+    "querystring",
 ];
 
 /// Node's built-in modules that are a subpath of another.

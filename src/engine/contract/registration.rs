@@ -176,6 +176,8 @@ capabilities! {
     disk: crate::engine::host::disk::DiskRun,
     digest: crate::engine::node::digest::Digests,
     microtasks: crate::engine::web::microtasks::Uncaught,
+    node_timers: crate::engine::node::timers::NodeTimers,
+    node_core: crate::engine::node::builtins::NodeCore,
     #[cfg(test)]
     toy: crate::engine::host::toy::Toy,
 }
@@ -262,6 +264,9 @@ mod tests {
             "digest.update",
             "digest.finish",
             "microtasks.call",
+            "node_timers.schedule",
+            "node_timers.ref",
+            "node_timers.clear",
         ];
         // The test-only capability's family comes after every real one.
         let pinned: Vec<&str> = pinned.into_iter().chain(["toy.double"]).collect();
@@ -391,12 +396,25 @@ mod tests {
             ("disk", 1, vec![]),
             ("digest", 1, vec![]),
             ("microtasks", 1, vec![]),
-            ("toy", 10, vec!["toy"]),
+            (
+                "node_timers",
+                10,
+                vec![
+                    "setTimeout",
+                    "setInterval",
+                    "clearTimeout",
+                    "clearInterval",
+                    "setImmediate",
+                    "clearImmediate",
+                ],
+            ),
+            ("node_core", 1, vec![]),
+            ("toy", 11, vec!["toy"]),
         ];
         assert_eq!(declared, pinned);
         // The version heaps of the release before this table carry (1 +
         // the host families then, 7), so they are not reinstalled needlessly.
-        assert_eq!(LAYER.version(), 10, "9 without the test-only family");
+        assert_eq!(LAYER.version(), 11, "10 without the test-only family");
         for name in LAYER.guarded {
             assert!(LAYER.family_of(name).is_some(), "{name} has no family");
         }

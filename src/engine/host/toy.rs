@@ -46,7 +46,7 @@ impl Capability for Toy {
         deps: &[],
         natives,
         globals: &["toy"],
-        version: 10,
+        version: 11,
     });
     const ARGUMENT: Option<Argument> = Some(Argument {
         name: "toy_factor",

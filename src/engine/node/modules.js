@@ -61,14 +61,16 @@
       },
     }),
     perf_hooks: () => ({ performance: globalThis.performance }),
-    timers: () => ({
-      setTimeout: globalThis.setTimeout,
-      clearTimeout: globalThis.clearTimeout,
-      setInterval: globalThis.setInterval,
-      clearInterval: globalThis.clearInterval,
-      queueMicrotask: globalThis.queueMicrotask,
-    }),
-    url: () => ({ URL: globalThis.URL, URLSearchParams: globalThis.URLSearchParams }),
+    // Node's timer model (timers.js), whichever `setTimeout` the heap's
+    // global holds.
+    timers: () => {
+      const { promises, ...timers } = load("node_timers");
+      return { ...timers, promises };
+    },
+    "timers/promises": () => load("node_timers").promises,
+    // Node 22's own lib/url.js (node_core.js): the WHATWG URL of the run
+    // and the legacy parse/format/resolve API.
+    url: () => load("node_core").url,
     util: () => {
       const node = load("node");
       const { inspect, format, formatWithOptions, stripVTControlCharacters } = load("node_inspect");
@@ -118,9 +120,12 @@
     // /work, the run's file tree (fs.js).
     fs: () => load("fs").fs,
     "fs/promises": () => load("fs").promises,
-    // Node's own POSIX path (node_lib.js); paths are /work's.
-    path: () => load("node").path,
-    "path/posix": () => load("node").path,
+    // Node 22's own lib/path.js (node_core.js), POSIX as on Linux; paths
+    // are /work's.
+    path: () => load("node_core").path,
+    "path/posix": () => load("node_core").path.posix,
+    "path/win32": () => load("node_core").path.win32,
+    querystring: () => load("node_core").querystring,
   };
   const builtinCache = new Map();
 

@@ -79,7 +79,15 @@ impl Capability for ModuleRun {
     const FAMILY: Option<&'static Family> = Some(&Family {
         name: "modules",
         source: include_str!("modules.js"),
-        deps: &["crypto", "digest", "fs", "node", "node_inspect"],
+        deps: &[
+            "crypto",
+            "digest",
+            "fs",
+            "node",
+            "node_core",
+            "node_inspect",
+            "node_timers",
+        ],
         natives,
         // `$__mcpv8_import` is what a run's static `import` declarations
         // become (engine/run/repl.rs).

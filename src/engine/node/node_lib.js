@@ -1466,6 +1466,271 @@ var require_buffer = /* @__PURE__ */ __commonJSMin(((exports) => {
 	}
 }));
 
+// node_modules/safe-buffer/index.js
+var require_safe_buffer = /* @__PURE__ */ __commonJSMin(((exports, module) => {
+	/*! safe-buffer. MIT License. Feross Aboukhadijeh <https://feross.org/opensource> */
+	var buffer = require_buffer();
+	var Buffer = buffer.Buffer;
+	function copyProps(src, dst) {
+		for (var key in src) dst[key] = src[key];
+	}
+	if (Buffer.from && Buffer.alloc && Buffer.allocUnsafe && Buffer.allocUnsafeSlow) module.exports = buffer;
+	else {
+		copyProps(buffer, exports);
+		exports.Buffer = SafeBuffer;
+	}
+	function SafeBuffer(arg, encodingOrOffset, length) {
+		return Buffer(arg, encodingOrOffset, length);
+	}
+	SafeBuffer.prototype = Object.create(Buffer.prototype);
+	copyProps(Buffer, SafeBuffer);
+	SafeBuffer.from = function(arg, encodingOrOffset, length) {
+		if (typeof arg === "number") throw new TypeError("Argument must not be a number");
+		return Buffer(arg, encodingOrOffset, length);
+	};
+	SafeBuffer.alloc = function(size, fill, encoding) {
+		if (typeof size !== "number") throw new TypeError("Argument must be a number");
+		var buf = Buffer(size);
+		if (fill !== void 0) {
+			if (typeof encoding === "string") buf.fill(fill, encoding);
+			else buf.fill(fill);
+		} else buf.fill(0);
+		return buf;
+	};
+	SafeBuffer.allocUnsafe = function(size) {
+		if (typeof size !== "number") throw new TypeError("Argument must be a number");
+		return Buffer(size);
+	};
+	SafeBuffer.allocUnsafeSlow = function(size) {
+		if (typeof size !== "number") throw new TypeError("Argument must be a number");
+		return buffer.SlowBuffer(size);
+	};
+}));
+
+// node_modules/string_decoder/lib/string_decoder.js
+var require_string_decoder = /* @__PURE__ */ __commonJSMin(((exports) => {
+	var Buffer = require_safe_buffer().Buffer;
+	var isEncoding = Buffer.isEncoding || function(encoding) {
+		encoding = "" + encoding;
+		switch (encoding && encoding.toLowerCase()) {
+			case "hex":
+			case "utf8":
+			case "utf-8":
+			case "ascii":
+			case "binary":
+			case "base64":
+			case "ucs2":
+			case "ucs-2":
+			case "utf16le":
+			case "utf-16le":
+			case "raw": return true;
+			default: return false;
+		}
+	};
+	function _normalizeEncoding(enc) {
+		if (!enc) return "utf8";
+		var retried;
+		while (true) switch (enc) {
+			case "utf8":
+			case "utf-8": return "utf8";
+			case "ucs2":
+			case "ucs-2":
+			case "utf16le":
+			case "utf-16le": return "utf16le";
+			case "latin1":
+			case "binary": return "latin1";
+			case "base64":
+			case "ascii":
+			case "hex": return enc;
+			default:
+				if (retried) return;
+				enc = ("" + enc).toLowerCase();
+				retried = true;
+		}
+	}
+	function normalizeEncoding(enc) {
+		var nenc = _normalizeEncoding(enc);
+		if (typeof nenc !== "string" && (Buffer.isEncoding === isEncoding || !isEncoding(enc))) throw new Error("Unknown encoding: " + enc);
+		return nenc || enc;
+	}
+	exports.StringDecoder = StringDecoder;
+	function StringDecoder(encoding) {
+		this.encoding = normalizeEncoding(encoding);
+		var nb;
+		switch (this.encoding) {
+			case "utf16le":
+				this.text = utf16Text;
+				this.end = utf16End;
+				nb = 4;
+				break;
+			case "utf8":
+				this.fillLast = utf8FillLast;
+				nb = 4;
+				break;
+			case "base64":
+				this.text = base64Text;
+				this.end = base64End;
+				nb = 3;
+				break;
+			default:
+				this.write = simpleWrite;
+				this.end = simpleEnd;
+				return;
+		}
+		this.lastNeed = 0;
+		this.lastTotal = 0;
+		this.lastChar = Buffer.allocUnsafe(nb);
+	}
+	StringDecoder.prototype.write = function(buf) {
+		if (buf.length === 0) return "";
+		var r;
+		var i;
+		if (this.lastNeed) {
+			r = this.fillLast(buf);
+			if (r === void 0) return "";
+			i = this.lastNeed;
+			this.lastNeed = 0;
+		} else i = 0;
+		if (i < buf.length) return r ? r + this.text(buf, i) : this.text(buf, i);
+		return r || "";
+	};
+	StringDecoder.prototype.end = utf8End;
+	StringDecoder.prototype.text = utf8Text;
+	StringDecoder.prototype.fillLast = function(buf) {
+		if (this.lastNeed <= buf.length) {
+			buf.copy(this.lastChar, this.lastTotal - this.lastNeed, 0, this.lastNeed);
+			return this.lastChar.toString(this.encoding, 0, this.lastTotal);
+		}
+		buf.copy(this.lastChar, this.lastTotal - this.lastNeed, 0, buf.length);
+		this.lastNeed -= buf.length;
+	};
+	function utf8CheckByte(byte) {
+		if (byte <= 127) return 0;
+		else if (byte >> 5 === 6) return 2;
+		else if (byte >> 4 === 14) return 3;
+		else if (byte >> 3 === 30) return 4;
+		return byte >> 6 === 2 ? -1 : -2;
+	}
+	function utf8CheckIncomplete(self, buf, i) {
+		var j = buf.length - 1;
+		if (j < i) return 0;
+		var nb = utf8CheckByte(buf[j]);
+		if (nb >= 0) {
+			if (nb > 0) self.lastNeed = nb - 1;
+			return nb;
+		}
+		if (--j < i || nb === -2) return 0;
+		nb = utf8CheckByte(buf[j]);
+		if (nb >= 0) {
+			if (nb > 0) self.lastNeed = nb - 2;
+			return nb;
+		}
+		if (--j < i || nb === -2) return 0;
+		nb = utf8CheckByte(buf[j]);
+		if (nb >= 0) {
+			if (nb > 0) {
+				if (nb === 2) nb = 0;
+				else self.lastNeed = nb - 3;
+			}
+			return nb;
+		}
+		return 0;
+	}
+	function utf8CheckExtraBytes(self, buf, p) {
+		if ((buf[0] & 192) !== 128) {
+			self.lastNeed = 0;
+			return "�";
+		}
+		if (self.lastNeed > 1 && buf.length > 1) {
+			if ((buf[1] & 192) !== 128) {
+				self.lastNeed = 1;
+				return "�";
+			}
+			if (self.lastNeed > 2 && buf.length > 2) {
+				if ((buf[2] & 192) !== 128) {
+					self.lastNeed = 2;
+					return "�";
+				}
+			}
+		}
+	}
+	function utf8FillLast(buf) {
+		var p = this.lastTotal - this.lastNeed;
+		var r = utf8CheckExtraBytes(this, buf, p);
+		if (r !== void 0) return r;
+		if (this.lastNeed <= buf.length) {
+			buf.copy(this.lastChar, p, 0, this.lastNeed);
+			return this.lastChar.toString(this.encoding, 0, this.lastTotal);
+		}
+		buf.copy(this.lastChar, p, 0, buf.length);
+		this.lastNeed -= buf.length;
+	}
+	function utf8Text(buf, i) {
+		var total = utf8CheckIncomplete(this, buf, i);
+		if (!this.lastNeed) return buf.toString("utf8", i);
+		this.lastTotal = total;
+		var end = buf.length - (total - this.lastNeed);
+		buf.copy(this.lastChar, 0, end);
+		return buf.toString("utf8", i, end);
+	}
+	function utf8End(buf) {
+		var r = buf && buf.length ? this.write(buf) : "";
+		if (this.lastNeed) return r + "�";
+		return r;
+	}
+	function utf16Text(buf, i) {
+		if ((buf.length - i) % 2 === 0) {
+			var r = buf.toString("utf16le", i);
+			if (r) {
+				var c = r.charCodeAt(r.length - 1);
+				if (c >= 55296 && c <= 56319) {
+					this.lastNeed = 2;
+					this.lastTotal = 4;
+					this.lastChar[0] = buf[buf.length - 2];
+					this.lastChar[1] = buf[buf.length - 1];
+					return r.slice(0, -1);
+				}
+			}
+			return r;
+		}
+		this.lastNeed = 1;
+		this.lastTotal = 2;
+		this.lastChar[0] = buf[buf.length - 1];
+		return buf.toString("utf16le", i, buf.length - 1);
+	}
+	function utf16End(buf) {
+		var r = buf && buf.length ? this.write(buf) : "";
+		if (this.lastNeed) {
+			var end = this.lastTotal - this.lastNeed;
+			return r + this.lastChar.toString("utf16le", 0, end);
+		}
+		return r;
+	}
+	function base64Text(buf, i) {
+		var n = (buf.length - i) % 3;
+		if (n === 0) return buf.toString("base64", i);
+		this.lastNeed = 3 - n;
+		this.lastTotal = 3;
+		if (n === 1) this.lastChar[0] = buf[buf.length - 1];
+		else {
+			this.lastChar[0] = buf[buf.length - 2];
+			this.lastChar[1] = buf[buf.length - 1];
+		}
+		return buf.toString("base64", i, buf.length - n);
+	}
+	function base64End(buf) {
+		var r = buf && buf.length ? this.write(buf) : "";
+		if (this.lastNeed) return r + this.lastChar.toString("base64", 0, 3 - this.lastNeed);
+		return r;
+	}
+	function simpleWrite(buf) {
+		return buf.toString(this.encoding);
+	}
+	function simpleEnd(buf) {
+		return buf && buf.length ? this.write(buf) : "";
+	}
+}));
+
 // node_modules/readable-stream/lib/ours/primordials.js
 var require_primordials = /* @__PURE__ */ __commonJSMin(((exports, module) => {
 	var AggregateError = class extends Error {
@@ -3476,271 +3741,6 @@ var require_state = /* @__PURE__ */ __commonJSMin(((exports, module) => {
 		getDefaultHighWaterMark,
 		setDefaultHighWaterMark
 	};
-}));
-
-// node_modules/safe-buffer/index.js
-var require_safe_buffer = /* @__PURE__ */ __commonJSMin(((exports, module) => {
-	/*! safe-buffer. MIT License. Feross Aboukhadijeh <https://feross.org/opensource> */
-	var buffer = require_buffer();
-	var Buffer = buffer.Buffer;
-	function copyProps(src, dst) {
-		for (var key in src) dst[key] = src[key];
-	}
-	if (Buffer.from && Buffer.alloc && Buffer.allocUnsafe && Buffer.allocUnsafeSlow) module.exports = buffer;
-	else {
-		copyProps(buffer, exports);
-		exports.Buffer = SafeBuffer;
-	}
-	function SafeBuffer(arg, encodingOrOffset, length) {
-		return Buffer(arg, encodingOrOffset, length);
-	}
-	SafeBuffer.prototype = Object.create(Buffer.prototype);
-	copyProps(Buffer, SafeBuffer);
-	SafeBuffer.from = function(arg, encodingOrOffset, length) {
-		if (typeof arg === "number") throw new TypeError("Argument must not be a number");
-		return Buffer(arg, encodingOrOffset, length);
-	};
-	SafeBuffer.alloc = function(size, fill, encoding) {
-		if (typeof size !== "number") throw new TypeError("Argument must be a number");
-		var buf = Buffer(size);
-		if (fill !== void 0) {
-			if (typeof encoding === "string") buf.fill(fill, encoding);
-			else buf.fill(fill);
-		} else buf.fill(0);
-		return buf;
-	};
-	SafeBuffer.allocUnsafe = function(size) {
-		if (typeof size !== "number") throw new TypeError("Argument must be a number");
-		return Buffer(size);
-	};
-	SafeBuffer.allocUnsafeSlow = function(size) {
-		if (typeof size !== "number") throw new TypeError("Argument must be a number");
-		return buffer.SlowBuffer(size);
-	};
-}));
-
-// node_modules/string_decoder/lib/string_decoder.js
-var require_string_decoder = /* @__PURE__ */ __commonJSMin(((exports) => {
-	var Buffer = require_safe_buffer().Buffer;
-	var isEncoding = Buffer.isEncoding || function(encoding) {
-		encoding = "" + encoding;
-		switch (encoding && encoding.toLowerCase()) {
-			case "hex":
-			case "utf8":
-			case "utf-8":
-			case "ascii":
-			case "binary":
-			case "base64":
-			case "ucs2":
-			case "ucs-2":
-			case "utf16le":
-			case "utf-16le":
-			case "raw": return true;
-			default: return false;
-		}
-	};
-	function _normalizeEncoding(enc) {
-		if (!enc) return "utf8";
-		var retried;
-		while (true) switch (enc) {
-			case "utf8":
-			case "utf-8": return "utf8";
-			case "ucs2":
-			case "ucs-2":
-			case "utf16le":
-			case "utf-16le": return "utf16le";
-			case "latin1":
-			case "binary": return "latin1";
-			case "base64":
-			case "ascii":
-			case "hex": return enc;
-			default:
-				if (retried) return;
-				enc = ("" + enc).toLowerCase();
-				retried = true;
-		}
-	}
-	function normalizeEncoding(enc) {
-		var nenc = _normalizeEncoding(enc);
-		if (typeof nenc !== "string" && (Buffer.isEncoding === isEncoding || !isEncoding(enc))) throw new Error("Unknown encoding: " + enc);
-		return nenc || enc;
-	}
-	exports.StringDecoder = StringDecoder;
-	function StringDecoder(encoding) {
-		this.encoding = normalizeEncoding(encoding);
-		var nb;
-		switch (this.encoding) {
-			case "utf16le":
-				this.text = utf16Text;
-				this.end = utf16End;
-				nb = 4;
-				break;
-			case "utf8":
-				this.fillLast = utf8FillLast;
-				nb = 4;
-				break;
-			case "base64":
-				this.text = base64Text;
-				this.end = base64End;
-				nb = 3;
-				break;
-			default:
-				this.write = simpleWrite;
-				this.end = simpleEnd;
-				return;
-		}
-		this.lastNeed = 0;
-		this.lastTotal = 0;
-		this.lastChar = Buffer.allocUnsafe(nb);
-	}
-	StringDecoder.prototype.write = function(buf) {
-		if (buf.length === 0) return "";
-		var r;
-		var i;
-		if (this.lastNeed) {
-			r = this.fillLast(buf);
-			if (r === void 0) return "";
-			i = this.lastNeed;
-			this.lastNeed = 0;
-		} else i = 0;
-		if (i < buf.length) return r ? r + this.text(buf, i) : this.text(buf, i);
-		return r || "";
-	};
-	StringDecoder.prototype.end = utf8End;
-	StringDecoder.prototype.text = utf8Text;
-	StringDecoder.prototype.fillLast = function(buf) {
-		if (this.lastNeed <= buf.length) {
-			buf.copy(this.lastChar, this.lastTotal - this.lastNeed, 0, this.lastNeed);
-			return this.lastChar.toString(this.encoding, 0, this.lastTotal);
-		}
-		buf.copy(this.lastChar, this.lastTotal - this.lastNeed, 0, buf.length);
-		this.lastNeed -= buf.length;
-	};
-	function utf8CheckByte(byte) {
-		if (byte <= 127) return 0;
-		else if (byte >> 5 === 6) return 2;
-		else if (byte >> 4 === 14) return 3;
-		else if (byte >> 3 === 30) return 4;
-		return byte >> 6 === 2 ? -1 : -2;
-	}
-	function utf8CheckIncomplete(self, buf, i) {
-		var j = buf.length - 1;
-		if (j < i) return 0;
-		var nb = utf8CheckByte(buf[j]);
-		if (nb >= 0) {
-			if (nb > 0) self.lastNeed = nb - 1;
-			return nb;
-		}
-		if (--j < i || nb === -2) return 0;
-		nb = utf8CheckByte(buf[j]);
-		if (nb >= 0) {
-			if (nb > 0) self.lastNeed = nb - 2;
-			return nb;
-		}
-		if (--j < i || nb === -2) return 0;
-		nb = utf8CheckByte(buf[j]);
-		if (nb >= 0) {
-			if (nb > 0) {
-				if (nb === 2) nb = 0;
-				else self.lastNeed = nb - 3;
-			}
-			return nb;
-		}
-		return 0;
-	}
-	function utf8CheckExtraBytes(self, buf, p) {
-		if ((buf[0] & 192) !== 128) {
-			self.lastNeed = 0;
-			return "�";
-		}
-		if (self.lastNeed > 1 && buf.length > 1) {
-			if ((buf[1] & 192) !== 128) {
-				self.lastNeed = 1;
-				return "�";
-			}
-			if (self.lastNeed > 2 && buf.length > 2) {
-				if ((buf[2] & 192) !== 128) {
-					self.lastNeed = 2;
-					return "�";
-				}
-			}
-		}
-	}
-	function utf8FillLast(buf) {
-		var p = this.lastTotal - this.lastNeed;
-		var r = utf8CheckExtraBytes(this, buf, p);
-		if (r !== void 0) return r;
-		if (this.lastNeed <= buf.length) {
-			buf.copy(this.lastChar, p, 0, this.lastNeed);
-			return this.lastChar.toString(this.encoding, 0, this.lastTotal);
-		}
-		buf.copy(this.lastChar, p, 0, buf.length);
-		this.lastNeed -= buf.length;
-	}
-	function utf8Text(buf, i) {
-		var total = utf8CheckIncomplete(this, buf, i);
-		if (!this.lastNeed) return buf.toString("utf8", i);
-		this.lastTotal = total;
-		var end = buf.length - (total - this.lastNeed);
-		buf.copy(this.lastChar, 0, end);
-		return buf.toString("utf8", i, end);
-	}
-	function utf8End(buf) {
-		var r = buf && buf.length ? this.write(buf) : "";
-		if (this.lastNeed) return r + "�";
-		return r;
-	}
-	function utf16Text(buf, i) {
-		if ((buf.length - i) % 2 === 0) {
-			var r = buf.toString("utf16le", i);
-			if (r) {
-				var c = r.charCodeAt(r.length - 1);
-				if (c >= 55296 && c <= 56319) {
-					this.lastNeed = 2;
-					this.lastTotal = 4;
-					this.lastChar[0] = buf[buf.length - 2];
-					this.lastChar[1] = buf[buf.length - 1];
-					return r.slice(0, -1);
-				}
-			}
-			return r;
-		}
-		this.lastNeed = 1;
-		this.lastTotal = 2;
-		this.lastChar[0] = buf[buf.length - 1];
-		return buf.toString("utf16le", i, buf.length - 1);
-	}
-	function utf16End(buf) {
-		var r = buf && buf.length ? this.write(buf) : "";
-		if (this.lastNeed) {
-			var end = this.lastTotal - this.lastNeed;
-			return r + this.lastChar.toString("utf16le", 0, end);
-		}
-		return r;
-	}
-	function base64Text(buf, i) {
-		var n = (buf.length - i) % 3;
-		if (n === 0) return buf.toString("base64", i);
-		this.lastNeed = 3 - n;
-		this.lastTotal = 3;
-		if (n === 1) this.lastChar[0] = buf[buf.length - 1];
-		else {
-			this.lastChar[0] = buf[buf.length - 2];
-			this.lastChar[1] = buf[buf.length - 1];
-		}
-		return buf.toString("base64", i, buf.length - n);
-	}
-	function base64End(buf) {
-		var r = buf && buf.length ? this.write(buf) : "";
-		if (this.lastNeed) return r + this.lastChar.toString("base64", 0, 3 - this.lastNeed);
-		return r;
-	}
-	function simpleWrite(buf) {
-		return buf.toString(this.encoding);
-	}
-	function simpleEnd(buf) {
-		return buf && buf.length ? this.write(buf) : "";
-	}
 }));
 
 // node_modules/readable-stream/lib/internal/streams/from.js
@@ -6486,341 +6486,6 @@ var require_browser = /* @__PURE__ */ __commonJSMin(((exports, module) => {
 	});
 	module.exports.Stream = CustomStream.Stream;
 	module.exports.default = module.exports;
-}));
-
-// node_modules/path-browserify/index.js
-var require_path_browserify = /* @__PURE__ */ __commonJSMin(((exports, module) => {
-	function assertPath(path) {
-		if (typeof path !== "string") throw new TypeError("Path must be a string. Received " + JSON.stringify(path));
-	}
-	function normalizeStringPosix(path, allowAboveRoot) {
-		var res = "";
-		var lastSegmentLength = 0;
-		var lastSlash = -1;
-		var dots = 0;
-		var code;
-		for (var i = 0; i <= path.length; ++i) {
-			if (i < path.length) code = path.charCodeAt(i);
-			else if (code === 47) break;
-			else code = 47;
-			if (code === 47) {
-				if (lastSlash === i - 1 || dots === 1) {} else if (lastSlash !== i - 1 && dots === 2) {
-					if (res.length < 2 || lastSegmentLength !== 2 || res.charCodeAt(res.length - 1) !== 46 || res.charCodeAt(res.length - 2) !== 46) {
-						if (res.length > 2) {
-							var lastSlashIndex = res.lastIndexOf("/");
-							if (lastSlashIndex !== res.length - 1) {
-								if (lastSlashIndex === -1) {
-									res = "";
-									lastSegmentLength = 0;
-								} else {
-									res = res.slice(0, lastSlashIndex);
-									lastSegmentLength = res.length - 1 - res.lastIndexOf("/");
-								}
-								lastSlash = i;
-								dots = 0;
-								continue;
-							}
-						} else if (res.length === 2 || res.length === 1) {
-							res = "";
-							lastSegmentLength = 0;
-							lastSlash = i;
-							dots = 0;
-							continue;
-						}
-					}
-					if (allowAboveRoot) {
-						if (res.length > 0) res += "/..";
-						else res = "..";
-						lastSegmentLength = 2;
-					}
-				} else {
-					if (res.length > 0) res += "/" + path.slice(lastSlash + 1, i);
-					else res = path.slice(lastSlash + 1, i);
-					lastSegmentLength = i - lastSlash - 1;
-				}
-				lastSlash = i;
-				dots = 0;
-			} else if (code === 46 && dots !== -1) ++dots;
-			else dots = -1;
-		}
-		return res;
-	}
-	function _format(sep, pathObject) {
-		var dir = pathObject.dir || pathObject.root;
-		var base = pathObject.base || (pathObject.name || "") + (pathObject.ext || "");
-		if (!dir) return base;
-		if (dir === pathObject.root) return dir + base;
-		return dir + sep + base;
-	}
-	var posix = {
-		resolve: function resolve() {
-			var resolvedPath = "";
-			var resolvedAbsolute = false;
-			var cwd;
-			for (var i = arguments.length - 1; i >= -1 && !resolvedAbsolute; i--) {
-				var path;
-				if (i >= 0) path = arguments[i];
-				else {
-					if (cwd === void 0) cwd = process.cwd();
-					path = cwd;
-				}
-				assertPath(path);
-				if (path.length === 0) continue;
-				resolvedPath = path + "/" + resolvedPath;
-				resolvedAbsolute = path.charCodeAt(0) === 47;
-			}
-			resolvedPath = normalizeStringPosix(resolvedPath, !resolvedAbsolute);
-			if (resolvedAbsolute) {
-				if (resolvedPath.length > 0) return "/" + resolvedPath;
-				else return "/";
-			} else if (resolvedPath.length > 0) return resolvedPath;
-			else return ".";
-		},
-		normalize: function normalize(path) {
-			assertPath(path);
-			if (path.length === 0) return ".";
-			var isAbsolute = path.charCodeAt(0) === 47;
-			var trailingSeparator = path.charCodeAt(path.length - 1) === 47;
-			path = normalizeStringPosix(path, !isAbsolute);
-			if (path.length === 0 && !isAbsolute) path = ".";
-			if (path.length > 0 && trailingSeparator) path += "/";
-			if (isAbsolute) return "/" + path;
-			return path;
-		},
-		isAbsolute: function isAbsolute(path) {
-			assertPath(path);
-			return path.length > 0 && path.charCodeAt(0) === 47;
-		},
-		join: function join() {
-			if (arguments.length === 0) return ".";
-			var joined;
-			for (var i = 0; i < arguments.length; ++i) {
-				var arg = arguments[i];
-				assertPath(arg);
-				if (arg.length > 0) {
-					if (joined === void 0) joined = arg;
-					else joined += "/" + arg;
-				}
-			}
-			if (joined === void 0) return ".";
-			return posix.normalize(joined);
-		},
-		relative: function relative(from, to) {
-			assertPath(from);
-			assertPath(to);
-			if (from === to) return "";
-			from = posix.resolve(from);
-			to = posix.resolve(to);
-			if (from === to) return "";
-			var fromStart = 1;
-			for (; fromStart < from.length; ++fromStart) if (from.charCodeAt(fromStart) !== 47) break;
-			var fromEnd = from.length;
-			var fromLen = fromEnd - fromStart;
-			var toStart = 1;
-			for (; toStart < to.length; ++toStart) if (to.charCodeAt(toStart) !== 47) break;
-			var toLen = to.length - toStart;
-			var length = fromLen < toLen ? fromLen : toLen;
-			var lastCommonSep = -1;
-			var i = 0;
-			for (; i <= length; ++i) {
-				if (i === length) {
-					if (toLen > length) {
-						if (to.charCodeAt(toStart + i) === 47) return to.slice(toStart + i + 1);
-						else if (i === 0) return to.slice(toStart + i);
-					} else if (fromLen > length) {
-						if (from.charCodeAt(fromStart + i) === 47) lastCommonSep = i;
-						else if (i === 0) lastCommonSep = 0;
-					}
-					break;
-				}
-				var fromCode = from.charCodeAt(fromStart + i);
-				if (fromCode !== to.charCodeAt(toStart + i)) break;
-				else if (fromCode === 47) lastCommonSep = i;
-			}
-			var out = "";
-			for (i = fromStart + lastCommonSep + 1; i <= fromEnd; ++i) if (i === fromEnd || from.charCodeAt(i) === 47) {
-				if (out.length === 0) out += "..";
-				else out += "/..";
-			}
-			if (out.length > 0) return out + to.slice(toStart + lastCommonSep);
-			else {
-				toStart += lastCommonSep;
-				if (to.charCodeAt(toStart) === 47) ++toStart;
-				return to.slice(toStart);
-			}
-		},
-		_makeLong: function _makeLong(path) {
-			return path;
-		},
-		dirname: function dirname(path) {
-			assertPath(path);
-			if (path.length === 0) return ".";
-			var code = path.charCodeAt(0);
-			var hasRoot = code === 47;
-			var end = -1;
-			var matchedSlash = true;
-			for (var i = path.length - 1; i >= 1; --i) {
-				code = path.charCodeAt(i);
-				if (code === 47) {
-					if (!matchedSlash) {
-						end = i;
-						break;
-					}
-				} else matchedSlash = false;
-			}
-			if (end === -1) return hasRoot ? "/" : ".";
-			if (hasRoot && end === 1) return "//";
-			return path.slice(0, end);
-		},
-		basename: function basename(path, ext) {
-			if (ext !== void 0 && typeof ext !== "string") throw new TypeError("\"ext\" argument must be a string");
-			assertPath(path);
-			var start = 0;
-			var end = -1;
-			var matchedSlash = true;
-			var i;
-			if (ext !== void 0 && ext.length > 0 && ext.length <= path.length) {
-				if (ext.length === path.length && ext === path) return "";
-				var extIdx = ext.length - 1;
-				var firstNonSlashEnd = -1;
-				for (i = path.length - 1; i >= 0; --i) {
-					var code = path.charCodeAt(i);
-					if (code === 47) {
-						if (!matchedSlash) {
-							start = i + 1;
-							break;
-						}
-					} else {
-						if (firstNonSlashEnd === -1) {
-							matchedSlash = false;
-							firstNonSlashEnd = i + 1;
-						}
-						if (extIdx >= 0) {
-							if (code === ext.charCodeAt(extIdx)) {
-								if (--extIdx === -1) end = i;
-							} else {
-								extIdx = -1;
-								end = firstNonSlashEnd;
-							}
-						}
-					}
-				}
-				if (start === end) end = firstNonSlashEnd;
-				else if (end === -1) end = path.length;
-				return path.slice(start, end);
-			} else {
-				for (i = path.length - 1; i >= 0; --i) if (path.charCodeAt(i) === 47) {
-					if (!matchedSlash) {
-						start = i + 1;
-						break;
-					}
-				} else if (end === -1) {
-					matchedSlash = false;
-					end = i + 1;
-				}
-				if (end === -1) return "";
-				return path.slice(start, end);
-			}
-		},
-		extname: function extname(path) {
-			assertPath(path);
-			var startDot = -1;
-			var startPart = 0;
-			var end = -1;
-			var matchedSlash = true;
-			var preDotState = 0;
-			for (var i = path.length - 1; i >= 0; --i) {
-				var code = path.charCodeAt(i);
-				if (code === 47) {
-					if (!matchedSlash) {
-						startPart = i + 1;
-						break;
-					}
-					continue;
-				}
-				if (end === -1) {
-					matchedSlash = false;
-					end = i + 1;
-				}
-				if (code === 46) {
-					if (startDot === -1) startDot = i;
-					else if (preDotState !== 1) preDotState = 1;
-				} else if (startDot !== -1) preDotState = -1;
-			}
-			if (startDot === -1 || end === -1 || preDotState === 0 || preDotState === 1 && startDot === end - 1 && startDot === startPart + 1) return "";
-			return path.slice(startDot, end);
-		},
-		format: function format(pathObject) {
-			if (pathObject === null || typeof pathObject !== "object") throw new TypeError("The \"pathObject\" argument must be of type Object. Received type " + typeof pathObject);
-			return _format("/", pathObject);
-		},
-		parse: function parse(path) {
-			assertPath(path);
-			var ret = {
-				root: "",
-				dir: "",
-				base: "",
-				ext: "",
-				name: ""
-			};
-			if (path.length === 0) return ret;
-			var code = path.charCodeAt(0);
-			var isAbsolute = code === 47;
-			var start;
-			if (isAbsolute) {
-				ret.root = "/";
-				start = 1;
-			} else start = 0;
-			var startDot = -1;
-			var startPart = 0;
-			var end = -1;
-			var matchedSlash = true;
-			var i = path.length - 1;
-			var preDotState = 0;
-			for (; i >= start; --i) {
-				code = path.charCodeAt(i);
-				if (code === 47) {
-					if (!matchedSlash) {
-						startPart = i + 1;
-						break;
-					}
-					continue;
-				}
-				if (end === -1) {
-					matchedSlash = false;
-					end = i + 1;
-				}
-				if (code === 46) {
-					if (startDot === -1) startDot = i;
-					else if (preDotState !== 1) preDotState = 1;
-				} else if (startDot !== -1) preDotState = -1;
-			}
-			if (startDot === -1 || end === -1 || preDotState === 0 || preDotState === 1 && startDot === end - 1 && startDot === startPart + 1) {
-				if (end !== -1) {
-					if (startPart === 0 && isAbsolute) ret.base = ret.name = path.slice(1, end);
-					else ret.base = ret.name = path.slice(startPart, end);
-				}
-			} else {
-				if (startPart === 0 && isAbsolute) {
-					ret.name = path.slice(1, startDot);
-					ret.base = path.slice(1, end);
-				} else {
-					ret.name = path.slice(startPart, startDot);
-					ret.base = path.slice(startPart, end);
-				}
-				ret.ext = path.slice(startDot, end);
-			}
-			if (startPart > 0) ret.dir = path.slice(0, startPart - 1);
-			else if (isAbsolute) ret.dir = "/";
-			return ret;
-		},
-		sep: "/",
-		delimiter: ":",
-		win32: null,
-		posix: null
-	};
-	posix.posix = posix;
-	module.exports = posix;
 }));
 
 // node_modules/has-symbols/shams.js
@@ -10778,6 +10443,11 @@ function buffer() {
 	};
 	Buffer.isEncoding = (encoding) => url(encoding) || isEncoding.call(Buffer, encoding);
 	Buffer.prototype.toString = function(encoding, start, end) {
+		if (arguments.length > 0 && encoding !== void 0 && !Buffer.isEncoding(encoding)) {
+			const error = /* @__PURE__ */ new TypeError(`Unknown encoding: ${encoding}`);
+			error.code = "ERR_UNKNOWN_ENCODING";
+			throw error;
+		}
 		if (!url(encoding)) return toString.apply(this, arguments);
 		return toString.call(this, "base64", start, end).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 	};
@@ -10785,6 +10455,36 @@ function buffer() {
 		const args = Array.from(arguments).map((a) => url(a) ? "base64" : a);
 		return write.apply(this, args);
 	};
+	return mod;
+}
+let decoderReady = false;
+function stringDecoder() {
+	const mod = require_string_decoder();
+	if (decoderReady) return mod;
+	decoderReady = true;
+	const Port = mod.StringDecoder;
+	const toUrl = (text) => text.replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+	function StringDecoder(encoding) {
+		const url = typeof encoding === "string" && encoding.toLowerCase() === "base64url";
+		Port.call(this, url ? "base64" : encoding);
+		if (url) {
+			this.encoding = "base64url";
+			const end = this.end;
+			this.end = function(buf) {
+				return toUrl(end.call(this, buf));
+			};
+		}
+	}
+	StringDecoder.prototype = Object.create(Port.prototype, { constructor: {
+		value: StringDecoder,
+		writable: true,
+		configurable: true
+	} });
+	StringDecoder.prototype.write = function(buf) {
+		const text = Port.prototype.write.call(this, buf);
+		return this.encoding === "base64url" ? toUrl(text) : text;
+	};
+	mod.StringDecoder = StringDecoder;
 	return mod;
 }
 let streamReady = false;
@@ -10801,6 +10501,8 @@ function events() {
 	const EventEmitter = require_events();
 	if (eventsReady) return EventEmitter;
 	eventsReady = true;
+	const proc = require("process/");
+	if (Object.getPrototypeOf(proc) === Object.prototype) Object.setPrototypeOf(proc, EventEmitter.prototype);
 	const errorMonitor = Symbol("events.errorMonitor");
 	Object.defineProperty(EventEmitter, "errorMonitor", {
 		value: errorMonitor,
@@ -10817,53 +10519,6 @@ function events() {
 		return emit.apply(this, arguments);
 	};
 	return EventEmitter;
-}
-let pathReady = false;
-function path() {
-	const mod = require_path_browserify();
-	if (pathReady) return mod;
-	pathReady = true;
-	const received = (value) => {
-		if (value == null) return `Received ${value}`;
-		if (typeof value === "function") return `Received function ${value.name}`;
-		if (typeof value === "object") return `Received an instance of ${value.constructor?.name ?? "Object"}`;
-		return `Received type ${typeof value} (${String(value)})`;
-	};
-	const check = (value, name, type = "string") => {
-		if (type === "object" ? value === null || typeof value !== "object" : typeof value !== type) {
-			const error = /* @__PURE__ */ new TypeError(`The "${name}" argument must be of type ${type}. ${received(value)}`);
-			error.code = "ERR_INVALID_ARG_TYPE";
-			throw error;
-		}
-	};
-	const checked = (name, names) => {
-		const original = mod[name];
-		mod[name] = function(...args) {
-			names(args).forEach(([value, argument]) => check(value, argument));
-			return original.apply(this, args);
-		};
-	};
-	checked("resolve", (args) => args.map((a, i) => [a, `paths[${i}]`]));
-	checked("join", (args) => args.map((a) => [a, "path"]));
-	checked("relative", ([from, to]) => [[from, "from"], [to, "to"]]);
-	for (const name of [
-		"normalize",
-		"isAbsolute",
-		"dirname",
-		"extname",
-		"parse"
-	]) checked(name, ([p]) => [[p, "path"]]);
-	checked("basename", ([p, ext]) => ext === void 0 ? [[p, "path"]] : [[p, "path"], [ext, "suffix"]]);
-	mod.format = function format(pathObject) {
-		check(pathObject, "pathObject", "object");
-		const dir = pathObject.dir || pathObject.root;
-		const ext = pathObject.ext ? `${pathObject.ext[0] === "." ? "" : "."}${pathObject.ext}` : "";
-		const base = pathObject.base || `${pathObject.name || ""}${ext}`;
-		if (!dir) return base;
-		return dir === pathObject.root ? `${dir}${base}` : `${dir}/${base}`;
-	};
-	mod.toNamespacedPath = (p) => p;
-	return mod;
 }
 module.exports = {
 	get Buffer() {
@@ -10885,16 +10540,13 @@ module.exports = {
 		return stream();
 	},
 	get string_decoder() {
-		return require_string_decoder();
+		return stringDecoder();
 	},
 	get assert() {
 		return require_assert();
 	},
 	get punycode() {
 		return require_punycode();
-	},
-	get path() {
-		return path();
 	}
 };
 return module.exports;

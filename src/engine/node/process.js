@@ -63,13 +63,147 @@
   class ProcessExit extends Error {}
   ProcessExit.prototype.name = "ProcessExit";
 
-  // Node's process is an EventEmitter; runs emit none of its events, so
-  // listeners are kept and never called.
-  const listeners = [];
-  const on = function (event, listener) {
-    listeners.push([event, listener]);
+  // Node's process is an EventEmitter (its prototype becomes
+  // EventEmitter.prototype when node:events loads). A run emits 'exit' and
+  // 'beforeExit' when its event loop ends, 'warning' for each
+  // emitWarning, 'uncaughtException' for a throw in a timer, an immediate
+  // or a nextTick callback, and 'unhandledRejection' for a promise nothing
+  // handled (run/mod.rs calls `ended` and `rejected` below).
+  const events = new Map();
+  let maxListeners = 10;
+  const listenerOf = (entry) => entry.listener || entry;
+  function checkListener(listener) {
+    if (typeof listener !== "function") {
+      const error = new TypeError(`The "listener" argument must be of type function. Received ${listener === null ? "null" : typeof listener}`);
+      error.code = "ERR_INVALID_ARG_TYPE";
+      throw error;
+    }
+  }
+  function add(event, listener, prepend, once) {
+    checkListener(listener);
+    if (events.has("newListener")) emit("newListener", event, listener);
+    let entry = listener;
+    if (once) {
+      entry = function (...args) {
+        remove(event, entry);
+        return listener.apply(this, args);
+      };
+      entry.listener = listener;
+    }
+    const list = events.get(event) || [];
+    if (prepend) list.unshift(entry);
+    else list.push(entry);
+    events.set(event, list);
     return process;
+  }
+  function remove(event, listener) {
+    const list = events.get(event);
+    if (!list) return process;
+    const at = list.findLastIndex((entry) => entry === listener || entry.listener === listener);
+    if (at >= 0) {
+      list.splice(at, 1);
+      if (list.length === 0) events.delete(event);
+      if (events.has("removeListener")) emit("removeListener", event, listener);
+    }
+    return process;
+  }
+  function emit(event, ...args) {
+    const list = events.get(event);
+    if (!list) {
+      if (event === "error") throw args[0] instanceof Error ? args[0] : new Error(`Unhandled error. (${String(args[0])})`);
+      return false;
+    }
+    for (const entry of [...list]) entry.apply(process, args);
+    return true;
+  }
+  const emitter = {
+    on: (event, listener) => add(event, listener, false, false),
+    addListener: (event, listener) => add(event, listener, false, false),
+    prependListener: (event, listener) => add(event, listener, true, false),
+    once: (event, listener) => add(event, listener, false, true),
+    prependOnceListener: (event, listener) => add(event, listener, true, true),
+    off: remove,
+    removeListener: remove,
+    removeAllListeners(event) {
+      if (event === undefined) events.clear();
+      else events.delete(event);
+      return process;
+    },
+    emit,
+    listeners: (event) => (events.get(event) || []).map(listenerOf),
+    rawListeners: (event) => [...(events.get(event) || [])],
+    listenerCount: (event, listener) => (events.get(event) || [])
+      .filter((entry) => listener === undefined || listenerOf(entry) === listener).length,
+    eventNames: () => [...events.keys()],
+    setMaxListeners(n) {
+      maxListeners = n;
+      return process;
+    },
+    getMaxListeners: () => maxListeners,
   };
+
+  // A warning is printed as Node prints it, then emitted as 'warning' on
+  // the next tick.
+  function emitWarning(warning, type, code, ctor) {
+    let detail;
+    if (type !== null && typeof type === "object" && !Array.isArray(type)) {
+      ({ type, code, detail } = type);
+    } else if (typeof type === "function") {
+      type = undefined;
+    }
+    if (typeof code === "function") code = undefined;
+    void ctor;
+    type = type || "Warning";
+    if (typeof warning === "string") {
+      const made = new Error(warning);
+      made.name = String(type);
+      if (code !== undefined) made.code = code;
+      if (detail !== undefined) made.detail = detail;
+      warning = made;
+    } else if (!(warning instanceof Error)) {
+      const error = new TypeError(`The "warning" argument must be of type string or an instance of Error. Received ${typeof warning}`);
+      error.code = "ERR_INVALID_ARG_TYPE";
+      throw error;
+    }
+    if (warning.name === "DeprecationWarning" && process.noDeprecation) return;
+    process.nextTick(() => {
+      const prefix = warning.code ? `[${warning.code}] ` : "";
+      console.warn(`(node) ${prefix}${warning.name}: ${warning.message}${warning.detail ? `\n${warning.detail}` : ""}`);
+      emit("warning", warning);
+    });
+  }
+
+  // For timers.js and the event loop (run/process_events.rs): a
+  // callback's throw, which 'uncaughtException' listeners take (true) or
+  // leave to end the run.
+  function uncaught(error) {
+    if (!events.has("uncaughtException")) return false;
+    console.warn(`(node) an uncaught exception went to process.on('uncaughtException') and the run went on: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+    emit("uncaughtException", error, "uncaughtException");
+    return true;
+  }
+
+  // A rejection nothing handled: to 'unhandledRejection' listeners when
+  // there are some (true), else left to the run's warnings.
+  function rejected(reason, promise) {
+    if (!events.has("unhandledRejection")) return false;
+    emit("unhandledRejection", reason, promise);
+    return true;
+  }
+
+  // The run's event loop is empty: 'beforeExit' (whose listeners may give
+  // it more work), or at the very end 'exit'. Listeners are the heap's:
+  // they hear the end of each later run from it too.
+  function ended(phase) {
+    const code = process.exitCode === undefined ? 0 : Number(process.exitCode) || 0;
+    if (phase !== "exit") return emit(phase, code);
+    process._exiting = true;
+    try {
+      return emit(phase, code);
+    } finally {
+      process._exiting = false;
+    }
+  }
 
   const line = (write) => (chunk, encoding, callback) => {
     const text = typeof chunk === "string" ? chunk : new TextDecoder().decode(chunk);
@@ -102,8 +236,12 @@
     },
     nextTick(callback, ...args) {
       if (typeof callback !== "function") {
-        throw new TypeError(`The "callback" argument must be of type function. Received ${typeof callback}`);
+        const error = new TypeError(`The "callback" argument must be of type function. Received ${callback === null ? "null" : typeof callback}`);
+        error.code = "ERR_INVALID_ARG_TYPE";
+        throw error;
       }
+      // A throw goes to 'uncaughtException' listeners, or ends the run, as
+      // any queued callback's does (run/process_events.rs).
       queueMicrotask(() => callback(...args));
     },
     hrtime,
@@ -118,19 +256,10 @@
     abort() {
       process.exit(134);
     },
-    emitWarning(warning) {
-      console.warn(`Warning: ${warning instanceof Error ? warning.message : warning}`);
-    },
-    on,
-    once: on,
-    addListener: on,
-    prependListener: on,
-    off: () => process,
-    removeListener: () => process,
-    removeAllListeners: () => process,
-    emit: () => false,
-    listeners: (event) => listeners.filter(([e]) => e === event).map(([, l]) => l),
-    listenerCount: (event) => listeners.filter(([e]) => e === event).length,
+    emitWarning,
+    ...emitter,
+    _exiting: false,
+    noDeprecation: false,
     stdout: { write: line((text) => console.log(text)), isTTY: false, columns: 80 },
     stderr: { write: line((text) => console.error(text)), isTTY: false, columns: 80 },
     stdin: { isTTY: false },
@@ -138,5 +267,5 @@
   };
   // Node's `global`, the global object by its older name (browserify-era
   // packages read `global.Buffer`, `global.process`).
-  return { process, global: globalThis };
+  return { process, global: globalThis, uncaught, rejected, ended };
 })

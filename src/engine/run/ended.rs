@@ -4,10 +4,12 @@
 
 use std::time::Duration;
 
+use super::package_hint::add_package_hint;
 use crate::engine::capability::outcome::{RunError, RunStatus};
 use crate::engine::capability::positions::SCRIPT_NAME;
 use crate::engine::host::fs::TreeEntry;
 use crate::engine::web::Rendered;
+use crate::engine::web::thrown::error_from;
 
 /// How evaluation ended, before termination causes are told apart.
 pub(crate) enum Ended {
@@ -202,4 +204,25 @@ pub(super) fn timed_out((timeout, stopped_at): (Duration, Option<(usize, usize)>
         ));
     }
     Classified::Ended(RunStatus::TimedOut, error)
+}
+
+/// Turns the exception pending in a `TryCatch` into how the run ended.
+pub(super) fn caught<'s>(
+    tc: &mut v8::PinnedRef<'s, v8::TryCatch<'_, '_, v8::HandleScope<'_>>>,
+) -> Ended {
+    if tc.has_terminated() || tc.is_execution_terminating() {
+        return Ended::Terminated;
+    }
+    match tc.exception() {
+        Some(exception) => {
+            let message = tc.message();
+            let mut error = error_from(tc, exception, message);
+            add_package_hint(tc, &mut error);
+            Ended::Threw(error)
+        }
+        None => Ended::Threw(RunError::new(
+            "Error",
+            "the script failed without an exception",
+        )),
+    }
 }

@@ -10,6 +10,7 @@ pub(super) mod load_check;
 mod package_hint;
 pub(super) mod plain;
 pub(super) mod platform;
+mod process_events;
 pub(super) mod ready;
 pub(super) mod rejections;
 pub(super) mod repl;
@@ -23,7 +24,7 @@ use std::sync::{Arc, OnceLock};
 use std::thread;
 use std::time::Instant;
 
-use self::ended::{Classified, Ended, classify, what_held};
+use self::ended::{Classified, Ended, caught, classify, what_held};
 use self::package_hint::add_package_hint;
 use self::watchdog::Watchdog;
 use super::capability::RunScope;
@@ -471,17 +472,24 @@ fn conclude(
     value: v8::Global<v8::Value>,
     run: &Evaluation<'_>,
 ) -> Ended {
-    if let Err(ended) = run_event_loop(tc, run.deadline, run.control, run.queue) {
+    let value = v8::Local::new(tc, &value);
+    let completion = v8::Local::<v8::Promise>::try_from(value).ok();
+    if let Err(ended) = drain(tc, run, completion) {
         return ended;
     }
-    let value = v8::Local::new(tc, &value);
     if super::host::elicit::suspend(tc, value) {
         if tc.has_terminated() || tc.is_execution_terminating() {
             return Ended::Terminated;
         }
         return Ended::Suspended;
     }
-    let completion = v8::Local::<v8::Promise>::try_from(value).ok();
+    // Node's 'exit', to code that listens on `process`; what its listeners
+    // queue still runs before the run ends, since a heap is taken empty.
+    let exited = process_events::ended(tc, "exit")
+        .and_then(|_| run_event_loop(tc, run.deadline, run.control, run.queue));
+    if let Err(ended) = exited {
+        return ended;
+    }
     let mut warnings = rejections::warnings(tc, completion);
     let value = match v8::Local::<v8::Promise>::try_from(value) {
         Ok(promise) => match promise.state() {
@@ -517,6 +525,30 @@ fn compile<'s>(scope: &mut v8::PinScope<'s, '_>, code: &str) -> Option<v8::Local
     v8::Script::compile(scope, source, Some(&origin))
 }
 
+/// The event loop until nothing is left, with `process`'s events where the
+/// code listens: rejections nothing handled go to 'unhandledRejection'
+/// listeners, and 'beforeExit' listeners may queue more work, as in Node.
+fn drain(
+    tc: &mut v8::PinScope<'_, '_>,
+    run: &Evaluation<'_>,
+    completion: Option<v8::Local<'_, v8::Promise>>,
+) -> Result<(), Ended> {
+    loop {
+        run_event_loop(tc, run.deadline, run.control, run.queue)?;
+        process_events::rejected(tc, completion)?;
+        if !process_events::ended(tc, "beforeExit")? {
+            return Ok(());
+        }
+        let alive = registration::pending(tc)
+            || tc
+                .get_slot::<Timers>()
+                .is_some_and(|t| t.next_due().is_some());
+        if !alive {
+            return run_event_loop(tc, run.deadline, run.control, run.queue);
+        }
+    }
+}
+
 /// Runs microtasks, timers and request completions until nothing is left,
 /// the deadline passes or an exception escapes.
 fn run_event_loop(
@@ -533,9 +565,13 @@ fn run_event_loop(
         if tc.is_execution_terminating() {
             return Err(Ended::Terminated);
         }
-        if let Some(mut error) = super::web::microtasks::take(tc) {
-            add_package_hint(tc, &mut error);
-            return Err(Ended::Threw(error));
+        for thrown in super::web::microtasks::take(tc) {
+            let value = v8::Local::new(tc, &thrown.value);
+            if !process_events::uncaught(tc, value)? {
+                let mut error = thrown.error;
+                add_package_hint(tc, &mut error);
+                return Err(Ended::Threw(error));
+            }
         }
         let waiting = registration::pending(tc);
         let next_timer = tc.get_slot::<Timers>().and_then(|timers| {
@@ -600,24 +636,5 @@ fn run_event_loop(
         if let Some(timers) = tc.get_slot_mut::<Timers>() {
             timers.finish(timer);
         }
-    }
-}
-
-/// Turns the exception pending in a `TryCatch` into how the run ended.
-fn caught<'s>(tc: &mut v8::PinnedRef<'s, v8::TryCatch<'_, '_, v8::HandleScope<'_>>>) -> Ended {
-    if tc.has_terminated() || tc.is_execution_terminating() {
-        return Ended::Terminated;
-    }
-    match tc.exception() {
-        Some(exception) => {
-            let message = tc.message();
-            let mut error = error_from(tc, exception, message);
-            add_package_hint(tc, &mut error);
-            Ended::Threw(error)
-        }
-        None => Ended::Threw(RunError::new(
-            "Error",
-            "the script failed without an exception",
-        )),
     }
 }

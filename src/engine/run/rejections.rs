@@ -46,6 +46,45 @@ extern "C" fn on_reject(message: v8::PromiseRejectMessage) {
     }
 }
 
+/// Offers each rejection still unhandled (`completion` aside) to `take`;
+/// those it takes are no longer unhandled. Rejections the offer itself
+/// causes stay for the next offer or the warnings.
+pub(crate) fn offer<'s, E>(
+    scope: &mut v8::PinScope<'s, '_>,
+    completion: Option<v8::Local<'_, v8::Promise>>,
+    mut take: impl FnMut(&mut v8::PinScope<'s, '_>, v8::Local<'s, v8::Promise>) -> Result<bool, E>,
+) -> Result<(), E> {
+    let Some(Unhandled(list)) = scope.get_slot_mut::<Unhandled>() else {
+        return Ok(());
+    };
+    let mut offered = std::mem::take(list).into_iter();
+    let mut kept = Vec::new();
+    let mut result = Ok(());
+    for global in offered.by_ref() {
+        let promise = v8::Local::new(scope, &global);
+        if completion.is_some_and(|c| c == promise) {
+            kept.push(global);
+            continue;
+        }
+        match take(scope, promise) {
+            Ok(true) => {}
+            Ok(false) => kept.push(global),
+            Err(error) => {
+                kept.push(global);
+                result = Err(error);
+                break;
+            }
+        }
+    }
+    kept.extend(offered);
+    if let Some(Unhandled(list)) = scope.get_slot_mut::<Unhandled>() {
+        let since = std::mem::take(list);
+        *list = kept;
+        list.extend(since);
+    }
+    result
+}
+
 /// Warnings for the rejections still unhandled, `completion` (the run's
 /// own value, reported as its result or error) left out.
 pub(crate) fn warnings(

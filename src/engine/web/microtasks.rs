@@ -1,8 +1,9 @@
 //! Callbacks queued with `queueMicrotask` (and so `process.nextTick`),
-//! each run through [`call`], which keeps the first exception one throws.
-//! Node ends the process with such an exception; the event loop ends the
-//! run as failed with it, as when a timer's callback throws. V8 itself
-//! would drop it, and the run completed as if nothing had happened.
+//! each run through [`call`], which keeps what one throws. Node gives such
+//! an exception to 'uncaughtException' listeners or ends the process with
+//! it; the event loop does the same for the run (run/process_events.rs),
+//! as when a timer's callback throws. V8 itself would drop it, and the run
+//! completed as if nothing had happened.
 
 use v8::MapFnTo;
 
@@ -11,9 +12,22 @@ use crate::engine::capability::slot_capability;
 use crate::engine::layer::registry::{Family, Natives};
 use crate::engine::web::thrown::error_from;
 
-/// The first exception a queued callback threw in the current run.
+/// The exceptions queued callbacks threw since the event loop last took
+/// them, at most [`KEPT`].
 #[derive(Default)]
-pub(crate) struct Uncaught(Option<RunError>);
+pub(crate) struct Uncaught(Vec<Thrown>);
+
+/// One callback's exception: the value (for listeners) and the error it
+/// ends the run with.
+pub(crate) struct Thrown {
+    pub(crate) value: v8::Global<v8::Value>,
+    pub(crate) error: RunError,
+}
+
+/// Exceptions kept between two turns of the event loop; a callback that
+/// throws in a loop has the first ones heard, which is enough to fail
+/// the run or tell its listeners.
+const KEPT: usize = 64;
 
 // The family has no globals and is never loaded: it places `call` in the
 // table of natives, which a heap holding a queued callback's function
@@ -46,9 +60,12 @@ pub(crate) fn enqueue(scope: &mut v8::PinScope<'_, '_>, callback: v8::Local<'_, 
     scope.enqueue_microtask(wrapped);
 }
 
-/// The exception a queued callback threw since the last call, if one did.
-pub(crate) fn take(isolate: &mut v8::Isolate) -> Option<RunError> {
-    isolate.get_slot_mut::<Uncaught>()?.0.take()
+/// The exceptions queued callbacks threw since the last call, in order.
+pub(crate) fn take(isolate: &mut v8::Isolate) -> Vec<Thrown> {
+    isolate
+        .get_slot_mut::<Uncaught>()
+        .map(|u| std::mem::take(&mut u.0))
+        .unwrap_or_default()
 }
 
 /// Calls the queued callback (the function's data), keeping what it
@@ -74,10 +91,11 @@ fn call<'s>(
         return;
     };
     let message = tc.message();
-    if tc.get_slot::<Uncaught>().is_some_and(|u| u.0.is_none()) {
+    if tc.get_slot::<Uncaught>().is_some_and(|u| u.0.len() < KEPT) {
         let error = error_from(tc, exception, message);
+        let value = v8::Global::new(tc, exception);
         if let Some(slot) = tc.get_slot_mut::<Uncaught>() {
-            slot.0 = Some(error);
+            slot.0.push(Thrown { value, error });
         }
     }
 }

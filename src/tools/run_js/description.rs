@@ -44,7 +44,7 @@ after the result (an image you see, SVG, text, JSON, a file); display.chart({ ty
 that hosts with MCP Apps draw. reportProgress(progress, total?, message?) \
 shows the person how far a long run has come (each report must be greater than the last). The other \
 node: modules are node:buffer, node:events, node:util, node:stream (and stream/promises; fs.createReadStream and \
-createWriteStream over /work), node:readline (createInterface, for a file's lines), node:string_decoder, node:assert, node:process, node:url, node:crypto, node:timers, \
+createWriteStream over /work), node:readline (createInterface), node:string_decoder, node:assert, node:process, node:url, node:querystring, node:crypto, node:timers, \
 node:perf_hooks, node:punycode and node:console; Buffer and process are globals (process.env is empty unless the operator set it, \
 cwd() is /work, and process.exit() ends the run with an error). A run is a script, not a module: `import` declarations bind globals that later \
 runs keep, and `export` is an error. A stateful run that keeps an Intl object or a \

@@ -8,6 +8,8 @@ pub(crate) mod display;
 pub(crate) mod fetch;
 pub(crate) mod files;
 pub(crate) mod memory;
+pub(crate) mod node_process;
+pub(crate) mod node_tests;
 pub(crate) mod packages;
 pub(crate) mod repl;
 pub(crate) mod url_modules;

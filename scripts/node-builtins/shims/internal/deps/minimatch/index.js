@@ -1,0 +1,4 @@
+// Node's bundled minimatch (path.matchesGlob), from npm.
+"use strict";
+
+module.exports = require("minimatch");

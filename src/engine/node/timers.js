@@ -1,0 +1,388 @@
+// Node's timers: `setTimeout` and `setInterval` return a `Timeout`, and
+// `setImmediate` an `Immediate`, with `ref`, `unref`, `hasRef`, `refresh`,
+// `close` and `[Symbol.toPrimitive]` (so `clearTimeout(+t)` works); a
+// callback runs with the timer as `this`; an unref'd timer does not keep the
+// run going. Each pending timer is one native one-shot timer of the run
+// (timers.rs), re-armed here for intervals and `refresh()`. A throw in a
+// callback goes to `process`'s 'uncaughtException' listeners when it has
+// some, and otherwise ends the run as an uncaught exception. `timers` and
+// `timers/promises` are the modules of the same names. docs/engine.md, "Node".
+(function (natives, load) {
+  "use strict";
+  const TIMEOUT_MAX = 2 ** 31 - 1;
+  const kId = Symbol("timerId");
+  const kRefed = Symbol("refed");
+  const kHasPrimitive = Symbol("kHasPrimitive");
+  const promisify = Symbol.for("nodejs.util.promisify.custom");
+  const knownTimersById = Object.create(null);
+  let nextAsyncId = 1;
+
+  function invalidArgType(name, expected, value) {
+    let received;
+    if (value == null) received = ` Received ${value}`;
+    else if (typeof value === "function") received = ` Received function ${value.name}`;
+    else if (typeof value === "object") {
+      received = value.constructor && value.constructor.name
+        ? ` Received an instance of ${value.constructor.name}`
+        : " Received an object";
+    } else {
+      let shown = typeof value === "string" ? `'${value}'` : String(value);
+      if (typeof value === "bigint") shown += "n";
+      if (shown.length > 28) shown = `${shown.slice(0, 25)}...`;
+      received = ` Received type ${typeof value} (${shown})`;
+    }
+    const error = new TypeError(`The "${name}" argument must be of type ${expected}.${received}`);
+    error.code = "ERR_INVALID_ARG_TYPE";
+    return error;
+  }
+
+  function validateFunction(value, name) {
+    if (typeof value !== "function") throw invalidArgType(name, "function", value);
+  }
+
+  // A callback's throw: to 'uncaughtException' listeners if `process` has
+  // any (then the run goes on, as Node's process does), else out of the
+  // timer, which ends the run.
+  function uncaught(error) {
+    const hooks = load("process");
+    if (!hooks.uncaught || !hooks.uncaught(error)) throw error;
+  }
+
+  function warn(message, type) {
+    load("process").process.emitWarning(message, type);
+  }
+
+  function arm(timer, after) {
+    timer[kId] = natives.schedule(fireTimeout, after, timer[kRefed], timer, timer._repeat || 0);
+  }
+
+  function disarm(timer) {
+    if (timer[kId] !== undefined) natives.clear(timer[kId]);
+    timer[kId] = undefined;
+  }
+
+  class Timeout {
+    constructor(callback, after, args, isRepeat, isRefed) {
+      after *= 1;
+      if (!(after >= 1 && after <= TIMEOUT_MAX)) {
+        if (after > TIMEOUT_MAX) {
+          warn(`${after} does not fit into a 32-bit signed integer.\nTimeout duration was set to 1.`,
+               "TimeoutOverflowWarning");
+        }
+        after = 1;
+      }
+      this._idleTimeout = after;
+      this._onTimeout = callback;
+      this._timerArgs = args;
+      this._repeat = isRepeat ? after : null;
+      this._destroyed = false;
+      this[kRefed] = isRefed;
+      this[kHasPrimitive] = false;
+      Object.defineProperty(this, "_asyncId", { value: nextAsyncId++, writable: true, configurable: true });
+      arm(this, after);
+    }
+
+    refresh() {
+      if (!this._destroyed) {
+        disarm(this);
+        arm(this, this._idleTimeout);
+      }
+      return this;
+    }
+
+    unref() {
+      if (this[kRefed]) {
+        this[kRefed] = false;
+        if (this[kId] !== undefined) natives.ref(this[kId], false);
+      }
+      return this;
+    }
+
+    ref() {
+      if (!this[kRefed]) {
+        this[kRefed] = true;
+        if (this[kId] !== undefined) natives.ref(this[kId], true);
+      }
+      return this;
+    }
+
+    hasRef() {
+      return this[kRefed];
+    }
+
+    close() {
+      clearTimeout(this);
+      return this;
+    }
+
+    [Symbol.toPrimitive]() {
+      const id = this._asyncId;
+      if (!this[kHasPrimitive]) {
+        this[kHasPrimitive] = true;
+        knownTimersById[id] = this;
+      }
+      return id;
+    }
+
+    [Symbol.dispose]() {
+      clearTimeout(this);
+    }
+  }
+
+  function unenroll(timer) {
+    if (timer._destroyed) return;
+    timer._destroyed = true;
+    disarm(timer);
+    if (timer[kHasPrimitive]) delete knownTimersById[timer._asyncId];
+  }
+
+  // As Node's listOnTimeout: after the callback, a timer it neither
+  // cleared nor refreshed goes on if it repeats (`_repeat` read then, so a
+  // callback may make a timeout an interval) and is done otherwise.
+  function fireTimeout(timer) {
+    timer[kId] = undefined;
+    if (timer._destroyed) return;
+    if (typeof timer._onTimeout !== "function") {
+      unenroll(timer);
+      return;
+    }
+    try {
+      const args = timer._timerArgs;
+      if (args === undefined) timer._onTimeout();
+      else timer._onTimeout(...args);
+    } catch (error) {
+      uncaught(error);
+    } finally {
+      if (!timer._destroyed && timer[kId] === undefined) {
+        if (timer._repeat) {
+          timer._idleTimeout = timer._repeat;
+          arm(timer, timer._repeat);
+        } else {
+          unenroll(timer);
+        }
+      }
+    }
+  }
+
+  function setTimeout(callback, after, ...args) {
+    validateFunction(callback, "callback");
+    return new Timeout(callback, after, args.length ? args : undefined, false, true);
+  }
+
+  function setInterval(callback, repeat, ...args) {
+    validateFunction(callback, "callback");
+    return new Timeout(callback, repeat, args.length ? args : undefined, true, true);
+  }
+
+  function clearTimeout(timer) {
+    if (timer && timer._onTimeout) {
+      timer._onTimeout = null;
+      unenroll(timer);
+      return;
+    }
+    if (typeof timer === "number" || typeof timer === "string") {
+      const known = knownTimersById[timer];
+      if (known !== undefined) {
+        known._onTimeout = null;
+        unenroll(known);
+      }
+    }
+  }
+
+  function clearInterval(timer) {
+    // Node clears an interval and a timeout alike, either way round.
+    if (timer && timer._idleTimeout !== undefined) timer._repeat = null;
+    clearTimeout(timer);
+  }
+
+  class Immediate {
+    constructor(callback, args) {
+      this._idleNext = null;
+      this._idlePrev = null;
+      this._onImmediate = callback;
+      this._argv = args;
+      this._destroyed = false;
+      this[kRefed] = true;
+      this[kId] = natives.schedule(fireImmediate, 0, true, this);
+    }
+
+    ref() {
+      if (!this[kRefed]) {
+        this[kRefed] = true;
+        if (this[kId] !== undefined) natives.ref(this[kId], true);
+      }
+      return this;
+    }
+
+    unref() {
+      if (this[kRefed]) {
+        this[kRefed] = false;
+        if (this[kId] !== undefined) natives.ref(this[kId], false);
+      }
+      return this;
+    }
+
+    hasRef() {
+      return !!this[kRefed];
+    }
+
+    [Symbol.dispose]() {
+      clearImmediate(this);
+    }
+  }
+
+  function fireImmediate(immediate) {
+    immediate[kId] = undefined;
+    if (immediate._destroyed) return;
+    immediate._destroyed = true;
+    const callback = immediate._onImmediate;
+    immediate._onImmediate = null;
+    if (typeof callback !== "function") return;
+    try {
+      Reflect.apply(callback, immediate, immediate._argv || []);
+    } catch (error) {
+      uncaught(error);
+    }
+  }
+
+  function setImmediate(callback, ...args) {
+    validateFunction(callback, "callback");
+    return new Immediate(callback, args.length ? args : undefined);
+  }
+
+  function clearImmediate(immediate) {
+    if (!immediate || immediate._destroyed) return;
+    immediate._destroyed = true;
+    immediate._onImmediate = null;
+    immediate[kRefed] = false;
+    if (immediate[kId] !== undefined) natives.clear(immediate[kId]);
+    immediate[kId] = undefined;
+  }
+
+  // timers/promises.
+  function abortError(signal) {
+    const error = new Error("The operation was aborted", { cause: signal && signal.reason });
+    error.name = "AbortError";
+    error.code = "ABORT_ERR";
+    return error;
+  }
+
+  function validateOptions(options) {
+    if (options === null || typeof options !== "object") throw invalidArgType("options", "object", options);
+    const { signal, ref = true } = options;
+    if (signal !== undefined && (signal === null || typeof signal !== "object" || !("aborted" in signal))) {
+      throw invalidArgType("options.signal", "AbortSignal", signal);
+    }
+    if (typeof ref !== "boolean") throw invalidArgType("options.ref", "boolean", ref);
+    return { signal, ref };
+  }
+
+  function settleLater(start, signal, ref) {
+    return new Promise((resolve, reject) => {
+      if (signal && signal.aborted) {
+        reject(abortError(signal));
+        return;
+      }
+      let onAbort;
+      const timer = start((value) => {
+        if (signal) signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      });
+      if (!ref) timer.unref();
+      if (signal) {
+        onAbort = () => {
+          clearTimeout(timer);
+          clearImmediate(timer);
+          reject(abortError(signal));
+        };
+        signal.addEventListener("abort", onAbort, { once: true });
+      }
+    });
+  }
+
+  const promises = {
+    setTimeout(after, value, options = {}) {
+      try {
+        const { signal, ref } = validateOptions(options);
+        return settleLater((done) => setTimeout(() => done(value), after), signal, ref);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    },
+    setImmediate(value, options = {}) {
+      try {
+        const { signal, ref } = validateOptions(options);
+        return settleLater((done) => setImmediate(() => done(value)), signal, ref);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    },
+    async *setInterval(after, value, options = {}) {
+      const { signal, ref } = validateOptions(options);
+      if (signal && signal.aborted) throw abortError(signal);
+      let pending = 0;
+      let wake = null;
+      const interval = setInterval(() => {
+        pending++;
+        if (wake) {
+          wake();
+          wake = null;
+        }
+      }, after);
+      if (!ref) interval.unref();
+      let onAbort;
+      const aborted = signal
+        ? new Promise((_, reject) => {
+            onAbort = () => reject(abortError(signal));
+            signal.addEventListener("abort", onAbort, { once: true });
+          })
+        : null;
+      if (aborted) aborted.catch(() => {});
+      try {
+        while (true) {
+          if (pending === 0) {
+            const tick = new Promise((resolve) => { wake = resolve; });
+            await (aborted ? Promise.race([tick, aborted]) : tick);
+          }
+          for (; pending > 0; pending--) yield value;
+        }
+      } finally {
+        clearInterval(interval);
+        if (signal) signal.removeEventListener("abort", onAbort);
+      }
+    },
+  };
+
+  const kScheduler = Symbol("kScheduler");
+  class Scheduler {
+    constructor(token) {
+      if (token !== kScheduler) {
+        const error = new TypeError("Illegal constructor");
+        error.code = "ERR_ILLEGAL_CONSTRUCTOR";
+        throw error;
+      }
+    }
+
+    yield() {
+      return promises.setImmediate();
+    }
+
+    wait(delay, options) {
+      return promises.setTimeout(delay, undefined, options);
+    }
+  }
+  promises.scheduler = new Scheduler(kScheduler);
+
+  Object.defineProperty(setTimeout, promisify, { value: promises.setTimeout, enumerable: false, configurable: true });
+  Object.defineProperty(setImmediate, promisify, { value: promises.setImmediate, enumerable: false, configurable: true });
+
+  return {
+    setTimeout,
+    setInterval,
+    clearTimeout,
+    clearInterval,
+    setImmediate,
+    clearImmediate,
+    promises,
+  };
+})
