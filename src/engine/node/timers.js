@@ -61,6 +61,16 @@
     timer[kId] = undefined;
   }
 
+  // A Timeout's or an Immediate's ref()/unref(): whether it holds the run,
+  // told to its native timer while one is armed.
+  function setRef(timer, refed) {
+    if (timer[kRefed] !== refed) {
+      timer[kRefed] = refed;
+      if (timer[kId] !== undefined) natives.ref(timer[kId], refed);
+    }
+    return timer;
+  }
+
   class Timeout {
     constructor(callback, after, args, isRepeat, isRefed) {
       after *= 1;
@@ -91,19 +101,11 @@
     }
 
     unref() {
-      if (this[kRefed]) {
-        this[kRefed] = false;
-        if (this[kId] !== undefined) natives.ref(this[kId], false);
-      }
-      return this;
+      return setRef(this, false);
     }
 
     ref() {
-      if (!this[kRefed]) {
-        this[kRefed] = true;
-        if (this[kId] !== undefined) natives.ref(this[kId], true);
-      }
-      return this;
+      return setRef(this, true);
     }
 
     hasRef() {
@@ -207,19 +209,11 @@
     }
 
     ref() {
-      if (!this[kRefed]) {
-        this[kRefed] = true;
-        if (this[kId] !== undefined) natives.ref(this[kId], true);
-      }
-      return this;
+      return setRef(this, true);
     }
 
     unref() {
-      if (this[kRefed]) {
-        this[kRefed] = false;
-        if (this[kId] !== undefined) natives.ref(this[kId], false);
-      }
-      return this;
+      return setRef(this, false);
     }
 
     hasRef() {

@@ -97,3 +97,22 @@ pub fn worker_program(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
     }
     program
 }
+
+/// The heap stored before `/work` was a disk (tests/fixtures/legacy-work,
+/// made by an earlier build), copied into `dir`'s `heaps` and `work` stores;
+/// its key.
+pub fn legacy_work_heap(dir: &std::path::Path) -> mcp_v8_lambda::heap::HeapKey {
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/legacy-work");
+    for store in ["heaps", "work"] {
+        std::fs::create_dir_all(dir.join(store)).unwrap();
+        for entry in std::fs::read_dir(fixture.join(store)).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), dir.join(store).join(entry.file_name())).unwrap();
+        }
+    }
+    mcp_v8_lambda::heap::HeapKey::parse(
+        "928f418fe2ea7db0c3f48a6ddb43b1e2059c0e305337b99e9a646e66ff2d08d3",
+    )
+    .unwrap()
+}

@@ -417,18 +417,9 @@ async fn local_bytes_left_by_a_killed_server_are_swept_at_start() {
 /// and its `fs`, the one it loaded then, writes and appends as it did.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_heap_made_before_the_disk_keeps_its_files() {
-    const HEAP: &str = "928f418fe2ea7db0c3f48a6ddb43b1e2059c0e305337b99e9a646e66ff2d08d3";
     let dir = tempfile::tempdir().unwrap();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/legacy-work");
-    for store in ["heaps", "work"] {
-        std::fs::create_dir_all(dir.path().join(store)).unwrap();
-        for entry in std::fs::read_dir(fixture.join(store)).unwrap() {
-            let entry = entry.unwrap();
-            std::fs::copy(entry.path(), dir.path().join(store).join(entry.file_name())).unwrap();
-        }
-    }
+    let heap = crate::common::engine::legacy_work_heap(dir.path());
     let engine = engine(dir.path(), 64);
-    let heap = HeapKey::parse(HEAP).unwrap();
     let read = "const fs1 = require('fs'); const t1 = fs1.readFileSync('data/table.bin');\n\
         let ok1 = t1.length === 300000; for (let i = 0; i < t1.length; i++) ok1 &&= t1[i] === (i * 7919) % 251;\n\
         fs1.appendFileSync('notes.txt', 'and after it\\n'); fs1.writeFileSync('new.txt', 'new');\n\

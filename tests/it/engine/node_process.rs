@@ -170,18 +170,9 @@ seen.sort()
 /// and gains `setImmediate`.
 #[tokio::test]
 async fn a_heap_made_before_nodes_timers_keeps_its_own_and_gains_set_immediate() {
-    const HEAP: &str = "928f418fe2ea7db0c3f48a6ddb43b1e2059c0e305337b99e9a646e66ff2d08d3";
     let dir = tempfile::tempdir().unwrap();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/legacy-work");
-    for store in ["heaps", "work"] {
-        std::fs::create_dir_all(dir.path().join(store)).unwrap();
-        for entry in std::fs::read_dir(fixture.join(store)).unwrap() {
-            let entry = entry.unwrap();
-            std::fs::copy(entry.path(), dir.path().join(store).join(entry.file_name())).unwrap();
-        }
-    }
+    let heap = crate::common::engine::legacy_work_heap(dir.path());
     let engine = engine(dir.path());
-    let heap = HeapKey::parse(HEAP).unwrap();
     let code = "const id = setTimeout(() => {}, 1); clearTimeout(id); \
                 const order = []; setTimeout(() => order.push('timeout'), 5); setImmediate(() => order.push('immediate')); \
                 await new Promise((resolve) => setTimeout(resolve, 20)); [typeof id, kept, order]";
