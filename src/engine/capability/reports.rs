@@ -131,10 +131,7 @@ fn cut(text: &str) -> String {
     if text.len() <= MAX_LINE_BYTES {
         return text.to_owned();
     }
-    let mut end = MAX_LINE_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = text.floor_char_boundary(MAX_LINE_BYTES);
     format!(
         "{}… [{} more bytes in the tool result]",
         &text[..end],
