@@ -426,6 +426,9 @@ const expressions = [
   'require("timers/promises").setTimeout(1, "value")',
   'typeof require("timers").setImmediate',
   'setTimeout("not a function")',
+  'new Promise((resolve) => { let n = 0; const t = setTimeout(() => { n++; if (n === 1) setTimeout(() => t.refresh(), 2); else resolve(n); }, 1); })',
+  '(() => { const t = setTimeout(() => {}, 1); clearTimeout(t); t.refresh(); const started = t._destroyed; clearTimeout(t); return [started, t._idleTimeout]; })()',
+  'new Promise((resolve) => { const seen = []; const i = setInterval(() => { seen.push(i._idleTimeout); i._idleTimeout = -1; }, 1); setTimeout(() => resolve(seen), 15); })',
 ];
 
 // One value written down the same way in both: a type and a text that

@@ -64,8 +64,8 @@
     // Node's timer model (timers.js), whichever `setTimeout` the heap's
     // global holds.
     timers: () => {
-      const { promises, ...timers } = load("node_timers");
-      return { ...timers, promises };
+      const { promises, deprecated, ...timers } = load("node_timers");
+      return { ...timers, ...deprecated, promises };
     },
     "timers/promises": () => load("node_timers").promises,
     // Node 22's own lib/url.js (node_core.js): the WHATWG URL of the run

@@ -93,10 +93,7 @@
     }
 
     refresh() {
-      if (!this._destroyed) {
-        disarm(this);
-        arm(this, this._idleTimeout);
-      }
+      insertGuarded(this, this[kRefed]);
       return this;
     }
 
@@ -136,6 +133,47 @@
     timer._destroyed = true;
     disarm(timer);
     if (timer[kHasPrimitive]) delete knownTimersById[timer._asyncId];
+    // As Node: a later active() does not start it again.
+    timer._idleTimeout = -1;
+  }
+
+  // Node's deprecated timer-list API over any object with `_onTimeout`:
+  // enroll sets its duration, active/_unrefActive (re)start it, unenroll
+  // stops it. Each warns once, as Node's util.deprecate does.
+  const warned = new Set();
+  function deprecated(fn, message, code) {
+    return function (...args) {
+      if (!warned.has(code)) {
+        warned.add(code);
+        load("process").process.emitWarning(message, "DeprecationWarning", code);
+      }
+      return fn.apply(this, args);
+    };
+  }
+
+  function insertGuarded(item, refed) {
+    const msecs = item._idleTimeout;
+    if (msecs < 0 || msecs === undefined) return;
+    disarm(item);
+    item._destroyed = false;
+    item[kRefed] = refed;
+    arm(item, msecs);
+  }
+
+  function enroll(item, msecs) {
+    if (typeof msecs !== "number") throw invalidArgType("msecs", "number", msecs);
+    if (msecs < 0 || !Number.isFinite(msecs)) {
+      const error = new RangeError(`The value of "msecs" is out of range. It must be a non-negative finite number. Received ${String(msecs)}`);
+      error.code = "ERR_OUT_OF_RANGE";
+      throw error;
+    }
+    if (msecs > TIMEOUT_MAX) {
+      warn(`${msecs} does not fit into a 32-bit signed integer.\nTimer duration was truncated to ${TIMEOUT_MAX}.`,
+           "TimeoutOverflowWarning");
+      msecs = TIMEOUT_MAX;
+    }
+    if (item[kId] !== undefined) unenroll(item);
+    item._idleTimeout = msecs;
   }
 
   // As Node's listOnTimeout: after the callback, a timer it neither
@@ -156,11 +194,13 @@
       uncaught(error);
     } finally {
       if (!timer._destroyed && timer[kId] === undefined) {
-        if (timer._repeat) {
+        if (timer._repeat && timer._idleTimeout !== -1) {
           timer._idleTimeout = timer._repeat;
           arm(timer, timer._repeat);
         } else {
-          unenroll(timer);
+          // Done, but not cleared: refresh() starts it again, as in Node.
+          timer._destroyed = true;
+          if (timer[kHasPrimitive]) delete knownTimersById[timer._asyncId];
         }
       }
     }
@@ -378,5 +418,14 @@
     setImmediate,
     clearImmediate,
     promises,
+    // Deprecated, for the `timers` module only.
+    deprecated: {
+      _unrefActive: deprecated((item) => insertGuarded(item, false),
+        "timers._unrefActive() is deprecated. Please use timeout.refresh() instead.", "DEP0127"),
+      active: deprecated((item) => insertGuarded(item, true),
+        "timers.active() is deprecated. Please use timeout.refresh() instead.", "DEP0126"),
+      unenroll: deprecated(unenroll, "timers.unenroll() is deprecated. Please use clearTimeout instead.", "DEP0096"),
+      enroll: deprecated(enroll, "timers.enroll() is deprecated. Please use setTimeout instead.", "DEP0095"),
+    },
   };
 })
