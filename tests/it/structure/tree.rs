@@ -265,8 +265,8 @@ fn exists(path: &str, cut: bool) -> bool {
 }
 
 /// What the docs say about the tree is read by an engineer finding their
-/// way: every path they name exists, in docs/, the README and the comments
-/// of the code and the tests.
+/// way: every path they name exists, in docs/, the README, Cargo.toml's
+/// comments and the comments of the code and the tests.
 #[test]
 fn every_path_the_docs_and_comments_name_exists() {
     let mut texts: Vec<(String, String)> = Vec::new();
@@ -283,6 +283,13 @@ fn every_path_the_docs_and_comments_name_exists() {
         "README.md".into(),
         std::fs::read_to_string(root().join("README.md")).unwrap(),
     ));
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let manifest_comments: Vec<&str> = manifest
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with('#'))
+        .collect();
+    texts.push(("Cargo.toml".into(), manifest_comments.join("\n")));
     fn comments(dir: &Path, texts: &mut Vec<(String, String)>) {
         for entry in std::fs::read_dir(dir).unwrap().flatten() {
             let path = entry.path();
