@@ -67,8 +67,9 @@
   // EventEmitter.prototype when node:events loads). A run emits 'exit' and
   // 'beforeExit' when its event loop ends, 'warning' for each
   // emitWarning, 'uncaughtException' for a throw in a timer, an immediate
-  // or a nextTick callback, and 'unhandledRejection' for a promise nothing
-  // handled (run/mod.rs calls `ended` and `rejected` below).
+  // or a queued callback, and 'unhandledRejection' for a promise nothing
+  // handled (run/process_events.rs calls `uncaught`, `rejected` and `ended`
+  // below).
   const events = new Map();
   let maxListeners = 10;
   const listenerOf = (entry) => entry.listener || entry;
@@ -173,9 +174,8 @@
     });
   }
 
-  // For timers.js and the event loop (run/process_events.rs): a
-  // callback's throw, which 'uncaughtException' listeners take (true) or
-  // leave to end the run.
+  // For the event loop (run/process_events.rs): a callback's throw, which
+  // 'uncaughtException' listeners take (true) or leave to end the run.
   function uncaught(error) {
     if (!events.has("uncaughtException")) return false;
     console.warn(`(node) an uncaught exception went to process.on('uncaughtException') and the run went on: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);

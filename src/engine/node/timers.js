@@ -4,8 +4,9 @@
 // callback runs with the timer as `this`; an unref'd timer does not keep the
 // run going. Each pending timer is one native one-shot timer of the run
 // (timers.rs), re-armed here for intervals and `refresh()`. A throw in a
-// callback goes to `process`'s 'uncaughtException' listeners when it has
-// some, and otherwise ends the run as an uncaught exception. `timers` and
+// callback leaves the timer to the event loop, which gives it to
+// `process`'s 'uncaughtException' listeners when there are some and
+// otherwise ends the run with it (run/process_events.rs). `timers` and
 // `timers/promises` are the modules of the same names. docs/engine.md, "Node".
 (function (natives, load) {
   "use strict";
@@ -38,14 +39,6 @@
 
   function validateFunction(value, name) {
     if (typeof value !== "function") throw invalidArgType(name, "function", value);
-  }
-
-  // A callback's throw: to 'uncaughtException' listeners if `process` has
-  // any (then the run goes on, as Node's process does), else out of the
-  // timer, which ends the run.
-  function uncaught(error) {
-    const hooks = load("process");
-    if (!hooks.uncaught || !hooks.uncaught(error)) throw error;
   }
 
   function warn(message, type) {
@@ -190,8 +183,6 @@
       const args = timer._timerArgs;
       if (args === undefined) timer._onTimeout();
       else timer._onTimeout(...args);
-    } catch (error) {
-      uncaught(error);
     } finally {
       if (!timer._destroyed && timer[kId] === undefined) {
         if (timer._repeat && timer._idleTimeout !== -1) {
@@ -231,9 +222,8 @@
     }
   }
 
+  // Node clears an interval and a timeout alike, either way round.
   function clearInterval(timer) {
-    // Node clears an interval and a timeout alike, either way round.
-    if (timer && timer._idleTimeout !== undefined) timer._repeat = null;
     clearTimeout(timer);
   }
 
@@ -272,11 +262,7 @@
     const callback = immediate._onImmediate;
     immediate._onImmediate = null;
     if (typeof callback !== "function") return;
-    try {
-      Reflect.apply(callback, immediate, immediate._argv || []);
-    } catch (error) {
-      uncaught(error);
-    }
+    Reflect.apply(callback, immediate, immediate._argv || []);
   }
 
   function setImmediate(callback, ...args) {

@@ -625,14 +625,12 @@ fn run_event_loop(
                 .collect();
             let receiver = v8::undefined(inner).into();
             if callback.call(inner, receiver, &args).is_some() {
-                None
+                Ok(())
             } else {
-                Some(caught(inner))
+                process_events::uncaught_in(inner)
             }
         };
-        if let Some(ended) = called {
-            return Err(ended);
-        }
+        called?;
         if let Some(timers) = tc.get_slot_mut::<Timers>() {
             timers.finish(timer);
         }

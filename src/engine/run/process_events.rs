@@ -1,7 +1,7 @@
 //! Node's `process` events in a run's event loop, for a heap whose code
 //! loaded `process` (the family's `uncaught`, `rejected` and `ended` in
-//! `node/process.js`): what a queued callback threw to 'uncaughtException'
-//! listeners, and at the loop's end 'unhandledRejection' to its listeners,
+//! `node/process.js`): what a timer's or a queued callback threw to
+//! 'uncaughtException' listeners, and at the loop's end 'unhandledRejection' to its listeners,
 //! 'beforeExit' (whose listeners may queue more work) and, when the run
 //! completes, 'exit'. A heap that never touched `process`, or loaded it before these
 //! hooks existed, has nothing called.
@@ -39,13 +39,28 @@ fn call<'s>(
     }
 }
 
-/// Offers what a queued callback threw to 'uncaughtException' listeners:
-/// whether one took it (the run goes on), else the run ends with it.
+/// Offers what a callback threw to 'uncaughtException' listeners: whether
+/// one took it (the run goes on), else the run ends with it.
 pub(super) fn uncaught<'s>(
     tc: &mut v8::PinScope<'s, '_>,
     thrown: v8::Local<'s, v8::Value>,
 ) -> Result<bool, Ended> {
     Ok(call(tc, "uncaught", &[thrown])? == Some(true))
+}
+
+/// What a timer's callback threw, pending in `tc`: to 'uncaughtException'
+/// listeners, as a queued callback's throw goes ([`uncaught`]); how the run
+/// ends when none took it.
+pub(super) fn uncaught_in(
+    tc: &mut v8::PinnedRef<'_, v8::TryCatch<'_, '_, v8::HandleScope<'_>>>,
+) -> Result<(), Ended> {
+    if tc.has_terminated() || tc.is_execution_terminating() {
+        return Err(Ended::Terminated);
+    }
+    match tc.exception() {
+        Some(thrown) if uncaught(tc, thrown)? => Ok(()),
+        _ => Err(caught(tc)),
+    }
 }
 
 /// Hands the rejections nothing handled (`completion`, the run's own value,
