@@ -1,5 +1,8 @@
 // What the "node" family exports: each module made on first use.
 
+// Base64 text in Node's `base64url`: the URL alphabet, no padding.
+const toBase64Url = (text) => text.replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+
 // Node 22's additions to the buffer port (6.0.3): the `base64url`
 // encoding (its decoder already reads the URL alphabet) and
 // ERR_UNKNOWN_ENCODING from `toString`, made once.
@@ -29,7 +32,7 @@ function buffer() {
       throw error;
     }
     if (!url(encoding)) return toString.apply(this, arguments);
-    return toString.call(this, "base64", start, end).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    return toBase64Url(toString.call(this, "base64", start, end));
   };
   Buffer.prototype.write = function (string, offset, length, encoding) {
     const args = Array.from(arguments).map((a) => (url(a) ? "base64" : a));
@@ -46,7 +49,6 @@ function stringDecoder() {
   if (decoderReady) return mod;
   decoderReady = true;
   const Port = mod.StringDecoder;
-  const toUrl = (text) => text.replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
   // A function, as Node's is (`StringDecoder.call(target)` works); the
   // port sets `end` on each decoder, so it is wrapped there.
   function StringDecoder(encoding) {
@@ -56,7 +58,7 @@ function stringDecoder() {
       this.encoding = "base64url";
       const end = this.end;
       this.end = function (buf) {
-        return toUrl(end.call(this, buf));
+        return toBase64Url(end.call(this, buf));
       };
     }
   }
@@ -65,7 +67,7 @@ function stringDecoder() {
   });
   StringDecoder.prototype.write = function (buf) {
     const text = Port.prototype.write.call(this, buf);
-    return this.encoding === "base64url" ? toUrl(text) : text;
+    return this.encoding === "base64url" ? toBase64Url(text) : text;
   };
   mod.StringDecoder = StringDecoder;
   return mod;

@@ -10425,6 +10425,7 @@ var require_punycode = /* @__PURE__ */ __commonJSMin(((exports, module) => {
 }));
 
 // entry.cjs
+const toBase64Url = (text) => text.replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 let bufferReady = false;
 function buffer() {
 	const mod = require_buffer();
@@ -10449,7 +10450,7 @@ function buffer() {
 			throw error;
 		}
 		if (!url(encoding)) return toString.apply(this, arguments);
-		return toString.call(this, "base64", start, end).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+		return toBase64Url(toString.call(this, "base64", start, end));
 	};
 	Buffer.prototype.write = function(string, offset, length, encoding) {
 		const args = Array.from(arguments).map((a) => url(a) ? "base64" : a);
@@ -10463,7 +10464,6 @@ function stringDecoder() {
 	if (decoderReady) return mod;
 	decoderReady = true;
 	const Port = mod.StringDecoder;
-	const toUrl = (text) => text.replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 	function StringDecoder(encoding) {
 		const url = typeof encoding === "string" && encoding.toLowerCase() === "base64url";
 		Port.call(this, url ? "base64" : encoding);
@@ -10471,7 +10471,7 @@ function stringDecoder() {
 			this.encoding = "base64url";
 			const end = this.end;
 			this.end = function(buf) {
-				return toUrl(end.call(this, buf));
+				return toBase64Url(end.call(this, buf));
 			};
 		}
 	}
@@ -10482,7 +10482,7 @@ function stringDecoder() {
 	} });
 	StringDecoder.prototype.write = function(buf) {
 		const text = Port.prototype.write.call(this, buf);
-		return this.encoding === "base64url" ? toUrl(text) : text;
+		return this.encoding === "base64url" ? toBase64Url(text) : text;
 	};
 	mod.StringDecoder = StringDecoder;
 	return mod;
