@@ -27,17 +27,62 @@ impl Write for Buffer {
     }
 }
 
+thread_local! {
+    /// The buffer this thread's test captures into, while its guard lives.
+    static CAPTURING: std::cell::RefCell<Option<Buffer>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Writes to the calling thread's capture buffer, or nowhere.
+struct ThreadBuffer;
+
+impl Write for ThreadBuffer {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        CAPTURING.with(|c| {
+            if let Some(buffer) = c.borrow_mut().as_mut() {
+                buffer.write_all(bytes)?;
+            }
+            Ok(bytes.len())
+        })
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Ends a test's capture on this thread.
+struct Capturing;
+
+impl Drop for Capturing {
+    fn drop(&mut self) {
+        CAPTURING.with(|c| c.borrow_mut().take());
+    }
+}
+
 /// JSON lines as the binary writes them, into a buffer, for as long as the
 /// guard lives on this thread.
-fn capture() -> (Buffer, tracing::subscriber::DefaultGuard) {
+///
+/// One global subscriber serves every test: a thread-scoped default
+/// (`set_default`) makes tracing rebuild its global callsite interest and
+/// maximum level whenever one is made or dropped, and two tests doing that
+/// at once could leave a span disabled in a third, so its line lost its
+/// fields (CI saw it).
+fn capture() -> (Buffer, Capturing) {
+    static GLOBAL: std::sync::Once = std::sync::Once::new();
+    GLOBAL.call_once(|| {
+        let subscriber = tracing_subscriber::registry()
+            .with(SpanFields)
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .event_format(JsonLines)
+                    .with_writer(|| ThreadBuffer),
+            )
+            .with(tracing_subscriber::filter::LevelFilter::INFO);
+        tracing::subscriber::set_global_default(subscriber)
+            .expect("no other test sets a global subscriber");
+    });
     let buffer = Buffer::default();
-    let writer = buffer.clone();
-    let subscriber = tracing_subscriber::registry().with(SpanFields).with(
-        tracing_subscriber::fmt::layer()
-            .event_format(JsonLines)
-            .with_writer(move || writer.clone()),
-    );
-    (buffer, tracing::subscriber::set_default(subscriber))
+    CAPTURING.with(|c| *c.borrow_mut() = Some(buffer.clone()));
+    (buffer, Capturing)
 }
 
 /// The first line `buffer` holds whose message `is`, failing with all it holds.
