@@ -22,11 +22,12 @@ use crate::meta::{DynamoMetaStore, MetaStore, MetaTables, RedbMetaStore};
 use crate::packages::{DirPackageStore, PackageStore, Packages, S3PackageStore};
 use crate::server::McpServer;
 use crate::server::ToolExecutor;
+use crate::server::extra::ExtraContent;
 use crate::session::{DynamoSessionStore, RedbSessionStore, SessionStore};
 use crate::skills::{Builtins, Skills};
 use crate::tasks::{Handoff, LambdaHandoff, TaskBook, TaskSettings, TaskStore, Tasks};
 use crate::tenant::Tenancy;
-use crate::tools::{Lifecycle, Toolbox};
+use crate::tools::{Lifecycle, ToolRouter, Toolbox};
 use crate::transport::{App, Authenticator, JwtVerifier, OriginPolicy, TransportConfig};
 
 /// The stores an app runs on. Built from a configuration by
@@ -443,6 +444,26 @@ pub fn engine_config(config: &Config) -> EngineConfig {
     }
 }
 
+/// What a build adds to the server's own tools, prompts and resources (the
+/// conformance fixtures' server adds the suite's): given to the
+/// composition root, which merges it into the server it builds.
+#[derive(Debug, Clone)]
+pub struct Additions {
+    /// Tools listed after the server's own, before the View's.
+    pub tools: ToolRouter,
+    /// Prompts and resources listed after the server's own.
+    pub content: Option<Arc<dyn ExtraContent>>,
+}
+
+impl Default for Additions {
+    fn default() -> Self {
+        Self {
+            tools: ToolRouter::empty(),
+            content: None,
+        }
+    }
+}
+
 /// The app `config` describes, on `stores`.
 pub fn with_stores(config: &Config, stores: Stores) -> App {
     with_engine(config, engine_config(config), stores)
@@ -452,26 +473,35 @@ pub fn with_stores(config: &Config, stores: Stores) -> App {
 /// `engine_config` says rather than as `config` does (tests name the worker
 /// program, which a server finds as its own executable).
 pub fn with_engine(config: &Config, engine_config: EngineConfig, stores: Stores) -> App {
-    build(config, engine_config, stores).0
+    build(config, engine_config, stores, Additions::default()).0
 }
 
 /// The app `config` describes on its stores (see [`app`]), and what the
 /// process does around its calls: a host's entry (`serve`, `stdio`, the
 /// Lambda entry) waits for its saves and settles its ready heaps through
 /// the [`Lifecycle`], not through the app.
+/// `additions` are what the build adds to the server's own tools and
+/// content.
 pub fn host(
     config: &Config,
     data_dir: &Path,
     aws: Option<&Clients>,
+    additions: Additions,
 ) -> Result<(App, Lifecycle), BoxError> {
     Ok(build(
         config,
         engine_config(config),
         Stores::from_config(config, data_dir, aws)?,
+        additions,
     ))
 }
 
-fn build(config: &Config, engine_config: EngineConfig, stores: Stores) -> (App, Lifecycle) {
+fn build(
+    config: &Config,
+    engine_config: EngineConfig,
+    stores: Stores,
+    additions: Additions,
+) -> (App, Lifecycle) {
     let mut engine_config = engine_config;
     if let Some(scratch) = &stores.scratch {
         engine_config.capabilities.disk.scratch = Some(scratch.clone());
@@ -479,6 +509,7 @@ fn build(config: &Config, engine_config: EngineConfig, stores: Stores) -> (App, 
     // The host's clients (fetch, upstream connections) are one value, shared
     // by the engine's runs and the tools that list upstream servers.
     let clients = Arc::new(HostClients::default());
+    let router = ToolRouter::builtin().merge(additions.tools);
     let tools = Toolbox {
         engine: Arc::new({
             let engine = Engine::new(engine_config, stores.heaps)
@@ -536,11 +567,15 @@ fn build(config: &Config, engine_config: EngineConfig, stores: Stores) -> (App, 
         streaming: config.transport.response_streaming,
     };
     let lifecycle = Lifecycle::new(tools.saves.clone(), tools.engine.clone());
-    let server = McpServer::new(tools.clone()).with_skills(skills(config));
+    let server = McpServer::new(tools.clone(), router.clone()).with_skills(skills(config));
+    let server = match additions.content {
+        Some(content) => server.with_content(content),
+        None => server,
+    };
     let server = if stores.offers_tasks {
         server.with_tasks(Tasks::new(
             TaskBook::new(stores.tasks),
-            Arc::new(ToolExecutor::new(tools)),
+            Arc::new(ToolExecutor::new(tools, router)),
             stores.handoff,
             task_settings(config),
         ))

@@ -15,6 +15,7 @@
 
 pub mod apps;
 pub mod backends;
+pub mod cli;
 pub mod clock;
 pub mod compose;
 pub mod config;

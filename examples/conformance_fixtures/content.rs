@@ -187,6 +187,7 @@ fn user(content: Content) -> PromptMessage {
 }
 
 /// The reference server's prompts and `test://` resources.
+#[derive(Debug)]
 pub(crate) struct ContentFixtures;
 
 impl ExtraContent for ContentFixtures {

@@ -36,6 +36,7 @@ enum Completes {
 
 pub(super) async fn complete(
     tools: &Toolbox,
+    extra: Option<&dyn extra::ExtraContent>,
     context: CallContext<'_>,
     params: CompleteParams,
 ) -> Result<CompleteResult, MethodError> {
@@ -43,9 +44,7 @@ pub(super) async fn complete(
     let completes = match &params.reference {
         CompleteReference::Prompt { name } => {
             let ours = super::prompts::list().prompts;
-            let theirs = extra::installed()
-                .map(|extra| extra.prompts())
-                .unwrap_or_default();
+            let theirs = extra.map(|extra| extra.prompts()).unwrap_or_default();
             let Some(prompt) = ours
                 .iter()
                 .chain(&theirs)
@@ -71,9 +70,7 @@ pub(super) async fn complete(
         }
         CompleteReference::Resource { uri: template } => {
             let ours = super::resources::templates().resource_templates;
-            let theirs = extra::installed()
-                .map(|extra| extra.templates())
-                .unwrap_or_default();
+            let theirs = extra.map(|extra| extra.templates()).unwrap_or_default();
             if !ours
                 .iter()
                 .chain(&theirs)

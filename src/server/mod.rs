@@ -30,7 +30,7 @@ use crate::protocol::skills;
 use crate::session::LogicalSession;
 use crate::skills::Skills;
 use crate::tenant::Tenant;
-use crate::tools::{CallContext, Toolbox};
+use crate::tools::{CallContext, ToolRouter, Toolbox};
 
 /// For the model, returned by `initialize` and `server/discover`: heaps in
 /// two sentences, then continuity.
@@ -50,19 +50,33 @@ pub const SERVER_INFO: ServerInfo = ServerInfo {
 #[derive(Debug, Clone)]
 pub struct McpServer {
     tools: Toolbox,
+    /// The tools it lists and calls, on `tools`.
+    router: ToolRouter,
     /// MCP tasks, when the server keeps them.
     tasks: Option<std::sync::Arc<crate::tasks::Tasks>>,
     /// The Agent Skills it serves (the Skills extension), when any.
     skills: std::sync::Arc<Skills>,
+    /// Prompts and resources a build adds, when any.
+    extra: Option<std::sync::Arc<dyn extra::ExtraContent>>,
 }
 
 impl McpServer {
-    /// A server offering `tools`.
-    pub fn new(tools: Toolbox) -> Self {
+    /// A server offering the tools of `router`, on `tools`.
+    pub fn new(tools: Toolbox, router: ToolRouter) -> Self {
         Self {
             tools,
+            router,
             tasks: None,
             skills: Default::default(),
+            extra: None,
+        }
+    }
+
+    /// The same server, with the prompts and resources `content` adds.
+    pub fn with_content(self, content: std::sync::Arc<dyn extra::ExtraContent>) -> Self {
+        Self {
+            extra: Some(content),
+            ..self
         }
     }
 
@@ -179,21 +193,29 @@ impl McpServer {
                 capabilities: self.capabilities(STATELESS_VERSION),
                 instructions: INSTRUCTIONS,
             })),
-            method::TOOLS_LIST => Ok(MethodResult::Tools(self.tools.list(context).await)),
+            method::TOOLS_LIST => Ok(MethodResult::Tools(
+                self.router.list(&self.tools, context).await,
+            )),
             method::TOOLS_CALL => {
                 let params: CallToolParams = params_of(params)?;
                 if let Some(tasks) = &self.tasks
                     && let Some(answer) =
-                        task_methods::route_call(&self.tools, tasks, context, &params).await?
+                        task_methods::route_call(&self.router, tasks, context, &params).await?
                 {
                     return Ok(answer);
                 }
-                Ok(match self.tools.call_or_ask(context, params).await? {
-                    crate::tools::Called::Result(result) => MethodResult::Call(result),
-                    crate::tools::Called::InputRequired(asked) => {
-                        MethodResult::InputRequired(asked)
-                    }
-                })
+                Ok(
+                    match self
+                        .router
+                        .call_or_ask(&self.tools, context, params)
+                        .await?
+                    {
+                        crate::tools::Called::Result(result) => MethodResult::Call(result),
+                        crate::tools::Called::InputRequired(asked) => {
+                            MethodResult::InputRequired(asked)
+                        }
+                    },
+                )
             }
             method::RESOURCES_LIST if stateful || has_skills => {
                 let params = list_params(params)?;
@@ -210,7 +232,7 @@ impl McpServer {
                 // (the conformance fixtures' server), on the first page.
                 if first {
                     listed.resources.splice(0..0, self.skills.resources());
-                    if let Some(extra) = extra::installed() {
+                    if let Some(extra) = &self.extra {
                         listed.resources.splice(0..0, extra.resources());
                     }
                 }
@@ -219,7 +241,7 @@ impl McpServer {
             method::RESOURCE_TEMPLATES_LIST if stateful => {
                 list_params(params)?;
                 let mut templates = resources::templates();
-                if let Some(extra) = extra::installed() {
+                if let Some(extra) = &self.extra {
                     templates.resource_templates.extend(extra.templates());
                 }
                 Ok(MethodResult::ResourceTemplates(templates))
@@ -237,7 +259,7 @@ impl McpServer {
                 if !stateful {
                     return Err(resources::not_found(&read.uri));
                 }
-                if let Some(result) = extra::installed().and_then(|extra| extra.read(&read.uri)) {
+                if let Some(result) = self.extra.as_ref().and_then(|extra| extra.read(&read.uri)) {
                     return Ok(MethodResult::Read(ReadAnswer {
                         result,
                         freshness: answer::Freshness::Stable,
@@ -249,14 +271,14 @@ impl McpServer {
             method::PROMPTS_LIST if stateful => {
                 list_params(params)?;
                 let mut listed = prompts::list();
-                if let Some(extra) = extra::installed() {
+                if let Some(extra) = &self.extra {
                     listed.prompts.extend(extra.prompts());
                 }
                 Ok(MethodResult::Prompts(listed))
             }
             method::PROMPTS_GET if stateful => {
                 let get: crate::protocol::mcp::GetPromptParams = params_of(params)?;
-                if let Some(answer) = extra::installed().and_then(|extra| extra.get_prompt(&get)) {
+                if let Some(answer) = self.extra.as_ref().and_then(|extra| extra.get_prompt(&get)) {
                     return answer
                         .map(MethodResult::Prompt)
                         .map_err(|message| MethodError::new(code::INVALID_PARAMS, message));
@@ -269,7 +291,13 @@ impl McpServer {
                 skill_methods::handle(&self.skills, other, params, !sessionless)
             }
             method::COMPLETION_COMPLETE if stateful => Ok(MethodResult::Complete(
-                completions::complete(&self.tools, context, params_of(params)?).await?,
+                completions::complete(
+                    &self.tools,
+                    self.extra.as_deref(),
+                    context,
+                    params_of(params)?,
+                )
+                .await?,
             )),
             method::INITIALIZE if !sessionless => Err(MethodError::new(
                 code::INVALID_REQUEST,

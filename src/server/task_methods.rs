@@ -26,19 +26,20 @@ use crate::tasks::{
     TaskStatus, Tasks,
 };
 use crate::tenant::Tenant;
-use crate::tools::{CallContext, Called, Toolbox};
+use crate::tools::{CallContext, Called, ToolRouter, Toolbox};
 
 /// Runs a task's call as a direct `tools/call` would: the tool's result,
 /// or the JSON-RPC error the call would have answered.
 #[derive(Debug)]
 pub struct ToolExecutor {
     tools: Toolbox,
+    router: ToolRouter,
 }
 
 impl ToolExecutor {
-    /// Runs calls with `tools`.
-    pub fn new(tools: Toolbox) -> Self {
-        Self { tools }
+    /// Runs calls of `router`'s tools on `tools`.
+    pub fn new(tools: Toolbox, router: ToolRouter) -> Self {
+        Self { tools, router }
     }
 }
 
@@ -80,7 +81,7 @@ impl Execute for ToolExecutor {
             input_responses: retry.input_responses,
             request_state: retry.request_state,
         };
-        match self.tools.call_or_ask(context, params).await {
+        match self.router.call_or_ask(&self.tools, context, params).await {
             Ok(Called::Result(result)) => Ran::Ended(TaskOutcome::Result(
                 serde_json::to_value(result).expect("tool results serialize"),
             )),
@@ -217,7 +218,7 @@ fn immediate_response(record: &TaskRecord) -> ImmediateResponse {
 /// answered directly, as without tasks. The decision is
 /// [`policy::decide`]'s; this turns it into the wire's answer.
 pub(super) async fn route_call(
-    tools: &Toolbox,
+    tools: &ToolRouter,
     tasks: &Tasks,
     context: CallContext<'_>,
     params: &CallToolParams,

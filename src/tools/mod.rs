@@ -9,13 +9,12 @@ mod coalesced;
 mod display;
 mod display_page;
 mod executions;
-pub mod extra;
 mod heap_tags;
 mod lifecycle;
 mod log_level;
 mod pages;
 pub mod param_headers;
-mod routes;
+mod router;
 mod run_js;
 mod run_texts;
 mod saving;
@@ -41,7 +40,9 @@ pub use executions::ExecutionView;
 pub use lifecycle::Lifecycle;
 pub use log_level::{engine_log_level, wire_log_level};
 pub use pages::{Page, Paged, Shape};
+pub use router::{ToolRoute, ToolRouter};
 pub use run_js::ANSWERED_DIRECTLY_IF;
+pub use run_js::run_fresh;
 pub use run_texts::{paged as paged_run_text, text as run_text, whole as whole_record};
 pub use saving::{Saves, UnsavedBounds};
 pub use toolbox::{
@@ -59,60 +60,46 @@ pub enum Called {
     InputRequired(crate::protocol::mcp::InputRequiredResult),
 }
 
-impl Toolbox {
-    /// `tools/list` for a request of `context`: the schemas give the
-    /// limits in force for it.
-    pub async fn list(&self, context: CallContext<'_>) -> ListToolsResult {
+impl ToolRouter {
+    /// `tools/list` of these tools on `toolbox` for a request of
+    /// `context`: the schemas give the limits in force for it.
+    pub async fn list(&self, toolbox: &Toolbox, context: CallContext<'_>) -> ListToolsResult {
         // run_js's description names the installed packages.
-        let packages = match &self.packages {
+        let packages = match &toolbox.packages {
             Some(packages) => Some(packages.view().await),
             None => None,
         };
         // ... and the upstream servers' tools, listed once per instance.
-        let code_mode = match self.upstreams() {
+        let code_mode = match toolbox.upstreams() {
             Some(upstreams) => Some(crate::upstream::catalog::describe(&upstreams).await),
             None => None,
         };
         let structured = has_structured_output(context.protocol_version);
-        let listing = routes::Listing {
-            toolbox: self,
+        let listing = router::Listing {
+            toolbox,
             deadline: context.deadline,
             packages: packages.as_deref(),
             code_mode: code_mode.as_deref(),
         };
-        let mut tools: Vec<_> = routes::all()
-            .filter(|route| self.has(route, context))
+        // A host that declared MCP Apps renders a tool's results in its
+        // View (read as a resource, which a stateless server has none of);
+        // another sees the tool without it.
+        let views = context.ui_extension && !toolbox.stateless;
+        let mut tools: Vec<_> = self
+            .iter()
+            .filter(|route| has(toolbox, route, context))
             .map(|route| {
-                let tool = (route.describe)(&listing);
-                debug_assert_eq!(tool.name, route.name);
+                let mut tool = route.describe(&listing);
+                debug_assert_eq!(tool.name, route.name());
+                if !structured {
+                    tool.output_schema = None;
+                }
+                if views && let Some(view) = route.view() {
+                    tool.meta = Some(crate::protocol::apps::tool_meta(view));
+                }
                 tool
             })
             .collect();
-        // Tools this build adds (the conformance fixtures' server), before
-        // the View's own tool.
-        if let Some(extra) = extra::installed() {
-            let at = tools
-                .iter()
-                .position(|tool| tool.name == display_page::NAME)
-                .unwrap_or(tools.len());
-            tools.splice(at..at, extra.describe());
-        }
-        if !structured {
-            for tool in &mut tools {
-                tool.output_schema = None;
-            }
-        }
-        // A host that declared MCP Apps renders run_js results in its View
-        // (read as a resource, which a stateless server has none of);
-        // another sees the tool as it always was.
-        if context.ui_extension
-            && !self.stateless
-            && let Some(run) = tools.iter_mut().find(|tool| tool.name == run_js::NAME)
-        {
-            run.meta = Some(crate::protocol::apps::tool_meta(
-                crate::protocol::apps::RUN_VIEW_URI,
-            ));
-        }
         // Experimental tasks exist in 2025-11-25 only; the extension has no
         // per-tool field.
         if context.protocol_version == crate::protocol::mcp::TASKS_VERSION {
@@ -141,6 +128,7 @@ impl Toolbox {
     /// A run that asks the person answers [`Called::InputRequired`].
     pub async fn call_or_ask(
         &self,
+        toolbox: &Toolbox,
         context: CallContext<'_>,
         params: CallToolParams,
     ) -> Result<Called, ToolCallError> {
@@ -156,38 +144,34 @@ impl Toolbox {
             retry: retry.is_retry().then_some(&retry),
             ..context
         };
-        let found = routes::route(name);
-        let Some(route) = found.filter(|route| self.has(route, context)) else {
-            if found.is_none()
-                && let Some(extra) = extra::installed()
-                && let Some(call) = extra.call(self, context, name, raw)
-            {
-                // The server's own tools mirror no argument in a header;
-                // a tool that does is checked against the request's.
-                if let Some(headers) = context.param_headers {
-                    extra::check_param_headers(extra, name, raw, headers)
-                        .map_err(ToolCallError::HeaderMismatch)?;
-                }
-                return called(name, call.await?);
-            }
+        let found = self.route(name);
+        let Some(route) = found.filter(|route| has(toolbox, route, context)) else {
             return Err(match found {
-                Some(route) if route.shown == routes::Shown::Stateful => {
+                Some(route) if route.shown() == router::Shown::Stateful => {
                     ToolCallError::NotAvailable(name.to_owned())
                 }
                 _ => ToolCallError::UnknownTool(name.to_owned()),
             });
         };
-        called(name, (route.call)(self, context, raw, structured).await)
+        // A tool whose schema mirrors an argument in a header is checked
+        // against the request's.
+        if let (Some(headers), Some(schema)) = (context.param_headers, route.param_schema()) {
+            let arguments = raw.and_then(|raw| serde_json::from_str(raw.get()).ok());
+            param_headers::check(schema, arguments.as_ref(), headers)
+                .map_err(ToolCallError::HeaderMismatch)?;
+        }
+        called(name, route.call(toolbox, context, raw, structured).await?)
     }
 
     /// `tools/call` where only a result will do (a caller that cannot
     /// carry asks): a run that asked anyway is a tool error.
     pub async fn call(
         &self,
+        toolbox: &Toolbox,
         context: CallContext<'_>,
         params: CallToolParams,
     ) -> Result<CallToolResult, ToolCallError> {
-        Ok(match self.call_or_ask(context, params).await? {
+        Ok(match self.call_or_ask(toolbox, context, params).await? {
             Called::Result(result) => result,
             Called::InputRequired(_) => CallToolResult::error(
                 "the run asked the person (elicit), which this call cannot carry; ask in your reply",
@@ -202,28 +186,22 @@ impl Toolbox {
         tool: &str,
         arguments: Option<&serde_json::value::RawValue>,
     ) -> Option<std::time::Duration> {
-        (routes::route(tool)?.estimated_duration)(arguments?)
+        self.route(tool)?.estimated_duration(arguments?)
     }
 
     /// Whether calls of `tool` may become tasks (its route says).
     pub fn task_support(&self, tool: &str) -> TaskSupport {
-        if let Some(route) = routes::route(tool) {
-            return route.task_support;
-        }
-        extra::installed()
-            .and_then(|extra| extra.task_support(tool))
-            .unwrap_or(TaskSupport::Forbidden)
+        self.route(tool)
+            .map_or(TaskSupport::Forbidden, router::ToolRoute::supports_tasks)
     }
+}
 
-    /// Whether this server has `route` for a caller of `context`.
-    fn has(&self, route: &routes::Route, context: CallContext<'_>) -> bool {
-        match route.shown {
-            routes::Shown::Always => true,
-            routes::Shown::Stateful => !self.stateless,
-            routes::Shown::View => !self.stateless && context.ui_extension,
-        }
-    }
+/// Whether a server on `toolbox` has `route` for a caller of `context`.
+fn has(toolbox: &Toolbox, route: &ToolRoute, context: CallContext<'_>) -> bool {
+    route.shown().to(toolbox.stateless, context.ui_extension)
+}
 
+impl Toolbox {
     /// Continuity for `initialize` of a logical session (`None` when the
     /// server is stateless and keeps no log).
     pub async fn continuity(

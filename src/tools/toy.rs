@@ -1,33 +1,36 @@
 //! A tool compiled only into the library's unit tests, as the engine's
-//! `host/toy.rs` capability is: adding a tool is its module (a listing, an
-//! argument type and a handler) and one route in `routes.rs`; listing,
-//! dispatch, argument errors and the task policy then know it.
+//! `host/toy.rs` capability is: adding a tool is one declaration (its
+//! name, description, argument and result types, which the schemas are
+//! derived from) added to a router; listing, dispatch, argument errors
+//! and the task policy then know it.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::schema;
-use super::toolbox::{CallContext, Toolbox, structured_result};
-use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
+use super::ToolRoute;
 
 pub(super) const NAME: &str = "toy_echo";
 
-pub(super) fn describe() -> Tool {
-    Tool {
-        name: NAME,
-        title: "Echo (test only)",
-        description: "Say `text` back, `times` times.".into(),
-        input_schema: schema::input::<EchoArgs>(),
-        execution: None,
-        meta: None,
-        output_schema: Some(schema::output::<Echoed>()),
-        annotations: ToolAnnotations::READ_ONLY,
-    }
+/// The toy's declaration.
+pub(super) fn route() -> ToolRoute {
+    ToolRoute::declare::<EchoArgs, Echoed, _>(
+        NAME,
+        "Echo (test only)",
+        "Say `text` back, `times` times.",
+        |_, _, args| {
+            Box::pin(async move {
+                Ok(Echoed {
+                    said: args.text.repeat(args.times.unwrap_or(1)),
+                })
+            })
+        },
+    )
+    .stateful()
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct EchoArgs {
+struct EchoArgs {
     /// What to say back.
     text: String,
     /// How many times (default 1).
@@ -41,16 +44,6 @@ struct Echoed {
     said: String,
 }
 
-pub(super) async fn call(
-    _: &Toolbox,
-    _: CallContext<'_>,
-    args: EchoArgs,
-    structured: bool,
-) -> CallToolResult {
-    let said = args.text.repeat(args.times.unwrap_or(1));
-    structured_result(&Echoed { said }, false, structured)
-}
-
 #[cfg(test)]
 mod tests {
 
@@ -60,10 +53,15 @@ mod tests {
     use crate::protocol::mcp::CallToolParams;
     use crate::protocol::tasks::TaskSupport;
     use crate::tenant::Tenant;
-    use crate::tools::{CallContext, ToolCallError, Toolbox};
+    use crate::tools::{CallContext, ToolCallError, ToolRouter, Toolbox};
 
     fn toolbox(dir: &tempfile::TempDir, stateless: bool) -> Toolbox {
         crate::tools::toolbox::for_tests(EngineConfig::default(), dir, stateless)
+    }
+
+    /// The server's own tools plus the toy.
+    fn router() -> ToolRouter {
+        ToolRouter::builtin().with(super::route())
     }
 
     fn context(tenant: &Tenant) -> CallContext<'_> {
@@ -80,33 +78,49 @@ mod tests {
         }
     }
 
-    /// The toy's one route is all it takes: it is listed with its
-    /// schemas, called with its own argument type, refused with the
-    /// argument a mistake is in, not available where its route says
-    /// stateful, and never a task.
+    /// The toy's one declaration is all it takes: it is listed with the
+    /// schemas derived from its types (field docs included), called with
+    /// its own argument type, refused with the argument a mistake is in,
+    /// not available where it is declared stateful, and never a task.
     #[tokio::test]
-    async fn a_tool_is_one_route_and_its_module() {
+    async fn a_tool_is_one_declaration() {
         let dir = tempfile::tempdir().unwrap();
         let tools = toolbox(&dir, false);
+        let router = router();
         let tenant = Tenant::anonymous();
-        let listed = tools.list(context(&tenant)).await;
+        // The server's own router does not have it.
+        let builtin = ToolRouter::builtin().list(&tools, context(&tenant)).await;
+        assert!(builtin.tools.iter().all(|tool| tool.name != super::NAME));
+        let listed = router.list(&tools, context(&tenant)).await;
         let toy = listed
             .tools
             .iter()
             .find(|tool| tool.name == super::NAME)
             .expect("the toy is listed");
         assert_eq!(toy.input_schema["required"], json!(["text"]));
-        assert!(toy.output_schema.is_some());
+        assert_eq!(
+            toy.input_schema["properties"]["text"]["description"],
+            "What to say back."
+        );
+        assert_eq!(
+            toy.output_schema.as_ref().unwrap()["properties"]["said"]["description"],
+            "`text`, `times` times."
+        );
 
-        let said = tools
-            .call(context(&tenant), params(json!({"text": "ab", "times": 3})))
+        let said = router
+            .call(
+                &tools,
+                context(&tenant),
+                params(json!({"text": "ab", "times": 3})),
+            )
             .await
             .unwrap();
         assert!(!said.is_error);
         assert_eq!(said.structured_content, Some(json!({"said": "ababab"})));
 
-        let wrong = tools
+        let wrong = router
             .call(
+                &tools,
                 context(&tenant),
                 params(json!({"text": "ab", "times": "x"})),
             )
@@ -116,12 +130,12 @@ mod tests {
         let text = serde_json::to_value(&wrong.content).unwrap()[0]["text"].to_string();
         assert!(text.contains("times"), "{text}");
 
-        assert_eq!(tools.task_support(super::NAME), TaskSupport::Forbidden);
+        assert_eq!(router.task_support(super::NAME), TaskSupport::Forbidden);
         let other = tempfile::tempdir().unwrap();
         let stateless = toolbox(&other, true);
         assert_eq!(
-            stateless
-                .call(context(&tenant), params(json!({"text": "ab"})))
+            router
+                .call(&stateless, context(&tenant), params(json!({"text": "ab"})))
                 .await
                 .unwrap_err(),
             ToolCallError::NotAvailable(super::NAME.into())

@@ -340,6 +340,25 @@ async fn wait_stored(outcome: &mut RunOutcome, save: Saving) {
     stored_in(outcome, stored);
 }
 
+/// `run_js` of `code` for this call from a fresh isolate (no heap kept),
+/// within `timeout_secs`: its whole answer. A run that asks the person
+/// answers with its asks, as `run_js` does. A tool a build adds does its
+/// work this way (the conformance fixtures').
+pub async fn run_fresh(
+    toolbox: &Toolbox,
+    context: CallContext<'_>,
+    code: String,
+    timeout_secs: f64,
+) -> Answer {
+    let call = serde_json::from_value(serde_json::json!({
+        "code": code,
+        "heap": "",
+        "execution_timeout_secs": timeout_secs,
+    }))
+    .expect("run_js arguments of a code and a timeout decode");
+    self::call(toolbox, context, call, false).await
+}
+
 #[cfg(test)]
 mod tests {
 
@@ -370,7 +389,10 @@ mod tests {
             input_responses: None,
             request_state: None,
         };
-        let result = toolbox.call(context, params).await.unwrap();
+        let result = crate::tools::ToolRouter::builtin()
+            .call(toolbox, context, params)
+            .await
+            .unwrap();
         let text = serde_json::to_value(&result.content).unwrap()[0]["text"]
             .as_str()
             .unwrap_or_default()
@@ -411,7 +433,9 @@ mod tests {
         assert!(text.contains("no_such"), "{text}");
 
         let tenant = Tenant::anonymous();
-        let listed = toolbox.list(context(&tenant)).await;
+        let listed = crate::tools::ToolRouter::builtin()
+            .list(&toolbox, context(&tenant))
+            .await;
         let schema = &listed.tools[0].input_schema;
         assert_eq!(
             schema["properties"]["toy_factor"]["type"], "number",

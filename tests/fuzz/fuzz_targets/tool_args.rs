@@ -11,7 +11,7 @@ use mcp_v8_lambda::engine::{Engine, EngineConfig};
 use mcp_v8_lambda::meta::RedbMetaStore;
 use mcp_v8_lambda::protocol::mcp::CallToolParams;
 use mcp_v8_lambda::session::LogicalSession;
-use mcp_v8_lambda::tools::{CallContext, Toolbox};
+use mcp_v8_lambda::tools::{CallContext, ToolRouter, Toolbox};
 use serde_json::value::RawValue;
 
 const TOOLS: [&str; 7] = [
@@ -89,7 +89,7 @@ fuzz_target!(|data: &[u8]| {
         ui_extension: false,
     };
     let result = runtime
-        .block_on(toolbox.call(context, params))
+        .block_on(ToolRouter::builtin().call(toolbox, context, params))
         .expect("known tools are never a protocol error");
     assert!(!result.content.is_empty());
 });

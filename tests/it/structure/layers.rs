@@ -92,6 +92,23 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "transport",
         ],
     ),
+    (
+        "cli",
+        &[
+            "backends",
+            "compose",
+            "config",
+            "engine",
+            "heap",
+            "lambda",
+            "logs",
+            "packages",
+            "session",
+            "tenant",
+            "tools",
+            "transport",
+        ],
+    ),
 ];
 
 fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
