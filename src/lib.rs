@@ -8,7 +8,8 @@
 //! Every store is scoped by the caller's `tenant`. `skills` holds the
 //! Agent Skills the server teaches with (its own and an operator's).
 //! `compose` wires them from a `config`; `backends` holds what the AWS and
-//! embedded stores share; `lambda` hosts the app on AWS Lambda.
+//! embedded stores share; `lambda` hosts the app on AWS Lambda; `cli` is
+//! the command line, which the binary and the conformance fixtures call.
 //! docs/architecture.md draws the layers.
 #![warn(missing_docs, unreachable_pub)]
 #![deny(unsafe_code)]

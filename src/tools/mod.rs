@@ -1,24 +1,17 @@
 //! The MCP tools: their descriptions for `tools/list` and their execution
 //! for `tools/call`.
 
-mod advice;
+mod answer;
 mod args;
-mod budget;
 mod calls;
-mod coalesced;
-mod display;
 mod display_page;
 mod executions;
 mod heap_tags;
-mod lifecycle;
 mod log_level;
-mod pages;
 pub mod param_headers;
 mod router;
 mod run_js;
-mod run_texts;
-mod saving;
-mod schema;
+mod saves;
 mod session_log;
 mod toolbox;
 #[cfg(test)]
@@ -31,20 +24,20 @@ use crate::protocol::mcp::{
 };
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
+pub use answer::pages::{Page, Paged, Shape};
+pub use answer::run_texts::{paged as paged_run_text, text as run_text, whole as whole_record};
 pub use calls::{TaskSupport, ToolCallError};
 /// How many times a displayed table's file was parsed in this process
 /// (tests count what the page tool's cache saves).
 #[doc(hidden)]
 pub use display_page::parses_of as display_table_parses;
 pub use executions::ExecutionView;
-pub use lifecycle::Lifecycle;
 pub use log_level::{engine_log_level, wire_log_level};
-pub use pages::{Page, Paged, Shape};
 pub use router::{ToolRoute, ToolRouter};
 pub use run_js::ANSWERED_DIRECTLY_IF;
 pub use run_js::run_fresh;
-pub use run_texts::{paged as paged_run_text, text as run_text, whole as whole_record};
-pub use saving::{Saves, UnsavedBounds};
+pub use saves::Lifecycle;
+pub use saves::{Saves, UnsavedBounds};
 pub use toolbox::{
     Answer, CallContext, HeapName, Instead, MAX_READ_FILE_BYTES, MAX_RESULT_JSON_BYTES, Toolbox,
 };
@@ -115,9 +108,9 @@ impl ToolRouter {
         // Some clients cannot read a `type` that is an array (`["string",
         // "null"]`); every schema says the same with `anyOf`.
         for tool in &mut tools {
-            schema::without_type_unions(&mut tool.input_schema);
+            answer::schema::without_type_unions(&mut tool.input_schema);
             if let Some(output) = &mut tool.output_schema {
-                schema::without_type_unions(output);
+                answer::schema::without_type_unions(output);
             }
         }
         ListToolsResult { tools }

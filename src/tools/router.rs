@@ -14,8 +14,8 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
+use super::answer::schema;
 use super::calls::{TaskSupport, ToolCallError};
-use super::schema;
 use super::toolbox::{Answer, CallContext, Toolbox, structured_result};
 use super::{display_page, executions, heap_tags, run_js, session_log};
 use crate::packages::PackageView;

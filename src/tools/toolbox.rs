@@ -52,10 +52,10 @@ pub struct Toolbox {
     pub answer_before_save_bytes: Option<u64>,
     /// The saves of heaps answered for before they were stored, going in
     /// this process.
-    pub saves: Arc<super::saving::Saves>,
+    pub saves: Arc<super::saves::Saves>,
     /// How many of them may wait, per session and in all
     /// (`MCP_V8_UNSAVED_HEAPS`, `MCP_V8_UNSAVED_HEAPS_MB`).
-    pub unsaved: super::saving::UnsavedBounds,
+    pub unsaved: super::saves::UnsavedBounds,
     /// Most bytes of JSON a run's answer gives its text, and again its
     /// `structuredContent` (`MCP_V8_ANSWER_BUDGET_KB`): what is over it is
     /// kept with the run and linked (docs/tools.md, "The answer budget").

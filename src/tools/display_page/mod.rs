@@ -14,7 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::schema;
+use super::answer::schema;
 use super::toolbox::{CallContext, HeapName, Toolbox, structured_result};
 use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
 use crate::protocol::uri;

@@ -10,8 +10,8 @@ use crate::heap::HeapKey;
 use crate::meta::{PendingSave, Tags};
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
-use crate::tools::coalesced::HeldRun;
-use crate::tools::saving;
+use crate::tools::saves;
+use crate::tools::saves::HeldRun;
 use crate::tools::toolbox::Toolbox;
 
 /// What storing a heap answered for first needs: the run as answered, and
@@ -29,12 +29,12 @@ pub(super) struct AfterAnswer {
     pub(super) marker: PendingSave,
     /// The session's save going before this one: this one is logged after
     /// it, so a save never becomes `latest` before the one it continues.
-    pub(super) previous: Option<saving::GoingSave>,
+    pub(super) previous: Option<saves::GoingSave>,
     /// The save of the heap this run continued live, not yet stored as
     /// the run began: its key is this run's `input_heap`. Kept apart from
     /// `previous`, which may have ended, and been forgotten, by the time
     /// this run's save begins.
-    pub(super) continued: Option<saving::GoingSave>,
+    pub(super) continued: Option<saves::GoingSave>,
     /// Where this save says its heap's key, once stored.
     pub(super) key: tokio::sync::watch::Sender<Option<HeapKey>>,
     /// Where it says its heap was superseded, at once: no call waits on

@@ -2,7 +2,7 @@
 //! `display()` blocks, and the log entry, record and tags a run leaves.
 
 use crate::clock::{rfc3339_millis as rfc3339, unix_now};
-use crate::tools::budget::{self, Kept};
+use crate::tools::answer::budget::{self, Kept};
 use crate::tools::toolbox::{Answer, MAX_RESULT_JSON_BYTES, Toolbox, result_json_len};
 
 use crate::engine::{RunOutcome, RunStatus};
@@ -104,9 +104,9 @@ pub(super) async fn with_displays(
         (None, Some(_)) => Some(outcome.execution_id.to_string()),
         (None, None) => None,
     };
-    let shown = crate::tools::display::blocks(
+    let shown = crate::tools::answer::display::blocks(
         displays,
-        &crate::tools::display::Target {
+        &crate::tools::answer::display::Target {
             heap: heap.as_deref(),
             execution_id: outcome.execution_id,
             room,
@@ -230,7 +230,7 @@ pub(super) async fn record(
         kept: None,
     };
     execution.kept =
-        crate::tools::run_texts::keep_apart(toolbox, tenant, &mut execution.outcome).await;
+        crate::tools::answer::run_texts::keep_apart(toolbox, tenant, &mut execution.outcome).await;
     match toolbox.meta.record_run(tenant, log, &execution).await {
         Ok(index) => logged_at = index,
         Err(e) => {

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use serde_json::json;
 
-use crate::tools::schema;
+use crate::tools::answer::schema;
 use crate::tools::toolbox::Toolbox;
 
 use crate::protocol::mcp::{Tool, ToolAnnotations};

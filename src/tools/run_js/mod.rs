@@ -16,12 +16,12 @@ pub(super) use self::arguments::asked_duration;
 pub(super) use self::description::describe;
 use self::plan::{fresh_start_warning, plan, resolve_latest};
 
-use super::budget::Kept;
+use super::answer::budget::Kept;
 use super::toolbox::{Answer, CallContext, Instead, Toolbox};
 use crate::clock::rfc3339_millis as rfc3339;
 use tracing::Instrument;
 
-use super::saving;
+use super::saves;
 use crate::engine::{Ran, RunOutcome, RunStatus, Saving, stored_in};
 use crate::heap::HeapKey;
 use crate::protocol::mcp::CallToolResult;
@@ -174,7 +174,7 @@ async fn call_once(
     };
     let Ran { mut report, save } = match ran {
         Ok(ran) => ran,
-        Err(e) => return CallToolResult::error(super::advice::refused(&e)).into(),
+        Err(e) => return CallToolResult::error(super::answer::advice::refused(&e)).into(),
     };
     if let Some(resumed) = &resumed {
         resumed.carry(&mut report.outcome);
@@ -189,10 +189,10 @@ async fn call_once(
         return asking::suspended(toolbox, context, &mut report, call).await;
     }
     let completed_at = crate::clock::unix_now_millis();
-    let mut had = super::advice::Had::of(&report, &code);
+    let mut had = super::answer::advice::Had::of(&report, &code);
     had.continued_live = planned.continued.is_some();
     let mut outcome = report.outcome;
-    super::advice::advise(&mut outcome, toolbox.engine.config(), &had);
+    super::answer::advice::advise(&mut outcome, toolbox.engine.config(), &had);
     let repl = report.repl;
     let displays = report.displays;
     outcome.warnings.append(&mut planned.warnings);
@@ -222,7 +222,7 @@ async fn call_once(
                 }) =>
         {
             let earlier = toolbox.saves.unstored(context.tenant, session);
-            let marker = saving::pending(
+            let marker = saves::pending(
                 &toolbox.saves,
                 (outcome.execution_id, earlier),
                 rfc3339(completed_at),

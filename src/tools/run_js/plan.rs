@@ -11,7 +11,7 @@ use crate::engine::RunRequest;
 use crate::heap::HeapKey;
 use crate::meta::Tags;
 use crate::session::LogicalSession;
-use crate::tools::saving;
+use crate::tools::saves;
 
 /// A run as the arguments ask for it, checked.
 pub(super) struct CallPlan {
@@ -29,7 +29,7 @@ pub(super) struct CallPlan {
     pub(super) warnings: Vec<String>,
     /// The save of the heap this run continues live, not yet stored
     /// (`latest` while the session's last heap is being stored).
-    pub(super) continued: Option<saving::GoingSave>,
+    pub(super) continued: Option<saves::GoingSave>,
     /// How long the call waited for earlier heaps to be stored, and why.
     pub(super) save_wait: Option<(Duration, String)>,
 }
@@ -143,7 +143,7 @@ pub(super) async fn resolve_latest(
     // A save this process answered for first is waited for.
     let failed = toolbox.saves.wait(context.tenant, session).await;
     let (lost, last, waited) = if toolbox.answer_before_save_bytes.is_some() || !failed.is_empty() {
-        saving::lost_save(
+        saves::lost_save(
             toolbox.meta.as_ref(),
             &toolbox.saves,
             context.tenant,
@@ -151,7 +151,7 @@ pub(super) async fn resolve_latest(
         )
         .await?
     } else {
-        let last = saving::last_entry(toolbox.meta.as_ref(), context.tenant, session).await?;
+        let last = saves::last_entry(toolbox.meta.as_ref(), context.tenant, session).await?;
         (None, last, None)
     };
     // Another instance was still storing the heap this call continues

@@ -1,4 +1,4 @@
-//! `display()` (src/engine/host/display.*, src/tools/display.rs) and the
+//! `display()` (src/engine/host/display.*, src/tools/answer/display.rs) and the
 //! files of heaps as resources (src/server/heap_files.rs): blocks on every
 //! engine mode, their content in run_js's answer, links to /work files past
 //! the answer's bound, and reads of a heap's /work.

@@ -286,6 +286,17 @@ fn named_paths(line: &str, me: &[String], children: &BTreeSet<String>) -> Vec<Ve
     found
 }
 
+/// `line` without the paths of `pub(in …)` visibilities, which say who
+/// may see an item and import nothing.
+fn without_visibility_paths(line: &str) -> String {
+    let mut line = line.to_owned();
+    while let Some(at) = line.find("pub(in ") {
+        let end = line[at..].find(')').map_or(line.len(), |end| at + end + 1);
+        line.replace_range(at..end, "pub");
+    }
+    line
+}
+
 /// Which files of `src/` each file imports. Declaring a child (`mod x;`)
 /// is not an import, and neither is a `pub use` (a parent's facade over
 /// its children, as in object_store); test modules are left out.
@@ -323,7 +334,7 @@ fn file_imports() -> BTreeMap<String, BTreeSet<String>> {
             if line.starts_with("//") || facade || line.contains("mod ") && line.ends_with(';') {
                 continue;
             }
-            for path in named_paths(line, &me, &children) {
+            for path in named_paths(&without_visibility_paths(line), &me, &children) {
                 if let Some(file) = file_of(&files, &path)
                     && file != *relative
                 {

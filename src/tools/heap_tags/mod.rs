@@ -4,8 +4,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::answer::schema;
+use super::args;
 use super::toolbox::{CallContext, Toolbox, structured_result};
-use super::{args, schema};
 use crate::meta::Tags;
 use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
 

@@ -6,17 +6,17 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use uuid::Uuid;
 
-use super::toolbox::MAX_READ_FILE_BYTES;
 use crate::engine::Displayed;
 use crate::protocol::apps::DisplayEntry;
 use crate::protocol::mcp::{Content, ResourceContents};
 use crate::protocol::media::{essence, is_text};
+use crate::tools::toolbox::MAX_READ_FILE_BYTES;
 
 /// Image types MCP clients show to models.
 const IMAGES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
 
 /// What a run's blocks become in its answer.
-pub(super) struct Shown {
+pub(in crate::tools) struct Shown {
     /// The blocks, after the run's own text.
     pub content: Vec<Content>,
     /// Blocks that did not fit, and what became of them.
@@ -33,7 +33,7 @@ pub(super) struct Shown {
 }
 
 /// Where a run's blocks go.
-pub(super) struct Target<'a> {
+pub(in crate::tools) struct Target<'a> {
     /// The run's output heap, whose `/work` files links name: its key, or
     /// the run's execution id while the heap is being stored (the
     /// resources accept either).
@@ -62,7 +62,7 @@ fn file_uri(heap: &str, path: &str) -> String {
 }
 
 /// The blocks of `displays`, in call order, within `target.room`.
-pub(super) fn blocks(displays: Vec<Displayed>, target: &Target<'_>) -> Shown {
+pub(in crate::tools) fn blocks(displays: Vec<Displayed>, target: &Target<'_>) -> Shown {
     let mut shown = Shown {
         content: Vec::with_capacity(displays.len()),
         warnings: Vec::new(),

@@ -17,7 +17,7 @@ const STREAMS: &str = "stream large data through /work files, which live on disk
 /// What a run had, as the engine reported it ([`RunReport`]): its limits
 /// after every adjustment (a continued heap's size, a ready heap, the
 /// host's deadline) and the code it was sent.
-pub(super) struct Had<'a> {
+pub(in crate::tools) struct Had<'a> {
     pub timeout: Duration,
     pub heap_limit_mb: usize,
     pub code: &'a str,
@@ -28,7 +28,7 @@ pub(super) struct Had<'a> {
 
 impl<'a> Had<'a> {
     /// What `report`'s run had; `code` is what the call sent.
-    pub(super) fn of(report: &RunReport, code: &'a str) -> Self {
+    pub(in crate::tools) fn of(report: &RunReport, code: &'a str) -> Self {
         Self {
             timeout: report.timeout,
             heap_limit_mb: report.heap_limit_mb,
@@ -39,7 +39,7 @@ impl<'a> Had<'a> {
 }
 
 /// Appends to `outcome`'s error what the model can change.
-pub(super) fn advise(outcome: &mut RunOutcome, limits: &EngineConfig, had: &Had<'_>) {
+pub(in crate::tools) fn advise(outcome: &mut RunOutcome, limits: &EngineConfig, had: &Had<'_>) {
     let missing = outcome
         .started_without_its_heap()
         .then(|| outcome.input_heap.clone())
@@ -215,7 +215,7 @@ fn add(error: &mut RunError, advice: &str) {
 
 /// The message of a request the engine refused before running it, in the
 /// terms of `run_js`'s arguments.
-pub(super) fn refused(error: &EngineError) -> String {
+pub(in crate::tools) fn refused(error: &EngineError) -> String {
     match error {
         EngineError::CodeTooLarge { len, max } => format!(
             "code is {len} bytes, over the {max}-byte limit: pass data as `files` (written to /work \

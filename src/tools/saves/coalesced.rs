@@ -18,16 +18,16 @@ use crate::tenant::Tenant;
 
 /// A superseded run's record, as its answer left it.
 #[derive(Debug)]
-pub(super) struct HeldRun {
-    pub(super) outcome: RunOutcome,
-    pub(super) times: (i128, i128),
-    pub(super) code: String,
-    pub(super) tags: Option<Tags>,
+pub(in crate::tools) struct HeldRun {
+    pub(in crate::tools) outcome: RunOutcome,
+    pub(in crate::tools) times: (i128, i128),
+    pub(in crate::tools) code: String,
+    pub(in crate::tools) tags: Option<Tags>,
 }
 
 /// The superseded runs of each session, oldest first.
 #[derive(Debug, Default)]
-pub(super) struct Coalesced {
+pub(in crate::tools) struct Coalesced {
     held: Mutex<HashMap<(Tenant, String), Vec<HeldRun>>>,
 }
 
@@ -37,7 +37,7 @@ impl Coalesced {
     }
 
     /// Holds a run of `session` whose heap was superseded.
-    pub(super) fn hold(&self, tenant: &Tenant, session: &LogicalSession, run: HeldRun) {
+    pub(in crate::tools) fn hold(&self, tenant: &Tenant, session: &LogicalSession, run: HeldRun) {
         self.held()
             .entry((tenant.clone(), session.as_str().to_owned()))
             .or_default()
@@ -45,7 +45,7 @@ impl Coalesced {
     }
 
     /// The runs held for `session`, oldest first, no longer held.
-    pub(super) fn take(&self, tenant: &Tenant, session: &LogicalSession) -> Vec<HeldRun> {
+    pub(in crate::tools) fn take(&self, tenant: &Tenant, session: &LogicalSession) -> Vec<HeldRun> {
         self.held()
             .remove(&(tenant.clone(), session.as_str().to_owned()))
             .unwrap_or_default()
@@ -54,7 +54,7 @@ impl Coalesced {
     /// The nearest stored heap before the runs held for `session`, when
     /// any are held: where a run continuing the newest of them began
     /// (`Some(None)`: a fresh isolate).
-    pub(super) fn before(
+    pub(in crate::tools) fn before(
         &self,
         tenant: &Tenant,
         session: &LogicalSession,
@@ -66,7 +66,7 @@ impl Coalesced {
     }
 
     /// The ids of the runs held for `session`.
-    pub(super) fn ids(&self, tenant: &Tenant, session: &LogicalSession) -> Vec<Uuid> {
+    pub(in crate::tools) fn ids(&self, tenant: &Tenant, session: &LogicalSession) -> Vec<Uuid> {
         self.held()
             .get(&(tenant.clone(), session.as_str().to_owned()))
             .map(|runs| runs.iter().map(|r| r.outcome.execution_id).collect())
@@ -74,7 +74,7 @@ impl Coalesced {
     }
 
     /// The session that holds run `id`, if one does.
-    pub(super) fn session_of(&self, tenant: &Tenant, id: Uuid) -> Option<LogicalSession> {
+    pub(in crate::tools) fn session_of(&self, tenant: &Tenant, id: Uuid) -> Option<LogicalSession> {
         self.held()
             .iter()
             .filter(|((owner, _), _)| owner == tenant)

@@ -5,8 +5,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::budget::{self, Kept};
-use super::schema;
+use super::answer::budget::{self, Kept};
+use super::answer::schema;
 use super::toolbox::{CallContext, RunRecordError, Toolbox};
 use crate::meta::ExecutionRecord;
 use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
@@ -74,10 +74,11 @@ pub(super) async fn get(
     // wait for that, as heap "latest" does.
     match toolbox.record_of_run(context.tenant, id).await {
         Ok(Some(record)) => {
-            let record = match super::run_texts::whole(toolbox, context.tenant, record).await {
-                Ok(record) => record,
-                Err(why) => return CallToolResult::error(why),
-            };
+            let record =
+                match super::answer::run_texts::whole(toolbox, context.tenant, record).await {
+                    Ok(record) => record,
+                    Err(why) => return CallToolResult::error(why),
+                };
             // The same budget as the run's own answer, and the same links.
             let json = serde_json::to_value(ExecutionView::from(record))
                 .expect("execution views serialize");

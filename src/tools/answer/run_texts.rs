@@ -13,19 +13,19 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::pages::Paged;
-use super::toolbox::Toolbox;
 use crate::meta::{ExecutionRecord, KeptText, KeptTexts};
 use crate::protocol::uri::RunText;
 use crate::tenant::Tenant;
+use crate::tools::toolbox::Toolbox;
 
 /// Texts up to this long stay inside the record, where reading them costs
 /// nothing more.
-pub(super) const APART_MIN: usize = 16 * 1024;
+pub(in crate::tools) const APART_MIN: usize = 16 * 1024;
 
 /// Moves the long `output` and `result` of a record's `outcome` into the
 /// records store, leaving them empty there; what the record must name.
 /// A text that cannot be stored stays inside the record (logged).
-pub(super) async fn keep_apart(
+pub(in crate::tools) async fn keep_apart(
     toolbox: &Toolbox,
     tenant: &Tenant,
     outcome: &mut Map<String, Value>,

@@ -4,8 +4,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::answer::schema;
+use super::args;
 use super::toolbox::{CallContext, Toolbox, structured_result};
-use super::{args, schema};
 use crate::meta::LogEntry;
 use crate::meta::page::{self, LogPage, MAX_ENTRIES, PageStart};
 use crate::protocol::mcp::{CallToolResult, STATELESS_VERSION, Tool, ToolAnnotations};

@@ -9,10 +9,10 @@
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use super::toolbox::json_result;
 use crate::engine::{StandIn, cap_text, cap_text_ends};
 use crate::protocol::mcp::CallToolResult;
 use crate::protocol::uri::{self, RunText};
+use crate::tools::toolbox::json_result;
 
 /// Room kept for the lines that say what was cut and where it is.
 const NOTES_ROOM: usize = 1200;
@@ -23,7 +23,7 @@ const MARKER_ROOM: usize = 200;
 
 /// Where what does not fit an answer is kept.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Kept {
+pub(in crate::tools) enum Kept {
     /// In the execution record of this run.
     Record(Uuid),
     /// Nowhere; the reason, for the note.
@@ -32,7 +32,7 @@ pub(super) enum Kept {
 
 impl Kept {
     /// Where an answer of `id` that `keeps` a record leaves what it cut.
-    pub(super) fn for_run(id: Uuid, keeps: Result<(), &'static str>) -> Self {
+    pub(in crate::tools) fn for_run(id: Uuid, keeps: Result<(), &'static str>) -> Self {
         match keeps {
             Ok(()) => Self::Record(id),
             Err(why) => Self::Nowhere(why),
@@ -102,7 +102,7 @@ fn engine_cut(text: &str, part: RunText) -> Option<(usize, &'static str)> {
 /// text is the same JSON with `result` as `shown_result` (the REPL's view
 /// of the value) when given, and `structuredContent`, where the protocol
 /// has it, the JSON itself; each is fitted on its own ([`fit`]).
-pub(super) fn answer(
+pub(in crate::tools) fn answer(
     json: Value,
     shown_result: Option<&str>,
     budget: usize,
@@ -130,7 +130,7 @@ pub(super) fn answer(
 
 /// How a `result` that does not fit is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ResultForm {
+pub(in crate::tools) enum ResultForm {
     /// The text the model reads: the value's text cut, with a marker.
     Text,
     /// `structuredContent`: a [`StandIn`] in the value's place.
@@ -138,7 +138,7 @@ pub(super) enum ResultForm {
 }
 
 /// Length of `value`'s JSON.
-pub(super) fn json_len(value: &(impl serde::Serialize + ?Sized)) -> usize {
+pub(in crate::tools) fn json_len(value: &(impl serde::Serialize + ?Sized)) -> usize {
     serde_json::to_string(value).map_or(usize::MAX, |json| json.len())
 }
 
@@ -148,7 +148,7 @@ pub(super) fn json_len(value: &(impl serde::Serialize + ?Sized)) -> usize {
 /// keep some room, so that the ends of a log are never crowded out), each
 /// cut or replaced as it must be, with a note (first among the warnings)
 /// saying what was cut and where the whole is.
-pub(super) fn fit(view: &mut Value, budget: usize, kept: Kept, form: ResultForm) {
+pub(in crate::tools) fn fit(view: &mut Value, budget: usize, kept: Kept, form: ResultForm) {
     if json_len(view) <= budget {
         return;
     }

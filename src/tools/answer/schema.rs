@@ -8,10 +8,10 @@ use schemars::generate::SchemaSettings;
 use serde_json::Value;
 
 /// The pattern of a heap key argument.
-pub(super) const HEAP_KEY: &str = "^[0-9a-f]{64}$";
+pub(in crate::tools) const HEAP_KEY: &str = "^[0-9a-f]{64}$";
 
 /// The schema of the arguments `T` deserializes from.
-pub(super) fn input<T: JsonSchema>() -> Value {
+pub(in crate::tools) fn input<T: JsonSchema>() -> Value {
     let generator = tidy(SchemaSettings::draft2020_12().for_deserialize()).into_generator();
     let mut schema = strip_root(generator.into_root_schema_for::<T>().to_value());
     omit_nulls(&mut schema);
@@ -20,7 +20,7 @@ pub(super) fn input<T: JsonSchema>() -> Value {
 
 /// The schema of the arguments `T` deserializes from, with `extra`'s
 /// (arguments others take from the same call) beside them.
-pub(super) fn input_with<T: JsonSchema>(
+pub(in crate::tools) fn input_with<T: JsonSchema>(
     extra: impl Iterator<Item = crate::engine::CallArgument>,
 ) -> Value {
     let mut generator = tidy(SchemaSettings::draft2020_12().for_deserialize()).into_generator();
@@ -41,13 +41,13 @@ pub(super) fn input_with<T: JsonSchema>(
 }
 
 /// The schema of the result `T` serializes to.
-pub(super) fn output<T: JsonSchema>() -> Value {
+pub(in crate::tools) fn output<T: JsonSchema>() -> Value {
     let generator = tidy(SchemaSettings::draft2020_12().for_serialize()).into_generator();
     strip_root(generator.into_root_schema_for::<T>().to_value())
 }
 
 /// The schema of a `RunOutcome`.
-pub(super) fn run_outcome() -> Value {
+pub(in crate::tools) fn run_outcome() -> Value {
     output::<crate::engine::RunOutcome>()
 }
 
@@ -137,7 +137,7 @@ fn tidy_keywords(schema: &mut Value) {
 /// keywords that constrain a value (`properties`, `items`, `pattern`, …) go
 /// into each branch but `null`'s, while `description` and `default` stay
 /// where they were.
-pub(super) fn without_type_unions(schema: &mut Value) {
+pub(in crate::tools) fn without_type_unions(schema: &mut Value) {
     const ANNOTATIONS: [&str; 7] = [
         "description",
         "title",
@@ -180,7 +180,7 @@ pub(super) fn without_type_unions(schema: &mut Value) {
 
 /// Sets `description` (and `maximum`, when given) of property `name` of an
 /// object schema, for the limits only known at run time.
-pub(super) fn describe_property(
+pub(in crate::tools) fn describe_property(
     schema: &mut Value,
     name: &str,
     description: String,
@@ -194,7 +194,7 @@ pub(super) fn describe_property(
 }
 
 /// Removes properties of an object schema (those a mode does not offer).
-pub(super) fn remove_properties(schema: &mut Value, names: &[&str]) {
+pub(in crate::tools) fn remove_properties(schema: &mut Value, names: &[&str]) {
     if let Some(properties) = schema["properties"].as_object_mut() {
         for name in names {
             properties.remove(*name);
@@ -267,7 +267,7 @@ mod tests {
     /// `execution_id` of its own: the name is required once.
     #[test]
     fn a_flattened_outcome_lists_each_required_name_once() {
-        let schema = output::<super::super::executions::ExecutionView>();
+        let schema = output::<crate::tools::executions::ExecutionView>();
         let required: Vec<&str> = schema["required"]
             .as_array()
             .expect("required names")
