@@ -835,3 +835,19 @@ async fn argument_errors_name_the_argument_in_plain_words() {
         }
     }
 }
+
+/// Every tool the router declares has its row in docs/tools.md's table,
+/// so a tool added without its docs fails here.
+#[test]
+fn every_declared_tool_has_its_docs_row() {
+    let docs = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/tools.md"),
+    )
+    .unwrap();
+    let missing: Vec<&str> = ToolRouter::builtin()
+        .listed(false, false)
+        .into_iter()
+        .filter(|name| !docs.contains(&format!("\n| `{name}` |")))
+        .collect();
+    assert!(missing.is_empty(), "docs/tools.md has no row for {missing:?}");
+}
