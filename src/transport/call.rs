@@ -10,6 +10,7 @@ use std::time::SystemTime;
 
 use axum::http::HeaderMap;
 use axum::response::Response;
+use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::asking;
@@ -17,7 +18,7 @@ use super::headers::Principal;
 use super::stream::{self, Calls};
 use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::logging::LoggingLevel;
-use crate::protocol::mcp::{self, CallToolResult, method};
+use crate::protocol::mcp::{self, CallToolResult, InputRequiredResult, method};
 use crate::server::{McpServer, MethodError, MethodResult};
 use crate::session::{LogicalSession, SessionId, SessionStore};
 use crate::tenant::Tenant;
@@ -122,16 +123,8 @@ pub(super) async fn call(
             .await;
         return match answer {
             Ok(MethodResult::InputRequired(asked)) if asks_on_stream => {
-                let call = streamed(request);
                 let registration = calls.inflight.register(None);
-                Answer::Streamed(stream::respond(
-                    None,
-                    registration,
-                    move |control, events| async move {
-                        let answer = Ok(MethodResult::InputRequired(asked));
-                        call.finish(answer, &control, &events).await
-                    },
-                ))
+                streamed(request).into_stream(None, registration, Some(asked))
             }
             answer => Answer::Now(answer),
         };
@@ -148,30 +141,14 @@ pub(super) async fn call(
             .forward_console(crate::tools::engine_log_level(level));
     }
     if request.may_stream && (token.is_some() || logs.is_some()) {
-        let call = streamed(request);
-        return Answer::Streamed(stream::respond(
-            token,
-            registration,
-            move |control, events| async move {
-                let answer = call.first(&control).await;
-                call.finish(answer, &control, &events).await
-            },
-        ));
+        return streamed(request).into_stream(token, registration, None);
     }
     // Without a progress token the answer is JSON, unless the run asks:
     // then it becomes a stream the asks travel on.
     let control = registration.control();
     match watched(&request, server, id, rpc_method, params, control).await {
         Ok(MethodResult::InputRequired(asked)) if asks_on_stream => {
-            let call = streamed(request);
-            Answer::Streamed(stream::respond(
-                None,
-                registration,
-                move |control, events| async move {
-                    let answer = Ok(MethodResult::InputRequired(asked));
-                    call.finish(answer, &control, &events).await
-                },
-            ))
+            streamed(request).into_stream(None, registration, Some(asked))
         }
         answer => {
             drop(registration);
@@ -193,6 +170,29 @@ struct StreamedCall {
 }
 
 impl StreamedCall {
+    /// The one place a call becomes an event stream: with progress for
+    /// `token`, the call made on the stream, or, when its first round
+    /// already `asked` (a run that asks the person), its asks carried on
+    /// it, until the message that ends it.
+    fn into_stream(
+        self,
+        token: Option<Value>,
+        registration: stream::Registration,
+        asked: Option<InputRequiredResult>,
+    ) -> Answer {
+        Answer::Streamed(stream::respond(
+            token,
+            registration,
+            move |control, events| async move {
+                let answer = match asked {
+                    Some(asked) => Ok(MethodResult::InputRequired(asked)),
+                    None => self.first(&control).await,
+                };
+                self.finish(answer, &control, &events).await
+            },
+        ))
+    }
+
     /// The call's first round.
     async fn first(&self, control: &Arc<RunControl>) -> Result<MethodResult, MethodError> {
         let params = self.params.as_deref();

@@ -849,5 +849,8 @@ fn every_declared_tool_has_its_docs_row() {
         .into_iter()
         .filter(|name| !docs.contains(&format!("\n| `{name}` |")))
         .collect();
-    assert!(missing.is_empty(), "docs/tools.md has no row for {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "docs/tools.md has no row for {missing:?}"
+    );
 }
