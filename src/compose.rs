@@ -29,6 +29,7 @@ use crate::tasks::{Handoff, LambdaHandoff, TaskBook, TaskSettings, TaskStore, Ta
 use crate::tenant::Tenancy;
 use crate::tools::{Lifecycle, ToolRouter, Toolbox};
 use crate::transport::{App, Authenticator, JwtVerifier, OriginPolicy, TransportConfig};
+use crate::units::{MIB, MIB_U64};
 
 /// The stores an app runs on. Built from a configuration by
 /// [`Stores::from_config`]; a test may wrap or replace any of them before
@@ -123,7 +124,7 @@ impl Stores {
             None => {
                 let db = open_database_with_cache(
                     &data_dir.join("meta.redb"),
-                    config.stores.db_cache_mb * 1024 * 1024,
+                    config.stores.db_cache_mb * MIB,
                 )?;
                 let meta = Arc::new(RedbMetaStore::new(db.clone())?);
                 (Arc::new(RedbSessionStore::new(db)?), meta.clone(), meta)
@@ -352,7 +353,7 @@ pub fn heap_store<'a>(
                 Some(dir) => Arc::new(WriteThroughCacheHeapStore::new(
                     FileHeapStore::cache(dir),
                     s3,
-                    config.stores.heap_cache_max_mb * 1024 * 1024,
+                    config.stores.heap_cache_max_mb * MIB_U64,
                 )),
                 None => s3,
             }
@@ -367,7 +368,7 @@ pub fn heap_store<'a>(
     // stored: from memory, that is neither a read nor a second hash.
     let store = match config.stores.heap_memory_cache_mb {
         0 => store,
-        mb => Arc::new(MemoryCacheHeapStore::new(store, mb * 1024 * 1024)),
+        mb => Arc::new(MemoryCacheHeapStore::new(store, mb * MIB)),
     };
     Ok((store, embedded))
 }
@@ -403,10 +404,10 @@ pub fn engine_config(config: &Config) -> EngineConfig {
     EngineConfig {
         max_heap_limit_mb,
         default_heap_limit_mb: defaults.default_heap_limit_mb.min(max_heap_limit_mb),
-        max_snapshot_bytes: config.engine.max_heap_snapshot_mb * 1024 * 1024,
+        max_snapshot_bytes: config.engine.max_heap_snapshot_mb * MIB,
         max_result_bytes: config.engine.max_result_bytes,
         engine_workers: config.engine.workers,
-        ready_heaps_bytes: config.engine.ready_heaps_mb() * 1024 * 1024,
+        ready_heaps_bytes: config.engine.ready_heaps_mb() * MIB,
         collect_ready_heaps: config.freezes_between_calls(),
         tenant_runs: config.engine.tenant_runs,
         queue_wait: std::time::Duration::from_millis(config.engine.queue_wait_ms),
@@ -414,17 +415,17 @@ pub fn engine_config(config: &Config) -> EngineConfig {
         capabilities: CapabilitySettings {
             mcp: config.mcp.clone(),
             modules: ModuleSettings {
-                max_module_bytes: config.packages.max_run_modules_mb * 1024 * 1024,
+                max_module_bytes: config.packages.max_run_modules_mb * MIB,
             },
             process: ProcessSettings {
                 env: Arc::new(config.engine.process_env.clone()),
             },
             console: crate::engine::ConsoleSettings {
-                max_output_bytes: config.engine.record_max_mb * 1024 * 1024,
+                max_output_bytes: config.engine.record_max_mb * MIB,
             },
             files: FileLimits {
-                max_file_bytes: config.files.max_file_mb * 1024 * 1024,
-                max_tree_bytes: config.files.max_work_mb * 1024 * 1024,
+                max_file_bytes: config.files.max_file_mb * MIB,
+                max_tree_bytes: config.files.max_work_mb * MIB,
                 max_files: config.files.max_files,
             },
             // A server with a file store writes in its own scratch folder
@@ -435,8 +436,8 @@ pub fn engine_config(config: &Config) -> EngineConfig {
                     .scratch_dir
                     .clone()
                     .or_else(|| DiskSettings::default().scratch),
-                run_bytes: config.files.run_disk_mb as u64 * 1024 * 1024,
-                tenant_bytes: config.files.tenant_disk_mb as u64 * 1024 * 1024,
+                run_bytes: config.files.run_disk_mb as u64 * MIB_U64,
+                tenant_bytes: config.files.tenant_disk_mb as u64 * MIB_U64,
             },
             ..defaults.capabilities
         },
@@ -542,12 +543,12 @@ fn build(
         answer_before_save_bytes: config
             .engine
             .answer_before_save_mb
-            .map(|mb| mb as u64 * 1024 * 1024),
+            .map(|mb| mb as u64 * MIB_U64),
         saves: Default::default(),
         state_key: Default::default(),
         unsaved: crate::tools::UnsavedBounds {
             per_session: config.engine.unsaved_heaps,
-            process_bytes: config.engine.unsaved_heaps_mb as u64 * 1024 * 1024,
+            process_bytes: config.engine.unsaved_heaps_mb as u64 * MIB_U64,
         },
         answer_budget_bytes: config.engine.answer_budget_kb * 1024,
     };

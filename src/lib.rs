@@ -38,6 +38,7 @@ pub mod tasks;
 pub mod tenant;
 pub mod tools;
 pub mod transport;
+pub mod units;
 pub mod upstream;
 
 /// The boxed error behind every seam's `Backend` variant and every error of

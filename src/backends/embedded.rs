@@ -4,10 +4,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::units::MIB;
 use redb::Database;
 
 /// Default page cache of the embedded database (`MCP_V8_DB_CACHE_MB`).
-pub const DEFAULT_CACHE_BYTES: usize = 32 * 1024 * 1024;
+pub const DEFAULT_CACHE_BYTES: usize = 32 * MIB;
 
 /// Opens (or creates) the database at `path` with the default page cache,
 /// creating parent directories. redb allows one handle per file and process:

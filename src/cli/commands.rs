@@ -9,6 +9,7 @@ use super::args::{HeapAction, PackagesAction};
 use crate::backends::aws::Clients;
 use crate::compose::{self, aws_clients};
 use crate::config::Config;
+use crate::units::MIB;
 
 /// `mcp-v8-lambda heap …`.
 pub(super) async fn heap(
@@ -74,7 +75,7 @@ pub(super) async fn packages(
         PackagesAction::Add { specs, registry } => {
             let options = packages::InstallOptions::new(
                 registry.as_deref().or(config.packages.registry.as_deref()),
-                config.packages.max_package_mb * 1024 * 1024,
+                config.packages.max_package_mb * MIB,
             )?;
             // Each package is imported in a fresh isolate of an engine
             // configured as the server's, before anything is stored; in an

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use crate::backends::aws::DEFAULT_TABLE_PREFIX;
 use crate::transport::{JwtSettings, TokenDigest};
+use crate::units::MIB;
 
 /// Where the heap cache lives under Lambda when none is configured.
 pub const LAMBDA_CACHE_DIR: &str = "/tmp/mcp-v8-heaps";
@@ -503,7 +504,7 @@ impl EngineSettings {
             record_max_mb: vars.number("MCP_V8_RECORD_MAX_MB", 32, Least::One)?,
             max_result_bytes: vars.number(
                 "MCP_V8_MAX_RESULT_BYTES",
-                vars.number("MCP_V8_RECORD_MAX_MB", 32, Least::One)? * 1024 * 1024,
+                vars.number("MCP_V8_RECORD_MAX_MB", 32, Least::One)? * MIB,
                 Least::One,
             )?,
             answer_budget_kb: vars.answer_budget_kb()?,
@@ -589,7 +590,7 @@ impl TransportSettings {
         Ok(Self {
             session_ttl_secs: vars.number("MCP_V8_SESSION_TTL_SECS", 86_400, Least::One)?,
             allowed_origins: vars.list("MCP_V8_ALLOWED_ORIGINS"),
-            max_body_bytes: vars.number("MCP_V8_MAX_BODY_BYTES", 1024 * 1024, Least::One)?,
+            max_body_bytes: vars.number("MCP_V8_MAX_BODY_BYTES", MIB, Least::One)?,
             header_timeout_ms: vars.number("MCP_V8_HTTP_HEADER_TIMEOUT_MS", 10_000, Least::One)?,
             body_timeout_ms: vars.number("MCP_V8_HTTP_BODY_TIMEOUT_MS", 30_000, Least::One)?,
             max_connections: vars

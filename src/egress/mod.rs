@@ -16,6 +16,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::units::MIB_U64;
 pub use client::FetchCount;
 pub(crate) use client::{
     Client, Completion, Egress, RedirectMode, Report, RequestParts, chain, resolve_checked,
@@ -49,7 +50,7 @@ impl FetchConfig {
     /// Requests per run when `MCP_V8_FETCH_MAX_REQUESTS` is unset.
     pub const DEFAULT_MAX_REQUESTS: u32 = 50;
     /// Response bytes per run when `MCP_V8_FETCH_MAX_RESPONSE_BYTES` is unset.
-    pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 10 * 1024 * 1024;
+    pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 10 * MIB_U64;
     /// Requests at once when `MCP_V8_FETCH_CONCURRENCY` is unset.
     pub const DEFAULT_CONCURRENCY: u32 = 6;
 

@@ -10,9 +10,7 @@ use super::contract::registration::CapabilitySettings;
 use super::run::typescript::Language;
 use crate::heap::HeapKey;
 use crate::tenant::Tenant;
-
-/// Bytes in a MiB.
-pub(crate) const MIB: usize = 1024 * 1024;
+use crate::units::MIB;
 
 /// The smallest heap limit a run may ask for, in MiB.
 pub const MIN_HEAP_LIMIT_MB: usize = 8;
@@ -89,13 +87,13 @@ impl Default for EngineConfig {
             max_timeout: Duration::from_secs(300),
             default_heap_limit_mb: 64,
             max_heap_limit_mb: MAX_HEAP_LIMIT_MB,
-            max_code_bytes: 1024 * 1024,
-            max_result_bytes: 1024 * 1024,
+            max_code_bytes: MIB,
+            max_result_bytes: MIB,
             code_handling: CodeHandling::Keep,
             max_concurrent_runs: std::thread::available_parallelism().map_or(2, |n| n.get() * 2),
             tenant_runs: None,
             queue_wait: Duration::from_secs(10),
-            max_snapshot_bytes: 256 * 1024 * 1024,
+            max_snapshot_bytes: 256 * MIB,
             engine_workers: 0,
             worker_program: None,
             worker_max_jobs: 2000,

@@ -52,6 +52,7 @@ use contract::registration;
 use plan::{Planned, Setup, finish};
 use saving::AbortOnDrop;
 
+use crate::units::MIB;
 pub(crate) use capability::Argument as CallArgument;
 pub use capability::control::RunControl;
 pub use capability::outcome::{
@@ -59,7 +60,6 @@ pub use capability::outcome::{
     cap_text, cap_text_ends,
 };
 pub use capability::reports::{LogEntry, LogLevel, RunProgress};
-use config::MIB;
 pub use config::{EngineConfig, MAX_HEAP_LIMIT_MB, MIN_HEAP_LIMIT_MB, RunRequest};
 pub use contract::registration::CapabilitySettings;
 pub(crate) use contract::registration::arguments as call_arguments;
@@ -98,7 +98,7 @@ impl Engine {
     /// An engine over `heaps` (required for stateful runs). Initialises V8
     /// once per process.
     pub fn new(config: EngineConfig, heaps: Option<Arc<dyn HeapStore>>) -> Self {
-        let heap_limit_bytes = config.default_heap_limit_mb * 1024 * 1024;
+        let heap_limit_bytes = config.default_heap_limit_mb * MIB;
         let workers = (config.engine_workers > 0).then(|| {
             let program = config
                 .worker_program

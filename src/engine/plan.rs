@@ -9,7 +9,7 @@ use super::capability::Call;
 use super::capability::control::RunControl;
 use super::capability::outcome::{EngineError, RunError, RunReport};
 use super::capability::positions::Positions;
-use super::config::{EngineConfig, MIB, RunRequest};
+use super::config::{EngineConfig, RunRequest};
 use super::contract::registration;
 use super::contract::{self, restore_needs_mb};
 use super::run::typescript;
@@ -17,6 +17,7 @@ use super::worker;
 use crate::heap::HeapKey;
 use crate::packages::PackageView;
 use crate::tenant::Tenant;
+use crate::units::MIB;
 
 use super::config::MIN_HEAP_LIMIT_MB;
 

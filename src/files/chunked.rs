@@ -19,6 +19,7 @@ use bytes::Bytes;
 use super::{FileStore, FileStoreError};
 use crate::backends::content::ContentKey;
 use crate::tenant::Tenant;
+use crate::units::MIB;
 
 /// The ten bytes every file manifest starts with.
 pub const FILE_MAGIC: &[u8; 10] = b"MCPV8FILE\0";
@@ -31,9 +32,9 @@ const ENTRY_LEN: usize = 32 + 4;
 /// worker's pipe carries.
 pub const MIN_CHUNK: usize = 256 * 1024;
 /// The average chunk.
-pub const AVG_CHUNK: usize = 1024 * 1024;
+pub const AVG_CHUNK: usize = MIB;
 /// The largest chunk.
-pub const MAX_CHUNK: usize = 2 * 1024 * 1024;
+pub const MAX_CHUNK: usize = 2 * MIB;
 
 /// zstd level 1, as heaps use: fast enough to keep up with a disk.
 const LEVEL: i32 = 1;

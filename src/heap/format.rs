@@ -17,6 +17,7 @@ use crate::backends::content::digest;
 use bytes::Bytes;
 
 use super::key::HeapKey;
+use crate::units::MIB;
 
 /// The ten bytes every manifest starts with.
 pub const MANIFEST_MAGIC: &[u8; 10] = b"MCPV8CHNK\0";
@@ -51,7 +52,7 @@ fn chunk_bounds(len: usize) -> (usize, usize, usize) {
 /// A payload under this is stored whole, compressed, in one object: a small
 /// heap's snapshot changes in most of its chunks from one run to the next
 /// (measured: 4 of 5), so chunks would cost requests and save little.
-pub const WHOLE_BELOW: usize = 1024 * 1024;
+pub const WHOLE_BELOW: usize = MIB;
 
 /// The ten bytes a heap stored whole and compressed starts with; then the
 /// heap key's 32 bytes, the payload length (u64 LE) and the zstd frame.
@@ -681,7 +682,7 @@ mod tests {
             Err(ChunkError::PayloadMismatch { key: other })
         );
         // A bomb: a chunk that decompresses past its stated length.
-        let bomb = zstd::bulk::compress(&vec![0u8; 4 * 1024 * 1024], 1).unwrap();
+        let bomb = zstd::bulk::compress(&vec![0u8; 4 * MIB], 1).unwrap();
         let error = decompress(&manifest.chunks[0], &bomb).unwrap_err();
         assert!(matches!(error, ChunkError::CorruptChunk { .. }), "{error}");
     }

@@ -7,13 +7,14 @@ use serde::Serialize;
 use super::{LogEntry, MetaStore, MetaStoreError};
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
+use crate::units::MIB;
 
 /// Most entries one page holds.
 pub const MAX_ENTRIES: usize = 1000;
 /// Most JSON one page of entries holds, in bytes, unless one entry alone is
 /// larger: a structured tool result carries a page twice, and with escaping
 /// it stays inside one response.
-pub const MAX_BYTES: usize = 1024 * 1024;
+pub const MAX_BYTES: usize = MIB;
 /// Entries read from the store at a time, so a log of large entries is not
 /// read whole.
 const READ_BATCH: usize = 100;

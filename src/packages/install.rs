@@ -21,6 +21,7 @@ use super::tarball::{manifest_in, unpack};
 use super::versions::{candidates, parse_range, parse_version, pick};
 use super::{InstallError, Installed};
 use crate::backends::content::ContentKey;
+use crate::units::MIB;
 
 /// Where packages come from and how large they may be.
 #[derive(Debug, Clone)]
@@ -50,7 +51,7 @@ impl InstallOptions {
             .map_err(|e| InstallError::Registry(format!("registry URL {base:?}: {e}")))?;
         Ok(Self {
             registry,
-            max_tarball_bytes: 64 * 1024 * 1024,
+            max_tarball_bytes: 64 * MIB,
             max_bundle_bytes,
             max_packages: 500,
         })

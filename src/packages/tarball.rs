@@ -7,6 +7,7 @@ use std::path::{Component, Path, PathBuf};
 use super::InstallError;
 use super::registry::Manifest;
 use super::spec::valid_name;
+use crate::units::MIB_U64;
 
 /// The `package.json` inside a tarball given by path.
 pub(super) fn manifest_in(what: &str, tarball: &[u8]) -> Result<Manifest, InstallError> {
@@ -38,7 +39,7 @@ pub(super) fn manifest_in(what: &str, tarball: &[u8]) -> Result<Manifest, Instal
 }
 
 /// Largest unpacked size of one package.
-pub(super) const MAX_UNPACKED_BYTES: u64 = 256 * 1024 * 1024;
+pub(super) const MAX_UNPACKED_BYTES: u64 = 256 * MIB_U64;
 
 /// Unpacks an npm tarball into `into`, dropping its top directory
 /// (`package/`). Only regular files are written, and only inside `into`:

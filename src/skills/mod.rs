@@ -20,6 +20,7 @@ use crate::protocol::mcp::{Resource, ResourceContents};
 use crate::protocol::skills::{DIRECTORY_MIME_TYPE, SCHEME, SkillEntry, SkillResource};
 use crate::protocol::uri;
 
+use crate::units::MIB_U64;
 pub use builtin::{BUILTIN_PREFIX, Builtins};
 pub use dir::{Rejected, load_dir};
 
@@ -27,7 +28,7 @@ pub use dir::{Rejected, load_dir};
 pub const MAX_FILES: usize = 512;
 
 /// Most bytes one skill's files may hold together (the extension's limit).
-pub const MAX_BYTES: u64 = 16 * 1024 * 1024;
+pub const MAX_BYTES: u64 = 16 * MIB_U64;
 
 /// A skill's `SKILL.md`.
 pub const SKILL_MD: &str = "SKILL.md";

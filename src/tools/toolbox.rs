@@ -11,6 +11,7 @@ use crate::packages::Packages;
 use crate::protocol::mcp::{CallToolResult, Content};
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
+use crate::units::MIB;
 use crate::upstream::{UpstreamConfig, Upstreams};
 
 /// What tools run against.
@@ -253,7 +254,7 @@ pub struct CallContext<'a> {
 /// Largest serialized tool result, in bytes: with the JSON-RPC envelope it
 /// fits Lambda's 6 MB buffered response (6,291,456 bytes) with room to
 /// spare. A result over it becomes a tool error saying so.
-pub const MAX_RESULT_JSON_BYTES: usize = 5 * 1024 * 1024;
+pub const MAX_RESULT_JSON_BYTES: usize = 5 * MIB;
 
 /// Largest file `resources/read` answers with, in bytes: its base64, with
 /// room for the rest of the answer, fits [`MAX_RESULT_JSON_BYTES`].

@@ -42,6 +42,7 @@ use super::flight::{Flight, Step, tool_result};
 use super::resolve::{Resolver, refusal_of_upstream};
 use super::{UpstreamConfig, UpstreamServer};
 use crate::egress::{Policy, chain};
+use crate::units::MIB;
 
 /// How long connecting (the handshake included) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -352,7 +353,7 @@ impl Server {
         // transport reads up to twice the bound, so that an answer past it
         // is told apart by its size (a stream's oversized event only closes
         // the transport); the bound itself is checked on the result.
-        let read = self.max_response_mb * 2 * 1024 * 1024 + 1024 * 1024;
+        let read = self.max_response_mb * 2 * MIB + MIB;
         config.max_json_response_size = read;
         config.max_sse_event_size = read;
         let transport = StreamableHttpClientTransport::with_client(self.client.clone(), config);
@@ -668,7 +669,7 @@ impl Server {
             };
             let raw = serde_json::to_value(&result).map_err(|e| failed(e.to_string()))?;
             let bytes = raw.to_string().len() as u64;
-            if bytes > (self.max_response_mb * 1024 * 1024) as u64 {
+            if bytes > (self.max_response_mb * MIB) as u64 {
                 return Err(CallError::TooLarge {
                     server: self.name.clone(),
                     tool: tool.to_owned(),

@@ -16,6 +16,7 @@ use super::capability::outcome::{RunError, RunStatus};
 use super::capability::positions::Positions;
 use super::capability::section::Section;
 use super::host::TreeEntry;
+use crate::units::MIB;
 
 /// How V8 treats compiled function code in a snapshot (see
 /// `docs/performance.md` for the measurements behind the default).
@@ -69,7 +70,7 @@ impl ReadyLimits {
 /// twice the payload plus a fixed reserve keeps it clear of the limit.
 pub fn restore_needs_mb(payload_len: usize) -> usize {
     const RESERVE_MB: usize = 8;
-    (payload_len * 2).div_ceil(1024 * 1024) + RESERVE_MB
+    (payload_len * 2).div_ceil(MIB) + RESERVE_MB
 }
 
 /// What a job does on its isolate.

@@ -8,13 +8,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::capability::outcome::{EngineError, RunError, RunReport, RunStatus};
-use super::config::{EngineConfig, MIB, RunRequest};
+use super::config::{EngineConfig, RunRequest};
 use super::contract::{self, restore_needs_mb};
 use super::plan::Limits;
 use super::worker;
 use crate::files::FileStore;
 use crate::heap::{HeapKey, HeapStore, HeapStoreError, Snapshot};
 use crate::tenant::Tenant;
+use crate::units::MIB;
 
 /// What loading, storing and keeping heaps ready works with: the engine's
 /// limits, its stores, and its engine workers when they keep heaps ready.

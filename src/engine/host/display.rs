@@ -11,6 +11,7 @@ use crate::engine::capability::{Capability, RunScope};
 use crate::engine::layer::bytes::bytes_of;
 use crate::engine::layer::registry::Family;
 use crate::engine::layer::registry::{Natives, throw_error_with_code};
+use crate::units::MIB;
 
 pub(crate) fn natives() -> Natives {
     vec![("show", show.map_fn_to())]
@@ -22,7 +23,7 @@ pub const MAX_DISPLAYS: usize = 100;
 /// Bytes of blocks one run keeps: what one answer could carry at most
 /// (`tools::MAX_RESULT_JSON_BYTES`). A block past it is kept without its
 /// bytes, which can still become a link to a file holding them.
-pub const MAX_DISPLAY_BYTES: usize = 5 * 1024 * 1024;
+pub const MAX_DISPLAY_BYTES: usize = 5 * MIB;
 
 /// A run's blocks (an isolate slot).
 #[derive(Default)]

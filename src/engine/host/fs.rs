@@ -20,6 +20,7 @@ use crate::engine::layer::registry::{Natives, throw_error_with_code, throw_type_
 use crate::engine::services::FileSource;
 use crate::engine::services::memory::Budget;
 use crate::engine::web::thrown::error_from;
+use crate::units::MIB;
 
 pub(crate) fn natives() -> Natives {
     vec![
@@ -43,8 +44,8 @@ pub struct FileLimits {
 impl Default for FileLimits {
     fn default() -> Self {
         Self {
-            max_file_bytes: 4096 * 1024 * 1024,
-            max_tree_bytes: 8192 * 1024 * 1024,
+            max_file_bytes: 4096 * MIB,
+            max_tree_bytes: 8192 * MIB,
             max_files: 1000,
         }
     }
@@ -223,7 +224,7 @@ fn put<'s>(
         let message = format!(
             "EFBIG: file too large, write: {} bytes, over the {} MiB a file may hold (MCP_V8_MAX_FILE_MB)",
             bytes.len(),
-            run.limits.max_file_bytes / (1024 * 1024)
+            run.limits.max_file_bytes / MIB
         );
         throw_error_with_code(scope, &message, "EFBIG");
         return;

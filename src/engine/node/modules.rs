@@ -17,6 +17,7 @@ use crate::engine::layer::registry::{Natives, throw_error_with_code, throw_type_
 use crate::engine::services::HostServices;
 use crate::engine::services::work::{HostWork, Interrupted};
 use crate::packages::{Bundle, Fetching, PackageView, Stopped, UrlFetch, is_url};
+use crate::units::MIB;
 
 /// The family's natives, in the order stored heaps rely on.
 pub(crate) fn natives() -> Natives {
@@ -56,7 +57,7 @@ impl Default for ModulesAsk {
     fn default() -> Self {
         Self {
             packages: None,
-            max_module_bytes: 64 * 1024 * 1024,
+            max_module_bytes: 64 * MIB,
         }
     }
 }
@@ -264,7 +265,7 @@ fn compile<'s>(
     if run.compiled > run.max_bytes {
         let message = format!(
             "the modules this run loaded are over {} MiB of source, the limit of a run's module graph (MCP_V8_MAX_RUN_MODULES_MB)",
-            run.max_bytes / (1024 * 1024)
+            run.max_bytes / MIB
         );
         let Some(text) = v8::String::new(scope, &message) else {
             return;

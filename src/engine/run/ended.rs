@@ -10,6 +10,7 @@ use crate::engine::capability::positions::SCRIPT_NAME;
 use crate::engine::host::fs::TreeEntry;
 use crate::engine::web::Rendered;
 use crate::engine::web::thrown::error_from;
+use crate::units::MIB;
 
 /// How evaluation ended, before termination causes are told apart.
 pub(crate) enum Ended {
@@ -90,7 +91,7 @@ impl Classified {
             "ArrayBuffer memory (typed arrays, Blob, TextEncoder output, structuredClone \
              copies, fetch bodies) is limited to {} MiB per run, the run's heap_memory_max_mb; \
              an allocation past it was refused",
-            limit / (1024 * 1024)
+            limit / MIB
         );
         match self {
             Self::Ended(RunStatus::Failed, error)
@@ -131,7 +132,7 @@ pub(super) fn what_held(isolate: &mut v8::Isolate) -> Option<String> {
             other += space.space_used_size();
         }
     }
-    let mib = |bytes: usize| bytes.div_ceil(1024 * 1024);
+    let mib = |bytes: usize| bytes.div_ceil(MIB);
     if large + other == 0 {
         return None;
     }
@@ -168,7 +169,7 @@ pub(super) fn classify(
                 "OutOfMemoryError",
                 format!(
                     "the JavaScript heap reached its {} MiB limit and the run was terminated",
-                    heap_limit_bytes / (1024 * 1024)
+                    heap_limit_bytes / MIB
                 ),
             ),
         ),

@@ -12,6 +12,7 @@ use crate::engine::contract::CodeHandling;
 use crate::engine::run::watchdog::Watchdog;
 use crate::engine::run::{self, Classified, HeapGuard, READ_ONLY_HEAP, snapshot_isolate};
 use crate::engine::web;
+use crate::units::MIB;
 
 /// Runs a job that creates or restores a snapshot on the calling thread:
 /// on the heap `ready` holds when the job says so (any other ready heap is
@@ -171,7 +172,7 @@ pub(crate) fn run(
 /// snapshot written by a forked copy (docs/performance.md, "A call at an
 /// agent's pace": below it, the fork and the copy's start cost more than
 /// the snapshot they take off the call's path).
-const LIVE_FROM_BYTES: usize = 4 * 1024 * 1024;
+const LIVE_FROM_BYTES: usize = 4 * MIB;
 
 /// Has a forked copy of this process write the snapshot of the heap of an
 /// isolate with its default context: whether one does (`worker/fork.rs`).

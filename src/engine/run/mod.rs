@@ -40,6 +40,7 @@ use super::services::memory::Budget;
 use super::services::work::HostWork;
 use super::web::thrown::error_from;
 use super::web::{Timers, render_result};
+use crate::units::MIB;
 
 /// V8 keeps one read-only heap per process, shared by every isolate, and
 /// snapshot creation promotes objects into the read-only space of the blob it
@@ -59,7 +60,7 @@ pub(super) static READ_ONLY_HEAP: parking_lot::RwLock<()> = parking_lot::const_r
 pub(crate) fn thread_builder() -> thread::Builder {
     thread::Builder::new()
         .name("v8-run".into())
-        .stack_size(8 * 1024 * 1024)
+        .stack_size(8 * MIB)
 }
 
 /// The isolate of a job that creates or restores a snapshot: a snapshot
@@ -105,7 +106,7 @@ pub(super) struct HeapGuard {
 /// bound. A process that must survive its runs (the library's in-process
 /// mode) grants headroom without a ceiling, as long as V8 can.
 const HEADROOM_FACTOR: usize = 4;
-const HEADROOM_SLACK: usize = 64 * 1024 * 1024;
+const HEADROOM_SLACK: usize = 64 * MIB;
 
 impl HeapGuard {
     /// Bounds of `heap_limit_bytes` on the heap and as many on the

@@ -105,6 +105,7 @@ impl Drop for Ready {
 #[cfg(test)]
 mod tests {
     use crate::engine::contract::ReadyLimits;
+    use crate::units::MIB;
 
     #[test]
     fn a_ready_heap_gets_the_limit_a_call_naming_none_would() {
@@ -116,8 +117,8 @@ mod tests {
         };
         assert_eq!(limits.heap_limit_mb(400 * 1024), 64);
         // 50 MiB needs 108 MiB to restore: the default's room on top.
-        assert_eq!(limits.heap_limit_mb(50 * 1024 * 1024), 108 + 64);
-        assert_eq!(limits.heap_limit_mb(600 * 1024 * 1024), 1024);
+        assert_eq!(limits.heap_limit_mb(50 * MIB), 108 + 64);
+        assert_eq!(limits.heap_limit_mb(600 * MIB), 1024);
     }
 
     #[test]
@@ -128,9 +129,9 @@ mod tests {
             asked_mb: Some(512),
             settle: false,
         };
-        assert_eq!(limits.heap_limit_mb(50 * 1024 * 1024), 512);
+        assert_eq!(limits.heap_limit_mb(50 * MIB), 512);
         // A payload the asked limit cannot restore (608 MiB needed) gets
         // the rule's limit.
-        assert_eq!(limits.heap_limit_mb(300 * 1024 * 1024), 608 + 64);
+        assert_eq!(limits.heap_limit_mb(300 * MIB), 608 + 64);
     }
 }

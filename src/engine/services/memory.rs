@@ -10,6 +10,7 @@
 //! budget in buffers. The budget is also what keeps a buffer below the
 //! 4 GiB that V8's snapshot serialiser can write (see [`MAX_BUDGET_BYTES`]).
 
+use crate::units::MIB;
 use std::ffi::c_void;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -219,7 +220,7 @@ pub(crate) fn hold(
     let text = format!(
         "{what}: the run's memory outside the JavaScript heap is limited to {} MiB \
          (heap_memory_max_mb), and this would pass it; work on smaller pieces",
-        budget.limit() / (1024 * 1024)
+        budget.limit() / MIB
     );
     let message = v8::String::new(scope, &text).unwrap_or_else(|| v8::String::empty(scope));
     let exception = v8::Exception::range_error(scope, message);

@@ -16,6 +16,7 @@ use crate::engine::capability::section::Text;
 use crate::engine::capability::{Call, Capability, RunScope};
 use crate::engine::layer::bytes::string;
 use crate::engine::layer::registry::{Family, LoaderSlot, Natives, define};
+use crate::units::MIB;
 
 /// The console of one run, kept in an isolate slot.
 pub(crate) struct Console {
@@ -36,7 +37,7 @@ pub struct ConsoleSettings {
 impl Default for ConsoleSettings {
     fn default() -> Self {
         Self {
-            max_output_bytes: 1024 * 1024,
+            max_output_bytes: MIB,
         }
     }
 }

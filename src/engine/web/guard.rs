@@ -10,6 +10,7 @@ use v8::MapFnTo;
 use crate::engine::capability::{family_capability, slot_capability};
 use crate::engine::layer::registry::{Family, Natives};
 use crate::engine::services::memory::Budget;
+use crate::units::MIB;
 
 pub(crate) fn natives() -> Natives {
     vec![
@@ -97,7 +98,7 @@ fn reserve<'s>(
             "Invalid array buffer max length: a resizable ArrayBuffer's maxByteLength counts \
              against the run's ArrayBuffer memory, {} MiB (heap_memory_max_mb), and {bytes} bytes \
              do not fit in what is left",
-            budget.limit() / (1024 * 1024)
+            budget.limit() / MIB
         );
         let message = v8::String::new(scope, &message).expect("short message");
         let exception = v8::Exception::range_error(scope, message);

@@ -20,6 +20,7 @@ use crate::engine::run::plain::PlainIsolate;
 use crate::engine::run::ready::Ready;
 use crate::engine::run::{platform, watchdog};
 use crate::engine::services::{Clients, FileRead, FileSource, HostServices};
+use crate::units::MIB;
 
 /// How often a worker reports a running job's console lines, when they
 /// changed.
@@ -213,7 +214,7 @@ fn runner(
         // while the server stores it and the agent reads the answer; the
         // next job on this pipe waits for it.
         if let (Some(limits), Some(blob)) = (keep_ready, blob) {
-            let limit_bytes = limits.heap_limit_mb(blob.0.len()) * 1024 * 1024;
+            let limit_bytes = limits.heap_limit_mb(blob.0.len()) * MIB;
             let restored = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 Ready::restore(blob.0, limit_bytes, limits.settle)
             }));

@@ -43,6 +43,7 @@ use super::services::HostServices;
 use crate::backends::content::ContentKey;
 use crate::heap::HeapKey;
 use crate::tenant::Tenant;
+use crate::units::MIB;
 use wire::{FileReply, WorkerFrame};
 
 /// The first argument that makes the binary an engine worker.
@@ -95,7 +96,7 @@ fn widen_pipe(pipe: &impl std::os::fd::AsRawFd) {
 fn widen_fd(pipe: &impl std::os::fd::AsRawFd) {
     #[cfg(target_os = "linux")]
     {
-        const PIPE_BYTES: libc::c_int = 1024 * 1024;
+        const PIPE_BYTES: libc::c_int = MIB as libc::c_int;
         // SAFETY: F_SETPIPE_SZ on a pipe this process owns; no memory is touched.
         unsafe {
             libc::fcntl(pipe.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_BYTES);
@@ -479,7 +480,7 @@ async fn read_file(
 /// last words: what happened, what it means for the run, what to do.
 fn died(job: &Job, ended: &str, words: &[String], io: std::io::ErrorKind) -> JobResult {
     const AFTER: &str = "nothing was stored, the input heap is unchanged, and the next run starts a new engine process";
-    let heap_mb = job.heap_limit_bytes / (1024 * 1024);
+    let heap_mb = job.heap_limit_bytes / MIB;
     let said = |needle: &str| words.iter().rev().find(|line| line.contains(needle));
     let (status, name, message) = if words.iter().any(|line| line == STUCK_WORDS) {
         (
@@ -556,7 +557,7 @@ mod tests {
 
     fn job() -> Job {
         Job {
-            heap_limit_bytes: 64 * 1024 * 1024,
+            heap_limit_bytes: 64 * MIB,
             ..crate::engine::plan::fresh_job(String::new())
         }
     }

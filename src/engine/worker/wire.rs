@@ -18,12 +18,13 @@ use crate::backends::content::ContentKey;
 use crate::engine::capability::outcome::RunError;
 use crate::engine::capability::section::{Section, read_sections, write_sections};
 use crate::engine::contract::JobResult;
+use crate::units::MIB;
 
 /// The largest header either side reads. Every part of one is bounded far
 /// below it (code, console output and the result by their caps, which the
 /// worker applies before it writes); a larger length means the stream is
 /// not ours.
-pub(super) const MAX_HEADER_BYTES: usize = 64 * 1024 * 1024;
+pub(super) const MAX_HEADER_BYTES: usize = 64 * MIB;
 
 /// The most sections one frame has (files of a tree, `display()` blocks
 /// and a heap are each capped far below it).

@@ -17,6 +17,7 @@ use crate::meta::{ExecutionRecord, KeptText, KeptTexts};
 use crate::protocol::uri::RunText;
 use crate::tenant::Tenant;
 use crate::tools::toolbox::Toolbox;
+use crate::units::MIB;
 
 /// Texts up to this long stay inside the record, where reading them costs
 /// nothing more.
@@ -138,7 +139,7 @@ pub async fn whole(
 
 /// Bytes of paged texts held in one process: a model reading a 9 MB
 /// result page by page reads and pages it once, not once a page.
-const HELD_PAGED_BYTES: usize = 64 * 1024 * 1024;
+const HELD_PAGED_BYTES: usize = 64 * MIB;
 
 type PagedKey = (Tenant, Uuid, &'static str, usize);
 type Held = VecDeque<(PagedKey, Arc<Paged>)>;

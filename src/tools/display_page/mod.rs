@@ -18,6 +18,7 @@ use super::answer::schema;
 use super::toolbox::{CallContext, HeapName, Toolbox, structured_result};
 use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
 use crate::protocol::uri;
+use crate::units::MIB_U64;
 
 pub(super) const NAME: &str = "read_display_page";
 
@@ -25,7 +26,7 @@ pub(super) const NAME: &str = "read_display_page";
 const MAX_LIMIT: usize = 500;
 
 /// Largest file paged: it is parsed whole, once (`tables`).
-const MAX_TABLE_BYTES: u64 = 64 * 1024 * 1024;
+const MAX_TABLE_BYTES: u64 = 64 * MIB_U64;
 
 pub(super) fn describe() -> Tool {
     Tool {

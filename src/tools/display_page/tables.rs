@@ -10,10 +10,11 @@ use serde_json::{Map, Value};
 
 use crate::heap::HeapKey;
 use crate::tenant::Tenant;
+use crate::units::MIB_U64;
 
 /// Bytes of table files held parsed in one process (parsed, they take a
 /// few times this).
-const HELD_FILE_BYTES: u64 = 32 * 1024 * 1024;
+const HELD_FILE_BYTES: u64 = 32 * MIB_U64;
 
 /// Row orders of a table by (column, from the largest).
 type Orders = HashMap<(String, bool), Arc<Vec<usize>>>;

@@ -12,6 +12,7 @@ use crate::tools::answer::schema;
 use crate::tools::toolbox::Toolbox;
 
 use crate::protocol::mcp::{Tool, ToolAnnotations};
+use crate::units::MIB;
 
 pub(super) const STATEFUL_DESCRIPTION: &str = "Run JavaScript or TypeScript in a V8 isolate and return its completion value and console output. \
 Every successful run saves the whole heap and returns its key as `heap`; pass that key as `heap` in a later call to continue with \
@@ -207,8 +208,8 @@ where the whole is kept with the run, mcp-v8://executions/ID/output or /result, 
 
 /// A byte count as people read it.
 pub(super) fn bytes(n: usize) -> String {
-    if n >= 1024 * 1024 && n.is_multiple_of(1024 * 1024) {
-        format!("{} MiB", n / (1024 * 1024))
+    if n >= MIB && n.is_multiple_of(MIB) {
+        format!("{} MiB", n / MIB)
     } else if n >= 1024 && n.is_multiple_of(1024) {
         format!("{} KiB", n / 1024)
     } else {

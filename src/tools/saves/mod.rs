@@ -23,6 +23,7 @@ use uuid::Uuid;
 use crate::heap::HeapKey;
 use crate::session::LogicalSession;
 use crate::tenant::Tenant;
+use crate::units::MIB_U64;
 
 /// How soon a `latest` on another instance looks again at a save still
 /// going, doubling up to [`LAST_POLL`]: a save usually ends within tens of
@@ -101,7 +102,7 @@ impl Default for UnsavedBounds {
     fn default() -> Self {
         Self {
             per_session: 4,
-            process_bytes: 1024 * 1024 * 1024,
+            process_bytes: 1024 * MIB_U64,
         }
     }
 }
@@ -282,13 +283,13 @@ impl Saves {
                     mine.first().map(|save| (*save).clone())
                 } else if bytes > bounds.process_bytes && !all.is_empty() {
                     tracing::info!(
-                        mib = bytes.div_ceil(1024 * 1024),
-                        bound_mib = bounds.process_bytes / (1024 * 1024),
+                        mib = bytes.div_ceil(MIB_U64),
+                        bound_mib = bounds.process_bytes / MIB_U64,
                         "a call waits for heaps being stored (MCP_V8_UNSAVED_HEAPS_MB)"
                     );
                     why = Some(format!(
                         "this server was still storing {} MiB of heaps, the most it holds waiting",
-                        bytes.div_ceil(1024 * 1024),
+                        bytes.div_ceil(MIB_U64),
                     ));
                     all.first().map(|save| (*save).clone())
                 } else {

@@ -195,6 +195,34 @@ fn tools_and_the_server_do_not_find_stores_through_the_engine() {
     assert!(found.is_empty(), "{found:#?}");
 }
 
+/// A MiB is written as bytes in one place (`src/units.rs`), so no bound
+/// converts its own way: every other size says `MIB`, unit tests included.
+#[test]
+fn a_mib_is_written_once() {
+    fn walk(dir: &Path, found: &mut Vec<String>) {
+        for path in std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path()) {
+            if path.is_dir() {
+                walk(&path, found);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                for (n, line) in text.lines().enumerate() {
+                    if line.contains("1024 * 1024") {
+                        found.push(format!("{}:{}", path.display(), n + 1));
+                    }
+                }
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(&src(), &mut found);
+    let units = src().join("units.rs").display().to_string();
+    assert_eq!(
+        found,
+        [format!("{units}:4")],
+        "write N * MIB (crate::units)"
+    );
+}
+
 #[test]
 fn the_readme_layout_names_every_module_of_src() {
     let readme =

@@ -20,6 +20,7 @@ use crate::backends::content::ContentKey;
 use crate::files::chunked::{self, FileChunk, FileManifest};
 
 use super::quota::Quota;
+use crate::units::MIB;
 
 /// Reads a stored object by key, as the run's file source does.
 pub(crate) type Fetch<'a> = &'a mut dyn FnMut(&ContentKey) -> Result<Option<Bytes>, String>;
@@ -314,7 +315,7 @@ impl Disk {
                     .map_err(|e| DiskError::io("writing a local file", e))?;
             }
             let blob = &self.blobs[&id];
-            let mut tail = vec![0; 1024 * 1024];
+            let mut tail = vec![0; MIB];
             let mut at = 0;
             while at < blob.tail {
                 let n = (blob.tail - at).min(tail.len() as u64) as usize;
@@ -538,7 +539,7 @@ mod tests {
     fn a_file_written_sealed_and_appended_to_keeps_its_bytes_and_most_chunks() {
         let root = tempfile::tempdir().unwrap();
         let mut objects = Objects::default();
-        let bytes = data(9 * 1024 * 1024, 3);
+        let bytes = data(9 * MIB, 3);
         let mut disk = Disk::new(
             Some(root.path().join("run")),
             Quota::new(64 << 20, u64::MAX),

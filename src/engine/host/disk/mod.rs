@@ -24,6 +24,7 @@ use crate::engine::layer::bytes::{bytes_of, string, uint8_array};
 use crate::engine::layer::registry::{Family, Natives, throw_error_with_code, throw_type_error};
 use crate::engine::services::FileSource;
 use crate::engine::services::memory::Budget;
+use crate::units::MIB_U64;
 use local::{Disk, DiskError};
 use quota::Quota;
 pub use seal::{Kept, sweep_scratch};
@@ -47,8 +48,8 @@ impl Default for DiskSettings {
     fn default() -> Self {
         Self {
             scratch: Some(std::env::temp_dir().join("mcp-v8-scratch")),
-            run_bytes: 4096 * 1024 * 1024,
-            tenant_bytes: 8192 * 1024 * 1024,
+            run_bytes: 4096 * MIB_U64,
+            tenant_bytes: 8192 * MIB_U64,
         }
     }
 }

@@ -11,15 +11,14 @@ use std::fs::File;
 use std::path::Path;
 
 use super::error::{DiskError, DiskResult};
+use crate::units::MIB_U64;
 
 /// What a run reserves at once beyond what it needs: few locks for a
 /// stream of small writes, and little held from the tenant's other runs.
-const GRANT_STEP: u64 = 64 * 1024 * 1024;
+const GRANT_STEP: u64 = 64 * MIB_U64;
 
 /// The file in a run's folder whose length is what the run reserved.
 pub(crate) const GRANT_FILE: &str = "grant";
-
-const MIB: u64 = 1024 * 1024;
 
 /// A run's bounds and what it has reserved of its tenant's.
 #[derive(Debug, Clone)]
@@ -51,7 +50,7 @@ impl Quota {
                     "a run's files hold at most {} MiB of local disk at once (MCP_V8_RUN_DISK_MB); \
                      this run holds {used} bytes and the write needs {more} more; remove files it \
                      no longer needs, or write less at once",
-                    self.run_bytes / MIB
+                    self.run_bytes / MIB_U64
                 ),
             ));
         }
@@ -83,7 +82,7 @@ impl Quota {
                      (MCP_V8_TENANT_DISK_MB); its other runs now hold {others} bytes, this one \
                      {used}, and the write needs {more} more; remove files no longer needed, or \
                      run again when the other runs have ended",
-                    self.tenant_bytes / MIB
+                    self.tenant_bytes / MIB_U64
                 ),
             ));
         };
@@ -127,12 +126,12 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let (a, b) = (root.path().join("a"), root.path().join("b"));
         let (a1, a2, b1) = (run_dir(&a, "1"), run_dir(&a, "2"), run_dir(&b, "1"));
-        let mut first = Quota::new(80 * MIB, 100 * MIB);
+        let mut first = Quota::new(80 * MIB_U64, 100 * MIB_U64);
         let mut second = first.clone();
         let mut other = first.clone();
-        first.reserve(&a1, 0, 70 * MIB).unwrap();
+        first.reserve(&a1, 0, 70 * MIB_U64).unwrap();
         // What the first holds counts for the second: 70 + 40 > 100.
-        let refused = second.reserve(&a2, 0, 40 * MIB).unwrap_err();
+        let refused = second.reserve(&a2, 0, 40 * MIB_U64).unwrap_err();
         assert_eq!(refused.code, "ENOSPC");
         assert!(
             refused.hint.contains("MCP_V8_TENANT_DISK_MB"),
@@ -144,19 +143,19 @@ mod tests {
             "a refused grant records nothing"
         );
         // Exactly what is left is granted when a whole step is not.
-        second.reserve(&a2, 0, 30 * MIB).unwrap();
+        second.reserve(&a2, 0, 30 * MIB_U64).unwrap();
         assert_eq!(
             std::fs::metadata(a2.join(GRANT_FILE)).unwrap().len(),
-            30 * MIB
+            30 * MIB_U64
         );
         // Another tenant is not touched by the first's runs.
-        other.reserve(&b1, 0, 80 * MIB).unwrap();
+        other.reserve(&b1, 0, 80 * MIB_U64).unwrap();
         // A run's own bound comes first, naming its setting.
-        let past = other.reserve(&b1, 80 * MIB, 1).unwrap_err();
+        let past = other.reserve(&b1, 80 * MIB_U64, 1).unwrap_err();
         assert!(past.hint.contains("MCP_V8_RUN_DISK_MB"), "{}", past.hint);
         // When the first run's folder goes (its run ended), its share is free.
         std::fs::remove_dir_all(&a1).unwrap();
-        second.reserve(&a2, 30 * MIB, 40 * MIB).unwrap();
+        second.reserve(&a2, 30 * MIB_U64, 40 * MIB_U64).unwrap();
     }
 
     #[test]

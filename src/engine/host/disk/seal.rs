@@ -14,13 +14,14 @@ use sha2::{Digest, Sha256};
 use super::local::{Disk, DiskError, DiskResult, Fetch};
 use crate::backends::content::ContentKey;
 use crate::files::chunked::{self, FileChunk, FileManifest};
+use crate::units::MIB_U64;
 
 /// Chunks compressed at once when a blob is sealed, on rayon's cores.
 const SEAL_BATCH: usize = 16;
 
 /// Files sealed by a run no larger than this get the SHA-256 of their whole
 /// bytes, which `display()` links blocks to files by.
-pub(crate) const WHOLE_DIGEST_UP_TO: u64 = 32 * 1024 * 1024;
+pub(crate) const WHOLE_DIGEST_UP_TO: u64 = 32 * MIB_U64;
 
 /// A sealed file: its manifest's key (`None` for an empty file) and, when
 /// small enough, the SHA-256 of its whole bytes.
