@@ -19,6 +19,16 @@ pub const MIN_HEAP_LIMIT_MB: usize = 8;
 /// `max_heap_limit_mb` is at most this.
 pub const MAX_HEAP_LIMIT_MB: usize = 1024;
 
+impl EngineConfig {
+    /// The default and maximum a run's heap limit is decided within.
+    pub(crate) fn heap_limit_rule(&self) -> super::heap_limit::HeapLimitRule {
+        super::heap_limit::HeapLimitRule {
+            default_mb: self.default_heap_limit_mb,
+            max_mb: self.max_heap_limit_mb,
+        }
+    }
+}
+
 /// Limits and defaults of the engine.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {

@@ -90,7 +90,7 @@ impl Runners {
                     };
                     isolate::run(job, &services, &mut None, &mut early, None)
                 } else {
-                    plain::PlainIsolate::new(job.heap_limit_bytes).run(&job, &services)
+                    plain::PlainIsolate::new(job.heap_limit).run(&job, &services)
                 };
                 let _ = done.send(result);
             })

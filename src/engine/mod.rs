@@ -8,7 +8,8 @@
 //! |---|---|
 //! | `mod.rs` | the facade: [`Engine`] and its one `impl`, which takes a run from request to report and the save after the answer by calling the rooms below |
 //! | `config.rs` | [`EngineConfig`], [`RunRequest`], the heap limit's bounds |
-//! | `plan.rs` | a request checked against the limits and the host's deadline (the one place a run's limits are decided), the capabilities' asks, its JavaScript; the planned job |
+//! | `plan.rs` | a request checked against the limits and the host's deadline, the capabilities' asks, its JavaScript; the planned job |
+//! | `heap_limit.rs` | a run's heap limit as one value ([`HeapLimit`]): checked when planned, decided once where the run's start is known, in bytes only at V8's bounds |
 //! | `saving.rs` | a run answered before its heap is stored: [`Ran`] and [`Saving`] |
 //! | `dispatch.rs`, `admission.rs` | the runners of jobs (an engine worker, a warm isolate, a thread) and what the host lends them, in arrival order and tenant shares |
 //! | `heaps/` | where a run starts (a ready heap, a stored one), heaps loaded, stored (their `/work` bytes first, `file_bytes.rs`) and kept ready |
@@ -26,6 +27,7 @@ mod capability;
 mod config;
 mod contract;
 mod dispatch;
+mod heap_limit;
 mod heaps;
 mod host;
 mod layer;
@@ -52,7 +54,6 @@ use contract::registration;
 use plan::{Planned, Setup, finish};
 use saving::AbortOnDrop;
 
-use crate::units::MIB;
 pub(crate) use capability::Argument as CallArgument;
 pub use capability::control::RunControl;
 pub use capability::outcome::{
@@ -61,9 +62,10 @@ pub use capability::outcome::{
 };
 pub use capability::reports::{LogEntry, LogLevel, RunProgress};
 pub use config::{EngineConfig, MAX_HEAP_LIMIT_MB, MIN_HEAP_LIMIT_MB, RunRequest};
+pub use contract::CodeHandling;
 pub use contract::registration::CapabilitySettings;
 pub(crate) use contract::registration::arguments as call_arguments;
-pub use contract::{CodeHandling, restore_needs_mb};
+pub use heap_limit::{HeapLimit, restore_needs_mb};
 pub use host::{
     DiskKept, DiskSettings, FileLimits, FileRead, FileSource, MAX_DISPLAY_BYTES, MAX_DISPLAYS,
     TreeEntry, sweep_scratch,
@@ -98,7 +100,7 @@ impl Engine {
     /// An engine over `heaps` (required for stateful runs). Initialises V8
     /// once per process.
     pub fn new(config: EngineConfig, heaps: Option<Arc<dyn HeapStore>>) -> Self {
-        let heap_limit_bytes = config.default_heap_limit_mb * MIB;
+        let heap_limit = HeapLimit::of_mb(config.default_heap_limit_mb);
         let workers = (config.engine_workers > 0).then(|| {
             let program = config
                 .worker_program
@@ -107,7 +109,7 @@ impl Engine {
                 .unwrap_or_else(|| PathBuf::from("mcp-v8-lambda"));
             // A stateless engine's workers keep an isolate ready for the
             // next run; a stateful one's would drop it for every run.
-            let warm = heaps.is_none().then_some(heap_limit_bytes);
+            let warm = heaps.is_none().then_some(heap_limit);
             let ready = if heaps.is_some() {
                 config.ready_heaps_bytes
             } else {
@@ -136,7 +138,7 @@ impl Engine {
         });
         let snapshots_here = heaps.is_some() && workers.is_none();
         let warm = if config.warm_isolates > 0 && !snapshots_here && workers.is_none() {
-            match run::plain::WarmPool::new(config.warm_isolates, heap_limit_bytes) {
+            match run::plain::WarmPool::new(config.warm_isolates, heap_limit) {
                 Ok(pool) => Some(pool),
                 Err(err) => {
                     tracing::warn!(error = %err, "no warm isolates: starting their threads failed");
@@ -288,8 +290,8 @@ impl Engine {
         };
         let heaps = self.heaps_room();
         let start = heaps.start(&request, &mut limits, &mut report).await?;
-        // A ready or stored heap may have raised the limit.
-        report.heap_limit_mb = limits.heap_limit_mb;
+        // Decided with the start: a ready or stored heap may have raised it.
+        report.heap_limit = limits.heap_limit;
         let Some(start) = start else {
             return done(report);
         };
@@ -326,12 +328,12 @@ impl Engine {
             // Kept ready with the limit this call asked for, if it named
             // one: agents that name a limit name it on every call.
             keep_ready: (request.stateful && keeps_ready).then(|| contract::ReadyLimits {
-                asked_mb: limits.asked.then_some(limits.heap_limit_mb),
+                asked: limits.heap_limit.asked().then_some(limits.heap_limit),
                 ..heaps.ready_limits()
             }),
             stateful: request.stateful,
             timeout: limits.timeout,
-            heap_limit_bytes: limits.heap_limit_mb * MIB,
+            heap_limit: limits.heap_limit,
             log_level: request
                 .control
                 .as_ref()
@@ -395,8 +397,7 @@ impl Engine {
     ) -> Result<Option<Vec<TreeEntry>>, String> {
         let mut limits = plan::Limits {
             timeout: self.config.default_timeout,
-            heap_limit_mb: self.config.max_heap_limit_mb,
-            asked: true,
+            heap_limit: HeapLimit::of_mb(self.config.max_heap_limit_mb).asked_for(),
             cut: None,
         };
         let payload = match self.heaps_room().load(tenant, key, &mut limits).await {
@@ -406,9 +407,9 @@ impl Engine {
         };
         let job = contract::Job {
             task: contract::Task::ListFiles,
-            heap_limit_bytes: restore_needs_mb(payload.len())
-                .max(self.config.default_heap_limit_mb)
-                * MIB,
+            heap_limit: HeapLimit::of_mb(
+                restore_needs_mb(payload.len()).max(self.config.default_heap_limit_mb),
+            ),
             restore: Some(capability::section::Section(payload)),
             ..self.job(String::new(), self.own_asks(None)?)
         };

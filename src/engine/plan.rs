@@ -10,14 +10,14 @@ use super::capability::control::RunControl;
 use super::capability::outcome::{EngineError, RunError, RunReport};
 use super::capability::positions::Positions;
 use super::config::{EngineConfig, RunRequest};
+use super::contract;
 use super::contract::registration;
-use super::contract::{self, restore_needs_mb};
+use super::heap_limit::{HeapLimit, restore_needs_mb};
 use super::run::typescript;
 use super::worker;
 use crate::heap::HeapKey;
 use crate::packages::PackageView;
 use crate::tenant::Tenant;
-use crate::units::MIB;
 
 use super::config::MIN_HEAP_LIMIT_MB;
 
@@ -77,7 +77,6 @@ pub(super) fn begin(
     let mut report = RunReport::new(&request.code, request.heap.clone());
     report.outcome.warnings.extend(limits.cut.take());
     report.timeout = limits.timeout;
-    report.heap_limit_mb = limits.heap_limit_mb;
     let code = match typescript::prepare(&request.code, request.language) {
         Ok(mut prepared) => {
             report.executed_code = prepared.js.clone();
@@ -109,12 +108,12 @@ pub(super) fn begin(
 /// `limits`, if it cannot.
 pub(super) fn prelude_too_large(len: usize, limits: &Limits) -> Option<RunError> {
     let needs = restore_needs_mb(len);
-    (needs > limits.heap_limit_mb).then(|| {
+    (needs > limits.heap_limit.mb()).then(|| {
         RunError::new(
             "OutOfMemoryError",
             format!(
                 "the prelude's heap needs about {needs} MiB, over this run's {} MiB heap limit; ask for a larger heap_memory_max_mb",
-                limits.heap_limit_mb
+                limits.heap_limit.mb()
             ),
         )
     })
@@ -170,19 +169,17 @@ fn check(config: &EngineConfig, heaps: bool, request: &RunRequest) -> Result<Lim
             max_secs: config.max_timeout.as_secs(),
         });
     }
-    let heap_limit_mb = request
-        .heap_limit_mb
-        .unwrap_or(config.default_heap_limit_mb);
-    if !(MIN_HEAP_LIMIT_MB..=config.max_heap_limit_mb).contains(&heap_limit_mb) {
-        return Err(EngineError::HeapLimitOutOfRange {
-            asked: heap_limit_mb,
-            min_mb: MIN_HEAP_LIMIT_MB,
-            max_mb: config.max_heap_limit_mb,
-        });
-    }
+    let heap_limit = config
+        .heap_limit_rule()
+        .ask(request.heap_limit_mb, MIN_HEAP_LIMIT_MB)
+        .map_err(|range| EngineError::HeapLimitOutOfRange {
+            asked: range.asked,
+            min_mb: range.min_mb,
+            max_mb: range.max_mb,
+        })?;
     let mut cut = None;
     if let Some(deadline) = request.deadline {
-        let left = time_before(deadline, heap_limit_mb);
+        let left = time_before(deadline, heap_limit.mb());
         if left < MIN_RUN_TIME {
             let until = deadline
                 .duration_since(SystemTime::now())
@@ -209,8 +206,7 @@ fn check(config: &EngineConfig, heaps: bool, request: &RunRequest) -> Result<Lim
     }
     Ok(Limits {
         timeout,
-        heap_limit_mb,
-        asked: request.heap_limit_mb.is_some(),
+        heap_limit,
         cut,
     })
 }
@@ -218,10 +214,8 @@ fn check(config: &EngineConfig, heaps: bool, request: &RunRequest) -> Result<Lim
 /// A run's time and heap limits.
 pub(super) struct Limits {
     pub timeout: Duration,
-    pub heap_limit_mb: usize,
-    /// The caller gave the heap limit (`heap_memory_max_mb`), so a heap
-    /// that needs more is refused rather than given more.
-    pub asked: bool,
+    /// As asked, until the run's start decides it (`Heaps::start`).
+    pub heap_limit: HeapLimit,
     /// What the host's deadline did to the timeout, for the run's warnings.
     pub cut: Option<String>,
 }
@@ -244,7 +238,7 @@ pub(super) fn job_within(
         seq: 0,
         stateful: false,
         timeout: config.default_timeout,
-        heap_limit_bytes: config.default_heap_limit_mb * MIB,
+        heap_limit: HeapLimit::of_mb(config.default_heap_limit_mb),
         max_result_bytes: config.max_result_bytes,
         code_handling: config.code_handling,
         control: None,

@@ -237,9 +237,9 @@ pub struct RunReport {
     /// V8's used heap when a stateful run's code ended, in bytes (0 when
     /// unknown).
     pub heap_used_bytes: u64,
-    /// The heap limit the run had, in MiB: the one it asked for, or the
-    /// one a continued heap's size or a ready heap gave it.
-    pub heap_limit_mb: usize,
+    /// The heap limit the run had: the one it asked for, or the one a
+    /// continued heap's size or a ready heap gave it.
+    pub heap_limit: crate::engine::heap_limit::HeapLimit,
     /// The timeout the run had: the one it asked for or the default, cut
     /// to the host's deadline.
     pub timeout: std::time::Duration,
@@ -274,7 +274,7 @@ impl RunReport {
             repl: None,
             displays: Vec::new(),
             heap_used_bytes: 0,
-            heap_limit_mb: 0,
+            heap_limit: Default::default(),
             timeout: std::time::Duration::ZERO,
             waiting: None,
         }

@@ -15,8 +15,8 @@ use super::capability::control::RunControl;
 use super::capability::outcome::{RunError, RunStatus};
 use super::capability::positions::Positions;
 use super::capability::section::Section;
+use super::heap_limit::{HeapLimit, HeapLimitRule};
 use super::host::TreeEntry;
-use crate::units::MIB;
 
 /// How V8 treats compiled function code in a snapshot (see
 /// `docs/performance.md` for the measurements behind the default).
@@ -30,47 +30,25 @@ pub enum CodeHandling {
 }
 
 /// The heap limit the next call is expected to ask for, carried to the
-/// worker so that the ready isolate is made with it (`super::run::ready`): the
-/// limit the run that made the heap asked for, else the rule of
-/// `Engine::load` for a call that names none.
+/// worker so that the ready isolate is made with it (`super::run::ready`):
+/// the limit the run that made the heap asked for, else the rule a call
+/// that names none gets ([`HeapLimit::for_ready`]).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 pub(crate) struct ReadyLimits {
-    pub default_mb: usize,
-    pub max_mb: usize,
-    /// `heap_memory_max_mb` of the run that made the heap, if it named one.
-    pub asked_mb: Option<usize>,
+    pub rule: HeapLimitRule,
+    /// The limit of the run that made the heap, if it asked for one.
+    pub asked: Option<HeapLimit>,
     /// Collect garbage once restored (`EngineConfig::collect_ready_heaps`).
     #[serde(default)]
     pub settle: bool,
 }
 
 impl ReadyLimits {
-    /// The heap limit, in MiB, for restoring a payload of `payload_len`
-    /// bytes ahead of the next call: the limit last asked for where the
-    /// payload fits it, else what a call that names none gets.
-    pub(crate) fn heap_limit_mb(&self, payload_len: usize) -> usize {
-        let needed = restore_needs_mb(payload_len);
-        if let Some(asked) = self.asked_mb.filter(|&asked| asked >= needed) {
-            return asked;
-        }
-        if needed > self.default_mb {
-            (needed + self.default_mb).min(self.max_mb)
-        } else {
-            self.default_mb
-        }
+    /// The heap limit for restoring a payload of `payload_len` bytes ahead
+    /// of the next call.
+    pub(crate) fn limit_for(&self, payload_len: usize) -> HeapLimit {
+        HeapLimit::for_ready(self.asked, payload_len, self.rule)
     }
-}
-
-/// Heap an isolate needs to restore a snapshot of `payload_len` bytes, in MiB.
-///
-/// V8 deserialises inside the isolate constructor, before a near-heap-limit
-/// callback can be installed, so a snapshot that does not fit is a fatal
-/// out-of-memory for the whole process. The heap limit is split between the
-/// young and old generations and deserialisation allocates in the old one;
-/// twice the payload plus a fixed reserve keeps it clear of the limit.
-pub fn restore_needs_mb(payload_len: usize) -> usize {
-    const RESERVE_MB: usize = 8;
-    (payload_len * 2).div_ceil(MIB) + RESERVE_MB
 }
 
 /// What a job does on its isolate.
@@ -120,7 +98,7 @@ pub(crate) struct Job {
     pub stateful: bool,
     #[serde(with = "millis")]
     pub timeout: Duration,
-    pub heap_limit_bytes: usize,
+    pub heap_limit: HeapLimit,
     /// Longest rendered result, applied where the run executes so that no
     /// larger one is copied further.
     pub max_result_bytes: usize,

@@ -9,9 +9,11 @@ use std::time::Instant;
 
 use super::capability::outcome::{EngineError, RunError, RunReport, RunStatus};
 use super::config::{EngineConfig, RunRequest};
-use super::contract::{self, restore_needs_mb};
+use super::contract;
+use super::heap_limit::restore_needs_mb;
 use super::plan::Limits;
 use super::worker;
+use crate::engine::heap_limit::HeapLimit;
 use crate::files::FileStore;
 use crate::heap::{HeapKey, HeapStore, HeapStoreError, Snapshot};
 use crate::tenant::Tenant;
@@ -31,9 +33,8 @@ impl Heaps<'_> {
     /// The limits a heap is restored with when the call names none.
     pub(super) fn ready_limits(&self) -> contract::ReadyLimits {
         contract::ReadyLimits {
-            default_mb: self.config.default_heap_limit_mb,
-            max_mb: self.config.max_heap_limit_mb,
-            asked_mb: None,
+            rule: self.config.heap_limit_rule(),
+            asked: None,
             settle: self.config.collect_ready_heaps,
         }
     }
@@ -61,9 +62,9 @@ impl Heaps<'_> {
             (None, None) => None,
         };
         if let Some(claim) = claim {
-            limits.heap_limit_mb = claim.heap_limit_bytes() / MIB;
+            limits.heap_limit = claim.heap_limit();
             tracing::debug!(
-                heap_limit_mb = limits.heap_limit_mb,
+                heap_limit_mb = limits.heap_limit.mb(),
                 "the heap is ready in an engine worker"
             );
             return Ok(Some(Start::Ready(Box::new(claim))));
@@ -97,7 +98,7 @@ impl Heaps<'_> {
         workers.claim(
             tenant,
             wanted,
-            limits.asked.then_some(limits.heap_limit_mb * MIB),
+            limits.heap_limit.asked().then_some(limits.heap_limit),
         )
     }
 
@@ -180,7 +181,7 @@ impl Heaps<'_> {
                     tenant: tenant.clone(),
                     key: None,
                     run: Some(kept.run),
-                    heap_limit_bytes: limits.heap_limit_mb(blob.len()) * MIB,
+                    heap_limit: limits.limit_for(blob.len()),
                     cost_bytes: restore_needs_mb(blob.len()) * MIB,
                     made: Instant::now(),
                 },
@@ -239,7 +240,7 @@ impl Heaps<'_> {
                 tenant: tenant.clone(),
                 key: None,
                 run: Some(kept.run),
-                heap_limit_bytes: kept.heap_limit_bytes,
+                heap_limit: kept.heap_limit,
                 cost_bytes: (executed.result.heap_used_bytes as usize).saturating_mul(2) + 8 * MIB,
                 made: Instant::now(),
             },
@@ -271,28 +272,28 @@ impl Heaps<'_> {
                 self.too_large(&format!("heap {key}"), len),
             ));
         }
-        let needed_mb = restore_needs_mb(len);
-        // A heap grown under a larger limit than the default is restored
-        // without the caller repeating it: the limit its size needs, with
-        // the default's room to grow (docs/tools.md, heap_memory_max_mb).
         // The same rule makes a worker's ready heap, so a call that names no
         // limit finds it.
-        if !limits.asked {
-            limits.heap_limit_mb = self.ready_limits().heap_limit_mb(len);
-        }
-        if needed_mb > limits.heap_limit_mb {
-            return Err((
-                RunStatus::OutOfMemory,
-                RunError::new(
-                    "OutOfMemoryError",
-                    format!(
-                        "heap {key} needs about {needed_mb} MiB to restore, over the {} MiB heap limit; \
+        let decided = limits
+            .heap_limit
+            .to_restore(len, self.config.heap_limit_rule());
+        limits.heap_limit = match decided {
+            Ok(limit) => limit,
+            Err(needed_mb) => {
+                return Err((
+                    RunStatus::OutOfMemory,
+                    RunError::new(
+                        "OutOfMemoryError",
+                        format!(
+                            "heap {key} needs about {needed_mb} MiB to restore, over the {} MiB heap limit; \
                          ask for a larger heap_memory_max_mb (at most {})",
-                        limits.heap_limit_mb, self.config.max_heap_limit_mb
+                            limits.heap_limit.mb(),
+                            self.config.max_heap_limit_mb
+                        ),
                     ),
-                ),
-            ));
-        }
+                ));
+            }
+        };
         Ok(Some(snapshot.payload_bytes()))
     }
 
@@ -350,7 +351,7 @@ pub(super) enum Start {
 #[derive(Debug)]
 pub(super) struct Kept {
     pub ready: Option<contract::ReadyLimits>,
-    pub heap_limit_bytes: usize,
+    pub heap_limit: HeapLimit,
     pub run: uuid::Uuid,
     /// The run's local folder, removed when this goes: after its files
     /// are stored, or when the run failed, its engine worker killed
@@ -363,7 +364,7 @@ impl Kept {
     pub(super) fn of(job: &contract::Job, run: uuid::Uuid) -> Self {
         Self {
             ready: job.keep_ready,
-            heap_limit_bytes: job.heap_limit_bytes,
+            heap_limit: job.heap_limit,
             run,
             _scratch: Scratch(job.asks.disk.run_dir.clone()),
         }

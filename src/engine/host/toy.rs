@@ -162,7 +162,7 @@ mod tests {
         let mut job =
             crate::engine::plan::fresh_job("await toy.double(7) + await toy.double(1)".into());
         job.asks.toy.factor = 3.0;
-        let result = PlainIsolate::new(job.heap_limit_bytes).run(&job, &services);
+        let result = PlainIsolate::new(job.heap_limit).run(&job, &services);
         assert_eq!(result.result.as_deref(), Some("24"), "{result:?}");
         assert_eq!(result.reports.toy, 2);
 

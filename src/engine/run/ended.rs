@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::package_hint::add_package_hint;
 use crate::engine::capability::outcome::{RunError, RunStatus};
 use crate::engine::capability::positions::SCRIPT_NAME;
+use crate::engine::heap_limit::HeapLimit;
 use crate::engine::host::fs::TreeEntry;
 use crate::engine::web::Rendered;
 use crate::engine::web::thrown::error_from;
@@ -160,7 +161,7 @@ pub(super) fn classify(
     out_of_memory: bool,
     fired: bool,
     timeout: (Duration, Option<(usize, usize)>),
-    heap_limit_bytes: usize,
+    heap_limit: HeapLimit,
 ) -> Classified {
     match ended {
         _ if out_of_memory => Classified::Ended(
@@ -169,7 +170,7 @@ pub(super) fn classify(
                 "OutOfMemoryError",
                 format!(
                     "the JavaScript heap reached its {} MiB limit and the run was terminated",
-                    heap_limit_bytes / MIB
+                    heap_limit.mb()
                 ),
             ),
         ),

@@ -33,7 +33,7 @@ pub(crate) fn run(
     crate::engine::run::platform::init();
     let taken = ready
         .take()
-        .filter(|r| job.from_ready && r.heap_limit_bytes == job.heap_limit_bytes);
+        .filter(|r| job.from_ready && r.heap_limit.mb() == job.heap_limit.mb());
     if job.from_ready && taken.is_none() {
         return JobResult::failed(RunError::new(
             "EngineError",
@@ -59,8 +59,8 @@ pub(crate) fn run(
         }
         None => {
             let exclusive = READ_ONLY_HEAP.write();
-            let guard = HeapGuard::new(job.heap_limit_bytes);
-            let params = guard.params(job.heap_limit_bytes);
+            let guard = HeapGuard::new(job.heap_limit);
+            let params = guard.params();
             let restore = job.restore.take().map(|section| section.0);
             let mut isolate = snapshot_isolate(creator, restore, params);
             guard.arm(&mut isolate);
@@ -145,7 +145,7 @@ pub(crate) fn run(
                     guard,
                     exclusive,
                 };
-                *ready = Some(Ready::live(parts, job.heap_limit_bytes));
+                *ready = Some(Ready::live(parts, job.heap_limit));
                 return result;
             }
             // Snapshotted here after all: as a run that keeps no live heap.

@@ -40,6 +40,7 @@ use super::services::memory::Budget;
 use super::services::work::HostWork;
 use super::web::thrown::error_from;
 use super::web::{Timers, render_result};
+use crate::engine::heap_limit::HeapLimit;
 use crate::units::MIB;
 
 /// V8 keeps one read-only heap per process, shared by every isolate, and
@@ -95,6 +96,8 @@ pub(super) struct HeapGuard {
     handle: OnceLock<v8::IsolateHandle>,
     hit: AtomicBool,
     budget: Arc<Budget>,
+    /// V8's heap bound.
+    heap_limit_bytes: usize,
     /// The most heap the callback grants for a terminated run to unwind.
     ceiling: usize,
 }
@@ -109,10 +112,12 @@ const HEADROOM_FACTOR: usize = 4;
 const HEADROOM_SLACK: usize = 64 * MIB;
 
 impl HeapGuard {
-    /// Bounds of `heap_limit_bytes` on the heap and as many on the
-    /// buffers outside it.
-    pub(super) fn new(heap_limit_bytes: usize) -> Box<Self> {
+    /// Bounds of `heap_limit` on the heap and as many bytes on the
+    /// buffers outside it: where a heap limit becomes bytes.
+    pub(super) fn new(heap_limit: HeapLimit) -> Box<Self> {
+        let heap_limit_bytes = heap_limit.bytes();
         Box::new(Self {
+            heap_limit_bytes,
             handle: OnceLock::new(),
             hit: AtomicBool::new(false),
             budget: Budget::new(heap_limit_bytes),
@@ -127,9 +132,9 @@ impl HeapGuard {
     }
 
     /// The parameters of an isolate these bounds apply to.
-    pub(super) fn params(&self, heap_limit_bytes: usize) -> v8::CreateParams {
+    pub(super) fn params(&self) -> v8::CreateParams {
         v8::CreateParams::default()
-            .heap_limits(0, heap_limit_bytes)
+            .heap_limits(0, self.heap_limit_bytes)
             .array_buffer_allocator(self.budget.allocator())
     }
 
@@ -287,7 +292,7 @@ pub(super) fn settle(
             guard.hit(),
             disarmed.fired || disarmed.overdue,
             (job.timeout, stopped_at),
-            job.heap_limit_bytes,
+            job.heap_limit,
         )
     };
     if guard.budget.take_refused() {

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use tokio::sync::oneshot;
 
 use crate::engine::contract::{Job, JobResult};
+use crate::engine::heap_limit::HeapLimit;
 use crate::engine::layer;
 use crate::engine::run::watchdog::Watchdog;
 use crate::engine::run::{self, HeapGuard, READ_ONLY_HEAP, thread_builder};
@@ -31,7 +32,7 @@ pub(crate) struct PlainIsolate {
     watchdog: Watchdog,
     isolate: v8::OwnedIsolate,
     guard: Box<HeapGuard>,
-    heap_limit_bytes: usize,
+    heap_limit: HeapLimit,
     runs: usize,
     /// A termination reached the isolate (the watchdog fired, or one was
     /// pending when the run ended): it serves no other run.
@@ -43,11 +44,11 @@ impl PlainIsolate {
     /// Runs one isolate serves before it is replaced.
     pub(crate) const MAX_RUNS: usize = 256;
 
-    pub(crate) fn new(heap_limit_bytes: usize) -> Self {
+    pub(crate) fn new(heap_limit: HeapLimit) -> Self {
         crate::engine::run::platform::init();
         let shared = READ_ONLY_HEAP.read_recursive();
-        let guard = HeapGuard::new(heap_limit_bytes);
-        let mut isolate = v8::Isolate::new(guard.params(heap_limit_bytes));
+        let guard = HeapGuard::new(heap_limit);
+        let mut isolate = v8::Isolate::new(guard.params());
         guard.arm(&mut isolate);
         isolate.set_slot(layer::MakesCodeCaches);
         let watchdog = Watchdog::new(isolate.thread_safe_handle());
@@ -56,7 +57,7 @@ impl PlainIsolate {
             watchdog,
             isolate,
             guard,
-            heap_limit_bytes,
+            heap_limit,
             runs: 0,
             terminated: false,
             _shared: shared,
@@ -85,8 +86,8 @@ impl PlainIsolate {
     }
 
     /// The heap limit the isolate was made with.
-    pub(crate) fn heap_limit_bytes(&self) -> usize {
-        self.heap_limit_bytes
+    pub(crate) fn heap_limit(&self) -> HeapLimit {
+        self.heap_limit
     }
 
     /// Runs a stateless job in the prepared context.
@@ -122,9 +123,8 @@ impl PlainIsolate {
             return false;
         }
         let stats = self.isolate.get_heap_statistics();
-        if stats.used_heap_size() > self.heap_limit_bytes / 4
-            || self.guard.external_bytes() > self.heap_limit_bytes / 4
-        {
+        let quarter = self.heap_limit.bytes() / 4;
+        if stats.used_heap_size() > quarter || self.guard.external_bytes() > quarter {
             return false;
         }
         self.next = Some(self.new_context());
@@ -149,16 +149,16 @@ type Queued = (Job, HostServices, oneshot::Sender<JobResult>);
 type Queue = Arc<Mutex<mpsc::Receiver<Queued>>>;
 
 impl WarmPool {
-    /// `threads` runners, each with an isolate of `heap_limit_bytes` ready;
+    /// `threads` runners, each with an isolate of `heap_limit` ready;
     /// a job asking for another limit gets a new isolate on a runner.
-    pub(crate) fn new(threads: usize, heap_limit_bytes: usize) -> std::io::Result<Self> {
+    pub(crate) fn new(threads: usize, heap_limit: HeapLimit) -> std::io::Result<Self> {
         let (jobs, queue) = mpsc::channel();
         let queue: Queue = Arc::new(Mutex::new(queue));
         for _ in 0..threads.max(1) {
             let queue = queue.clone();
             thread_builder()
                 .name("v8-warm".into())
-                .spawn(move || warm_runner(&queue, heap_limit_bytes))?;
+                .spawn(move || warm_runner(&queue, heap_limit))?;
         }
         Ok(Self { jobs })
     }
@@ -173,21 +173,19 @@ impl WarmPool {
 
 /// Ends when the pool is dropped. A panicking run loses its answer (the
 /// caller sees the engine thread fail) and its isolate, not the runner.
-fn warm_runner(queue: &Queue, heap_limit_bytes: usize) {
+fn warm_runner(queue: &Queue, heap_limit: HeapLimit) {
     let mut kept: Option<PlainIsolate> = None;
     loop {
-        let mut warm = kept
-            .take()
-            .unwrap_or_else(|| PlainIsolate::new(heap_limit_bytes));
+        let mut warm = kept.take().unwrap_or_else(|| PlainIsolate::new(heap_limit));
         let next = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
         let Ok((job, services, done)) = next else {
             return;
         };
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            if job.heap_limit_bytes == heap_limit_bytes {
+            if job.heap_limit.mb() == heap_limit.mb() {
                 warm.run(&job, &services)
             } else {
-                PlainIsolate::new(job.heap_limit_bytes).run(&job, &services)
+                PlainIsolate::new(job.heap_limit).run(&job, &services)
             }
         }));
         // After a panic the isolate may be half-used: it goes.

@@ -11,13 +11,14 @@
 
 use bytes::Bytes;
 
+use crate::engine::heap_limit::HeapLimit;
 use crate::engine::run::{HeapGuard, READ_ONLY_HEAP, snapshot_isolate};
 
 /// A restored heap and its context, waiting for the job that continues
 /// it.
 pub(crate) struct Ready {
     parts: Option<Parts>,
-    pub(crate) heap_limit_bytes: usize,
+    pub(crate) heap_limit: HeapLimit,
 }
 
 /// What a job takes from a [`Ready`] to run on it. Fields drop in order:
@@ -33,21 +34,21 @@ pub(crate) struct Parts {
 impl Ready {
     /// The isolate a run just completed in, with its context, kept for the
     /// run that continues it while a forked copy writes its blob.
-    pub(crate) fn live(parts: Parts, heap_limit_bytes: usize) -> Ready {
+    pub(crate) fn live(parts: Parts, heap_limit: HeapLimit) -> Ready {
         Ready {
             parts: Some(parts),
-            heap_limit_bytes,
+            heap_limit,
         }
     }
 
-    /// Restores `payload` with `heap_limit_bytes`, as a job restoring it
+    /// Restores `payload` with `heap_limit`, as a job restoring it
     /// would, up to its first context; `settle`: then collects garbage,
     /// which leaves V8 no background work on the heap.
-    pub(crate) fn restore(payload: Bytes, heap_limit_bytes: usize, settle: bool) -> Ready {
+    pub(crate) fn restore(payload: Bytes, heap_limit: HeapLimit, settle: bool) -> Ready {
         crate::engine::run::platform::init();
         let exclusive = READ_ONLY_HEAP.write();
-        let guard = HeapGuard::new(heap_limit_bytes);
-        let params = guard.params(heap_limit_bytes);
+        let guard = HeapGuard::new(heap_limit);
+        let params = guard.params();
         let mut isolate = snapshot_isolate(true, Some(payload), params);
         guard.arm(&mut isolate);
         let context = {
@@ -65,7 +66,7 @@ impl Ready {
                 guard,
                 exclusive,
             }),
-            heap_limit_bytes,
+            heap_limit,
         }
     }
 
@@ -99,39 +100,5 @@ impl Drop for Ready {
         }
         drop(isolate.create_blob(v8::FunctionCodeHandling::Clear));
         drop((guard, exclusive));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::engine::contract::ReadyLimits;
-    use crate::units::MIB;
-
-    #[test]
-    fn a_ready_heap_gets_the_limit_a_call_naming_none_would() {
-        let limits = ReadyLimits {
-            default_mb: 64,
-            max_mb: 1024,
-            asked_mb: None,
-            settle: false,
-        };
-        assert_eq!(limits.heap_limit_mb(400 * 1024), 64);
-        // 50 MiB needs 108 MiB to restore: the default's room on top.
-        assert_eq!(limits.heap_limit_mb(50 * MIB), 108 + 64);
-        assert_eq!(limits.heap_limit_mb(600 * MIB), 1024);
-    }
-
-    #[test]
-    fn a_ready_heap_gets_the_limit_its_run_asked_for_where_it_fits() {
-        let limits = ReadyLimits {
-            default_mb: 64,
-            max_mb: 1024,
-            asked_mb: Some(512),
-            settle: false,
-        };
-        assert_eq!(limits.heap_limit_mb(50 * MIB), 512);
-        // A payload the asked limit cannot restore (608 MiB needed) gets
-        // the rule's limit.
-        assert_eq!(limits.heap_limit_mb(300 * MIB), 608 + 64);
     }
 }

@@ -9,6 +9,8 @@ use std::io::{self, BufReader, BufWriter, Stdin, Stdout};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use crate::engine::heap_limit::HeapLimit;
+
 use super::wire::{self, FileReply, WorkerFrame};
 use crate::backends::content::ContentKey;
 use crate::engine::capability::control::RunControl;
@@ -20,7 +22,6 @@ use crate::engine::run::plain::PlainIsolate;
 use crate::engine::run::ready::Ready;
 use crate::engine::run::{platform, watchdog};
 use crate::engine::services::{Clients, FileRead, FileSource, HostServices};
-use crate::units::MIB;
 
 /// How often a worker reports a running job's console lines, when they
 /// changed.
@@ -45,9 +46,9 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// The worker's main: until stdin closes (the server exited, or dropped
-/// this worker). `warm_heap_bytes`: keep a plain isolate of that heap limit
+/// this worker). `warm_heap`: keep a plain isolate of that heap limit
 /// ready from the start (a stateless server's workers).
-pub(super) fn serve_pipe(warm_heap_bytes: Option<usize>) -> io::Result<()> {
+pub(super) fn serve_pipe(warm_heap: Option<HeapLimit>) -> io::Result<()> {
     platform::init();
     watchdog::end_process_when_stuck();
     let pipes = Arc::new(Pipes {
@@ -93,7 +94,7 @@ pub(super) fn serve_pipe(warm_heap_bytes: Option<usize>) -> io::Result<()> {
     };
     let runner = run::thread_builder()
         .name("v8-worker".into())
-        .spawn(move || runner(&pipes, &services, warm_heap_bytes))?;
+        .spawn(move || runner(&pipes, &services, warm_heap))?;
     runner
         .join()
         .unwrap_or_else(|_| Err(io::Error::other("the runner thread panicked")))
@@ -102,9 +103,9 @@ pub(super) fn serve_pipe(warm_heap_bytes: Option<usize>) -> io::Result<()> {
 fn runner(
     pipes: &Arc<Pipes>,
     services: &HostServices,
-    warm_heap_bytes: Option<usize>,
+    warm_heap: Option<HeapLimit>,
 ) -> io::Result<()> {
-    let mut warm = warm_heap_bytes.map(PlainIsolate::new);
+    let mut warm = warm_heap.map(PlainIsolate::new);
     let mut ready: Option<Ready> = None;
     let gate = Arc::new(super::gate::Gate::default());
     // The line of the heap `ready` holds: the job that began it.
@@ -122,7 +123,7 @@ fn runner(
         *lock(&pipes.current) = Some(control.clone());
         let stateless = !job.touches_snapshots();
         let continues_line = job.from_ready;
-        let heap_limit_bytes = job.heap_limit_bytes;
+        let heap_limit = job.heap_limit;
         let keep_ready = job.keep_ready;
         let seq = job.seq;
         let mut forked = None;
@@ -214,9 +215,9 @@ fn runner(
         // while the server stores it and the agent reads the answer; the
         // next job on this pipe waits for it.
         if let (Some(limits), Some(blob)) = (keep_ready, blob) {
-            let limit_bytes = limits.heap_limit_mb(blob.0.len()) * MIB;
+            let limit = limits.limit_for(blob.0.len());
             let restored = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                Ready::restore(blob.0, limit_bytes, limits.settle)
+                Ready::restore(blob.0, limit, limits.settle)
             }));
             ready = restored.ok();
             // A Lambda environment may be frozen once the server has this:
@@ -232,7 +233,7 @@ fn runner(
             let renewed = warm.as_mut().is_some_and(PlainIsolate::renew);
             if !renewed {
                 drop(warm.take());
-                warm = Some(PlainIsolate::new(heap_limit_bytes));
+                warm = Some(PlainIsolate::new(heap_limit));
             }
         }
     }
@@ -255,10 +256,10 @@ fn run_job(
     *ready = None;
     if warm
         .as_ref()
-        .is_none_or(|w| w.heap_limit_bytes() != job.heap_limit_bytes)
+        .is_none_or(|w| w.heap_limit().mb() != job.heap_limit.mb())
     {
         *warm = None;
-        *warm = Some(PlainIsolate::new(job.heap_limit_bytes));
+        *warm = Some(PlainIsolate::new(job.heap_limit));
     }
     warm.as_mut().expect("made above").run(&job, services)
 }

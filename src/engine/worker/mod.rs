@@ -41,6 +41,7 @@ use super::run::watchdog::{STUCK_AFTER, STUCK_WORDS};
 use super::services::FileRead;
 use super::services::HostServices;
 use crate::backends::content::ContentKey;
+use crate::engine::heap_limit::HeapLimit;
 use crate::heap::HeapKey;
 use crate::tenant::Tenant;
 use crate::units::MIB;
@@ -51,7 +52,7 @@ pub const WORKER_ARG: &str = "__engine-worker";
 
 /// The argument after [`WORKER_ARG`] that has a worker keep a plain
 /// isolate of the following heap limit (bytes) ready from its start.
-const WARM_ARG: &str = "--warm-heap-bytes";
+const WARM_ARG: &str = "--warm-heap-mb";
 
 /// The argument after [`WORKER_ARG`] that has a worker keep a completed
 /// run's heap live for the next call, a forked copy of it writing the
@@ -74,7 +75,10 @@ pub fn serve_worker(args: impl Iterator<Item = String>) -> std::io::Result<()> {
     let mut warm = None;
     while let Some(arg) = args.next() {
         if arg == WARM_ARG {
-            warm = args.next().and_then(|bytes| bytes.parse().ok());
+            warm = args
+                .next()
+                .and_then(|mb| mb.parse().ok())
+                .map(HeapLimit::of_mb);
         } else if arg == LIVE_ARG {
             // SAFETY: the pool spawns a worker with this argument only with
             // the write end of its snapshot pipe as fd 3 (`Worker::spawn`).
@@ -163,14 +167,14 @@ impl std::fmt::Debug for Worker {
 impl Worker {
     fn spawn(
         program: &Path,
-        (warm_heap_bytes, live_heaps): (Option<usize>, bool),
+        (warm_heap, live_heaps): (Option<HeapLimit>, bool),
         id: u64,
         live: Live,
     ) -> std::io::Result<Worker> {
         let mut command = Command::new(program);
         command.arg(WORKER_ARG);
-        if let Some(bytes) = warm_heap_bytes {
-            command.arg(WARM_ARG).arg(bytes.to_string());
+        if let Some(limit) = warm_heap {
+            command.arg(WARM_ARG).arg(limit.mb().to_string());
         }
         // The pipe the worker's forked copies write snapshots to (its fd
         // 3): theirs, not the worker's stdout, so a snapshot outlives a
@@ -377,7 +381,7 @@ pub(crate) struct ReadyHeap {
     /// The run that made it (a live heap), claimable by the run's id
     /// before its key is known.
     pub run: Option<uuid::Uuid>,
-    pub heap_limit_bytes: usize,
+    pub heap_limit: HeapLimit,
     pub cost_bytes: usize,
     pub made: Instant,
 }
@@ -388,8 +392,11 @@ pub(crate) struct Claim(Worker);
 
 impl Claim {
     /// The heap limit the ready isolate was made with.
-    pub(crate) fn heap_limit_bytes(&self) -> usize {
-        self.0.ready.as_ref().map_or(0, |r| r.heap_limit_bytes)
+    pub(crate) fn heap_limit(&self) -> HeapLimit {
+        self.0
+            .ready
+            .as_ref()
+            .map_or_else(HeapLimit::default, |r| r.heap_limit)
     }
 }
 
@@ -480,7 +487,7 @@ async fn read_file(
 /// last words: what happened, what it means for the run, what to do.
 fn died(job: &Job, ended: &str, words: &[String], io: std::io::ErrorKind) -> JobResult {
     const AFTER: &str = "nothing was stored, the input heap is unchanged, and the next run starts a new engine process";
-    let heap_mb = job.heap_limit_bytes / MIB;
+    let heap_mb = job.heap_limit.mb();
     let said = |needle: &str| words.iter().rev().find(|line| line.contains(needle));
     let (status, name, message) = if words.iter().any(|line| line == STUCK_WORDS) {
         (
@@ -557,7 +564,7 @@ mod tests {
 
     fn job() -> Job {
         Job {
-            heap_limit_bytes: 64 * MIB,
+            heap_limit: HeapLimit::of_mb(64),
             ..crate::engine::plan::fresh_job(String::new())
         }
     }

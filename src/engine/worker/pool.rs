@@ -10,6 +10,7 @@ use super::{Claim, EarlyResult, Executed, Live, ReadyHeap, Wanted, Worker, died,
 use crate::engine::capability::control::Target;
 use crate::engine::capability::outcome::EngineError;
 use crate::engine::contract::Job;
+use crate::engine::heap_limit::HeapLimit;
 use crate::engine::services::HostServices;
 use crate::heap::HeapKey;
 use crate::tenant::Tenant;
@@ -26,7 +27,7 @@ pub(crate) struct WorkerPool {
     program: PathBuf,
     /// The heap limit of the plain isolate each worker keeps ready, for an
     /// engine whose runs are all stateless.
-    warm_heap_bytes: Option<usize>,
+    warm_heap: Option<HeapLimit>,
     idle: Mutex<Vec<Worker>>,
     max_jobs: u64,
     /// Most bytes the workers keeping heaps ready may hold resident; past
@@ -50,14 +51,14 @@ impl WorkerPool {
     /// after `max_jobs` runs.
     pub(crate) fn new(
         program: PathBuf,
-        warm_heap_bytes: Option<usize>,
+        warm_heap: Option<HeapLimit>,
         max_jobs: u64,
         ready_bytes: usize,
         max_workers: usize,
     ) -> Self {
         Self {
             program,
-            warm_heap_bytes,
+            warm_heap,
             idle: Mutex::new(Vec::new()),
             max_jobs: max_jobs.max(1),
             ready_bytes,
@@ -110,7 +111,7 @@ impl WorkerPool {
         &self,
         tenant: &Tenant,
         wanted: Wanted<'_>,
-        asked_limit_bytes: Option<usize>,
+        asked: Option<HeapLimit>,
     ) -> Option<Claim> {
         let mut idle = self.idle();
         let at = idle.iter().position(|w| {
@@ -120,7 +121,7 @@ impl WorkerPool {
                     Wanted::Run(run) => r.run == Some(run),
                 };
                 same && r.tenant == *tenant
-                    && asked_limit_bytes.is_none_or(|asked| asked == r.heap_limit_bytes)
+                    && asked.is_none_or(|asked| asked.mb() == r.heap_limit.mb())
             })
         })?;
         Some(Claim(idle.swap_remove(at)))
@@ -220,7 +221,7 @@ impl WorkerPool {
     /// Workers started from now on keep no isolate ready (fresh runs
     /// restore the prelude's heap, which drops it).
     pub(crate) fn keep_no_warm_isolate(&mut self) {
-        self.warm_heap_bytes = None;
+        self.warm_heap = None;
     }
 
     fn idle(&self) -> std::sync::MutexGuard<'_, Vec<Worker>> {
@@ -232,7 +233,7 @@ impl WorkerPool {
             .next_id
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let live = Live::new(&self.live);
-        let kinds = (self.warm_heap_bytes, self.live_heaps);
+        let kinds = (self.warm_heap, self.live_heaps);
         Worker::spawn(&self.program, kinds, id, live).map_err(|e| {
             EngineError::Internal(format!(
                 "starting an engine worker ({}): {e}",

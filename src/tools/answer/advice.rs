@@ -19,7 +19,7 @@ const STREAMS: &str = "stream large data through /work files, which live on disk
 /// host's deadline) and the code it was sent.
 pub(in crate::tools) struct Had<'a> {
     pub timeout: Duration,
-    pub heap_limit_mb: usize,
+    pub heap_limit: crate::engine::HeapLimit,
     pub code: &'a str,
     /// It continued a heap kept live whose key was not known yet (its
     /// `input_heap` is then `null`).
@@ -31,7 +31,7 @@ impl<'a> Had<'a> {
     pub(in crate::tools) fn of(report: &RunReport, code: &'a str) -> Self {
         Self {
             timeout: report.timeout,
-            heap_limit_mb: report.heap_limit_mb,
+            heap_limit: report.heap_limit,
             code,
             continued_live: false,
         }
@@ -66,7 +66,7 @@ pub(in crate::tools) fn advise(outcome: &mut RunOutcome, limits: &EngineConfig, 
             });
         }
         RunStatus::OutOfMemory => {
-            let had = had.heap_limit_mb;
+            let had = had.heap_limit.mb();
             let max = limits.max_heap_limit_mb;
             error.message.push_str(&if had < max {
                 format!(
