@@ -580,3 +580,105 @@ fn the_import_reader_sees_grouped_and_plain_imports() {
             .collect()
     );
 }
+
+/// A module's layer: 0 when it imports nothing (but what every module
+/// may), else one above the highest layer it may import.
+fn layer_of(module: &str, allowed: &BTreeMap<&str, &[&str]>) -> usize {
+    allowed[module]
+        .iter()
+        .filter(|m| !EVERYWHERE.contains(m))
+        .map(|m| layer_of(m, allowed) + 1)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The rows of docs/architecture.md's module table (`| layer | module |
+/// may import | job | seam |`) that do not say what [`ALLOWED`] says: the
+/// module's layer and what it may import, one row per module.
+fn stale_rows(architecture: &str) -> Vec<String> {
+    let allowed: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
+    let mut stale = Vec::new();
+    let mut seen = BTreeSet::new();
+    for line in architecture.lines() {
+        let cells: Vec<&str> = line
+            .split(" | ")
+            .map(|c| c.trim_matches(['|', ' ']))
+            .collect();
+        let Some(module) = cells
+            .get(1)
+            .and_then(|c| c.strip_prefix('`')?.strip_suffix('`'))
+        else {
+            continue;
+        };
+        let Ok(layer) = cells[0].parse::<usize>() else {
+            continue;
+        };
+        let Some(may) = allowed.get(module) else {
+            stale.push(format!("{module}: no such module in the layer table"));
+            continue;
+        };
+        seen.insert(module);
+        if layer != layer_of(module, &allowed) {
+            stale.push(format!(
+                "{module}: layer {layer}, where its imports make it {}",
+                layer_of(module, &allowed)
+            ));
+        }
+        let listed: BTreeSet<&str> = cells
+            .get(2)
+            .map(|c| {
+                c.split(", ")
+                    .map(|m| m.trim_matches('`'))
+                    .filter(|m| *m != "–")
+                    .collect()
+            })
+            .unwrap_or_default();
+        if listed != may.iter().copied().collect() {
+            stale.push(format!(
+                "{module}: may import {listed:?}, where the layer table says {may:?}"
+            ));
+        }
+    }
+    for module in allowed.keys().filter(|m| !seen.contains(*m)) {
+        stale.push(format!("{module}: no row"));
+    }
+    stale
+}
+
+/// docs/architecture.md's layers and arrows are this file's table.
+#[test]
+fn the_architecture_table_states_the_layers_as_they_are() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md");
+    let architecture = std::fs::read_to_string(path).unwrap();
+    assert_eq!(stale_rows(&architecture), Vec::<String>::new());
+}
+
+/// A row whose layer or imports are stale is found, as is a module the
+/// table lacks.
+#[test]
+fn a_stale_architecture_row_fails() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md");
+    let architecture = std::fs::read_to_string(path).unwrap();
+    let row = |module: &str| {
+        architecture
+            .lines()
+            .find(|l| l.contains(&format!(" | `{module}` | ")))
+            .unwrap()
+            .to_owned()
+    };
+    let tools = row("tools");
+    let layered = architecture.replace(&tools, &tools.replacen("| 7 |", "| 1 |", 1));
+    assert!(
+        stale_rows(&layered)
+            .iter()
+            .any(|s| s.starts_with("tools: layer 1"))
+    );
+    let importing = architecture.replace(&tools, &tools.replacen("`clock`, ", "", 1));
+    assert!(
+        stale_rows(&importing)
+            .iter()
+            .any(|s| s.starts_with("tools: may import"))
+    );
+    let without = architecture.replace(&row("clock"), "");
+    assert_eq!(stale_rows(&without), ["clock: no row"]);
+}
