@@ -74,7 +74,7 @@ fi
 # compiled once for the artifact and once as its unit tests, not a third
 # time (docs/performance.md, "CI time").
 build=(--locked --release)
-# The library, the binary (what `cargo lambda watch` runs in tests/it/lambda/e2e.rs;
+# The library, the binary (what `cargo lambda watch` runs in tests/it/lambda/watch.rs;
 # building it here keeps that compile out of any test's time), the tests and
 # the conformance suite's fixture server (examples/conformance_fixtures),
 # linted as they build. Not the benches: no test runs them, and their

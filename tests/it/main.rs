@@ -9,6 +9,7 @@
 mod common;
 
 mod agents;
+mod clients;
 mod engine;
 mod lambda;
 mod protocol;

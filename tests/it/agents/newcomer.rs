@@ -8,10 +8,10 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
+use crate::clients::{Serve, finish, node};
 use crate::common;
 use crate::common::npm;
 use crate::engine::code_mode::{TOOLS, Upstream, servers_json};
-use crate::lambda::e2e::{Serve, finish, node};
 
 /// The answers to `calls`, over HTTP and over stdio (each on its own data
 /// directory).
@@ -33,7 +33,7 @@ fn answers_with(calls: &Value, env: &[(&str, String)], prepare: impl Fn(&Path)) 
     let http = {
         let dir = tempfile::tempdir().unwrap();
         prepare(dir.path());
-        let serve = Serve::start_with(dir.path(), common::net::free_port(), env.clone());
+        let serve = Serve::at_with(dir.path(), common::net::free_port(), env.clone());
         let mut command = node();
         command.args([serve.url(), "calls".into(), calls.clone()]);
         finish(command)

@@ -1,15 +1,27 @@
 //! The binary as a process under test: `serve` on a free loopback port,
 //! its memory read from `/proc`, its engine workers found by their parent.
 
-use std::time::Duration;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-/// A `serve` process on its own data directory; killed when dropped.
+/// A running `serve` process, killed when dropped: the one way tests run
+/// the binary (or the conformance fixtures' server) over HTTP.
 pub struct Serve {
-    pub child: std::process::Child,
+    pub child: Child,
     pub port: u16,
-    _dir: tempfile::TempDir,
+    program: PathBuf,
+    data_dir: PathBuf,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    /// Its log lines go to the test's stderr (`RUST_LOG=warn` unless the
+    /// environment says otherwise), or nowhere.
+    logs: bool,
+    /// The data directory it owns, removed when dropped.
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl Drop for Serve {
@@ -20,25 +32,112 @@ impl Drop for Serve {
 }
 
 impl Serve {
-    /// `serve` with `args` and `env`, once it listens.
+    /// `serve` with `args` and `env` on a data directory of its own and a
+    /// free port, once it listens; its log lines go nowhere.
     pub fn start(args: &[&str], env: &[(&str, &str)]) -> Serve {
         let dir = tempfile::tempdir().unwrap();
-        let port = super::net::free_port();
-        let child = spawn(dir.path(), port, args, env);
+        let mut serve = Self::spawn(Spawn {
+            program: env!("CARGO_BIN_EXE_mcp-v8-lambda").into(),
+            data_dir: dir.path().to_owned(),
+            port: super::net::free_port(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            env: owned(env),
+            logs: false,
+        });
+        serve._dir = Some(dir);
+        serve
+    }
+
+    /// `serve` on `data_dir` and `port`, which the test keeps (a restart
+    /// reuses both), its warnings on the test's stderr.
+    pub fn at(data_dir: &Path, port: u16) -> Serve {
+        Self::at_with(data_dir, port, Vec::new())
+    }
+
+    /// [`Self::at`] with `env`.
+    pub fn at_with(data_dir: &Path, port: u16, env: Vec<(String, String)>) -> Serve {
+        Self::spawn(Spawn {
+            program: env!("CARGO_BIN_EXE_mcp-v8-lambda").into(),
+            data_dir: data_dir.to_owned(),
+            port,
+            args: Vec::new(),
+            env,
+            logs: true,
+        })
+    }
+
+    /// [`Self::at`] of the conformance fixtures' server.
+    pub fn fixtures_at(data_dir: &Path, port: u16) -> Serve {
+        Self::spawn(Spawn {
+            program: fixture_server(),
+            data_dir: data_dir.to_owned(),
+            port,
+            args: Vec::new(),
+            env: Vec::new(),
+            logs: true,
+        })
+    }
+
+    fn spawn(how: Spawn) -> Serve {
+        let mut command = Command::new(&how.program);
+        command
+            .args(["serve", "--port", &how.port.to_string(), "--data-dir"])
+            .arg(&how.data_dir)
+            .args(&how.args);
+        if how.logs {
+            command.env("RUST_LOG", "warn").stderr(Stdio::inherit());
+        } else {
+            command.stderr(Stdio::null());
+        }
+        let child = command
+            .envs(how.env.iter().cloned())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("starting serve");
+        super::net::wait_listening(how.port, "serve", Duration::from_secs(20));
         Serve {
             child,
-            port,
-            _dir: dir,
+            port: how.port,
+            program: how.program,
+            data_dir: how.data_dir,
+            args: how.args,
+            env: how.env,
+            logs: how.logs,
+            _dir: None,
         }
     }
 
-    /// Kills the process with SIGKILL, as an out-of-memory killer or a
-    /// crash would, and starts `serve` again on the same data directory.
-    pub fn restart_after_kill(&mut self, args: &[&str], env: &[(&str, &str)]) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-        self.port = super::net::free_port();
-        self.child = spawn(self._dir.path(), self.port, args, env);
+    /// A new process of the same program on the same port, data, arguments
+    /// and environment, once the old one is gone.
+    fn again(&mut self) {
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "old serve still listening"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let next = Self::spawn(Spawn {
+            program: self.program.clone(),
+            data_dir: self.data_dir.clone(),
+            port: self.port,
+            args: self.args.clone(),
+            env: self.env.clone(),
+            logs: self.logs,
+        });
+        let old = std::mem::replace(self, next);
+        // The data directory stays with the process that uses it.
+        self._dir = old.take_dir();
+    }
+
+    fn take_dir(mut self) -> Option<tempfile::TempDir> {
+        self._dir.take()
+    }
+
+    /// Its MCP endpoint.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
     }
 
     pub fn pid(&self) -> u32 {
@@ -46,13 +145,57 @@ impl Serve {
     }
 
     /// Its data directory.
-    pub fn data_dir(&self) -> &std::path::Path {
-        self._dir.path()
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
     }
 
     /// Whether the process is still running.
     pub fn alive(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()
+    }
+
+    /// Kills the process outright (no graceful shutdown) and starts a new
+    /// one on the same port and data directory: a new instance, same store.
+    pub fn restart(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        self.again();
+    }
+
+    /// Kills the process with SIGKILL, as an out-of-memory killer or a
+    /// crash would, and starts `serve` again on the same data directory,
+    /// with `args` and `env` and a new port.
+    pub fn restart_after_kill(&mut self, args: &[&str], env: &[(&str, &str)]) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        self.port = super::net::free_port();
+        self.args = args.iter().map(|a| (*a).to_owned()).collect();
+        self.env = owned(env);
+        self.again();
+    }
+
+    /// Stops the process as a service manager does (SIGTERM), asserts it
+    /// exits cleanly within `within`, and starts a new one on the same port
+    /// and data directory.
+    pub fn stop_and_restart(&mut self, within: Duration) {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                started.elapsed() < within,
+                "serve still running {within:?} after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.success(), "serve ended {status} on SIGTERM");
+        self.again();
     }
 
     /// `run_js` with `arguments` as a 2026-07-28 call: its structured
@@ -80,24 +223,39 @@ impl Serve {
     }
 }
 
-/// `serve` on `dir` and `port` with `args` and `env`, once it listens.
-fn spawn(
-    dir: &std::path::Path,
+/// How a [`Serve`] is started.
+struct Spawn {
+    program: PathBuf,
+    data_dir: PathBuf,
     port: u16,
-    args: &[&str],
-    env: &[(&str, &str)],
-) -> std::process::Child {
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-v8-lambda"))
-        .args(["serve", "--port", &port.to_string(), "--data-dir"])
-        .arg(dir)
-        .args(args)
-        .envs(env.iter().copied())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    super::net::wait_listening(port, "serve", Duration::from_secs(20));
-    child
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    logs: bool,
+}
+
+fn owned(env: &[(&str, &str)]) -> Vec<(String, String)> {
+    env.iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+/// The conformance suite's fixture server (examples/conformance_fixtures:
+/// the command line with the suite's fixture tools), built beside this
+/// test binary by scripts/test.sh.
+fn fixture_server() -> PathBuf {
+    let deps = std::env::current_exe().unwrap();
+    let program = deps
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("examples/conformance_fixtures");
+    assert!(
+        program.exists(),
+        "the conformance fixtures' server is not built at {}: run scripts/test.sh, or cargo build \
+         --release --examples",
+        program.display()
+    );
+    program
 }
 
 /// A `/proc/PID/status` field in KiB (`VmRSS:`, `VmHWM:`).

@@ -5,10 +5,10 @@
 
 pub(crate) mod asking;
 pub(crate) mod deployment;
-pub(crate) mod e2e;
 pub(crate) mod managed;
 pub(crate) mod post_response;
 pub(crate) mod records;
+mod watch;
 
 use crate::common;
 

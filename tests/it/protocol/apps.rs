@@ -405,8 +405,8 @@ fn a_host_renders_a_run_in_chromium() {
         "Chromium is not installed at {chromium}: run scripts/install-test-deps.sh (Debian's chromium package)"
     );
     let dir = tempfile::tempdir().unwrap();
-    let serve = crate::lambda::e2e::Serve::start(dir.path(), common::net::free_port());
-    let mut command = crate::lambda::e2e::node_script("view/view_in_chromium.mjs");
+    let serve = crate::common::process::Serve::at(dir.path(), common::net::free_port());
+    let mut command = crate::clients::node_script("view/view_in_chromium.mjs");
     command.arg(serve.url());
     if let Some(path) = std::env::var_os("MCP_V8_VIEW_SCREENSHOT") {
         command.arg(path);

@@ -10,8 +10,8 @@
 use axum::body::Body;
 use serde_json::{Value, json};
 
+use crate::clients::finish;
 use crate::common::{self, Server, post};
-use crate::lambda::e2e::finish;
 use mcp_v8_lambda::transport::Principal;
 
 const CODE: &str = "const fs = require('node:fs'); \
@@ -381,7 +381,7 @@ fn the_typescript_sdk_answers_a_run_that_asks_in_a_session_over_http_and_stdio()
     let binary = env!("CARGO_BIN_EXE_mcp-v8-lambda");
     let over_stdio = [binary, "asks", dir.path().to_str().unwrap()];
     for args in [&[url.as_str(), "asks"][..], &over_stdio[..]] {
-        let mut command = crate::lambda::e2e::node();
+        let mut command = crate::clients::node();
         command.args(args);
         let done = finish(command);
         assert_eq!(done["asked"], json!(["Factor 1?", "Factor 2?"]), "{done}");

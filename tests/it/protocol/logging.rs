@@ -3,7 +3,7 @@
 //! `logging/setLevel`, replayed; a 2026-07-28 request's `logLevel`), from
 //! its level up, with a clear error for a level the spec does not name.
 //! (The official clients, and the conformance suite's logging checks, are
-//! in e2e.rs.)
+//! in tests/it/clients/ and tests/it/lambda/watch.rs.)
 
 use crate::common;
 

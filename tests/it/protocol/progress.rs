@@ -2,7 +2,7 @@
 //! stream of `notifications/progress` and then the result, in both eras;
 //! `notifications/cancelled` and a client that goes away stop the run,
 //! which leaves nothing behind. (The real clients, over a socket and under
-//! `cargo lambda watch`, are in e2e.rs.)
+//! `cargo lambda watch`, are in tests/it/clients/ and tests/it/lambda/watch.rs.)
 
 use crate::common;
 

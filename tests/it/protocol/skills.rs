@@ -360,7 +360,7 @@ fn expected_names() -> Vec<String> {
 async fn every_skill_verifies_as_a_host_checks_it_against_serve_in_both_eras() {
     let skills = operator_skills();
     let data = tempfile::tempdir().unwrap();
-    let serve = crate::lambda::e2e::Serve::start_with(
+    let serve = crate::common::process::Serve::at_with(
         data.path(),
         common::net::free_port(),
         skills_env(skills.path()),
@@ -846,7 +846,7 @@ async fn every_example_in_the_builtin_skills_does_what_it_says() {
         String::from_utf8_lossy(&added.stderr)
     );
     let servers = crate::engine::code_mode::servers_json(&[("demo", &upstream)]);
-    let serve = crate::lambda::e2e::Serve::start_with(
+    let serve = crate::common::process::Serve::at_with(
         data.path(),
         common::net::free_port(),
         vec![("MCP_V8_MCP_SERVERS".to_owned(), servers)],

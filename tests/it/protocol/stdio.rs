@@ -8,7 +8,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::lambda::e2e;
+use crate::clients;
 
 fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_mcp-v8-lambda")
@@ -113,10 +113,10 @@ impl Drop for Process {
 /// same data directory continues the session.
 #[test]
 fn the_official_stdio_clients_keep_a_session_across_two_processes() {
-    for mut command in [e2e::node(), e2e::python()] {
+    for mut command in [clients::node(), clients::python()] {
         let dir = tempfile::tempdir().unwrap();
         command.args([binary(), "stdio", dir.path().to_str().unwrap()]);
-        let done = e2e::finish(command);
+        let done = clients::finish(command);
         assert_eq!(done["event"], "done", "{done}");
         let heap = done["heap"].as_str().unwrap();
         assert!(

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::lambda::e2e::Serve;
+use crate::common::process::Serve;
 use crate::protocol::tasks::serve_with_tasks;
 
 const LIMIT: Duration = Duration::from_secs(120);

@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::common;
+use crate::common::process::Serve;
 use crate::common::runtime_api::RuntimeApi;
-use crate::lambda::e2e::Serve;
 use crate::lambda::{Function, event_2026, rpc_body, start_function};
 use mcp_v8_lambda::protocol::apps::DISPLAYS_META;
 
@@ -83,7 +83,7 @@ const NINETY_SECONDS: &str =
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ninety_second_task_outlives_its_client_and_the_same_run_without_a_task_still_answers() {
     let dir = tempfile::tempdir().unwrap();
-    let serve = Serve::start(dir.path(), common::net::free_port());
+    let serve = Serve::at(dir.path(), common::net::free_port());
     let url = serve.url();
     let arguments = json!({"code": NINETY_SECONDS, "execution_timeout_secs": 150});
 
@@ -470,7 +470,7 @@ async fn answer(request: reqwest::RequestBuilder) -> Value {
 
 /// `serve` with one engine worker, whose runs become tasks after 300 ms.
 pub(crate) fn serve_with_tasks(dir: &std::path::Path) -> Serve {
-    Serve::start_with(
+    Serve::at_with(
         dir,
         common::net::free_port(),
         vec![
@@ -695,7 +695,7 @@ async fn a_task_running_when_serve_is_stopped_fails_saying_the_server_stopped() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_gone_before_its_run_became_a_task_cancels_the_run() {
     let dir = tempfile::tempdir().unwrap();
-    let serve = Serve::start_with(
+    let serve = Serve::at_with(
         dir.path(),
         common::net::free_port(),
         vec![
