@@ -12,6 +12,7 @@ mod bundler;
 mod fs;
 mod install;
 mod lexer;
+mod prepare;
 mod registry;
 mod s3;
 mod set;
