@@ -11,7 +11,9 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use uuid::Uuid;
 
 mod append;
+mod pending;
 mod suspensions;
+mod tags;
 mod task_records;
 
 use super::{ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, PendingSave, Tags};
@@ -310,17 +312,7 @@ impl MetaStore for DynamoMetaStore {
         session: &LogicalSession,
         save: &PendingSave,
     ) -> Result<(), MetaStoreError> {
-        let json = serde_json::to_string(save).map_err(backend)?;
-        self.dynamodb
-            .put_item()
-            .table_name(&self.tables.executions)
-            .item("execution_id", pending_key(tenant, session))
-            .item("pending_save", s(json))
-            .item("expires_at", n(save.expires_at + PENDING_KEPT_SECS))
-            .send()
-            .await
-            .map_err(sdk)?;
-        Ok(())
+        self.dynamo_put_pending_save(tenant, session, save).await
     }
 
     async fn pending_save(
@@ -328,39 +320,7 @@ impl MetaStore for DynamoMetaStore {
         tenant: &Tenant,
         session: &LogicalSession,
     ) -> Result<Option<PendingSave>, MetaStoreError> {
-        let output = self
-            .dynamodb
-            .get_item()
-            .table_name(&self.tables.executions)
-            .key("execution_id", pending_key(tenant, session))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(sdk)?;
-        let Some(json) = output
-            .item
-            .as_ref()
-            .and_then(|item| item.get("pending_save"))
-            .and_then(|value| value.as_s().ok())
-        else {
-            return Ok(None);
-        };
-        let cleared = output
-            .item
-            .as_ref()
-            .and_then(|item| item.get("cleared"))
-            .is_some_and(|value| value.as_bool().is_ok_and(|yes| *yes));
-        serde_json::from_str(json)
-            .map(|save: PendingSave| {
-                Some(PendingSave {
-                    cleared: save.cleared || cleared,
-                    ..save
-                })
-            })
-            .map_err(|e| MetaStoreError::Unreadable {
-                what: format!("pending save of {session:?}"),
-                reason: e.to_string(),
-            })
+        self.dynamo_pending_save(tenant, session).await
     }
 
     async fn clear_pending_save(
@@ -369,32 +329,8 @@ impl MetaStore for DynamoMetaStore {
         session: &LogicalSession,
         execution_id: Uuid,
     ) -> Result<(), MetaStoreError> {
-        // An attribute beside the record, so that marking it is one
-        // conditional write that never touches a later run's.
-        let json = |id: Uuid| format!("\"execution_id\":\"{id}\"");
-        let result = self
-            .dynamodb
-            .update_item()
-            .table_name(&self.tables.executions)
-            .key("execution_id", pending_key(tenant, session))
-            .update_expression("SET cleared = :yes")
-            .condition_expression("contains(pending_save, :id)")
-            .expression_attribute_values(":id", s(json(execution_id)))
-            .expression_attribute_values(":yes", AttributeValue::Bool(true))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(()),
-            // Another run's save, or none: nothing to clear.
-            Err(error)
-                if error
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(())
-            }
-            Err(error) => Err(sdk(error)),
-        }
+        self.dynamo_clear_pending_save(tenant, session, execution_id)
+            .await
     }
 
     async fn append_log(
@@ -536,19 +472,7 @@ impl MetaStore for DynamoMetaStore {
     }
 
     async fn get_tags(&self, tenant: &Tenant, heap: &HeapKey) -> Result<Tags, MetaStoreError> {
-        let output = self
-            .dynamodb
-            .get_item()
-            .table_name(&self.tables.tags)
-            .key("heap_key", s(tenant.scoped(heap.as_str())))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(sdk)?;
-        match output.item {
-            Some(item) => self.unstash(&item, &format!("tags of heap {heap}")).await,
-            None => Ok(Tags::new()),
-        }
+        self.dynamo_get_tags(tenant, heap).await
     }
 
     async fn set_tags(
@@ -557,52 +481,7 @@ impl MetaStore for DynamoMetaStore {
         heap: &HeapKey,
         tags: &Tags,
     ) -> Result<(), MetaStoreError> {
-        let stored = tenant.scoped(heap.as_str());
-        // The tags item is the truth; index items only propose candidates,
-        // which every query checks against it. Writing new index items first
-        // and removing stale ones last means the index never lacks a pair
-        // the heap has, without a transaction (and its 100-item limit).
-        let old = self.get_tags(tenant, heap).await?;
-        for (key, value) in tags.iter().filter(|(k, v)| old.get(*k) != Some(*v)) {
-            self.dynamodb
-                .put_item()
-                .table_name(&self.tables.tag_index)
-                .item("tag_pair", s(pair_key(tenant, key, value)))
-                .item("heap_key", s(heap.as_str()))
-                .send()
-                .await
-                .map_err(sdk)?;
-        }
-        if tags.is_empty() {
-            self.dynamodb
-                .delete_item()
-                .table_name(&self.tables.tags)
-                .key("heap_key", s(stored.as_ref()))
-                .send()
-                .await
-                .map_err(sdk)?;
-        } else {
-            let json = serde_json::to_string(tags).map_err(backend)?;
-            self.dynamodb
-                .put_item()
-                .table_name(&self.tables.tags)
-                .item("heap_key", s(stored.as_ref()))
-                .item("json", s(json))
-                .send()
-                .await
-                .map_err(sdk)?;
-        }
-        for (key, value) in old.iter().filter(|(k, v)| tags.get(*k) != Some(*v)) {
-            self.dynamodb
-                .delete_item()
-                .table_name(&self.tables.tag_index)
-                .key("tag_pair", s(pair_key(tenant, key, value)))
-                .key("heap_key", s(heap.as_str()))
-                .send()
-                .await
-                .map_err(sdk)?;
-        }
-        Ok(())
+        self.dynamo_set_tags(tenant, heap, tags).await
     }
 
     async fn query_by_tags(
@@ -610,32 +489,7 @@ impl MetaStore for DynamoMetaStore {
         tenant: &Tenant,
         filter: &Tags,
     ) -> Result<Vec<(HeapKey, Tags)>, MetaStoreError> {
-        let Some((key, value)) = filter.iter().next() else {
-            return Ok(Vec::new());
-        };
-        let mut candidates = Vec::new();
-        let mut items = self
-            .dynamodb
-            .query()
-            .table_name(&self.tables.tag_index)
-            .key_condition_expression("tag_pair = :p")
-            .expression_attribute_values(":p", s(pair_key(tenant, key, value)))
-            .consistent_read(true)
-            .set_limit(self.page_items)
-            .into_paginator()
-            .items()
-            .send();
-        while let Some(item) = items.try_next().await.map_err(sdk)? {
-            candidates.extend(string(&item, "heap_key").and_then(|k| HeapKey::parse(k).ok()));
-        }
-        let mut found = Vec::new();
-        for heap in candidates {
-            let tags = self.get_tags(tenant, &heap).await?;
-            if !tags.is_empty() && filter.iter().all(|(k, v)| tags.get(k) == Some(v)) {
-                found.push((heap, tags));
-            }
-        }
-        Ok(found)
+        self.dynamo_query_by_tags(tenant, filter).await
     }
 
     async fn put_execution(
