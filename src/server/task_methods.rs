@@ -22,7 +22,7 @@ use crate::protocol::tasks::{
 use crate::session::LogicalSession;
 use crate::tasks::policy::{self, Decision, Era, Refusal};
 use crate::tasks::{
-    Answered, Changed, Execute, Ran, Started, TaskError, TaskOutcome, TaskRecord, TaskRequest,
+    Answered, Changed, Execute, Executed, Started, TaskError, TaskOutcome, TaskRecord, TaskRequest,
     TaskStatus, Tasks,
 };
 use crate::tenant::Tenant;
@@ -51,7 +51,7 @@ impl Execute for ToolExecutor {
         request: &TaskRequest,
         control: Arc<RunControl>,
         deadline: Option<SystemTime>,
-    ) -> Ran {
+    ) -> Executed {
         let logical_session = request
             .logical_session
             .as_deref()
@@ -82,13 +82,13 @@ impl Execute for ToolExecutor {
             request_state: retry.request_state,
         };
         match self.router.call_or_ask(&self.tools, context, params).await {
-            Ok(Called::Result(result)) => Ran::Ended(TaskOutcome::Result(
+            Ok(Called::Result(result)) => Executed::Ended(TaskOutcome::Result(
                 serde_json::to_value(result).expect("tool results serialize"),
             )),
-            Ok(Called::InputRequired(asked)) => Ran::Asked(asked),
+            Ok(Called::InputRequired(asked)) => Executed::Asked(asked),
             Err(error) => {
                 let error = MethodError::from(error);
-                Ran::Ended(TaskOutcome::Error(ErrorObject {
+                Executed::Ended(TaskOutcome::Error(ErrorObject {
                     code: error.code,
                     message: error.message,
                     data: error.data,
@@ -232,7 +232,7 @@ pub(super) async fn route_call(
         },
         _ => Era::Without,
     };
-    let decision = policy::decide(&policy::Call {
+    let decision = policy::decide(&policy::CallFacts {
         era,
         support: tools.task_support(&params.name),
         hands_off: tasks.hands_off(),
@@ -300,10 +300,12 @@ pub(super) async fn route_call(
             .await
             .map_err(start_failed)?
         {
-            Started::Answered(Ran::Ended(outcome)) => answer(outcome).map(Some),
+            Started::Answered(Executed::Ended(outcome)) => answer(outcome).map(Some),
             // A run that asks before it becomes a task answers as a direct
             // call does (SEP-2322); the retry may then become the task.
-            Started::Answered(Ran::Asked(asked)) => Ok(Some(MethodResult::InputRequired(asked))),
+            Started::Answered(Executed::Asked(asked)) => {
+                Ok(Some(MethodResult::InputRequired(asked)))
+            }
             Started::Task(record) => Ok(Some(MethodResult::TaskCreated(detailed(tasks, &record)))),
         },
     }

@@ -18,6 +18,6 @@ pub use handoff::LambdaHandoff;
 pub use policy::TaskSupport;
 pub use record::{TaskChange, TaskInput, TaskOutcome, TaskRecord, TaskRequest, TaskStatus};
 pub use runner::{
-    CANCEL_POLL, Execute, HEARTBEAT, Handoff, Ran, Started, TaskError, TaskSettings, Tasks,
+    CANCEL_POLL, Execute, Executed, HEARTBEAT, Handoff, Started, TaskError, TaskSettings, Tasks,
 };
 pub use store::{TaskStore, TaskStoreError, Versioned};

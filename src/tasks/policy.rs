@@ -28,7 +28,7 @@ pub enum Era {
 
 /// Everything the decision depends on.
 #[derive(Debug, Clone, Copy)]
-pub struct Call {
+pub struct CallFacts {
     /// The protocol era and what the client said in it.
     pub era: Era,
     /// The tool's task support.
@@ -70,7 +70,7 @@ pub enum Refusal {
 }
 
 /// The decision for `call`.
-pub fn decide(call: &Call) -> Decision {
+pub fn decide(call: &CallFacts) -> Decision {
     let always = matches!(call.support, TaskSupport::Always | TaskSupport::Required);
     match (call.era, call.support) {
         (Era::Without, _) => Decision::Direct,
@@ -108,8 +108,8 @@ mod tests {
 
     const ABOVE: Duration = Duration::from_secs(60);
 
-    fn call(era: Era, support: TaskSupport, hands_off: bool, estimate: Option<u64>) -> Call {
-        Call {
+    fn call(era: Era, support: TaskSupport, hands_off: bool, estimate: Option<u64>) -> CallFacts {
+        CallFacts {
             era,
             support,
             hands_off,

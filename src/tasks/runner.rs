@@ -29,7 +29,7 @@ pub const CANCEL_POLL: Duration = Duration::from_millis(500);
 
 /// How a task's run went: it ended, or it asks the person first.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Ran {
+pub enum Executed {
     /// What a direct `tools/call` would have answered.
     Ended(TaskOutcome),
     /// The run asked the person and is suspended as a heap.
@@ -48,7 +48,7 @@ pub trait Execute: Send + Sync + std::fmt::Debug + 'static {
         request: &TaskRequest,
         control: Arc<RunControl>,
         deadline: Option<SystemTime>,
-    ) -> Ran;
+    ) -> Executed;
 }
 
 /// Hands a created task to another invocation of this function, which
@@ -102,7 +102,7 @@ impl Default for TaskSettings {
 pub enum Started {
     /// It ended, or asked the person, within
     /// [`TaskSettings::answer_within`]: answer directly.
-    Answered(Ran),
+    Answered(Executed),
     /// It goes on as this task.
     Task(Box<TaskRecord>),
 }
@@ -334,7 +334,7 @@ impl Tasks {
         tenant: &Tenant,
         id: Uuid,
         control: Arc<RunControl>,
-        run: impl std::future::Future<Output = Ran> + Send + 'static,
+        run: impl std::future::Future<Output = Executed> + Send + 'static,
         deadline: Option<SystemTime>,
     ) {
         let started = Instant::now();
@@ -384,7 +384,7 @@ impl Tasks {
             }
         };
         let change = match outcome {
-            Some(Ran::Asked(asked)) => TaskChange::Ask {
+            Some(Executed::Asked(asked)) => TaskChange::Ask {
                 input: super::record::TaskInput {
                     requests: asked.input_requests,
                     responses: serde_json::Map::new(),
@@ -392,12 +392,12 @@ impl Tasks {
                     refused: 0,
                 },
             },
-            Some(Ran::Ended(TaskOutcome::Result(result))) => TaskChange::Finish {
+            Some(Executed::Ended(TaskOutcome::Result(result))) => TaskChange::Finish {
                 status: TaskStatus::Completed,
                 message: Some(completed_message(&result)),
                 outcome: Some(TaskOutcome::Result(result)),
             },
-            Some(Ran::Ended(TaskOutcome::Error(error))) => TaskChange::Finish {
+            Some(Executed::Ended(TaskOutcome::Error(error))) => TaskChange::Finish {
                 status: TaskStatus::Failed,
                 message: Some(error.message.clone()),
                 outcome: Some(TaskOutcome::Error(error)),
@@ -588,9 +588,9 @@ fn completed_message(result: &serde_json::Value) -> String {
 }
 
 /// A spawned run's outcome; a run that panicked is an internal error.
-fn ran_of(joined: Result<Ran, tokio::task::JoinError>) -> Ran {
+fn ran_of(joined: Result<Executed, tokio::task::JoinError>) -> Executed {
     joined.unwrap_or_else(|error| {
-        Ran::Ended(TaskOutcome::internal(format!(
+        Executed::Ended(TaskOutcome::internal(format!(
             "the run failed inside the server: {error}"
         )))
     })

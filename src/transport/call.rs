@@ -85,7 +85,7 @@ impl RequestContext {
 }
 
 /// How a call was answered.
-pub(super) enum Answer {
+pub(super) enum Answered {
     /// An event stream: progress, then the message the era shaped.
     Streamed(Response),
     /// The method's answer, for the era to shape.
@@ -102,7 +102,7 @@ pub(super) async fn call(
     rpc_method: &str,
     params: Option<&RawValue>,
     message: fn(RequestId, Result<MethodResult, MethodError>) -> Box<RawValue>,
-) -> Answer {
+) -> Answered {
     // What a streamed answer needs is gathered only for one: a call that
     // answers at once pays for none of it.
     let streamed = |request: RequestContext| StreamedCall {
@@ -126,7 +126,7 @@ pub(super) async fn call(
                 let registration = calls.inflight.register(None);
                 streamed(request).into_stream(None, registration, Some(asked))
             }
-            answer => Answer::Now(answer),
+            answer => Answered::Now(answer),
         };
     }
     let key = request.session.as_ref().map(|(session, _)| (session, id));
@@ -152,7 +152,7 @@ pub(super) async fn call(
         }
         answer => {
             drop(registration);
-            Answer::Now(answer)
+            Answered::Now(answer)
         }
     }
 }
@@ -179,8 +179,8 @@ impl StreamedCall {
         token: Option<Value>,
         registration: stream::Registration,
         asked: Option<InputRequiredResult>,
-    ) -> Answer {
-        Answer::Streamed(stream::respond(
+    ) -> Answered {
+        Answered::Streamed(stream::respond(
             token,
             registration,
             move |control, events| async move {

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::value::RawValue;
 
 use super::asking;
-use super::call::{self, Answer, Post, RequestContext};
+use super::call::{self, Answered, Post, RequestContext};
 use super::envelope::{HttpError, check_nesting, json, raw};
 use super::headers::{self, Principal};
 use super::stream::{self, Calls};
@@ -177,8 +177,8 @@ pub(super) async fn post(
                 )
                 .await
                 {
-                    Answer::Streamed(response) => return Ok(response),
-                    Answer::Now(answer) => responses.push(answer_of(id, answer)),
+                    Answered::Streamed(response) => return Ok(response),
+                    Answered::Now(answer) => responses.push(answer_of(id, answer)),
                 }
             }
             Message::Notification { method, params } => {

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::call::{self, Answer, Post, RequestContext};
+use super::call::{self, Answered, Post, RequestContext};
 use super::envelope::{HttpError, check_nesting, json, raw};
 use super::stream::Calls;
 use crate::protocol::jsonrpc::{self, Incoming, RequestId, code, plain_json_error};
@@ -240,9 +240,9 @@ pub(super) async fn post(
     )
     .await;
     match answer {
-        Answer::Streamed(response) => Ok(response),
-        Answer::Now(Ok(result)) => Ok(json(StatusCode::OK, &complete(id, result))),
-        Answer::Now(Err(e)) => Err(HttpError::from_method(id, e, status_of)),
+        Answered::Streamed(response) => Ok(response),
+        Answered::Now(Ok(result)) => Ok(json(StatusCode::OK, &complete(id, result))),
+        Answered::Now(Err(e)) => Err(HttpError::from_method(id, e, status_of)),
     }
 }
 

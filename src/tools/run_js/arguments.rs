@@ -73,12 +73,12 @@ pub(crate) struct Args {
 /// The arguments of a `run_js` call: its own, and those its run's
 /// capabilities take (`files`), which the engine checks.
 #[derive(Debug, Clone)]
-pub(crate) struct Call {
+pub(crate) struct RunJsCall {
     pub(super) args: Args,
     pub(super) capabilities: serde_json::Map<String, serde_json::Value>,
 }
 
-impl<'de> Deserialize<'de> for Call {
+impl<'de> Deserialize<'de> for RunJsCall {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         use serde::de::Error as _;
         let mut all = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;

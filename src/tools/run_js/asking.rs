@@ -218,7 +218,7 @@ pub(super) fn instead(instead: Instead) -> Answer {
 }
 
 /// What the suspension of a call's run keeps besides its report.
-pub(super) struct Call<'a> {
+pub(super) struct Asking<'a> {
     pub(super) code: &'a str,
     /// [`call_digest`](crate::elicit::state::call_digest) of the tool and code.
     pub(super) digest: &'a str,
@@ -233,7 +233,7 @@ pub(super) async fn suspended(
     toolbox: &Toolbox,
     context: CallContext<'_>,
     report: &mut RunReport,
-    call: Call<'_>,
+    call: Asking<'_>,
 ) -> Answer {
     let outcome = &report.outcome;
     let (Some(waiting), Some(heap)) = (report.waiting.take(), outcome.heap.clone()) else {

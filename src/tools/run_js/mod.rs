@@ -11,7 +11,7 @@ mod description;
 mod plan;
 
 use self::answer::{Shape, record, with_displays};
-use self::arguments::Call;
+use self::arguments::RunJsCall;
 pub(super) use self::arguments::asked_duration;
 pub(super) use self::description::describe;
 use self::plan::{fresh_start_warning, plan, resolve_latest};
@@ -38,7 +38,7 @@ pub const ANSWERED_DIRECTLY_IF: &str = "a shorter execution_timeout_secs answers
 pub(super) async fn call(
     toolbox: &Toolbox,
     context: CallContext<'_>,
-    call: Call,
+    call: RunJsCall,
     structured: bool,
 ) -> Answer {
     match context.retry {
@@ -60,7 +60,7 @@ async fn answered_up_front(
     toolbox: &Toolbox,
     context: CallContext<'_>,
     retry: &crate::elicit::Retry,
-    call: Call,
+    call: RunJsCall,
     structured: bool,
 ) -> Answer {
     let given = retry.input_responses.clone().unwrap_or_default();
@@ -104,7 +104,7 @@ async fn answered_up_front(
 async fn call_once(
     toolbox: &Toolbox,
     context: CallContext<'_>,
-    call: Call,
+    call: RunJsCall,
     structured: bool,
 ) -> Answer {
     // The code as sent: the advice, the digest a retry is checked against.
@@ -180,7 +180,7 @@ async fn call_once(
         resumed.carry(&mut report.outcome);
     }
     if report.outcome.status == RunStatus::InputRequired {
-        let call = asking::Call {
+        let call = asking::Asking {
             code: &code,
             digest: &digest,
             session: planned.logical_session.as_ref(),

@@ -2,7 +2,7 @@
 //! `latest` heap resolved when the run starts, and the warning for a fresh
 //! start a model did not mean.
 
-use super::arguments::Call;
+use super::arguments::RunJsCall;
 use std::time::Duration;
 
 use crate::tools::toolbox::{CallContext, RunRecordError, Toolbox, superseded_of};
@@ -41,9 +41,9 @@ pub(super) const LATEST: &str = "latest";
 pub(super) fn plan(
     toolbox: &Toolbox,
     context: CallContext<'_>,
-    call: Call,
+    call: RunJsCall,
 ) -> Result<CallPlan, String> {
-    let Call { args, capabilities } = call;
+    let RunJsCall { args, capabilities } = call;
     let heap_omitted = args.heap.is_none();
     let mut latest = args.heap.as_deref() == Some(LATEST);
     let heap = match args.heap.as_deref() {

@@ -763,12 +763,12 @@ impl mcp_v8_lambda::tasks::Execute for UntilCancelled {
         _: &mcp_v8_lambda::tasks::TaskRequest,
         control: Arc<mcp_v8_lambda::tools::RunControl>,
         _: Option<std::time::SystemTime>,
-    ) -> mcp_v8_lambda::tasks::Ran {
+    ) -> mcp_v8_lambda::tasks::Executed {
         while !control.is_cancelled() {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         self.0.notify_one();
-        mcp_v8_lambda::tasks::Ran::Ended(mcp_v8_lambda::tasks::TaskOutcome::Result(json!({})))
+        mcp_v8_lambda::tasks::Executed::Ended(mcp_v8_lambda::tasks::TaskOutcome::Result(json!({})))
     }
 }
 
