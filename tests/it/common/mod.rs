@@ -328,7 +328,8 @@ impl Server {
         self.send(builder.body(Body::from(text)).unwrap()).await
     }
 
-    pub async fn initialize_as(&self, version: &str, extra_headers: &[(&str, &str)]) -> String {
+    /// The reply to an `initialize` of `version` with `extra_headers`.
+    pub async fn initialize_reply(&self, version: &str, extra_headers: &[(&str, &str)]) -> Reply {
         let text = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
             "protocolVersion": version, "capabilities": {"roots": {}}, "clientInfo": {"name":"http-test","version":"1.0"}}})
         .to_string();
@@ -336,7 +337,12 @@ impl Server {
         for (name, value) in extra_headers {
             builder = builder.header(*name, *value);
         }
-        let reply = self.send(builder.body(Body::from(text)).unwrap()).await;
+        self.send(builder.body(Body::from(text)).unwrap()).await
+    }
+
+    /// The session of an `initialize` of `version` with `extra_headers`.
+    pub async fn initialize_as(&self, version: &str, extra_headers: &[(&str, &str)]) -> String {
+        let reply = self.initialize_reply(version, extra_headers).await;
         assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
         reply.headers["mcp-session-id"].to_str().unwrap().to_owned()
     }

@@ -26,7 +26,7 @@ fn guarded(dir: &std::path::Path) -> Router {
     router(app)
 }
 
-fn initialize(authorization: Option<&str>) -> Request<Body> {
+fn initialize_request(authorization: Option<&str>) -> Request<Body> {
     let text = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
         "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"auth-test","version":"1"}}})
     .to_string();
@@ -51,7 +51,7 @@ async fn without_the_token_every_request_is_401_with_a_bearer_challenge() {
         (Some(&*format!("Bearer {TOKEN}x")), Some("invalid_token")),
         (Some(&*format!("Basic {TOKEN}")), Some("invalid_request")),
     ] {
-        let reply = send(&router, initialize(authorization)).await;
+        let reply = send(&router, initialize_request(authorization)).await;
         assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "{authorization:?}");
         let challenge = reply.headers["www-authenticate"].to_str().unwrap();
         assert!(challenge.starts_with("Bearer "), "{challenge}");
@@ -82,7 +82,7 @@ async fn the_token_opens_a_session_that_only_token_holders_can_use() {
     let dir = tempfile::tempdir().unwrap();
     let router = guarded(dir.path());
     let bearer = format!("Bearer {TOKEN}");
-    let init = send(&router, initialize(Some(&bearer))).await;
+    let init = send(&router, initialize_request(Some(&bearer))).await;
     assert_eq!(init.status, StatusCode::OK, "{}", init.body);
     let sid = init.session_id().unwrap();
 
@@ -143,7 +143,7 @@ async fn a_loopback_serve_refuses_foreign_host_names() {
         crate::common::app_on_workers(&Config::from_lookup(|_| None).unwrap(), dir.path(), None);
     let router = loopback_only(router(app));
     let with_host = |host: &str| {
-        let mut request = initialize(None);
+        let mut request = initialize_request(None);
         request.headers_mut().insert("host", host.parse().unwrap());
         request
     };

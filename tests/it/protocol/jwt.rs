@@ -88,7 +88,7 @@ pub(crate) fn good(sub: &str) -> String {
     token(claims(sub), "test-key-1", "test-key-1")
 }
 
-fn rpc(body: Value, bearer: Option<&str>, session: Option<&str>) -> Request<Body> {
+fn request(body: Value, bearer: Option<&str>, session: Option<&str>) -> Request<Body> {
     let text = body.to_string();
     let mut builder = post().header("host", "localhost:3000");
     if let Some(token) = bearer {
@@ -100,8 +100,8 @@ fn rpc(body: Value, bearer: Option<&str>, session: Option<&str>) -> Request<Body
     builder.body(Body::from(text)).unwrap()
 }
 
-fn initialize(bearer: Option<&str>) -> Request<Body> {
-    rpc(
+fn initialize_request(bearer: Option<&str>) -> Request<Body> {
+    request(
         json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
             "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"jwt-test","version":"1"}}}),
         bearer,
@@ -119,11 +119,11 @@ async fn the_token_subject_is_the_session_principal() {
     let dir = tempfile::tempdir().unwrap();
     let router = guarded(dir.path(), &jwks);
     let alice = good("alice");
-    let init = send(&router, initialize(Some(&alice))).await;
+    let init = send(&router, initialize_request(Some(&alice))).await;
     assert_eq!(init.status, StatusCode::OK, "{}", init.body);
     let sid = init.session_id().unwrap();
     let list = |token: &str| {
-        rpc(
+        request(
             json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}),
             Some(token),
             Some(&sid),
@@ -190,7 +190,7 @@ async fn every_bad_token_is_401_with_a_challenge_naming_the_metadata() {
         ("not a JWT", "garbage".to_owned()),
     ];
     for (what, bad) in &cases {
-        let reply = send(&router, initialize(Some(bad))).await;
+        let reply = send(&router, initialize_request(Some(bad))).await;
         assert_eq!(
             reply.status,
             StatusCode::UNAUTHORIZED,
@@ -204,7 +204,7 @@ async fn every_bad_token_is_401_with_a_challenge_naming_the_metadata() {
         );
         assert!(reply.session_id().is_none(), "{what}");
     }
-    let reply = send(&router, initialize(None)).await;
+    let reply = send(&router, initialize_request(None)).await;
     assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
     let challenge = reply.headers["www-authenticate"].to_str().unwrap();
     assert!(
@@ -248,7 +248,7 @@ async fn unreachable_keys_are_503_not_a_verdict_on_the_token() {
     let dir = tempfile::tempdir().unwrap();
     // Nothing listens on the discard port.
     let router = guarded(dir.path(), "http://127.0.0.1:9/jwks.json");
-    let reply = send(&router, initialize(Some(&good("alice")))).await;
+    let reply = send(&router, initialize_request(Some(&good("alice")))).await;
     assert_eq!(
         reply.status,
         StatusCode::SERVICE_UNAVAILABLE,

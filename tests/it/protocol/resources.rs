@@ -11,20 +11,8 @@ use mcp_v8_lambda::meta::NewLogEntry;
 use mcp_v8_lambda::tenant::Tenant;
 use serde_json::{Value, json};
 
-fn rpc(method: &str, params: Value) -> Value {
+fn request_body(method: &str, params: Value) -> Value {
     json!({"jsonrpc":"2.0","id":3,"method":method,"params":params})
-}
-
-/// The `initialize` result of a 2025-11-25 session on `s`.
-async fn initialize(s: &Server) -> Reply {
-    s.rpc(
-        None,
-        rpc(
-            "initialize",
-            json!({"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}),
-        ),
-    )
-    .await
 }
 
 async fn sessionless(s: &Server, method: &str, mut params: Value) -> Reply {
@@ -33,7 +21,7 @@ async fn sessionless(s: &Server, method: &str, mut params: Value) -> Reply {
         "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "resources-test", "version": "1"}
     });
-    let text = rpc(method, params).to_string();
+    let text = request_body(method, params).to_string();
     let request = post()
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", method)
@@ -66,7 +54,7 @@ async fn with_two_sessions(s: &Server) -> (String, String) {
 #[tokio::test]
 async fn capabilities_name_resources_and_prompts_only_where_logs_are_kept() {
     let s = server();
-    let init = initialize(&s).await;
+    let init = s.initialize_reply("2025-11-25", &[]).await;
     let capabilities = &init.body["result"]["capabilities"];
     assert_eq!(
         capabilities["resources"],
@@ -86,11 +74,13 @@ async fn capabilities_name_resources_and_prompts_only_where_logs_are_kept() {
 
     let stateless = server_with(3600, true, None);
     let sid = stateless.initialize_as("2025-11-25", &[]).await;
-    let init = initialize(&stateless).await;
+    let init = stateless.initialize_reply("2025-11-25", &[]).await;
     assert!(init.body["result"]["capabilities"]["resources"].is_null());
     assert!(init.body["result"]["capabilities"]["prompts"].is_null());
     for method in ["resources/list", "prompts/list"] {
-        let reply = stateless.rpc(Some(&sid), rpc(method, json!({}))).await;
+        let reply = stateless
+            .rpc(Some(&sid), request_body(method, json!({})))
+            .await;
         assert_eq!(reply.body["error"]["code"], -32601, "{method}");
     }
 }
@@ -99,7 +89,9 @@ async fn capabilities_name_resources_and_prompts_only_where_logs_are_kept() {
 async fn session_logs_and_executions_are_listed_and_read() {
     let s = server();
     let (sid, execution) = with_two_sessions(&s).await;
-    let list = s.rpc(Some(&sid), rpc("resources/list", json!({}))).await;
+    let list = s
+        .rpc(Some(&sid), request_body("resources/list", json!({})))
+        .await;
     // The skills' SKILL.md come first (protocol::skills); the caller's own
     // resources follow.
     let resources: Vec<Value> = list.body["result"]["resources"]
@@ -125,7 +117,10 @@ async fn session_logs_and_executions_are_listed_and_read() {
     assert!(list.body["result"]["nextCursor"].is_null());
 
     let templates = s
-        .rpc(Some(&sid), rpc("resources/templates/list", json!({})))
+        .rpc(
+            Some(&sid),
+            request_body("resources/templates/list", json!({})),
+        )
         .await;
     let templates: Vec<&str> = templates.body["result"]["resourceTemplates"]
         .as_array()
@@ -146,7 +141,7 @@ async fn session_logs_and_executions_are_listed_and_read() {
     let read = s
         .rpc(
             Some(&sid),
-            rpc(
+            request_body(
                 "resources/read",
                 json!({"uri": "mcp-v8://sessions/beta/log"}),
             ),
@@ -166,7 +161,10 @@ async fn session_logs_and_executions_are_listed_and_read() {
 
     let uri = format!("mcp-v8://executions/{execution}");
     let read = s
-        .rpc(Some(&sid), rpc("resources/read", json!({"uri": uri})))
+        .rpc(
+            Some(&sid),
+            request_body("resources/read", json!({"uri": uri})),
+        )
         .await;
     let record: Value =
         serde_json::from_str(read.body["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
@@ -179,7 +177,10 @@ async fn session_logs_and_executions_are_listed_and_read() {
         "test://nonexistent".to_owned(),
     ] {
         let reply = s
-            .rpc(Some(&sid), rpc("resources/read", json!({"uri": missing})))
+            .rpc(
+                Some(&sid),
+                request_body("resources/read", json!({"uri": missing})),
+            )
             .await;
         assert_eq!(reply.body["error"]["code"], -32602, "{missing}");
         assert_eq!(reply.body["error"]["data"]["uri"], missing.as_str());
@@ -204,7 +205,9 @@ async fn the_resource_list_pages_by_cursor() {
             .unwrap();
     }
     let sid = s.initialize_as("2025-11-25", &[]).await;
-    let first = s.rpc(Some(&sid), rpc("resources/list", json!({}))).await;
+    let first = s
+        .rpc(Some(&sid), request_body("resources/list", json!({})))
+        .await;
     let first = &first.body["result"];
     let sessions = first["resources"]
         .as_array()
@@ -216,14 +219,17 @@ async fn the_resource_list_pages_by_cursor() {
     let second = s
         .rpc(
             Some(&sid),
-            rpc("resources/list", json!({"cursor": first["nextCursor"]})),
+            request_body("resources/list", json!({"cursor": first["nextCursor"]})),
         )
         .await;
     let second = &second.body["result"];
     assert_eq!(second["resources"][0]["name"], "s100");
     assert!(second["nextCursor"].is_null());
     let bad = s
-        .rpc(Some(&sid), rpc("resources/list", json!({"cursor": ""})))
+        .rpc(
+            Some(&sid),
+            request_body("resources/list", json!({"cursor": ""})),
+        )
         .await;
     assert_eq!(bad.body["error"]["code"], -32602);
 }
@@ -232,7 +238,9 @@ async fn the_resource_list_pages_by_cursor() {
 async fn resume_session_names_the_latest_heap_and_the_last_code() {
     let s = server();
     let (sid, _) = with_two_sessions(&s).await;
-    let prompts = s.rpc(Some(&sid), rpc("prompts/list", json!({}))).await;
+    let prompts = s
+        .rpc(Some(&sid), request_body("prompts/list", json!({})))
+        .await;
     assert_eq!(
         prompts.body["result"]["prompts"][0]["name"],
         "resume_session"
@@ -255,7 +263,7 @@ async fn resume_session_names_the_latest_heap_and_the_last_code() {
     let prompt = s
         .rpc(
             Some(&sid),
-            rpc(
+            request_body(
                 "prompts/get",
                 json!({"name": "resume_session", "arguments": {"session": "beta"}}),
             ),
@@ -272,7 +280,7 @@ async fn resume_session_names_the_latest_heap_and_the_last_code() {
     let empty = s
         .rpc(
             Some(&sid),
-            rpc(
+            request_body(
                 "prompts/get",
                 json!({"name": "resume_session", "arguments": {"session": "new"}}),
             ),
@@ -289,7 +297,9 @@ async fn resume_session_names_the_latest_heap_and_the_last_code() {
         json!({"name": "resume_session", "arguments": {"session": ""}}),
         json!({"name": "other", "arguments": {"session": "beta"}}),
     ] {
-        let reply = s.rpc(Some(&sid), rpc("prompts/get", params.clone())).await;
+        let reply = s
+            .rpc(Some(&sid), request_body("prompts/get", params.clone()))
+            .await;
         assert_eq!(reply.body["error"]["code"], -32602, "{params}");
     }
 }
@@ -365,7 +375,7 @@ async fn session_names_complete_in_both_eras_and_unknown_references_are_refused(
     let session_era = s
         .rpc(
             Some(&sid),
-            rpc(
+            request_body(
                 "completion/complete",
                 complete(prompt.clone(), "session", "be"),
             ),
@@ -393,7 +403,7 @@ async fn session_names_complete_in_both_eras_and_unknown_references_are_refused(
     let other = s
         .rpc(
             Some(&sid),
-            rpc(
+            request_body(
                 "completion/complete",
                 complete(
                     json!({"type": "ref/resource", "uri": "mcp-v8://executions/{id}"}),
@@ -452,7 +462,7 @@ async fn session_names_complete_in_both_eras_and_unknown_references_are_refused(
         let refused = s
             .rpc(
                 Some(&sid),
-                rpc("completion/complete", complete(unknown.clone(), "x", "")),
+                request_body("completion/complete", complete(unknown.clone(), "x", "")),
             )
             .await;
         assert_eq!(
@@ -461,7 +471,7 @@ async fn session_names_complete_in_both_eras_and_unknown_references_are_refused(
             refused.body
         );
     }
-    let init = initialize(&s).await;
+    let init = s.initialize_reply("2025-11-25", &[]).await;
     assert_eq!(
         init.body["result"]["capabilities"]["completions"],
         json!({})
@@ -472,7 +482,7 @@ async fn session_names_complete_in_both_eras_and_unknown_references_are_refused(
     let reply = stateless
         .rpc(
             Some(&sid),
-            rpc("completion/complete", complete(prompt, "session", "")),
+            request_body("completion/complete", complete(prompt, "session", "")),
         )
         .await;
     assert_eq!(reply.body["error"]["code"], -32601);

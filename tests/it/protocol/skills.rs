@@ -156,7 +156,7 @@ impl StdioHost {
         let mut process =
             crate::protocol::stdio::Process::start_logging(data_dir, &[], env, stderr);
         if era == Era::Sessions {
-            process.initialize();
+            process.handshake();
         }
         Self {
             process,

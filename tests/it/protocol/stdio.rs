@@ -80,7 +80,7 @@ impl Process {
         self.receive()
     }
 
-    pub(crate) fn initialize(&mut self) {
+    pub(crate) fn handshake(&mut self) {
         let init = self.request(
             json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
@@ -133,7 +133,7 @@ fn the_official_stdio_clients_keep_a_session_across_two_processes() {
 fn a_malformed_line_gets_a_parse_error_and_the_process_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
     let mut process = Process::start(dir.path(), &["--session", "raw"]);
-    process.initialize();
+    process.handshake();
     process.send("this is not json");
     let error = process.receive();
     assert_eq!(error["error"]["code"], -32700, "{error}");
@@ -184,7 +184,7 @@ fn a_malformed_line_gets_a_parse_error_and_the_process_keeps_serving() {
 fn a_request_over_the_limit_is_answered_with_its_own_id() {
     let dir = tempfile::tempdir().unwrap();
     let mut process = Process::start(dir.path(), &[]);
-    process.initialize();
+    process.handshake();
     let csv = "a,b\n".repeat(1_100_000 / 4);
     let answer = process.request(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
         "params": {"name": "run_js", "arguments": {"code": "1",
@@ -270,7 +270,7 @@ fn the_readme_quickstart_calls_give_what_the_readme_says() {
     assert_eq!(rows.len(), 3, "three calls");
     let dir = tempfile::tempdir().unwrap();
     let mut process = Process::start(dir.path(), &["--session", "my-agent"]);
-    process.initialize();
+    process.handshake();
     for (id, (arguments, expected)) in rows.into_iter().enumerate() {
         let result = process.run_js(id as u64 + 1, arguments.clone());
         assert_eq!(result["isError"], false, "{arguments}: {result}");
@@ -292,7 +292,7 @@ fn an_expired_transport_session_is_renewed_without_the_client() {
         &["--session", "long-lived"],
         &[("MCP_V8_SESSION_TTL_SECS", "2")],
     );
-    process.initialize();
+    process.handshake();
     let first = process.run_js(1, json!({"code": "globalThis.n = 1; n"}));
     assert_eq!(first["structuredContent"]["result"], "1", "{first}");
     std::thread::sleep(std::time::Duration::from_secs(4));
@@ -307,7 +307,7 @@ fn an_expired_transport_session_is_renewed_without_the_client() {
 fn a_data_directory_in_use_is_refused_with_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
     let mut holder = Process::start(dir.path(), &[]);
-    holder.initialize();
+    holder.handshake();
     let output = Command::new(binary())
         .arg("stdio")
         .arg("--data-dir")

@@ -62,7 +62,7 @@ impl Session {
             .json(&json!({"jsonrpc":"2.0","id":1,"method":method,"params":params}))
     }
 
-    async fn rpc(&self, method: &str, params: Value) -> Value {
+    async fn call_method(&self, method: &str, params: Value) -> Value {
         self.post(method, params)
             .send()
             .await
@@ -93,7 +93,7 @@ async fn a_ninety_second_task_outlives_its_client_and_the_same_run_without_a_tas
         tokio::spawn(async move {
             let session = Session::open(&url).await;
             session
-                .rpc(
+                .call_method(
                     "tools/call",
                     json!({"name": "run_js", "arguments": arguments}),
                 )
@@ -103,7 +103,7 @@ async fn a_ninety_second_task_outlives_its_client_and_the_same_run_without_a_tas
     let task_id = {
         let session = Session::open(&url).await;
         let created = session
-            .rpc(
+            .call_method(
                 "tools/call",
                 json!({"name": "run_js", "arguments": arguments, "task": {"ttl": 600000}}),
             )
@@ -118,7 +118,9 @@ async fn a_ninety_second_task_outlives_its_client_and_the_same_run_without_a_tas
     let started = Instant::now();
     let reader = Session::open(&url).await;
     let finished = loop {
-        let got = reader.rpc("tasks/get", json!({"taskId": task_id})).await;
+        let got = reader
+            .call_method("tasks/get", json!({"taskId": task_id}))
+            .await;
         let status = got["result"]["status"].as_str().unwrap().to_owned();
         if status != "working" {
             break got;
@@ -130,7 +132,9 @@ async fn a_ninety_second_task_outlives_its_client_and_the_same_run_without_a_tas
         tokio::time::sleep(Duration::from_secs(2)).await;
     };
     assert_eq!(finished["result"]["status"], "completed", "{finished}");
-    let result = reader.rpc("tasks/result", json!({"taskId": task_id})).await;
+    let result = reader
+        .call_method("tasks/result", json!({"taskId": task_id}))
+        .await;
     assert_eq!(
         result["result"]["structuredContent"]["result"], "42",
         "{result}"

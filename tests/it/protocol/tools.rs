@@ -472,22 +472,12 @@ async fn get_execution_returns_recorded_runs_and_refuses_unknown_ids() {
     );
 }
 
-async fn initialize_reply(s: &Server, logical_session: Option<&str>) -> common::Reply {
-    let body = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}})
-    .to_string();
-    let mut builder = common::post();
-    if let Some(name) = logical_session {
-        builder = builder.header("x-mcp-session-id", name);
-    }
-    s.send(builder.body(axum::body::Body::from(body)).unwrap())
-        .await
-}
-
 #[tokio::test]
 async fn initialize_reports_continuity_of_the_logical_session() {
     let s = server();
-    let first = initialize_reply(&s, Some("returning-agent")).await;
+    let first = s
+        .initialize_reply("2025-11-25", &[("x-mcp-session-id", "returning-agent")])
+        .await;
     assert_eq!(
         first.body["result"]["_meta"]["mcp-v8/continuity"],
         json!({"logical_session": "returning-agent", "resumed": false, "entries": 0, "last_output_heap": null})
@@ -495,12 +485,14 @@ async fn initialize_reports_continuity_of_the_logical_session() {
     let sid = first.headers["mcp-session-id"].to_str().unwrap().to_owned();
     let one = run(&s, &sid, "globalThis.x = 1", None).await;
     let two = run(&s, &sid, "x += 1", one["heap"].as_str()).await;
-    let again = initialize_reply(&s, Some("returning-agent")).await;
+    let again = s
+        .initialize_reply("2025-11-25", &[("x-mcp-session-id", "returning-agent")])
+        .await;
     assert_eq!(
         again.body["result"]["_meta"]["mcp-v8/continuity"],
         json!({"logical_session": "returning-agent", "resumed": true, "entries": 2, "last_output_heap": two["heap"]})
     );
-    let anonymous = initialize_reply(&s, None).await;
+    let anonymous = s.initialize_reply("2025-11-25", &[]).await;
     assert!(anonymous.body["result"].get("_meta").is_none());
 }
 

@@ -133,7 +133,7 @@ impl Agent {
     }
 
     /// Any method of the session; the whole JSON-RPC response.
-    async fn rpc(&self, method: &str, params: Value) -> Value {
+    async fn call_method(&self, method: &str, params: Value) -> Value {
         let body = json!({"jsonrpc":"2.0","id":1,"method":method,"params":params});
         let reply = self
             .host
@@ -202,7 +202,7 @@ async fn second_caller_sees_nothing_of_the_first(host: Host, alice: Who, bob: Wh
         json!({"sessions": []})
     );
     // Her resources and the prompt on her session: as if they did not exist.
-    let listed = b.rpc("resources/list", json!({})).await;
+    let listed = b.call_method("resources/list", json!({})).await;
     // The skills are the server's, the same for everyone; nothing else.
     let others: Vec<&serde_json::Value> = listed["result"]["resources"]
         .as_array()
@@ -214,14 +214,14 @@ async fn second_caller_sees_nothing_of_the_first(host: Host, alice: Who, bob: Wh
     // Her session names complete for her, not for him.
     let names = json!({"ref": {"type": "ref/prompt", "name": "resume_session"},
                        "argument": {"name": "session", "value": ""}});
-    let hers = a.rpc("completion/complete", names.clone()).await;
+    let hers = a.call_method("completion/complete", names.clone()).await;
     assert!(
         hers["result"]["completion"]["values"]
             .as_array()
             .is_some_and(|values| values.contains(&json!(project))),
         "{hers}"
     );
-    let completed = b.rpc("completion/complete", names).await;
+    let completed = b.call_method("completion/complete", names).await;
     assert_eq!(
         completed["result"]["completion"]["values"],
         json!([]),
@@ -229,22 +229,28 @@ async fn second_caller_sees_nothing_of_the_first(host: Host, alice: Who, bob: Wh
     );
     let log_uri = format!("mcp-v8://sessions/{project}/log");
     let unknown_log = b
-        .rpc(
+        .call_method(
             "resources/read",
             json!({"uri": "mcp-v8://sessions/never-used/log"}),
         )
         .await;
-    let hers = b.rpc("resources/read", json!({"uri": log_uri})).await;
+    let hers = b
+        .call_method("resources/read", json!({"uri": log_uri}))
+        .await;
     assert_eq!(hers["error"]["code"], -32602, "{hers}");
     assert_eq!(hers["error"]["message"], unknown_log["error"]["message"]);
     let execution_uri = format!("mcp-v8://executions/{execution}");
-    let hers = b.rpc("resources/read", json!({"uri": execution_uri})).await;
+    let hers = b
+        .call_method("resources/read", json!({"uri": execution_uri}))
+        .await;
     assert_eq!(hers["error"]["code"], -32602, "{hers}");
     // Her heap's files: as a heap that does not exist.
     let file_uri = format!("mcp-v8://heaps/{heap}/files/secret.txt");
-    let hers = b.rpc("resources/read", json!({"uri": file_uri})).await;
+    let hers = b
+        .call_method("resources/read", json!({"uri": file_uri}))
+        .await;
     let unknown = b
-        .rpc(
+        .call_method(
             "resources/read",
             json!({"uri": format!("mcp-v8://heaps/{NOWHERE}/files/secret.txt")}),
         )
@@ -271,7 +277,7 @@ async fn second_caller_sees_nothing_of_the_first(host: Host, alice: Who, bob: Wh
     );
     assert!(!his.to_string().contains("alice-file"));
     let prompt = b
-        .rpc(
+        .call_method(
             "prompts/get",
             json!({"name": "resume_session", "arguments": {"session": project}}),
         )
@@ -399,16 +405,22 @@ async fn second_caller_sees_nothing_of_the_first(host: Host, alice: Who, bob: Wh
         .tool("run_js", json!({"code": "secret", "heap": heap}))
         .await;
     assert_eq!(restored["result"], "\"alice-secret\"", "{restored}");
-    let hers = a.rpc("resources/read", json!({"uri": log_uri})).await;
+    let hers = a
+        .call_method("resources/read", json!({"uri": log_uri}))
+        .await;
     assert!(
         hers["result"]["contents"][0]["text"]
             .as_str()
             .unwrap()
             .contains(&heap)
     );
-    let hers = a.rpc("resources/read", json!({"uri": execution_uri})).await;
+    let hers = a
+        .call_method("resources/read", json!({"uri": execution_uri}))
+        .await;
     assert!(hers["result"]["contents"].is_array(), "{hers}");
-    let hers = a.rpc("resources/read", json!({"uri": file_uri})).await;
+    let hers = a
+        .call_method("resources/read", json!({"uri": file_uri}))
+        .await;
     assert_eq!(
         hers["result"]["contents"][0]["text"], "alice-file",
         "{hers}"
@@ -419,7 +431,7 @@ async fn second_caller_sees_nothing_of_the_first(host: Host, alice: Who, bob: Wh
     // A display block kept apart from her answer: hers to read, his as a
     // block never kept.
     let shown = a
-        .rpc(
+        .call_method(
             "tools/call",
             json!({"name": "run_js", "arguments": {"code": "display('alice-display '.repeat(4000)); 1"}}),
         )
@@ -433,16 +445,16 @@ async fn second_caller_sees_nothing_of_the_first(host: Host, alice: Who, bob: Wh
         .as_str()
         .unwrap()
         .to_owned();
-    let hers = a.rpc("resources/read", json!({"uri": kept})).await;
+    let hers = a.call_method("resources/read", json!({"uri": kept})).await;
     assert!(
         hers["result"]["contents"][0]["text"]
             .as_str()
             .is_some_and(|t| t.starts_with("alice-display")),
         "{hers}"
     );
-    let his = b.rpc("resources/read", json!({"uri": kept})).await;
+    let his = b.call_method("resources/read", json!({"uri": kept})).await;
     let never = b
-        .rpc(
+        .call_method(
             "resources/read",
             json!({"uri": format!("mcp-v8://displays/{NOWHERE}?type=text%2Fplain")}),
         )
