@@ -78,6 +78,9 @@ impl ToolRouter {
         // View (read as a resource, which a stateless server has none of);
         // another sees the tool without it.
         let views = context.ui_extension && !toolbox.stateless;
+        // Experimental tasks exist in 2025-11-25 only; the extension has no
+        // per-tool field.
+        let task_marks = context.protocol_version == crate::protocol::mcp::TASKS_VERSION;
         let mut tools: Vec<_> = self
             .iter()
             .filter(|route| has(toolbox, route, context))
@@ -90,21 +93,17 @@ impl ToolRouter {
                 if views && let Some(view) = route.view() {
                     tool.meta = Some(crate::protocol::apps::tool_meta(view));
                 }
+                let support = match route.supports_tasks() {
+                    TaskSupport::Forbidden => None,
+                    TaskSupport::Optional | TaskSupport::Always => Some("optional"),
+                    TaskSupport::Required => Some("required"),
+                };
+                if task_marks && let Some(support) = support {
+                    tool.execution = Some(serde_json::json!({ "taskSupport": support }));
+                }
                 tool
             })
             .collect();
-        // Experimental tasks exist in 2025-11-25 only; the extension has no
-        // per-tool field.
-        if context.protocol_version == crate::protocol::mcp::TASKS_VERSION {
-            for tool in &mut tools {
-                let support = match self.task_support(tool.name) {
-                    TaskSupport::Forbidden => continue,
-                    TaskSupport::Optional | TaskSupport::Always => "optional",
-                    TaskSupport::Required => "required",
-                };
-                tool.execution = Some(serde_json::json!({ "taskSupport": support }));
-            }
-        }
         // Some clients cannot read a `type` that is an array (`["string",
         // "null"]`); every schema says the same with `anyOf`.
         for tool in &mut tools {

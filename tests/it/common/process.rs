@@ -13,13 +13,8 @@ use serde_json::{Value, json};
 pub struct Serve {
     pub child: Child,
     pub port: u16,
-    program: PathBuf,
-    data_dir: PathBuf,
-    args: Vec<String>,
-    env: Vec<(String, String)>,
-    /// Its log lines go to the test's stderr (`RUST_LOG=warn` unless the
-    /// environment says otherwise), or nowhere.
-    logs: bool,
+    /// How it was started, which a restart repeats.
+    how: Spawn,
     /// The data directory it owns, removed when dropped.
     _dir: Option<tempfile::TempDir>,
 }
@@ -36,14 +31,14 @@ impl Serve {
     /// free port, once it listens; its log lines go nowhere.
     pub fn start(args: &[&str], env: &[(&str, &str)]) -> Serve {
         let dir = tempfile::tempdir().unwrap();
-        let mut serve = Self::spawn(Spawn {
+        let how = Spawn {
             program: env!("CARGO_BIN_EXE_mcp-v8-lambda").into(),
             data_dir: dir.path().to_owned(),
-            port: super::net::free_port(),
             args: args.iter().map(|a| (*a).to_owned()).collect(),
             env: owned(env),
             logs: false,
-        });
+        };
+        let mut serve = Self::spawn(how, super::net::free_port());
         serve._dir = Some(dir);
         serve
     }
@@ -56,32 +51,32 @@ impl Serve {
 
     /// [`Self::at`] with `env`.
     pub fn at_with(data_dir: &Path, port: u16, env: Vec<(String, String)>) -> Serve {
-        Self::spawn(Spawn {
+        let how = Spawn {
             program: env!("CARGO_BIN_EXE_mcp-v8-lambda").into(),
             data_dir: data_dir.to_owned(),
-            port,
             args: Vec::new(),
             env,
             logs: true,
-        })
+        };
+        Self::spawn(how, port)
     }
 
     /// [`Self::at`] of the conformance fixtures' server.
     pub fn fixtures_at(data_dir: &Path, port: u16) -> Serve {
-        Self::spawn(Spawn {
+        let how = Spawn {
             program: fixture_server(),
             data_dir: data_dir.to_owned(),
-            port,
             args: Vec::new(),
             env: Vec::new(),
             logs: true,
-        })
+        };
+        Self::spawn(how, port)
     }
 
-    fn spawn(how: Spawn) -> Serve {
+    fn spawn(how: Spawn, port: u16) -> Serve {
         let mut command = Command::new(&how.program);
         command
-            .args(["serve", "--port", &how.port.to_string(), "--data-dir"])
+            .args(["serve", "--port", &port.to_string(), "--data-dir"])
             .arg(&how.data_dir)
             .args(&how.args);
         if how.logs {
@@ -94,15 +89,11 @@ impl Serve {
             .stdout(Stdio::null())
             .spawn()
             .expect("starting serve");
-        super::net::wait_listening(how.port, "serve", Duration::from_secs(20));
+        super::net::wait_listening(port, "serve", Duration::from_secs(20));
         Serve {
             child,
-            port: how.port,
-            program: how.program,
-            data_dir: how.data_dir,
-            args: how.args,
-            env: how.env,
-            logs: how.logs,
+            port,
+            how,
             _dir: None,
         }
     }
@@ -118,21 +109,11 @@ impl Serve {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        let next = Self::spawn(Spawn {
-            program: self.program.clone(),
-            data_dir: self.data_dir.clone(),
-            port: self.port,
-            args: self.args.clone(),
-            env: self.env.clone(),
-            logs: self.logs,
-        });
-        let old = std::mem::replace(self, next);
+        let next = Self::spawn(self.how.clone(), self.port);
         // The data directory stays with the process that uses it.
-        self._dir = old.take_dir();
-    }
-
-    fn take_dir(mut self) -> Option<tempfile::TempDir> {
-        self._dir.take()
+        let dir = self._dir.take();
+        *self = next;
+        self._dir = dir;
     }
 
     /// Its MCP endpoint.
@@ -146,7 +127,7 @@ impl Serve {
 
     /// Its data directory.
     pub fn data_dir(&self) -> &Path {
-        &self.data_dir
+        &self.how.data_dir
     }
 
     /// Whether the process is still running.
@@ -169,8 +150,8 @@ impl Serve {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
         self.port = super::net::free_port();
-        self.args = args.iter().map(|a| (*a).to_owned()).collect();
-        self.env = owned(env);
+        self.how.args = args.iter().map(|a| (*a).to_owned()).collect();
+        self.how.env = owned(env);
         self.again();
     }
 
@@ -223,13 +204,15 @@ impl Serve {
     }
 }
 
-/// How a [`Serve`] is started.
+/// How a [`Serve`] is started, on whichever port.
+#[derive(Clone)]
 struct Spawn {
     program: PathBuf,
     data_dir: PathBuf,
-    port: u16,
     args: Vec<String>,
     env: Vec<(String, String)>,
+    /// Its log lines go to the test's stderr (`RUST_LOG=warn` unless the
+    /// environment says otherwise), or nowhere.
     logs: bool,
 }
 
