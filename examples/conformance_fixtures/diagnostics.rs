@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use crate::fixtures::tool;
 use crate::run::{printed, run_answer};
 use mcp_v8_lambda::protocol::mcp::Tool;
-use mcp_v8_lambda::tools::{Answer, CallContext, ToolCallError, Toolbox};
+use mcp_v8_lambda::tools::{CallContext, ToolAnswer, ToolCallError, Toolbox};
 
 const WITH_LOGGING: &str = "test_tool_with_logging";
 const WITH_PROGRESS: &str = "test_tool_with_progress";
@@ -79,7 +79,7 @@ pub(crate) fn call<'a>(
     context: CallContext<'a>,
     tool: &'a str,
     arguments: Option<&'a RawValue>,
-) -> Option<BoxFuture<'a, Result<Answer, ToolCallError>>> {
+) -> Option<BoxFuture<'a, Result<ToolAnswer, ToolCallError>>> {
     let code = match tool {
         // Called only once the layer found the header and the body agree.
         CUSTOM_HEADERS => {
@@ -90,7 +90,7 @@ pub(crate) fn call<'a>(
             let code = format!("console.log(`region: ${{{region}}}`)");
             return Some(Box::pin(async move {
                 let ran = run_answer(tools, context, code, 10.0).await;
-                Ok(Answer::from(printed(ran.result)))
+                Ok(ToolAnswer::from(printed(ran.result)))
             }));
         }
         WITH_LOGGING => {
@@ -125,13 +125,13 @@ pub(crate) fn call<'a>(
                     "console.log('sampling declared')".into(),
                     10.0,
                 );
-                Ok(Answer::from(printed(ran.await.result)))
+                Ok(ToolAnswer::from(printed(ran.await.result)))
             }));
         }
         _ => return None,
     };
     Some(Box::pin(async move {
         let ran = run_answer(tools, context, code.to_owned(), 10.0).await;
-        Ok(Answer::from(printed(ran.result)))
+        Ok(ToolAnswer::from(printed(ran.result)))
     }))
 }

@@ -8,7 +8,7 @@ use std::time::Instant;
 use tokio::sync::oneshot;
 
 use super::capability::outcome::EngineError;
-use super::heaps::file_bytes;
+use super::heap_keeping::file_bytes;
 use super::run::{isolate, plain};
 use super::services::FileSource;
 use super::services::{Clients, HostServices};
@@ -62,7 +62,7 @@ impl Runners {
         tenant: &Tenant,
         ran: Option<worker::EarlyResult>,
         claim: Option<worker::Claim>,
-    ) -> Result<worker::Executed, EngineError> {
+    ) -> Result<worker::WorkerOutcome, EngineError> {
         let mut job = job;
         job.answer_first = ran.is_some() && job.stateful;
         let share = tenant.id().filter(|_| !tenant.is_anonymous());
@@ -75,7 +75,7 @@ impl Runners {
             return warm
                 .run(job, services)
                 .await
-                .map(worker::Executed::here)
+                .map(worker::WorkerOutcome::here)
                 .ok_or_else(|| EngineError::Internal("the isolate thread panicked".into()));
         }
         let (done, result) = oneshot::channel();
@@ -97,7 +97,7 @@ impl Runners {
             .map_err(|e| EngineError::Internal(format!("spawning the isolate thread: {e}")))?;
         result
             .await
-            .map(worker::Executed::here)
+            .map(worker::WorkerOutcome::here)
             .map_err(|_| EngineError::Internal("the isolate thread panicked".into()))
     }
 

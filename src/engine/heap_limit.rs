@@ -1,7 +1,7 @@
 //! A run's heap limit, as one value: MiB, and whether the caller asked for
 //! it (`heap_memory_max_mb`). The ask is checked when the request is
 //! planned ([`HeapLimitRule::ask`]); the limit is decided once, where the
-//! run's start is known (`heaps::Heaps::start`: a ready heap's limit, or
+//! run's start is known (`heap_keeping::Heaps::start`: a ready heap's limit, or
 //! [`HeapLimit::to_restore`] for a stored one), by the same rule that
 //! makes a worker's ready heap ([`HeapLimit::for_ready`]); the run's
 //! report carries it to every message. Bytes are computed at the one edge

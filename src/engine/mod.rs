@@ -10,9 +10,9 @@
 //! | `config.rs` | [`EngineConfig`], [`RunRequest`], the heap limit's bounds |
 //! | `plan.rs` | a request checked against the limits and the host's deadline, the capabilities' asks, its JavaScript; the planned job |
 //! | `heap_limit.rs` | a run's heap limit as one value ([`HeapLimit`]): checked when planned, decided once where the run's start is known, in bytes only at V8's bounds |
-//! | `saving.rs` | a run answered before its heap is stored: [`Ran`] and [`Saving`] |
+//! | `save_after.rs` | a run answered before its heap is stored (answer first, save after): [`Ran`] and [`Saving`] |
 //! | `dispatch.rs`, `admission.rs` | the runners of jobs (an engine worker, a warm isolate, a thread) and what the host lends them, in arrival order and tenant shares |
-//! | `heaps/` | where a run starts (a ready heap, a stored one), heaps loaded, stored (their `/work` bytes first, `file_bytes.rs`) and kept ready |
+//! | `heap_keeping/` | the engine's use of the `heap` store: where a run starts (a ready heap, a stored one), heaps loaded, stored (their `/work` bytes first, `file_bytes.rs`) and kept ready |
 //! | `prelude/` | the operator's prelude and the heap it makes (`base.rs`) |
 //! | `worker/` | engine worker processes: the pool, the worker's side, the frames, the forked save |
 //! | `run/` | the run core: setup, evaluation, the event loop, how a run ended (`mod.rs`); the snapshot path (`isolate.rs`), plain and warm isolates (`plain.rs`), heaps kept ready (`ready.rs`), the watchdog, top-level `await` (`repl.rs`), TypeScript, unhandled rejections, V8's platform and checksum, a package's load check |
@@ -27,15 +27,15 @@ mod capability;
 mod config;
 mod contract;
 mod dispatch;
+mod heap_keeping;
 mod heap_limit;
-mod heaps;
 mod host;
 mod layer;
 mod node;
 mod plan;
 mod prelude;
 mod run;
-mod saving;
+mod save_after;
 mod services;
 mod web;
 mod worker;
@@ -52,7 +52,7 @@ use crate::packages::{PackageView, Packages};
 use crate::tenant::Tenant;
 use contract::registration;
 use plan::{Planned, Setup, finish};
-use saving::AbortOnDrop;
+use save_after::AbortOnDrop;
 
 pub(crate) use capability::Argument as CallArgument;
 pub use capability::control::RunControl;
@@ -75,7 +75,7 @@ pub use node::process::ProcessSettings;
 pub use plan::time_before;
 pub use prelude::{FilePrelude, PreludeSource};
 pub use run::typescript::Language;
-pub use saving::{Ran, SaveEnded, Saving};
+pub use save_after::{Ran, SaveEnded, Saving};
 pub use services::Clients as HostClients;
 pub use web::console::ConsoleSettings;
 pub use worker::{WORKER_ARG, serve_worker};
@@ -211,8 +211,8 @@ impl Engine {
     }
 
     /// The heaps room, lent what it works with for one step.
-    fn heaps_room(&self) -> heaps::Heaps<'_> {
-        heaps::Heaps {
+    fn heaps_room(&self) -> heap_keeping::Heaps<'_> {
+        heap_keeping::Heaps {
             config: &self.config,
             store: self.heaps.as_ref(),
             files: self.runners.files.as_ref(),
@@ -296,9 +296,9 @@ impl Engine {
             return done(report);
         };
         let (claim, restore) = match start {
-            heaps::Start::Ready(claim) => (Some(*claim), None),
-            heaps::Start::Stored(payload) => (None, Some(payload)),
-            heaps::Start::Fresh => (None, None),
+            heap_keeping::Start::Ready(claim) => (Some(*claim), None),
+            heap_keeping::Start::Stored(payload) => (None, Some(payload)),
+            heap_keeping::Start::Fresh => (None, None),
         };
         let from_prelude = restore.is_none() && claim.is_none() && self.prelude.is_some();
         let restore = match (restore, &self.prelude) {
@@ -449,7 +449,7 @@ impl Engine {
             claim,
             started,
         } = planned;
-        let kept = heaps::Kept::of(&job, report.outcome.execution_id);
+        let kept = heap_keeping::Kept::of(&job, report.outcome.execution_id);
         let mut executed = self.runners.run(job, &tenant, None, claim).await?;
         executed.result = executed.result.cancelled_by(control.as_deref());
         let (mut result, stored) = self.heaps_room().keep(&tenant, executed, kept, None).await;
@@ -497,7 +497,7 @@ impl Engine {
         let (live_tx, live) = watch::channel(None);
         let task = {
             let (engine, control) = (self.clone(), control.clone());
-            let kept = heaps::Kept::of(&job, report.outcome.execution_id);
+            let kept = heap_keeping::Kept::of(&job, report.outcome.execution_id);
             tokio::spawn(async move {
                 let done = match engine.runners.run(job, &tenant, Some(ran_tx), claim).await {
                     Ok(mut executed) => {

@@ -22,8 +22,8 @@ use crate::protocol::tasks::{
 use crate::session::LogicalSession;
 use crate::tasks::policy::{self, Decision, Era, Refusal};
 use crate::tasks::{
-    Answered, Changed, Execute, Executed, Started, TaskError, TaskOutcome, TaskRecord, TaskRequest,
-    TaskStatus, Tasks,
+    Changed, Execute, Executed, InputAnswered, Started, TaskError, TaskOutcome, TaskRecord,
+    TaskRequest, TaskStatus, Tasks,
 };
 use crate::tenant::Tenant;
 use crate::tools::{CallContext, Called, ToolRouter, Toolbox};
@@ -450,9 +450,9 @@ async fn answer_input(
             )
         })?;
     match answered {
-        Answered::Missing => Err(not_found(text)),
-        Answered::NotWaiting(_) | Answered::Waiting(_) => Ok(()),
-        Answered::Complete(record) => {
+        InputAnswered::Missing => Err(not_found(text)),
+        InputAnswered::NotWaiting(_) | InputAnswered::Waiting(_) => Ok(()),
+        InputAnswered::Complete(record) => {
             tracing::info!(task = %id, "a task's input was answered; its run goes on");
             tasks.resume(tenant, &record).await.map_err(start_failed)
         }

@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 
-use super::{InitState, SessionId, SessionStore, SessionStoreError};
+use super::{InitState, McpSessionId, SessionStore, SessionStoreError};
 
 const ID: &str = "session_id";
 const STATE: &str = "init_state";
@@ -46,13 +46,13 @@ fn number(value: i64) -> AttributeValue {
 
 /// The key of a cancel record, beside the session's own item: no session id
 /// (48 hex digits) contains a `#`, so no record can pass for a session.
-fn cancel_key(id: &SessionId, request: &str) -> String {
+fn cancel_key(id: &McpSessionId, request: &str) -> String {
     format!("{id}#cancelled#{request}")
 }
 
 /// The key of a relayed reply to a request this server sent, beside the
 /// session's item as a cancel record is.
-fn reply_key(id: &SessionId, request: &str) -> String {
+fn reply_key(id: &McpSessionId, request: &str) -> String {
     format!("{id}#reply#{request}")
 }
 
@@ -84,7 +84,11 @@ impl DynamoSessionStore {
 
 #[async_trait]
 impl SessionStore for DynamoSessionStore {
-    async fn get(&self, id: &SessionId, now: i64) -> Result<Option<InitState>, SessionStoreError> {
+    async fn get(
+        &self,
+        id: &McpSessionId,
+        now: i64,
+    ) -> Result<Option<InitState>, SessionStoreError> {
         let output = self
             .client
             .get_item()
@@ -132,7 +136,7 @@ impl SessionStore for DynamoSessionStore {
 
     async fn touch(
         &self,
-        id: &SessionId,
+        id: &McpSessionId,
         now: i64,
         expires_at: i64,
     ) -> Result<bool, SessionStoreError> {
@@ -161,7 +165,7 @@ impl SessionStore for DynamoSessionStore {
         }
     }
 
-    async fn delete(&self, id: &SessionId) -> Result<bool, SessionStoreError> {
+    async fn delete(&self, id: &McpSessionId) -> Result<bool, SessionStoreError> {
         let output = self
             .client
             .delete_item()
@@ -176,7 +180,7 @@ impl SessionStore for DynamoSessionStore {
 
     async fn cancel_request(
         &self,
-        id: &SessionId,
+        id: &McpSessionId,
         request: &str,
         expires_at: i64,
     ) -> Result<(), SessionStoreError> {
@@ -193,7 +197,7 @@ impl SessionStore for DynamoSessionStore {
 
     async fn request_cancelled(
         &self,
-        id: &SessionId,
+        id: &McpSessionId,
         request: &str,
         now: i64,
     ) -> Result<bool, SessionStoreError> {
@@ -203,7 +207,7 @@ impl SessionStore for DynamoSessionStore {
 
     async fn relay_reply(
         &self,
-        id: &SessionId,
+        id: &McpSessionId,
         request: &str,
         reply: &str,
         expires_at: i64,
@@ -222,7 +226,7 @@ impl SessionStore for DynamoSessionStore {
 
     async fn relayed_reply(
         &self,
-        id: &SessionId,
+        id: &McpSessionId,
         request: &str,
         now: i64,
     ) -> Result<Option<String>, SessionStoreError> {

@@ -13,14 +13,14 @@ use crate::heap::is_lowercase_hex;
 /// lowercase hex characters (visible ASCII, as the transport requires).
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct SessionId(String);
+pub struct McpSessionId(String);
 
 /// A header value that cannot be a session id of this server.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("malformed session id: expected 48 lowercase hex characters")]
-pub struct InvalidSessionId;
+#[error("malformed Mcp-Session-Id: expected 48 lowercase hex characters")]
+pub struct InvalidMcpSessionId;
 
-impl SessionId {
+impl McpSessionId {
     const BYTES: usize = 24;
 
     /// A fresh random id.
@@ -32,11 +32,11 @@ impl SessionId {
 
     /// Validates an id received in a header. Anything else cannot name a
     /// stored session, so callers answer it like an unknown session.
-    pub fn parse(text: &str) -> Result<Self, InvalidSessionId> {
+    pub fn parse(text: &str) -> Result<Self, InvalidMcpSessionId> {
         if is_lowercase_hex(text, Self::BYTES * 2) {
             Ok(Self(text.to_owned()))
         } else {
-            Err(InvalidSessionId)
+            Err(InvalidMcpSessionId)
         }
     }
 
@@ -46,28 +46,28 @@ impl SessionId {
     }
 }
 
-impl TryFrom<String> for SessionId {
-    type Error = InvalidSessionId;
+impl TryFrom<String> for McpSessionId {
+    type Error = InvalidMcpSessionId;
     fn try_from(value: String) -> Result<Self, Self::Error> {
         Self::parse(&value)
     }
 }
 
-impl From<SessionId> for String {
-    fn from(id: SessionId) -> Self {
+impl From<McpSessionId> for String {
+    fn from(id: McpSessionId) -> Self {
         id.0
     }
 }
 
-impl fmt::Display for SessionId {
+impl fmt::Display for McpSessionId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-impl fmt::Debug for SessionId {
+impl fmt::Debug for McpSessionId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "SessionId({})", self.0)
+        write!(f, "McpSessionId({})", self.0)
     }
 }
 
@@ -208,9 +208,9 @@ mod tests {
 
     #[test]
     fn session_ids_are_48_lowercase_hex_characters() {
-        let id = SessionId::generate();
-        assert_eq!(SessionId::parse(id.as_str()), Ok(id));
-        assert!(SessionId::parse(&"A".repeat(48)).is_err());
-        assert!(SessionId::parse(&"a".repeat(47)).is_err());
+        let id = McpSessionId::generate();
+        assert_eq!(McpSessionId::parse(id.as_str()), Ok(id));
+        assert!(McpSessionId::parse(&"A".repeat(48)).is_err());
+        assert!(McpSessionId::parse(&"a".repeat(47)).is_err());
     }
 }

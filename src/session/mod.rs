@@ -16,7 +16,7 @@ use crate::protocol::mcp::ClientInfo;
 mod id;
 
 pub use self::dynamodb::DynamoSessionStore;
-pub use self::id::{InvalidLogicalSession, InvalidSessionId, LogicalSession, SessionId};
+pub use self::id::{InvalidLogicalSession, InvalidMcpSessionId, LogicalSession, McpSessionId};
 pub use self::redb::RedbSessionStore;
 
 use crate::BoxError;
@@ -25,7 +25,7 @@ use crate::BoxError;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InitState {
     /// The transport session.
-    pub session_id: SessionId,
+    pub session_id: McpSessionId,
     /// Negotiated protocol version.
     pub protocol_version: String,
     /// The client's capabilities, kept verbatim: the server only echoes
@@ -58,7 +58,7 @@ pub struct InitState {
 #[non_exhaustive]
 pub enum SessionStoreError {
     /// The backend failed; the request is answered 500 and nothing is assumed.
-    #[error("{store} session store failed: {source}")]
+    #[error("{store} MCP session store failed: {source}")]
     Backend {
         /// Backend name.
         store: &'static str,
@@ -67,10 +67,10 @@ pub enum SessionStoreError {
         source: BoxError,
     },
     /// A stored record could not be read back.
-    #[error("session {id} is stored in a form this version cannot read: {reason}")]
+    #[error("MCP session {id} is stored in a form this version cannot read: {reason}")]
     Unreadable {
         /// The session.
-        id: SessionId,
+        id: McpSessionId,
         /// Decoder message.
         reason: String,
     },
@@ -99,23 +99,27 @@ pub enum SessionStoreError {
 #[async_trait]
 pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
     /// The state of `id`, unless absent or expired at `now` (Unix seconds).
-    async fn get(&self, id: &SessionId, now: i64) -> Result<Option<InitState>, SessionStoreError>;
+    async fn get(
+        &self,
+        id: &McpSessionId,
+        now: i64,
+    ) -> Result<Option<InitState>, SessionStoreError>;
     /// Creates or replaces the state of `state.session_id`.
     async fn put(&self, state: &InitState) -> Result<(), SessionStoreError>;
     /// Extends an existing, unexpired state to `expires_at`.
     async fn touch(
         &self,
-        id: &SessionId,
+        id: &McpSessionId,
         now: i64,
         expires_at: i64,
     ) -> Result<bool, SessionStoreError>;
     /// Removes the state of `id`.
-    async fn delete(&self, id: &SessionId) -> Result<bool, SessionStoreError>;
+    async fn delete(&self, id: &McpSessionId) -> Result<bool, SessionStoreError>;
     /// Records a cancel of `request` of session `id` for the process that
     /// runs it, which may be another (another Lambda instance).
     async fn cancel_request(
         &self,
-        id: &SessionId,
+        id: &McpSessionId,
         request: &str,
         expires_at: i64,
     ) -> Result<(), SessionStoreError>;
@@ -123,7 +127,7 @@ pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
     /// not expired at `now`).
     async fn request_cancelled(
         &self,
-        id: &SessionId,
+        id: &McpSessionId,
         request: &str,
         now: i64,
     ) -> Result<bool, SessionStoreError>;
@@ -132,7 +136,7 @@ pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
     /// stream, which may be another (another Lambda instance).
     async fn relay_reply(
         &self,
-        id: &SessionId,
+        id: &McpSessionId,
         request: &str,
         reply: &str,
         expires_at: i64,
@@ -141,7 +145,7 @@ pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
     /// one is there and unexpired at `now`.
     async fn relayed_reply(
         &self,
-        id: &SessionId,
+        id: &McpSessionId,
         request: &str,
         now: i64,
     ) -> Result<Option<String>, SessionStoreError>;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use redb::{Database, ReadableTable, TableDefinition};
 
-use super::{InitState, SessionId, SessionStore, SessionStoreError};
+use super::{InitState, McpSessionId, SessionStore, SessionStoreError};
 use crate::backends::embedded;
 
 /// Session id → JSON of the [`InitState`].
@@ -58,7 +58,7 @@ fn backend(source: impl Into<super::BoxError>) -> SessionStoreError {
     }
 }
 
-fn decode(id: &SessionId, bytes: &[u8]) -> Result<InitState, SessionStoreError> {
+fn decode(id: &McpSessionId, bytes: &[u8]) -> Result<InitState, SessionStoreError> {
     serde_json::from_slice(bytes).map_err(|e| SessionStoreError::Unreadable {
         id: id.clone(),
         reason: e.to_string(),
@@ -67,7 +67,11 @@ fn decode(id: &SessionId, bytes: &[u8]) -> Result<InitState, SessionStoreError> 
 
 #[async_trait]
 impl SessionStore for RedbSessionStore {
-    async fn get(&self, id: &SessionId, now: i64) -> Result<Option<InitState>, SessionStoreError> {
+    async fn get(
+        &self,
+        id: &McpSessionId,
+        now: i64,
+    ) -> Result<Option<InitState>, SessionStoreError> {
         let id = id.clone();
         self.blocking(move |db| {
             let tx = db.begin_read().map_err(backend)?;
@@ -92,7 +96,7 @@ impl SessionStore for RedbSessionStore {
 
     async fn touch(
         &self,
-        id: &SessionId,
+        id: &McpSessionId,
         now: i64,
         expires_at: i64,
     ) -> Result<bool, SessionStoreError> {
@@ -123,7 +127,7 @@ impl SessionStore for RedbSessionStore {
         .await
     }
 
-    async fn delete(&self, id: &SessionId) -> Result<bool, SessionStoreError> {
+    async fn delete(&self, id: &McpSessionId) -> Result<bool, SessionStoreError> {
         let id = id.clone();
         self.blocking(move |db| {
             let tx = db.begin_write().map_err(backend)?;
@@ -141,7 +145,7 @@ impl SessionStore for RedbSessionStore {
 
     async fn cancel_request(
         &self,
-        id: &SessionId,
+        id: &McpSessionId,
         request: &str,
         expires_at: i64,
     ) -> Result<(), SessionStoreError> {
@@ -161,7 +165,7 @@ impl SessionStore for RedbSessionStore {
 
     async fn request_cancelled(
         &self,
-        id: &SessionId,
+        id: &McpSessionId,
         request: &str,
         now: i64,
     ) -> Result<bool, SessionStoreError> {
@@ -180,7 +184,7 @@ impl SessionStore for RedbSessionStore {
 
     async fn relay_reply(
         &self,
-        id: &SessionId,
+        id: &McpSessionId,
         request: &str,
         reply: &str,
         expires_at: i64,
@@ -204,7 +208,7 @@ impl SessionStore for RedbSessionStore {
 
     async fn relayed_reply(
         &self,
-        id: &SessionId,
+        id: &McpSessionId,
         request: &str,
         now: i64,
     ) -> Result<Option<String>, SessionStoreError> {

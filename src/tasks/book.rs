@@ -282,7 +282,7 @@ const ASKED: &str = "The run asks the person: answer its inputRequests (tasks/up
 
 /// How answering a task's input went.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Answered {
+pub enum InputAnswered {
     /// No such task (or it expired).
     Missing,
     /// The task waits for no input (it runs, or it ended): nothing changed.
@@ -316,10 +316,10 @@ impl TaskBook {
         tenant: &Tenant,
         id: Uuid,
         responses: &serde_json::Map<String, serde_json::Value>,
-    ) -> Result<Result<Answered, RefusedResponse>, TaskStoreError> {
+    ) -> Result<Result<InputAnswered, RefusedResponse>, TaskStoreError> {
         'read: loop {
             let Some(read) = self.read_live(tenant, id).await? else {
-                return Ok(Ok(Answered::Missing));
+                return Ok(Ok(InputAnswered::Missing));
             };
             let mut record = read.record.clone();
             let Some(input) = record
@@ -327,7 +327,7 @@ impl TaskBook {
                 .as_mut()
                 .filter(|_| read.record.status == TaskStatus::InputRequired)
             else {
-                return Ok(Ok(Answered::NotWaiting(read.record)));
+                return Ok(Ok(InputAnswered::NotWaiting(read.record)));
             };
             for (key, response) in responses {
                 let Some(request) = input.requests.get(key) else {
@@ -380,9 +380,9 @@ impl TaskBook {
             }
             if self.store.replace(tenant, &record, read.version).await? {
                 return Ok(Ok(if complete {
-                    Answered::Complete(record)
+                    InputAnswered::Complete(record)
                 } else {
-                    Answered::Waiting(record)
+                    InputAnswered::Waiting(record)
                 }));
             }
         }

@@ -13,7 +13,7 @@ mod record;
 mod runner;
 mod store;
 
-pub use book::{Answered, Changed, RefusedResponse, SILENT_BEATS, TaskBook, UNCLAIMED_BEATS};
+pub use book::{Changed, InputAnswered, RefusedResponse, SILENT_BEATS, TaskBook, UNCLAIMED_BEATS};
 pub use handoff::LambdaHandoff;
 pub use policy::TaskSupport;
 pub use record::{TaskChange, TaskInput, TaskOutcome, TaskRecord, TaskRequest, TaskStatus};

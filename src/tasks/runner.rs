@@ -240,7 +240,7 @@ impl Tasks {
     }
 
     /// Continues `task`, whose requests were all answered
-    /// ([`super::Answered::Complete`]): its run resumes from its stored
+    /// ([`super::InputAnswered::Complete`]): its run resumes from its stored
     /// heap here, or in the invocation it is handed to.
     pub async fn resume(&self, tenant: &Tenant, task: &TaskRecord) -> Result<(), TaskError> {
         let id = task.task_id;

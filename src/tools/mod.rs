@@ -39,7 +39,7 @@ pub use run_js::run_fresh;
 pub use saves::Lifecycle;
 pub use saves::{Saves, UnsavedBounds};
 pub use toolbox::{
-    Answer, CallContext, HeapName, Instead, MAX_READ_FILE_BYTES, MAX_RESULT_JSON_BYTES, Toolbox,
+    CallContext, HeapName, Instead, MAX_READ_FILE_BYTES, MAX_RESULT_JSON_BYTES, ToolAnswer, Toolbox,
 };
 use toolbox::{fits_one_response, result_json_len};
 
@@ -219,7 +219,7 @@ impl Toolbox {
 /// platform can carry (a 502 on Lambda). Tools that can shrink their answer
 /// (`run_js`, `list_session_snapshots`) do so before it comes to this.
 /// What a call of `tool` that answered `answer` is.
-fn called(tool: &str, mut answer: toolbox::Answer) -> Result<Called, ToolCallError> {
+fn called(tool: &str, mut answer: toolbox::ToolAnswer) -> Result<Called, ToolCallError> {
     match answer.instead.take() {
         Some(toolbox::Instead::Ask(asked)) => Ok(Called::InputRequired(asked)),
         Some(toolbox::Instead::InvalidParams(why)) => Err(ToolCallError::InvalidParams(why)),
@@ -227,8 +227,8 @@ fn called(tool: &str, mut answer: toolbox::Answer) -> Result<Called, ToolCallErr
     }
 }
 
-fn within_response_limit(tool: &str, answer: toolbox::Answer) -> CallToolResult {
-    let toolbox::Answer {
+fn within_response_limit(tool: &str, answer: toolbox::ToolAnswer) -> CallToolResult {
+    let toolbox::ToolAnswer {
         result, json_len, ..
     } = answer;
     let fits = match json_len {

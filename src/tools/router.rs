@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 
 use super::answer::schema;
 use super::calls::{TaskSupport, ToolCallError};
-use super::toolbox::{Answer, CallContext, Toolbox, structured_result};
+use super::toolbox::{CallContext, ToolAnswer, Toolbox, structured_result};
 use super::{display_page, executions, heap_tags, run_js, session_log};
 use crate::packages::PackageView;
 use crate::protocol::mcp::{CallToolResult, Tool, ToolAnnotations};
@@ -54,7 +54,7 @@ type Handler = Arc<
             CallContext<'a>,
             Option<&'a RawValue>,
             bool,
-        ) -> BoxFuture<'a, Result<Answer, ToolCallError>>
+        ) -> BoxFuture<'a, Result<ToolAnswer, ToolCallError>>
         + Send
         + Sync,
 >;
@@ -68,7 +68,7 @@ where
             CallContext<'a>,
             Option<&'a RawValue>,
             bool,
-        ) -> BoxFuture<'a, Result<Answer, ToolCallError>>
+        ) -> BoxFuture<'a, Result<ToolAnswer, ToolCallError>>
         + Send
         + Sync
         + 'static,
@@ -162,7 +162,7 @@ impl ToolRoute {
                 &'a Toolbox,
                 CallContext<'a>,
                 Option<&'a RawValue>,
-            ) -> BoxFuture<'a, Result<Answer, ToolCallError>>
+            ) -> BoxFuture<'a, Result<ToolAnswer, ToolCallError>>
             + Send
             + Sync
             + 'static,
@@ -250,7 +250,7 @@ impl ToolRoute {
         context: CallContext<'a>,
         arguments: Option<&'a RawValue>,
         structured: bool,
-    ) -> BoxFuture<'a, Result<Answer, ToolCallError>> {
+    ) -> BoxFuture<'a, Result<ToolAnswer, ToolCallError>> {
         (self.call)(toolbox, context, arguments, structured)
     }
 }

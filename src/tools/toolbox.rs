@@ -264,7 +264,7 @@ pub const MAX_READ_FILE_BYTES: usize = (MAX_RESULT_JSON_BYTES - 64 * 1024) / 4 *
 /// while shaping it (run_js's answer with its `display()` blocks): the
 /// response limit reads that instead of serializing the result again.
 #[derive(Debug)]
-pub struct Answer {
+pub struct ToolAnswer {
     /// The tool's result.
     pub result: CallToolResult,
     /// The length of `result`'s JSON, when the tool measured it.
@@ -283,7 +283,7 @@ pub enum Instead {
     InvalidParams(String),
 }
 
-impl From<CallToolResult> for Answer {
+impl From<CallToolResult> for ToolAnswer {
     fn from(result: CallToolResult) -> Self {
         Self {
             result,

@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::clock::unix_now;
 use crate::protocol::jsonrpc::{Reply, RequestId};
 use crate::protocol::mcp::InputRequiredResult;
-use crate::session::{SessionId, SessionStore};
+use crate::session::{McpSessionId, SessionStore};
 use crate::tools::RunControl;
 
 /// How often a process waiting for a reply asks the session store whether
@@ -46,31 +46,32 @@ struct Relayed {
 }
 
 /// A client's reply: the `result`, or the `error` it answered instead.
-type Answered = Result<Value, Value>;
+type ClientReply = Result<Value, Value>;
 
 /// Requests this process sent on a call's stream and waits to hear back
 /// about, by transport session and the id it gave them.
 #[derive(Debug, Default)]
 pub(super) struct Replies {
-    waiting: Mutex<HashMap<(SessionId, RequestId), oneshot::Sender<Answered>>>,
+    waiting: Mutex<HashMap<(McpSessionId, RequestId), oneshot::Sender<ClientReply>>>,
 }
 
 impl Replies {
     fn lock(
         &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<(SessionId, RequestId), oneshot::Sender<Answered>>> {
+    ) -> std::sync::MutexGuard<'_, HashMap<(McpSessionId, RequestId), oneshot::Sender<ClientReply>>>
+    {
         // Each insert and remove leaves the map whole.
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Waits, from now on, for the reply to `id` of `session`.
-    fn expect(&self, session: &SessionId, id: &RequestId) -> oneshot::Receiver<Answered> {
+    fn expect(&self, session: &McpSessionId, id: &RequestId) -> oneshot::Receiver<ClientReply> {
         let (sender, receiver) = oneshot::channel();
         self.lock().insert((session.clone(), id.clone()), sender);
         receiver
     }
 
-    fn forget(&self, session: &SessionId, id: &RequestId) {
+    fn forget(&self, session: &McpSessionId, id: &RequestId) {
         self.lock().remove(&(session.clone(), id.clone()));
     }
 }
@@ -82,7 +83,7 @@ impl Replies {
 pub(super) async fn deliver(
     replies: &Replies,
     store: &dyn SessionStore,
-    session: &SessionId,
+    session: &McpSessionId,
     id: RequestId,
     reply: Reply,
     kept_secs: i64,
@@ -138,7 +139,7 @@ fn request_key(id: &RequestId) -> String {
 pub(super) struct Conversation<'a> {
     /// The call's transport session, whose store relays the replies that
     /// reach another process.
-    pub(super) session: &'a SessionId,
+    pub(super) session: &'a McpSessionId,
     pub(super) store: &'a dyn SessionStore,
     /// When the host stops waiting for the answer (a Lambda invocation's
     /// deadline).
@@ -201,7 +202,7 @@ impl Conversation<'_> {
     async fn reply(
         &self,
         id: &RequestId,
-        mut receiver: oneshot::Receiver<Answered>,
+        mut receiver: oneshot::Receiver<ClientReply>,
     ) -> Result<Value, String> {
         let (session, store) = (self.session, self.store);
         let wait = self.longest_wait();

@@ -20,7 +20,7 @@ use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::logging::LoggingLevel;
 use crate::protocol::mcp::{self, CallToolResult, InputRequiredResult, method};
 use crate::server::{McpServer, MethodError, MethodResult};
-use crate::session::{LogicalSession, SessionId, SessionStore};
+use crate::session::{LogicalSession, McpSessionId, SessionStore};
 use crate::tenant::Tenant;
 use crate::tools::{CallContext, RunControl};
 
@@ -45,7 +45,7 @@ pub(super) struct RequestContext {
     pub deadline: Option<SystemTime>,
     /// The transport session the call belongs to, whose store relays
     /// cancels that another process received (session era only).
-    pub session: Option<(SessionId, Arc<dyn SessionStore>)>,
+    pub session: Option<(McpSessionId, Arc<dyn SessionStore>)>,
     /// Whether the answer may be an event stream: not inside a batch, and
     /// only where the deployment streams responses.
     pub may_stream: bool,

@@ -20,7 +20,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt;
 use tower_http::timeout::{RequestBodyTimeout, RequestBodyTimeoutLayer};
 
-use super::shedding::{Answered, Connections, Received, Slot};
+use super::shedding::{Connections, Received, Slot, WatchedBody};
 
 /// What a connection may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,7 +153,7 @@ fn tracked(
         async move {
             let request = request.map(|body| Received::new(body, conn.clone()));
             let response = service.oneshot(request).await?;
-            Ok(response.map(|body| axum::body::Body::new(Answered::new(body, conn))))
+            Ok(response.map(|body| axum::body::Body::new(WatchedBody::new(body, conn))))
         }
     })
 }

@@ -19,7 +19,7 @@ use crate::protocol::logging::{self, LoggingLevel};
 use crate::protocol::mcp::{self, BATCHING_VERSION, InitializeParams, method};
 use crate::server::McpServer;
 use crate::server::MethodResult;
-use crate::session::{InitState, SessionId, SessionStore};
+use crate::session::{InitState, McpSessionId, SessionStore};
 
 /// The session store and the sessions' lifetime.
 #[derive(Debug)]
@@ -45,7 +45,7 @@ impl Sessions {
         let id = raw
             .to_str()
             .ok()
-            .and_then(|text| SessionId::parse(text).ok())
+            .and_then(|text| McpSessionId::parse(text).ok())
             .ok_or_else(HttpError::session_not_found)?;
         tracing::Span::current().record("session", id.as_str());
         let now = unix_now();
@@ -235,7 +235,7 @@ async fn initialize(
     let logical_session = headers::logical_session(request_headers).map_err(with_id)?;
     let now = unix_now();
     let state = InitState {
-        session_id: SessionId::generate(),
+        session_id: McpSessionId::generate(),
         protocol_version: version.to_owned(),
         client_capabilities: params.capabilities,
         client_info: params.client_info,
@@ -291,7 +291,7 @@ fn answer_of(
 async fn cancel(
     sessions: &Sessions,
     calls: &Calls,
-    session: &SessionId,
+    session: &McpSessionId,
     params: Option<&RawValue>,
 ) {
     let Some(params) =

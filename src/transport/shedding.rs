@@ -319,12 +319,12 @@ impl<B: Body<Data = Bytes> + Unpin> Body for Received<B> {
 /// A response's body, whose end (written or dropped) leaves its connection
 /// waiting for its next request, from that moment.
 #[derive(Debug)]
-pub(super) struct Answered<B> {
+pub(super) struct WatchedBody<B> {
     inner: B,
     conn: Arc<Conn>,
 }
 
-impl<B> Answered<B> {
+impl<B> WatchedBody<B> {
     /// The connection serves while this body is written.
     pub(super) fn new(inner: B, conn: Arc<Conn>) -> Self {
         conn.serving();
@@ -332,13 +332,13 @@ impl<B> Answered<B> {
     }
 }
 
-impl<B> Drop for Answered<B> {
+impl<B> Drop for WatchedBody<B> {
     fn drop(&mut self) {
         self.conn.answered();
     }
 }
 
-impl<B: Body + Unpin> Body for Answered<B> {
+impl<B: Body + Unpin> Body for WatchedBody<B> {
     type Data = B::Data;
     type Error = B::Error;
 
@@ -451,7 +451,7 @@ mod tests {
         let read = http_body_util::BodyExt::collect(body).await.unwrap();
         assert_eq!(read.to_bytes(), Bytes::from_static(b"{}"));
         assert_eq!(conn.state(), SERVING);
-        let answer = Answered::new(http_body_util::Empty::<Bytes>::new(), conn.clone());
+        let answer = WatchedBody::new(http_body_util::Empty::<Bytes>::new(), conn.clone());
         assert_eq!(conn.state(), SERVING);
         drop(answer);
         assert_eq!(conn.state(), WAITING);

@@ -21,7 +21,7 @@ use crate::clock::unix_now;
 use crate::protocol::jsonrpc::{Notification, RequestId};
 use crate::protocol::logging::{self, LoggingMessageParams};
 use crate::protocol::mcp::{ProgressParams, method};
-use crate::session::{SessionId, SessionStore};
+use crate::session::{McpSessionId, SessionStore};
 use crate::tools::RunControl;
 
 /// How often a streamed call reports progress while it runs: inside the
@@ -45,7 +45,7 @@ const CANCEL_KEPT_SECS: i64 = 900;
 pub(super) async fn watched<F: Future>(
     call: F,
     store: &dyn SessionStore,
-    session: &SessionId,
+    session: &McpSessionId,
     id: &RequestId,
     control: &RunControl,
 ) -> F::Output {
@@ -80,7 +80,7 @@ fn request_key(id: &RequestId) -> String {
 /// Records a cancel this process could not deliver (the call runs in
 /// another process, e.g. another Lambda instance), for that process's
 /// [`watched`] to find.
-pub(super) async fn relay_cancel(store: &dyn SessionStore, session: &SessionId, id: &RequestId) {
+pub(super) async fn relay_cancel(store: &dyn SessionStore, session: &McpSessionId, id: &RequestId) {
     let request = request_key(id);
     if let Err(e) = store
         .cancel_request(session, &request, unix_now() + CANCEL_KEPT_SECS)
@@ -104,11 +104,13 @@ pub(super) struct Calls {
 /// Calls running in this process, by transport session and request id.
 #[derive(Debug, Default)]
 pub(super) struct InFlight {
-    runs: Mutex<HashMap<(SessionId, RequestId), Arc<RunControl>>>,
+    runs: Mutex<HashMap<(McpSessionId, RequestId), Arc<RunControl>>>,
 }
 
 impl InFlight {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(SessionId, RequestId), Arc<RunControl>>> {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<(McpSessionId, RequestId), Arc<RunControl>>> {
         // Each insert and remove leaves the map whole.
         self.runs.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -117,7 +119,7 @@ impl InFlight {
     /// the call ended (the client went away) and forgets it either way.
     pub(super) fn register(
         self: &Arc<Self>,
-        session: Option<(&SessionId, &RequestId)>,
+        session: Option<(&McpSessionId, &RequestId)>,
     ) -> Registration {
         let control = Arc::new(RunControl::default());
         let key = session.map(|(session, id)| (session.clone(), id.clone()));
@@ -133,7 +135,7 @@ impl InFlight {
 
     /// Cancels the call `id` of `session` when this process runs it; says
     /// whether it did.
-    pub(super) fn cancel(&self, session: &SessionId, id: &RequestId) -> bool {
+    pub(super) fn cancel(&self, session: &McpSessionId, id: &RequestId) -> bool {
         let control = self.lock().get(&(session.clone(), id.clone())).cloned();
         match control {
             Some(control) => {
@@ -149,7 +151,7 @@ impl InFlight {
 #[derive(Debug)]
 pub(super) struct Registration {
     inflight: Arc<InFlight>,
-    key: Option<(SessionId, RequestId)>,
+    key: Option<(McpSessionId, RequestId)>,
     control: Arc<RunControl>,
 }
 

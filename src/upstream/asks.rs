@@ -77,7 +77,7 @@ pub struct Answers {
 
 /// What a call gave: a value, or questions for the person.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Answer {
+pub enum UpstreamAnswer {
     /// The tool's value.
     Value(Value),
     /// The upstream asked.

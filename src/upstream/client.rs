@@ -31,8 +31,8 @@ use serde_json::Value;
 use url::Url;
 
 use super::asks::{
-    Answer, Answers, Asker, Asks, HELD_KEY, HeldCalls, Listeners, Listening, ProgressSink, Resume,
-    asks_of,
+    Answers, Asker, Asks, HELD_KEY, HeldCalls, Listeners, Listening, ProgressSink, Resume,
+    UpstreamAnswer, asks_of,
 };
 use super::call::{CallError, ToolInfo, value_of};
 use super::call::{innermost, without_rust_types};
@@ -148,7 +148,7 @@ impl Upstreams {
         answers: Option<Answers>,
         progress: Option<ProgressSink>,
         timeout: Duration,
-    ) -> Result<Answer, CallError> {
+    ) -> Result<UpstreamAnswer, CallError> {
         let mut audit = Audit {
             server,
             tool,
@@ -164,8 +164,8 @@ impl Upstreams {
             Err(error) => Err(error),
         };
         audit.ended = Some(match &outcome {
-            Ok((Answer::Value(_), bytes)) => ("ok", *bytes),
-            Ok((Answer::Asks(_), _)) => ("asked", 0),
+            Ok((UpstreamAnswer::Value(_), bytes)) => ("ok", *bytes),
+            Ok((UpstreamAnswer::Asks(_), _)) => ("asked", 0),
             Err(error) => (error.status(), 0),
         });
         outcome.map(|(answer, _)| answer)
@@ -542,7 +542,7 @@ impl Server {
         progress: Option<ProgressSink>,
         timeout: Duration,
         held: &HeldCalls<Held>,
-    ) -> Result<(Answer, u64), CallError> {
+    ) -> Result<(UpstreamAnswer, u64), CallError> {
         let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
         let timed_out = || CallError::TimedOut {
             server: self.name.clone(),
@@ -649,7 +649,7 @@ impl Server {
                     flight,
                 });
                 return Ok((
-                    Answer::Asks(Asks {
+                    UpstreamAnswer::Asks(Asks {
                         requests,
                         resume: Resume::Held { token },
                     }),
@@ -658,7 +658,8 @@ impl Server {
             };
             let result = match answer {
                 Ok(rmcp::model::ServerResult::InputRequiredResult(asked)) => {
-                    return asks_of(&self.name, tool, asked).map(|asks| (Answer::Asks(asks), 0));
+                    return asks_of(&self.name, tool, asked)
+                        .map(|asks| (UpstreamAnswer::Asks(asks), 0));
                 }
                 Ok(answer) => tool_result(answer),
                 Err(error) => Err(error),
@@ -677,7 +678,7 @@ impl Server {
                 });
             }
             value_of(raw, wrapped)
-                .map(|value| (Answer::Value(value), bytes))
+                .map(|value| (UpstreamAnswer::Value(value), bytes))
                 .map_err(|text| CallError::Tool {
                     server: self.name.clone(),
                     tool: tool.to_owned(),

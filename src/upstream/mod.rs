@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-pub use asks::{Answer, Answers, Asks, ProgressSink, Resume};
+pub use asks::{Answers, Asks, ProgressSink, Resume, UpstreamAnswer};
 pub use call::{CallError, ToolInfo};
 pub use client::Upstreams;
 

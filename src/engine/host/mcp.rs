@@ -18,7 +18,8 @@ use crate::engine::layer::registry::Family;
 use crate::engine::layer::registry::Natives;
 use crate::engine::services::work::{HostWork, WorkSink};
 use crate::upstream::{
-    Answer as Called, Answers, CallError, McpCount, ProgressSink, Resume, UpstreamConfig, Upstreams,
+    Answers, CallError, McpCount, ProgressSink, Resume, UpstreamAnswer as Called, UpstreamConfig,
+    Upstreams,
 };
 
 pub(crate) fn natives() -> Natives {
@@ -29,7 +30,7 @@ pub(crate) fn natives() -> Natives {
 }
 
 /// An answer for the run: the call's id and `{"ok": …}` or `{"error": …}`.
-type Answer = (u32, String);
+type Delivery = (u32, String);
 
 /// A run's calls and the promises waiting on them.
 pub(crate) struct McpRun {
@@ -439,7 +440,7 @@ fn error_fields(error: &CallError) -> Value {
 }
 
 /// Settles the promise an answer is for.
-fn deliver(scope: &mut v8::PinScope<'_, '_>, (id, text): Answer) {
+fn deliver(scope: &mut v8::PinScope<'_, '_>, (id, text): Delivery) {
     let Some((_, resolver)) = state(scope).and_then(|run| run.flights.remove(&id)) else {
         return;
     };

@@ -412,13 +412,13 @@ pub(crate) enum Wanted<'a> {
 /// job's heap (for [`WorkerPool::mark_ready`]) and, for a live heap, its
 /// snapshot on its way.
 #[derive(Debug)]
-pub(crate) struct Executed {
+pub(crate) struct WorkerOutcome {
     pub result: JobResult,
     pub preparing: Option<u64>,
     pub snapshot: Option<tokio::sync::oneshot::Receiver<Blob>>,
 }
 
-impl Executed {
+impl WorkerOutcome {
     /// A job run in this process: nothing follows its result.
     pub(crate) fn here(result: JobResult) -> Self {
         Self {

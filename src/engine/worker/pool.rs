@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use super::{Claim, EarlyResult, Executed, Live, ReadyHeap, Wanted, Worker, died, resident_bytes};
+use super::{
+    Claim, EarlyResult, Live, ReadyHeap, Wanted, Worker, WorkerOutcome, died, resident_bytes,
+};
 use crate::engine::capability::control::Target;
 use crate::engine::capability::outcome::EngineError;
 use crate::engine::contract::Job;
@@ -290,7 +292,7 @@ impl WorkerPool {
         services: &HostServices,
         ran: Option<EarlyResult>,
         claim: Option<Claim>,
-    ) -> Result<Executed, EngineError> {
+    ) -> Result<WorkerOutcome, EngineError> {
         let mut job = job;
         job.seq = self
             .next_seq
@@ -360,7 +362,7 @@ impl WorkerPool {
                 }
                 // A worker ended here leaves the snapshot its forked copy
                 // writes: the copy writes to the server itself.
-                Ok(Executed {
+                Ok(WorkerOutcome {
                     result,
                     preparing,
                     snapshot,
@@ -375,7 +377,7 @@ impl WorkerPool {
                 } else {
                     tracing::error!(pid, %ended, error = %io, "an engine worker died during a run");
                 }
-                Ok(Executed {
+                Ok(WorkerOutcome {
                     result: died(&job, &ended, &words, io.kind()),
                     preparing: None,
                     snapshot: None,

@@ -3,7 +3,7 @@
 
 use crate::clock::{rfc3339_millis as rfc3339, unix_now};
 use crate::tools::answer::budget::{self, Kept};
-use crate::tools::toolbox::{Answer, MAX_RESULT_JSON_BYTES, Toolbox, result_json_len};
+use crate::tools::toolbox::{MAX_RESULT_JSON_BYTES, ToolAnswer, Toolbox, result_json_len};
 
 use crate::engine::{RunOutcome, RunStatus};
 use crate::meta::{ExecutionRecord, NewLogEntry, Tags};
@@ -74,7 +74,7 @@ impl Shape {
 /// response (docs/tools.md); for a host with an MCP Apps `view`, `_meta`
 /// says what each block is. The answer is measured once, where the blocks
 /// need the room the text leaves; its length goes with it to the
-/// response limit (`Answer::json_len`).
+/// response limit (`ToolAnswer::json_len`).
 pub(super) async fn with_displays(
     toolbox: &Toolbox,
     tenant: &Tenant,
@@ -82,7 +82,7 @@ pub(super) async fn with_displays(
     repl: Option<String>,
     displays: Vec<crate::engine::Displayed>,
     shape: Shape,
-) -> Answer {
+) -> ToolAnswer {
     if displays.is_empty() {
         // Within the answer budget: the response limit's bound clears it
         // without measuring.
@@ -157,7 +157,7 @@ pub(super) async fn with_displays(
     }
     json_len += shown.json_len;
     result.content.extend(shown.content);
-    Answer {
+    ToolAnswer {
         instead: None,
         result,
         json_len: Some(json_len),

@@ -5,12 +5,12 @@
 
 use serde_json::{Map, Value, json};
 
-use super::plan::CallPlan;
+use super::start::CallPlan;
 use crate::elicit::{ElicitContext, Reach, RequestState, StateKey, Suspension};
 use crate::engine::{RunOutcome, RunReport};
 use crate::protocol::mcp::{CallToolResult, InputRequiredResult};
 use crate::session::LogicalSession;
-use crate::tools::toolbox::{Answer, CallContext, Instead, Toolbox};
+use crate::tools::toolbox::{CallContext, Instead, ToolAnswer, Toolbox};
 
 /// Why a retry does not resume its run.
 pub(super) enum NotResumed {
@@ -204,13 +204,13 @@ impl Resumed {
 }
 
 /// The answer that asks the person.
-pub(super) fn ask(asked: InputRequiredResult) -> Answer {
+pub(super) fn ask(asked: InputRequiredResult) -> ToolAnswer {
     instead(Instead::Ask(asked))
 }
 
 /// An answer that is not a tool result (its `result` is never read).
-pub(super) fn instead(instead: Instead) -> Answer {
-    Answer {
+pub(super) fn instead(instead: Instead) -> ToolAnswer {
+    ToolAnswer {
         result: CallToolResult::error(String::new()),
         json_len: None,
         instead: Some(instead),
@@ -234,7 +234,7 @@ pub(super) async fn suspended(
     context: CallContext<'_>,
     report: &mut RunReport,
     call: Asking<'_>,
-) -> Answer {
+) -> ToolAnswer {
     let outcome = &report.outcome;
     let (Some(waiting), Some(heap)) = (report.waiting.take(), outcome.heap.clone()) else {
         return CallToolResult::error(format!(

@@ -8,16 +8,16 @@ mod answer;
 mod arguments;
 mod asking;
 mod description;
-mod plan;
+mod start;
 
 use self::answer::{Shape, record, with_displays};
 use self::arguments::RunJsCall;
 pub(super) use self::arguments::asked_duration;
 pub(super) use self::description::describe;
-use self::plan::{fresh_start_warning, plan, resolve_latest};
+use self::start::{fresh_start_warning, plan, resolve_latest};
 
 use super::answer::budget::Kept;
-use super::toolbox::{Answer, CallContext, Instead, Toolbox};
+use super::toolbox::{CallContext, Instead, ToolAnswer, Toolbox};
 use crate::clock::rfc3339_millis as rfc3339;
 use tracing::Instrument;
 
@@ -40,7 +40,7 @@ pub(super) async fn call(
     context: CallContext<'_>,
     call: RunJsCall,
     structured: bool,
-) -> Answer {
+) -> ToolAnswer {
     match context.retry {
         Some(retry) if retry.request_state.is_none() && retry.input_responses.is_some() => {
             answered_up_front(toolbox, context, retry, call, structured).await
@@ -62,7 +62,7 @@ async fn answered_up_front(
     retry: &crate::elicit::Retry,
     call: RunJsCall,
     structured: bool,
-) -> Answer {
+) -> ToolAnswer {
     let given = retry.input_responses.clone().unwrap_or_default();
     let fresh = CallContext {
         retry: None,
@@ -106,12 +106,12 @@ async fn call_once(
     context: CallContext<'_>,
     call: RunJsCall,
     structured: bool,
-) -> Answer {
+) -> ToolAnswer {
     // The code as sent: the advice, the digest a retry is checked against.
     let code = call.args.code.clone();
     let digest = crate::elicit::state::call_digest(NAME, &code);
     if let Some(heap) = call.args.heap.as_deref()
-        && let Some(message) = plan::heap_given_as_run(toolbox, context, heap).await
+        && let Some(message) = start::heap_given_as_run(toolbox, context, heap).await
     {
         return CallToolResult::error(message).into();
     }
@@ -349,7 +349,7 @@ pub async fn run_fresh(
     context: CallContext<'_>,
     code: String,
     timeout_secs: f64,
-) -> Answer {
+) -> ToolAnswer {
     let call = serde_json::from_value(serde_json::json!({
         "code": code,
         "heap": "",

@@ -27,7 +27,7 @@ use mcp_v8_lambda::meta::{
     ExecutionRecord, LogEntry, MetaStore, MetaStoreError, NewLogEntry, PendingSave, Tags,
 };
 use mcp_v8_lambda::session::{
-    InitState, LogicalSession, SessionId, SessionStore, SessionStoreError,
+    InitState, LogicalSession, McpSessionId, SessionStore, SessionStoreError,
 };
 use mcp_v8_lambda::tenant::Tenant;
 
@@ -187,7 +187,11 @@ const STORE: &str = "faulty";
 
 #[async_trait]
 impl SessionStore for Faulty<dyn SessionStore> {
-    async fn get(&self, id: &SessionId, now: i64) -> Result<Option<InitState>, SessionStoreError> {
+    async fn get(
+        &self,
+        id: &McpSessionId,
+        now: i64,
+    ) -> Result<Option<InitState>, SessionStoreError> {
         fail_session(&self.plan, "session.get").await?;
         self.inner.get(id, now).await
     }
@@ -197,20 +201,20 @@ impl SessionStore for Faulty<dyn SessionStore> {
     }
     async fn touch(
         &self,
-        id: &SessionId,
+        id: &McpSessionId,
         now: i64,
         expires_at: i64,
     ) -> Result<bool, SessionStoreError> {
         fail_session(&self.plan, "session.touch").await?;
         self.inner.touch(id, now, expires_at).await
     }
-    async fn delete(&self, id: &SessionId) -> Result<bool, SessionStoreError> {
+    async fn delete(&self, id: &McpSessionId) -> Result<bool, SessionStoreError> {
         fail_session(&self.plan, "session.delete").await?;
         self.inner.delete(id).await
     }
     async fn cancel_request(
         &self,
-        id: &SessionId,
+        id: &McpSessionId,
         request: &str,
         expires_at: i64,
     ) -> Result<(), SessionStoreError> {
@@ -219,7 +223,7 @@ impl SessionStore for Faulty<dyn SessionStore> {
     }
     async fn request_cancelled(
         &self,
-        id: &SessionId,
+        id: &McpSessionId,
         request: &str,
         now: i64,
     ) -> Result<bool, SessionStoreError> {
@@ -228,7 +232,7 @@ impl SessionStore for Faulty<dyn SessionStore> {
     }
     async fn relay_reply(
         &self,
-        id: &SessionId,
+        id: &McpSessionId,
         request: &str,
         reply: &str,
         expires_at: i64,
@@ -238,7 +242,7 @@ impl SessionStore for Faulty<dyn SessionStore> {
     }
     async fn relayed_reply(
         &self,
-        id: &SessionId,
+        id: &McpSessionId,
         request: &str,
         now: i64,
     ) -> Result<Option<String>, SessionStoreError> {

@@ -8,7 +8,7 @@ use axum::http::{Request, StatusCode};
 use common::{broken_sessions, post, server, server_with};
 use mcp_v8_lambda::clock::unix_now;
 use mcp_v8_lambda::config::Config;
-use mcp_v8_lambda::session::SessionId;
+use mcp_v8_lambda::session::McpSessionId;
 use mcp_v8_lambda::tenant::Tenant;
 use mcp_v8_lambda::transport::{Principal, router};
 use serde_json::{Value, json};
@@ -35,7 +35,7 @@ async fn initialize_negotiates_persists_and_returns_a_session_id() {
     );
     assert_eq!(result["serverInfo"]["name"], "mcp-v8-lambda");
     assert!(result["instructions"].as_str().unwrap().contains("heap"));
-    let id = SessionId::parse(reply.headers["mcp-session-id"].to_str().unwrap()).unwrap();
+    let id = McpSessionId::parse(reply.headers["mcp-session-id"].to_str().unwrap()).unwrap();
     let state = s
         .sessions
         .get(&id, unix_now())
@@ -71,7 +71,7 @@ async fn notifications_are_accepted_without_a_body_and_mark_initialized() {
     assert_eq!(reply.body, Value::Null);
     let state = s
         .sessions
-        .get(&SessionId::parse(&sid).unwrap(), unix_now())
+        .get(&McpSessionId::parse(&sid).unwrap(), unix_now())
         .await
         .unwrap()
         .unwrap();
@@ -105,7 +105,7 @@ async fn a_request_without_a_session_header_is_400() {
 #[tokio::test]
 async fn unknown_malformed_and_expired_sessions_are_404_session_not_found() {
     let s = server();
-    let unknown = SessionId::generate();
+    let unknown = McpSessionId::generate();
     for sid in [unknown.as_str(), "not-a-session-id"] {
         let reply = s
             .rpc(Some(sid), json!({"jsonrpc":"2.0","id":1,"method":"ping"}))
@@ -115,7 +115,7 @@ async fn unknown_malformed_and_expired_sessions_are_404_session_not_found() {
         assert_eq!(reply.body["error"]["message"], "Session not found");
     }
     let sid = s.initialize().await;
-    let id = SessionId::parse(&sid).unwrap();
+    let id = McpSessionId::parse(&sid).unwrap();
     let mut state = s.sessions.get(&id, unix_now()).await.unwrap().unwrap();
     state.expires_at = unix_now() - 1;
     s.sessions.put(&state).await.unwrap();
@@ -130,7 +130,7 @@ async fn a_failing_session_store_is_500_never_a_fresh_session() {
     let s = server_with(3600, false, Some(broken_sessions()));
     let reply = s
         .rpc(
-            Some(SessionId::generate().as_str()),
+            Some(McpSessionId::generate().as_str()),
             json!({"jsonrpc":"2.0","id":1,"method":"ping"}),
         )
         .await;
@@ -511,7 +511,7 @@ async fn stateless_mode_refuses_heaps_and_returns_none() {
 async fn expiry_slides_only_when_less_than_half_remains() {
     let s = server_with(1000, false, None);
     let sid = s.initialize().await;
-    let id = SessionId::parse(&sid).unwrap();
+    let id = McpSessionId::parse(&sid).unwrap();
     let fresh = s
         .sessions
         .get(&id, unix_now())

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::common::conformance::session::{self as conformance, sample_state};
-use mcp_v8_lambda::session::{RedbSessionStore, SessionId, SessionStore};
+use mcp_v8_lambda::session::{McpSessionId, RedbSessionStore, SessionStore};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redb_store_passes_the_conformance_suite() {
@@ -35,12 +35,12 @@ async fn a_state_survives_reopening_the_database() {
 
 #[test]
 fn session_ids_are_long_random_and_visible_ascii() {
-    let a = SessionId::generate();
-    let b = SessionId::generate();
+    let a = McpSessionId::generate();
+    let b = McpSessionId::generate();
     assert_ne!(a, b);
     assert_eq!(a.as_str().len(), 48, "192 bits in hex");
     assert!(a.as_str().bytes().all(|c| c.is_ascii_graphic()));
-    assert_eq!(SessionId::parse(a.as_str()).unwrap(), a);
+    assert_eq!(McpSessionId::parse(a.as_str()).unwrap(), a);
     for bad in [
         "",
         "short",
@@ -48,7 +48,7 @@ fn session_ids_are_long_random_and_visible_ascii() {
         &"a".repeat(47),
         "../../etc/passwd",
     ] {
-        assert!(SessionId::parse(bad).is_err(), "{bad}");
+        assert!(McpSessionId::parse(bad).is_err(), "{bad}");
     }
 }
 
@@ -59,7 +59,7 @@ async fn an_unopenable_database_is_a_backend_error() {
     std::fs::write(&blocker, b"x").unwrap();
     let err = RedbSessionStore::open(&blocker.join("meta.redb")).unwrap_err();
     assert!(
-        err.to_string().contains("redb session store failed"),
+        err.to_string().contains("redb MCP session store failed"),
         "{err}"
     );
 }

@@ -420,7 +420,7 @@ fn no_family_imports_what_runs_it() {
         "engine/run/",
         "engine/worker/",
         "engine/contract/",
-        "engine/heaps/",
+        "engine/heap_keeping/",
         "engine/prelude/",
         "engine/layer/mod.rs",
     ];

@@ -4,6 +4,7 @@
 //! mirror the run contract across the worker pipe, a second
 //! content-addressing helper, a module the README's layout omits.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 fn src() -> PathBuf {
@@ -579,6 +580,59 @@ fn no_name_says_two_things() {
         .map(|(file, _)| file)
         .collect();
     assert!(executes.len() <= 2, "fn execute in {executes:?}");
+}
+
+/// The words that named two things once (docs/architecture.md, "Words")
+/// name one type each: the transport's session and the caller's logical
+/// session, a tool's answer and an upstream's, a task's run and a
+/// worker's.
+#[test]
+fn each_word_that_named_two_things_names_one_type() {
+    let words = [
+        "Call",
+        "Answer",
+        "ToolAnswer",
+        "UpstreamAnswer",
+        "Answered",
+        "InputAnswered",
+        "Ran",
+        "Executed",
+        "WorkerOutcome",
+        "SessionId",
+        "McpSessionId",
+        "LogicalSession",
+    ];
+    let mut declared: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for (file, code) in sources() {
+        for line in code_lines(&code) {
+            let line = line
+                .trim_start_matches("pub(crate) ")
+                .trim_start_matches("pub(super) ")
+                .trim_start_matches("pub ");
+            for word in words {
+                let named = ["struct ", "enum ", "type ", "trait "].iter().any(|kind| {
+                    line.strip_prefix(kind)
+                        .and_then(|rest| rest.strip_prefix(word))
+                        .is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric()))
+                });
+                if named {
+                    declared.entry(word).or_default().push(file.clone());
+                }
+            }
+        }
+    }
+    let twice: Vec<_> = declared
+        .iter()
+        .filter(|(_, files)| files.len() > 1)
+        .collect();
+    assert!(
+        twice.is_empty(),
+        "declared in more than one file: {twice:#?}"
+    );
+    assert!(
+        declared.contains_key("McpSessionId") && declared.contains_key("LogicalSession"),
+        "the reader must see the session pair: {declared:?}"
+    );
 }
 
 /// The integration tests sort into a few folders by axis.

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use mcp_v8_lambda::protocol::mcp::ClientInfo;
-use mcp_v8_lambda::session::{InitState, LogicalSession, SessionId, SessionStore};
+use mcp_v8_lambda::session::{InitState, LogicalSession, McpSessionId, SessionStore};
 
 const NOW: i64 = 1_800_000_000;
 
@@ -14,7 +14,7 @@ pub fn sample_state(logical_session: Option<&str>) -> InitState {
     let mut capabilities = serde_json::Map::new();
     capabilities.insert("roots".into(), serde_json::json!({ "listChanged": true }));
     InitState {
-        session_id: SessionId::generate(),
+        session_id: McpSessionId::generate(),
         protocol_version: "2025-06-18".into(),
         client_capabilities: capabilities,
         client_info: ClientInfo {
@@ -49,7 +49,7 @@ pub async fn run_all(store: Arc<dyn SessionStore>) {
 
 /// A cancel is seen for its own session and request, until it expires.
 pub async fn cancels_are_seen_for_their_request_only_until_they_expire(store: &dyn SessionStore) {
-    let (a, b) = (SessionId::generate(), SessionId::generate());
+    let (a, b) = (McpSessionId::generate(), McpSessionId::generate());
     assert!(!store.request_cancelled(&a, "7", 100).await.unwrap());
     store.cancel_request(&a, "7", 200).await.unwrap();
     assert!(store.request_cancelled(&a, "7", 100).await.unwrap());
@@ -67,7 +67,7 @@ pub async fn cancels_are_seen_for_their_request_only_until_they_expire(store: &d
 /// A relayed reply is seen for its own session and request, the latest
 /// one, until it expires.
 pub async fn replies_are_seen_for_their_request_only_until_they_expire(store: &dyn SessionStore) {
-    let (a, b) = (SessionId::generate(), SessionId::generate());
+    let (a, b) = (McpSessionId::generate(), McpSessionId::generate());
     assert_eq!(store.relayed_reply(&a, "\"e1\"", 100).await.unwrap(), None);
     store
         .relay_reply(&a, "\"e1\"", r#"{"result":{"action":"decline"}}"#, 200)
@@ -102,7 +102,7 @@ pub async fn replies_are_seen_for_their_request_only_until_they_expire(store: &d
 pub async fn unknown_id_is_none(store: &dyn SessionStore) {
     assert!(
         store
-            .get(&SessionId::generate(), NOW)
+            .get(&McpSessionId::generate(), NOW)
             .await
             .unwrap()
             .is_none()
@@ -173,7 +173,7 @@ pub async fn touch_extends_only_live_states(store: &dyn SessionStore) {
     );
     assert!(
         !store
-            .touch(&SessionId::generate(), NOW, later)
+            .touch(&McpSessionId::generate(), NOW, later)
             .await
             .unwrap(),
         "unknown"

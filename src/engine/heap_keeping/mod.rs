@@ -110,7 +110,7 @@ impl Heaps<'_> {
     pub(super) async fn keep(
         &self,
         tenant: &Tenant,
-        executed: worker::Executed,
+        executed: worker::WorkerOutcome,
         kept: Kept,
         live: Option<&tokio::sync::watch::Sender<Option<bool>>>,
     ) -> (contract::JobResult, Option<Result<HeapKey, RunError>>) {
@@ -140,7 +140,7 @@ impl Heaps<'_> {
                 return (executed.result, Some(Err(error)));
             }
             say_live(self.ready_live(tenant, &executed, &kept));
-            let worker::Executed {
+            let worker::WorkerOutcome {
                 result, snapshot, ..
             } = executed;
             let stored = match snapshot.expect("checked above").await {
@@ -225,7 +225,7 @@ impl Heaps<'_> {
     /// Makes the heap an engine worker keeps live after `executed` ready
     /// for the next call, by the run's id, before its snapshot comes;
     /// whether there is one.
-    fn ready_live(&self, tenant: &Tenant, executed: &worker::Executed, kept: &Kept) -> bool {
+    fn ready_live(&self, tenant: &Tenant, executed: &worker::WorkerOutcome, kept: &Kept) -> bool {
         let (Some(_), Some(id), Some(workers)) =
             (&executed.snapshot, executed.preparing, self.workers)
         else {
