@@ -66,7 +66,7 @@ pub(crate) fn main() {
                     ..Default::default()
                 },
                 warm_isolates,
-                ..EngineConfig::default()
+                ..EngineConfig::in_process()
             },
             None,
         )

@@ -108,7 +108,7 @@ fn prelude(n: usize) {
     let engine = |with: bool| {
         let store = FileHeapStore::new(dir.path().join(if with { "with" } else { "without" }));
         let engine = Engine::new(
-            EngineConfig::default(),
+            EngineConfig::in_process(),
             Some(Arc::new(store) as Arc<dyn HeapStore>),
         );
         if with {
@@ -172,10 +172,13 @@ fn files(n: usize) {
         .build()
         .expect("runtime");
     let heaps = Arc::new(FileHeapStore::new(dir.path().join("heaps")));
-    let engine = Engine::new(EngineConfig::default(), Some(heaps as Arc<dyn HeapStore>))
-        .with_files(Arc::new(mcp_v8_lambda::files::DirFileStore::new(
-            dir.path().join("work"),
-        )));
+    let engine = Engine::new(
+        EngineConfig::in_process(),
+        Some(heaps as Arc<dyn HeapStore>),
+    )
+    .with_files(Arc::new(mcp_v8_lambda::files::DirFileStore::new(
+        dir.path().join("work"),
+    )));
     let stored = || tree_bytes(dir.path());
     let run = |code: &str, heap: &HeapKey| {
         let started = Instant::now();
@@ -258,7 +261,7 @@ pub(crate) fn main() {
     }
 
     let started = Instant::now();
-    let _ = Engine::new(EngineConfig::default(), None);
+    let _ = Engine::new(EngineConfig::in_process(), None);
     println!(
         "V8 platform initialisation: {:.2} ms\n",
         started.elapsed().as_secs_f64() * 1000.0

@@ -49,7 +49,7 @@ pub(crate) fn main() {
                     ..FetchConfig::off()
                 },
                 warm_isolates,
-                ..EngineConfig::default()
+                ..EngineConfig::in_process()
             },
             None,
         )

@@ -5,7 +5,7 @@
 //!
 //!     cargo bench --bench benches -- save [--objects 60000,600000,2400000] [--runs 3] [--no-s3]
 //!
-//! The heaps are made by the engine in this process (`engine_workers = 0`:
+//! The heaps are made by the engine in this process (`EngineConfig::in_process()`:
 //! the same isolate code an engine worker runs), each of `--objects` small
 //! objects (`{i, s: 'item' + i}`, as the HTTP bench's think-time heaps).
 //! "create_blob" is V8's `CreateBlob` as the engine reports it (a tracing
@@ -246,7 +246,7 @@ pub(crate) fn main() {
     let config = EngineConfig {
         max_heap_limit_mb: 4096,
         max_snapshot_bytes: 2048 * 1024 * 1024,
-        ..EngineConfig::default()
+        ..EngineConfig::in_process()
     };
     let bench = Bench {
         runtime: tokio::runtime::Builder::new_multi_thread()

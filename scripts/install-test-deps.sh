@@ -47,7 +47,7 @@ npm_deps tests/e2e
 # The View's bundler and Chart.js (tests/it/protocol/apps.rs checks that
 # src/apps/run.html is what they build).
 npm_deps src/apps/view
-# Node's modules' npm ports and rolldown (tests/it/structure/tree.rs checks
+# Node's modules' npm ports and rolldown (tests/it/structure/tree/ checks
 # that src/engine/node/node_lib.js and node_inspect.js are what they build).
 npm_deps scripts/node-builtins
 # Debian's Chromium, which the View test drives (never a browser a library

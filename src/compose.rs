@@ -406,7 +406,10 @@ pub fn engine_config(config: &Config) -> EngineConfig {
         default_heap_limit_mb: defaults.default_heap_limit_mb.min(max_heap_limit_mb),
         max_snapshot_bytes: config.engine.max_heap_snapshot_mb * MIB,
         max_result_bytes: config.engine.max_result_bytes,
-        engine_workers: config.engine.workers,
+        engine_workers: match config.engine.workers {
+            0 => EngineConfig::serve_workers(),
+            workers => workers,
+        },
         ready_heaps_bytes: config.engine.ready_heaps_mb() * MIB,
         collect_ready_heaps: config.freezes_between_calls(),
         tenant_runs: config.engine.tenant_runs,

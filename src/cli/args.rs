@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::config::Config;
+use crate::engine::EngineConfig;
 
 #[derive(Parser)]
 #[command(
@@ -127,14 +128,11 @@ pub(super) struct StoreArgs {
 impl StoreArgs {
     /// Applies the flags to `config`, where they win over the variables.
     pub(super) fn configure(&self, config: &mut Config) {
-        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        // More runners than cores: a short run starts while others' long
-        // runs hold theirs (docs/reliability.md, "Runners").
         config.engine.workers = self
             .engine_workers
             .map(usize::from)
             .or(config.engine.workers_set)
-            .unwrap_or((2 * cores).max(4));
+            .unwrap_or_else(EngineConfig::serve_workers);
         // The flag or the variable: either makes the server stateless.
         config.stateless |= self.stateless;
         // V8 runs only in the workers.

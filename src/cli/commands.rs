@@ -81,9 +81,7 @@ pub(super) async fn packages(
             // configured as the server's, before anything is stored; in an
             // engine worker, as every run, so that a package whose top level
             // ends V8's process is refused with the reason.
-            let mut engine_config = compose::engine_config(config);
-            engine_config.engine_workers = engine_config.engine_workers.max(1);
-            let engine = crate::engine::Engine::new(engine_config, None);
+            let engine = crate::engine::Engine::new(compose::engine_config(config), None);
             let added = packages::add(store.as_ref(), &specs, &options, &engine)
                 .await
                 .map_err(|e| anyhow::anyhow!(e))

@@ -10,11 +10,11 @@ use crate::units::MIB;
 pub struct EngineSettings {
     /// Engine worker processes, the runners every run executes in (`serve
     /// --engine-workers`, which reads `MCP_V8_ENGINE_WORKERS`; under Lambda
-    /// the variable itself). The library's default is 0 (runs in the
-    /// calling process, for tests and benchmarks); the binary always has at
-    /// least one: one for each invocation Lambda may hand the instance at
-    /// once (`AWS_LAMBDA_MAX_CONCURRENCY`, 1 on standard Lambda), two per
-    /// core (at least four) under `serve`.
+    /// the variable itself): one for each invocation Lambda may hand the
+    /// instance at once (`AWS_LAMBDA_MAX_CONCURRENCY`, 1 on standard
+    /// Lambda), two per core (at least four) under `serve`. 0 until the
+    /// command line decides outside Lambda; an engine built from it then
+    /// gets `serve`'s count (`compose::engine_config`), never V8 in process.
     pub workers: usize,
     /// `MCP_V8_ENGINE_WORKERS` as the operator set it, read here and nowhere
     /// else: `serve --engine-workers` wins over it.

@@ -59,11 +59,14 @@ pub struct EngineConfig {
     pub max_snapshot_bytes: usize,
     /// Engine worker processes: every run executes in one, one run at a
     /// time each, so that code that makes V8 end its process ends only its
-    /// worker. 0 runs them in this process, where such code ends it (the
-    /// library's default, for tests and benchmarks; the binary never does).
+    /// worker. The default is `serve`'s ([`EngineConfig::serve_workers`]).
+    /// 0 runs V8 in this process, where such code ends it: only
+    /// [`EngineConfig::in_process`] asks for that, and the binary never does.
     pub engine_workers: usize,
-    /// The binary workers run (started with [`super::WORKER_ARG`]); this process's
-    /// own executable when unset.
+    /// The binary workers run (started with [`super::WORKER_ARG`]); this
+    /// process's own executable when unset, so a program that embeds the
+    /// library and keeps the default names the `mcp-v8-lambda` binary here
+    /// or answers [`super::WORKER_ARG`] itself as the binary does.
     pub worker_program: Option<PathBuf>,
     /// Runs after which a worker is replaced by a new process.
     pub worker_max_jobs: u64,
@@ -90,6 +93,28 @@ pub struct EngineConfig {
     pub collect_ready_heaps: bool,
 }
 
+impl EngineConfig {
+    /// Engine workers `serve` starts unless told: two per core, at least
+    /// four, so a short run starts while others' long runs hold theirs
+    /// (docs/reliability.md, "Runners").
+    pub fn serve_workers() -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        (2 * cores).max(4)
+    }
+
+    /// The defaults with V8 in this process (no engine workers), where code
+    /// that makes V8 end its process ends this one: for the library's unit
+    /// tests, the fuzz targets and the benchmarks that cannot start the
+    /// binary, never for serving.
+    pub fn in_process() -> Self {
+        Self {
+            engine_workers: 0,
+            ..Self::default()
+        }
+    }
+}
+
+/// The engine the binary runs: `serve`'s engine workers, each run in one.
 impl Default for EngineConfig {
     fn default() -> Self {
         Self {
@@ -104,7 +129,7 @@ impl Default for EngineConfig {
             tenant_runs: None,
             queue_wait: Duration::from_secs(10),
             max_snapshot_bytes: 256 * MIB,
-            engine_workers: 0,
+            engine_workers: Self::serve_workers(),
             worker_program: None,
             worker_max_jobs: 2000,
             warm_isolates: 0,

@@ -252,7 +252,7 @@ pub(super) fn job_within(
 #[cfg(test)]
 pub(super) fn fresh_job(code: String) -> contract::Job {
     job_within(
-        &EngineConfig::default(),
+        &EngineConfig::in_process(),
         None,
         code,
         registration::Asks::default(),

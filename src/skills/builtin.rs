@@ -1,6 +1,6 @@
 //! The server's own skills, built into the binary from `src/skills/builtin`
 //! and served under `skill://mcp-v8/<name>/`. What they teach is checked
-//! against the server: tests/it/protocol/skills.rs runs every example.
+//! against the server: tests/it/protocol/skills/ runs every example.
 
 use std::borrow::Cow;
 

@@ -56,7 +56,7 @@ mod tests {
     use crate::tools::{CallContext, ToolCallError, ToolRouter, Toolbox};
 
     fn toolbox(dir: &tempfile::TempDir, stateless: bool) -> Toolbox {
-        crate::tools::toolbox::for_tests(EngineConfig::default(), dir, stateless)
+        crate::tools::toolbox::for_tests(EngineConfig::in_process(), dir, stateless)
     }
 
     /// The server's own tools plus the toy.

@@ -189,7 +189,7 @@ mod tests {
 
         let dir = tempfile::tempdir().unwrap();
         let store: Arc<dyn HeapStore> = Arc::new(FileHeapStore::new(dir.path()));
-        let engine = Engine::new(EngineConfig::default(), Some(store));
+        let engine = Engine::new(EngineConfig::in_process(), Some(store));
         let run = |code: &str, heap| RunRequest {
             code: code.into(),
             stateful: true,

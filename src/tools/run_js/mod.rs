@@ -411,7 +411,7 @@ mod tests {
     #[tokio::test]
     async fn a_capability_takes_its_setting_and_argument_and_shows_its_report_in_run_js() {
         let dir = tempfile::tempdir().unwrap();
-        let mut config = EngineConfig::default();
+        let mut config = EngineConfig::in_process();
         config.capabilities.toy.factor = 10.0;
         let toolbox = toolbox(config, &dir);
 
@@ -450,7 +450,7 @@ mod tests {
     #[tokio::test]
     async fn an_answer_with_displays_carries_the_length_of_its_json() {
         let dir = tempfile::tempdir().unwrap();
-        let toolbox = toolbox(EngineConfig::default(), &dir);
+        let toolbox = toolbox(EngineConfig::in_process(), &dir);
         let tenant = Tenant::anonymous();
         let code = "display(new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2])); \
                     display('text with \"quotes\" and é'); display({ a: 1 }); 42";

@@ -24,7 +24,7 @@ fn harness() -> &'static Harness {
         let dir = tempfile::tempdir().unwrap();
         let store: Arc<dyn HeapStore> = Arc::new(FileHeapStore::new(dir.path().join("heaps")));
         Harness {
-            engine: Engine::new(EngineConfig::default(), Some(store)),
+            engine: Engine::new(EngineConfig::in_process(), Some(store)),
             runtime: tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()

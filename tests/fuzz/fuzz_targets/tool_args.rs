@@ -33,7 +33,7 @@ fn harness() -> &'static Harness {
         let db = open_database(&dir.path().join("meta.redb")).unwrap();
         let toolbox = Toolbox {
             // Never runs: no tool here executes code.
-            engine: Arc::new(Engine::new(EngineConfig::default(), None)),
+            engine: Arc::new(Engine::new(EngineConfig::in_process(), None)),
             meta: Arc::new(RedbMetaStore::new(db).unwrap()),
             packages: None,
             files: None,

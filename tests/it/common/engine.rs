@@ -6,15 +6,16 @@ use mcp_v8_lambda::engine::{Engine, EngineConfig, RunOutcome, RunReport, RunRequ
 use mcp_v8_lambda::heap::HeapStore;
 
 /// The engine `config` describes over `heaps`, its runs in engine workers
-/// as the binary's always are: at least as many workers as the runs
-/// `config` admits at once, running this test binary's server program
+/// as the binary's always are (the default config's count, `serve`'s,
+/// unless the test names one), running this test binary's server program
 /// unless `config` names one. No test runs V8 in its own process: the
-/// binary never does (`engine_workers = 0` is left to the benches and the
-/// library's unit tests, which cannot start the binary).
+/// binary never does (`EngineConfig::in_process` is left to the benches
+/// and the library's unit tests, which cannot start the binary).
 pub fn on_workers(mut config: EngineConfig, heaps: Option<Arc<dyn HeapStore>>) -> Engine {
-    if config.engine_workers == 0 {
-        config.engine_workers = config.max_concurrent_runs.max(1);
-    }
+    assert!(
+        config.engine_workers > 0,
+        "integration tests run V8 in engine workers, as the binary does"
+    );
     if config.worker_program.is_none() {
         static PROGRAM: OnceLock<(tempfile::TempDir, std::path::PathBuf)> = OnceLock::new();
         let (_, program) = PROGRAM.get_or_init(|| {
@@ -77,6 +78,25 @@ pub async fn run_report(
         })
         .await
         .expect("request accepted")
+}
+
+/// A stateful run of `code` from `heap` (a fresh heap when `None`), its
+/// heap stored: the one `stateful` of the engine-level tests.
+pub async fn stateful(
+    engine: &Engine,
+    code: &str,
+    heap: Option<&mcp_v8_lambda::heap::HeapKey>,
+) -> RunOutcome {
+    run(
+        engine,
+        RunRequest {
+            code: code.into(),
+            heap: heap.cloned(),
+            stateful: true,
+            ..Default::default()
+        },
+    )
+    .await
 }
 
 /// The error of a run that must have failed, as `Name: message`.

@@ -62,7 +62,7 @@ fn stores() -> Stores {
 }
 
 /// A stateful engine over `stores`.
-fn stateful(stores: &Stores, config: EngineConfig) -> Engine {
+fn engine_over(stores: &Stores, config: EngineConfig) -> Engine {
     crate::common::engine::on_workers(config, Some(stores.heaps.clone()))
         .with_files(stores.files.clone())
 }
@@ -91,7 +91,7 @@ fn completed(code: &str, outcome: &RunOutcome) -> String {
 async fn files_persist_with_the_heap_and_fork_with_it() {
     {
         let stores = stores();
-        let engine = stateful(&stores, EngineConfig::default());
+        let engine = engine_over(&stores, EngineConfig::default());
         let write = "import { writeFileSync, mkdirSync } from 'node:fs';\n\
             import fsp from 'node:fs/promises';\n\
             mkdirSync('data/raw', { recursive: true });\n\
@@ -160,7 +160,7 @@ async fn a_stateless_run_has_a_throwaway_work() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paths_outside_work_are_refused_and_never_reach_the_host() {
     let stores = stores();
-    let engine = stateful(&stores, EngineConfig::default());
+    let engine = engine_over(&stores, EngineConfig::default());
     let host_file = stores.dir.path().join("host-secret.txt");
     std::fs::write(&host_file, "secret").unwrap();
     let cases = [
@@ -213,7 +213,7 @@ async fn paths_outside_work_are_refused_and_never_reach_the_host() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn file_bytes_live_beside_the_heap_and_are_read_only_when_opened() {
     let stores = stores();
-    let engine = stateful(&stores, EngineConfig::default());
+    let engine = engine_over(&stores, EngineConfig::default());
     // 5 MiB of data that does not compress into the heap by accident.
     // The data is not kept in the heap: only the file has it.
     let write = "(() => { const big = new Uint8Array(5 * 1024 * 1024);\n\
@@ -251,7 +251,7 @@ async fn file_bytes_live_beside_the_heap_and_are_read_only_when_opened() {
     assert_eq!(completed(read, &outcome), "5242880");
     assert_eq!(stores.files.gets.load(Ordering::SeqCst), gets + objects);
     // A new instance (a new engine, nothing cached) restores it too.
-    let fresh = stateful(&stores, EngineConfig::default());
+    let fresh = engine_over(&stores, EngineConfig::default());
     let outcome = run_code(&fresh, read, Some(&next)).await;
     assert_eq!(completed(read, &outcome), "5242880");
 }
@@ -259,7 +259,7 @@ async fn file_bytes_live_beside_the_heap_and_are_read_only_when_opened() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn files_are_capped_with_errors_naming_the_setting() {
     let stores = stores();
-    let engine = stateful(
+    let engine = engine_over(
         &stores,
         EngineConfig {
             capabilities: CapabilitySettings {
@@ -293,7 +293,7 @@ async fn files_are_capped_with_errors_naming_the_setting() {
     }
     // File bytes are on the run's local disk, not in its memory: 180 MiB
     // of files with a 16 MiB heap limit.
-    let engine = stateful(&stores, EngineConfig::default());
+    let engine = engine_over(&stores, EngineConfig::default());
     let code = "const fs = require('fs'); const chunk = new Uint8Array(9 * 1024 * 1024);\n\
         for (let i = 0; i < 20; i++) { chunk[0] = i; fs.writeFileSync('f' + i, chunk); }\n\
         fs.readdirSync('.').length";
@@ -314,7 +314,7 @@ async fn files_are_capped_with_errors_naming_the_setting() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenants_files_are_its_own() {
     let stores = stores();
-    let engine = stateful(&stores, EngineConfig::default());
+    let engine = engine_over(&stores, EngineConfig::default());
     let alice = Tenant::of_principal("alice");
     let outcome = run_as(
         &engine,
@@ -362,7 +362,7 @@ async fn the_calls_files_are_in_work_before_the_code_runs() {
     let stores = stores();
     let engines = [
         crate::common::engine::on_workers(EngineConfig::default(), None),
-        stateful(&stores, EngineConfig::default()),
+        engine_over(&stores, EngineConfig::default()),
     ];
     for engine in &engines {
         let code = "const fs = require('fs'); [fs.readFileSync('in/data.csv', 'utf8'), [...fs.readFileSync('/work/img.bin')]]";

@@ -109,7 +109,7 @@ struct Stateful {
     engine: Engine,
 }
 
-fn stateful() -> Stateful {
+fn stateful_engine() -> Stateful {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn HeapStore> = Arc::new(FileHeapStore::new(dir.path().join("heaps")));
     Stateful {
@@ -128,7 +128,7 @@ async fn buffers_past_the_budget_end_the_run_in_every_mode_and_the_next_run_is_s
         let next = request(&stateless, "1 + 1", false, None).await;
         assert_eq!(next.result.as_deref(), Some("2"), "{code}: {next:#?}");
     }
-    let stateful = stateful();
+    let stateful = stateful_engine();
     {
         let engine = &stateful.engine;
         let base = request(engine, "globalThis.kept = 41; 1", true, None).await;
@@ -144,7 +144,7 @@ async fn buffers_past_the_budget_end_the_run_in_every_mode_and_the_next_run_is_s
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_that_keeps_what_v8_cannot_snapshot_fails_and_stores_nothing() {
-    let stateful = stateful();
+    let stateful = stateful_engine();
     {
         let engine = &stateful.engine;
         let base = request(engine, "globalThis.kept = 41; 1", true, None).await;

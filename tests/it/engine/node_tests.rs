@@ -140,7 +140,7 @@ async fn node_22s_own_tests_of_its_core_modules_pass_in_runs() {
         "Node 22 fails files of the slice (the stand-in for test/common is wrong, or the file belongs on the left-out list): {node_fails:#?}"
     );
     let config = EngineConfig {
-        max_concurrent_runs: 4,
+        engine_workers: 4,
         ..EngineConfig::default()
     };
     let engine = crate::common::engine::on_workers(config, None);

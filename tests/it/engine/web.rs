@@ -6,12 +6,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_v8_lambda::engine::{Engine, EngineConfig, RunOutcome, RunRequest, RunStatus};
+use mcp_v8_lambda::engine::{Engine, EngineConfig, RunOutcome, RunStatus};
 use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore};
 use mcp_v8_lambda::tenant::Tenant;
 use serde_json::Value;
 
-use crate::common::engine::{completed, run, stateless};
+use crate::common::engine::{completed, stateful, stateless};
 
 /// The corpus files, one per API family, in docs/engine.md's order.
 pub const FAMILIES: &[&str] = &[
@@ -88,19 +88,6 @@ fn stateful_engine(config: EngineConfig) -> Stateful {
         store,
         _dir: dir,
     }
-}
-
-async fn stateful(engine: &Engine, code: &str, heap: Option<&HeapKey>) -> RunOutcome {
-    run(
-        engine,
-        RunRequest {
-            code: code.into(),
-            heap: heap.cloned(),
-            stateful: true,
-            ..Default::default()
-        },
-    )
-    .await
 }
 
 #[tokio::test]

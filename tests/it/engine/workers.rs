@@ -5,9 +5,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_v8_lambda::engine::{Engine, EngineConfig, RunOutcome, RunRequest, RunStatus, WORKER_ARG};
+use mcp_v8_lambda::engine::{Engine, EngineConfig, RunRequest, RunStatus, WORKER_ARG};
 use mcp_v8_lambda::heap::{FileHeapStore, HeapKey, HeapStore};
 use mcp_v8_lambda::tenant::Tenant;
+
+use crate::common::engine::stateful;
 
 struct Fixture {
     engine: Engine,
@@ -49,20 +51,6 @@ fn fixture_with(workers: usize, max_jobs: u64) -> Fixture {
         program,
         _dir: dir,
     }
-}
-
-async fn stateful(engine: &Engine, code: &str, heap: Option<&HeapKey>) -> RunOutcome {
-    engine
-        .run(RunRequest {
-            code: code.into(),
-            heap: heap.cloned(),
-            stateful: true,
-            timeout: Some(Duration::from_secs(20)),
-            ..Default::default()
-        })
-        .await
-        .expect("request accepted")
-        .outcome
 }
 
 /// Pids of the live workers started as `program`.

@@ -145,7 +145,7 @@ async fn the_heap_kept_ready_is_ready_before_the_environment_freezes() {
     let mut env = moto_env("settle", &cache.path().join("a"));
     env.push((
         "RUST_LOG".into(),
-        "warn,mcp_v8_lambda::lambda::post_response=debug,mcp_v8_lambda::engine::plan=debug,mcp_v8_lambda::engine::heaps=debug".into(),
+        "warn,mcp_v8_lambda::lambda::post_response=debug,mcp_v8_lambda::engine::plan=debug,mcp_v8_lambda::engine::heap_keeping=debug".into(),
     ));
     let log = cache.path().join("function.log");
     let api = RuntimeApi::start().await;

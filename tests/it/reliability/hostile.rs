@@ -353,7 +353,7 @@ async fn a_run_that_finds_no_runner_in_time_is_refused_naming_the_bounds() {
 async fn a_tenant_past_its_share_waits_while_another_tenant_runs() {
     let engine = common::engine::on_workers(
         EngineConfig {
-            max_concurrent_runs: 2,
+            engine_workers: 2,
             tenant_runs: Some(1),
             queue_wait: Duration::from_millis(300),
             ..EngineConfig::default()
