@@ -36,7 +36,7 @@ venv_deps() {
     fi
 }
 
-# The Python mcp 1.x client, moto, cfn-lint and cargo-lambda.
+# The Python mcp 1.x client, moto, cfn-lint, cargo-lambda and prometheus-client.
 venv_deps .venv tests/e2e/requirements.txt
 if [ "${1:-}" = "--build" ]; then
     exit 0

@@ -29,6 +29,7 @@ pub mod heap;
 pub mod lambda;
 pub mod logs;
 pub mod meta;
+pub mod observe;
 pub mod packages;
 pub mod protocol;
 pub mod server;

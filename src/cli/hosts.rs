@@ -29,11 +29,15 @@ pub(super) async fn http(
     let (app, lifecycle) = compose::host(&config, &data_dir, aws.as_ref(), additions)
         .map_err(|e| anyhow::anyhow!(e))
         .context("building the server from the configuration")?;
+    let scrape = crate::observe::prometheus::Scrape::install()
+        .map_err(|e| anyhow::anyhow!(e))
+        .context("installing the metrics recorder")?;
+    let app = app.with_metrics(scrape);
     let address = SocketAddr::new(host, port);
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .with_context(|| format!("binding {address}"))?;
-    tracing::info!(%address, data_dir = %data_dir.display(), stateless = config.stateless, engine_workers = config.engine.workers, "serving MCP at http://{address}/mcp");
+    tracing::info!(%address, data_dir = %data_dir.display(), stateless = config.stateless, engine_workers = config.engine.workers, metrics = %format!("http://{address}/metrics"), "serving MCP at http://{address}/mcp");
     // Bound to loopback, only loopback names may be asked for: a web
     // page cannot reach this server by rebinding its own name to 127.0.0.1.
     let tasks = app.server().tasks().cloned();

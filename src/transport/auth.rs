@@ -102,6 +102,7 @@ fn unauthorized(
             resource_base(headers)
         ));
     }
+    crate::observe::refused(crate::observe::Refusal::Auth);
     let mut response =
         HttpError::new(StatusCode::UNAUTHORIZED, code::INVALID_REQUEST, message).into_response();
     if let Ok(value) = HeaderValue::from_str(&challenge) {
@@ -188,6 +189,7 @@ pub(super) async fn loopback_host_only(request: Request, next: Next) -> Response
     if is_loopback_host(host) {
         return next.run(request).await;
     }
+    crate::observe::refused(crate::observe::Refusal::Auth);
     HttpError::new(
         StatusCode::FORBIDDEN,
         code::INVALID_REQUEST,

@@ -20,6 +20,8 @@ use super::envelope::HttpError;
 use super::headers::{self, OriginPolicy, Principal};
 use super::session::Sessions;
 use super::{call, session, sessionless, stream};
+use crate::observe::prometheus::{self, Scrape};
+use crate::observe::{self, Refusal};
 use crate::protocol::jsonrpc::code;
 use crate::server::McpServer;
 use crate::session::SessionStore;
@@ -66,6 +68,8 @@ pub struct TransportConfig {
 #[derive(Debug, Clone)]
 pub struct App {
     inner: Arc<AppInner>,
+    /// What `/metrics` answers, when the host serves it.
+    metrics: Option<Scrape>,
 }
 
 #[derive(Debug)]
@@ -99,6 +103,16 @@ impl App {
                 server,
                 calls,
             }),
+            metrics: None,
+        }
+    }
+
+    /// The endpoint serving `scrape` at `/metrics` too, behind the same
+    /// authentication and `Host` check as `/mcp`.
+    pub fn with_metrics(self, scrape: Scrape) -> Self {
+        Self {
+            metrics: Some(scrape),
+            ..self
         }
     }
 
@@ -118,6 +132,7 @@ impl App {
 pub fn router(app: App) -> Router {
     let limit = app.inner.config.max_body_bytes;
     let auth = app.inner.config.auth.clone();
+    let metrics = app.metrics.clone();
     let mut router = Router::new()
         .route("/mcp", any(handle))
         // Function URLs are often configured with the bare URL.
@@ -134,6 +149,12 @@ pub fn router(app: App) -> Router {
             )
             .with_state(jwt.clone());
         router = router.merge(metadata);
+    }
+    if let Some(scrape) = metrics {
+        let scrape = Router::new()
+            .route("/metrics", get(prometheus::answer))
+            .with_state(scrape);
+        router = router.merge(scrape);
     }
     if auth.is_required() {
         router = router.layer(middleware::from_fn_with_state(auth, auth::require_bearer));
@@ -169,7 +190,7 @@ async fn handle(
         "mcp",
         http.method = %method,
         rpc.method = field::Empty,
-        cold_start = cold_start(),
+        cold_start = field::Empty,
         request_id = invocation.request_id.as_deref(),
         session = field::Empty,
         tenant = field::Empty,
@@ -183,6 +204,12 @@ async fn handle(
         duration_ms = field::Empty,
     );
     let started = Instant::now();
+    if cold_start() {
+        span.record("cold_start", true);
+        observe::cold_start();
+    } else {
+        span.record("cold_start", false);
+    }
     // A client that gives up (its timeout) drops this future: the guard
     // writes the request's line then, so no call goes unlogged.
     let mut line = RequestLine {
@@ -211,6 +238,9 @@ async fn handle(
     .await
     .unwrap_or_else(IntoResponse::into_response);
     span.record("http.status", response.status().as_u16());
+    if let Some(reason) = Refusal::of_status(response.status().as_u16()) {
+        observe::refused(reason);
+    }
     span.record("duration_ms", started.elapsed().as_millis() as u64);
     span.in_scope(|| tracing::info!("request"));
     line.written = true;

@@ -12,6 +12,7 @@ mod agents;
 mod clients;
 mod engine;
 mod lambda;
+mod observability;
 mod protocol;
 mod reliability;
 mod stores;

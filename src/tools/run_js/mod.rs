@@ -15,6 +15,7 @@ use self::arguments::RunJsCall;
 pub(super) use self::arguments::asked_duration;
 pub(super) use self::description::describe;
 use self::start::{fresh_start_warning, plan, resolve_latest};
+use crate::observe::{self, Refusal};
 
 use super::answer::budget::Kept;
 use super::toolbox::{CallContext, Instead, ToolAnswer, Toolbox};
@@ -174,8 +175,20 @@ async fn call_once(
     };
     let Ran { mut report, save } = match ran {
         Ok(ran) => ran,
-        Err(e) => return CallToolResult::error(super::answer::advice::refused(&e)).into(),
+        Err(e) => {
+            observe::refused(match e {
+                crate::engine::EngineError::Busy { .. } => Refusal::Busy,
+                _ => Refusal::Bounds,
+            });
+            return CallToolResult::error(super::answer::advice::refused(&e)).into();
+        }
     };
+    observe::run_ended(
+        "run_js",
+        report.outcome.status.as_str(),
+        std::time::Duration::from_millis(report.outcome.duration_ms),
+        report.heap_used_bytes,
+    );
     if let Some(resumed) = &resumed {
         resumed.carry(&mut report.outcome);
     }

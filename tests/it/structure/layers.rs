@@ -25,6 +25,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("packages", &["backends", "egress"]),
     ("upstream", &["egress", "protocol"]),
     ("logs", &[]),
+    ("observe", &[]),
     ("skills", &["protocol"]),
     ("session", &["backends", "heap", "protocol"]),
     ("elicit", &["heap", "session", "tenant"]),
@@ -48,8 +49,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "tools",
         &[
-            "clock", "elicit", "engine", "files", "heap", "meta", "packages", "protocol",
-            "session", "skills", "tenant", "upstream",
+            "clock", "elicit", "engine", "files", "heap", "meta", "observe", "packages",
+            "protocol", "session", "skills", "tenant", "upstream",
         ],
     ),
     (
@@ -62,7 +63,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "transport",
         &[
-            "clock", "elicit", "protocol", "server", "session", "tenant", "tools",
+            "clock", "elicit", "observe", "protocol", "server", "session", "tenant", "tools",
         ],
     ),
     (
@@ -106,6 +107,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "heap",
             "lambda",
             "logs",
+            "observe",
             "packages",
             "session",
             "tenant",
