@@ -194,12 +194,15 @@ pub(super) async fn lambda(config: Config, additions: Additions) -> anyhow::Resu
     // after the answer there as under `serve`, with no extension.
     let post_response =
         config.engine.answer_before_save_mb.is_some() && config.freezes_between_calls();
+    let metrics = crate::observe::emf::Emf::install(&config.metrics_namespace)
+        .map_err(|e| anyhow::anyhow!(e))?;
     crate::lambda::run(
         app,
         lifecycle,
         config.transport.allow_unauthenticated,
         config.transport.response_streaming,
         post_response,
+        Some(metrics),
     )
     .await
     .map_err(|e| anyhow::anyhow!(e))

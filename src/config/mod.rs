@@ -53,6 +53,9 @@ pub struct Config {
     pub mcp: crate::upstream::UpstreamConfig,
     /// How the process logs.
     pub log: LogSettings,
+    /// `MCP_V8_METRICS_NAMESPACE`: the CloudWatch namespace of the metrics
+    /// the Lambda entry writes into its log lines (default `mcp-v8-lambda`).
+    pub metrics_namespace: String,
     /// Where packages come from and how large they may be.
     pub packages: PackageSettings,
     /// Caps on a run's `/work`.
@@ -195,6 +198,9 @@ impl Config {
                 format: vars.log_format()?,
                 level: vars.log_level(),
             },
+            metrics_namespace: vars
+                .non_empty("MCP_V8_METRICS_NAMESPACE")
+                .unwrap_or_else(|| "mcp-v8-lambda".to_owned()),
             packages: PackageSettings {
                 registry: vars.non_empty("MCP_V8_NPM_REGISTRY"),
                 max_package_mb: vars.number("MCP_V8_MAX_PACKAGE_MB", 32, Least::One)?,

@@ -3,6 +3,7 @@
 //! fails closed: a request that no one authenticated is refused unless the
 //! operator said otherwise.
 
+use crate::observe::emf::Emf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
@@ -200,6 +201,7 @@ pub async fn run(
     allow_unauthenticated: bool,
     streaming: bool,
     post_response: bool,
+    metrics: Option<Emf>,
 ) -> Result<(), lambda_http::Error> {
     let finished = std::sync::Arc::new(post_response::Finished::default());
     let extension = if post_response {
@@ -221,7 +223,18 @@ pub async fn run(
     let mark = post_response::MarkFinishedLayer(extension.is_some().then_some(finished));
     let tracing = lambda_http::lambda_runtime::layers::TracingLayer::new();
     let runtime = async move {
-        let served = service(app, allow_unauthenticated);
+        let mut served = service(app, allow_unauthenticated);
+        if let Some(emf) = metrics {
+            // Written when each invocation's handler returns: a streamed
+            // answer's run ends later, and its metrics go with the next.
+            served = served.layer(middleware::from_fn(
+                move |request: axum::extract::Request, next: middleware::Next| async move {
+                    let response = next.run(request).await;
+                    emf.flush();
+                    response
+                },
+            ));
+        }
         // Concurrent invocations need a `Sync` answer, which axum's streaming
         // body is not: buffer it here, as lambda_http buffers it for a
         // sequential run anyway (function URLs answer with the whole body).

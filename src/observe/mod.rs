@@ -7,6 +7,7 @@
 //! Labels stay few and bounded (tool, outcome, reason): never a tenant, a
 //! session or a heap key, for cardinality and for privacy.
 
+pub mod emf;
 pub mod prometheus;
 
 use std::time::Duration;

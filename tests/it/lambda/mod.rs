@@ -265,11 +265,20 @@ fn function_binary() -> PathBuf {
 /// [`function_binary`] started as a Lambda function with `env` (its
 /// Runtime API's included), logging warnings only.
 pub(crate) fn start_function(env: Vec<(String, String)>) -> Function {
+    start_function_writing(env, std::process::Stdio::null())
+}
+
+/// [`start_function`] with its standard output, where the metrics go
+/// (docs/observability.md), on `stdout`.
+pub(crate) fn start_function_writing(
+    env: Vec<(String, String)>,
+    stdout: std::process::Stdio,
+) -> Function {
     Function(
         Command::new(function_binary())
             .envs(env)
             .env("RUST_LOG", "warn")
-            .stdout(std::process::Stdio::null())
+            .stdout(stdout)
             .spawn()
             .expect("starting the Lambda entry"),
         false,

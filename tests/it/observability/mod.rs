@@ -11,6 +11,8 @@ use sha2::Digest;
 
 use crate::common::process::Serve;
 
+mod lambda;
+
 /// One sample of a scrape: its name, labels and value.
 #[derive(Debug)]
 struct Sample {

@@ -77,7 +77,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "upstream",
         ],
     ),
-    ("lambda", &["tasks", "tools", "transport"]),
+    ("lambda", &["observe", "tasks", "tools", "transport"]),
     (
         "compose",
         &[
