@@ -585,3 +585,85 @@ fn a_skills_layer_is_attached_and_read_where_given() {
         }
     }
 }
+
+/// The dashboard and the four alarms come with the stack unless
+/// `Monitoring=false`, on either kind of function; they notify an SNS topic
+/// only where `AlarmEmail` names an address. The dashboard's body is JSON
+/// once CloudFormation has put the names in, and cfn-lint passes each
+/// transformed template.
+#[test]
+fn monitoring_is_on_by_default_notifies_by_email_and_turns_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let placeholder = regex::Regex::new(r"\$\{[A-Za-z:.]+\}").unwrap();
+    let managed = json!({"ManagedInstancesSubnetIds": "subnet-1",
+                         "ManagedInstancesSecurityGroupIds": "sg-1"});
+    let mut outputs = Vec::new();
+    for (given, monitored, notified) in [
+        (json!({}), true, false),
+        (json!({"AlarmEmail": "ops@example.com"}), true, true),
+        (
+            json!({"Monitoring": "false", "AlarmEmail": "ops@example.com"}),
+            false,
+            false,
+        ),
+        (managed, true, false),
+    ] {
+        let output = dir
+            .path()
+            .join(format!("monitoring-{}.json", outputs.len()));
+        let template = transformed(&given, &output);
+        outputs.push(output);
+        let resources = created(&template, &given);
+        let of_type = |kind: &str| -> Vec<&Value> {
+            resources.values().filter(|r| r["Type"] == kind).collect()
+        };
+        let alarms = of_type("AWS::CloudWatch::Alarm");
+        assert_eq!(alarms.len(), if monitored { 4 } else { 0 }, "{given}");
+        assert_eq!(
+            of_type("AWS::CloudWatch::Dashboard").len(),
+            usize::from(monitored),
+            "{given}"
+        );
+        assert_eq!(
+            of_type("AWS::SNS::Topic").len(),
+            usize::from(notified),
+            "{given}"
+        );
+        for alarm in &alarms {
+            let actions = resolve(&template, &given, &alarm["Properties"]["AlarmActions"]);
+            if notified {
+                assert_eq!(actions, json!([{"Ref": "AlarmTopic"}]), "{given}");
+            } else {
+                assert_eq!(actions, json!({"Ref": "AWS::NoValue"}), "{given}");
+            }
+        }
+        if !monitored {
+            continue;
+        }
+        // The alarms watch the function this stack deploys.
+        let function = evaluate(
+            &template,
+            &given,
+            &json!({"Fn::If": ["OnLambda", "McpFunction", "McpManagedFunction"]}),
+        );
+        assert!(
+            resources.contains_key(function.as_str().unwrap()),
+            "{given}"
+        );
+        let body = &template["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"][0];
+        let filled = placeholder.replace_all(body.as_str().unwrap(), "name");
+        let dashboard: Value = serde_json::from_str(&filled)
+            .unwrap_or_else(|e| panic!("the dashboard body is not JSON ({e}): {filled}"));
+        let widgets = dashboard["widgets"].as_array().unwrap();
+        assert_eq!(widgets.len(), 7);
+        for metric in [
+            "mcp_v8_runs_total",
+            "mcp_v8_run_duration_seconds",
+            "mcp_v8_refused_requests_total",
+            "mcp_v8_cold_starts_total",
+        ] {
+            assert!(body.as_str().unwrap().contains(metric), "{metric}");
+        }
+    }
+    cfn_lint(&outputs);
+}
