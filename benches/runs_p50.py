@@ -11,7 +11,9 @@ stateless `1 + 1` (a server with MCP_V8_STATELESS); "chained" continues the
 previous call's heap with `globalThis.n = (globalThis.n ?? 0) + 1`. With
 --with-file the chain's first call writes a 1 MiB file to /work, which
 every later heap of the chain keeps without touching it. --fresh-code
-replaces the fresh call's code (`URL` parsing, say).
+replaces the fresh call's code (`URL` parsing, say). --serve drives each
+build's `serve` over HTTP (2026-07-28 requests) instead of stdio: there
+its metrics are recorded.
 """
 import argparse
 import os
@@ -21,6 +23,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from serve_client import ServeClient  # noqa: E402
 from stdio_client import StdioClient  # noqa: E402
 
 
@@ -39,11 +42,13 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--with-file", action="store_true")
     parser.add_argument("--fresh-code", default="1 + 1")
+    parser.add_argument("--serve", action="store_true")
     parser.add_argument("binaries", nargs="+")
     args = parser.parse_args()
-    fresh = {b: StdioClient(b, tempfile.mkdtemp(prefix="p50-fresh-"), "p50",
-                            env={"MCP_V8_STATELESS": "true"}) for b in args.binaries}
-    chained = {b: StdioClient(b, tempfile.mkdtemp(prefix="p50-chained-"), "p50")
+    client = ServeClient if args.serve else StdioClient
+    fresh = {b: client(b, tempfile.mkdtemp(prefix="p50-fresh-"), "p50",
+                       env={"MCP_V8_STATELESS": "true"}) for b in args.binaries}
+    chained = {b: client(b, tempfile.mkdtemp(prefix="p50-chained-"), "p50")
                for b in args.binaries}
     heaps = {b: None for b in args.binaries}
     if args.with_file:
