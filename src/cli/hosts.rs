@@ -29,10 +29,7 @@ pub(super) async fn http(
     let (app, lifecycle) = compose::host(&config, &data_dir, aws.as_ref(), additions)
         .map_err(|e| anyhow::anyhow!(e))
         .context("building the server from the configuration")?;
-    let scrape = crate::observe::prometheus::Scrape::install()
-        .map_err(|e| anyhow::anyhow!(e))
-        .context("installing the metrics recorder")?;
-    let app = app.with_metrics(scrape);
+    let app = app.with_metrics(crate::observe::prometheus::Scrape::install());
     let address = SocketAddr::new(host, port);
     let listener = tokio::net::TcpListener::bind(address)
         .await

@@ -3,7 +3,7 @@
 
 use std::sync::OnceLock;
 
-use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 /// Run durations from a millisecond (a stateless `1 + 1`) to the longest
 /// timeout, in seconds.
@@ -34,23 +34,24 @@ impl std::fmt::Debug for Scrape {
 impl Scrape {
     /// Installs the process's recorder the first time, and returns its
     /// view: every host of one process shares it.
-    pub fn install() -> Result<Self, BuildError> {
+    pub fn install() -> Self {
         static INSTALLED: OnceLock<PrometheusHandle> = OnceLock::new();
-        if let Some(handle) = INSTALLED.get() {
-            return Ok(Self(handle.clone()));
-        }
-        let recorder = PrometheusBuilder::new()
-            .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS)?
-            .set_buckets_for_metric(Matcher::Suffix("_bytes".into()), BYTES)?
-            .build_recorder();
-        let handle = recorder.handle();
-        // Another recorder installed first (a program that embeds the
-        // library) keeps the metrics; this view then shows none.
-        if metrics::set_global_recorder(recorder).is_err() {
-            tracing::warn!("a metrics recorder was installed already: /metrics shows nothing");
-        }
-        super::describe();
-        Ok(Self(INSTALLED.get_or_init(|| handle).clone()))
+        let handle = INSTALLED.get_or_init(|| {
+            let recorder = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS)
+                .and_then(|b| b.set_buckets_for_metric(Matcher::Suffix("_bytes".into()), BYTES))
+                .expect("the bucket lists are not empty")
+                .build_recorder();
+            let handle = recorder.handle();
+            // Another recorder installed first (a program that embeds the
+            // library) keeps the metrics; this view then shows none.
+            if metrics::set_global_recorder(recorder).is_err() {
+                tracing::warn!("a metrics recorder was installed already: /metrics shows nothing");
+            }
+            super::describe();
+            handle
+        });
+        Self(handle.clone())
     }
 
     /// The text format, version 0.0.4.

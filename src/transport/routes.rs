@@ -204,11 +204,10 @@ async fn handle(
         duration_ms = field::Empty,
     );
     let started = Instant::now();
-    if cold_start() {
-        span.record("cold_start", true);
+    let cold = cold_start();
+    span.record("cold_start", cold);
+    if cold {
         observe::cold_start();
-    } else {
-        span.record("cold_start", false);
     }
     // A client that gives up (its timeout) drops this future: the guard
     // writes the request's line then, so no call goes unlogged.
